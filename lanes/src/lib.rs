@@ -1,0 +1,48 @@
+//! Certificate verification lanes (DESIGN.md §1, §3).
+//!
+//! Each leg of a QuasarCert gets its own verifier here; the parallel-max QuasarCert verifier, the
+//! cert profiles and the pubkey decompression cache will join them. Today the crate holds what the
+//! foundation needs: the epoch's stake-weighted [`ValidatorSet`] with its quorum rule, and the BLS
+//! lane ([`bls`]) that turns a signer bitmap and an aggregate signature into a checked signer set.
+//!
+//! Quorum rule (DESIGN.md §2): a set of signers is a quorum when its stake is more than 2/3 of the
+//! epoch's total stake, computed exactly in integers as `signed_stake * 3 > total_stake * 2`
+//! (in `u128`, so it cannot overflow).
+#![forbid(unsafe_code)]
+
+pub mod bls;
+mod validators;
+
+pub use validators::{Validator, ValidatorSet};
+
+/// Why a certificate leg or a validator set was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LaneError {
+    /// A validator set must have at least one validator.
+    #[error("validator set is empty")]
+    EmptyValidatorSet,
+    /// Every validator must carry stake.
+    #[error("validator {index} has zero stake")]
+    ZeroStake { index: usize },
+    /// The stakes add up to more than `u64::MAX`.
+    #[error("total stake overflows u64")]
+    StakeOverflow,
+    /// Two validators share one public key.
+    #[error("validator {index} repeats the public key of an earlier validator")]
+    DuplicateValidator { index: usize },
+    /// The bitmap does not have exactly `ceil(n / 8)` bytes.
+    #[error("signer bitmap has {got} bytes, expected {expected}")]
+    BitmapLength { expected: usize, got: usize },
+    /// A bit is set for an index that is not a member of the validator set.
+    #[error("signer bitmap names index {index}, but the set has {n} validators")]
+    NonMemberSigner { index: usize, n: usize },
+    /// No bit is set.
+    #[error("signer bitmap is empty")]
+    NoSigners,
+    /// The signers' stake is not more than 2/3 of the total.
+    #[error("signers hold {signed} of {total} stake, not a quorum")]
+    NoQuorum { signed: u64, total: u64 },
+    /// The aggregate signature failed to decode or to verify.
+    #[error("aggregate signature rejected: {0}")]
+    Signature(#[from] quasar_crypto::bls::BlsError),
+}

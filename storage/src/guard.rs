@@ -1,0 +1,418 @@
+//! The signing guard: decides whether a consensus vote may be signed, and makes that decision
+//! durable before the signature leaves (DESIGN.md §2 "Signing guard", §6, §9; modelled on aptos
+//! safety rules and Tendermint's `priv_validator_state`).
+//!
+//! # Rules (per view)
+//!
+//! 1. At most one notarize block hash.
+//! 2. At most one finalize block hash.
+//! 3. Never both a finalize and a nullify (in either order).
+//! 4. Notarize and nullify in the same view are allowed (an honest node notarizes, then times out).
+//!
+//! Asking again for a vote that is already recorded answers [`GuardDecision::Repeat`]: re-signing an
+//! identical vote (e.g. to re-broadcast after a restart) is safe, since BLS signing is
+//! deterministic and the message is the same. Views more than [`GUARD_WINDOW`] below the highest
+//! recorded view are refused ([`GuardError::TooOld`]); records below that window are pruned, so the
+//! record holds at most `GUARD_WINDOW + 1` views.
+//!
+//! # Safety argument
+//!
+//! A conflicting pair of votes for view `v` could only be signed if the guard answered `Fresh` or
+//! `Repeat` for both. (a) Within one process, the in-memory record is updated only after the new
+//! state is durable, and every answer is checked against the record, so the second request of a
+//! conflicting pair finds the first and gets [`GuardError::Conflict`]. (b) Across a crash or restart,
+//! the first vote's record was on disk (file fsync'd, renamed, directory fsync'd) before `Fresh` was
+//! returned and hence before the signature could leave; [`SigningGuard::open`] reloads it, and
+//! refuses to start on a file it cannot read or verify rather than start empty. (c) Pruning only
+//! drops views below `highest - GUARD_WINDOW`, and those views are refused outright, so forgetting
+//! them cannot admit a conflict. The one thing the guard cannot detect is an operator deleting the
+//! file or running two processes on one directory; both are documented operator errors.
+//!
+//! # File format (`signing-guard.bin`, version 1)
+//!
+//! `body ‖ SHA3-256(body)` where, integers little-endian,
+//! `body = "QSGUARD\0" ‖ version: u16 = 1 ‖ count: u32 ‖ count × entry`,
+//! `entry = view: u64 ‖ flags: u8 ‖ [notarize hash: 32 B if flags&1] ‖ [finalize hash: 32 B if flags&2]`,
+//! flag bit 2 = nullify, other bits zero; views strictly increasing; `count ≤ GUARD_WINDOW + 1`;
+//! flags 2|4 (finalize + nullify) are illegal. The file is replaced atomically: write
+//! `signing-guard.bin.tmp`, `sync_all`, rename over `signing-guard.bin`, `sync_all` the directory.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use quasar_crypto::hash::{sha3_256, Hash};
+
+/// How far below the highest recorded view a vote may still be recorded, in views.
+pub const GUARD_WINDOW: u64 = 64;
+
+/// Name of the guard file inside the directory given to [`SigningGuard::open`].
+pub const GUARD_FILE: &str = "signing-guard.bin";
+const GUARD_TMP_FILE: &str = "signing-guard.bin.tmp";
+const MAGIC: &[u8; 8] = b"QSGUARD\0";
+const VERSION: u16 = 1;
+/// Most views a valid record can hold.
+const MAX_ENTRIES: u64 = GUARD_WINDOW + 1;
+const FLAG_NOTARIZE: u8 = 1;
+const FLAG_FINALIZE: u8 = 2;
+const FLAG_NULLIFY: u8 = 4;
+/// Upper bound on a valid file: header, full entries, checksum.
+const MAX_FILE_LEN: u64 = 8 + 2 + 4 + MAX_ENTRIES * (8 + 1 + 32 + 32) + 32;
+
+/// The kind of consensus vote (DESIGN.md §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum VoteKind {
+    /// A vote that a block is valid for the view.
+    Notarize,
+    /// A vote to finalize a notarized block.
+    Finalize,
+    /// A vote that the view timed out without progress.
+    Nullify,
+}
+
+/// A vote the caller wants to sign.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct VoteIntent {
+    /// Consensus view of the vote.
+    pub view: u64,
+    /// What kind of vote it is.
+    pub kind: VoteKind,
+    /// Hash of the block voted for; all zeros for [`VoteKind::Nullify`] (ignored for nullify).
+    pub block: Hash,
+}
+
+/// Why the caller may sign.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GuardDecision {
+    /// The vote was newly recorded and the record is durable: sign and send.
+    Fresh,
+    /// This identical vote was already recorded: safe to re-sign and re-send.
+    Repeat,
+}
+
+/// Why the guard refused. The caller must NOT sign. `Conflict` and `TooOld` are expected in normal
+/// operation (drop the vote); `Io` and `Corrupt` mean the guard cannot protect the key: stop signing
+/// and alert the operator.
+#[derive(Debug, thiserror::Error)]
+pub enum GuardError {
+    /// Signing would equivocate: the view already holds a vote that conflicts with the request.
+    #[error("conflicting vote in view {view}: already signed {existing}, refused {requested}")]
+    Conflict {
+        /// The view.
+        view: u64,
+        /// The recorded vote that conflicts.
+        existing: String,
+        /// The vote that was requested.
+        requested: String,
+    },
+    /// The view is more than [`GUARD_WINDOW`] below the highest recorded view.
+    #[error("view {view} is too old: highest recorded view is {highest}, window {GUARD_WINDOW}")]
+    TooOld {
+        /// The requested view.
+        view: u64,
+        /// The highest recorded view.
+        highest: u64,
+    },
+    /// Reading or durably writing the guard file failed; the vote was not recorded. Fatal.
+    #[error("signing guard I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    /// The guard file exists but is malformed or fails its checksum. Fatal: never reset silently.
+    #[error("signing guard file corrupt: {0}")]
+    Corrupt(String),
+}
+
+/// What was signed in one view.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct ViewRecord {
+    notarize: Option<Hash>,
+    finalize: Option<Hash>,
+    nullify: bool,
+}
+
+/// Human-readable description of a vote, for [`GuardError::Conflict`].
+struct Describe(VoteKind, Hash);
+
+impl fmt::Display for Describe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            VoteKind::Notarize => write!(f, "notarize({})", hex_hash(&self.1)),
+            VoteKind::Finalize => write!(f, "finalize({})", hex_hash(&self.1)),
+            VoteKind::Nullify => f.write_str("nullify"),
+        }
+    }
+}
+
+fn hex_hash(hash: &Hash) -> String {
+    hash.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The durable record of signed votes; see the module docs for rules and safety argument.
+#[derive(Debug)]
+pub struct SigningGuard {
+    /// Directory holding [`GUARD_FILE`]; `None` for [`SigningGuard::in_memory`].
+    dir: Option<PathBuf>,
+    views: BTreeMap<u64, ViewRecord>,
+}
+
+impl SigningGuard {
+    /// Opens the guard stored in `dir/signing-guard.bin`, creating `dir` and an empty, durable
+    /// record if the file is absent.
+    ///
+    /// Errors: [`GuardError::Io`] if the file cannot be read or the empty record cannot be written;
+    /// [`GuardError::Corrupt`] if the file is malformed, oversized, or fails its checksum. A bad
+    /// file is never reset: the operator must investigate (signing with a lost record risks
+    /// equivocation).
+    pub fn open(dir: &Path) -> Result<SigningGuard, GuardError> {
+        fs::create_dir_all(dir)?;
+        let path = dir.join(GUARD_FILE);
+        let views = match fs::File::open(&path) {
+            Ok(file) => {
+                let mut bytes = Vec::new();
+                // Read at most one byte past the limit, so an oversized file is detected
+                // without reading it whole.
+                file.take(MAX_FILE_LEN.saturating_add(1))
+                    .read_to_end(&mut bytes)?;
+                decode(&bytes)?
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let views = BTreeMap::new();
+                persist(dir, &views)?;
+                views
+            }
+            Err(e) => return Err(GuardError::Io(e)),
+        };
+        Ok(SigningGuard {
+            dir: Some(dir.to_path_buf()),
+            views,
+        })
+    }
+
+    /// A guard with the same rules and no file, for the deterministic simulator and tests.
+    pub fn in_memory() -> SigningGuard {
+        SigningGuard {
+            dir: None,
+            views: BTreeMap::new(),
+        }
+    }
+
+    /// Decides whether `intent` may be signed and, if it is new, records it durably first.
+    ///
+    /// Returns [`GuardDecision::Fresh`] only after the new record is on disk (file and directory
+    /// fsync'd), [`GuardDecision::Repeat`] for a vote already recorded.
+    ///
+    /// Errors (do not sign): [`GuardError::Conflict`] for a vote that would equivocate (module
+    /// docs, rules 1–3); [`GuardError::TooOld`] for a view more than [`GUARD_WINDOW`] below
+    /// [`SigningGuard::highest_view`]; [`GuardError::Io`] if the record could not be made durable,
+    /// in which case nothing was recorded in memory either.
+    pub fn check_and_record(&mut self, intent: &VoteIntent) -> Result<GuardDecision, GuardError> {
+        if let Some(highest) = self.highest() {
+            if intent.view < highest.saturating_sub(GUARD_WINDOW) {
+                return Err(GuardError::TooOld {
+                    view: intent.view,
+                    highest,
+                });
+            }
+        }
+        let existing = self.views.get(&intent.view).copied().unwrap_or_default();
+        let conflict = |kind: VoteKind, hash: Hash| GuardError::Conflict {
+            view: intent.view,
+            existing: Describe(kind, hash).to_string(),
+            requested: Describe(intent.kind, intent.block).to_string(),
+        };
+        let mut updated = existing;
+        match intent.kind {
+            VoteKind::Notarize => match existing.notarize {
+                Some(h) if h == intent.block => return Ok(GuardDecision::Repeat),
+                Some(h) => return Err(conflict(VoteKind::Notarize, h)),
+                None => updated.notarize = Some(intent.block),
+            },
+            VoteKind::Finalize => {
+                if existing.nullify {
+                    return Err(conflict(VoteKind::Nullify, [0; 32]));
+                }
+                match existing.finalize {
+                    Some(h) if h == intent.block => return Ok(GuardDecision::Repeat),
+                    Some(h) => return Err(conflict(VoteKind::Finalize, h)),
+                    None => updated.finalize = Some(intent.block),
+                }
+            }
+            VoteKind::Nullify => {
+                if let Some(h) = existing.finalize {
+                    return Err(conflict(VoteKind::Finalize, h));
+                }
+                if existing.nullify {
+                    return Ok(GuardDecision::Repeat);
+                }
+                updated.nullify = true;
+            }
+        }
+        // Build the next state aside; adopt it only once it is durable.
+        let mut next = self.views.clone();
+        next.insert(intent.view, updated);
+        prune(&mut next);
+        if let Some(dir) = &self.dir {
+            persist(dir, &next)?;
+        }
+        self.views = next;
+        Ok(GuardDecision::Fresh)
+    }
+
+    /// The highest view with any recorded vote, or 0 if none. A restarted validator resumes from it.
+    pub fn highest_view(&self) -> u64 {
+        self.highest().unwrap_or(0)
+    }
+
+    fn highest(&self) -> Option<u64> {
+        self.views.last_key_value().map(|(v, _)| *v)
+    }
+}
+
+/// Drops views below `highest - GUARD_WINDOW`.
+fn prune(views: &mut BTreeMap<u64, ViewRecord>) {
+    if let Some((&highest, _)) = views.last_key_value() {
+        let keep_from = highest.saturating_sub(GUARD_WINDOW);
+        *views = views.split_off(&keep_from);
+    }
+}
+
+/// Writes `views` durably: tmp file, fsync, rename, directory fsync.
+fn persist(dir: &Path, views: &BTreeMap<u64, ViewRecord>) -> Result<(), GuardError> {
+    let bytes = encode(views);
+    let tmp = dir.join(GUARD_TMP_FILE);
+    {
+        let mut file = fs::File::create(&tmp)?;
+        file.write_all(&bytes)?;
+        file.sync_all()?;
+    }
+    fs::rename(&tmp, dir.join(GUARD_FILE))?;
+    fs::File::open(dir)?.sync_all()?;
+    Ok(())
+}
+
+fn encode(views: &BTreeMap<u64, ViewRecord>) -> Vec<u8> {
+    let mut body = Vec::with_capacity(256);
+    body.extend_from_slice(MAGIC);
+    body.extend_from_slice(&VERSION.to_le_bytes());
+    // At most MAX_ENTRIES (65) views after pruning, so this never truncates.
+    body.extend_from_slice(&(views.len() as u32).to_le_bytes());
+    for (view, rec) in views {
+        body.extend_from_slice(&view.to_le_bytes());
+        let mut flags = 0u8;
+        if rec.notarize.is_some() {
+            flags |= FLAG_NOTARIZE;
+        }
+        if rec.finalize.is_some() {
+            flags |= FLAG_FINALIZE;
+        }
+        if rec.nullify {
+            flags |= FLAG_NULLIFY;
+        }
+        body.push(flags);
+        if let Some(h) = rec.notarize {
+            body.extend_from_slice(&h);
+        }
+        if let Some(h) = rec.finalize {
+            body.extend_from_slice(&h);
+        }
+    }
+    let checksum = sha3_256(&body);
+    body.extend_from_slice(&checksum);
+    body
+}
+
+/// A bounds-checked reader over the file body.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take<const N: usize>(&mut self, what: &str) -> Result<[u8; N], GuardError> {
+        let (head, rest) = self
+            .0
+            .split_first_chunk::<N>()
+            .ok_or_else(|| GuardError::Corrupt(format!("truncated while reading {what}")))?;
+        self.0 = rest;
+        Ok(*head)
+    }
+}
+
+fn decode(bytes: &[u8]) -> Result<BTreeMap<u64, ViewRecord>, GuardError> {
+    if bytes.len() as u64 > MAX_FILE_LEN {
+        return Err(GuardError::Corrupt(format!(
+            "file longer than the {MAX_FILE_LEN}-byte maximum"
+        )));
+    }
+    let (body, checksum) = bytes
+        .split_last_chunk::<32>()
+        .ok_or_else(|| GuardError::Corrupt("shorter than its checksum".into()))?;
+    if sha3_256(body) != *checksum {
+        return Err(GuardError::Corrupt("checksum mismatch".into()));
+    }
+    let mut r = Reader(body);
+    if &r.take::<8>("magic")? != MAGIC {
+        return Err(GuardError::Corrupt("bad magic".into()));
+    }
+    let version = u16::from_le_bytes(r.take("version")?);
+    if version != VERSION {
+        return Err(GuardError::Corrupt(format!(
+            "unsupported version {version}"
+        )));
+    }
+    let count = u32::from_le_bytes(r.take("count")?);
+    if u64::from(count) > MAX_ENTRIES {
+        return Err(GuardError::Corrupt(format!(
+            "{count} views exceed the maximum {MAX_ENTRIES}"
+        )));
+    }
+    let mut views = BTreeMap::new();
+    let mut previous: Option<u64> = None;
+    for _ in 0..count {
+        let view = u64::from_le_bytes(r.take("view")?);
+        if previous.is_some_and(|p| view <= p) {
+            return Err(GuardError::Corrupt(format!(
+                "views not strictly increasing at {view}"
+            )));
+        }
+        previous = Some(view);
+        let flags = r.take::<1>("flags")?[0];
+        if flags & !(FLAG_NOTARIZE | FLAG_FINALIZE | FLAG_NULLIFY) != 0 || flags == 0 {
+            return Err(GuardError::Corrupt(format!(
+                "invalid flags {flags:#04x} at view {view}"
+            )));
+        }
+        if flags & FLAG_FINALIZE != 0 && flags & FLAG_NULLIFY != 0 {
+            return Err(GuardError::Corrupt(format!(
+                "finalize and nullify both recorded at view {view}"
+            )));
+        }
+        let notarize = if flags & FLAG_NOTARIZE != 0 {
+            Some(r.take::<32>("notarize hash")?)
+        } else {
+            None
+        };
+        let finalize = if flags & FLAG_FINALIZE != 0 {
+            Some(r.take::<32>("finalize hash")?)
+        } else {
+            None
+        };
+        views.insert(
+            view,
+            ViewRecord {
+                notarize,
+                finalize,
+                nullify: flags & FLAG_NULLIFY != 0,
+            },
+        );
+    }
+    if !r.0.is_empty() {
+        return Err(GuardError::Corrupt(format!("{} trailing bytes", r.0.len())));
+    }
+    if let (Some(&lo), Some(&hi)) = (views.keys().next(), views.keys().next_back()) {
+        if lo < hi.saturating_sub(GUARD_WINDOW) {
+            return Err(GuardError::Corrupt(format!(
+                "view {lo} lies outside the window below {hi}"
+            )));
+        }
+    }
+    Ok(views)
+}

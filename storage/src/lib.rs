@@ -1,0 +1,29 @@
+//! Storage of a Quasar validator (DESIGN.md §1, §6).
+//!
+//! Two independent components:
+//!
+//! - [`store`]: the [`Store`] trait and its sled backend [`SledStore`]: finalized blocks by hash and
+//!   height, the certificate that finalized each height, the tx-hash index, notarized-but-not-yet-
+//!   finalized blocks, and the finalized pointer. Storage is byte-oriented: it never decodes blocks or
+//!   certificates. Any storage error is fatal to the node (STYLE.md habit 4).
+//! - [`guard`]: the [`SigningGuard`], the tiny durable record that decides whether a consensus vote
+//!   may be signed, kept in its own fsync'd file because sled's flush is not durable enough for it.
+//!
+//! This crate depends only on `quasar-crypto` (for [`quasar_crypto::hash::Hash`] and SHA3-256).
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+pub mod guard;
+pub mod store;
+
+pub use guard::*;
+pub use store::*;

@@ -1,0 +1,297 @@
+//! The block store: the [`Store`] trait and its sled backend [`SledStore`] (DESIGN.md §6).
+//!
+//! # Layout
+//!
+//! One sled database with five trees. Heights are 8-byte big-endian keys, so sled's key order is
+//! height order.
+//!
+//! | tree      | key                 | value                                             |
+//! |-----------|---------------------|---------------------------------------------------|
+//! | `blocks`  | block hash (32 B)   | encoded block (finalized or merely notarized)     |
+//! | `heights` | height (u64 BE)     | hash of the finalized block at that height (32 B) |
+//! | `certs`   | height (u64 BE)     | encoded certificate that finalized that height    |
+//! | `txs`     | tx hash (32 B)      | height (u64 BE) of the finalized block holding it |
+//! | `meta`    | `finalized`         | finalized tip: height (u64 BE) ‖ hash (32 B)      |
+//!
+//! # Guarantees
+//!
+//! - [`Store::commit_finalized`] writes all five trees in one sled transaction: a crash leaves either
+//!   none or all of a height's entries, and the finalized pointer never points past the index.
+//! - Heights are committed densely and in order (1, 2, 3, …); anything else is
+//!   [`StoreError::OutOfOrder`].
+//! - A stored value with the wrong length is reported as [`StoreError::Corrupt`], never a panic.
+//! - Durability: sled makes writes durable on [`Store::flush`] (and periodically in the background).
+//!   The signing guard does *not* rely on this; see [`crate::guard`].
+//!
+//! Epochs, evidence and pruning (DESIGN.md §6) are not implemented yet.
+
+use std::path::Path;
+
+use quasar_crypto::hash::Hash;
+use sled::transaction::{ConflictableTransactionError, TransactionError};
+use sled::Transactional;
+
+/// Key of the finalized pointer in the `meta` tree.
+const FINALIZED_KEY: &[u8] = b"finalized";
+
+/// Why a store operation failed. Every variant except [`StoreError::OutOfOrder`] is fatal: the node
+/// must stop rather than run on a store it cannot trust.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The sled backend failed (I/O error, or sled detected corruption). Fatal.
+    #[error("storage backend error (fatal): {0}")]
+    Backend(#[from] sled::Error),
+    /// [`Store::commit_finalized`] was called for a height that does not directly follow the
+    /// finalized tip. A caller bug, not data loss; nothing was written.
+    #[error("out-of-order commit: expected height {expected}, got {got}")]
+    OutOfOrder {
+        /// The only height that may be committed next (tip + 1, or 1 on an empty store).
+        expected: u64,
+        /// The height that was offered.
+        got: u64,
+    },
+    /// A stored value is malformed (wrong length) or an index points at a missing entry. Fatal.
+    #[error("store corrupt (fatal): {0}")]
+    Corrupt(String),
+}
+
+/// A block being finalized, with everything [`Store::commit_finalized`] indexes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FinalizedBlock {
+    /// Height of the block, starting at 1.
+    pub height: u64,
+    /// Hash of the block (computed by the caller; storage does not decode blocks).
+    pub hash: Hash,
+    /// The encoded block.
+    pub block: Vec<u8>,
+    /// The encoded certificate (QuasarCert) that finalized it.
+    pub certificate: Vec<u8>,
+    /// Hashes of the transactions the block contains, for [`Store::tx_height`].
+    pub tx_hashes: Vec<Hash>,
+}
+
+/// A finalized block as read back by height.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredBlock {
+    /// Height of the block.
+    pub height: u64,
+    /// Hash of the block.
+    pub hash: Hash,
+    /// The encoded block.
+    pub block: Vec<u8>,
+    /// The encoded certificate that finalized it.
+    pub certificate: Vec<u8>,
+}
+
+/// Persistent storage of blocks, certificates and the finalized index (DESIGN.md §6).
+///
+/// Implementations are shared between threads. Every method returns [`StoreError`]; all errors but
+/// [`StoreError::OutOfOrder`] are fatal.
+pub trait Store: Send + Sync {
+    /// Persists a finalized block: block bytes by hash, height→hash index, the certificate that
+    /// finalized it, each tx hash → height, and the finalized pointer, atomically.
+    ///
+    /// Heights must be committed in order: `block.height` must be the finalized tip's height + 1,
+    /// or 1 when nothing is finalized yet; otherwise [`StoreError::OutOfOrder`] and nothing is
+    /// written (so re-committing the tip is also `OutOfOrder`).
+    fn commit_finalized(&self, block: &FinalizedBlock) -> Result<(), StoreError>;
+
+    /// The finalized tip `(height, hash)`, or `None` when nothing has been finalized.
+    fn finalized_tip(&self) -> Result<Option<(u64, Hash)>, StoreError>;
+
+    /// The finalized block at `height` with its certificate, or `None` above the tip.
+    /// [`StoreError::Corrupt`] if the index points at a missing block or certificate.
+    fn block_by_height(&self, height: u64) -> Result<Option<StoredBlock>, StoreError>;
+
+    /// The encoded block with this hash, finalized or not, or `None` if unknown.
+    fn block_by_hash(&self, hash: &Hash) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// Stores a not-yet-finalized (e.g. notarized) block, kept so a restarted node can serve it.
+    /// Overwrites any block stored under the same hash.
+    fn put_block(&self, hash: &Hash, block: &[u8]) -> Result<(), StoreError>;
+
+    /// Height of the finalized block containing the transaction, or `None` if not finalized.
+    fn tx_height(&self, tx_hash: &Hash) -> Result<Option<u64>, StoreError>;
+
+    /// Makes everything written so far durable (sled flush, fsync of the log).
+    fn flush(&self) -> Result<(), StoreError>;
+}
+
+/// [`Store`] on a sled database (see the module docs for the layout).
+#[derive(Debug, Clone)]
+pub struct SledStore {
+    db: sled::Db,
+    blocks: sled::Tree,
+    heights: sled::Tree,
+    certs: sled::Tree,
+    txs: sled::Tree,
+    meta: sled::Tree,
+}
+
+impl SledStore {
+    /// Opens (or creates) the database in the directory `path`.
+    ///
+    /// Errors: [`StoreError::Backend`] if sled cannot open it (I/O error, lock held by another
+    /// process, corrupt log).
+    pub fn open(path: &Path) -> Result<SledStore, StoreError> {
+        Self::from_db(sled::open(path)?)
+    }
+
+    /// A store in a temporary directory that sled deletes on drop. For tests and the simulator.
+    ///
+    /// Errors: [`StoreError::Backend`] if sled cannot create it.
+    pub fn temporary() -> Result<SledStore, StoreError> {
+        Self::from_db(sled::Config::new().temporary(true).open()?)
+    }
+
+    fn from_db(db: sled::Db) -> Result<SledStore, StoreError> {
+        Ok(SledStore {
+            blocks: db.open_tree("blocks")?,
+            heights: db.open_tree("heights")?,
+            certs: db.open_tree("certs")?,
+            txs: db.open_tree("txs")?,
+            meta: db.open_tree("meta")?,
+            db,
+        })
+    }
+}
+
+/// Decodes a 32-byte hash value, naming `what` in the corruption report.
+fn decode_hash(value: &[u8], what: &str) -> Result<Hash, StoreError> {
+    Hash::try_from(value).map_err(|_| {
+        StoreError::Corrupt(format!(
+            "{what}: expected a 32-byte hash, found {} bytes",
+            value.len()
+        ))
+    })
+}
+
+/// Decodes an 8-byte big-endian height value.
+fn decode_height(value: &[u8], what: &str) -> Result<u64, StoreError> {
+    <[u8; 8]>::try_from(value)
+        .map(u64::from_be_bytes)
+        .map_err(|_| {
+            StoreError::Corrupt(format!(
+                "{what}: expected an 8-byte height, found {} bytes",
+                value.len()
+            ))
+        })
+}
+
+/// Decodes the finalized pointer: height (u64 BE) ‖ hash (32 B).
+fn decode_tip(value: &[u8]) -> Result<(u64, Hash), StoreError> {
+    let corrupt = || {
+        StoreError::Corrupt(format!(
+            "finalized pointer: expected 40 bytes, found {}",
+            value.len()
+        ))
+    };
+    let (height, hash) = value.split_first_chunk::<8>().ok_or_else(corrupt)?;
+    let hash = Hash::try_from(hash).map_err(|_| corrupt())?;
+    Ok((u64::from_be_bytes(*height), hash))
+}
+
+fn encode_tip(height: u64, hash: &Hash) -> [u8; 40] {
+    let mut out = [0u8; 40];
+    let (h, rest) = out.split_at_mut(8);
+    h.copy_from_slice(&height.to_be_bytes());
+    rest.copy_from_slice(hash);
+    out
+}
+
+impl Store for SledStore {
+    fn commit_finalized(&self, block: &FinalizedBlock) -> Result<(), StoreError> {
+        let height_key = block.height.to_be_bytes();
+        let result = (
+            &self.blocks,
+            &self.heights,
+            &self.certs,
+            &self.txs,
+            &self.meta,
+        )
+            .transaction(|(blocks, heights, certs, txs, meta)| {
+                let tip = match meta.get(FINALIZED_KEY)? {
+                    Some(v) => Some(decode_tip(&v).map_err(ConflictableTransactionError::Abort)?),
+                    None => None,
+                };
+                let expected = match tip {
+                    Some((h, _)) => h.checked_add(1).ok_or_else(|| {
+                        ConflictableTransactionError::Abort(StoreError::Corrupt(
+                            "finalized height is u64::MAX".into(),
+                        ))
+                    })?,
+                    None => 1,
+                };
+                if block.height != expected {
+                    return Err(ConflictableTransactionError::Abort(
+                        StoreError::OutOfOrder {
+                            expected,
+                            got: block.height,
+                        },
+                    ));
+                }
+                blocks.insert(&block.hash[..], block.block.as_slice())?;
+                heights.insert(&height_key[..], &block.hash[..])?;
+                certs.insert(&height_key[..], block.certificate.as_slice())?;
+                for tx in &block.tx_hashes {
+                    txs.insert(&tx[..], &height_key[..])?;
+                }
+                meta.insert(FINALIZED_KEY, &encode_tip(block.height, &block.hash)[..])?;
+                Ok(())
+            });
+        match result {
+            Ok(()) => Ok(()),
+            Err(TransactionError::Abort(e)) => Err(e),
+            Err(TransactionError::Storage(e)) => Err(StoreError::Backend(e)),
+        }
+    }
+
+    fn finalized_tip(&self) -> Result<Option<(u64, Hash)>, StoreError> {
+        self.meta
+            .get(FINALIZED_KEY)?
+            .map(|v| decode_tip(&v))
+            .transpose()
+    }
+
+    fn block_by_height(&self, height: u64) -> Result<Option<StoredBlock>, StoreError> {
+        let key = height.to_be_bytes();
+        let Some(hash) = self.heights.get(key)? else {
+            return Ok(None);
+        };
+        let hash = decode_hash(&hash, &format!("heights[{height}]"))?;
+        let block = self.blocks.get(hash)?.ok_or_else(|| {
+            StoreError::Corrupt(format!("height {height} indexes a missing block"))
+        })?;
+        let certificate = self
+            .certs
+            .get(key)?
+            .ok_or_else(|| StoreError::Corrupt(format!("height {height} has no certificate")))?;
+        Ok(Some(StoredBlock {
+            height,
+            hash,
+            block: block.to_vec(),
+            certificate: certificate.to_vec(),
+        }))
+    }
+
+    fn block_by_hash(&self, hash: &Hash) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.blocks.get(hash)?.map(|v| v.to_vec()))
+    }
+
+    fn put_block(&self, hash: &Hash, block: &[u8]) -> Result<(), StoreError> {
+        self.blocks.insert(hash, block)?;
+        Ok(())
+    }
+
+    fn tx_height(&self, tx_hash: &Hash) -> Result<Option<u64>, StoreError> {
+        self.txs
+            .get(tx_hash)?
+            .map(|v| decode_height(&v, "txs"))
+            .transpose()
+    }
+
+    fn flush(&self) -> Result<(), StoreError> {
+        self.db.flush()?;
+        Ok(())
+    }
+}

@@ -1,0 +1,383 @@
+//! `SigningGuard` rules (one notarize, one finalize, never finalize+nullify per view), durability
+//! across restarts, corruption handling, the age window and pruning.
+
+use std::fs;
+use std::path::Path;
+
+use proptest::prelude::*;
+use quasar_storage::{
+    GuardDecision, GuardError, SigningGuard, VoteIntent, VoteKind, GUARD_FILE, GUARD_WINDOW,
+};
+
+fn notarize(view: u64, b: u8) -> VoteIntent {
+    VoteIntent {
+        view,
+        kind: VoteKind::Notarize,
+        block: [b; 32],
+    }
+}
+
+fn finalize(view: u64, b: u8) -> VoteIntent {
+    VoteIntent {
+        view,
+        kind: VoteKind::Finalize,
+        block: [b; 32],
+    }
+}
+
+fn nullify(view: u64) -> VoteIntent {
+    VoteIntent {
+        view,
+        kind: VoteKind::Nullify,
+        block: [0; 32],
+    }
+}
+
+fn is_conflict(r: Result<GuardDecision, GuardError>) -> bool {
+    matches!(r, Err(GuardError::Conflict { .. }))
+}
+
+/// Runs a rule check against both the in-memory and the file-backed guard.
+fn both(check: impl Fn(&mut SigningGuard)) {
+    check(&mut SigningGuard::in_memory());
+    let dir = tempfile::tempdir().unwrap();
+    check(&mut SigningGuard::open(dir.path()).unwrap());
+}
+
+#[test]
+fn equivocating_notarize_is_refused() {
+    both(|g| {
+        assert_eq!(
+            g.check_and_record(&notarize(5, 1)).unwrap(),
+            GuardDecision::Fresh
+        );
+        assert!(is_conflict(g.check_and_record(&notarize(5, 2))));
+        // Another view is independent.
+        assert_eq!(
+            g.check_and_record(&notarize(6, 2)).unwrap(),
+            GuardDecision::Fresh
+        );
+    });
+}
+
+#[test]
+fn equivocating_finalize_is_refused() {
+    both(|g| {
+        assert_eq!(
+            g.check_and_record(&finalize(5, 1)).unwrap(),
+            GuardDecision::Fresh
+        );
+        assert!(is_conflict(g.check_and_record(&finalize(5, 2))));
+    });
+}
+
+#[test]
+fn finalize_then_nullify_is_refused() {
+    both(|g| {
+        g.check_and_record(&finalize(5, 1)).unwrap();
+        assert!(is_conflict(g.check_and_record(&nullify(5))));
+    });
+}
+
+#[test]
+fn nullify_then_finalize_is_refused() {
+    both(|g| {
+        g.check_and_record(&nullify(5)).unwrap();
+        let err = g.check_and_record(&finalize(5, 1)).unwrap_err();
+        match err {
+            GuardError::Conflict {
+                view,
+                existing,
+                requested,
+            } => {
+                assert_eq!(view, 5);
+                assert_eq!(existing, "nullify");
+                assert!(requested.starts_with("finalize("), "{requested}");
+            }
+            other => panic!("expected Conflict, got {other:?}"),
+        }
+    });
+}
+
+/// An honest node notarizes, then times out and nullifies the same view: both are allowed, and
+/// notarize may also follow nullify.
+#[test]
+fn notarize_and_nullify_coexist() {
+    both(|g| {
+        assert_eq!(
+            g.check_and_record(&notarize(5, 1)).unwrap(),
+            GuardDecision::Fresh
+        );
+        assert_eq!(
+            g.check_and_record(&nullify(5)).unwrap(),
+            GuardDecision::Fresh
+        );
+        assert_eq!(
+            g.check_and_record(&nullify(6)).unwrap(),
+            GuardDecision::Fresh
+        );
+        assert_eq!(
+            g.check_and_record(&notarize(6, 1)).unwrap(),
+            GuardDecision::Fresh
+        );
+    });
+}
+
+#[test]
+fn notarize_and_finalize_same_block_coexist() {
+    both(|g| {
+        assert_eq!(
+            g.check_and_record(&notarize(5, 1)).unwrap(),
+            GuardDecision::Fresh
+        );
+        assert_eq!(
+            g.check_and_record(&finalize(5, 1)).unwrap(),
+            GuardDecision::Fresh
+        );
+    });
+}
+
+#[test]
+fn repeat_is_idempotent() {
+    both(|g| {
+        for intent in [notarize(3, 1), finalize(3, 1), nullify(4)] {
+            assert_eq!(g.check_and_record(&intent).unwrap(), GuardDecision::Fresh);
+            for _ in 0..3 {
+                assert_eq!(g.check_and_record(&intent).unwrap(), GuardDecision::Repeat);
+            }
+        }
+        assert_eq!(g.highest_view(), 4);
+    });
+}
+
+#[test]
+fn highest_view_starts_at_zero() {
+    assert_eq!(SigningGuard::in_memory().highest_view(), 0);
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(SigningGuard::open(dir.path()).unwrap().highest_view(), 0);
+}
+
+/// Restart: a new process reopening the file still refuses the conflicting twin, and answers
+/// Repeat for the vote it already signed.
+#[test]
+fn reopen_preserves_record_and_refuses_conflicts() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut g = SigningGuard::open(dir.path()).unwrap();
+        g.check_and_record(&notarize(10, 1)).unwrap();
+        g.check_and_record(&finalize(10, 1)).unwrap();
+        g.check_and_record(&nullify(11)).unwrap();
+    }
+    let mut g = SigningGuard::open(dir.path()).unwrap();
+    assert_eq!(g.highest_view(), 11);
+    assert!(is_conflict(g.check_and_record(&notarize(10, 2))));
+    assert!(is_conflict(g.check_and_record(&finalize(10, 2))));
+    assert!(is_conflict(g.check_and_record(&nullify(10))));
+    assert!(is_conflict(g.check_and_record(&finalize(11, 3))));
+    assert_eq!(
+        g.check_and_record(&notarize(10, 1)).unwrap(),
+        GuardDecision::Repeat
+    );
+    assert_eq!(
+        g.check_and_record(&nullify(11)).unwrap(),
+        GuardDecision::Repeat
+    );
+}
+
+fn guard_file_with(dir: &Path) -> Vec<u8> {
+    let mut g = SigningGuard::open(dir).unwrap();
+    g.check_and_record(&notarize(1, 1)).unwrap();
+    g.check_and_record(&finalize(2, 2)).unwrap();
+    drop(g);
+    fs::read(dir.join(GUARD_FILE)).unwrap()
+}
+
+fn assert_open_corrupt(dir: &Path) {
+    match SigningGuard::open(dir) {
+        Err(GuardError::Corrupt(_)) => {}
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+}
+
+#[test]
+fn flipped_byte_refuses_to_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = guard_file_with(dir.path());
+    for i in 0..good.len() {
+        let mut bad = good.clone();
+        bad[i] ^= 0x01;
+        fs::write(dir.path().join(GUARD_FILE), &bad).unwrap();
+        assert_open_corrupt(dir.path());
+    }
+}
+
+#[test]
+fn truncated_or_extended_file_refuses_to_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = guard_file_with(dir.path());
+    for len in 0..good.len() {
+        fs::write(dir.path().join(GUARD_FILE), &good[..len]).unwrap();
+        assert_open_corrupt(dir.path());
+    }
+    let mut long = good.clone();
+    long.push(0);
+    fs::write(dir.path().join(GUARD_FILE), &long).unwrap();
+    assert_open_corrupt(dir.path());
+    // A huge file is refused without being read whole.
+    fs::write(dir.path().join(GUARD_FILE), vec![0u8; 1 << 20]).unwrap();
+    assert_open_corrupt(dir.path());
+    // The intact file still opens: nothing was silently reset along the way.
+    fs::write(dir.path().join(GUARD_FILE), &good).unwrap();
+    assert_eq!(SigningGuard::open(dir.path()).unwrap().highest_view(), 2);
+}
+
+#[test]
+fn views_below_the_window_are_too_old() {
+    both(|g| {
+        let top = 1000;
+        g.check_and_record(&notarize(top, 1)).unwrap();
+        // Exactly GUARD_WINDOW below is still allowed ...
+        assert_eq!(
+            g.check_and_record(&nullify(top - GUARD_WINDOW)).unwrap(),
+            GuardDecision::Fresh
+        );
+        // ... one more is not.
+        match g.check_and_record(&nullify(top - GUARD_WINDOW - 1)) {
+            Err(GuardError::TooOld { view, highest }) => {
+                assert_eq!(view, top - GUARD_WINDOW - 1);
+                assert_eq!(highest, top);
+            }
+            other => panic!("expected TooOld, got {other:?}"),
+        }
+        assert_eq!(g.highest_view(), top);
+    });
+}
+
+/// 300 views of notarize+finalize: the file stays bounded by the window, and a reopened guard
+/// still refuses the pruned (too old) views rather than forgetting them.
+#[test]
+fn pruning_keeps_the_file_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(GUARD_FILE);
+    let mut g = SigningGuard::open(dir.path()).unwrap();
+    let mut max_len = 0;
+    for view in 1..=300u64 {
+        g.check_and_record(&notarize(view, 1)).unwrap();
+        g.check_and_record(&finalize(view, 1)).unwrap();
+        max_len = max_len.max(fs::metadata(&path).unwrap().len());
+    }
+    // 65 views × (8 + 1 + 32 + 32) bytes + 14-byte header + 32-byte checksum.
+    let bound = (GUARD_WINDOW + 1) * 73 + 14 + 32;
+    assert!(max_len <= bound, "{max_len} > {bound}");
+    drop(g);
+    let mut g = SigningGuard::open(dir.path()).unwrap();
+    assert_eq!(g.highest_view(), 300);
+    assert!(matches!(
+        g.check_and_record(&notarize(10, 2)),
+        Err(GuardError::TooOld { .. })
+    ));
+    assert!(is_conflict(
+        g.check_and_record(&notarize(300 - GUARD_WINDOW, 2))
+    ));
+}
+
+/// A failed durable write must not leave the vote recorded in memory: the retry is Fresh again
+/// (it is written this time), not a Repeat of a vote that never became durable.
+#[test]
+fn failed_write_records_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("guard");
+    let mut g = SigningGuard::open(&dir).unwrap();
+    g.check_and_record(&notarize(1, 1)).unwrap();
+    fs::remove_dir_all(&dir).unwrap();
+    assert!(matches!(
+        g.check_and_record(&notarize(2, 1)),
+        Err(GuardError::Io(_))
+    ));
+    assert_eq!(g.highest_view(), 1);
+    fs::create_dir_all(&dir).unwrap();
+    assert_eq!(
+        g.check_and_record(&notarize(2, 1)).unwrap(),
+        GuardDecision::Fresh
+    );
+}
+
+fn intent_strategy() -> impl Strategy<Value = VoteIntent> {
+    (0u64..6, 0u8..3, 0u8..3).prop_map(|(view, kind, b)| match kind {
+        0 => notarize(view, b),
+        1 => finalize(view, b),
+        _ => nullify(view),
+    })
+}
+
+/// Two accepted (Fresh or Repeat) intents in one view must not conflict.
+fn conflicting(a: &VoteIntent, b: &VoteIntent) -> bool {
+    use VoteKind::*;
+    a.view == b.view
+        && match (a.kind, b.kind) {
+            (Notarize, Notarize) | (Finalize, Finalize) => a.block != b.block,
+            (Finalize, Nullify) | (Nullify, Finalize) => true,
+            _ => false,
+        }
+}
+
+fn check_sequence(g: &mut SigningGuard, intents: &[VoteIntent]) {
+    let mut accepted: Vec<VoteIntent> = Vec::new();
+    for intent in intents {
+        match g.check_and_record(intent) {
+            Ok(_) => {
+                for prev in &accepted {
+                    assert!(!conflicting(prev, intent), "{prev:?} then {intent:?}");
+                }
+                accepted.push(*intent);
+            }
+            Err(GuardError::Conflict { .. }) => {
+                // Refused only when there really is an accepted conflicting vote.
+                assert!(
+                    accepted.iter().any(|p| conflicting(p, intent)),
+                    "{intent:?}"
+                );
+            }
+            Err(e) => panic!("unexpected error {e}"),
+        }
+    }
+}
+
+proptest! {
+    #[test]
+    fn random_sequences_never_accept_conflicts(
+        intents in proptest::collection::vec(intent_strategy(), 0..60)
+    ) {
+        check_sequence(&mut SigningGuard::in_memory(), &intents);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+    /// Same property, on disk, with a restart (reopen) between the two halves of the sequence.
+    #[test]
+    fn random_sequences_across_restart_never_accept_conflicts(
+        intents in proptest::collection::vec(intent_strategy(), 0..30)
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut accepted_before = Vec::new();
+        let (first, second) = intents.split_at(intents.len() / 2);
+        {
+            let mut g = SigningGuard::open(dir.path()).unwrap();
+            for intent in first {
+                if g.check_and_record(intent).is_ok() {
+                    accepted_before.push(*intent);
+                }
+            }
+        }
+        let mut g = SigningGuard::open(dir.path()).unwrap();
+        for intent in second {
+            if g.check_and_record(intent).is_ok() {
+                for prev in &accepted_before {
+                    prop_assert!(!conflicting(prev, intent), "{:?} then {:?}", prev, intent);
+                }
+                accepted_before.push(*intent);
+            }
+        }
+    }
+}

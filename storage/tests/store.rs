@@ -1,0 +1,158 @@
+//! `SledStore` behaviour: round trips, persistence across reopen, ordering, corruption reports.
+
+use quasar_storage::{FinalizedBlock, SledStore, Store, StoreError, StoredBlock};
+
+fn h(byte: u8) -> [u8; 32] {
+    [byte; 32]
+}
+
+fn finalized(height: u64) -> FinalizedBlock {
+    let b = height as u8;
+    FinalizedBlock {
+        height,
+        hash: h(b),
+        block: format!("block {height}").into_bytes(),
+        certificate: format!("cert {height}").into_bytes(),
+        tx_hashes: vec![h(100 + b), h(200 + b)],
+    }
+}
+
+#[test]
+fn empty_store_has_nothing() {
+    let store = SledStore::temporary().unwrap();
+    assert_eq!(store.finalized_tip().unwrap(), None);
+    assert_eq!(store.block_by_height(1).unwrap(), None);
+    assert_eq!(store.block_by_hash(&h(1)).unwrap(), None);
+    assert_eq!(store.tx_height(&h(1)).unwrap(), None);
+}
+
+#[test]
+fn commit_finalized_round_trips_every_index() {
+    let store = SledStore::temporary().unwrap();
+    for height in 1..=3 {
+        store.commit_finalized(&finalized(height)).unwrap();
+    }
+    assert_eq!(store.finalized_tip().unwrap(), Some((3, h(3))));
+    let b2 = finalized(2);
+    assert_eq!(
+        store.block_by_height(2).unwrap(),
+        Some(StoredBlock {
+            height: 2,
+            hash: b2.hash,
+            block: b2.block.clone(),
+            certificate: b2.certificate.clone(),
+        })
+    );
+    assert_eq!(store.block_by_hash(&h(2)).unwrap(), Some(b2.block));
+    assert_eq!(store.tx_height(&h(102)).unwrap(), Some(2));
+    assert_eq!(store.tx_height(&h(203)).unwrap(), Some(3));
+    assert_eq!(store.block_by_height(4).unwrap(), None);
+}
+
+#[test]
+fn put_block_keeps_unfinalized_blocks() {
+    let store = SledStore::temporary().unwrap();
+    store.put_block(&h(9), b"notarized").unwrap();
+    assert_eq!(
+        store.block_by_hash(&h(9)).unwrap(),
+        Some(b"notarized".to_vec())
+    );
+    // Not finalized: no tip, no height index.
+    assert_eq!(store.finalized_tip().unwrap(), None);
+}
+
+#[test]
+fn out_of_order_commit_is_rejected_and_writes_nothing() {
+    let store = SledStore::temporary().unwrap();
+    // First height must be 1.
+    for bad in [0, 2] {
+        match store.commit_finalized(&finalized(bad)) {
+            Err(StoreError::OutOfOrder { expected: 1, got }) => assert_eq!(got, bad),
+            other => panic!("expected OutOfOrder, got {other:?}"),
+        }
+    }
+    store.commit_finalized(&finalized(1)).unwrap();
+    // Gap, and re-commit of the tip.
+    for bad in [3, 1] {
+        match store.commit_finalized(&finalized(bad)) {
+            Err(StoreError::OutOfOrder { expected: 2, got }) => assert_eq!(got, bad),
+            other => panic!("expected OutOfOrder, got {other:?}"),
+        }
+    }
+    assert_eq!(store.finalized_tip().unwrap(), Some((1, h(1))));
+    // The rejected height-3 block left no trace in any index.
+    assert_eq!(store.block_by_hash(&h(3)).unwrap(), None);
+    assert_eq!(store.tx_height(&h(103)).unwrap(), None);
+    assert_eq!(store.block_by_height(3).unwrap(), None);
+}
+
+#[test]
+fn reopen_after_drop_keeps_data() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        store.commit_finalized(&finalized(1)).unwrap();
+        store.commit_finalized(&finalized(2)).unwrap();
+        store.put_block(&h(50), b"pending").unwrap();
+        store.flush().unwrap();
+    }
+    let store = SledStore::open(dir.path()).unwrap();
+    assert_eq!(store.finalized_tip().unwrap(), Some((2, h(2))));
+    assert_eq!(
+        store.block_by_height(1).unwrap().unwrap().certificate,
+        b"cert 1"
+    );
+    assert_eq!(
+        store.block_by_hash(&h(50)).unwrap(),
+        Some(b"pending".to_vec())
+    );
+    assert_eq!(store.tx_height(&h(201)).unwrap(), Some(1));
+    // And the order check continues from the persisted tip.
+    store.commit_finalized(&finalized(3)).unwrap();
+}
+
+/// Writes raw bytes into a tree behind the store's back (simulating disk corruption / a bug).
+fn corrupt(dir: &std::path::Path, tree: &str, key: &[u8], value: &[u8]) {
+    let db = sled::open(dir).unwrap();
+    db.open_tree(tree).unwrap().insert(key, value).unwrap();
+    db.flush().unwrap();
+}
+
+fn assert_corrupt<T: std::fmt::Debug>(result: Result<T, StoreError>) {
+    match result {
+        Err(StoreError::Corrupt(_)) => {}
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+}
+
+#[test]
+fn corrupt_values_are_reported_not_panicked_on() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        store.commit_finalized(&finalized(1)).unwrap();
+        store.commit_finalized(&finalized(2)).unwrap();
+        store.flush().unwrap();
+    }
+    corrupt(dir.path(), "meta", b"finalized", &[1, 2, 3]);
+    corrupt(dir.path(), "heights", &1u64.to_be_bytes(), &[7; 31]);
+    corrupt(dir.path(), "txs", &h(102), &[0; 9]);
+    corrupt(dir.path(), "certs", &2u64.to_be_bytes(), b"still fine");
+    {
+        let db = sled::open(dir.path()).unwrap();
+        // Height 2's certificate disappears: the index now points at nothing.
+        db.open_tree("certs")
+            .unwrap()
+            .remove(2u64.to_be_bytes())
+            .unwrap();
+        db.flush().unwrap();
+    }
+    let store = SledStore::open(dir.path()).unwrap();
+    assert_corrupt(store.finalized_tip());
+    assert_corrupt(store.commit_finalized(&finalized(3)));
+    assert_corrupt(store.block_by_height(1));
+    assert_corrupt(store.block_by_height(2));
+    assert_corrupt(store.tx_height(&h(102)));
+    // Untouched entries still read fine.
+    assert_eq!(store.tx_height(&h(101)).unwrap(), Some(1));
+}
