@@ -1,0 +1,1126 @@
+//! Message schemas: owned values, their one encoder each, and validated zero-copy readers.
+//!
+//! Every schema has exactly one encode path (`Xxx::encode`, which [`Message::encode`] calls) and one
+//! reader (`XxxRef::parse`, which [`decode`] calls). A reader is fully validated when it is created,
+//! so its accessors cannot fail; byte strings, hashes and signatures are borrowed from the buffer.
+//! Field offsets are listed in the crate docs ([`crate`]) and in the `layout` constants below.
+//!
+//! Decoding only checks the *shape* of a message. Whether a signature verifies, a signer is in the
+//! validator set, or `payload_root` matches the transactions is for the verifier above this crate.
+
+use quasar_crypto::hash::tagged_hash;
+
+use crate::zap::{Builder, BytesIter, BytesList, Object, Reader, Slot};
+use crate::WireError;
+
+pub use quasar_crypto::hash::Hash;
+
+/// Length of a BLS12-381 G2 signature (compressed), in bytes (DESIGN.md §4).
+pub const SIGNATURE_LEN: usize = 96;
+
+/// Domain tag of [`BlockHeader::hash`].
+pub const BLOCK_HASH_TAG: &str = "QUASAR-BLOCK-v1";
+/// Domain tag of [`tx_hash`].
+pub const TX_HASH_TAG: &str = "QUASAR-TX-v1";
+/// Domain tag of the inner nodes (and the empty root) of [`payload_root`].
+pub const MERKLE_TAG: &str = "QUASAR-MERKLE-v1";
+/// Domain tag that starts every [`vote_signing_message`].
+pub const VOTE_TAG: &[u8] = b"QUASAR-VOTE-v1";
+/// Length of every [`vote_signing_message`]: 14-byte tag + kind (1) + 4 × u64 (32) + block (32).
+pub const VOTE_SIGNING_MESSAGE_LEN: usize = VOTE_TAG.len() + 1 + 4 * 8 + 32;
+
+/// The message type, carried in the high byte of the header's flags.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MessageType {
+    /// A leader's block proposal ([`Proposal`]).
+    Proposal = 1,
+    /// A validator's notarize, finalize or nullify vote ([`Vote`]).
+    Vote = 2,
+    /// A quorum certificate ([`Certificate`]).
+    Certificate = 3,
+    /// Client transactions gossiped between mempools ([`TxBatch`]).
+    TxBatch = 4,
+    /// A request for blocks ([`SyncRequest`]).
+    SyncRequest = 5,
+    /// Blocks and certificates answering a request ([`SyncResponse`]).
+    SyncResponse = 6,
+}
+
+impl TryFrom<u8> for MessageType {
+    type Error = WireError;
+
+    /// Errors: [`WireError::UnknownMessageType`] for any byte outside 1..=6.
+    fn try_from(found: u8) -> Result<Self, WireError> {
+        Ok(match found {
+            1 => Self::Proposal,
+            2 => Self::Vote,
+            3 => Self::Certificate,
+            4 => Self::TxBatch,
+            5 => Self::SyncRequest,
+            6 => Self::SyncResponse,
+            _ => return Err(WireError::UnknownMessageType { found }),
+        })
+    }
+}
+
+/// What a vote endorses (DESIGN.md §2: Wave = notarize, Focus = finalize, nullify on timeout).
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum VoteKind {
+    /// The block is a valid proposal for the view.
+    Notarize = 1,
+    /// The notarized block is final for this validator (no timeout in the view).
+    Finalize = 2,
+    /// The view timed out; move to the next view. `block` is all-zero by convention.
+    Nullify = 3,
+}
+
+impl TryFrom<u8> for VoteKind {
+    type Error = WireError;
+
+    /// Errors: [`WireError::UnknownVoteKind`] for any byte outside 1..=3.
+    fn try_from(found: u8) -> Result<Self, WireError> {
+        Ok(match found {
+            1 => Self::Notarize,
+            2 => Self::Finalize,
+            3 => Self::Nullify,
+            _ => return Err(WireError::UnknownVoteKind { found }),
+        })
+    }
+}
+
+/// What a certificate proves: a quorum of votes of the matching [`VoteKind`].
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CertificateKind {
+    /// A quorum of notarize votes.
+    Notarization = 1,
+    /// A quorum of finalize votes (Nova finality).
+    Finalization = 2,
+    /// A quorum of nullify votes.
+    Nullification = 3,
+}
+
+impl CertificateKind {
+    /// The kind of the votes this certificate aggregates.
+    pub fn vote_kind(self) -> VoteKind {
+        match self {
+            Self::Notarization => VoteKind::Notarize,
+            Self::Finalization => VoteKind::Finalize,
+            Self::Nullification => VoteKind::Nullify,
+        }
+    }
+}
+
+impl TryFrom<u8> for CertificateKind {
+    type Error = WireError;
+
+    /// Errors: [`WireError::UnknownCertificateKind`] for any byte outside 1..=3.
+    fn try_from(found: u8) -> Result<Self, WireError> {
+        Ok(match found {
+            1 => Self::Notarization,
+            2 => Self::Finalization,
+            3 => Self::Nullification,
+            _ => return Err(WireError::UnknownCertificateKind { found }),
+        })
+    }
+}
+
+/// Field offsets (bytes from the object start) and fixed sizes of every schema object.
+/// Integers are little-endian; `ptr` = `(u32 rel offset, u32 len)`, `obj` = `i32 rel offset`.
+pub mod layout {
+    /// `BlockHeader` object, 116 bytes.
+    pub mod block_header {
+        /// `chain_id: u64`.
+        pub const CHAIN_ID: usize = 0;
+        /// `epoch: u64`.
+        pub const EPOCH: usize = 8;
+        /// `view: u64`.
+        pub const VIEW: usize = 16;
+        /// `height: u64`.
+        pub const HEIGHT: usize = 24;
+        /// `parent_view: u64`.
+        pub const PARENT_VIEW: usize = 32;
+        /// `timestamp_us: u64`, microseconds since the Unix epoch.
+        pub const TIMESTAMP_US: usize = 40;
+        /// `parent: [u8; 32]`.
+        pub const PARENT: usize = 48;
+        /// `payload_root: [u8; 32]`.
+        pub const PAYLOAD_ROOT: usize = 80;
+        /// `proposer: u32`, validator index.
+        pub const PROPOSER: usize = 112;
+        /// Fixed size.
+        pub const SIZE: usize = 116;
+    }
+    /// `Proposal` root object, 108 bytes.
+    pub mod proposal {
+        /// `header: obj → BlockHeader`.
+        pub const HEADER: usize = 0;
+        /// `txs: ptr → list of bytes`.
+        pub const TXS: usize = 4;
+        /// `signature: [u8; 96]`.
+        pub const SIGNATURE: usize = 12;
+        /// Fixed size.
+        pub const SIZE: usize = 108;
+    }
+    /// `Vote` root object, 165 bytes.
+    pub mod vote {
+        /// `chain_id: u64`.
+        pub const CHAIN_ID: usize = 0;
+        /// `epoch: u64`.
+        pub const EPOCH: usize = 8;
+        /// `view: u64`.
+        pub const VIEW: usize = 16;
+        /// `height: u64`.
+        pub const HEIGHT: usize = 24;
+        /// `block: [u8; 32]`.
+        pub const BLOCK: usize = 32;
+        /// `signature: [u8; 96]`.
+        pub const SIGNATURE: usize = 64;
+        /// `signer: u32`, validator index.
+        pub const SIGNER: usize = 160;
+        /// `kind: u8` (`VoteKind`).
+        pub const KIND: usize = 164;
+        /// Fixed size.
+        pub const SIZE: usize = 165;
+    }
+    /// `Certificate` root object, 169 bytes.
+    pub mod certificate {
+        /// `chain_id: u64`.
+        pub const CHAIN_ID: usize = 0;
+        /// `epoch: u64`.
+        pub const EPOCH: usize = 8;
+        /// `view: u64`.
+        pub const VIEW: usize = 16;
+        /// `height: u64`.
+        pub const HEIGHT: usize = 24;
+        /// `block: [u8; 32]`.
+        pub const BLOCK: usize = 32;
+        /// `signature: [u8; 96]`, BLS aggregate.
+        pub const SIGNATURE: usize = 64;
+        /// `signers: ptr → bytes` (bitmap).
+        pub const SIGNERS: usize = 160;
+        /// `kind: u8` (`CertificateKind`).
+        pub const KIND: usize = 168;
+        /// Fixed size.
+        pub const SIZE: usize = 169;
+    }
+    /// `TxBatch` root object, 8 bytes.
+    pub mod tx_batch {
+        /// `txs: ptr → list of bytes`.
+        pub const TXS: usize = 0;
+        /// Fixed size.
+        pub const SIZE: usize = 8;
+    }
+    /// `SyncRequest` root object, 44 bytes.
+    pub mod sync_request {
+        /// `from_height: u64`.
+        pub const FROM_HEIGHT: usize = 0;
+        /// `block: [u8; 32]`.
+        pub const BLOCK: usize = 8;
+        /// `max_blocks: u32`.
+        pub const MAX_BLOCKS: usize = 40;
+        /// Fixed size.
+        pub const SIZE: usize = 44;
+    }
+    /// `SyncResponse` root object, 8 bytes.
+    pub mod sync_response {
+        /// `items: ptr → list of bytes` (each a complete ZAP Proposal or Certificate).
+        pub const ITEMS: usize = 0;
+        /// Fixed size.
+        pub const SIZE: usize = 8;
+    }
+}
+
+use layout::{block_header as bh, certificate as ce, proposal as pr, sync_request as sq};
+use layout::{sync_response as ss, tx_batch as tb, vote as vo};
+
+/// Checks the header of `buf`, that its type is `expected`, and opens its root of `root_size` bytes.
+fn open(buf: &[u8], expected: MessageType, root_size: usize) -> Result<Object<'_>, WireError> {
+    let reader = Reader::new(buf)?;
+    let found = MessageType::try_from(reader.message_type())?;
+    if found != expected {
+        return Err(WireError::WrongMessageType {
+            expected: expected as u8,
+            found: found as u8,
+        });
+    }
+    reader.root(root_size)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hashes and signing messages
+// ---------------------------------------------------------------------------------------------
+
+/// Hash of one transaction: `tagged_hash("QUASAR-TX-v1", [tx])`, 32 bytes.
+pub fn tx_hash(tx: &[u8]) -> Hash {
+    tagged_hash(TX_HASH_TAG, &[tx])
+}
+
+/// Merkle root of a block's transactions, committed in [`BlockHeader::payload_root`].
+///
+/// * Leaves are [`tx_hash`] of each transaction, in order.
+/// * Each level pairs nodes left to right; a pair becomes `tagged_hash("QUASAR-MERKLE-v1", [left,
+///   right])`. When a level has an odd number of nodes, the last one is promoted to the next level
+///   unchanged (it is *not* duplicated, so `[a, b, c]` and `[a, b, c, c]` have different roots).
+/// * One transaction: the root is its leaf. No transactions: `tagged_hash("QUASAR-MERKLE-v1", [])`.
+///
+/// Leaves and inner nodes use different domain tags, so a leaf can never be confused with an inner
+/// node (no second-preimage by reinterpreting a subtree as a transaction). Cost: n − 1 inner
+/// hashes; memory: one 32-byte hash per transaction.
+pub fn payload_root<'a>(txs: impl IntoIterator<Item = &'a [u8]>) -> Hash {
+    let mut level: Vec<Hash> = txs.into_iter().map(tx_hash).collect();
+    if level.is_empty() {
+        return tagged_hash(MERKLE_TAG, &[]);
+    }
+    while level.len() > 1 {
+        level = level
+            .chunks(2)
+            .map(|pair| match pair {
+                [left, right] => tagged_hash(MERKLE_TAG, &[left, right]),
+                [single] => *single,
+                _ => unreachable_node(),
+            })
+            .collect();
+    }
+    level.first().copied().unwrap_or_else(unreachable_node)
+}
+
+/// `chunks(2)` yields one or two elements and the loop keeps `level` non-empty; this is never
+/// called. It returns the empty root rather than panicking.
+fn unreachable_node() -> Hash {
+    tagged_hash(MERKLE_TAG, &[])
+}
+
+/// The exact bytes a validator signs for a vote (BLS, DESIGN.md §4), always
+/// [`VOTE_SIGNING_MESSAGE_LEN`] = 79 bytes:
+///
+/// `"QUASAR-VOTE-v1" (14 ASCII bytes) ‖ kind (u8) ‖ chain_id ‖ epoch ‖ view ‖ height (u64 LE each) ‖
+/// block (32)`.
+///
+/// The message is fixed-length, so the concatenation is unambiguous without length prefixes. The
+/// signer index is not signed (it is implied by the key).
+pub fn vote_signing_message(
+    kind: VoteKind,
+    chain_id: u64,
+    epoch: u64,
+    view: u64,
+    height: u64,
+    block: &Hash,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(VOTE_SIGNING_MESSAGE_LEN);
+    out.extend_from_slice(VOTE_TAG);
+    out.push(kind as u8);
+    for value in [chain_id, epoch, view, height] {
+        out.extend_from_slice(&value.to_le_bytes());
+    }
+    out.extend_from_slice(block);
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// BlockHeader and Proposal
+// ---------------------------------------------------------------------------------------------
+
+/// The header of a block; [`BlockHeader::hash`] is the block's identity.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct BlockHeader {
+    /// Chain identifier.
+    pub chain_id: u64,
+    /// Epoch of the validator set that decides this block.
+    pub epoch: u64,
+    /// View in which the block is proposed.
+    pub view: u64,
+    /// Height (genesis = 0).
+    pub height: u64,
+    /// View of the parent block.
+    pub parent_view: u64,
+    /// Hash of the parent block.
+    pub parent: Hash,
+    /// Validator index of the proposer in the epoch's set.
+    pub proposer: u32,
+    /// Proposer's wall clock, microseconds since the Unix epoch.
+    pub timestamp_us: u64,
+    /// [`payload_root`] of the block's transactions.
+    pub payload_root: Hash,
+}
+
+impl BlockHeader {
+    /// The block hash: `tagged_hash("QUASAR-BLOCK-v1", parts)` where `parts` are, in declaration
+    /// order, `chain_id, epoch, view, height, parent_view` (u64 LE, 8 bytes each), `parent` (32),
+    /// `proposer` (u32 LE, 4), `timestamp_us` (u64 LE, 8), `payload_root` (32).
+    pub fn hash(&self) -> Hash {
+        tagged_hash(
+            BLOCK_HASH_TAG,
+            &[
+                &self.chain_id.to_le_bytes(),
+                &self.epoch.to_le_bytes(),
+                &self.view.to_le_bytes(),
+                &self.height.to_le_bytes(),
+                &self.parent_view.to_le_bytes(),
+                &self.parent,
+                &self.proposer.to_le_bytes(),
+                &self.timestamp_us.to_le_bytes(),
+                &self.payload_root,
+            ],
+        )
+    }
+
+    fn write(&self, b: &mut Builder, at: Slot) -> Result<(), WireError> {
+        b.put_u64(at, bh::CHAIN_ID, self.chain_id)?;
+        b.put_u64(at, bh::EPOCH, self.epoch)?;
+        b.put_u64(at, bh::VIEW, self.view)?;
+        b.put_u64(at, bh::HEIGHT, self.height)?;
+        b.put_u64(at, bh::PARENT_VIEW, self.parent_view)?;
+        b.put_u64(at, bh::TIMESTAMP_US, self.timestamp_us)?;
+        b.put(at, bh::PARENT, &self.parent)?;
+        b.put(at, bh::PAYLOAD_ROOT, &self.payload_root)?;
+        b.put_u32(at, bh::PROPOSER, self.proposer)
+    }
+
+    fn read(o: &Object<'_>) -> Result<Self, WireError> {
+        Ok(Self {
+            chain_id: o.u64(bh::CHAIN_ID)?,
+            epoch: o.u64(bh::EPOCH)?,
+            view: o.u64(bh::VIEW)?,
+            height: o.u64(bh::HEIGHT)?,
+            parent_view: o.u64(bh::PARENT_VIEW)?,
+            parent: *o.array(bh::PARENT)?,
+            proposer: o.u32(bh::PROPOSER)?,
+            timestamp_us: o.u64(bh::TIMESTAMP_US)?,
+            payload_root: *o.array(bh::PAYLOAD_ROOT)?,
+        })
+    }
+}
+
+/// A leader's block proposal (Photon, DESIGN.md §2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Proposal {
+    /// The block header.
+    pub header: BlockHeader,
+    /// The block's transactions, opaque bytes, in order.
+    pub txs: Vec<Vec<u8>>,
+    /// The proposer's notarize vote signature on the block (96-byte BLS G2), i.e. over
+    /// `vote_signing_message(Notarize, chain_id, epoch, view, height, header.hash())`.
+    pub signature: [u8; SIGNATURE_LEN],
+}
+
+impl Proposal {
+    /// Encodes as a ZAP message of type [`MessageType::Proposal`].
+    ///
+    /// Errors: [`WireError::MessageTooLarge`] when the message would exceed `u32::MAX` bytes.
+    pub fn encode(&self) -> Result<Vec<u8>, WireError> {
+        let (mut b, root) = Builder::new(MessageType::Proposal as u8, pr::SIZE)?;
+        let header = b.put_object(root, pr::HEADER, bh::SIZE)?;
+        self.header.write(&mut b, header)?;
+        b.put(root, pr::SIGNATURE, &self.signature)?;
+        b.put_bytes_list(root, pr::TXS, &self.txs)?;
+        b.finish()
+    }
+}
+
+/// A validated, zero-copy view of an encoded [`Proposal`].
+#[derive(Clone, Debug)]
+pub struct ProposalRef<'a> {
+    header: BlockHeader,
+    txs: BytesList<'a>,
+    signature: &'a [u8; SIGNATURE_LEN],
+}
+
+impl<'a> ProposalRef<'a> {
+    /// Validates `buf` as a Proposal message.
+    ///
+    /// Errors: any header error (see [`crate::zap::read_header`]),
+    /// [`WireError::UnknownMessageType`], [`WireError::WrongMessageType`],
+    /// [`WireError::RootOutOfBounds`], [`WireError::PointerOutOfBounds`] (header object, tx list or
+    /// a transaction outside the message), [`WireError::LengthOverflow`].
+    pub fn parse(buf: &'a [u8]) -> Result<Self, WireError> {
+        Self::from_root(&open(buf, MessageType::Proposal, pr::SIZE)?)
+    }
+
+    fn from_root(root: &Object<'a>) -> Result<Self, WireError> {
+        Ok(Self {
+            header: BlockHeader::read(&root.object(pr::HEADER, bh::SIZE)?)?,
+            txs: root.bytes_list(pr::TXS)?,
+            signature: root.array(pr::SIGNATURE)?,
+        })
+    }
+
+    /// The block header (copied; 116 bytes of fixed fields).
+    pub fn header(&self) -> BlockHeader {
+        self.header.clone()
+    }
+
+    /// The transactions in order, borrowed from the buffer.
+    pub fn txs(&self) -> BytesIter<'a> {
+        self.txs.iter()
+    }
+
+    /// Number of transactions.
+    pub fn tx_count(&self) -> usize {
+        self.txs.len()
+    }
+
+    /// The proposer's notarize signature (96 bytes), borrowed.
+    pub fn signature(&self) -> &'a [u8; SIGNATURE_LEN] {
+        self.signature
+    }
+
+    /// Copies into an owned [`Proposal`].
+    pub fn to_owned(&self) -> Proposal {
+        Proposal {
+            header: self.header(),
+            txs: self.txs().map(<[u8]>::to_vec).collect(),
+            signature: *self.signature,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Vote
+// ---------------------------------------------------------------------------------------------
+
+/// One validator's vote (Wave: notarize; Focus: finalize; nullify on timeout).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Vote {
+    /// What the vote endorses.
+    pub kind: VoteKind,
+    /// Chain identifier.
+    pub chain_id: u64,
+    /// Epoch of the signer's validator set.
+    pub epoch: u64,
+    /// View voted on.
+    pub view: u64,
+    /// Height of the block voted on.
+    pub height: u64,
+    /// Hash of the block voted on ([`BlockHeader::hash`]); all-zero for nullify.
+    pub block: Hash,
+    /// Signer's validator index in the epoch's set.
+    pub signer: u32,
+    /// BLS signature (96-byte G2) over [`Vote::signing_message`].
+    pub signature: [u8; SIGNATURE_LEN],
+}
+
+impl Vote {
+    /// The bytes the signer signs; see [`vote_signing_message`].
+    pub fn signing_message(&self) -> Vec<u8> {
+        vote_signing_message(
+            self.kind,
+            self.chain_id,
+            self.epoch,
+            self.view,
+            self.height,
+            &self.block,
+        )
+    }
+
+    /// Encodes as a ZAP message of type [`MessageType::Vote`] (fixed 181 bytes).
+    ///
+    /// Errors: none in practice; the signature mirrors the other encoders.
+    pub fn encode(&self) -> Result<Vec<u8>, WireError> {
+        let (mut b, root) = Builder::new(MessageType::Vote as u8, vo::SIZE)?;
+        b.put_u64(root, vo::CHAIN_ID, self.chain_id)?;
+        b.put_u64(root, vo::EPOCH, self.epoch)?;
+        b.put_u64(root, vo::VIEW, self.view)?;
+        b.put_u64(root, vo::HEIGHT, self.height)?;
+        b.put(root, vo::BLOCK, &self.block)?;
+        b.put(root, vo::SIGNATURE, &self.signature)?;
+        b.put_u32(root, vo::SIGNER, self.signer)?;
+        b.put_u8(root, vo::KIND, self.kind as u8)?;
+        b.finish()
+    }
+}
+
+/// A validated, zero-copy view of an encoded [`Vote`].
+#[derive(Clone, Debug)]
+pub struct VoteRef<'a> {
+    kind: VoteKind,
+    chain_id: u64,
+    epoch: u64,
+    view: u64,
+    height: u64,
+    block: &'a Hash,
+    signer: u32,
+    signature: &'a [u8; SIGNATURE_LEN],
+}
+
+impl<'a> VoteRef<'a> {
+    /// Validates `buf` as a Vote message.
+    ///
+    /// Errors: header errors, [`WireError::UnknownMessageType`], [`WireError::WrongMessageType`],
+    /// [`WireError::RootOutOfBounds`], [`WireError::UnknownVoteKind`].
+    pub fn parse(buf: &'a [u8]) -> Result<Self, WireError> {
+        Self::from_root(&open(buf, MessageType::Vote, vo::SIZE)?)
+    }
+
+    fn from_root(root: &Object<'a>) -> Result<Self, WireError> {
+        Ok(Self {
+            kind: VoteKind::try_from(root.u8(vo::KIND)?)?,
+            chain_id: root.u64(vo::CHAIN_ID)?,
+            epoch: root.u64(vo::EPOCH)?,
+            view: root.u64(vo::VIEW)?,
+            height: root.u64(vo::HEIGHT)?,
+            block: root.array(vo::BLOCK)?,
+            signer: root.u32(vo::SIGNER)?,
+            signature: root.array(vo::SIGNATURE)?,
+        })
+    }
+
+    /// Vote kind.
+    pub fn kind(&self) -> VoteKind {
+        self.kind
+    }
+    /// Chain identifier.
+    pub fn chain_id(&self) -> u64 {
+        self.chain_id
+    }
+    /// Epoch.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+    /// View.
+    pub fn view(&self) -> u64 {
+        self.view
+    }
+    /// Height.
+    pub fn height(&self) -> u64 {
+        self.height
+    }
+    /// Block hash (32 bytes), borrowed.
+    pub fn block(&self) -> &'a Hash {
+        self.block
+    }
+    /// Signer's validator index.
+    pub fn signer(&self) -> u32 {
+        self.signer
+    }
+    /// BLS signature (96 bytes), borrowed.
+    pub fn signature(&self) -> &'a [u8; SIGNATURE_LEN] {
+        self.signature
+    }
+    /// The bytes the signer signed; see [`vote_signing_message`].
+    pub fn signing_message(&self) -> Vec<u8> {
+        vote_signing_message(
+            self.kind,
+            self.chain_id,
+            self.epoch,
+            self.view,
+            self.height,
+            self.block,
+        )
+    }
+    /// Copies into an owned [`Vote`].
+    pub fn to_owned(&self) -> Vote {
+        Vote {
+            kind: self.kind,
+            chain_id: self.chain_id,
+            epoch: self.epoch,
+            view: self.view,
+            height: self.height,
+            block: *self.block,
+            signer: self.signer,
+            signature: *self.signature,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Certificate
+// ---------------------------------------------------------------------------------------------
+
+/// A quorum certificate: a BLS aggregate of the votes of the validators in `signers`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Certificate {
+    /// What the certificate proves.
+    pub kind: CertificateKind,
+    /// Chain identifier.
+    pub chain_id: u64,
+    /// Epoch of the signers' validator set.
+    pub epoch: u64,
+    /// View.
+    pub view: u64,
+    /// Height of the certified block.
+    pub height: u64,
+    /// Hash of the certified block; all-zero for a nullification.
+    pub block: Hash,
+    /// Signer bitmap: validator `i` signed iff bit `i % 8` (LSB first) of byte `i / 8` is set.
+    /// Length is not constrained by decoding; the verifier checks it against the validator set.
+    pub signers: Vec<u8>,
+    /// BLS aggregate signature (96-byte G2) over [`Certificate::signing_message`].
+    pub signature: [u8; SIGNATURE_LEN],
+}
+
+impl Certificate {
+    /// The bytes each signer signed: [`vote_signing_message`] with `kind.vote_kind()`.
+    pub fn signing_message(&self) -> Vec<u8> {
+        vote_signing_message(
+            self.kind.vote_kind(),
+            self.chain_id,
+            self.epoch,
+            self.view,
+            self.height,
+            &self.block,
+        )
+    }
+
+    /// Encodes as a ZAP message of type [`MessageType::Certificate`].
+    ///
+    /// Errors: [`WireError::MessageTooLarge`] when the bitmap does not fit in a message.
+    pub fn encode(&self) -> Result<Vec<u8>, WireError> {
+        let (mut b, root) = Builder::new(MessageType::Certificate as u8, ce::SIZE)?;
+        b.put_u64(root, ce::CHAIN_ID, self.chain_id)?;
+        b.put_u64(root, ce::EPOCH, self.epoch)?;
+        b.put_u64(root, ce::VIEW, self.view)?;
+        b.put_u64(root, ce::HEIGHT, self.height)?;
+        b.put(root, ce::BLOCK, &self.block)?;
+        b.put(root, ce::SIGNATURE, &self.signature)?;
+        b.put_u8(root, ce::KIND, self.kind as u8)?;
+        b.put_bytes(root, ce::SIGNERS, &self.signers)?;
+        b.finish()
+    }
+}
+
+/// A validated, zero-copy view of an encoded [`Certificate`].
+#[derive(Clone, Debug)]
+pub struct CertificateRef<'a> {
+    kind: CertificateKind,
+    chain_id: u64,
+    epoch: u64,
+    view: u64,
+    height: u64,
+    block: &'a Hash,
+    signers: &'a [u8],
+    signature: &'a [u8; SIGNATURE_LEN],
+}
+
+impl<'a> CertificateRef<'a> {
+    /// Validates `buf` as a Certificate message.
+    ///
+    /// Errors: header errors, [`WireError::UnknownMessageType`], [`WireError::WrongMessageType`],
+    /// [`WireError::RootOutOfBounds`], [`WireError::UnknownCertificateKind`],
+    /// [`WireError::PointerOutOfBounds`] (bitmap outside the message).
+    pub fn parse(buf: &'a [u8]) -> Result<Self, WireError> {
+        Self::from_root(&open(buf, MessageType::Certificate, ce::SIZE)?)
+    }
+
+    fn from_root(root: &Object<'a>) -> Result<Self, WireError> {
+        Ok(Self {
+            kind: CertificateKind::try_from(root.u8(ce::KIND)?)?,
+            chain_id: root.u64(ce::CHAIN_ID)?,
+            epoch: root.u64(ce::EPOCH)?,
+            view: root.u64(ce::VIEW)?,
+            height: root.u64(ce::HEIGHT)?,
+            block: root.array(ce::BLOCK)?,
+            signers: root.bytes(ce::SIGNERS)?,
+            signature: root.array(ce::SIGNATURE)?,
+        })
+    }
+
+    /// Certificate kind.
+    pub fn kind(&self) -> CertificateKind {
+        self.kind
+    }
+    /// Chain identifier.
+    pub fn chain_id(&self) -> u64 {
+        self.chain_id
+    }
+    /// Epoch.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+    /// View.
+    pub fn view(&self) -> u64 {
+        self.view
+    }
+    /// Height.
+    pub fn height(&self) -> u64 {
+        self.height
+    }
+    /// Certified block hash (32 bytes), borrowed.
+    pub fn block(&self) -> &'a Hash {
+        self.block
+    }
+    /// Signer bitmap (bit `i % 8` of byte `i / 8` = validator `i`), borrowed.
+    pub fn signers(&self) -> &'a [u8] {
+        self.signers
+    }
+    /// BLS aggregate signature (96 bytes), borrowed.
+    pub fn signature(&self) -> &'a [u8; SIGNATURE_LEN] {
+        self.signature
+    }
+    /// The bytes each signer signed: [`vote_signing_message`] with `kind().vote_kind()`.
+    pub fn signing_message(&self) -> Vec<u8> {
+        vote_signing_message(
+            self.kind.vote_kind(),
+            self.chain_id,
+            self.epoch,
+            self.view,
+            self.height,
+            self.block,
+        )
+    }
+    /// Copies into an owned [`Certificate`].
+    pub fn to_owned(&self) -> Certificate {
+        Certificate {
+            kind: self.kind,
+            chain_id: self.chain_id,
+            epoch: self.epoch,
+            view: self.view,
+            height: self.height,
+            block: *self.block,
+            signers: self.signers.to_vec(),
+            signature: *self.signature,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// TxBatch
+// ---------------------------------------------------------------------------------------------
+
+/// Client transactions gossiped between mempools.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TxBatch {
+    /// Transactions, opaque bytes, in order.
+    pub txs: Vec<Vec<u8>>,
+}
+
+impl TxBatch {
+    /// Encodes as a ZAP message of type [`MessageType::TxBatch`].
+    ///
+    /// Errors: [`WireError::MessageTooLarge`].
+    pub fn encode(&self) -> Result<Vec<u8>, WireError> {
+        let (mut b, root) = Builder::new(MessageType::TxBatch as u8, tb::SIZE)?;
+        b.put_bytes_list(root, tb::TXS, &self.txs)?;
+        b.finish()
+    }
+}
+
+/// A validated, zero-copy view of an encoded [`TxBatch`].
+#[derive(Clone, Debug)]
+pub struct TxBatchRef<'a> {
+    txs: BytesList<'a>,
+}
+
+impl<'a> TxBatchRef<'a> {
+    /// Validates `buf` as a TxBatch message.
+    ///
+    /// Errors: header errors, [`WireError::UnknownMessageType`], [`WireError::WrongMessageType`],
+    /// [`WireError::RootOutOfBounds`], [`WireError::PointerOutOfBounds`],
+    /// [`WireError::LengthOverflow`].
+    pub fn parse(buf: &'a [u8]) -> Result<Self, WireError> {
+        Self::from_root(&open(buf, MessageType::TxBatch, tb::SIZE)?)
+    }
+
+    fn from_root(root: &Object<'a>) -> Result<Self, WireError> {
+        Ok(Self {
+            txs: root.bytes_list(tb::TXS)?,
+        })
+    }
+
+    /// The transactions in order, borrowed from the buffer.
+    pub fn txs(&self) -> BytesIter<'a> {
+        self.txs.iter()
+    }
+    /// Number of transactions.
+    pub fn tx_count(&self) -> usize {
+        self.txs.len()
+    }
+    /// Copies into an owned [`TxBatch`].
+    pub fn to_owned(&self) -> TxBatch {
+        TxBatch {
+            txs: self.txs().map(<[u8]>::to_vec).collect(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// SyncRequest
+// ---------------------------------------------------------------------------------------------
+
+/// A request for finalized blocks, by height range or by hash.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SyncRequest {
+    /// First height wanted (ignored when `block` is non-zero).
+    pub from_height: u64,
+    /// Most blocks wanted; the responder may send fewer.
+    pub max_blocks: u32,
+    /// All-zero: fetch by height from `from_height`; otherwise fetch this one block by hash.
+    pub block: Hash,
+}
+
+impl SyncRequest {
+    /// Whether this request asks for one block by hash (`block` is not all-zero).
+    pub fn is_by_hash(&self) -> bool {
+        self.block != [0; 32]
+    }
+
+    /// Encodes as a ZAP message of type [`MessageType::SyncRequest`] (fixed 60 bytes).
+    ///
+    /// Errors: none in practice; the signature mirrors the other encoders.
+    pub fn encode(&self) -> Result<Vec<u8>, WireError> {
+        let (mut b, root) = Builder::new(MessageType::SyncRequest as u8, sq::SIZE)?;
+        b.put_u64(root, sq::FROM_HEIGHT, self.from_height)?;
+        b.put(root, sq::BLOCK, &self.block)?;
+        b.put_u32(root, sq::MAX_BLOCKS, self.max_blocks)?;
+        b.finish()
+    }
+}
+
+/// A validated, zero-copy view of an encoded [`SyncRequest`].
+#[derive(Clone, Debug)]
+pub struct SyncRequestRef<'a> {
+    from_height: u64,
+    max_blocks: u32,
+    block: &'a Hash,
+}
+
+impl<'a> SyncRequestRef<'a> {
+    /// Validates `buf` as a SyncRequest message.
+    ///
+    /// Errors: header errors, [`WireError::UnknownMessageType`], [`WireError::WrongMessageType`],
+    /// [`WireError::RootOutOfBounds`].
+    pub fn parse(buf: &'a [u8]) -> Result<Self, WireError> {
+        Self::from_root(&open(buf, MessageType::SyncRequest, sq::SIZE)?)
+    }
+
+    fn from_root(root: &Object<'a>) -> Result<Self, WireError> {
+        Ok(Self {
+            from_height: root.u64(sq::FROM_HEIGHT)?,
+            max_blocks: root.u32(sq::MAX_BLOCKS)?,
+            block: root.array(sq::BLOCK)?,
+        })
+    }
+
+    /// First height wanted.
+    pub fn from_height(&self) -> u64 {
+        self.from_height
+    }
+    /// Most blocks wanted.
+    pub fn max_blocks(&self) -> u32 {
+        self.max_blocks
+    }
+    /// Block hash wanted (all-zero = by height), borrowed.
+    pub fn block(&self) -> &'a Hash {
+        self.block
+    }
+    /// Copies into an owned [`SyncRequest`].
+    pub fn to_owned(&self) -> SyncRequest {
+        SyncRequest {
+            from_height: self.from_height,
+            max_blocks: self.max_blocks,
+            block: *self.block,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// SyncResponse
+// ---------------------------------------------------------------------------------------------
+
+/// Blocks and certificates answering a [`SyncRequest`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SyncResponse {
+    /// Each item is a complete encoded ZAP message of type Proposal or Certificate.
+    pub items: Vec<Vec<u8>>,
+}
+
+/// Checks that `item` is a valid encoded Proposal or Certificate (no deeper nesting is allowed).
+fn check_sync_item(index: usize, item: &[u8]) -> Result<(), WireError> {
+    let check = || -> Result<(), WireError> {
+        let reader = Reader::new(item)?;
+        match MessageType::try_from(reader.message_type())? {
+            MessageType::Proposal => ProposalRef::parse(item).map(drop),
+            MessageType::Certificate => CertificateRef::parse(item).map(drop),
+            other => Err(WireError::WrongMessageType {
+                expected: MessageType::Proposal as u8,
+                found: other as u8,
+            }),
+        }
+    };
+    check().map_err(|reason| WireError::BadSyncItem {
+        index,
+        reason: Box::new(reason),
+    })
+}
+
+impl SyncResponse {
+    /// Encodes as a ZAP message of type [`MessageType::SyncResponse`].
+    ///
+    /// Errors: [`WireError::BadSyncItem`] when an item is not a valid encoded Proposal or
+    /// Certificate (the receiver would reject it); [`WireError::MessageTooLarge`].
+    pub fn encode(&self) -> Result<Vec<u8>, WireError> {
+        for (index, item) in self.items.iter().enumerate() {
+            check_sync_item(index, item)?;
+        }
+        let (mut b, root) = Builder::new(MessageType::SyncResponse as u8, ss::SIZE)?;
+        b.put_bytes_list(root, ss::ITEMS, &self.items)?;
+        b.finish()
+    }
+}
+
+/// A validated, zero-copy view of an encoded [`SyncResponse`]; every item has been checked to be a
+/// valid Proposal or Certificate message.
+#[derive(Clone, Debug)]
+pub struct SyncResponseRef<'a> {
+    items: BytesList<'a>,
+}
+
+impl<'a> SyncResponseRef<'a> {
+    /// Validates `buf` as a SyncResponse message, including every item.
+    ///
+    /// Errors: header errors, [`WireError::UnknownMessageType`], [`WireError::WrongMessageType`],
+    /// [`WireError::RootOutOfBounds`], [`WireError::PointerOutOfBounds`],
+    /// [`WireError::LengthOverflow`], [`WireError::BadSyncItem`] (an item that is not a valid
+    /// Proposal or Certificate; its `reason` is `WrongMessageType { expected: 1, .. }` for a valid
+    /// message of another type).
+    pub fn parse(buf: &'a [u8]) -> Result<Self, WireError> {
+        Self::from_root(&open(buf, MessageType::SyncResponse, ss::SIZE)?)
+    }
+
+    fn from_root(root: &Object<'a>) -> Result<Self, WireError> {
+        let items = root.bytes_list(ss::ITEMS)?;
+        for (index, item) in items.iter().enumerate() {
+            check_sync_item(index, item)?;
+        }
+        Ok(Self { items })
+    }
+
+    /// The encoded items in order, borrowed; decode each with [`decode`] (it succeeds).
+    pub fn items(&self) -> BytesIter<'a> {
+        self.items.iter()
+    }
+    /// Number of items.
+    pub fn item_count(&self) -> usize {
+        self.items.len()
+    }
+    /// Copies into an owned [`SyncResponse`].
+    pub fn to_owned(&self) -> SyncResponse {
+        SyncResponse {
+            items: self.items().map(<[u8]>::to_vec).collect(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Any message
+// ---------------------------------------------------------------------------------------------
+
+/// Any owned message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Message {
+    /// See [`Proposal`].
+    Proposal(Proposal),
+    /// See [`Vote`].
+    Vote(Vote),
+    /// See [`Certificate`].
+    Certificate(Certificate),
+    /// See [`TxBatch`].
+    TxBatch(TxBatch),
+    /// See [`SyncRequest`].
+    SyncRequest(SyncRequest),
+    /// See [`SyncResponse`].
+    SyncResponse(SyncResponse),
+}
+
+impl Message {
+    /// Encodes as one ZAP message (the schema's own `encode`).
+    ///
+    /// Errors: [`WireError::MessageTooLarge`]; [`WireError::BadSyncItem`] for a SyncResponse with
+    /// an invalid item.
+    pub fn encode(&self) -> Result<Vec<u8>, WireError> {
+        match self {
+            Self::Proposal(m) => m.encode(),
+            Self::Vote(m) => m.encode(),
+            Self::Certificate(m) => m.encode(),
+            Self::TxBatch(m) => m.encode(),
+            Self::SyncRequest(m) => m.encode(),
+            Self::SyncResponse(m) => m.encode(),
+        }
+    }
+
+    /// The message's type byte value.
+    pub fn message_type(&self) -> MessageType {
+        match self {
+            Self::Proposal(_) => MessageType::Proposal,
+            Self::Vote(_) => MessageType::Vote,
+            Self::Certificate(_) => MessageType::Certificate,
+            Self::TxBatch(_) => MessageType::TxBatch,
+            Self::SyncRequest(_) => MessageType::SyncRequest,
+            Self::SyncResponse(_) => MessageType::SyncResponse,
+        }
+    }
+}
+
+/// Any validated message, borrowing the buffer it was decoded from.
+#[derive(Clone, Debug)]
+pub enum MessageRef<'a> {
+    /// See [`ProposalRef`].
+    Proposal(ProposalRef<'a>),
+    /// See [`VoteRef`].
+    Vote(VoteRef<'a>),
+    /// See [`CertificateRef`].
+    Certificate(CertificateRef<'a>),
+    /// See [`TxBatchRef`].
+    TxBatch(TxBatchRef<'a>),
+    /// See [`SyncRequestRef`].
+    SyncRequest(SyncRequestRef<'a>),
+    /// See [`SyncResponseRef`].
+    SyncResponse(SyncResponseRef<'a>),
+}
+
+impl MessageRef<'_> {
+    /// The message's type.
+    pub fn message_type(&self) -> MessageType {
+        match self {
+            Self::Proposal(_) => MessageType::Proposal,
+            Self::Vote(_) => MessageType::Vote,
+            Self::Certificate(_) => MessageType::Certificate,
+            Self::TxBatch(_) => MessageType::TxBatch,
+            Self::SyncRequest(_) => MessageType::SyncRequest,
+            Self::SyncResponse(_) => MessageType::SyncResponse,
+        }
+    }
+
+    /// Copies into an owned [`Message`].
+    pub fn to_owned(&self) -> Message {
+        match self {
+            Self::Proposal(m) => Message::Proposal(m.to_owned()),
+            Self::Vote(m) => Message::Vote(m.to_owned()),
+            Self::Certificate(m) => Message::Certificate(m.to_owned()),
+            Self::TxBatch(m) => Message::TxBatch(m.to_owned()),
+            Self::SyncRequest(m) => Message::SyncRequest(m.to_owned()),
+            Self::SyncResponse(m) => Message::SyncResponse(m.to_owned()),
+        }
+    }
+}
+
+/// Decodes and fully validates one ZAP message; never panics, on any input.
+///
+/// Errors, in the order checked: header errors ([`WireError::TooShort`], [`WireError::BadMagic`],
+/// [`WireError::UnsupportedVersion`], [`WireError::ReservedFlags`], [`WireError::SizeMismatch`]),
+/// [`WireError::UnknownMessageType`], [`WireError::RootOutOfBounds`], then the schema's own errors
+/// (see each `XxxRef::parse`).
+pub fn decode(buf: &[u8]) -> Result<MessageRef<'_>, WireError> {
+    let reader = Reader::new(buf)?;
+    let message_type = MessageType::try_from(reader.message_type())?;
+    Ok(match message_type {
+        MessageType::Proposal => {
+            MessageRef::Proposal(ProposalRef::from_root(&reader.root(pr::SIZE)?)?)
+        }
+        MessageType::Vote => MessageRef::Vote(VoteRef::from_root(&reader.root(vo::SIZE)?)?),
+        MessageType::Certificate => {
+            MessageRef::Certificate(CertificateRef::from_root(&reader.root(ce::SIZE)?)?)
+        }
+        MessageType::TxBatch => {
+            MessageRef::TxBatch(TxBatchRef::from_root(&reader.root(tb::SIZE)?)?)
+        }
+        MessageType::SyncRequest => {
+            MessageRef::SyncRequest(SyncRequestRef::from_root(&reader.root(sq::SIZE)?)?)
+        }
+        MessageType::SyncResponse => {
+            MessageRef::SyncResponse(SyncResponseRef::from_root(&reader.root(ss::SIZE)?)?)
+        }
+    })
+}

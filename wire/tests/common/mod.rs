@@ -1,0 +1,100 @@
+//! Fixed sample values shared by the integration tests (golden bytes are pinned against them).
+#![allow(dead_code)]
+
+use quasar_wire::*;
+
+/// `[start, start + 1, …]` of length `N` (wrapping).
+pub fn seq<const N: usize>(start: u8) -> [u8; N] {
+    std::array::from_fn(|i| start.wrapping_add(i as u8))
+}
+
+pub fn header() -> BlockHeader {
+    BlockHeader {
+        chain_id: 7,
+        epoch: 3,
+        view: 42,
+        height: 41,
+        parent_view: 40,
+        parent: seq(0x10),
+        proposer: 5,
+        timestamp_us: 1_700_000_000_000_000,
+        payload_root: payload_root([&b"tx-one"[..], b"tx-two!"]),
+    }
+}
+
+pub fn proposal() -> Proposal {
+    Proposal {
+        header: header(),
+        txs: vec![b"tx-one".to_vec(), b"tx-two!".to_vec()],
+        signature: seq(0xa0),
+    }
+}
+
+pub fn vote() -> Vote {
+    Vote {
+        kind: VoteKind::Finalize,
+        chain_id: 7,
+        epoch: 3,
+        view: 42,
+        height: 41,
+        block: seq(0x30),
+        signer: 9,
+        signature: seq(0x60),
+    }
+}
+
+pub fn certificate() -> Certificate {
+    Certificate {
+        kind: CertificateKind::Notarization,
+        chain_id: 7,
+        epoch: 3,
+        view: 42,
+        height: 41,
+        block: seq(0x30),
+        signers: vec![0b1011_0111, 0b0000_0001],
+        signature: seq(0xc0),
+    }
+}
+
+pub fn tx_batch() -> TxBatch {
+    TxBatch {
+        txs: vec![b"a".to_vec(), Vec::new(), b"set k v".to_vec()],
+    }
+}
+
+pub fn sync_request() -> SyncRequest {
+    SyncRequest {
+        from_height: 100,
+        max_blocks: 16,
+        block: [0; 32],
+    }
+}
+
+pub fn sync_response() -> SyncResponse {
+    let small_cert = Certificate {
+        signers: vec![1],
+        ..certificate()
+    };
+    let small_proposal = Proposal {
+        txs: Vec::new(),
+        ..proposal()
+    };
+    SyncResponse {
+        items: vec![
+            small_proposal.encode().unwrap(),
+            small_cert.encode().unwrap(),
+        ],
+    }
+}
+
+/// One sample of every schema, in type order.
+pub fn all() -> Vec<Message> {
+    vec![
+        Message::Proposal(proposal()),
+        Message::Vote(vote()),
+        Message::Certificate(certificate()),
+        Message::TxBatch(tx_batch()),
+        Message::SyncRequest(sync_request()),
+        Message::SyncResponse(sync_response()),
+    ]
+}

@@ -1,0 +1,208 @@
+//! Golden bytes: the exact encoding of one fixed value per schema, and the hashes and signed bytes
+//! everything else depends on. A change here is a wire-format or consensus change: bump the ZAP
+//! version or the `-v1` tag, never just re-pin.
+
+mod common;
+
+use quasar_crypto::hash::tagged_hash;
+use quasar_wire::*;
+
+const PROPOSAL: &str = "5a41500002000001100000001701000070000000e400000002000000a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebfc0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedfe0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff00000000070000000000000003000000000000002a000000000000002900000000000000280000000000000000401e18240a0600101112131415161718191a1b1c1d1e1f202122232425262728292a2b2c2d2e2fb6d0eec5d7dee48d6bea5e2aef9f98c7b9015f0b59c0ac5688b513038dfa375705000000000000001000000006000000100000000700000074782d6f6e65000074782d74776f21";
+const VOTE: &str = "5a4150000200000210000000b5000000070000000000000003000000000000002a000000000000002900000000000000303132333435363738393a3b3c3d3e3f404142434445464748494a4b4c4d4e4f606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9fa0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf0900000002";
+const CERTIFICATE: &str = "5a4150000200000310000000c2000000070000000000000003000000000000002a000000000000002900000000000000303132333435363738393a3b3c3d3e3f404142434445464748494a4b4c4d4e4fc0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedfe0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f10000000020000000100000000000000b701";
+const TX_BATCH: &str = "5a41500002000004100000003f00000008000000030000001800000001000000180000000000000010000000070000006100000000000000736574206b2076";
+const SYNC_REQUEST: &str = "5a41500002000005100000003c0000006400000000000000000000000000000000000000000000000000000000000000000000000000000010000000";
+const SYNC_RESPONSE: &str = "5a4150000200000610000000e1010000080000000200000010000000f800000000010000c10000005a4150000200000110000000f800000070000000e400000000000000a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebfc0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedfe0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff00000000070000000000000003000000000000002a000000000000002900000000000000280000000000000000401e18240a0600101112131415161718191a1b1c1d1e1f202122232425262728292a2b2c2d2e2fb6d0eec5d7dee48d6bea5e2aef9f98c7b9015f0b59c0ac5688b513038dfa375705000000000000005a4150000200000310000000c1000000070000000000000003000000000000002a000000000000002900000000000000303132333435363738393a3b3c3d3e3f404142434445464748494a4b4c4d4e4fc0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedfe0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f1000000001000000010000000000000001";
+
+/// Encodes `message`, compares with the pinned hex, and decodes the pinned bytes back to `message`.
+fn check_golden(message: Message, pinned: &str) {
+    let bytes = message.encode().unwrap();
+    assert_eq!(
+        hex::encode(&bytes),
+        pinned,
+        "{:?} encoding changed",
+        message.message_type()
+    );
+    let pinned = hex::decode(pinned).unwrap();
+    let decoded = decode(&pinned).unwrap();
+    assert_eq!(decoded.message_type(), message.message_type());
+    assert_eq!(decoded.to_owned(), message);
+}
+
+#[test]
+fn proposal_golden() {
+    let p = common::proposal();
+    check_golden(Message::Proposal(p.clone()), PROPOSAL);
+    let bytes = hex::decode(PROPOSAL).unwrap();
+    let r = ProposalRef::parse(&bytes).unwrap();
+    assert_eq!(r.header(), p.header);
+    assert_eq!(r.txs().len(), 2);
+    assert_eq!(r.txs().collect::<Vec<_>>(), [&b"tx-one"[..], b"tx-two!"]);
+    assert_eq!(r.signature(), &p.signature);
+    // Root at 16 (108 B), header object at 128 (116 B), tx list at 248, txs at 264 and 272.
+    assert_eq!(bytes.len(), 279);
+}
+
+#[test]
+fn vote_golden() {
+    let v = common::vote();
+    check_golden(Message::Vote(v.clone()), VOTE);
+    let bytes = hex::decode(VOTE).unwrap();
+    assert_eq!(bytes.len(), 16 + 165);
+    let r = VoteRef::parse(&bytes).unwrap();
+    assert_eq!(
+        (r.kind(), r.signer(), r.view()),
+        (VoteKind::Finalize, 9, 42)
+    );
+    assert_eq!(r.signing_message(), v.signing_message());
+}
+
+#[test]
+fn certificate_golden() {
+    let c = common::certificate();
+    check_golden(Message::Certificate(c.clone()), CERTIFICATE);
+    let bytes = hex::decode(CERTIFICATE).unwrap();
+    let r = CertificateRef::parse(&bytes).unwrap();
+    assert_eq!(r.signers(), &[0b1011_0111, 0b0000_0001]);
+    assert_eq!(r.kind(), CertificateKind::Notarization);
+    assert_eq!(r.signing_message(), c.signing_message());
+}
+
+#[test]
+fn tx_batch_golden() {
+    check_golden(Message::TxBatch(common::tx_batch()), TX_BATCH);
+}
+
+#[test]
+fn sync_request_golden() {
+    let s = common::sync_request();
+    assert!(!s.is_by_hash());
+    check_golden(Message::SyncRequest(s), SYNC_REQUEST);
+    assert_eq!(
+        hex::decode(SYNC_REQUEST).unwrap().len(),
+        16 + 44 /* + 0 padding */
+    );
+}
+
+#[test]
+fn sync_response_golden() {
+    let s = common::sync_response();
+    check_golden(Message::SyncResponse(s.clone()), SYNC_RESPONSE);
+    let bytes = hex::decode(SYNC_RESPONSE).unwrap();
+    let r = SyncResponseRef::parse(&bytes).unwrap();
+    let kinds: Vec<MessageType> = r
+        .items()
+        .map(|i| decode(i).unwrap().message_type())
+        .collect();
+    assert_eq!(kinds, [MessageType::Proposal, MessageType::Certificate]);
+}
+
+#[test]
+fn block_hash_golden() {
+    let h = common::header();
+    assert_eq!(
+        hex::encode(h.hash()),
+        "67175a47e94adbb63975d1e938ef3af7880525a1bef1bfdfecf10c7c367b7be5"
+    );
+    // Every field is hashed: changing any one changes the hash.
+    let variants = [
+        BlockHeader {
+            chain_id: 8,
+            ..h.clone()
+        },
+        BlockHeader {
+            epoch: 4,
+            ..h.clone()
+        },
+        BlockHeader {
+            view: 43,
+            ..h.clone()
+        },
+        BlockHeader {
+            height: 42,
+            ..h.clone()
+        },
+        BlockHeader {
+            parent_view: 41,
+            ..h.clone()
+        },
+        BlockHeader {
+            parent: [0; 32],
+            ..h.clone()
+        },
+        BlockHeader {
+            proposer: 6,
+            ..h.clone()
+        },
+        BlockHeader {
+            timestamp_us: 1,
+            ..h.clone()
+        },
+        BlockHeader {
+            payload_root: [0; 32],
+            ..h.clone()
+        },
+    ];
+    for v in variants {
+        assert_ne!(v.hash(), h.hash(), "{v:?}");
+    }
+}
+
+#[test]
+fn vote_signing_message_golden() {
+    let v = common::vote();
+    let msg = v.signing_message();
+    assert_eq!(msg.len(), VOTE_SIGNING_MESSAGE_LEN);
+    assert_eq!(msg.len(), 79);
+    assert_eq!(
+        hex::encode(&msg),
+        // "QUASAR-VOTE-v1" | kind 02 | chain_id 7 | epoch 3 | view 42 | height 41 | block 30..4f
+        "5155415341522d564f54452d7631\
+         02\
+         0700000000000000\
+         0300000000000000\
+         2a00000000000000\
+         2900000000000000\
+         303132333435363738393a3b3c3d3e3f404142434445464748494a4b4c4d4e4f"
+    );
+    let c = common::certificate();
+    let as_vote = Vote {
+        kind: VoteKind::Notarize,
+        block: c.block,
+        ..v
+    };
+    assert_eq!(c.signing_message(), as_vote.signing_message());
+    assert_eq!(
+        CertificateKind::Finalization.vote_kind(),
+        VoteKind::Finalize
+    );
+    assert_eq!(
+        CertificateKind::Nullification.vote_kind(),
+        VoteKind::Nullify
+    );
+}
+
+#[test]
+fn payload_root_for_zero_to_three_txs() {
+    let txs: Vec<Vec<u8>> = (0..3u8).map(|i| vec![i; usize::from(i) + 1]).collect();
+    let root = |n: usize| payload_root(txs.iter().take(n).map(Vec::as_slice));
+    let leaf = |i: usize| tx_hash(&txs[i]);
+    let node = |l: Hash, r: Hash| tagged_hash("QUASAR-MERKLE-v1", &[&l, &r]);
+
+    assert_eq!(root(0), tagged_hash("QUASAR-MERKLE-v1", &[]));
+    assert_eq!(root(1), leaf(0));
+    assert_eq!(root(2), node(leaf(0), leaf(1)));
+    // Odd node promoted unchanged, not duplicated.
+    assert_eq!(root(3), node(node(leaf(0), leaf(1)), leaf(2)));
+    assert_eq!(leaf(0), tagged_hash("QUASAR-TX-v1", &[&[0]]));
+
+    let pinned = [
+        "cb5fae11ebcea5182e8f43a4c76fd534817dcbd16cb0dde27691b8c1d9c925dc",
+        "756469107bbd105a0b3aeb8a0207b24630a7305dd362b20bbb8c333e1695d282",
+        "89194cdd0e5ee5f5c797a6f7b12945aa4bd94dfb0d70c53a27114384f2791f04",
+        "53c6f61e9951e3d79dc29cf0213d4f6bd8c7938150e2a9fd934c84efab7b8610",
+    ];
+    for (n, hex_root) in pinned.iter().enumerate() {
+        assert_eq!(hex::encode(root(n)), *hex_root, "{n} txs");
+    }
+}

@@ -1,0 +1,189 @@
+//! Properties: every owned message round-trips; no byte string, random or mutated, makes the
+//! decoder panic; whatever decodes re-encodes to an equal value.
+
+mod common;
+
+use proptest::collection::vec;
+use proptest::prelude::*;
+use quasar_wire::*;
+
+fn hash() -> impl Strategy<Value = Hash> {
+    any::<[u8; 32]>()
+}
+
+fn signature() -> impl Strategy<Value = [u8; SIGNATURE_LEN]> {
+    vec(any::<u8>(), SIGNATURE_LEN).prop_map(|v| v.try_into().unwrap())
+}
+
+fn txs() -> impl Strategy<Value = Vec<Vec<u8>>> {
+    vec(vec(any::<u8>(), 0..40), 0..8)
+}
+
+fn header() -> impl Strategy<Value = BlockHeader> {
+    (any::<[u64; 6]>(), hash(), any::<u32>(), hash()).prop_map(|(n, parent, proposer, root)| {
+        BlockHeader {
+            chain_id: n[0],
+            epoch: n[1],
+            view: n[2],
+            height: n[3],
+            parent_view: n[4],
+            parent,
+            proposer,
+            timestamp_us: n[5],
+            payload_root: root,
+        }
+    })
+}
+
+fn proposal() -> impl Strategy<Value = Proposal> {
+    (header(), txs(), signature()).prop_map(|(header, txs, signature)| Proposal {
+        header,
+        txs,
+        signature,
+    })
+}
+
+fn vote() -> impl Strategy<Value = Vote> {
+    let kind = prop_oneof![
+        Just(VoteKind::Notarize),
+        Just(VoteKind::Finalize),
+        Just(VoteKind::Nullify)
+    ];
+    (kind, any::<[u64; 4]>(), hash(), any::<u32>(), signature()).prop_map(
+        |(kind, n, block, signer, signature)| Vote {
+            kind,
+            chain_id: n[0],
+            epoch: n[1],
+            view: n[2],
+            height: n[3],
+            block,
+            signer,
+            signature,
+        },
+    )
+}
+
+fn certificate() -> impl Strategy<Value = Certificate> {
+    let kind = prop_oneof![
+        Just(CertificateKind::Notarization),
+        Just(CertificateKind::Finalization),
+        Just(CertificateKind::Nullification)
+    ];
+    (
+        kind,
+        any::<[u64; 4]>(),
+        hash(),
+        vec(any::<u8>(), 0..40),
+        signature(),
+    )
+        .prop_map(|(kind, n, block, signers, signature)| Certificate {
+            kind,
+            chain_id: n[0],
+            epoch: n[1],
+            view: n[2],
+            height: n[3],
+            block,
+            signers,
+            signature,
+        })
+}
+
+fn message() -> impl Strategy<Value = Message> {
+    let item = prop_oneof![
+        proposal().prop_map(|p| p.encode().unwrap()),
+        certificate().prop_map(|c| c.encode().unwrap()),
+    ];
+    prop_oneof![
+        proposal().prop_map(Message::Proposal),
+        vote().prop_map(Message::Vote),
+        certificate().prop_map(Message::Certificate),
+        txs().prop_map(|txs| Message::TxBatch(TxBatch { txs })),
+        (any::<u64>(), any::<u32>(), hash()).prop_map(|(from_height, max_blocks, block)| {
+            Message::SyncRequest(SyncRequest {
+                from_height,
+                max_blocks,
+                block,
+            })
+        }),
+        vec(item, 0..4).prop_map(|items| Message::SyncResponse(SyncResponse { items })),
+    ]
+}
+
+/// Decoding must not panic; on success, to_owned → encode → decode gives the same value back.
+fn decode_is_total_and_stable(bytes: &[u8]) {
+    if let Ok(decoded) = decode(bytes) {
+        let owned = decoded.to_owned();
+        let again = owned.encode().expect("a decoded value re-encodes");
+        assert_eq!(
+            decode(&again).expect("re-encoding decodes").to_owned(),
+            owned
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn owned_messages_round_trip(m in message()) {
+        let bytes = m.encode().unwrap();
+        prop_assert_eq!(bytes.len() as u64, u64::from(u32::from_le_bytes(bytes[12..16].try_into().unwrap())));
+        let decoded = decode(&bytes).unwrap();
+        prop_assert_eq!(decoded.message_type(), m.message_type());
+        prop_assert_eq!(decoded.to_owned(), m);
+    }
+
+    #[test]
+    fn proposal_txs_are_borrowed_in_order(p in proposal()) {
+        let bytes = p.encode().unwrap();
+        let r = ProposalRef::parse(&bytes).unwrap();
+        prop_assert_eq!(r.txs().len(), p.txs.len());
+        prop_assert_eq!(payload_root(r.txs()), payload_root(p.txs.iter().map(Vec::as_slice)));
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in vec(any::<u8>(), 0..300)) {
+        decode_is_total_and_stable(&bytes);
+    }
+
+    /// Random bytes behind a valid header, so the schema decoders (not just the header check) see
+    /// hostile pointers and counts.
+    #[test]
+    fn arbitrary_bodies_behind_valid_headers_never_panic(
+        ty in 0u8..8,
+        root in prop_oneof![Just(16u32), any::<u32>()],
+        body in vec(any::<u8>(), 0..400),
+    ) {
+        let mut bytes = Vec::with_capacity(16 + body.len());
+        bytes.extend_from_slice(b"ZAP\0");
+        bytes.extend_from_slice(&2u16.to_le_bytes());
+        bytes.extend_from_slice(&[0, ty]);
+        bytes.extend_from_slice(&root.to_le_bytes());
+        bytes.extend_from_slice(&((16 + body.len()) as u32).to_le_bytes());
+        bytes.extend_from_slice(&body);
+        decode_is_total_and_stable(&bytes);
+    }
+
+    #[test]
+    fn single_byte_mutations_never_panic(m in message(), at in any::<prop::sample::Index>(), value in any::<u8>()) {
+        let mut bytes = m.encode().unwrap();
+        let i = at.index(bytes.len());
+        bytes[i] = value;
+        decode_is_total_and_stable(&bytes);
+    }
+}
+
+/// Exhaustive variant of the mutation property on the goldens: every byte, a few values each.
+#[test]
+fn every_byte_of_every_golden_mutated_never_panics() {
+    for m in common::all() {
+        let bytes = m.encode().unwrap();
+        for i in 0..bytes.len() {
+            for value in [0x00, 0x01, 0x7f, 0x80, 0xff, bytes[i] ^ 0x01] {
+                let mut b = bytes.clone();
+                b[i] = value;
+                decode_is_total_and_stable(&b);
+            }
+        }
+    }
+}
