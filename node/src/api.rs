@@ -1,0 +1,152 @@
+//! The node's HTTP admin API (axum), served on `api_listen`.
+//!
+//! | route | answer |
+//! |---|---|
+//! | `POST /tx` (body: raw bytes, ≤ 64 KiB) | `200 {"hash"}`; `400` empty or too large; `409` duplicate; `503` mempool full |
+//! | `GET /tx/{hash}` | `200 {"hash","status":"pending"|"finalized","height"}`; `400` bad hash; `404` unknown |
+//! | `GET /status` | `{"validator","height","finalized_height","view","epoch","peers","mempool","chain_id","evidence","votes_signed","guard_refusals"}` |
+//! | `GET /block/{height}` | finalized block summary with its certificate; `404` if not finalized |
+//! | `GET /metrics` | Prometheus text format |
+
+use crate::mempool::MempoolError;
+use crate::runtime::{Shared, MAX_TX_BYTES};
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use quasar_lanes::bls::signers_from_bitmap;
+use quasar_storage::Store;
+use quasar_wire::{decode, tx_hash, CertificateKind, MessageRef};
+use serde_json::{json, Value};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+type AppState = Arc<Shared>;
+
+/// Serves the API on `listener` until the process exits.
+pub async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
+    let app = Router::new()
+        .route("/tx", post(submit_tx))
+        .route("/tx/{hash}", get(get_tx))
+        .route("/status", get(status))
+        .route("/block/{height}", get(block))
+        .route("/metrics", get(metrics))
+        .layer(DefaultBodyLimit::max(MAX_TX_BYTES + 1024))
+        .with_state(shared);
+    if let Err(e) = axum::serve(listener, app).await {
+        tracing::error!(error = %e, "HTTP API stopped");
+    }
+}
+
+fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, Json(json!({ "error": message.into() }))).into_response()
+}
+
+async fn submit_tx(State(shared): State<AppState>, body: Bytes) -> Response {
+    match shared.submit_tx(body.to_vec()) {
+        Ok(hash) => Json(json!({ "hash": hex::encode(hash) })).into_response(),
+        Err(e @ (MempoolError::Empty | MempoolError::TooLarge { .. })) => {
+            error(StatusCode::BAD_REQUEST, e.to_string())
+        }
+        Err(e @ MempoolError::Duplicate) => error(StatusCode::CONFLICT, e.to_string()),
+        Err(e @ MempoolError::Full) => error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+    }
+}
+
+async fn get_tx(State(shared): State<AppState>, Path(hash_hex): Path<String>) -> Response {
+    let hash: [u8; 32] = match hex::decode(&hash_hex).ok().and_then(|b| b.try_into().ok()) {
+        Some(h) => h,
+        None => return error(StatusCode::BAD_REQUEST, "hash must be 32 bytes of hex"),
+    };
+    match shared.store.tx_height(&hash) {
+        Ok(Some(height)) => {
+            Json(json!({ "hash": hash_hex, "status": "finalized", "height": height })).into_response()
+        }
+        Ok(None) => {
+            let pending = shared.mempool.lock().map(|p| p.contains(&hash)).unwrap_or(false);
+            if pending {
+                Json(json!({ "hash": hash_hex, "status": "pending", "height": Value::Null }))
+                    .into_response()
+            } else {
+                error(StatusCode::NOT_FOUND, "unknown transaction")
+            }
+        }
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+async fn status(State(shared): State<AppState>) -> Json<Value> {
+    let mempool = shared.mempool.lock().map(|p| p.len()).unwrap_or(0);
+    Json(json!({
+        "validator": shared.validator,
+        "height": shared.height.load(Ordering::Relaxed),
+        "finalized_height": shared.finalized_height.load(Ordering::Relaxed),
+        "view": shared.view.load(Ordering::Relaxed),
+        "epoch": shared.epoch,
+        "peers": shared.network.connected_peers(),
+        "mempool": mempool,
+        "chain_id": shared.chain_id,
+        "evidence": shared.metrics.equivocations.get(),
+        "votes_signed": shared.metrics.votes_signed.get(),
+        "guard_refusals": shared.metrics.guard_refusals.get(),
+    }))
+}
+
+fn kind_name(kind: CertificateKind) -> &'static str {
+    match kind {
+        CertificateKind::Notarization => "notarization",
+        CertificateKind::Finalization => "finalization",
+        CertificateKind::Nullification => "nullification",
+    }
+}
+
+async fn block(State(shared): State<AppState>, Path(height): Path<u64>) -> Response {
+    let stored = match shared.store.block_by_height(height) {
+        Ok(Some(b)) => b,
+        Ok(None) => return error(StatusCode::NOT_FOUND, "no finalized block at this height"),
+        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    };
+    let (Ok(MessageRef::Proposal(p)), Ok(MessageRef::Certificate(c))) =
+        (decode(&stored.block), decode(&stored.certificate))
+    else {
+        return error(StatusCode::INTERNAL_SERVER_ERROR, "stored block does not decode");
+    };
+    let h = p.header();
+    let n = shared.network_size();
+    let signers = signers_from_bitmap(c.signers(), n).unwrap_or_default();
+    let finalized_at = shared.finalized_at.lock().ok().and_then(|m| m.get(&height).copied());
+    let tx_hashes: Vec<String> = p.txs().map(|tx| hex::encode(tx_hash(tx))).collect();
+    Json(json!({
+        "height": h.height,
+        "hash": hex::encode(stored.hash),
+        "parent": hex::encode(h.parent),
+        "view": h.view,
+        "proposer": h.proposer,
+        "timestamp_us": h.timestamp_us,
+        "tx_count": p.tx_count(),
+        "tx_hashes": tx_hashes,
+        "finalized_at_us": finalized_at,
+        "certificate": {
+            "kind": kind_name(c.kind()),
+            "view": c.view(),
+            "block": hex::encode(c.block()),
+            "signers": signers,
+            "aggregate_signature": hex::encode(c.signature()),
+        },
+    }))
+    .into_response()
+}
+
+async fn metrics(State(shared): State<AppState>) -> Response {
+    let mut text = String::new();
+    if let Err(e) = prometheus_client::encoding::text::encode(&mut text, &shared.registry) {
+        return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string());
+    }
+    (
+        [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
+        text,
+    )
+        .into_response()
+}

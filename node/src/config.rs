@@ -1,0 +1,346 @@
+//! Files an operator handles: validator key files, the genesis file, and `node.toml`.
+//!
+//! - `keygen --out DIR` writes `DIR/validator.key.json` (secret: the BLS secret key and the TLS
+//!   private key, mode 0600) and `DIR/validator.pub.json` (public: BLS public key, its proof of
+//!   possession, the self-signed TLS certificate that pins this validator's QUIC identity).
+//! - `genesis` collects public files into `genesis.json`: chain id, genesis time, and the
+//!   validators with their stake. Loading a genesis checks every key's subgroup membership and
+//!   proof of possession (DESIGN.md §4), so a rogue-key attack cannot enter through genesis.
+//! - `node.toml` says where this node keeps its data, which key directory and genesis it uses,
+//!   where it listens, and where its peers are.
+
+use quasar_crypto::bls::{ProofOfPossession, PublicKey, SecretKey};
+use quasar_crypto::hash::{tagged_hash, Hash};
+use quasar_lanes::{Validator, ValidatorSet};
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// Failures reading or writing operator files; each names the file and what is wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read or written.
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    /// The file is not valid JSON/TOML of the expected shape.
+    #[error("{path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    /// A value is present but invalid (bad key, bad proof of possession, ...).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ConfigError + '_ {
+    move |source| ConfigError::Io { path: path.to_path_buf(), source }
+}
+
+/// Largest operator file we read (genesis with thousands of validators fits easily).
+const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
+fn read_bounded(path: &Path) -> Result<String, ConfigError> {
+    let meta = std::fs::metadata(path).map_err(io_err(path))?;
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(ConfigError::Invalid(format!("{}: larger than 64 MiB", path.display())));
+    }
+    std::fs::read_to_string(path).map_err(io_err(path))
+}
+
+fn decode_hex(field: &str, value: &str) -> Result<Vec<u8>, ConfigError> {
+    hex::decode(value).map_err(|e| ConfigError::Invalid(format!("{field}: not hex: {e}")))
+}
+
+/// Secret half of a validator's keys (`validator.key.json`).
+#[derive(Serialize, Deserialize)]
+pub struct SecretKeyFile {
+    /// BLS12-381 secret key, 32 bytes big-endian, hex.
+    pub bls_secret_key: String,
+    /// TLS private key, PKCS#8 DER, hex.
+    pub tls_private_key: String,
+}
+
+/// Public half of a validator's keys (`validator.pub.json`), what genesis collects.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PublicKeyFile {
+    /// A human name (the key directory's name by default).
+    pub name: String,
+    /// BLS public key, 48 bytes compressed G1, hex.
+    pub bls_public_key: String,
+    /// Proof of possession of the BLS key, 96 bytes compressed G2, hex.
+    pub proof_of_possession: String,
+    /// Self-signed TLS certificate (DER, hex) pinning the validator's QUIC identity.
+    pub tls_certificate: String,
+}
+
+/// Key file names inside a key directory.
+pub const SECRET_KEY_FILE: &str = "validator.key.json";
+/// Public key file name inside a key directory.
+pub const PUBLIC_KEY_FILE: &str = "validator.pub.json";
+
+/// Loaded validator keys.
+pub struct ValidatorKeys {
+    /// BLS signing key.
+    pub bls: SecretKey,
+    /// QUIC/TLS identity.
+    pub tls: crate::p2p::TlsIdentity,
+    /// The public file.
+    pub public: PublicKeyFile,
+}
+
+/// Generates fresh validator keys into `dir` (created if needed). The secret file is written with
+/// mode 0600 and never overwritten. Errors: [`ConfigError`].
+pub fn keygen(dir: &Path, name: &str) -> Result<PublicKeyFile, ConfigError> {
+    std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+    let secret_path = dir.join(SECRET_KEY_FILE);
+    if secret_path.exists() {
+        return Err(ConfigError::Invalid(format!(
+            "{} already exists; refusing to overwrite a validator key",
+            secret_path.display()
+        )));
+    }
+    let mut seed = [0u8; 32];
+    rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut seed);
+    let bls = SecretKey::from_seed(&seed);
+    let tls = crate::p2p::TlsIdentity::generate(name)
+        .map_err(|e| ConfigError::Invalid(format!("TLS identity: {e}")))?;
+    let public = PublicKeyFile {
+        name: name.to_string(),
+        bls_public_key: hex::encode(bls.public_key().to_bytes()),
+        proof_of_possession: hex::encode(bls.prove_possession().to_bytes()),
+        tls_certificate: hex::encode(&tls.cert_der),
+    };
+    let secret = SecretKeyFile {
+        bls_secret_key: hex::encode(bls.to_bytes()),
+        tls_private_key: hex::encode(tls.key_der()),
+    };
+    write_secret(&secret_path, &to_json(&secret)?)?;
+    let public_path = dir.join(PUBLIC_KEY_FILE);
+    std::fs::write(&public_path, to_json(&public)?).map_err(io_err(&public_path))?;
+    Ok(public)
+}
+
+fn to_json<T: Serialize>(value: &T) -> Result<String, ConfigError> {
+    serde_json::to_string_pretty(value).map_err(|e| ConfigError::Invalid(e.to_string()))
+}
+
+fn write_secret(path: &Path, contents: &str) -> Result<(), ConfigError> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path).map_err(io_err(path))?;
+    file.write_all(contents.as_bytes()).map_err(io_err(path))?;
+    file.sync_all().map_err(io_err(path))
+}
+
+fn parse_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, ConfigError> {
+    let text = read_bounded(path)?;
+    serde_json::from_str(&text)
+        .map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })
+}
+
+/// Reads the public key file of a key directory.
+pub fn load_public(dir: &Path) -> Result<PublicKeyFile, ConfigError> {
+    parse_json(&dir.join(PUBLIC_KEY_FILE))
+}
+
+/// Reads and checks a key directory: the secret key must match the public file.
+pub fn load_keys(dir: &Path) -> Result<ValidatorKeys, ConfigError> {
+    let public = load_public(dir)?;
+    let secret: SecretKeyFile = parse_json(&dir.join(SECRET_KEY_FILE))?;
+    let bls = SecretKey::from_bytes(&decode_hex("bls_secret_key", &secret.bls_secret_key)?)
+        .map_err(|e| ConfigError::Invalid(format!("bls_secret_key: {e}")))?;
+    if hex::encode(bls.public_key().to_bytes()) != public.bls_public_key {
+        return Err(ConfigError::Invalid(format!(
+            "{}: secret key does not match {PUBLIC_KEY_FILE}",
+            dir.display()
+        )));
+    }
+    let tls = crate::p2p::TlsIdentity::from_der(
+        decode_hex("tls_certificate", &public.tls_certificate)?,
+        decode_hex("tls_private_key", &secret.tls_private_key)?,
+    );
+    Ok(ValidatorKeys { bls, tls, public })
+}
+
+/// One validator in `genesis.json`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct GenesisValidator {
+    /// Name, informational.
+    pub name: String,
+    /// BLS public key, hex (48 bytes).
+    pub bls_public_key: String,
+    /// Proof of possession, hex (96 bytes).
+    pub proof_of_possession: String,
+    /// TLS certificate, DER hex.
+    pub tls_certificate: String,
+    /// Stake weight.
+    pub stake: u64,
+}
+
+/// `genesis.json`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct GenesisFile {
+    /// Chain id all messages carry.
+    pub chain_id: u64,
+    /// Genesis time, microseconds since the Unix epoch (the timestamp of block 0).
+    pub genesis_time_us: u64,
+    /// Validators of epoch 0, in index order.
+    pub validators: Vec<GenesisValidator>,
+}
+
+/// A checked genesis.
+#[derive(Debug, Clone)]
+pub struct Genesis {
+    /// The file it came from.
+    pub file: GenesisFile,
+    /// Its hash, the hash of block 0.
+    pub hash: Hash,
+    /// The validator set of epoch 0.
+    pub validators: ValidatorSet,
+    /// TLS certificates (DER), by validator index.
+    pub tls_certificates: Vec<Vec<u8>>,
+}
+
+impl GenesisFile {
+    /// Builds a genesis from public key files with equal `stake`.
+    pub fn from_public_keys(chain_id: u64, genesis_time_us: u64, keys: &[PublicKeyFile], stake: u64) -> GenesisFile {
+        GenesisFile {
+            chain_id,
+            genesis_time_us,
+            validators: keys
+                .iter()
+                .map(|k| GenesisValidator {
+                    name: k.name.clone(),
+                    bls_public_key: k.bls_public_key.clone(),
+                    proof_of_possession: k.proof_of_possession.clone(),
+                    tls_certificate: k.tls_certificate.clone(),
+                    stake,
+                })
+                .collect(),
+        }
+    }
+
+    /// Checks every key and proof of possession and computes the genesis hash:
+    /// `tagged_hash("QUASAR-GENESIS-v1", [chain_id, genesis_time_us, then per validator: public
+    /// key, TLS certificate, stake])`. Errors: [`ConfigError::Invalid`] naming the validator.
+    pub fn check(self) -> Result<Genesis, ConfigError> {
+        let mut members = Vec::with_capacity(self.validators.len());
+        let mut certs = Vec::with_capacity(self.validators.len());
+        let mut parts: Vec<Vec<u8>> =
+            vec![self.chain_id.to_le_bytes().to_vec(), self.genesis_time_us.to_le_bytes().to_vec()];
+        for (i, v) in self.validators.iter().enumerate() {
+            let who = format!("validator {i} ({})", v.name);
+            let pk = PublicKey::from_bytes(&decode_hex("bls_public_key", &v.bls_public_key)?)
+                .map_err(|e| ConfigError::Invalid(format!("{who}: public key: {e}")))?;
+            let pop = ProofOfPossession::from_bytes(&decode_hex("proof_of_possession", &v.proof_of_possession)?)
+                .map_err(|e| ConfigError::Invalid(format!("{who}: proof of possession: {e}")))?;
+            pk.verify_possession(&pop)
+                .map_err(|e| ConfigError::Invalid(format!("{who}: proof of possession does not verify: {e}")))?;
+            let cert = decode_hex("tls_certificate", &v.tls_certificate)?;
+            parts.push(pk.to_bytes().to_vec());
+            parts.push(cert.clone());
+            parts.push(v.stake.to_le_bytes().to_vec());
+            members.push(Validator { public_key: pk, stake: v.stake });
+            certs.push(cert);
+        }
+        let validators = ValidatorSet::new(members)
+            .map_err(|e| ConfigError::Invalid(format!("validator set: {e}")))?;
+        let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+        let hash = tagged_hash("QUASAR-GENESIS-v1", &refs);
+        Ok(Genesis { file: self, hash, validators, tls_certificates: certs })
+    }
+
+    /// Reads `genesis.json`.
+    pub fn load(path: &Path) -> Result<GenesisFile, ConfigError> {
+        parse_json(path)
+    }
+
+    /// Writes `genesis.json`.
+    pub fn save(&self, path: &Path) -> Result<(), ConfigError> {
+        std::fs::write(path, to_json(self)?).map_err(io_err(path))
+    }
+}
+
+/// A peer in `node.toml`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PeerConfig {
+    /// The peer's BLS public key (hex), which names it in genesis.
+    pub bls_public_key: String,
+    /// Where its QUIC endpoint listens.
+    pub address: SocketAddr,
+}
+
+/// `node.toml`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConfig {
+    /// Directory for the block store and the signing guard.
+    pub data_dir: PathBuf,
+    /// Key directory written by `keygen`.
+    pub key_dir: PathBuf,
+    /// Path of `genesis.json`.
+    pub genesis: PathBuf,
+    /// QUIC listen address for validator traffic.
+    pub p2p_listen: SocketAddr,
+    /// HTTP admin API listen address.
+    pub api_listen: SocketAddr,
+    /// Minimum time between blocks, milliseconds.
+    #[serde(default = "default_block_time_ms")]
+    pub block_time_ms: u64,
+    /// View timeout, milliseconds (default: 2 × block time + 1000).
+    #[serde(default)]
+    pub view_timeout_ms: Option<u64>,
+    /// Most pending transactions in the mempool.
+    #[serde(default = "default_mempool_max_txs")]
+    pub mempool_max_txs: usize,
+    /// Most transactions in one block.
+    #[serde(default = "default_max_block_txs")]
+    pub max_block_txs: usize,
+    /// The other validators.
+    #[serde(default)]
+    pub peers: Vec<PeerConfig>,
+}
+
+fn default_block_time_ms() -> u64 {
+    500
+}
+fn default_mempool_max_txs() -> usize {
+    100_000
+}
+fn default_max_block_txs() -> usize {
+    10_000
+}
+
+impl NodeConfig {
+    /// Reads and parses `node.toml`; relative paths are resolved against the file's directory.
+    pub fn load(path: &Path) -> Result<NodeConfig, ConfigError> {
+        let text = read_bounded(path)?;
+        let mut cfg: NodeConfig = toml::from_str(&text)
+            .map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        for p in [&mut cfg.data_dir, &mut cfg.key_dir, &mut cfg.genesis] {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        }
+        if cfg.block_time_ms == 0 {
+            return Err(ConfigError::Invalid("block_time_ms must be positive".into()));
+        }
+        Ok(cfg)
+    }
+
+    /// Writes `node.toml`.
+    pub fn save(&self, path: &Path) -> Result<(), ConfigError> {
+        let text = toml::to_string_pretty(self).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        std::fs::write(path, text).map_err(io_err(path))
+    }
+
+    /// The view timeout in milliseconds.
+    pub fn view_timeout_ms(&self) -> u64 {
+        self.view_timeout_ms.unwrap_or(2 * self.block_time_ms + 1000)
+    }
+}

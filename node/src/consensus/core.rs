@@ -1,0 +1,748 @@
+//! The state machine. See the module docs of [`crate::consensus`] for the protocol.
+
+use super::leader::leader;
+use super::verify::{VerifiedCertificate, VerifiedProposal, VerifiedVote};
+use quasar_crypto::bls::Signature;
+use quasar_crypto::hash::Hash;
+use quasar_lanes::{bls::bitmap_from_signers, ValidatorSet};
+use quasar_wire::{tx_hash, Certificate, CertificateKind, Message, Proposal, Vote, VoteKind};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// Static parameters of the core. Times are microseconds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CoreConfig {
+    /// Chain id every message must carry.
+    pub chain_id: u64,
+    /// The epoch this core runs.
+    pub epoch: u64,
+    /// Hash of the genesis block (height 0, view 0).
+    pub genesis: Hash,
+    /// This validator's index, or `None` for a non-voting observer.
+    pub me: Option<u32>,
+    /// Minimum spacing between a block's timestamp and its parent's.
+    pub block_time_us: u64,
+    /// How long a view may last before this validator nullifies it.
+    pub view_timeout_us: u64,
+    /// Rebroadcast interval once a view has timed out.
+    pub retry_us: u64,
+    /// Messages for views further than this ahead of the current view are dropped (memory bound).
+    pub max_future_views: u64,
+    /// A proposal whose timestamp is further than this in the future is not notarized.
+    pub max_clock_drift_us: u64,
+}
+
+/// The finalized tip the core starts from (genesis on a fresh node).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tip {
+    /// Height of the block.
+    pub height: u64,
+    /// Its hash.
+    pub hash: Hash,
+    /// The view it was proposed in (0 for genesis).
+    pub view: u64,
+    /// Its timestamp, microseconds since the Unix epoch.
+    pub timestamp_us: u64,
+}
+
+/// Timers the core asks the runtime to set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TimerKind {
+    /// The leader's block-time pacing has elapsed: propose now.
+    Propose,
+    /// The view took too long: nullify it.
+    Timeout,
+    /// The view has timed out: rebroadcast our nullify and the certificate that opened the view.
+    Retry,
+}
+
+/// Inputs to [`Core::handle`].
+#[derive(Debug, Clone)]
+pub enum Input {
+    /// A verified proposal (from the network, from sync, or our own).
+    Proposal(VerifiedProposal),
+    /// A verified vote (from the network or our own).
+    Vote(VerifiedVote),
+    /// A verified certificate.
+    Certificate(VerifiedCertificate),
+    /// A timer set by [`Action::SetTimer`] fired.
+    Timer {
+        /// The view it was set for.
+        view: u64,
+        /// Which timer.
+        kind: TimerKind,
+    },
+}
+
+/// Kinds of equivocation the core detects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EvidenceKind {
+    /// A leader proposed two different blocks in one view.
+    ConflictingProposal,
+    /// A validator notarized two different blocks in one view.
+    ConflictingNotarize,
+    /// A validator finalized two different blocks in one view.
+    ConflictingFinalize,
+    /// A validator signed both finalize and nullify for one view.
+    FinalizeAndNullify,
+}
+
+/// Proof that a validator signed two conflicting messages; both messages are included.
+#[derive(Debug, Clone)]
+pub struct Evidence {
+    /// What was violated.
+    pub kind: EvidenceKind,
+    /// The offender's index.
+    pub signer: u32,
+    /// The view.
+    pub view: u64,
+    /// The first message seen.
+    pub first: Message,
+    /// The conflicting message.
+    pub second: Message,
+}
+
+/// What the runtime must do, in order.
+#[derive(Debug, Clone)]
+pub enum Action {
+    /// Send to every other validator.
+    Broadcast(Message),
+    /// Sign this vote if the signing guard allows it (durably), broadcast it, and feed it back as
+    /// [`Input::Vote`].
+    Vote {
+        /// Notarize, finalize or nullify.
+        kind: VoteKind,
+        /// The view.
+        view: u64,
+        /// The block's height (0 for nullify).
+        height: u64,
+        /// The block hash (zero for nullify).
+        block: Hash,
+    },
+    /// Build a block on `parent` from the mempool (leaving out `exclude`, the transactions already
+    /// in pending ancestors), sign it as our notarize vote through the guard, broadcast it, and
+    /// feed it back as [`Input::Proposal`].
+    Propose {
+        /// The view.
+        view: u64,
+        /// Height of the new block.
+        height: u64,
+        /// Parent hash.
+        parent: Hash,
+        /// Parent's view.
+        parent_view: u64,
+        /// Parent's timestamp; the new block's must be larger.
+        parent_timestamp_us: u64,
+        /// Hashes of transactions in non-finalized ancestors.
+        exclude: Vec<Hash>,
+    },
+    /// Fire [`Input::Timer`] at `at_us` (earlier timers of the same view and kind may be replaced).
+    SetTimer {
+        /// The view.
+        view: u64,
+        /// Which timer.
+        kind: TimerKind,
+        /// Absolute time, microseconds.
+        at_us: u64,
+    },
+    /// A block became final. Emitted in strictly increasing height order.
+    Finalized {
+        /// The block.
+        proposal: Proposal,
+        /// Its hash.
+        hash: Hash,
+        /// The finalization that covers it (its own, or a descendant's).
+        certificate: Certificate,
+    },
+    /// A block we need is missing: ask peers for `block` and for finalized blocks from
+    /// `from_height`.
+    Fetch {
+        /// The missing block.
+        block: Hash,
+        /// First finalized height we lack.
+        from_height: u64,
+    },
+    /// We entered a new view.
+    EnteredView {
+        /// The view.
+        view: u64,
+        /// Its leader.
+        leader: u32,
+    },
+    /// Someone equivocated.
+    Evidence(Box<Evidence>),
+}
+
+#[derive(Debug, Clone)]
+struct Block {
+    proposal: Proposal,
+}
+
+impl Block {
+    fn height(&self) -> u64 {
+        self.proposal.header.height
+    }
+    fn parent(&self) -> Hash {
+        self.proposal.header.parent
+    }
+}
+
+#[derive(Debug, Default)]
+struct ViewState {
+    /// Distinct proposals from the leader, in arrival order (more than one is equivocation).
+    proposals: Vec<Hash>,
+    notarize: HashMap<u32, VerifiedVote>,
+    finalize: HashMap<u32, VerifiedVote>,
+    nullify: HashMap<u32, VerifiedVote>,
+    notarization: Option<Certificate>,
+    finalization: Option<Certificate>,
+    nullification: Option<Certificate>,
+    voted_notarize: bool,
+    voted_finalize: bool,
+    voted_nullify: bool,
+    timed_out: bool,
+    proposed: bool,
+    propose_scheduled: bool,
+    /// Our own signed votes in this view, for rebroadcast.
+    mine: Vec<Vote>,
+}
+
+/// The consensus state machine (see the module docs).
+#[derive(Debug)]
+pub struct Core {
+    cfg: CoreConfig,
+    validators: Arc<ValidatorSet>,
+    now: u64,
+    view: u64,
+    views: BTreeMap<u64, ViewState>,
+    blocks: HashMap<Hash, Block>,
+    tip: Tip,
+    /// Finalizations not yet committed because ancestors are missing, by view.
+    pending: BTreeMap<u64, Certificate>,
+    /// Blocks requested from peers, with the time of the last request.
+    fetching: HashMap<Hash, u64>,
+    /// The certificate that moved us into the current view (rebroadcast on retry).
+    entry_certificate: Option<Certificate>,
+}
+
+impl Core {
+    /// A core resuming from `tip` (genesis on a fresh node) that will enter `start_view` (at least
+    /// `tip.view + 1`; a restarted validator passes its signing guard's highest view) on
+    /// [`Core::start`].
+    pub fn new(cfg: CoreConfig, validators: Arc<ValidatorSet>, tip: Tip) -> Core {
+        Core {
+            cfg,
+            validators,
+            now: 0,
+            view: tip.view,
+            views: BTreeMap::new(),
+            blocks: HashMap::new(),
+            tip,
+            pending: BTreeMap::new(),
+            fetching: HashMap::new(),
+            entry_certificate: None,
+        }
+    }
+
+    /// Enters the first view: `max(tip.view + 1, start_view)`.
+    pub fn start(&mut self, now_us: u64, start_view: u64) -> Vec<Action> {
+        self.now = now_us;
+        let mut out = Vec::new();
+        let first = start_view.max(self.tip.view + 1);
+        self.enter_view(first, &mut out);
+        out
+    }
+
+    /// The current view.
+    pub fn view(&self) -> u64 {
+        self.view
+    }
+
+    /// The finalized tip.
+    pub fn tip(&self) -> Tip {
+        self.tip
+    }
+
+    /// The leader of `view`.
+    pub fn leader_of(&self, view: u64) -> u32 {
+        leader(&self.validators, &self.cfg.genesis, self.cfg.chain_id, self.cfg.epoch, view)
+    }
+
+    /// A known non-finalized block by hash (for serving peers that fetch it).
+    pub fn pending_block(&self, hash: &Hash) -> Option<&Proposal> {
+        self.blocks.get(hash).map(|b| &b.proposal)
+    }
+
+    /// Feeds one input stamped with the caller's time; returns the actions to perform in order.
+    pub fn handle(&mut self, now_us: u64, input: Input) -> Vec<Action> {
+        self.now = self.now.max(now_us);
+        let mut out = Vec::new();
+        match input {
+            Input::Proposal(p) => self.on_proposal(p, &mut out),
+            Input::Vote(v) => self.on_vote(v, &mut out),
+            Input::Certificate(c) => self.on_certificate(c.certificate().clone(), false, &mut out),
+            Input::Timer { view, kind } => self.on_timer(view, kind, &mut out),
+        }
+        out
+    }
+
+    fn accepts_view(&self, view: u64) -> bool {
+        view > self.tip.view && view <= self.view.saturating_add(self.cfg.max_future_views)
+    }
+
+    fn state(&mut self, view: u64) -> &mut ViewState {
+        self.views.entry(view).or_default()
+    }
+
+    fn enter_view(&mut self, view: u64, out: &mut Vec<Action>) {
+        if view <= self.view {
+            return;
+        }
+        self.view = view;
+        let leader = self.leader_of(view);
+        out.push(Action::EnteredView { view, leader });
+        out.push(Action::SetTimer {
+            view,
+            kind: TimerKind::Timeout,
+            at_us: self.now.saturating_add(self.cfg.view_timeout_us),
+        });
+        self.state(view);
+        self.maybe_schedule_proposal(out);
+        self.try_notarize(out);
+    }
+
+    /// The block a proposal in the current view extends: the newest certified block with every
+    /// later view up to the current one nullified. Returns (hash, view, height, timestamp), or
+    /// `None` when the needed certificate or block is unknown.
+    fn select_parent(&self) -> Option<(Hash, u64, u64, u64)> {
+        let mut v = self.view.checked_sub(1)?;
+        loop {
+            if v <= self.tip.view {
+                return Some((self.tip.hash, self.tip.view, self.tip.height, self.tip.timestamp_us));
+            }
+            if let Some(hash) = self.certified_block(v) {
+                let block = self.blocks.get(&hash)?;
+                let h = &block.proposal.header;
+                return Some((hash, v, h.height, h.timestamp_us));
+            }
+            self.views.get(&v)?.nullification.as_ref()?;
+            v -= 1;
+        }
+    }
+
+    /// The block certified in `view` by a notarization (or a finalization, which implies one).
+    fn certified_block(&self, view: u64) -> Option<Hash> {
+        let state = self.views.get(&view)?;
+        state.notarization.as_ref().or(state.finalization.as_ref()).map(|c| c.block)
+    }
+
+    fn maybe_schedule_proposal(&mut self, out: &mut Vec<Action>) {
+        let view = self.view;
+        if self.cfg.me != Some(self.leader_of(view)) {
+            return;
+        }
+        let state = self.views.get(&view);
+        if state.is_some_and(|s| s.proposed || s.propose_scheduled || s.timed_out) {
+            return;
+        }
+        match self.select_parent() {
+            Some((_, _, _, parent_ts)) => {
+                let at_us = self.now.max(parent_ts.saturating_add(self.cfg.block_time_us));
+                self.state(view).propose_scheduled = true;
+                out.push(Action::SetTimer { view, kind: TimerKind::Propose, at_us });
+            }
+            None => self.fetch_missing_parent(out),
+        }
+    }
+
+    /// When the notarized block of an earlier view is unknown, ask for it.
+    fn fetch_missing_parent(&mut self, out: &mut Vec<Action>) {
+        let missing: Vec<Hash> = self
+            .views
+            .range(self.tip.view + 1..self.view)
+            .filter_map(|(_, s)| s.notarization.as_ref().or(s.finalization.as_ref()).map(|c| c.block))
+            .filter(|h| !self.blocks.contains_key(h))
+            .collect();
+        for h in missing {
+            self.fetch(h, out);
+        }
+    }
+
+    fn fetch(&mut self, block: Hash, out: &mut Vec<Action>) {
+        let due = match self.fetching.get(&block) {
+            Some(&at) => self.now.saturating_sub(at) >= self.cfg.retry_us,
+            None => true,
+        };
+        if due {
+            self.fetching.insert(block, self.now);
+            out.push(Action::Fetch { block, from_height: self.tip.height + 1 });
+        }
+    }
+
+    fn on_timer(&mut self, view: u64, kind: TimerKind, out: &mut Vec<Action>) {
+        if view != self.view {
+            return;
+        }
+        match kind {
+            TimerKind::Propose => self.propose(out),
+            TimerKind::Timeout => {
+                let s = self.state(view);
+                s.timed_out = true;
+                if !s.voted_finalize && !s.voted_nullify {
+                    s.voted_nullify = true;
+                    out.push(Action::Vote { kind: VoteKind::Nullify, view, height: 0, block: [0; 32] });
+                }
+                out.push(Action::SetTimer {
+                    view,
+                    kind: TimerKind::Retry,
+                    at_us: self.now.saturating_add(self.cfg.retry_us),
+                });
+            }
+            TimerKind::Retry => {
+                let mine = self.views.get(&view).map(|s| s.mine.clone()).unwrap_or_default();
+                for vote in mine {
+                    out.push(Action::Broadcast(Message::Vote(vote)));
+                }
+                if let Some(cert) = &self.entry_certificate {
+                    out.push(Action::Broadcast(Message::Certificate(cert.clone())));
+                }
+                // Ask again for any block that blocks progress.
+                self.fetch_missing_parent(out);
+                self.try_commit(out);
+                out.push(Action::SetTimer {
+                    view,
+                    kind: TimerKind::Retry,
+                    at_us: self.now.saturating_add(self.cfg.retry_us),
+                });
+            }
+        }
+    }
+
+    fn propose(&mut self, out: &mut Vec<Action>) {
+        let view = self.view;
+        if self.cfg.me != Some(self.leader_of(view)) {
+            return;
+        }
+        let state = self.state(view);
+        if state.proposed || state.timed_out {
+            return;
+        }
+        let Some((parent, parent_view, parent_height, parent_ts)) = self.select_parent() else {
+            self.state(view).propose_scheduled = false;
+            self.fetch_missing_parent(out);
+            return;
+        };
+        // Transactions already in non-finalized ancestors must not be proposed again.
+        let mut exclude = Vec::new();
+        let mut cursor = parent;
+        while cursor != self.tip.hash {
+            let Some(block) = self.blocks.get(&cursor) else { break };
+            exclude.extend(block.proposal.txs.iter().map(|tx| tx_hash(tx)));
+            cursor = block.parent();
+        }
+        let state = self.state(view);
+        state.proposed = true;
+        state.voted_notarize = true;
+        out.push(Action::Propose {
+            view,
+            height: parent_height + 1,
+            parent,
+            parent_view,
+            parent_timestamp_us: parent_ts,
+            exclude,
+        });
+    }
+
+    fn on_proposal(&mut self, p: VerifiedProposal, out: &mut Vec<Action>) {
+        let view = p.proposal().header.view;
+        let hash = *p.hash();
+        if !self.accepts_view(view) {
+            return;
+        }
+        let leader_vote = p.leader_vote().clone();
+        let state = self.state(view);
+        if !state.proposals.contains(&hash) {
+            if state.proposals.len() >= 2 {
+                return; // An equivocating leader gets no more memory than two blocks per view.
+            }
+            if let Some(first) = state.proposals.first().copied() {
+                if let Some(first_block) = self.blocks.get(&first) {
+                    out.push(Action::Evidence(Box::new(Evidence {
+                        kind: EvidenceKind::ConflictingProposal,
+                        signer: p.proposal().header.proposer,
+                        view,
+                        first: Message::Proposal(first_block.proposal.clone()),
+                        second: Message::Proposal(p.proposal().clone()),
+                    })));
+                }
+            }
+            self.state(view).proposals.push(hash);
+            self.blocks.insert(hash, Block { proposal: p.proposal().clone() });
+        }
+        self.fetching.remove(&hash);
+        if self.cfg.me == Some(p.proposal().header.proposer) {
+            self.state(view).voted_notarize = true;
+        }
+        self.on_vote(leader_vote, out);
+        self.maybe_schedule_proposal(out);
+        self.try_notarize(out);
+        self.try_commit(out);
+    }
+
+    /// Notarize the current view's proposal if it is valid and we may still vote.
+    fn try_notarize(&mut self, out: &mut Vec<Action>) {
+        let view = self.view;
+        let Some(state) = self.views.get(&view) else { return };
+        if state.voted_notarize || state.timed_out || self.cfg.me.is_none() {
+            return;
+        }
+        let Some(&hash) = state.proposals.first() else { return };
+        let Some(block) = self.blocks.get(&hash) else { return };
+        let h = block.proposal.header.clone();
+        // The parent must be certified: the finalized tip, or notarized in its view.
+        let parent_ok = if h.parent_view == self.tip.view {
+            h.parent == self.tip.hash && h.height == self.tip.height + 1
+        } else if h.parent_view > self.tip.view {
+            if self.certified_block(h.parent_view) != Some(h.parent) {
+                return; // The notarization may still arrive.
+            }
+            match self.blocks.get(&h.parent) {
+                Some(parent) => {
+                    h.height == parent.height() + 1
+                        && h.timestamp_us > parent.proposal.header.timestamp_us
+                }
+                None => {
+                    self.fetch(h.parent, out);
+                    return;
+                }
+            }
+        } else {
+            false
+        };
+        if !parent_ok {
+            return;
+        }
+        if h.parent_view == self.tip.view && h.timestamp_us <= self.tip.timestamp_us {
+            return;
+        }
+        // Every view strictly between the parent's and this one must be nullified.
+        for v in h.parent_view + 1..view {
+            let nullified = self.views.get(&v).is_some_and(|s| s.nullification.is_some());
+            if !nullified {
+                return;
+            }
+        }
+        if h.timestamp_us > self.now.saturating_add(self.cfg.max_clock_drift_us) {
+            return;
+        }
+        self.state(view).voted_notarize = true;
+        out.push(Action::Vote { kind: VoteKind::Notarize, view, height: h.height, block: hash });
+    }
+
+    fn on_vote(&mut self, vote: VerifiedVote, out: &mut Vec<Action>) {
+        let v = vote.vote().clone();
+        if !self.accepts_view(v.view) {
+            return;
+        }
+        if Some(v.signer) == self.cfg.me {
+            let s = self.state(v.view);
+            if !s.mine.contains(&v) {
+                s.mine.push(v.clone());
+            }
+        }
+        let state = self.state(v.view);
+        match v.kind {
+            VoteKind::Notarize => {
+                if let Some(prev) = state.notarize.get(&v.signer) {
+                    if prev.vote().block != v.block {
+                        let ev = evidence(EvidenceKind::ConflictingNotarize, prev.vote(), &v);
+                        out.push(ev);
+                    }
+                    return;
+                }
+                state.notarize.insert(v.signer, vote);
+                self.check_quorum(v.view, VoteKind::Notarize, v.block, v.height, out);
+            }
+            VoteKind::Finalize => {
+                if let Some(prev) = state.nullify.get(&v.signer) {
+                    out.push(evidence(EvidenceKind::FinalizeAndNullify, prev.vote(), &v));
+                }
+                if let Some(prev) = state.finalize.get(&v.signer) {
+                    if prev.vote().block != v.block {
+                        out.push(evidence(EvidenceKind::ConflictingFinalize, prev.vote(), &v));
+                    }
+                    return;
+                }
+                state.finalize.insert(v.signer, vote);
+                self.check_quorum(v.view, VoteKind::Finalize, v.block, v.height, out);
+            }
+            VoteKind::Nullify => {
+                if let Some(prev) = state.finalize.get(&v.signer) {
+                    out.push(evidence(EvidenceKind::FinalizeAndNullify, prev.vote(), &v));
+                }
+                if state.nullify.contains_key(&v.signer) {
+                    return;
+                }
+                state.nullify.insert(v.signer, vote);
+                self.check_quorum(v.view, VoteKind::Nullify, [0; 32], 0, out);
+            }
+        }
+    }
+
+    /// Aggregates a certificate when the votes of `kind` for `block` in `view` reach a quorum.
+    fn check_quorum(&mut self, view: u64, kind: VoteKind, block: Hash, height: u64, out: &mut Vec<Action>) {
+        let n = self.validators.len();
+        let Some(state) = self.views.get(&view) else { return };
+        let (votes, done) = match kind {
+            VoteKind::Notarize => (&state.notarize, state.notarization.is_some()),
+            VoteKind::Finalize => (&state.finalize, state.finalization.is_some()),
+            VoteKind::Nullify => (&state.nullify, state.nullification.is_some()),
+        };
+        if done {
+            return;
+        }
+        let mut signers: Vec<usize> = Vec::new();
+        let mut signatures: Vec<Signature> = Vec::new();
+        for (signer, vote) in votes {
+            if vote.vote().block == block {
+                signers.push(*signer as usize);
+                signatures.push(*vote.signature());
+            }
+        }
+        let Some(stake) = self.validators.stake_of(signers.iter().copied()) else { return };
+        if !self.validators.is_quorum(stake) {
+            return;
+        }
+        let Ok(aggregate) = Signature::aggregate(&signatures) else { return };
+        let cert_kind = match kind {
+            VoteKind::Notarize => CertificateKind::Notarization,
+            VoteKind::Finalize => CertificateKind::Finalization,
+            VoteKind::Nullify => CertificateKind::Nullification,
+        };
+        let certificate = Certificate {
+            kind: cert_kind,
+            chain_id: self.cfg.chain_id,
+            epoch: self.cfg.epoch,
+            view,
+            height,
+            block,
+            signers: bitmap_from_signers(signers.iter().copied(), n),
+            signature: aggregate.to_bytes(),
+        };
+        self.on_certificate(certificate, true, out);
+    }
+
+    fn on_certificate(&mut self, cert: Certificate, local: bool, out: &mut Vec<Action>) {
+        let view = cert.view;
+        if view <= self.tip.view {
+            return;
+        }
+        // Certificates are proofs, so they may move us arbitrarily far ahead (catch-up).
+        let state = self.state(view);
+        let slot = match cert.kind {
+            CertificateKind::Notarization => &mut state.notarization,
+            CertificateKind::Finalization => &mut state.finalization,
+            CertificateKind::Nullification => &mut state.nullification,
+        };
+        if slot.is_some() {
+            return;
+        }
+        *slot = Some(cert.clone());
+        if local {
+            out.push(Action::Broadcast(Message::Certificate(cert.clone())));
+        }
+        match cert.kind {
+            CertificateKind::Notarization => {
+                let voter = self.cfg.me.is_some();
+                let state = self.state(view);
+                if !state.voted_nullify && !state.voted_finalize && voter {
+                    state.voted_finalize = true;
+                    out.push(Action::Vote {
+                        kind: VoteKind::Finalize,
+                        view,
+                        height: cert.height,
+                        block: cert.block,
+                    });
+                }
+                if !self.blocks.contains_key(&cert.block) {
+                    self.fetch(cert.block, out);
+                }
+            }
+            CertificateKind::Finalization => {
+                self.pending.insert(view, cert.clone());
+                self.try_commit(out);
+            }
+            CertificateKind::Nullification => {}
+        }
+        if view >= self.view {
+            self.entry_certificate = Some(cert);
+            self.enter_view(view + 1, out);
+        } else {
+            // A late certificate can unblock the current view's proposal or our own.
+            self.maybe_schedule_proposal(out);
+            self.try_notarize(out);
+        }
+    }
+
+    /// Commits pending finalizations, lowest view first, as far as their ancestry is known.
+    fn try_commit(&mut self, out: &mut Vec<Action>) {
+        while let Some((&view, cert)) = self.pending.iter().next() {
+            let cert = cert.clone();
+            if view <= self.tip.view {
+                self.pending.remove(&view);
+                continue;
+            }
+            // Walk back from the finalized block to our tip.
+            let mut chain = Vec::new();
+            let mut cursor = cert.block;
+            loop {
+                if cursor == self.tip.hash {
+                    break;
+                }
+                let Some(block) = self.blocks.get(&cursor) else {
+                    self.fetch(cursor, out);
+                    return;
+                };
+                if block.height() <= self.tip.height {
+                    // A finalized block that does not extend our finalized tip: only possible with
+                    // at least 1/3 Byzantine stake. Never commit it; keep our chain.
+                    tracing::error!(view, "finalization conflicts with the finalized chain");
+                    self.pending.remove(&view);
+                    return;
+                }
+                chain.push(cursor);
+                cursor = block.parent();
+            }
+            self.pending.remove(&view);
+            for hash in chain.into_iter().rev() {
+                let Some(block) = self.blocks.remove(&hash) else { return };
+                let h = &block.proposal.header;
+                self.tip = Tip { height: h.height, hash, view: h.view, timestamp_us: h.timestamp_us };
+                out.push(Action::Finalized { proposal: block.proposal, hash, certificate: cert.clone() });
+            }
+            self.prune();
+        }
+    }
+
+    /// Drops state the finalized tip makes irrelevant, so memory stays bounded.
+    fn prune(&mut self) {
+        let tip = self.tip;
+        self.views = self.views.split_off(&(tip.view + 1));
+        self.blocks.retain(|_, b| b.height() > tip.height);
+        self.fetching.retain(|h, _| *h != tip.hash);
+        if self.view <= tip.view {
+            // Cannot happen: finalization of view v moves us past v. Kept as a guard.
+            self.view = tip.view;
+        }
+    }
+}
+
+fn evidence(kind: EvidenceKind, first: &Vote, second: &Vote) -> Action {
+    Action::Evidence(Box::new(Evidence {
+        kind,
+        signer: second.signer,
+        view: second.view,
+        first: Message::Vote(first.clone()),
+        second: Message::Vote(second.clone()),
+    }))
+}

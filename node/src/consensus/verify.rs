@@ -1,0 +1,283 @@
+//! Turning unverified wire messages into the checked types the core accepts.
+//!
+//! Bytes from the network decode into `quasar_wire` structs, which say nothing about validity.
+//! Only a [`Verifier`] produces [`VerifiedProposal`], [`VerifiedVote`] and [`VerifiedCertificate`]:
+//! the chain id and epoch match, the signer is a member, the signature (or the aggregate and its
+//! quorum) verifies, and for proposals the proposer is the view's leader and the payload root
+//! matches the transactions. Verification is pure CPU work with no shared state, so the runtime
+//! runs it off the core's thread.
+
+use super::leader::leader;
+use super::Input;
+use quasar_crypto::bls::{BlsError, Signature};
+use quasar_crypto::hash::Hash;
+use quasar_lanes::{bls as bls_lane, LaneError, ValidatorSet};
+use quasar_wire::{payload_root, Certificate, CertificateKind, Message, Proposal, Vote, VoteKind};
+use std::sync::Arc;
+
+/// Why a message was rejected before reaching the core. Every variant means: drop the message; a
+/// peer that sends many of them is misbehaving, but none is fatal to the node.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VerifyError {
+    /// The message is for another chain.
+    #[error("chain id {got} is not this chain's {expected}")]
+    WrongChain { expected: u64, got: u64 },
+    /// The message is for another epoch.
+    #[error("epoch {got} is not the current epoch {expected}")]
+    WrongEpoch { expected: u64, got: u64 },
+    /// The signer or proposer index is not in the validator set.
+    #[error("index {0} is not a validator")]
+    UnknownValidator(u32),
+    /// The proposal's proposer is not the leader of its view.
+    #[error("proposer {proposer} is not the leader {leader} of view {view}")]
+    NotLeader { view: u64, proposer: u32, leader: u32 },
+    /// View 0 is the genesis view; nothing is proposed or voted in it.
+    #[error("view 0 is reserved for genesis")]
+    GenesisView,
+    /// Height and parent fields disagree with each other.
+    #[error("inconsistent header: {0}")]
+    BadHeader(&'static str),
+    /// The payload root does not commit to the transactions.
+    #[error("payload root does not match the transactions")]
+    PayloadRoot,
+    /// The block carries more transactions or bytes than the chain allows.
+    #[error("block exceeds limits: {0}")]
+    BlockTooLarge(&'static str),
+    /// Nullify votes carry height 0 and a zero block hash; other votes a nonzero height.
+    #[error("vote fields inconsistent with its kind")]
+    BadVoteFields,
+    /// A signature failed to decode or to verify.
+    #[error("signature rejected: {0}")]
+    Signature(#[from] BlsError),
+    /// A certificate's bitmap, quorum or aggregate was rejected.
+    #[error("certificate rejected: {0}")]
+    Certificate(#[from] LaneError),
+}
+
+/// A vote whose signer is a member and whose signature verifies over its signing message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedVote {
+    vote: Vote,
+    signature: Signature,
+}
+
+impl VerifiedVote {
+    /// A vote this node signed itself, after its signing guard allowed it. Trusted without a
+    /// pairing check because the signature was just produced by the node's own key.
+    pub fn signed_locally(vote: Vote, signature: Signature) -> VerifiedVote {
+        VerifiedVote { vote, signature }
+    }
+
+    /// The vote as it travels on the wire.
+    pub fn vote(&self) -> &Vote {
+        &self.vote
+    }
+
+    /// The decoded, subgroup-checked signature (ready to aggregate).
+    pub fn signature(&self) -> &Signature {
+        &self.signature
+    }
+}
+
+/// A proposal from the view's leader with a valid signature and payload root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedProposal {
+    proposal: Proposal,
+    hash: Hash,
+    leader_vote: VerifiedVote,
+}
+
+impl VerifiedProposal {
+    /// A proposal this node built and signed itself (its signature is its own notarize vote).
+    pub fn signed_locally(proposal: Proposal, signature: Signature) -> VerifiedProposal {
+        let hash = proposal.header.hash();
+        let leader_vote = VerifiedVote::signed_locally(leader_vote_of(&proposal, &hash), signature);
+        VerifiedProposal { proposal, hash, leader_vote }
+    }
+
+    /// The proposal.
+    pub fn proposal(&self) -> &Proposal {
+        &self.proposal
+    }
+
+    /// The block hash (`BlockHeader::hash`).
+    pub fn hash(&self) -> &Hash {
+        &self.hash
+    }
+
+    /// The leader's notarize vote that the proposal signature constitutes.
+    pub fn leader_vote(&self) -> &VerifiedVote {
+        &self.leader_vote
+    }
+}
+
+/// A certificate whose bitmap is canonical, whose signers hold a quorum and whose aggregate
+/// verifies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedCertificate {
+    certificate: Certificate,
+    signers: Vec<usize>,
+}
+
+impl VerifiedCertificate {
+    /// A certificate this node aggregated itself from verified votes.
+    pub fn aggregated_locally(certificate: Certificate, signers: Vec<usize>) -> VerifiedCertificate {
+        VerifiedCertificate { certificate, signers }
+    }
+
+    /// The certificate.
+    pub fn certificate(&self) -> &Certificate {
+        &self.certificate
+    }
+
+    /// Distinct signer indices, ascending.
+    pub fn signers(&self) -> &[usize] {
+        &self.signers
+    }
+}
+
+fn leader_vote_of(proposal: &Proposal, hash: &Hash) -> Vote {
+    let h = &proposal.header;
+    Vote {
+        kind: VoteKind::Notarize,
+        chain_id: h.chain_id,
+        epoch: h.epoch,
+        view: h.view,
+        height: h.height,
+        block: *hash,
+        signer: h.proposer,
+        signature: proposal.signature,
+    }
+}
+
+/// Limits a block must respect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockLimits {
+    /// Most transactions in one block.
+    pub max_txs: usize,
+    /// Most transaction bytes in one block.
+    pub max_bytes: usize,
+}
+
+/// Checks messages against one epoch's validator set.
+#[derive(Debug, Clone)]
+pub struct Verifier {
+    validators: Arc<ValidatorSet>,
+    genesis: Hash,
+    chain_id: u64,
+    epoch: u64,
+    limits: BlockLimits,
+}
+
+impl Verifier {
+    /// A verifier for `chain_id`/`epoch` with the given set and genesis hash.
+    pub fn new(
+        validators: Arc<ValidatorSet>,
+        genesis: Hash,
+        chain_id: u64,
+        epoch: u64,
+        limits: BlockLimits,
+    ) -> Verifier {
+        Verifier { validators, genesis, chain_id, epoch, limits }
+    }
+
+    /// The validator set.
+    pub fn validators(&self) -> &Arc<ValidatorSet> {
+        &self.validators
+    }
+
+    fn check_domain(&self, chain_id: u64, epoch: u64) -> Result<(), VerifyError> {
+        if chain_id != self.chain_id {
+            return Err(VerifyError::WrongChain { expected: self.chain_id, got: chain_id });
+        }
+        if epoch != self.epoch {
+            return Err(VerifyError::WrongEpoch { expected: self.epoch, got: epoch });
+        }
+        Ok(())
+    }
+
+    /// Verifies a consensus message into a core input. Returns `Ok(None)` for messages that are not
+    /// consensus inputs (transaction batches, sync traffic). Errors: see [`VerifyError`].
+    pub fn verify_message(&self, message: Message) -> Result<Option<Input>, VerifyError> {
+        Ok(match message {
+            Message::Proposal(p) => Some(Input::Proposal(self.verify_proposal(p)?)),
+            Message::Vote(v) => Some(Input::Vote(self.verify_vote(v)?)),
+            Message::Certificate(c) => Some(Input::Certificate(self.verify_certificate(c)?)),
+            Message::TxBatch(_) | Message::SyncRequest(_) | Message::SyncResponse(_) => None,
+        })
+    }
+
+    /// Verifies a vote. Errors: see [`VerifyError`].
+    pub fn verify_vote(&self, vote: Vote) -> Result<VerifiedVote, VerifyError> {
+        self.check_domain(vote.chain_id, vote.epoch)?;
+        if vote.view == 0 {
+            return Err(VerifyError::GenesisView);
+        }
+        let nullify = vote.kind == VoteKind::Nullify;
+        if nullify != (vote.height == 0) || nullify != (vote.block == [0u8; 32]) {
+            return Err(VerifyError::BadVoteFields);
+        }
+        let key = self
+            .validators
+            .get(vote.signer as usize)
+            .ok_or(VerifyError::UnknownValidator(vote.signer))?
+            .public_key;
+        let signature = Signature::from_bytes(&vote.signature)?;
+        key.verify(&vote.signing_message(), &signature)?;
+        Ok(VerifiedVote { vote, signature })
+    }
+
+    /// Verifies a proposal: domain, leader, header sanity, limits, payload root, signature.
+    pub fn verify_proposal(&self, proposal: Proposal) -> Result<VerifiedProposal, VerifyError> {
+        let h = &proposal.header;
+        self.check_domain(h.chain_id, h.epoch)?;
+        if h.view == 0 {
+            return Err(VerifyError::GenesisView);
+        }
+        if h.height == 0 {
+            return Err(VerifyError::BadHeader("height 0 is genesis"));
+        }
+        if h.parent_view >= h.view {
+            return Err(VerifyError::BadHeader("parent view must precede the view"));
+        }
+        let expected = leader(&self.validators, &self.genesis, self.chain_id, self.epoch, h.view);
+        if h.proposer != expected {
+            return Err(VerifyError::NotLeader { view: h.view, proposer: h.proposer, leader: expected });
+        }
+        if proposal.txs.len() > self.limits.max_txs {
+            return Err(VerifyError::BlockTooLarge("too many transactions"));
+        }
+        let bytes: usize = proposal.txs.iter().map(Vec::len).sum();
+        if bytes > self.limits.max_bytes {
+            return Err(VerifyError::BlockTooLarge("too many transaction bytes"));
+        }
+        if payload_root(proposal.txs.iter().map(Vec::as_slice)) != h.payload_root {
+            return Err(VerifyError::PayloadRoot);
+        }
+        let hash = h.hash();
+        let vote = leader_vote_of(&proposal, &hash);
+        let leader_vote = self.verify_vote(vote)?;
+        Ok(VerifiedProposal { proposal, hash, leader_vote })
+    }
+
+    /// Verifies a certificate: domain, field consistency, canonical bitmap, quorum, aggregate.
+    pub fn verify_certificate(&self, certificate: Certificate) -> Result<VerifiedCertificate, VerifyError> {
+        self.check_domain(certificate.chain_id, certificate.epoch)?;
+        if certificate.view == 0 {
+            return Err(VerifyError::GenesisView);
+        }
+        let nullification = certificate.kind == CertificateKind::Nullification;
+        if nullification != (certificate.height == 0)
+            || nullification != (certificate.block == [0u8; 32])
+        {
+            return Err(VerifyError::BadVoteFields);
+        }
+        let checked = bls_lane::verify_aggregate(
+            &self.validators,
+            &certificate.signers,
+            &certificate.signing_message(),
+            &certificate.signature,
+        )?;
+        Ok(VerifiedCertificate { certificate, signers: checked.signers })
+    }
+}

@@ -1,0 +1,22 @@
+//! The Quasar validator node (DESIGN.md §1, §2).
+//!
+//! - [`consensus`]: the pure consensus state machine and message verification;
+//! - [`signer`]: votes and proposals signed behind the durable signing guard;
+//! - [`runtime`]: the tokio process around the core (QUIC via [`p2p`], sled storage, timers);
+//! - [`mempool`], [`sync`], [`api`] (HTTP admin API), [`metrics`], [`config`] (keys, genesis,
+//!   `node.toml`);
+//! - [`sim`]: a seeded simulation of a validator network around the same core;
+//! - [`testnet`]: the multi-process local network behind `quasar-node testnet`.
+#![forbid(unsafe_code)]
+
+pub mod api;
+pub mod config;
+pub mod consensus;
+pub mod mempool;
+pub mod metrics;
+pub mod p2p;
+pub mod runtime;
+pub mod signer;
+pub mod sim;
+pub mod sync;
+pub mod testnet;

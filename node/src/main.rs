@@ -1,0 +1,130 @@
+//! `quasar-node`: the Quasar validator node command line.
+
+use clap::{Parser, Subcommand};
+use quasar_node::config::{keygen, load_public, GenesisFile, NodeConfig};
+use quasar_node::runtime::now_us;
+use quasar_node::testnet::{self, TestnetOptions};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "quasar-node", version, about = "Quasar validator node")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Generate validator keys (BLS with proof of possession, TLS identity) into DIR.
+    Keygen {
+        /// Key directory to create; the secret file is written with mode 0600.
+        #[arg(long)]
+        out: PathBuf,
+        /// Validator name (default: the directory's name).
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Build genesis.json from validator key directories.
+    Genesis {
+        /// Key directories written by `keygen`, in validator index order.
+        #[arg(long, num_args = 1.., required = true)]
+        validators: Vec<PathBuf>,
+        /// Output file.
+        #[arg(long)]
+        out: PathBuf,
+        /// Chain id.
+        #[arg(long, default_value_t = 1)]
+        chain_id: u64,
+        /// Stake of each validator.
+        #[arg(long, default_value_t = 100)]
+        stake: u64,
+    },
+    /// Run a validator.
+    Run {
+        /// Path of node.toml.
+        #[arg(long)]
+        config: PathBuf,
+    },
+    /// Start a local network of N validator processes, drive transactions, check agreement, and
+    /// print one JSON summary line.
+    Testnet {
+        /// Number of validators.
+        #[arg(long, default_value_t = 4)]
+        validators: usize,
+        /// Stop once every node has finalized this height.
+        #[arg(long, default_value_t = 50)]
+        blocks: u64,
+        /// Directory for keys, genesis, configs and data (default: a new temporary directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Minimum time between blocks, milliseconds.
+        #[arg(long, default_value_t = 500)]
+        block_time_ms: u64,
+        /// Client transactions per second.
+        #[arg(long, default_value_t = 100.0)]
+        tx_rate: f64,
+    },
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("tokio runtime: {e}"))
+}
+
+fn main() -> ExitCode {
+    init_tracing();
+    match run(Cli::parse()) {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode, String> {
+    match cli.command {
+        Command::Keygen { out, name } => {
+            let name = name.unwrap_or_else(|| {
+                out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "validator".into())
+            });
+            let public = keygen(&out, &name).map_err(|e| e.to_string())?;
+            println!("{}", serde_json::to_string(&public).map_err(|e| e.to_string())?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Genesis { validators, out, chain_id, stake } => {
+            let keys = validators
+                .iter()
+                .map(|d| load_public(d))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| e.to_string())?;
+            let genesis = GenesisFile::from_public_keys(chain_id, now_us(), &keys, stake);
+            let checked = genesis.clone().check().map_err(|e| e.to_string())?;
+            genesis.save(&out).map_err(|e| e.to_string())?;
+            eprintln!("genesis {} with {} validators written to {}", hex::encode(checked.hash), keys.len(), out.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Run { config } => {
+            let cfg = NodeConfig::load(&config).map_err(|e| e.to_string())?;
+            runtime()?.block_on(quasar_node::runtime::run(cfg)).map_err(|e| e.to_string())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Testnet { validators, blocks, dir, block_time_ms, tx_rate } => {
+            let binary = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
+            let opts = TestnetOptions { validators, blocks, dir, block_time_ms, tx_rate, binary };
+            let report = runtime()?.block_on(testnet::run(opts)).map_err(|e| e.to_string())?;
+            println!("{}", serde_json::to_string(&report).map_err(|e| e.to_string())?);
+            let ok = report.agreement && report.txs_finalized == report.txs_submitted;
+            Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! Node metrics, exported in Prometheus text format at `GET /metrics`.
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+/// Consensus and mempool metrics (the transport registers its own, see `p2p::P2pMetrics`).
+#[derive(Clone)]
+pub struct NodeMetrics {
+    /// Votes this validator signed (guard allowed and persisted).
+    pub votes_signed: Counter,
+    /// Votes the signing guard refused.
+    pub guard_refusals: Counter,
+    /// Equivocations detected in received messages.
+    pub equivocations: Counter,
+    /// Messages that decoded but failed verification.
+    pub invalid_messages: Counter,
+    /// Blocks finalized.
+    pub blocks_finalized: Counter,
+    /// Transactions in finalized blocks.
+    pub txs_finalized: Counter,
+    /// Current view.
+    pub view: Gauge,
+    /// Finalized height.
+    pub finalized_height: Gauge,
+    /// Pending transactions.
+    pub mempool_size: Gauge,
+    /// Seconds from a block's proposal timestamp to this node seeing its finalize quorum.
+    pub finality_seconds: Histogram,
+}
+
+impl NodeMetrics {
+    /// Fresh metrics, registered into `registry` under the `quasar` prefix.
+    pub fn new(registry: &mut Registry) -> NodeMetrics {
+        let buckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+        let m = NodeMetrics {
+            votes_signed: Counter::default(),
+            guard_refusals: Counter::default(),
+            equivocations: Counter::default(),
+            invalid_messages: Counter::default(),
+            blocks_finalized: Counter::default(),
+            txs_finalized: Counter::default(),
+            view: Gauge::default(),
+            finalized_height: Gauge::default(),
+            mempool_size: Gauge::default(),
+            finality_seconds: Histogram::new(buckets.into_iter()),
+        };
+        let r = registry.sub_registry_with_prefix("quasar");
+        r.register("consensus_votes_signed", "Votes this validator signed", m.votes_signed.clone());
+        r.register("consensus_guard_refusals", "Votes the signing guard refused", m.guard_refusals.clone());
+        r.register("consensus_equivocations", "Equivocations detected", m.equivocations.clone());
+        r.register("consensus_invalid_messages", "Messages that failed verification", m.invalid_messages.clone());
+        r.register("consensus_blocks_finalized", "Blocks finalized", m.blocks_finalized.clone());
+        r.register("consensus_txs_finalized", "Transactions finalized", m.txs_finalized.clone());
+        r.register("consensus_view", "Current view", m.view.clone());
+        r.register("consensus_finalized_height", "Finalized height", m.finalized_height.clone());
+        r.register("mempool_size", "Pending transactions", m.mempool_size.clone());
+        r.register(
+            "consensus_finality_seconds",
+            "Proposal timestamp to finalize quorum",
+            m.finality_seconds.clone(),
+        );
+        m
+    }
+}

@@ -1,0 +1,554 @@
+//! The tokio runtime around the consensus core: QUIC transport, storage, signing, timers, mempool
+//! and the HTTP API, for one validator process (`quasar-node run`).
+//!
+//! Task layout:
+//! - the **core task** owns [`Core`] and the [`VoteSigner`]; it takes verified inputs from one
+//!   channel and performs the core's actions in order (sign through the durable guard, then send;
+//!   commit finalized blocks to sled before anything else sees them);
+//! - the **inbound task** decodes every frame from peers (malformed ones are counted and dropped),
+//!   admits gossiped transactions, serves sync requests, and hands consensus messages to a bounded
+//!   pool of blocking verification jobs whose results feed the core channel;
+//! - one short task per timer and per block fetch;
+//! - the HTTP API ([`crate::api`]).
+//!
+//! A storage write failure is fatal (the process exits with an error); a bad peer message never is.
+
+use crate::api;
+use crate::config::{load_keys, ConfigError, GenesisFile, NodeConfig};
+use crate::consensus::{Action, BlockLimits, Core, CoreConfig, Input, Tip, Verifier};
+use crate::mempool::{Mempool, MempoolLimits};
+use crate::metrics::NodeMetrics;
+use crate::p2p::{Inbound, Network, NetworkConfig, P2pMetrics, PeerInfo};
+use crate::signer::VoteSigner;
+use crate::sync::{serve, SyncSource, MAX_SYNC_BLOCKS};
+use prometheus_client::registry::Registry;
+use quasar_crypto::hash::Hash;
+use quasar_storage::{FinalizedBlock, SigningGuard, SledStore, Store};
+use quasar_wire::{decode, tx_hash, BlockHeader, Message, MessageRef, SyncRequest, TxBatch};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::{mpsc, Semaphore};
+
+/// Largest client transaction, bytes.
+pub const MAX_TX_BYTES: usize = 64 * 1024;
+/// Most transaction bytes in one block.
+pub const MAX_BLOCK_BYTES: usize = 8 * 1024 * 1024;
+/// Finality times kept for `GET /block` (older heights report `null`).
+const FINALITY_MEMORY: u64 = 1_000_000;
+
+/// Fatal node errors.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    /// A configuration, key or genesis file is unusable.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The block store failed (fatal: the node must not continue without durable state).
+    #[error("storage: {0}")]
+    Storage(#[from] quasar_storage::StoreError),
+    /// The signing guard could not be opened (refuse to run rather than risk double signing).
+    #[error("signing guard: {0}")]
+    Guard(#[from] quasar_storage::GuardError),
+    /// The transport failed to start.
+    #[error("network: {0}")]
+    Network(#[from] crate::p2p::P2pError),
+    /// Anything else that stops the node, with context.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Microseconds since the Unix epoch.
+pub fn now_us() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
+}
+
+/// State shared between the core task, the inbound task and the HTTP API.
+pub struct Shared {
+    /// This validator's index.
+    pub validator: u32,
+    /// Chain id.
+    pub chain_id: u64,
+    /// Current epoch.
+    pub epoch: u64,
+    /// Current view.
+    pub view: AtomicU64,
+    /// Finalized height.
+    pub finalized_height: AtomicU64,
+    /// Highest block height seen in a verified proposal.
+    pub height: AtomicU64,
+    /// Pending transactions.
+    pub mempool: Mutex<Mempool>,
+    /// The block store.
+    pub store: SledStore,
+    /// The transport.
+    pub network: Network,
+    /// Consensus metrics.
+    pub metrics: NodeMetrics,
+    /// Transport metrics.
+    pub p2p_metrics: P2pMetrics,
+    /// Everything, for `/metrics`.
+    pub registry: Registry,
+    /// Number of validators in the current epoch.
+    pub validators: usize,
+    /// When this node saw each recent height finalized (µs since the Unix epoch).
+    pub finalized_at: Mutex<HashMap<u64, u64>>,
+}
+
+impl Shared {
+    /// Number of validators in the current epoch (the signer bitmap width).
+    pub fn network_size(&self) -> usize {
+        self.validators
+    }
+
+    /// Admits a client transaction: rejects ones already finalized, adds it to the mempool and
+    /// gossips it to every validator so any leader can include it.
+    pub fn submit_tx(&self, tx: Vec<u8>) -> Result<Hash, crate::mempool::MempoolError> {
+        let hash = tx_hash(&tx);
+        if matches!(self.store.tx_height(&hash), Ok(Some(_))) {
+            return Err(crate::mempool::MempoolError::Duplicate);
+        }
+        let gossip = Message::TxBatch(TxBatch { txs: vec![tx.clone()] }).encode();
+        let hash = {
+            let mut pool = self.mempool.lock().map_err(|_| crate::mempool::MempoolError::Full)?;
+            let hash = pool.add(tx)?;
+            self.metrics.mempool_size.set(pool.len() as i64);
+            hash
+        };
+        if let Ok(bytes) = gossip {
+            self.network.broadcast(Arc::new(bytes));
+        }
+        Ok(hash)
+    }
+}
+
+struct StoreSource<'a>(&'a SledStore);
+
+impl SyncSource for StoreSource<'_> {
+    fn finalized_at(&self, height: u64) -> Option<(Vec<u8>, Vec<u8>)> {
+        let stored = self.0.block_by_height(height).ok()??;
+        Some((stored.block, stored.certificate))
+    }
+    fn block_by_hash(&self, hash: &Hash) -> Option<Vec<u8>> {
+        self.0.block_by_hash(hash).ok()?
+    }
+}
+
+fn tip_from_store(store: &SledStore, genesis: &crate::config::Genesis) -> Result<Tip, NodeError> {
+    let Some((height, hash)) = store.finalized_tip()? else {
+        return Ok(Tip { height: 0, hash: genesis.hash, view: 0, timestamp_us: genesis.file.genesis_time_us });
+    };
+    let bytes = store
+        .block_by_hash(&hash)?
+        .ok_or_else(|| NodeError::Other(format!("finalized block {} missing from the store", hex::encode(hash))))?;
+    let header = match decode(&bytes) {
+        Ok(MessageRef::Proposal(p)) => p.header(),
+        _ => return Err(NodeError::Other("finalized block in the store does not decode".into())),
+    };
+    Ok(Tip { height, hash, view: header.view, timestamp_us: header.timestamp_us })
+}
+
+/// Runs a validator until SIGINT/SIGTERM. Errors: [`NodeError`] (configuration problems at start,
+/// storage failures at any time).
+pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
+    let genesis = GenesisFile::load(&cfg.genesis)?.check()?;
+    let keys = load_keys(&cfg.key_dir)?;
+    let me = genesis
+        .file
+        .validators
+        .iter()
+        .position(|v| v.bls_public_key == keys.public.bls_public_key)
+        .ok_or_else(|| NodeError::Other("this key directory's validator is not in genesis".into()))?
+        as u32;
+    std::fs::create_dir_all(&cfg.data_dir)
+        .map_err(|e| NodeError::Other(format!("{}: {e}", cfg.data_dir.display())))?;
+    let store = SledStore::open(&cfg.data_dir.join("db"))?;
+    let guard = SigningGuard::open(&cfg.data_dir)?;
+    let tip = tip_from_store(&store, &genesis)?;
+    let chain_id = genesis.file.chain_id;
+    let validators = Arc::new(genesis.validators.clone());
+
+    let mut peers = Vec::new();
+    for p in &cfg.peers {
+        let index = genesis
+            .file
+            .validators
+            .iter()
+            .position(|v| v.bls_public_key == p.bls_public_key)
+            .ok_or_else(|| NodeError::Other(format!("peer {} is not in genesis", p.bls_public_key)))?;
+        if index as u32 == me {
+            continue;
+        }
+        peers.push(PeerInfo {
+            index: index as u32,
+            cert_der: genesis.tls_certificates[index].clone(),
+            address: p.address,
+        });
+    }
+
+    let mut registry = Registry::default();
+    let metrics = NodeMetrics::new(&mut registry);
+    let p2p_metrics = P2pMetrics::new();
+    p2p_metrics.register(&mut registry);
+    let (network, inbound) = Network::start(
+        NetworkConfig {
+            listen: cfg.p2p_listen,
+            identity: keys.tls,
+            my_index: me,
+            peers,
+            outbound_queue: 8192,
+            inbound_queue: 8192,
+        },
+        p2p_metrics.clone(),
+    )
+    .await?;
+
+    let limits = BlockLimits { max_txs: cfg.max_block_txs, max_bytes: MAX_BLOCK_BYTES };
+    let verifier = Verifier::new(validators.clone(), genesis.hash, chain_id, 0, limits);
+    let shared = Arc::new(Shared {
+        validator: me,
+        chain_id,
+        epoch: 0,
+        view: AtomicU64::new(tip.view),
+        finalized_height: AtomicU64::new(tip.height),
+        height: AtomicU64::new(tip.height),
+        mempool: Mutex::new(Mempool::new(MempoolLimits {
+            max_txs: cfg.mempool_max_txs,
+            max_bytes: cfg.mempool_max_txs.saturating_mul(1024).max(MAX_TX_BYTES),
+            max_tx_bytes: MAX_TX_BYTES,
+        })),
+        store,
+        network: network.clone(),
+        metrics,
+        p2p_metrics,
+        registry,
+        validators: validators.len(),
+        finalized_at: Mutex::new(HashMap::new()),
+    });
+    shared.metrics.finalized_height.set(tip.height as i64);
+
+    let api_listener = tokio::net::TcpListener::bind(cfg.api_listen)
+        .await
+        .map_err(|e| NodeError::Other(format!("API listen {}: {e}", cfg.api_listen)))?;
+    tracing::info!(validator = me, p2p = %cfg.p2p_listen, api = %cfg.api_listen, height = tip.height, "node started");
+    tokio::spawn(api::serve(api_listener, shared.clone()));
+
+    let (input_tx, input_rx) = mpsc::channel::<Input>(16_384);
+    tokio::spawn(inbound_loop(inbound, shared.clone(), verifier.clone(), input_tx.clone()));
+
+    let core_cfg = CoreConfig {
+        chain_id,
+        epoch: 0,
+        genesis: genesis.hash,
+        me: Some(me),
+        block_time_us: cfg.block_time_ms * 1000,
+        view_timeout_us: cfg.view_timeout_ms() * 1000,
+        retry_us: (cfg.block_time_ms * 1000).clamp(100_000, 1_000_000),
+        max_future_views: 1_000,
+        max_clock_drift_us: 5_000_000,
+    };
+    let signer = VoteSigner::new(keys.bls, me, chain_id, 0, guard);
+    let driver = Driver {
+        core: Core::new(core_cfg, validators, tip),
+        signer,
+        shared: shared.clone(),
+        verifier,
+        input_tx,
+        max_block_txs: cfg.max_block_txs,
+        span: tracing::Span::none(),
+    };
+    let result = driver.run(input_rx).await;
+    shared.network.shutdown().await;
+    let _ = shared.store.flush();
+    result
+}
+
+async fn inbound_loop(
+    mut inbound: mpsc::Receiver<Inbound>,
+    shared: Arc<Shared>,
+    verifier: Verifier,
+    input_tx: mpsc::Sender<Input>,
+) {
+    // Bounds the verification jobs in flight; waiting here applies backpressure to peers.
+    let permits = Arc::new(Semaphore::new(4 * std::thread::available_parallelism().map_or(2, |n| n.get())));
+    while let Some(event) = inbound.recv().await {
+        match event {
+            Inbound::Gossip { message, .. } => {
+                let Ok(permit) = permits.clone().acquire_owned().await else { return };
+                let shared = shared.clone();
+                let verifier = verifier.clone();
+                let input_tx = input_tx.clone();
+                tokio::task::spawn_blocking(move || {
+                    let _permit = permit;
+                    if let Some(input) = ingest(&shared, &verifier, &message) {
+                        let _ = input_tx.blocking_send(input);
+                    }
+                });
+            }
+            Inbound::Request { message, reply, .. } => {
+                let shared = shared.clone();
+                tokio::task::spawn_blocking(move || {
+                    let response = match decode(&message) {
+                        Ok(MessageRef::SyncRequest(req)) => {
+                            Message::SyncResponse(serve(&req.to_owned(), &StoreSource(&shared.store))).encode()
+                        }
+                        _ => {
+                            shared.p2p_metrics.record_malformed();
+                            return;
+                        }
+                    };
+                    if let Ok(bytes) = response {
+                        let _ = reply.send(bytes);
+                    }
+                });
+            }
+        }
+    }
+}
+
+/// Decodes and verifies one gossiped message. Transactions go to the mempool; consensus messages
+/// become core inputs. Malformed and invalid messages are counted and dropped.
+fn ingest(shared: &Shared, verifier: &Verifier, bytes: &[u8]) -> Option<Input> {
+    let message = match decode(bytes) {
+        Ok(m) => m,
+        Err(e) => {
+            tracing::debug!(error = %e, "malformed message");
+            shared.p2p_metrics.record_malformed();
+            return None;
+        }
+    };
+    if let MessageRef::TxBatch(batch) = &message {
+        for tx in batch.txs() {
+            let hash = tx_hash(tx);
+            if matches!(shared.store.tx_height(&hash), Ok(Some(_))) {
+                continue;
+            }
+            if let Ok(mut pool) = shared.mempool.lock() {
+                let _ = pool.add(tx.to_vec());
+                shared.metrics.mempool_size.set(pool.len() as i64);
+            }
+        }
+        return None;
+    }
+    let owned = message.to_owned();
+    let proposal_hash = match &owned {
+        Message::Proposal(p) => Some(p.header.hash()),
+        _ => None,
+    };
+    match verifier.verify_message(owned) {
+        Ok(Some(input)) => {
+            if let Some(hash) = proposal_hash {
+                // Kept so this node can serve the block to peers that fetch it.
+                let _ = shared.store.put_block(&hash, bytes);
+            }
+            Some(input)
+        }
+        Ok(None) => None,
+        Err(e) => {
+            tracing::debug!(error = %e, "invalid message");
+            shared.metrics.invalid_messages.inc();
+            None
+        }
+    }
+}
+
+struct Driver {
+    core: Core,
+    signer: VoteSigner,
+    shared: Arc<Shared>,
+    verifier: Verifier,
+    input_tx: mpsc::Sender<Input>,
+    max_block_txs: usize,
+    span: tracing::Span,
+}
+
+impl Driver {
+    async fn run(mut self, mut input_rx: mpsc::Receiver<Input>) -> Result<(), NodeError> {
+        let start = self.core.start(now_us(), self.signer.highest_view());
+        self.perform(start)?;
+        let mut terminate = signal(tokio::signal::unix::SignalKind::terminate())?;
+        loop {
+            tokio::select! {
+                input = input_rx.recv() => {
+                    let Some(input) = input else { return Ok(()) };
+                    if let Input::Proposal(p) = &input {
+                        self.shared.height.fetch_max(p.proposal().header.height, Ordering::Relaxed);
+                    }
+                    let actions = self.core.handle(now_us(), input);
+                    self.perform(actions)?;
+                }
+                _ = tokio::signal::ctrl_c() => return Ok(()),
+                _ = terminate.recv() => return Ok(()),
+            }
+        }
+    }
+
+    fn perform(&mut self, actions: Vec<Action>) -> Result<(), NodeError> {
+        let span = self.span.clone();
+        let _entered = span.enter();
+        let mut queue: VecDeque<Action> = actions.into();
+        while let Some(action) = queue.pop_front() {
+            match action {
+                Action::Broadcast(message) => self.broadcast(&message),
+                Action::Vote { kind, view, height, block } => {
+                    match self.signer.sign_vote(kind, view, height, block) {
+                        Ok((vote, _)) => {
+                            self.shared.metrics.votes_signed.inc();
+                            self.broadcast(&Message::Vote(vote.vote().clone()));
+                            queue.extend(self.core.handle(now_us(), Input::Vote(vote)));
+                        }
+                        Err(e) => {
+                            self.shared.metrics.guard_refusals.inc();
+                            tracing::warn!(view, ?kind, error = %e, "signing guard refused a vote");
+                        }
+                    }
+                }
+                Action::Propose { view, height, parent, parent_view, parent_timestamp_us, exclude } => {
+                    let exclude: HashSet<Hash> = exclude.into_iter().collect();
+                    let txs = match self.shared.mempool.lock() {
+                        Ok(pool) => pool.select(&exclude, self.max_block_txs, MAX_BLOCK_BYTES),
+                        Err(_) => Vec::new(),
+                    };
+                    let header = BlockHeader {
+                        chain_id: self.shared.chain_id,
+                        epoch: self.shared.epoch,
+                        view,
+                        height,
+                        parent_view,
+                        parent,
+                        proposer: self.signer.index(),
+                        timestamp_us: now_us().max(parent_timestamp_us + 1),
+                        payload_root: quasar_wire::payload_root(txs.iter().map(Vec::as_slice)),
+                    };
+                    match self.signer.sign_proposal(header, txs) {
+                        Ok(proposal) => {
+                            self.shared.metrics.votes_signed.inc();
+                            let message = Message::Proposal(proposal.proposal().clone());
+                            if let Ok(bytes) = message.encode() {
+                                self.shared.store.put_block(proposal.hash(), &bytes)?;
+                                self.shared.network.broadcast(Arc::new(bytes));
+                            }
+                            tracing::debug!(view, height, txs = proposal.proposal().txs.len(), "proposed");
+                            queue.extend(self.core.handle(now_us(), Input::Proposal(proposal)));
+                        }
+                        Err(e) => {
+                            self.shared.metrics.guard_refusals.inc();
+                            tracing::warn!(view, error = %e, "signing guard refused a proposal");
+                        }
+                    }
+                }
+                Action::SetTimer { view, kind, at_us } => {
+                    let tx = self.input_tx.clone();
+                    let delay = Duration::from_micros(at_us.saturating_sub(now_us()));
+                    tokio::spawn(async move {
+                        tokio::time::sleep(delay).await;
+                        let _ = tx.send(Input::Timer { view, kind }).await;
+                    });
+                }
+                Action::Finalized { proposal, hash, certificate } => {
+                    let height = proposal.header.height;
+                    let tx_hashes: Vec<Hash> = proposal.txs.iter().map(|tx| tx_hash(tx)).collect();
+                    let block = Message::Proposal(proposal.clone())
+                        .encode()
+                        .map_err(|e| NodeError::Other(format!("encode finalized block: {e}")))?;
+                    let cert = Message::Certificate(certificate)
+                        .encode()
+                        .map_err(|e| NodeError::Other(format!("encode certificate: {e}")))?;
+                    self.shared.store.commit_finalized(&FinalizedBlock {
+                        height,
+                        hash,
+                        block,
+                        certificate: cert,
+                        tx_hashes: tx_hashes.clone(),
+                    })?;
+                    let now = now_us();
+                    if let Ok(mut pool) = self.shared.mempool.lock() {
+                        pool.remove_finalized(&tx_hashes);
+                        self.shared.metrics.mempool_size.set(pool.len() as i64);
+                    }
+                    if let Ok(mut at) = self.shared.finalized_at.lock() {
+                        at.insert(height, now);
+                        if height > FINALITY_MEMORY {
+                            at.remove(&(height - FINALITY_MEMORY));
+                        }
+                    }
+                    self.shared.finalized_height.store(height, Ordering::Relaxed);
+                    self.shared.height.fetch_max(height, Ordering::Relaxed);
+                    let m = &self.shared.metrics;
+                    m.blocks_finalized.inc();
+                    m.txs_finalized.inc_by(tx_hashes.len() as u64);
+                    m.finalized_height.set(height as i64);
+                    m.finality_seconds
+                        .observe(now.saturating_sub(proposal.header.timestamp_us) as f64 / 1e6);
+                    tracing::info!(height, hash = %hex::encode(&hash[..8]), txs = tx_hashes.len(), "finalized");
+                }
+                Action::Fetch { block, from_height } => self.fetch(block, from_height),
+                Action::EnteredView { view, leader } => {
+                    self.span = tracing::info_span!("view", view, leader);
+                    self.shared.view.store(view, Ordering::Relaxed);
+                    self.shared.metrics.view.set(view as i64);
+                }
+                Action::Evidence(e) => {
+                    self.shared.metrics.equivocations.inc();
+                    tracing::warn!(kind = ?e.kind, signer = e.signer, view = e.view, "equivocation detected");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn broadcast(&self, message: &Message) {
+        match message.encode() {
+            Ok(bytes) => self.shared.network.broadcast(Arc::new(bytes)),
+            Err(e) => tracing::error!(error = %e, "could not encode an outgoing message"),
+        }
+    }
+
+    /// Asks a random peer for a missing block and the finalized blocks after our tip; feeds what
+    /// comes back through verification into the core.
+    fn fetch(&self, block: Hash, from_height: u64) {
+        let shared = self.shared.clone();
+        let verifier = self.verifier.clone();
+        let input_tx = self.input_tx.clone();
+        let n = verifier.validators().len() as u32;
+        let me = shared.validator;
+        tokio::spawn(async move {
+            let request = Message::SyncRequest(SyncRequest { from_height, max_blocks: MAX_SYNC_BLOCKS, block });
+            let Ok(bytes) = request.encode() else { return };
+            let first = rand::random::<u32>() % n.max(1);
+            for k in 0..n {
+                let peer = (first + k) % n;
+                if peer == me {
+                    continue;
+                }
+                let Ok(reply) = shared.network.request(peer, bytes.clone(), Duration::from_secs(3)).await else {
+                    continue;
+                };
+                let shared2 = shared.clone();
+                let verifier2 = verifier.clone();
+                let inputs = tokio::task::spawn_blocking(move || {
+                    let Ok(MessageRef::SyncResponse(resp)) = decode(&reply) else {
+                        shared2.p2p_metrics.record_malformed();
+                        return Vec::new();
+                    };
+                    resp.items().filter_map(|item| ingest(&shared2, &verifier2, item)).collect::<Vec<_>>()
+                })
+                .await
+                .unwrap_or_default();
+                let useful = !inputs.is_empty();
+                for input in inputs {
+                    if input_tx.send(input).await.is_err() {
+                        return;
+                    }
+                }
+                if useful {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+fn signal(kind: tokio::signal::unix::SignalKind) -> Result<tokio::signal::unix::Signal, NodeError> {
+    tokio::signal::unix::signal(kind).map_err(|e| NodeError::Other(format!("signal handler: {e}")))
+}

@@ -1,0 +1,479 @@
+//! A deterministic, seeded simulation of a validator network around the real consensus core.
+//!
+//! Every simulated validator runs the production [`Core`], [`Verifier`] and [`VoteSigner`] (with
+//! an in-memory signing guard that keeps its records across simulated crashes, as the durable
+//! guard file does). Messages are encoded to ZAP bytes, delivered after a seeded random latency
+//! (dropped with a configured probability or when a partition separates the two nodes), decoded
+//! and verified, exactly as the runtime does. Timers and deliveries share one event queue ordered
+//! by (time, sequence number), so the same seed gives the same run; [`Simulation::trace_digest`]
+//! hashes the event log to check it.
+
+use crate::consensus::{Action, BlockLimits, Core, CoreConfig, Evidence, Input, Tip, TimerKind, Verifier};
+use crate::signer::VoteSigner;
+use crate::sync::{serve, SyncSource, MAX_SYNC_BLOCKS};
+use quasar_crypto::bls::SecretKey;
+use quasar_crypto::hash::{tagged_hash, Hash};
+use quasar_lanes::{Validator, ValidatorSet};
+use quasar_storage::SigningGuard;
+use quasar_wire::{
+    decode, payload_root, BlockHeader, Certificate, Message, Proposal, SyncRequest,
+};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::sync::Arc;
+
+/// Network and protocol parameters of a simulation. Times are microseconds.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Number of validators (equal stake).
+    pub validators: usize,
+    /// RNG seed: the same seed gives the same run.
+    pub seed: u64,
+    /// Minimum one-way latency.
+    pub min_latency_us: u64,
+    /// Maximum one-way latency (uniform in between: jitter and reordering).
+    pub max_latency_us: u64,
+    /// Probability that a message is lost.
+    pub loss: f64,
+    /// Leader pacing.
+    pub block_time_us: u64,
+    /// View timeout.
+    pub view_timeout_us: u64,
+    /// Rebroadcast interval after a timeout.
+    pub retry_us: u64,
+    /// Synthetic transactions per proposed block.
+    pub txs_per_block: usize,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            validators: 4,
+            seed: 1,
+            min_latency_us: 1_000,
+            max_latency_us: 20_000,
+            loss: 0.0,
+            block_time_us: 100_000,
+            view_timeout_us: 1_000_000,
+            retry_us: 250_000,
+            txs_per_block: 2,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    Deliver { to: usize, from: usize, bytes: Vec<u8> },
+    Timer { node: usize, view: u64, kind: u8, at: u64 },
+}
+
+/// A finalized block as one simulated node committed it.
+#[derive(Debug, Clone)]
+pub struct Committed {
+    /// The block.
+    pub proposal: Proposal,
+    /// Its hash.
+    pub hash: Hash,
+    /// The finalization that covered it.
+    pub certificate: Certificate,
+}
+
+struct SimNode {
+    core: Core,
+    signer: VoteSigner,
+    alive: bool,
+    committed: Vec<Committed>,
+    timers: HashMap<(u64, u8), u64>,
+    evidence: Vec<Evidence>,
+}
+
+impl SyncSource for SimNode {
+    fn finalized_at(&self, height: u64) -> Option<(Vec<u8>, Vec<u8>)> {
+        let index = usize::try_from(height.checked_sub(1)?).ok()?;
+        let c = self.committed.get(index)?;
+        let block = Message::Proposal(c.proposal.clone()).encode().ok()?;
+        let cert = Message::Certificate(c.certificate.clone()).encode().ok()?;
+        Some((block, cert))
+    }
+    fn block_by_hash(&self, hash: &Hash) -> Option<Vec<u8>> {
+        let proposal = self
+            .core
+            .pending_block(hash)
+            .cloned()
+            .or_else(|| self.committed.iter().find(|c| &c.hash == hash).map(|c| c.proposal.clone()))?;
+        Message::Proposal(proposal).encode().ok()
+    }
+}
+
+fn timer_code(kind: TimerKind) -> u8 {
+    match kind {
+        TimerKind::Propose => 0,
+        TimerKind::Timeout => 1,
+        TimerKind::Retry => 2,
+    }
+}
+
+fn timer_kind(code: u8) -> TimerKind {
+    match code {
+        0 => TimerKind::Propose,
+        1 => TimerKind::Timeout,
+        _ => TimerKind::Retry,
+    }
+}
+
+/// The chain id simulations use.
+pub const SIM_CHAIN_ID: u64 = 7;
+
+/// A simulated network of validators.
+pub struct Simulation {
+    cfg: SimConfig,
+    rng: ChaCha8Rng,
+    now: u64,
+    seq: u64,
+    queue: BinaryHeap<Reverse<(u64, u64, Event)>>,
+    nodes: Vec<SimNode>,
+    seeds: Vec<[u8; 32]>,
+    validators: Arc<ValidatorSet>,
+    verifier: Verifier,
+    genesis: Hash,
+    blocked: HashSet<(usize, usize)>,
+    trace: Vec<u8>,
+}
+
+impl Simulation {
+    /// A network of `cfg.validators` equal-stake validators at genesis, all started.
+    pub fn new(cfg: SimConfig) -> Simulation {
+        let rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+        let seeds: Vec<[u8; 32]> = (0..cfg.validators)
+            .map(|i| {
+                let mut seed = [0u8; 32];
+                seed[..8].copy_from_slice(&(i as u64).to_le_bytes());
+                seed[8..16].copy_from_slice(&cfg.seed.to_le_bytes());
+                seed
+            })
+            .collect();
+        let keys: Vec<SecretKey> = seeds.iter().map(SecretKey::from_seed).collect();
+        let validators = Arc::new(
+            ValidatorSet::new(
+                keys.iter().map(|k| Validator { public_key: k.public_key(), stake: 100 }).collect(),
+            )
+            .expect("simulation validator set is well formed"),
+        );
+        let genesis = tagged_hash("QUASAR-SIM-GENESIS-v1", &[&cfg.seed.to_le_bytes()]);
+        let limits = BlockLimits { max_txs: 10_000, max_bytes: 1 << 24 };
+        let verifier = Verifier::new(validators.clone(), genesis, SIM_CHAIN_ID, 0, limits);
+        let mut sim = Simulation {
+            rng,
+            now: 0,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            nodes: Vec::new(),
+            seeds,
+            validators,
+            verifier,
+            genesis,
+            blocked: HashSet::new(),
+            trace: Vec::new(),
+            cfg,
+        };
+        for i in 0..sim.cfg.validators {
+            let node = sim.boot(i, Vec::new(), SigningGuard::in_memory());
+            sim.nodes.push(node);
+        }
+        for i in 0..sim.cfg.validators {
+            let view = sim.nodes[i].signer.highest_view();
+            let actions = sim.nodes[i].core.start(0, view);
+            sim.apply(i, actions);
+        }
+        sim
+    }
+
+    fn boot(&mut self, i: usize, committed: Vec<Committed>, guard: SigningGuard) -> SimNode {
+        let tip = match committed.last() {
+            Some(c) => Tip {
+                height: c.proposal.header.height,
+                hash: c.hash,
+                view: c.proposal.header.view,
+                timestamp_us: c.proposal.header.timestamp_us,
+            },
+            None => Tip { height: 0, hash: self.genesis, view: 0, timestamp_us: 0 },
+        };
+        let cfg = CoreConfig {
+            chain_id: SIM_CHAIN_ID,
+            epoch: 0,
+            genesis: self.genesis,
+            me: Some(i as u32),
+            block_time_us: self.cfg.block_time_us,
+            view_timeout_us: self.cfg.view_timeout_us,
+            retry_us: self.cfg.retry_us,
+            max_future_views: 1_000,
+            max_clock_drift_us: 5_000_000,
+        };
+        let signer = VoteSigner::new(SecretKey::from_seed(&self.seeds[i]), i as u32, SIM_CHAIN_ID, 0, guard);
+        SimNode {
+            core: Core::new(cfg, self.validators.clone(), tip),
+            signer,
+            alive: true,
+            committed,
+            timers: HashMap::new(),
+            evidence: Vec::new(),
+        }
+    }
+
+    /// Current simulated time.
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    fn push(&mut self, at: u64, event: Event) {
+        self.seq += 1;
+        self.queue.push(Reverse((at, self.seq, event)));
+    }
+
+    fn send(&mut self, from: usize, to: usize, bytes: Vec<u8>) {
+        if from == to || self.blocked.contains(&(from, to)) {
+            return;
+        }
+        if self.cfg.loss > 0.0 && self.rng.gen_bool(self.cfg.loss) {
+            return;
+        }
+        let latency = self.rng.gen_range(self.cfg.min_latency_us..=self.cfg.max_latency_us);
+        self.push(self.now + latency, Event::Deliver { to, from, bytes });
+    }
+
+    fn broadcast(&mut self, from: usize, message: &Message) {
+        let Ok(bytes) = message.encode() else { return };
+        for to in 0..self.nodes.len() {
+            self.send(from, to, bytes.clone());
+        }
+    }
+
+    fn apply(&mut self, i: usize, actions: Vec<Action>) {
+        let mut queue: std::collections::VecDeque<Action> = actions.into();
+        while let Some(action) = queue.pop_front() {
+            match action {
+                Action::Broadcast(m) => self.broadcast(i, &m),
+                Action::Vote { kind, view, height, block } => {
+                    let Ok((vote, _)) = self.nodes[i].signer.sign_vote(kind, view, height, block) else {
+                        continue; // The guard refused: nothing is signed or sent.
+                    };
+                    self.broadcast(i, &Message::Vote(vote.vote().clone()));
+                    let more = self.nodes[i].core.handle(self.now, Input::Vote(vote));
+                    queue.extend(more);
+                }
+                Action::Propose { view, height, parent, parent_view, parent_timestamp_us, .. } => {
+                    let txs: Vec<Vec<u8>> = (0..self.cfg.txs_per_block)
+                        .map(|k| format!("sim-tx/{i}/{view}/{k}").into_bytes())
+                        .collect();
+                    let header = BlockHeader {
+                        chain_id: SIM_CHAIN_ID,
+                        epoch: 0,
+                        view,
+                        height,
+                        parent_view,
+                        parent,
+                        proposer: i as u32,
+                        timestamp_us: self.now.max(parent_timestamp_us + 1),
+                        payload_root: payload_root(txs.iter().map(Vec::as_slice)),
+                    };
+                    let Ok(proposal) = self.nodes[i].signer.sign_proposal(header, txs) else {
+                        continue;
+                    };
+                    self.broadcast(i, &Message::Proposal(proposal.proposal().clone()));
+                    let more = self.nodes[i].core.handle(self.now, Input::Proposal(proposal));
+                    queue.extend(more);
+                }
+                Action::SetTimer { view, kind, at_us } => {
+                    let code = timer_code(kind);
+                    self.nodes[i].timers.insert((view, code), at_us);
+                    self.push(at_us, Event::Timer { node: i, view, kind: code, at: at_us });
+                }
+                Action::Finalized { proposal, hash, certificate } => {
+                    self.nodes[i].committed.push(Committed { proposal, hash, certificate });
+                }
+                Action::Fetch { block, from_height } => {
+                    let peers: Vec<usize> = (0..self.nodes.len()).filter(|&p| p != i).collect();
+                    let peer = peers[self.rng.gen_range(0..peers.len())];
+                    let request = Message::SyncRequest(SyncRequest {
+                        from_height,
+                        max_blocks: MAX_SYNC_BLOCKS,
+                        block,
+                    });
+                    if let Ok(bytes) = request.encode() {
+                        self.send(i, peer, bytes);
+                    }
+                }
+                Action::EnteredView { .. } => {}
+                Action::Evidence(e) => self.nodes[i].evidence.push(*e),
+            }
+        }
+    }
+
+    fn deliver(&mut self, to: usize, from: usize, bytes: &[u8]) {
+        let Ok(message) = decode(bytes).map(|m| m.to_owned()) else { return };
+        match message {
+            Message::SyncRequest(req) => {
+                let response = serve(&req, &self.nodes[to]);
+                if let Ok(bytes) = Message::SyncResponse(response).encode() {
+                    self.send(to, from, bytes);
+                }
+            }
+            Message::SyncResponse(resp) => {
+                for item in resp.items {
+                    self.deliver(to, from, &item);
+                }
+            }
+            other => {
+                let Ok(Some(input)) = self.verifier.verify_message(other) else { return };
+                let actions = self.nodes[to].core.handle(self.now, input);
+                self.apply(to, actions);
+            }
+        }
+    }
+
+    fn step(&mut self) -> bool {
+        let Some(Reverse((at, seq, event))) = self.queue.pop() else { return false };
+        self.now = at;
+        self.trace.extend_from_slice(&at.to_le_bytes());
+        self.trace.extend_from_slice(&seq.to_le_bytes());
+        match event {
+            Event::Deliver { to, from, bytes } => {
+                if self.nodes[to].alive && !self.blocked.contains(&(from, to)) {
+                    self.trace.extend_from_slice(&quasar_crypto::hash::sha3_256(&bytes));
+                    self.deliver(to, from, &bytes);
+                }
+            }
+            Event::Timer { node, view, kind, at } => {
+                let current = self.nodes[node].timers.get(&(view, kind)) == Some(&at);
+                if self.nodes[node].alive && current {
+                    self.nodes[node].timers.remove(&(view, kind));
+                    let input = Input::Timer { view, kind: timer_kind(kind) };
+                    let actions = self.nodes[node].core.handle(self.now, input);
+                    self.apply(node, actions);
+                }
+            }
+        }
+        true
+    }
+
+    /// Runs events until simulated time `t_us` (or the queue empties).
+    pub fn run_until(&mut self, t_us: u64) {
+        while let Some(Reverse((at, _, _))) = self.queue.peek() {
+            if *at > t_us {
+                break;
+            }
+            self.step();
+        }
+        self.now = self.now.max(t_us);
+    }
+
+    /// Runs until every live node has finalized `height`, or until `deadline_us`. Returns whether
+    /// the height was reached.
+    pub fn run_until_height(&mut self, height: u64, deadline_us: u64) -> bool {
+        loop {
+            let reached = self
+                .nodes
+                .iter()
+                .filter(|n| n.alive)
+                .all(|n| n.committed.len() as u64 >= height);
+            if reached {
+                return true;
+            }
+            match self.queue.peek() {
+                Some(Reverse((at, _, _))) if *at <= deadline_us => {
+                    self.step();
+                }
+                _ => return false,
+            }
+        }
+    }
+
+    /// Stops node `i`: it receives nothing and its timers are void. Its signing guard and
+    /// committed blocks survive, as the guard file and the block store do on disk.
+    pub fn crash(&mut self, i: usize) {
+        self.nodes[i].alive = false;
+        self.nodes[i].timers.clear();
+    }
+
+    /// Restarts a crashed node from its committed blocks and signing guard.
+    pub fn restart(&mut self, i: usize) {
+        let guard = self.nodes[i].signer.take_guard();
+        let committed = std::mem::take(&mut self.nodes[i].committed);
+        let node = self.boot(i, committed, guard);
+        self.nodes[i] = node;
+        let view = self.nodes[i].signer.highest_view();
+        let actions = self.nodes[i].core.start(self.now, view);
+        self.apply(i, actions);
+    }
+
+    /// Cuts every link between different groups (both directions). Nodes in no group are isolated.
+    pub fn partition(&mut self, groups: &[&[usize]]) {
+        let n = self.nodes.len();
+        let group_of = |i: usize| groups.iter().position(|g| g.contains(&i));
+        for a in 0..n {
+            for b in 0..n {
+                if a != b && (group_of(a).is_none() || group_of(a) != group_of(b)) {
+                    self.blocked.insert((a, b));
+                }
+            }
+        }
+    }
+
+    /// Restores every link.
+    pub fn heal(&mut self) {
+        self.blocked.clear();
+    }
+
+    /// Height finalized by node `i`.
+    pub fn finalized_height(&self, i: usize) -> u64 {
+        self.nodes[i].committed.len() as u64
+    }
+
+    /// The blocks node `i` committed, in height order.
+    pub fn committed(&self, i: usize) -> &[Committed] {
+        &self.nodes[i].committed
+    }
+
+    /// Equivocation evidence node `i` collected.
+    pub fn evidence(&self, i: usize) -> &[Evidence] {
+        &self.nodes[i].evidence
+    }
+
+    /// Current view of node `i`.
+    pub fn view(&self, i: usize) -> u64 {
+        self.nodes[i].core.view()
+    }
+
+    /// Agreement: no two nodes committed different blocks at one height, and every node's chain is
+    /// hash-linked from genesis. Returns a description of the first violation.
+    pub fn check_safety(&self) -> Result<(), String> {
+        let mut by_height: HashMap<u64, (usize, Hash)> = HashMap::new();
+        for (i, node) in self.nodes.iter().enumerate() {
+            let mut parent = self.genesis;
+            for (k, c) in node.committed.iter().enumerate() {
+                let height = k as u64 + 1;
+                if c.proposal.header.height != height || c.proposal.header.parent != parent {
+                    return Err(format!("node {i} committed a chain that is not linked at height {height}"));
+                }
+                parent = c.hash;
+                match by_height.get(&height) {
+                    Some((j, h)) if *h != c.hash => {
+                        return Err(format!("nodes {j} and {i} finalized different blocks at height {height}"));
+                    }
+                    Some(_) => {}
+                    None => {
+                        by_height.insert(height, (i, c.hash));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// SHA3-256 of the event log (times, sequence numbers, delivered bytes).
+    pub fn trace_digest(&self) -> Hash {
+        quasar_crypto::hash::sha3_256(&self.trace)
+    }
+}

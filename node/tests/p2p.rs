@@ -1,0 +1,435 @@
+//! Specification tests of the validator transport (`quasar_node::p2p`): real QUIC on 127.0.0.1.
+//!
+//! Each test names the behaviour it pins down; each finishes in a few seconds.
+
+use std::collections::HashSet;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::time::Duration;
+
+use quasar_node::p2p::tls::SERVER_NAME;
+use quasar_node::p2p::{
+    client_config, Inbound, Network, NetworkConfig, P2pError, P2pMetrics, PeerInfo, TlsIdentity,
+};
+use quasar_wire::frame::{encode_frame, MAX_FRAME_LEN};
+use tokio::sync::mpsc;
+use tokio::time::{sleep, timeout, Instant};
+
+const WAIT: Duration = Duration::from_secs(8);
+
+/// A free UDP port on loopback (bound, read, released).
+fn free_addr() -> SocketAddr {
+    let socket = UdpSocket::bind("127.0.0.1:0").expect("bind probe socket");
+    socket.local_addr().expect("probe address")
+}
+
+fn identity(index: u32) -> TlsIdentity {
+    TlsIdentity::generate(&format!("validator-{index}")).expect("generate identity")
+}
+
+fn peer(index: u32, id: &TlsIdentity, address: SocketAddr) -> PeerInfo {
+    PeerInfo {
+        index,
+        cert_der: id.cert_der.clone(),
+        address,
+    }
+}
+
+/// A running validator transport plus the gossip it received. Requests are answered with
+/// `re:` ‖ request.
+struct Node {
+    net: Network,
+    metrics: P2pMetrics,
+    gossip: mpsc::UnboundedReceiver<(u32, Vec<u8>)>,
+}
+
+async fn start(index: u32, id: &TlsIdentity, listen: SocketAddr, peers: Vec<PeerInfo>) -> Node {
+    let metrics = P2pMetrics::new();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let (net, inbound) = loop {
+        let config = NetworkConfig::new(listen, id.clone(), index, peers.clone());
+        match Network::start(config, metrics.clone()).await {
+            Ok(started) => break started,
+            // A just-closed endpoint may hold the port for a moment.
+            Err(P2pError::Bind { .. }) if Instant::now() < deadline => {
+                sleep(Duration::from_millis(50)).await
+            }
+            Err(e) => panic!("start validator {index}: {e}"),
+        }
+    };
+    Node {
+        net,
+        metrics,
+        gossip: serve(inbound),
+    }
+}
+
+fn serve(mut inbound: mpsc::Receiver<Inbound>) -> mpsc::UnboundedReceiver<(u32, Vec<u8>)> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(msg) = inbound.recv().await {
+            match msg {
+                Inbound::Gossip { from, message } => {
+                    let _ = tx.send((from, message));
+                }
+                Inbound::Request { message, reply, .. } => {
+                    let _ = reply.send([b"re:".as_slice(), &message].concat());
+                }
+            }
+        }
+    });
+    rx
+}
+
+async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits for gossip `(from, message)`, skipping anything else.
+async fn expect_gossip(node: &mut Node, from: u32, message: &[u8]) {
+    let found = timeout(WAIT, async {
+        while let Some((f, m)) = node.gossip.recv().await {
+            if f == from && m == message {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(
+        found,
+        Ok(true),
+        "gossip {:?} from {from} not delivered",
+        String::from_utf8_lossy(message)
+    );
+}
+
+/// A bare quinn client endpoint on loopback.
+fn raw_client() -> quinn::Endpoint {
+    quinn::Endpoint::client("127.0.0.1:0".parse().expect("addr")).expect("client endpoint")
+}
+
+async fn cluster(n: u32) -> (Vec<TlsIdentity>, Vec<Node>) {
+    let ids: Vec<TlsIdentity> = (0..n).map(identity).collect();
+    let addrs: Vec<SocketAddr> = (0..n).map(|_| free_addr()).collect();
+    let mut nodes = Vec::new();
+    for i in 0..n {
+        let peers = (0..n)
+            .filter(|j| *j != i)
+            .map(|j| peer(j, &ids[j as usize], addrs[j as usize]))
+            .collect();
+        nodes.push(start(i, &ids[i as usize], addrs[i as usize], peers).await);
+    }
+    for node in &nodes {
+        let want = (n - 1) as usize;
+        wait_until("full mesh", || node.net.connected_peers() == want).await;
+    }
+    (ids, nodes)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_validators_gossip_in_every_direction_and_answer_requests() {
+    let (_ids, mut nodes) = cluster(3).await;
+    for node in &nodes {
+        assert_eq!(node.metrics.connected_peers(), 2);
+    }
+
+    for i in 0..3u32 {
+        for j in 0..3u32 {
+            if i != j {
+                nodes[i as usize]
+                    .net
+                    .send(j, Arc::new(format!("{i}->{j}").into_bytes()));
+            }
+        }
+    }
+    nodes[0]
+        .net
+        .broadcast(Arc::new(b"broadcast from 0".to_vec()));
+
+    for j in 0..3u32 {
+        let mut want: HashSet<(u32, Vec<u8>)> = (0..3u32)
+            .filter(|i| *i != j)
+            .map(|i| (i, format!("{i}->{j}").into_bytes()))
+            .collect();
+        if j != 0 {
+            want.insert((0, b"broadcast from 0".to_vec()));
+        }
+        let node = &mut nodes[j as usize];
+        let all = timeout(WAIT, async {
+            while !want.is_empty() {
+                match node.gossip.recv().await {
+                    Some(got) => {
+                        want.remove(&got);
+                    }
+                    None => break,
+                }
+            }
+            want.is_empty()
+        })
+        .await;
+        assert_eq!(all, Ok(true), "validator {j} missed gossip");
+    }
+
+    let reply = nodes[0]
+        .net
+        .request(1, b"ping".to_vec(), Duration::from_secs(3))
+        .await
+        .expect("request 0 -> 1");
+    assert_eq!(reply, b"re:ping");
+    let reply = nodes[2]
+        .net
+        .request(0, vec![7u8; 100_000], Duration::from_secs(3))
+        .await
+        .expect("request 2 -> 0");
+    assert_eq!(reply.len(), 3 + 100_000);
+
+    assert!(matches!(
+        nodes[0]
+            .net
+            .request(9, b"x".to_vec(), Duration::from_secs(1))
+            .await,
+        Err(P2pError::UnknownPeer(9))
+    ));
+    for node in &nodes {
+        assert_eq!(node.metrics.malformed_frames(), 0);
+        assert_eq!(node.metrics.handshake_rejected(), 0);
+        assert!(node.metrics.messages_received() >= 2);
+    }
+    for node in &nodes {
+        node.net.shutdown().await;
+    }
+}
+
+/// A client whose certificate is not pinned completes no connection and delivers nothing; the
+/// server counts the rejected handshake.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unpinned_client_cannot_deliver_anything() {
+    let server_id = identity(0);
+    let pinned_id = identity(1);
+    let mut server = start(
+        0,
+        &server_id,
+        free_addr(),
+        vec![peer(1, &pinned_id, free_addr())],
+    )
+    .await;
+
+    let rogue = identity(66);
+    let endpoint = raw_client();
+    let config = client_config(&rogue, &server_id.cert_der).expect("client config");
+    let attempt = async {
+        let conn = endpoint
+            .connect_with(config, server.net.local_addr(), SERVER_NAME)
+            .expect("connect")
+            .await?;
+        // TLS 1.3 may let the client finish before the server rejects its certificate.
+        let mut uni = conn.open_uni().await?;
+        uni.write_all(&encode_frame(b"forged vote").expect("frame"))
+            .await?;
+        uni.finish()?;
+        let (mut send, mut recv) = conn.open_bi().await?;
+        send.write_all(&encode_frame(b"forged request").expect("frame"))
+            .await?;
+        send.finish()?;
+        recv.read_to_end(1024).await?;
+        Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
+    };
+    let outcome = timeout(Duration::from_secs(5), attempt).await;
+    assert!(
+        !matches!(outcome, Ok(Ok(()))),
+        "an unpinned client got a reply"
+    );
+
+    wait_until("rejected handshake counted", || {
+        server.metrics.handshake_rejected() >= 1
+    })
+    .await;
+    sleep(Duration::from_millis(300)).await;
+    assert!(server.gossip.try_recv().is_err(), "forged gossip delivered");
+    assert_eq!(server.metrics.messages_received(), 0);
+    server.net.shutdown().await;
+}
+
+/// A client only accepts the certificate pinned for the validator it dials: dialing validator
+/// 1's address while expecting validator 2's certificate fails, for a raw client and for a
+/// network whose genesis entry is wrong.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dialing_an_address_with_the_wrong_pinned_certificate_fails() {
+    let (ids, nodes) = cluster(2).await;
+    let other = identity(2);
+
+    // Raw client: validator 0's identity (pinned at 1) expecting validator 2's certificate.
+    let endpoint = raw_client();
+    let config = client_config(&ids[0], &other.cert_der).expect("client config");
+    let result = timeout(
+        Duration::from_secs(5),
+        endpoint
+            .connect_with(config, nodes[1].net.local_addr(), SERVER_NAME)
+            .expect("connect"),
+    )
+    .await
+    .expect("handshake finished");
+    assert!(
+        result.is_err(),
+        "client accepted an unpinned server certificate"
+    );
+
+    // A network whose entry for peer 1 pins the wrong certificate never connects to it.
+    let wrong = start(
+        0,
+        &ids[0],
+        free_addr(),
+        vec![peer(1, &other, nodes[1].net.local_addr())],
+    )
+    .await;
+    let reply = wrong
+        .net
+        .request(1, b"hello".to_vec(), Duration::from_millis(1500))
+        .await;
+    assert!(
+        matches!(reply, Err(P2pError::Timeout { peer: 1 })),
+        "{reply:?}"
+    );
+    assert_eq!(wrong.net.connected_peers(), 0);
+    assert!(wrong.metrics.handshake_rejected() >= 1);
+    wrong.net.shutdown().await;
+    for node in &nodes {
+        node.net.shutdown().await;
+    }
+}
+
+/// A pinned peer that sends an oversized length prefix, a truncated body and a truncated
+/// header only loses those streams: each is counted as malformed, the node stays up, and gossip
+/// from the same and from other peers keeps flowing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_frames_from_a_pinned_peer_are_counted_and_isolated() {
+    let ids: Vec<TlsIdentity> = (0..3).map(identity).collect();
+    let addrs: Vec<SocketAddr> = (0..3).map(|_| free_addr()).collect();
+    // Validator 2 is the Byzantine one, driven by a raw quinn client.
+    let mut a = start(
+        0,
+        &ids[0],
+        addrs[0],
+        vec![peer(1, &ids[1], addrs[1]), peer(2, &ids[2], addrs[2])],
+    )
+    .await;
+    let b = start(1, &ids[1], addrs[1], vec![peer(0, &ids[0], addrs[0])]).await;
+    wait_until("1 -> 0 connected", || b.net.connected_peers() == 1).await;
+
+    let endpoint = raw_client();
+    let config = client_config(&ids[2], &ids[0].cert_der).expect("client config");
+    let conn = endpoint
+        .connect_with(config, addrs[0], SERVER_NAME)
+        .expect("connect")
+        .await
+        .expect("pinned peer connects");
+
+    // (a) A length prefix one byte over 16 MiB.
+    let mut oversized = conn.open_uni().await.expect("uni");
+    let prefix = ((MAX_FRAME_LEN + 1) as u32).to_le_bytes();
+    oversized.write_all(&prefix).await.expect("write");
+    oversized.write_all(&[0u8; 64]).await.expect("write");
+    wait_until("oversized prefix counted", || {
+        a.metrics.malformed_frames() >= 1
+    })
+    .await;
+
+    // (b) A frame announcing 100 bytes that ends after 10.
+    let mut truncated = conn.open_uni().await.expect("uni");
+    truncated.write_all(&[100, 0, 0, 0]).await.expect("write");
+    truncated.write_all(&[1u8; 10]).await.expect("write");
+    truncated.finish().expect("finish");
+    wait_until("truncated body counted", || {
+        a.metrics.malformed_frames() >= 2
+    })
+    .await;
+
+    // (c) A stream that ends inside the 4-byte prefix.
+    let mut short = conn.open_uni().await.expect("uni");
+    short.write_all(&[5, 0]).await.expect("write");
+    short.finish().expect("finish");
+    wait_until("truncated header counted", || {
+        a.metrics.malformed_frames() >= 3
+    })
+    .await;
+
+    // The same peer still gets a well-formed message through on a new stream…
+    let mut good = conn.open_uni().await.expect("uni");
+    good.write_all(&encode_frame(b"honest again").expect("frame"))
+        .await
+        .expect("write");
+    good.finish().expect("finish");
+    expect_gossip(&mut a, 2, b"honest again").await;
+
+    // …and can still make requests on this connection.
+    let (mut send, mut recv) = conn.open_bi().await.expect("bi");
+    send.write_all(&encode_frame(b"q").expect("frame"))
+        .await
+        .expect("write");
+    send.finish().expect("finish");
+    let reply = recv.read_to_end(1024).await.expect("reply");
+    assert_eq!(reply, encode_frame(b"re:q").expect("frame"));
+
+    // Other peers are unaffected.
+    b.net.send(0, Arc::new(b"from an honest peer".to_vec()));
+    expect_gossip(&mut a, 1, b"from an honest peer").await;
+    assert_eq!(a.metrics.malformed_frames(), 3);
+
+    // The runtime reports ZAP decode failures through the same counter.
+    a.metrics.record_malformed();
+    assert_eq!(a.metrics.malformed_frames(), 4);
+
+    conn.close(0u32.into(), b"done");
+    a.net.shutdown().await;
+    b.net.shutdown().await;
+}
+
+/// A validator that restarts on the same address with the same identity is redialed: later
+/// gossip and requests reach the new process in both directions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restarted_peer_is_reconnected_and_receives_later_messages() {
+    let ids = [identity(0), identity(1)];
+    let addrs = [free_addr(), free_addr()];
+    let mut a = start(0, &ids[0], addrs[0], vec![peer(1, &ids[1], addrs[1])]).await;
+    let mut b = start(1, &ids[1], addrs[1], vec![peer(0, &ids[0], addrs[0])]).await;
+    wait_until("0 -> 1 connected", || a.net.connected_peers() == 1).await;
+    wait_until("1 -> 0 connected", || b.net.connected_peers() == 1).await;
+    a.net.send(1, Arc::new(b"before".to_vec()));
+    expect_gossip(&mut b, 0, b"before").await;
+
+    b.net.shutdown().await;
+    drop(b);
+    wait_until("0 notices 1 is gone", || a.net.connected_peers() == 0).await;
+
+    let mut b = start(1, &ids[1], addrs[1], vec![peer(0, &ids[0], addrs[0])]).await;
+    // Consensus retransmits; so does this test, until the redial has happened.
+    let delivered = timeout(WAIT, async {
+        loop {
+            a.net.send(1, Arc::new(b"after restart".to_vec()));
+            if let Ok(Some((0, m))) = timeout(Duration::from_millis(100), b.gossip.recv()).await {
+                if m == b"after restart" {
+                    return;
+                }
+            }
+        }
+    })
+    .await;
+    assert!(delivered.is_ok(), "restarted peer never received gossip");
+
+    b.net.send(0, Arc::new(b"hello again".to_vec()));
+    expect_gossip(&mut a, 1, b"hello again").await;
+    let reply = a
+        .net
+        .request(1, b"still there?".to_vec(), Duration::from_secs(3))
+        .await
+        .expect("request after restart");
+    assert_eq!(reply, b"re:still there?");
+    assert_eq!(a.metrics.malformed_frames(), 0);
+    a.net.shutdown().await;
+    b.net.shutdown().await;
+}
