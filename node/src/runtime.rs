@@ -484,7 +484,7 @@ impl Driver {
                 }
                 Action::Fetch { block, from_height } => self.fetch(block, from_height),
                 Action::EnteredView { view, leader } => {
-                    self.span = tracing::info_span!("view", view, leader);
+                    self.span = tracing::info_span!(parent: None, "view", view, leader);
                     self.shared.view.store(view, Ordering::Relaxed);
                     self.shared.metrics.view.set(view as i64);
                 }

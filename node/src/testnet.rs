@@ -1,6 +1,1172 @@
-//! PLACEHOLDER written by the lead so the crate compiles; the testnet helper replaces this whole file.
-use std::path::PathBuf;
-pub struct TestnetOptions { pub validators: usize, pub blocks: u64, pub dir: Option<PathBuf>, pub block_time_ms: u64, pub tx_rate: f64, pub binary: PathBuf }
-#[derive(serde::Serialize)]
-pub struct TestnetReport { pub agreement: bool, pub txs_finalized: u64, pub txs_submitted: u64 }
-pub async fn run(_opts: TestnetOptions) -> Result<TestnetReport, String> { Err("not yet".into()) }
+//! A local multi-process testnet: N `quasar-node run` processes on loopback, driven and measured
+//! through their HTTP admin API ([`crate::api`]). It backs the `quasar-node testnet` subcommand and
+//! the process-level tests (`node/tests/testnet_process.rs`).
+//!
+//! # Layout on disk
+//!
+//! ```text
+//! DIR/genesis.json            chain id 1, genesis time = creation time, stake 100 per validator
+//! DIR/v{i}/validator.key.json secret keys of validator i (mode 0600, `config::keygen`)
+//! DIR/v{i}/validator.pub.json its public keys
+//! DIR/v{i}/node.toml          data_dir "data", key_dir ".", genesis "../genesis.json", loopback
+//!                             ports, every other validator as a peer (relative paths, so DIR can
+//!                             be moved)
+//! DIR/v{i}/node.log           stdout and stderr of every process started for validator i
+//! DIR/v{i}/data/              the node's store and signing guard (kept across restarts)
+//! ```
+//!
+//! # What [`run`] measures
+//!
+//! 1. Create the network, start every validator, wait until each answers `GET /status` (30 s).
+//! 2. Submit transactions at `tx_rate` per second, round-robin over the validators (`POST /tx`),
+//!    until the first validator reaches height `blocks`. Only `200` answers count as submitted.
+//! 3. Wait (60 s + 3 × `blocks` × block time) until every validator's finalized height is at least
+//!    `blocks` and every submitted transaction is finalized (`GET /tx/{hash}` on validator 0,
+//!    pending ones re-checked every 200 ms). If only transactions are missing when the time is up,
+//!    the report says so (`txs_finalized < txs_submitted`); missing heights are an error.
+//! 4. Read `GET /block/h` for `h = 1..=blocks` from every validator:
+//!    - `agreement`: every validator returns the same block hash at every height;
+//!    - finality samples: `finalized_at_us − timestamp_us` for each (validator, block), in ms,
+//!      i.e. from the proposer stamping the block to that validator seeing its finalize quorum.
+//!      All processes share the host clock, so the difference is meaningful; p50/p99 use the
+//!      nearest-rank definition ([`nearest_rank`]);
+//!    - `blocks_per_sec = blocks / (latest finalized_at_us of block `blocks` − timestamp_us of
+//!      block 1)`.
+//!
+//! Progress goes to stderr; the report is returned to the caller (the CLI prints it as one JSON
+//! line on stdout). A temporary directory is removed after a passing run and kept (its path
+//! printed) after a failing one.
+//!
+//! Processes are stopped with SIGKILL ([`std::process::Child::kill`]), never gracefully: a killed
+//! validator must come back from its durable state alone (DESIGN.md §2, signing guard).
+
+use std::collections::HashSet;
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use tokio::task::JoinSet;
+use tokio::time::{sleep, Instant};
+
+use crate::config::{self, ConfigError, GenesisFile, NodeConfig, PeerConfig};
+
+/// Chain id of every testnet genesis.
+pub const CHAIN_ID: u64 = 1;
+/// Stake of each testnet validator.
+pub const STAKE: u64 = 100;
+/// Default number of validators of the `testnet` subcommand.
+pub const DEFAULT_VALIDATORS: usize = 4;
+/// Default target height of the `testnet` subcommand.
+pub const DEFAULT_BLOCKS: u64 = 20;
+/// Default minimum time between blocks, milliseconds.
+pub const DEFAULT_BLOCK_TIME_MS: u64 = 500;
+/// Default transaction rate, transactions per second.
+pub const DEFAULT_TX_RATE: f64 = 100.0;
+/// Genesis file name inside the testnet directory.
+pub const GENESIS_FILE: &str = "genesis.json";
+/// Node config file name inside a validator's directory.
+pub const NODE_CONFIG_FILE: &str = "node.toml";
+/// Log file name inside a validator's directory.
+pub const NODE_LOG_FILE: &str = "node.log";
+
+/// How long [`run`] waits for every validator's API to answer after starting them.
+pub const API_READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// Mempool bound written into each `node.toml` (the config default).
+const MEMPOOL_MAX_TXS: usize = 100_000;
+/// Block size bound written into each `node.toml` (the config default).
+const MAX_BLOCK_TXS: usize = 10_000;
+/// Interval between `/status` polls.
+const STATUS_POLL: Duration = Duration::from_millis(100);
+/// Interval between checks of still-pending transactions.
+const TX_POLL: Duration = Duration::from_millis(200);
+/// Pacing tick of the transaction submitter.
+const SUBMIT_TICK: Duration = Duration::from_millis(10);
+/// Timeout of one HTTP request to a node.
+const HTTP_TIMEOUT: Duration = Duration::from_secs(5);
+/// Most HTTP requests in flight at once while submitting or checking transactions.
+const MAX_IN_FLIGHT: usize = 32;
+/// Longest error body quoted in an error message.
+const MAX_QUOTED_BODY: usize = 200;
+
+/// Failures creating, running or querying a testnet. Every variant stops [`run`]; a failing
+/// report (disagreement, unfinalized transactions) is not an error but a report that says so.
+#[derive(Debug, thiserror::Error)]
+pub enum TestnetError {
+    /// The options cannot describe a network (no validators, zero blocks, negative rate, ...);
+    /// nothing was created.
+    #[error("invalid testnet options: {0}")]
+    Options(String),
+    /// A directory or log file of the testnet could not be created or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Writing keys, genesis or a node config failed.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// No free loopback port could be reserved.
+    #[error("reserving a loopback {protocol} port: {source}")]
+    Port {
+        /// `"udp"` (p2p) or `"tcp"` (API).
+        protocol: &'static str,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The validator index is outside the network.
+    #[error("no validator {index} (the testnet has {count})")]
+    NoSuchValidator {
+        /// The index asked for.
+        index: usize,
+        /// Number of validators.
+        count: usize,
+    },
+    /// [`Testnet::spawn`] was asked to start a validator whose process is still running.
+    #[error("validator {0} is already running")]
+    AlreadyRunning(usize),
+    /// Starting a node process failed (binary missing or not executable).
+    #[error("spawning validator {validator} with {binary}: {source}")]
+    Spawn {
+        /// The validator.
+        validator: usize,
+        /// The binary that was started.
+        binary: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A node process exited while the testnet expected it to run; its log says why.
+    #[error("validator {validator} exited unexpectedly ({status}); see {log}")]
+    Exited {
+        /// The validator.
+        validator: usize,
+        /// Its exit status.
+        status: ExitStatus,
+        /// Its log file.
+        log: PathBuf,
+    },
+    /// An HTTP request failed: connection refused, timeout, or a body that is not the expected
+    /// JSON.
+    #[error("{url}: {source}")]
+    Http {
+        /// The request URL.
+        url: String,
+        /// The client error.
+        source: reqwest::Error,
+    },
+    /// A node answered with an unexpected HTTP status.
+    #[error("{url}: HTTP {status}: {body}")]
+    Status {
+        /// The request URL.
+        url: String,
+        /// The HTTP status code.
+        status: u16,
+        /// The start of the response body.
+        body: String,
+    },
+    /// A node contradicted itself, e.g. a height at or below its finalized height has no block.
+    #[error("validator {validator}: {message}")]
+    Inconsistent {
+        /// The validator.
+        validator: usize,
+        /// What it contradicted.
+        message: String,
+    },
+    /// A condition was not reached in time.
+    #[error("timed out after {after:?} waiting for {what}")]
+    Timeout {
+        /// The condition, with the last observed state.
+        what: String,
+        /// How long was waited.
+        after: Duration,
+    },
+}
+
+/// What [`run`] does; the fields are the `testnet` subcommand's flags.
+#[derive(Debug, Clone)]
+pub struct TestnetOptions {
+    /// Number of validators (at least 1; BFT tolerance needs 4).
+    pub validators: usize,
+    /// Target height: submission stops when the first validator reaches it, and every validator
+    /// must finalize it.
+    pub blocks: u64,
+    /// Directory for keys, genesis, configs, data and logs; `None`: a fresh temporary directory.
+    pub dir: Option<PathBuf>,
+    /// Minimum time between blocks, milliseconds (default [`DEFAULT_BLOCK_TIME_MS`]).
+    pub block_time_ms: u64,
+    /// Transactions submitted per second (default [`DEFAULT_TX_RATE`]); 0 submits none.
+    pub tx_rate: f64,
+    /// Path of the `quasar-node` binary to start for each validator.
+    pub binary: PathBuf,
+}
+
+impl TestnetOptions {
+    /// The defaults ([`DEFAULT_VALIDATORS`], [`DEFAULT_BLOCKS`], temporary directory,
+    /// [`DEFAULT_BLOCK_TIME_MS`], [`DEFAULT_TX_RATE`]) with `binary` as the node binary.
+    pub fn new(binary: impl Into<PathBuf>) -> TestnetOptions {
+        TestnetOptions {
+            validators: DEFAULT_VALIDATORS,
+            blocks: DEFAULT_BLOCKS,
+            dir: None,
+            block_time_ms: DEFAULT_BLOCK_TIME_MS,
+            tx_rate: DEFAULT_TX_RATE,
+            binary: binary.into(),
+        }
+    }
+
+    fn check(&self) -> Result<(), TestnetError> {
+        if self.validators == 0 {
+            return Err(TestnetError::Options("validators must be at least 1".into()));
+        }
+        if self.blocks == 0 {
+            return Err(TestnetError::Options("blocks must be at least 1".into()));
+        }
+        if self.block_time_ms == 0 {
+            return Err(TestnetError::Options("block_time_ms must be positive".into()));
+        }
+        if !self.tx_rate.is_finite() || self.tx_rate < 0.0 {
+            return Err(TestnetError::Options(format!(
+                "tx_rate must be a finite number >= 0, got {}",
+                self.tx_rate
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The outcome of [`run`]; serialized as one JSON object with exactly these keys, in this order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestnetReport {
+    /// Number of validators.
+    pub validators: usize,
+    /// The lowest finalized height over all validators at the end of the run.
+    pub finalized_height: u64,
+    /// Whether every validator has the same block hash at every height `1..=blocks`.
+    pub agreement: bool,
+    /// `blocks` divided by the seconds from block 1's proposal to the last validator finalizing
+    /// block `blocks` (0 when that span is not positive).
+    pub blocks_per_sec: f64,
+    /// Median finality latency (proposal timestamp → finalize quorum seen), milliseconds,
+    /// nearest rank over every (validator, block); 0 without samples.
+    pub finality_p50_ms: f64,
+    /// 99th percentile of the same samples, milliseconds.
+    pub finality_p99_ms: f64,
+    /// Transactions a node accepted (`POST /tx` answered 200).
+    pub txs_submitted: u64,
+    /// Of those, the ones found finalized.
+    pub txs_finalized: u64,
+}
+
+impl TestnetReport {
+    /// Whether the run passed: the validators agree and every submitted transaction finalized.
+    pub fn passed(&self) -> bool {
+        self.agreement && self.txs_finalized == self.txs_submitted
+    }
+}
+
+/// `GET /status` of a node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Status {
+    /// The node's validator index.
+    pub validator: u32,
+    /// Highest height the node knows a block for.
+    pub height: u64,
+    /// Highest finalized height.
+    pub finalized_height: u64,
+    /// Current view.
+    pub view: u64,
+    /// Current epoch.
+    pub epoch: u64,
+    /// Connected peers.
+    pub peers: usize,
+    /// Pending transactions.
+    pub mempool: usize,
+    /// Chain id.
+    pub chain_id: u64,
+    /// Equivocations the node detected in votes it received.
+    pub evidence: u64,
+    /// Votes this process signed.
+    pub votes_signed: u64,
+    /// Votes the signing guard refused.
+    pub guard_refusals: u64,
+}
+
+/// The certificate part of [`BlockInfo`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CertificateInfo {
+    /// `"finalization"`, `"notarization"` or `"nullification"`.
+    pub kind: String,
+    /// The certified view.
+    pub view: u64,
+    /// Validator indices whose signatures are aggregated.
+    pub signers: Vec<u32>,
+    /// The BLS aggregate signature, hex.
+    pub aggregate_signature: String,
+}
+
+/// `GET /block/{height}` of a node: a finalized block.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockInfo {
+    /// Height.
+    pub height: u64,
+    /// Block hash, hex (32 bytes).
+    pub hash: String,
+    /// Parent hash, hex.
+    pub parent: String,
+    /// View it was proposed in.
+    pub view: u64,
+    /// Proposer's validator index.
+    pub proposer: u32,
+    /// Proposal time on the proposer's clock, µs since the Unix epoch.
+    pub timestamp_us: u64,
+    /// Number of transactions.
+    pub tx_count: u64,
+    /// Transaction hashes, hex.
+    pub tx_hashes: Vec<String>,
+    /// When this node saw the finalize quorum (its clock, µs since the Unix epoch); `None` when
+    /// it learned the block otherwise (e.g. by sync after a restart).
+    pub finalized_at_us: Option<u64>,
+    /// The certificate that finalized it.
+    pub certificate: CertificateInfo,
+}
+
+/// Where a transaction stands (`GET /tx/{hash}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TxStatus {
+    /// In the mempool.
+    Pending,
+    /// In a finalized block.
+    Finalized,
+}
+
+/// `GET /tx/{hash}` of a node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxInfo {
+    /// Transaction hash, hex.
+    pub hash: String,
+    /// Pending or finalized.
+    pub status: TxStatus,
+    /// Height of the finalized block containing it.
+    pub height: Option<u64>,
+}
+
+/// The answer to `POST /tx`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Submitted {
+    /// 200: accepted, with the transaction hash (hex).
+    Accepted(String),
+    /// 400/409/503 (empty or too large, duplicate, mempool full): not accepted.
+    Rejected {
+        /// The HTTP status.
+        status: u16,
+        /// The start of the response body.
+        body: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct NodeAddrs {
+    p2p: SocketAddr,
+    api: SocketAddr,
+}
+
+/// A testnet on disk plus its running node processes. Dropping it kills every process.
+pub struct Testnet {
+    dir: PathBuf,
+    nodes: Vec<NodeAddrs>,
+    block_time_ms: u64,
+    /// One slot per validator: the running process, if any. Behind a mutex so that `&self`
+    /// waits can notice a process that died.
+    children: Mutex<Vec<Option<Child>>>,
+    http: reqwest::Client,
+}
+
+impl Testnet {
+    /// Creates a network of `validators` under `dir` (see the module docs for the layout): keys for
+    /// `v0..v{validators-1}`, `genesis.json` (chain id [`CHAIN_ID`], now as genesis time, stake
+    /// [`STAKE`] each), and a `node.toml` per validator with free loopback ports (UDP for p2p, TCP
+    /// for the API, picked by binding port 0) and every other validator as a peer. Starts nothing.
+    ///
+    /// Errors: [`TestnetError::Options`] for zero validators or block time,
+    /// [`TestnetError::Config`] when `dir` already holds validator keys or a file cannot be
+    /// written, [`TestnetError::Port`], [`TestnetError::Io`].
+    pub fn create(dir: &Path, validators: usize, block_time_ms: u64) -> Result<Testnet, TestnetError> {
+        if validators == 0 {
+            return Err(TestnetError::Options("validators must be at least 1".into()));
+        }
+        if block_time_ms == 0 {
+            return Err(TestnetError::Options("block_time_ms must be positive".into()));
+        }
+        std::fs::create_dir_all(dir).map_err(|source| TestnetError::Io { path: dir.to_path_buf(), source })?;
+        let mut keys = Vec::with_capacity(validators);
+        for i in 0..validators {
+            keys.push(config::keygen(&node_dir(dir, i), &format!("validator-{i}"))?);
+        }
+        let genesis = GenesisFile::from_public_keys(CHAIN_ID, now_us(), &keys, STAKE);
+        genesis.save(&dir.join(GENESIS_FILE))?;
+
+        let nodes = reserve_ports(validators)?;
+        for (i, me) in nodes.iter().enumerate() {
+            let peers = nodes
+                .iter()
+                .zip(&keys)
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, (addrs, key))| PeerConfig { bls_public_key: key.bls_public_key.clone(), address: addrs.p2p })
+                .collect();
+            let cfg = NodeConfig {
+                data_dir: PathBuf::from("data"),
+                key_dir: PathBuf::from("."),
+                genesis: PathBuf::from("..").join(GENESIS_FILE),
+                p2p_listen: me.p2p,
+                api_listen: me.api,
+                block_time_ms,
+                view_timeout_ms: None,
+                mempool_max_txs: MEMPOOL_MAX_TXS,
+                max_block_txs: MAX_BLOCK_TXS,
+                peers,
+            };
+            cfg.save(&node_dir(dir, i).join(NODE_CONFIG_FILE))?;
+        }
+
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(HTTP_TIMEOUT)
+            .build()
+            .map_err(|source| TestnetError::Http { url: "(building the HTTP client)".into(), source })?;
+        Ok(Testnet {
+            dir: dir.to_path_buf(),
+            nodes,
+            block_time_ms,
+            children: Mutex::new((0..validators).map(|_| None).collect()),
+            http,
+        })
+    }
+
+    /// The testnet directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Number of validators.
+    pub fn validators(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// The block time the network was created with, milliseconds.
+    pub fn block_time_ms(&self) -> u64 {
+        self.block_time_ms
+    }
+
+    /// Validator `i`'s directory (keys, `node.toml`, `node.log`, `data/`).
+    pub fn node_dir(&self, i: usize) -> PathBuf {
+        node_dir(&self.dir, i)
+    }
+
+    /// Validator `i`'s log file.
+    pub fn log_path(&self, i: usize) -> PathBuf {
+        self.node_dir(i).join(NODE_LOG_FILE)
+    }
+
+    /// Validator `i`'s HTTP API address. Panics if `i >= validators()` (a caller bug).
+    pub fn api(&self, i: usize) -> SocketAddr {
+        self.nodes[i].api
+    }
+
+    /// Validator `i`'s QUIC (UDP) address. Panics if `i >= validators()` (a caller bug).
+    pub fn p2p(&self, i: usize) -> SocketAddr {
+        self.nodes[i].p2p
+    }
+
+    fn check_index(&self, i: usize) -> Result<(), TestnetError> {
+        if i < self.nodes.len() {
+            Ok(())
+        } else {
+            Err(TestnetError::NoSuchValidator { index: i, count: self.nodes.len() })
+        }
+    }
+
+    fn children(&self) -> MutexGuard<'_, Vec<Option<Child>>> {
+        // A panic while holding the lock leaves the slots consistent (each is a whole Option).
+        self.children.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Starts validator `i`: `binary run --config DIR/v{i}/node.toml`, stdout and stderr appended
+    /// to `DIR/v{i}/node.log` (after a marker line), the environment (including `RUST_LOG`)
+    /// inherited. A restarted validator reuses its data directory.
+    ///
+    /// Errors: [`TestnetError::NoSuchValidator`], [`TestnetError::AlreadyRunning`],
+    /// [`TestnetError::Io`] (log file), [`TestnetError::Spawn`].
+    pub fn spawn(&mut self, i: usize, binary: &Path) -> Result<(), TestnetError> {
+        self.check_index(i)?;
+        let config_path = self.node_dir(i).join(NODE_CONFIG_FILE);
+        let log_path = self.log_path(i);
+        let mut children = self.children();
+        let slot = &mut children[i];
+        if let Some(child) = slot {
+            match child.try_wait() {
+                Ok(None) => return Err(TestnetError::AlreadyRunning(i)),
+                Ok(Some(_)) | Err(_) => *slot = None,
+            }
+        }
+        let io_err = |source| TestnetError::Io { path: log_path.clone(), source };
+        let mut log = OpenOptions::new().create(true).append(true).open(&log_path).map_err(io_err)?;
+        writeln!(log, "=== testnet: starting validator {i} at {} µs ===", now_us()).map_err(io_err)?;
+        let stderr = log.try_clone().map_err(io_err)?;
+        let child = Command::new(binary)
+            .arg("run")
+            .arg("--config")
+            .arg(&config_path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(stderr))
+            .spawn()
+            .map_err(|source| TestnetError::Spawn { validator: i, binary: binary.to_path_buf(), source })?;
+        *slot = Some(child);
+        Ok(())
+    }
+
+    /// Kills validator `i` with SIGKILL and reaps it; nothing happens if it is not running or
+    /// `i` is out of range.
+    pub fn kill(&mut self, i: usize) {
+        let child = self.children().get_mut(i).and_then(Option::take);
+        if let Some(mut child) = child {
+            // Fails only if the process already exited, which is what we want anyway.
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Kills every running validator.
+    pub fn kill_all(&mut self) {
+        for i in 0..self.nodes.len() {
+            self.kill(i);
+        }
+    }
+
+    /// Errors with [`TestnetError::Exited`] if a process started by [`Testnet::spawn`] (and not
+    /// killed by [`Testnet::kill`]) has exited. The exited process's slot is cleared, so each
+    /// exit is reported once.
+    pub fn check_running(&self) -> Result<(), TestnetError> {
+        let mut children = self.children();
+        for (i, slot) in children.iter_mut().enumerate() {
+            let exited = match slot {
+                Some(child) => child.try_wait().ok().flatten(),
+                None => None,
+            };
+            if let Some(status) = exited {
+                *slot = None;
+                return Err(TestnetError::Exited { validator: i, status, log: self.log_path(i) });
+            }
+        }
+        Ok(())
+    }
+
+    /// The last `lines` lines of validator `i`'s log (empty if it cannot be read).
+    pub fn log_tail(&self, i: usize, lines: usize) -> String {
+        let text = std::fs::read(self.log_path(i)).unwrap_or_default();
+        let text = String::from_utf8_lossy(&text);
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    fn url(&self, i: usize, path: &str) -> Result<String, TestnetError> {
+        self.check_index(i)?;
+        Ok(format!("http://{}{path}", self.nodes[i].api))
+    }
+
+    /// GETs JSON; `Ok(None)` on 404.
+    async fn get_json<T: DeserializeOwned>(&self, i: usize, path: &str) -> Result<Option<T>, TestnetError> {
+        let url = self.url(i, path)?;
+        let response = self.http.get(&url).send().await.map_err(|source| TestnetError::Http { url: url.clone(), source })?;
+        let status = response.status();
+        if status == reqwest::StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        if !status.is_success() {
+            return Err(status_error(url, response).await);
+        }
+        response.json().await.map(Some).map_err(|source| TestnetError::Http { url, source })
+    }
+
+    /// Validator `i`'s `GET /status`. Errors: [`TestnetError::Http`] (not reachable, bad JSON),
+    /// [`TestnetError::Status`].
+    pub async fn status(&self, i: usize) -> Result<Status, TestnetError> {
+        match self.get_json(i, "/status").await? {
+            Some(status) => Ok(status),
+            None => Err(TestnetError::Status { url: self.url(i, "/status")?, status: 404, body: String::new() }),
+        }
+    }
+
+    /// Validator `i`'s finalized block at `height` (`GET /block/{height}`); `None` when it has not
+    /// finalized that height.
+    pub async fn block(&self, i: usize, height: u64) -> Result<Option<BlockInfo>, TestnetError> {
+        self.get_json(i, &format!("/block/{height}")).await
+    }
+
+    /// Validator `i`'s view of transaction `hash_hex` (`GET /tx/{hash}`); `None` when it does not
+    /// know it (not yet gossiped, or dropped).
+    pub async fn tx(&self, i: usize, hash_hex: &str) -> Result<Option<TxInfo>, TestnetError> {
+        self.get_json(i, &format!("/tx/{hash_hex}")).await
+    }
+
+    /// Submits `tx` to validator `i` (`POST /tx`). A 4xx/5xx answer of the mempool is
+    /// [`Submitted::Rejected`], not an error. Errors: [`TestnetError::Http`].
+    pub async fn submit_tx(&self, i: usize, tx: Vec<u8>) -> Result<Submitted, TestnetError> {
+        post_tx(&self.http, self.url(i, "/tx")?, tx).await
+    }
+
+    /// Validator `i`'s `GET /metrics` (Prometheus text).
+    pub async fn metrics(&self, i: usize) -> Result<String, TestnetError> {
+        let url = self.url(i, "/metrics")?;
+        let response = self.http.get(&url).send().await.map_err(|source| TestnetError::Http { url: url.clone(), source })?;
+        if !response.status().is_success() {
+            return Err(status_error(url, response).await);
+        }
+        response.text().await.map_err(|source| TestnetError::Http { url, source })
+    }
+
+    /// The value of metric `name` in validator `i`'s `/metrics` ([`metric_value`]).
+    pub async fn metric(&self, i: usize, name: &str) -> Result<Option<f64>, TestnetError> {
+        Ok(metric_value(&self.metrics(i).await?, name))
+    }
+
+    /// Polls `GET /status` of `nodes` every 100 ms until `done` holds for their statuses (given in
+    /// the order of `nodes`, and only once every one of them answered), and returns those
+    /// statuses.
+    ///
+    /// Errors: [`TestnetError::Timeout`] after `timeout` (naming `what` and the last heights
+    /// seen), [`TestnetError::Exited`] as soon as a running validator dies,
+    /// [`TestnetError::NoSuchValidator`].
+    pub async fn wait_for_status(
+        &self,
+        what: &str,
+        nodes: &[usize],
+        timeout: Duration,
+        mut done: impl FnMut(&[Status]) -> bool,
+    ) -> Result<Vec<Status>, TestnetError> {
+        for &i in nodes {
+            self.check_index(i)?;
+        }
+        let start = Instant::now();
+        let mut last_seen = String::from("no answers yet");
+        loop {
+            self.check_running()?;
+            let mut statuses = Vec::with_capacity(nodes.len());
+            let mut seen = Vec::with_capacity(nodes.len());
+            for &i in nodes {
+                match self.status(i).await {
+                    Ok(s) => {
+                        seen.push(format!("v{i}: height {} finalized {}", s.height, s.finalized_height));
+                        statuses.push(s);
+                    }
+                    Err(e) => seen.push(format!("v{i}: {e}")),
+                }
+            }
+            last_seen = seen.join("; ");
+            if statuses.len() == nodes.len() && done(&statuses) {
+                return Ok(statuses);
+            }
+            if start.elapsed() >= timeout {
+                return Err(TestnetError::Timeout { what: format!("{what} (last seen: {last_seen})"), after: timeout });
+            }
+            sleep(STATUS_POLL).await;
+        }
+    }
+
+    /// Waits until every validator answers `GET /status`.
+    pub async fn wait_ready(&self, timeout: Duration) -> Result<Vec<Status>, TestnetError> {
+        let all: Vec<usize> = (0..self.validators()).collect();
+        self.wait_for_status("every validator's API", &all, timeout, |_| true).await
+    }
+
+    /// Waits until each of `nodes` has finalized `height`.
+    pub async fn wait_finalized(&self, nodes: &[usize], height: u64, timeout: Duration) -> Result<Vec<Status>, TestnetError> {
+        let what = format!("validators {nodes:?} to finalize height {height}");
+        self.wait_for_status(&what, nodes, timeout, |s| s.iter().all(|s| s.finalized_height >= height)).await
+    }
+
+    /// Looks up `hashes` on validator `i`, at most [`MAX_IN_FLIGHT`] requests at a time, and
+    /// returns the ones it reports finalized. Lookups that fail count as not finalized yet.
+    async fn finalized_among(&self, i: usize, hashes: &[String]) -> Result<HashSet<String>, TestnetError> {
+        let base = self.url(i, "/tx/")?;
+        let mut finalized = HashSet::new();
+        let mut tasks = JoinSet::new();
+        let mut queue = hashes.iter();
+        loop {
+            while tasks.len() < MAX_IN_FLIGHT {
+                let Some(hash) = queue.next() else { break };
+                let (client, url, hash) = (self.http.clone(), format!("{base}{hash}"), hash.clone());
+                tasks.spawn(async move {
+                    let ok = match client.get(&url).send().await {
+                        Ok(r) if r.status().is_success() => {
+                            r.json::<TxInfo>().await.is_ok_and(|t| t.status == TxStatus::Finalized)
+                        }
+                        _ => false,
+                    };
+                    (hash, ok)
+                });
+            }
+            match tasks.join_next().await {
+                Some(Ok((hash, true))) => {
+                    finalized.insert(hash);
+                }
+                Some(_) => {}
+                None => return Ok(finalized),
+            }
+        }
+    }
+}
+
+impl Drop for Testnet {
+    fn drop(&mut self) {
+        self.kill_all();
+    }
+}
+
+/// Runs a testnet as described in the module docs and returns its report.
+///
+/// Errors: invalid options, setup failures, a validator that dies, an API that stops answering,
+/// a validator that does not reach `blocks` in time ([`TestnetError`]). A run that completes
+/// but disagrees or leaves transactions unfinalized returns a report with
+/// [`TestnetReport::passed`] false.
+pub async fn run(opts: TestnetOptions) -> Result<TestnetReport, TestnetError> {
+    opts.check()?;
+    let (dir, temp) = match &opts.dir {
+        Some(dir) => (dir.clone(), None),
+        None => {
+            let temp = tempfile::Builder::new()
+                .prefix("quasar-testnet-")
+                .tempdir()
+                .map_err(|source| TestnetError::Io { path: std::env::temp_dir(), source })?;
+            (temp.path().to_path_buf(), Some(temp))
+        }
+    };
+    eprintln!(
+        "testnet: {} validators, {} blocks, block time {} ms, {} tx/s, in {}",
+        opts.validators,
+        opts.blocks,
+        opts.block_time_ms,
+        opts.tx_rate,
+        dir.display()
+    );
+    let result = run_in(&dir, &opts).await;
+    let passed = result.as_ref().is_ok_and(TestnetReport::passed);
+    match temp {
+        Some(temp) if passed => {
+            if let Err(e) = temp.close() {
+                eprintln!("testnet: could not remove {}: {e}", dir.display());
+            }
+        }
+        Some(temp) => {
+            let kept = temp.keep();
+            eprintln!("testnet: run failed; keeping {} (logs in v*/{NODE_LOG_FILE})", kept.display());
+        }
+        None if !passed => eprintln!("testnet: run failed; logs in {}/v*/{NODE_LOG_FILE}", dir.display()),
+        None => {}
+    }
+    result
+}
+
+/// The transactions [`run`] got accepted.
+#[derive(Default)]
+struct Submissions {
+    /// Hashes (hex) of accepted transactions.
+    accepted: Vec<String>,
+    /// Answers other than 200.
+    rejected: u64,
+    /// Requests that failed (connection, timeout).
+    failed: u64,
+}
+
+impl Submissions {
+    fn record(&mut self, outcome: Result<Submitted, TestnetError>) {
+        match outcome {
+            Ok(Submitted::Accepted(hash)) => self.accepted.push(hash),
+            Ok(Submitted::Rejected { status, body }) => {
+                if self.rejected == 0 {
+                    eprintln!("testnet: a node rejected a transaction: HTTP {status}: {body}");
+                }
+                self.rejected = self.rejected.saturating_add(1);
+            }
+            Err(e) => {
+                if self.failed == 0 {
+                    eprintln!("testnet: submitting a transaction failed: {e}");
+                }
+                self.failed = self.failed.saturating_add(1);
+            }
+        }
+    }
+}
+
+async fn run_in(dir: &Path, opts: &TestnetOptions) -> Result<TestnetReport, TestnetError> {
+    let mut net = Testnet::create(dir, opts.validators, opts.block_time_ms)?;
+    let result = drive(&mut net, opts).await;
+    if result.is_err() {
+        for i in 0..net.validators() {
+            eprintln!("testnet: last lines of {}:\n{}", net.log_path(i).display(), net.log_tail(i, 15));
+        }
+    }
+    net.kill_all();
+    result
+}
+
+async fn drive(net: &mut Testnet, opts: &TestnetOptions) -> Result<TestnetReport, TestnetError> {
+    let n = net.validators();
+    for i in 0..n {
+        net.spawn(i, &opts.binary)?;
+    }
+    net.wait_ready(API_READY_TIMEOUT).await?;
+    eprintln!("testnet: all {n} validators answer; submitting transactions");
+
+    let budget = Duration::from_secs(60)
+        .saturating_add(Duration::from_millis(opts.block_time_ms.saturating_mul(opts.blocks).saturating_mul(3)));
+    let subs = submit_until_height(net, opts, budget).await?;
+    eprintln!(
+        "testnet: height {} reached; {} transactions accepted, {} rejected, {} failed; waiting for finality",
+        opts.blocks,
+        subs.accepted.len(),
+        subs.rejected,
+        subs.failed
+    );
+
+    let txs_finalized = wait_for_finality(net, opts.blocks, &subs.accepted, budget).await?;
+    let report = measure(net, opts.blocks, subs.accepted.len() as u64, txs_finalized).await?;
+    eprintln!(
+        "testnet: agreement {}, {:.2} blocks/s, finality p50 {:.1} ms p99 {:.1} ms, {}/{} transactions finalized",
+        report.agreement,
+        report.blocks_per_sec,
+        report.finality_p50_ms,
+        report.finality_p99_ms,
+        report.txs_finalized,
+        report.txs_submitted
+    );
+    Ok(report)
+}
+
+/// Submits transactions at `opts.tx_rate`, round-robin over the validators, until the first
+/// validator reports height `opts.blocks`.
+async fn submit_until_height(net: &Testnet, opts: &TestnetOptions, budget: Duration) -> Result<Submissions, TestnetError> {
+    let n = net.validators();
+    let mut subs = Submissions::default();
+    let mut tasks: JoinSet<Result<Submitted, TestnetError>> = JoinSet::new();
+    let mut sent: u64 = 0;
+    let start = Instant::now();
+    let mut next_poll = start;
+    let mut tick = tokio::time::interval(SUBMIT_TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tick.tick().await;
+        // Pace by elapsed time, so slow answers delay transactions but do not lower the rate.
+        let due = (start.elapsed().as_secs_f64() * opts.tx_rate) as u64;
+        while sent < due && tasks.len() < MAX_IN_FLIGHT {
+            let node = (sent % n as u64) as usize;
+            let tx = format!("testnet-tx-{sent}-{}", rand::random::<u64>()).into_bytes();
+            let (client, url) = (net.http.clone(), net.url(node, "/tx")?);
+            tasks.spawn(async move { post_tx(&client, url, tx).await });
+            sent = sent.saturating_add(1);
+        }
+        while let Some(joined) = tasks.try_join_next() {
+            if let Ok(outcome) = joined {
+                subs.record(outcome);
+            }
+        }
+        if Instant::now() >= next_poll {
+            next_poll = Instant::now() + STATUS_POLL;
+            net.check_running()?;
+            let mut reached = false;
+            for i in 0..n {
+                if net.status(i).await.is_ok_and(|s| s.height >= opts.blocks) {
+                    reached = true;
+                    break;
+                }
+            }
+            if reached {
+                break;
+            }
+            if start.elapsed() >= budget {
+                return Err(TestnetError::Timeout { what: format!("a validator to reach height {}", opts.blocks), after: budget });
+            }
+        }
+    }
+    while let Some(joined) = tasks.join_next().await {
+        if let Ok(outcome) = joined {
+            subs.record(outcome);
+        }
+    }
+    Ok(subs)
+}
+
+/// Waits until every validator has finalized `blocks` and every accepted transaction is
+/// finalized on validator 0; returns how many accepted transactions were found finalized. When
+/// `budget` runs out with the heights reached but transactions missing, returns the count so the
+/// report shows it; with heights missing, errors.
+async fn wait_for_finality(net: &Testnet, blocks: u64, accepted: &[String], budget: Duration) -> Result<u64, TestnetError> {
+    let start = Instant::now();
+    let all: Vec<usize> = (0..net.validators()).collect();
+    let mut pending: Vec<String> = accepted.to_vec();
+    let mut next_tx_check = start;
+    let mut heights_reached = false;
+    loop {
+        net.check_running()?;
+        if !heights_reached {
+            heights_reached = net
+                .wait_for_status("statuses", &all, Duration::ZERO, |s| s.iter().all(|s| s.finalized_height >= blocks))
+                .await
+                .is_ok();
+        }
+        if !pending.is_empty() && Instant::now() >= next_tx_check {
+            let finalized = net.finalized_among(0, &pending).await?;
+            pending.retain(|h| !finalized.contains(h));
+            next_tx_check = Instant::now() + TX_POLL;
+        }
+        if heights_reached && pending.is_empty() {
+            break;
+        }
+        if start.elapsed() >= budget {
+            if !heights_reached {
+                // Report which validator is behind.
+                net.wait_finalized(&all, blocks, Duration::ZERO).await?;
+            }
+            eprintln!("testnet: {} of {} transactions still not finalized after {budget:?}", pending.len(), accepted.len());
+            break;
+        }
+        sleep(STATUS_POLL).await;
+    }
+    Ok((accepted.len() - pending.len()) as u64)
+}
+
+/// Reads blocks `1..=blocks` from every validator and computes the report.
+async fn measure(net: &Testnet, blocks: u64, txs_submitted: u64, txs_finalized: u64) -> Result<TestnetReport, TestnetError> {
+    let n = net.validators();
+    let mut agreement = true;
+    let mut samples_ms = Vec::new();
+    let mut first_timestamp_us = None;
+    let mut last_finalized_us: Option<u64> = None;
+    for h in 1..=blocks {
+        let mut reference: Option<String> = None;
+        for i in 0..n {
+            let Some(block) = net.block(i, h).await? else {
+                return Err(TestnetError::Inconsistent {
+                    validator: i,
+                    message: format!("reports finalized height >= {blocks} but has no block at height {h}"),
+                });
+            };
+            match &reference {
+                None => reference = Some(block.hash.clone()),
+                Some(hash) if *hash != block.hash => {
+                    eprintln!("testnet: DISAGREEMENT at height {h}: validator 0 has {hash}, validator {i} has {}", block.hash);
+                    agreement = false;
+                }
+                Some(_) => {}
+            }
+            if let Some(at) = block.finalized_at_us {
+                samples_ms.push((i128::from(at) - i128::from(block.timestamp_us)) as f64 / 1000.0);
+                if h == blocks {
+                    last_finalized_us = Some(last_finalized_us.map_or(at, |m| m.max(at)));
+                }
+            }
+            if h == 1 && first_timestamp_us.is_none() {
+                first_timestamp_us = Some(block.timestamp_us);
+            }
+        }
+    }
+    samples_ms.sort_by(f64::total_cmp);
+    let blocks_per_sec = match (first_timestamp_us, last_finalized_us) {
+        (Some(first), Some(last)) if last > first => blocks as f64 / ((last - first) as f64 / 1e6),
+        _ => 0.0,
+    };
+    let mut finalized_height = u64::MAX;
+    for i in 0..n {
+        finalized_height = finalized_height.min(net.status(i).await?.finalized_height);
+    }
+    Ok(TestnetReport {
+        validators: n,
+        finalized_height,
+        agreement,
+        blocks_per_sec,
+        finality_p50_ms: nearest_rank(&samples_ms, 50.0),
+        finality_p99_ms: nearest_rank(&samples_ms, 99.0),
+        txs_submitted,
+        txs_finalized,
+    })
+}
+
+/// The `p`-th percentile (0 < p ≤ 100) of ascending `sorted` by the nearest-rank method: the
+/// value at rank ⌈p/100 · n⌉ (1-based). Returns 0 for an empty slice.
+pub fn nearest_rank(sorted: &[f64], p: f64) -> f64 {
+    let n = sorted.len();
+    let rank = (p / 100.0 * n as f64).ceil() as usize;
+    sorted.get(rank.clamp(1, n.max(1)) - 1).copied().unwrap_or(0.0)
+}
+
+/// The value of metric `name` in Prometheus/OpenMetrics text: the sum of its samples over all
+/// label sets; `None` when absent. Lines are `name[{labels}] value [timestamp]`.
+pub fn metric_value(text: &str, name: &str) -> Option<f64> {
+    let mut found = None;
+    for line in text.lines() {
+        if line.starts_with('#') {
+            continue;
+        }
+        let Some(rest) = line.strip_prefix(name) else { continue };
+        let rest = if let Some(labelled) = rest.strip_prefix('{') {
+            match labelled.split_once('}') {
+                Some((_, after)) => after,
+                None => continue,
+            }
+        } else if rest.starts_with(' ') {
+            rest
+        } else {
+            continue; // a longer name with this prefix
+        };
+        if let Some(value) = rest.split_whitespace().next().and_then(|v| v.parse::<f64>().ok()) {
+            found = Some(found.unwrap_or(0.0) + value);
+        }
+    }
+    found
+}
+
+async fn post_tx(client: &reqwest::Client, url: String, tx: Vec<u8>) -> Result<Submitted, TestnetError> {
+    let response = client.post(&url).body(tx).send().await.map_err(|source| TestnetError::Http { url: url.clone(), source })?;
+    let status = response.status();
+    if status.is_success() {
+        #[derive(Deserialize)]
+        struct Accepted {
+            hash: String,
+        }
+        let accepted: Accepted = response.json().await.map_err(|source| TestnetError::Http { url, source })?;
+        Ok(Submitted::Accepted(accepted.hash))
+    } else {
+        let body = response.text().await.unwrap_or_default();
+        Ok(Submitted::Rejected { status: status.as_u16(), body: truncate(body) })
+    }
+}
+
+async fn status_error(url: String, response: reqwest::Response) -> TestnetError {
+    let status = response.status().as_u16();
+    let body = truncate(response.text().await.unwrap_or_default());
+    TestnetError::Status { url, status, body }
+}
+
+fn truncate(mut text: String) -> String {
+    if text.len() > MAX_QUOTED_BODY {
+        let mut end = MAX_QUOTED_BODY;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
+    }
+    text
+}
+
+fn node_dir(dir: &Path, i: usize) -> PathBuf {
+    dir.join(format!("v{i}"))
+}
+
+/// Microseconds since the Unix epoch (0 if the clock is before 1970).
+fn now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// Picks `count` distinct free loopback (UDP p2p, TCP API) address pairs by binding port 0. All
+/// sockets are held until every port is chosen, so the pairs do not collide with each other;
+/// another process could still take a port before the node binds it (unlikely on loopback).
+fn reserve_ports(count: usize) -> Result<Vec<NodeAddrs>, TestnetError> {
+    let mut held = Vec::with_capacity(count);
+    let mut addrs = Vec::with_capacity(count);
+    for _ in 0..count {
+        let udp = UdpSocket::bind("127.0.0.1:0").map_err(|source| TestnetError::Port { protocol: "udp", source })?;
+        let tcp = TcpListener::bind("127.0.0.1:0").map_err(|source| TestnetError::Port { protocol: "tcp", source })?;
+        let p2p = udp.local_addr().map_err(|source| TestnetError::Port { protocol: "udp", source })?;
+        let api = tcp.local_addr().map_err(|source| TestnetError::Port { protocol: "tcp", source })?;
+        addrs.push(NodeAddrs { p2p, api });
+        held.push((udp, tcp));
+    }
+    Ok(addrs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_follows_the_textbook_definition() {
+        let v: Vec<f64> = (1..=10).map(f64::from).collect();
+        assert_eq!(nearest_rank(&v, 50.0), 5.0);
+        assert_eq!(nearest_rank(&v, 99.0), 10.0);
+        assert_eq!(nearest_rank(&v, 10.0), 1.0);
+        assert_eq!(nearest_rank(&v, 0.0), 1.0);
+        assert_eq!(nearest_rank(&[7.0], 99.0), 7.0);
+        assert_eq!(nearest_rank(&[], 50.0), 0.0);
+    }
+
+    #[test]
+    fn metric_value_sums_samples_and_ignores_longer_names() {
+        let text = "# HELP quasar_p2p_malformed_frames Malformed.\n\
+                    # TYPE quasar_p2p_malformed_frames counter\n\
+                    quasar_p2p_malformed_frames_total 3\n\
+                    quasar_p2p_malformed_frames_total_x 100\n\
+                    quasar_x_total{peer=\"1\"} 2\n\
+                    quasar_x_total{peer=\"2\"} 5.5\n\
+                    # EOF\n";
+        assert_eq!(metric_value(text, "quasar_p2p_malformed_frames_total"), Some(3.0));
+        assert_eq!(metric_value(text, "quasar_x_total"), Some(7.5));
+        assert_eq!(metric_value(text, "quasar_absent_total"), None);
+    }
+
+    #[test]
+    fn the_report_serializes_with_exactly_the_documented_keys_in_order() {
+        let report = TestnetReport {
+            validators: 4,
+            finalized_height: 20,
+            agreement: true,
+            blocks_per_sec: 8.5,
+            finality_p50_ms: 120.0,
+            finality_p99_ms: 300.0,
+            txs_submitted: 10,
+            txs_finalized: 10,
+        };
+        let json = serde_json::to_string(&report).unwrap();
+        assert_eq!(
+            json,
+            "{\"validators\":4,\"finalized_height\":20,\"agreement\":true,\"blocks_per_sec\":8.5,\
+             \"finality_p50_ms\":120.0,\"finality_p99_ms\":300.0,\"txs_submitted\":10,\"txs_finalized\":10}"
+        );
+        assert!(report.passed());
+    }
+
+    #[test]
+    fn create_writes_keys_genesis_and_configs_with_distinct_ports_and_full_peer_lists() {
+        let dir = tempfile::tempdir().unwrap();
+        let net = Testnet::create(dir.path(), 4, 100).unwrap();
+        assert!(dir.path().join(GENESIS_FILE).exists());
+        let mut ports = HashSet::new();
+        for i in 0..4 {
+            assert!(ports.insert(net.p2p(i)) && ports.insert(net.api(i)));
+            let cfg = NodeConfig::load(&net.node_dir(i).join(NODE_CONFIG_FILE)).unwrap();
+            assert_eq!(cfg.block_time_ms, 100);
+            assert_eq!(cfg.p2p_listen, net.p2p(i));
+            assert_eq!(cfg.api_listen, net.api(i));
+            assert_eq!(cfg.data_dir, net.node_dir(i).join("data"));
+            assert_eq!(cfg.peers.len(), 3);
+            let own = config::load_public(&cfg.key_dir).unwrap();
+            assert!(cfg.peers.iter().all(|p| p.bls_public_key != own.bls_public_key));
+            assert!(config::load_keys(&net.node_dir(i)).is_ok());
+            GenesisFile::load(&cfg.genesis).unwrap().check().unwrap();
+        }
+        // Keys are never overwritten: creating again in the same directory fails.
+        assert!(matches!(Testnet::create(dir.path(), 4, 100), Err(TestnetError::Config(_))));
+    }
+}

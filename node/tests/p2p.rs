@@ -7,7 +7,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::time::Duration;
 
-use quasar_node::p2p::tls::SERVER_NAME;
+use quasar_node::p2p::tls::{client_crypto, quic_client_config, SERVER_NAME};
 use quasar_node::p2p::{
     client_config, Inbound, Network, NetworkConfig, P2pError, P2pMetrics, PeerInfo, TlsIdentity,
 };
@@ -252,6 +252,40 @@ async fn unpinned_client_cannot_deliver_anything() {
     sleep(Duration::from_millis(300)).await;
     assert!(server.gossip.try_recv().is_err(), "forged gossip delivered");
     assert_eq!(server.metrics.messages_received(), 0);
+    server.net.shutdown().await;
+}
+
+/// A pinned validator that negotiates another ALPN than `zap/1` is refused during the
+/// handshake, and the refusal is counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_alpn_is_rejected_even_with_a_pinned_identity() {
+    let server_id = identity(0);
+    let client_id = identity(1);
+    let mut server = start(
+        0,
+        &server_id,
+        free_addr(),
+        vec![peer(1, &client_id, free_addr())],
+    )
+    .await;
+    let mut crypto = client_crypto(&client_id, &server_id.cert_der).expect("client crypto");
+    crypto.alpn_protocols = vec![b"h3".to_vec()];
+    let config = quic_client_config(crypto).expect("quic config");
+    let endpoint = raw_client();
+    let result = timeout(
+        Duration::from_secs(5),
+        endpoint
+            .connect_with(config, server.net.local_addr(), SERVER_NAME)
+            .expect("connect"),
+    )
+    .await
+    .expect("handshake finished");
+    assert!(result.is_err(), "server accepted ALPN h3");
+    wait_until("rejected handshake counted", || {
+        server.metrics.handshake_rejected() >= 1
+    })
+    .await;
+    assert!(server.gossip.try_recv().is_err());
     server.net.shutdown().await;
 }
 
