@@ -1,0 +1,206 @@
+//! Focused rules of the consensus core, driven input by input with real signatures: what it votes,
+//! what it refuses, what it reports.
+
+use quasar_crypto::bls::SecretKey;
+use quasar_crypto::hash::Hash;
+use quasar_lanes::{Validator, ValidatorSet};
+use quasar_node::consensus::{
+    Action, BlockLimits, Core, CoreConfig, EvidenceKind, Input, Tip, TimerKind, VerifiedVote,
+    Verifier,
+};
+use quasar_node::signer::VoteSigner;
+use quasar_storage::SigningGuard;
+use quasar_wire::{payload_root, BlockHeader, CertificateKind, Message, VoteKind};
+use std::sync::Arc;
+
+const GENESIS: Hash = [42; 32];
+const CHAIN: u64 = 9;
+
+struct Net {
+    signers: Vec<VoteSigner>,
+    verifier: Verifier,
+    validators: Arc<ValidatorSet>,
+}
+
+fn net() -> Net {
+    let keys: Vec<SecretKey> = (0..4u8).map(|i| SecretKey::from_seed(&[i + 1; 32])).collect();
+    let validators = Arc::new(
+        ValidatorSet::new(
+            keys.iter().map(|k| Validator { public_key: k.public_key(), stake: 1 }).collect(),
+        )
+        .unwrap(),
+    );
+    let signers = keys
+        .into_iter()
+        .enumerate()
+        .map(|(i, k)| VoteSigner::new(k, i as u32, CHAIN, 0, SigningGuard::in_memory()))
+        .collect();
+    let limits = BlockLimits { max_txs: 100, max_bytes: 1 << 20 };
+    let verifier = Verifier::new(validators.clone(), GENESIS, CHAIN, 0, limits);
+    Net { signers, verifier, validators }
+}
+
+fn core_for(net: &Net, me: u32) -> Core {
+    let cfg = CoreConfig {
+        chain_id: CHAIN,
+        epoch: 0,
+        genesis: GENESIS,
+        me: Some(me),
+        block_time_us: 1_000,
+        view_timeout_us: 1_000_000,
+        retry_us: 100_000,
+        max_future_views: 100,
+        max_clock_drift_us: 1_000_000,
+    };
+    Core::new(cfg, net.validators.clone(), Tip { height: 0, hash: GENESIS, view: 0, timestamp_us: 0 })
+}
+
+fn header(view: u64, height: u64, parent: Hash, parent_view: u64, proposer: u32) -> BlockHeader {
+    BlockHeader {
+        chain_id: CHAIN,
+        epoch: 0,
+        view,
+        height,
+        parent_view,
+        parent,
+        proposer,
+        timestamp_us: 10 + view,
+        payload_root: payload_root(std::iter::empty()),
+    }
+}
+
+fn votes(actions: &[Action]) -> Vec<(VoteKind, u64)> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Vote { kind, view, .. } => Some((*kind, *view)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn vote(net: &mut Net, signer: usize, kind: VoteKind, view: u64, height: u64, block: Hash) -> VerifiedVote {
+    net.signers[signer].sign_vote(kind, view, height, block).unwrap().0
+}
+
+/// A validator that does not lead `view`.
+fn follower(core: &Core, view: u64) -> u32 {
+    let leader = core.leader_of(view);
+    (0..4).find(|&i| i != leader).unwrap_or_default()
+}
+
+#[test]
+fn a_valid_proposal_from_the_leader_gets_a_notarize_vote() {
+    let mut net = net();
+    let me = follower(&core_for(&net, 0), 1);
+    let mut core = core_for(&net, me);
+    core.start(0, 0);
+    let leader = core.leader_of(1) as usize;
+    let p = net.signers[leader].sign_proposal(header(1, 1, GENESIS, 0, leader as u32), vec![]).unwrap();
+    let p = net.verifier.verify_proposal(p.proposal().clone()).unwrap();
+    let actions = core.handle(100, Input::Proposal(p));
+    assert_eq!(votes(&actions), vec![(VoteKind::Notarize, 1)]);
+}
+
+#[test]
+fn a_proposal_that_skips_a_view_without_nullification_is_not_notarized() {
+    let mut net = net();
+    let me = follower(&core_for(&net, 0), 2);
+    let mut core = core_for(&net, me);
+    core.start(0, 0);
+    // Move to view 2 through a nullification of view 1 formed from three nullify votes.
+    for s in (0..4).filter(|&s| s != me as usize) {
+        let v = vote(&mut net, s, VoteKind::Nullify, 1, 0, [0; 32]);
+        core.handle(10, Input::Vote(v));
+    }
+    assert_eq!(core.view(), 2);
+    let leader2 = core.leader_of(2) as usize;
+    // Parent genesis (view 0), view 1 nullified: valid.
+    let ok = net.signers[leader2].sign_proposal(header(2, 1, GENESIS, 0, leader2 as u32), vec![]).unwrap();
+    let mut core_b = core_for(&net, me);
+    core_b.start(0, 0);
+    // core_b never saw view 1's nullification: it must not notarize a block skipping view 1.
+    let proposal = net.verifier.verify_proposal(ok.proposal().clone()).unwrap();
+    let actions = core_b.handle(20, Input::Proposal(proposal.clone()));
+    assert!(votes(&actions).iter().all(|(k, v)| !(*k == VoteKind::Notarize && *v == 2)));
+    // The core that saw the nullification notarizes the same block.
+    let actions = core.handle(20, Input::Proposal(proposal));
+    assert_eq!(votes(&actions), vec![(VoteKind::Notarize, 2)]);
+}
+
+#[test]
+fn a_validator_that_nullified_a_view_never_finalizes_it() {
+    let mut net = net();
+    let mut core = core_for(&net, 0);
+    core.start(0, 0);
+    let actions = core.handle(2_000_000, Input::Timer { view: 1, kind: TimerKind::Timeout });
+    assert_eq!(votes(&actions), vec![(VoteKind::Nullify, 1)]);
+    // A notarization for view 1 arrives afterwards (three notarize votes on block B).
+    let block = [7; 32];
+    let mut all = Vec::new();
+    for s in 1..4 {
+        let v = vote(&mut net, s, VoteKind::Notarize, 1, 1, block);
+        all.extend(core.handle(2_000_001, Input::Vote(v)));
+    }
+    assert!(all.iter().any(|a| matches!(a, Action::Broadcast(Message::Certificate(c)) if c.kind == CertificateKind::Notarization)));
+    assert!(votes(&all).iter().all(|(k, _)| *k != VoteKind::Finalize), "no finalize after nullify");
+    assert_eq!(core.view(), 2, "the notarization still advances the view");
+}
+
+#[test]
+fn a_notarization_leads_to_a_finalize_vote_and_the_next_view() {
+    let mut net = net();
+    let mut core = core_for(&net, 0);
+    core.start(0, 0);
+    let block = [9; 32];
+    let mut all = Vec::new();
+    for s in 1..4 {
+        let v = vote(&mut net, s, VoteKind::Notarize, 1, 1, block);
+        all.extend(core.handle(5, Input::Vote(v)));
+    }
+    assert_eq!(votes(&all), vec![(VoteKind::Finalize, 1)]);
+    assert_eq!(core.view(), 2);
+    // The block itself is missing: the core asks for it.
+    assert!(all.iter().any(|a| matches!(a, Action::Fetch { block: b, .. } if *b == block)));
+}
+
+#[test]
+fn conflicting_votes_from_one_validator_become_evidence() {
+    let mut net = net();
+    let mut core = core_for(&net, 0);
+    core.start(0, 0);
+    // Validator 1 notarizes two different blocks in view 1. Its own guard would refuse, so the
+    // twin is signed by a second signer holding the same key (a Byzantine node).
+    let first = vote(&mut net, 1, VoteKind::Notarize, 1, 1, [1; 32]);
+    let mut twin = VoteSigner::new(SecretKey::from_seed(&[2; 32]), 1, CHAIN, 0, SigningGuard::in_memory());
+    let second = twin.sign_vote(VoteKind::Notarize, 1, 1, [2; 32]).unwrap().0;
+    core.handle(1, Input::Vote(first));
+    let actions = core.handle(2, Input::Vote(second));
+    let evidence: Vec<_> = actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Evidence(e) => Some((e.kind, e.signer, e.view)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(evidence, vec![(EvidenceKind::ConflictingNotarize, 1, 1)]);
+    // Finalize then nullify in one view.
+    let fin = twin.sign_vote(VoteKind::Finalize, 1, 1, [2; 32]).unwrap().0;
+    let mut twin2 = VoteSigner::new(SecretKey::from_seed(&[2; 32]), 1, CHAIN, 0, SigningGuard::in_memory());
+    let null = twin2.sign_vote(VoteKind::Nullify, 1, 0, [0; 32]).unwrap().0;
+    core.handle(3, Input::Vote(fin));
+    let actions = core.handle(4, Input::Vote(null));
+    assert!(actions
+        .iter()
+        .any(|a| matches!(a, Action::Evidence(e) if e.kind == EvidenceKind::FinalizeAndNullify)));
+}
+
+#[test]
+fn the_signing_guard_refuses_a_second_notarize_in_one_view() {
+    let mut net = net();
+    net.signers[0].sign_vote(VoteKind::Notarize, 5, 3, [1; 32]).unwrap();
+    assert!(net.signers[0].sign_vote(VoteKind::Notarize, 5, 3, [2; 32]).is_err());
+    assert!(net.signers[0].sign_vote(VoteKind::Notarize, 5, 3, [1; 32]).is_ok(), "re-signing the same vote is allowed");
+    net.signers[0].sign_vote(VoteKind::Finalize, 5, 3, [1; 32]).unwrap();
+    assert!(net.signers[0].sign_vote(VoteKind::Nullify, 5, 0, [0; 32]).is_err());
+}
