@@ -241,6 +241,9 @@ impl GenesisFile {
             pk.verify_possession(&pop)
                 .map_err(|e| ConfigError::Invalid(format!("{who}: proof of possession does not verify: {e}")))?;
             let cert = decode_hex("tls_certificate", &v.tls_certificate)?;
+            if certs.contains(&cert) {
+                return Err(ConfigError::Invalid(format!("{who}: TLS certificate repeats an earlier validator's")));
+            }
             parts.push(pk.to_bytes().to_vec());
             parts.push(cert.clone());
             parts.push(v.stake.to_le_bytes().to_vec());
@@ -257,6 +260,12 @@ impl GenesisFile {
     /// Reads `genesis.json`.
     pub fn load(path: &Path) -> Result<GenesisFile, ConfigError> {
         parse_json(path)
+    }
+
+    /// Parses genesis JSON text (not yet checked: call [`GenesisFile::check`]).
+    pub fn from_json(text: &str) -> Result<GenesisFile, ConfigError> {
+        serde_json::from_str(text)
+            .map_err(|e| ConfigError::Parse { path: PathBuf::from("genesis.json"), message: e.to_string() })
     }
 
     /// Writes `genesis.json`.
@@ -305,6 +314,9 @@ pub struct NodeConfig {
     pub peers: Vec<PeerConfig>,
 }
 
+/// Upper bound for configured durations (one hour), so arithmetic in microseconds cannot overflow.
+const MAX_TIME_MS: u64 = 3_600_000;
+
 fn default_block_time_ms() -> u64 {
     500
 }
@@ -319,16 +331,33 @@ impl NodeConfig {
     /// Reads and parses `node.toml`; relative paths are resolved against the file's directory.
     pub fn load(path: &Path) -> Result<NodeConfig, ConfigError> {
         let text = read_bounded(path)?;
-        let mut cfg: NodeConfig = toml::from_str(&text)
-            .map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })?;
         let base = path.parent().unwrap_or(Path::new("."));
+        NodeConfig::from_toml(&text, base).map_err(|e| match e {
+            ConfigError::Parse { message, .. } => ConfigError::Parse { path: path.to_path_buf(), message },
+            other => other,
+        })
+    }
+
+    /// Parses `node.toml` text; relative paths are resolved against `base`.
+    pub fn from_toml(text: &str, base: &Path) -> Result<NodeConfig, ConfigError> {
+        let mut cfg: NodeConfig = toml::from_str(text)
+            .map_err(|e| ConfigError::Parse { path: PathBuf::from("node.toml"), message: e.to_string() })?;
         for p in [&mut cfg.data_dir, &mut cfg.key_dir, &mut cfg.genesis] {
             if p.is_relative() {
                 *p = base.join(&*p);
             }
         }
-        if cfg.block_time_ms == 0 {
-            return Err(ConfigError::Invalid("block_time_ms must be positive".into()));
+        if !(1..=MAX_TIME_MS).contains(&cfg.block_time_ms) {
+            return Err(ConfigError::Invalid(format!("block_time_ms must be in 1..={MAX_TIME_MS}")));
+        }
+        let timeout = cfg.view_timeout_ms();
+        if timeout <= cfg.block_time_ms || timeout > MAX_TIME_MS {
+            return Err(ConfigError::Invalid(format!(
+                "view_timeout_ms must be above block_time_ms and at most {MAX_TIME_MS}"
+            )));
+        }
+        if cfg.mempool_max_txs == 0 || cfg.max_block_txs == 0 {
+            return Err(ConfigError::Invalid("mempool_max_txs and max_block_txs must be positive".into()));
         }
         Ok(cfg)
     }
@@ -341,6 +370,6 @@ impl NodeConfig {
 
     /// The view timeout in milliseconds.
     pub fn view_timeout_ms(&self) -> u64 {
-        self.view_timeout_ms.unwrap_or(2 * self.block_time_ms + 1000)
+        self.view_timeout_ms.unwrap_or(self.block_time_ms.saturating_mul(2).saturating_add(1000))
     }
 }

@@ -189,6 +189,17 @@ impl SigningGuard {
         })
     }
 
+    /// An in-memory guard holding the record encoded in `bytes` (the guard file's contents), for
+    /// inspecting a guard file offline and for fuzzing the decoder.
+    ///
+    /// Errors: [`GuardError::Corrupt`] exactly as [`SigningGuard::open`] reports for a bad file.
+    pub fn from_bytes(bytes: &[u8]) -> Result<SigningGuard, GuardError> {
+        Ok(SigningGuard {
+            dir: None,
+            views: decode(bytes)?,
+        })
+    }
+
     /// A guard with the same rules and no file, for the deterministic simulator and tests.
     pub fn in_memory() -> SigningGuard {
         SigningGuard {
