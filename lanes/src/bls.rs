@@ -37,7 +37,10 @@ pub fn bitmap_from_signers(signers: impl IntoIterator<Item = usize>, n: usize) -
 pub fn signers_from_bitmap(bitmap: &[u8], n: usize) -> Result<Vec<usize>, LaneError> {
     let expected = bitmap_len(n);
     if bitmap.len() != expected {
-        return Err(LaneError::BitmapLength { expected, got: bitmap.len() });
+        return Err(LaneError::BitmapLength {
+            expected,
+            got: bitmap.len(),
+        });
     }
     let mut signers = Vec::new();
     for (byte_index, byte) in bitmap.iter().enumerate() {
@@ -81,9 +84,15 @@ pub fn verify_aggregate(
     let signers = signers_from_bitmap(bitmap, set.len())?;
     let stake = set
         .stake_of(signers.iter().copied())
-        .ok_or(LaneError::NonMemberSigner { index: usize::MAX, n: set.len() })?;
+        .ok_or(LaneError::NonMemberSigner {
+            index: usize::MAX,
+            n: set.len(),
+        })?;
     if !set.is_quorum(stake) {
-        return Err(LaneError::NoQuorum { signed: stake, total: set.total_stake() });
+        return Err(LaneError::NoQuorum {
+            signed: stake,
+            total: set.total_stake(),
+        });
     }
     let signature = Signature::from_bytes(aggregate)?;
     let keys: Vec<PublicKey> = signers
@@ -101,12 +110,16 @@ mod tests {
     use quasar_crypto::bls::SecretKey;
 
     fn set(stakes: &[u64]) -> (Vec<SecretKey>, ValidatorSet) {
-        let keys: Vec<SecretKey> =
-            (0..stakes.len()).map(|i| SecretKey::from_seed(&[i as u8 + 1; 32])).collect();
+        let keys: Vec<SecretKey> = (0..stakes.len())
+            .map(|i| SecretKey::from_seed(&[i as u8 + 1; 32]))
+            .collect();
         let validators = keys
             .iter()
             .zip(stakes)
-            .map(|(k, &stake)| Validator { public_key: k.public_key(), stake })
+            .map(|(k, &stake)| Validator {
+                public_key: k.public_key(),
+                stake,
+            })
             .collect();
         (keys, ValidatorSet::new(validators).unwrap())
     }
@@ -138,8 +151,14 @@ mod tests {
             signers_from_bitmap(&[0, 0b0000_0100], 10),
             Err(LaneError::NonMemberSigner { index: 10, n: 10 })
         ));
-        assert!(matches!(signers_from_bitmap(&[1], 10), Err(LaneError::BitmapLength { .. })));
-        assert!(matches!(signers_from_bitmap(&[0, 0], 10), Err(LaneError::NoSigners)));
+        assert!(matches!(
+            signers_from_bitmap(&[1], 10),
+            Err(LaneError::BitmapLength { .. })
+        ));
+        assert!(matches!(
+            signers_from_bitmap(&[0, 0], 10),
+            Err(LaneError::NoSigners)
+        ));
     }
 
     #[test]
@@ -148,8 +167,8 @@ mod tests {
         let msg = b"block";
         let sigs: Vec<Signature> = keys.iter().map(|k| k.sign(msg)).collect();
         let agg = Signature::aggregate(&sigs[..3]).unwrap();
-        let ok = verify_aggregate(&s, &bitmap_from_signers([0, 1, 2], 4), msg, &agg.to_bytes())
-            .unwrap();
+        let ok =
+            verify_aggregate(&s, &bitmap_from_signers([0, 1, 2], 4), msg, &agg.to_bytes()).unwrap();
         assert_eq!(ok.signers, vec![0, 1, 2]);
         assert_eq!(ok.stake, 30);
         // Bitmap names a different signer than the one who signed.
@@ -158,13 +177,21 @@ mod tests {
             Err(LaneError::Signature(_))
         ));
         // Wrong message.
-        assert!(verify_aggregate(&s, &bitmap_from_signers([0, 1, 2], 4), b"x", &agg.to_bytes())
-            .is_err());
+        assert!(verify_aggregate(
+            &s,
+            &bitmap_from_signers([0, 1, 2], 4),
+            b"x",
+            &agg.to_bytes()
+        )
+        .is_err());
         // Two signers are not a quorum, whatever the signature.
         let agg2 = Signature::aggregate(&sigs[..2]).unwrap();
         assert!(matches!(
             verify_aggregate(&s, &bitmap_from_signers([0, 1], 4), msg, &agg2.to_bytes()),
-            Err(LaneError::NoQuorum { signed: 20, total: 40 })
+            Err(LaneError::NoQuorum {
+                signed: 20,
+                total: 40
+            })
         ));
     }
 
@@ -173,20 +200,35 @@ mod tests {
         assert_eq!(ValidatorSet::new(vec![]), Err(LaneError::EmptyValidatorSet));
         let k = SecretKey::from_seed(&[9; 32]).public_key();
         assert_eq!(
-            ValidatorSet::new(vec![Validator { public_key: k, stake: 0 }]),
+            ValidatorSet::new(vec![Validator {
+                public_key: k,
+                stake: 0
+            }]),
             Err(LaneError::ZeroStake { index: 0 })
         );
         assert_eq!(
             ValidatorSet::new(vec![
-                Validator { public_key: k, stake: 1 },
-                Validator { public_key: k, stake: 1 }
+                Validator {
+                    public_key: k,
+                    stake: 1
+                },
+                Validator {
+                    public_key: k,
+                    stake: 1
+                }
             ]),
             Err(LaneError::DuplicateValidator { index: 1 })
         );
         assert_eq!(
             ValidatorSet::new(vec![
-                Validator { public_key: k, stake: u64::MAX },
-                Validator { public_key: SecretKey::from_seed(&[8; 32]).public_key(), stake: 1 }
+                Validator {
+                    public_key: k,
+                    stake: u64::MAX
+                },
+                Validator {
+                    public_key: SecretKey::from_seed(&[8; 32]).public_key(),
+                    stake: 1
+                }
             ]),
             Err(LaneError::StakeOverflow)
         );

@@ -39,7 +39,10 @@ impl ValidatorSet {
                 return Err(LaneError::DuplicateValidator { index });
             }
         }
-        Ok(ValidatorSet { validators, total_stake: total })
+        Ok(ValidatorSet {
+            validators,
+            total_stake: total,
+        })
     }
 
     /// Number of validators `n`.

@@ -62,10 +62,15 @@ async fn get_tx(State(shared): State<AppState>, Path(hash_hex): Path<String>) ->
     };
     match shared.store.tx_height(&hash) {
         Ok(Some(height)) => {
-            Json(json!({ "hash": hash_hex, "status": "finalized", "height": height })).into_response()
+            Json(json!({ "hash": hash_hex, "status": "finalized", "height": height }))
+                .into_response()
         }
         Ok(None) => {
-            let pending = shared.mempool.lock().map(|p| p.contains(&hash)).unwrap_or(false);
+            let pending = shared
+                .mempool
+                .lock()
+                .map(|p| p.contains(&hash))
+                .unwrap_or(false);
             if pending {
                 Json(json!({ "hash": hash_hex, "status": "pending", "height": Value::Null }))
                     .into_response()
@@ -111,12 +116,19 @@ async fn block(State(shared): State<AppState>, Path(height): Path<u64>) -> Respo
     let (Ok(MessageRef::Proposal(p)), Ok(MessageRef::Certificate(c))) =
         (decode(&stored.block), decode(&stored.certificate))
     else {
-        return error(StatusCode::INTERNAL_SERVER_ERROR, "stored block does not decode");
+        return error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "stored block does not decode",
+        );
     };
     let h = p.header();
     let n = shared.network_size();
     let signers = signers_from_bitmap(c.signers(), n).unwrap_or_default();
-    let finalized_at = shared.finalized_at.lock().ok().and_then(|m| m.get(&height).copied());
+    let finalized_at = shared
+        .finalized_at
+        .lock()
+        .ok()
+        .and_then(|m| m.get(&height).copied());
     let tx_hashes: Vec<String> = p.txs().map(|tx| hex::encode(tx_hash(tx))).collect();
     Json(json!({
         "height": h.height,
@@ -145,7 +157,10 @@ async fn metrics(State(shared): State<AppState>) -> Response {
         return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string());
     }
     (
-        [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
         text,
     )
         .into_response()

@@ -21,7 +21,10 @@ use std::path::{Path, PathBuf};
 pub enum ConfigError {
     /// The file could not be read or written.
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// The file is not valid JSON/TOML of the expected shape.
     #[error("{path}: {message}")]
     Parse { path: PathBuf, message: String },
@@ -31,7 +34,10 @@ pub enum ConfigError {
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ConfigError + '_ {
-    move |source| ConfigError::Io { path: path.to_path_buf(), source }
+    move |source| ConfigError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// Largest operator file we read (genesis with thousands of validators fits easily).
@@ -40,7 +46,10 @@ const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 fn read_bounded(path: &Path) -> Result<String, ConfigError> {
     let meta = std::fs::metadata(path).map_err(io_err(path))?;
     if meta.len() > MAX_FILE_BYTES {
-        return Err(ConfigError::Invalid(format!("{}: larger than 64 MiB", path.display())));
+        return Err(ConfigError::Invalid(format!(
+            "{}: larger than 64 MiB",
+            path.display()
+        )));
     }
     std::fs::read_to_string(path).map_err(io_err(path))
 }
@@ -138,8 +147,10 @@ fn write_secret(path: &Path, contents: &str) -> Result<(), ConfigError> {
 
 fn parse_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, ConfigError> {
     let text = read_bounded(path)?;
-    serde_json::from_str(&text)
-        .map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })
+    serde_json::from_str(&text).map_err(|e| ConfigError::Parse {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })
 }
 
 /// Reads the public key file of a key directory.
@@ -207,7 +218,12 @@ pub struct Genesis {
 
 impl GenesisFile {
     /// Builds a genesis from public key files with equal `stake`.
-    pub fn from_public_keys(chain_id: u64, genesis_time_us: u64, keys: &[PublicKeyFile], stake: u64) -> GenesisFile {
+    pub fn from_public_keys(
+        chain_id: u64,
+        genesis_time_us: u64,
+        keys: &[PublicKeyFile],
+        stake: u64,
+    ) -> GenesisFile {
         GenesisFile {
             chain_id,
             genesis_time_us,
@@ -230,31 +246,47 @@ impl GenesisFile {
     pub fn check(self) -> Result<Genesis, ConfigError> {
         let mut members = Vec::with_capacity(self.validators.len());
         let mut certs = Vec::with_capacity(self.validators.len());
-        let mut parts: Vec<Vec<u8>> =
-            vec![self.chain_id.to_le_bytes().to_vec(), self.genesis_time_us.to_le_bytes().to_vec()];
+        let mut parts: Vec<Vec<u8>> = vec![
+            self.chain_id.to_le_bytes().to_vec(),
+            self.genesis_time_us.to_le_bytes().to_vec(),
+        ];
         for (i, v) in self.validators.iter().enumerate() {
             let who = format!("validator {i} ({})", v.name);
             let pk = PublicKey::from_bytes(&decode_hex("bls_public_key", &v.bls_public_key)?)
                 .map_err(|e| ConfigError::Invalid(format!("{who}: public key: {e}")))?;
-            let pop = ProofOfPossession::from_bytes(&decode_hex("proof_of_possession", &v.proof_of_possession)?)
-                .map_err(|e| ConfigError::Invalid(format!("{who}: proof of possession: {e}")))?;
-            pk.verify_possession(&pop)
-                .map_err(|e| ConfigError::Invalid(format!("{who}: proof of possession does not verify: {e}")))?;
+            let pop = ProofOfPossession::from_bytes(&decode_hex(
+                "proof_of_possession",
+                &v.proof_of_possession,
+            )?)
+            .map_err(|e| ConfigError::Invalid(format!("{who}: proof of possession: {e}")))?;
+            pk.verify_possession(&pop).map_err(|e| {
+                ConfigError::Invalid(format!("{who}: proof of possession does not verify: {e}"))
+            })?;
             let cert = decode_hex("tls_certificate", &v.tls_certificate)?;
             if certs.contains(&cert) {
-                return Err(ConfigError::Invalid(format!("{who}: TLS certificate repeats an earlier validator's")));
+                return Err(ConfigError::Invalid(format!(
+                    "{who}: TLS certificate repeats an earlier validator's"
+                )));
             }
             parts.push(pk.to_bytes().to_vec());
             parts.push(cert.clone());
             parts.push(v.stake.to_le_bytes().to_vec());
-            members.push(Validator { public_key: pk, stake: v.stake });
+            members.push(Validator {
+                public_key: pk,
+                stake: v.stake,
+            });
             certs.push(cert);
         }
         let validators = ValidatorSet::new(members)
             .map_err(|e| ConfigError::Invalid(format!("validator set: {e}")))?;
         let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
         let hash = tagged_hash("QUASAR-GENESIS-v1", &refs);
-        Ok(Genesis { file: self, hash, validators, tls_certificates: certs })
+        Ok(Genesis {
+            file: self,
+            hash,
+            validators,
+            tls_certificates: certs,
+        })
     }
 
     /// Reads `genesis.json`.
@@ -264,8 +296,10 @@ impl GenesisFile {
 
     /// Parses genesis JSON text (not yet checked: call [`GenesisFile::check`]).
     pub fn from_json(text: &str) -> Result<GenesisFile, ConfigError> {
-        serde_json::from_str(text)
-            .map_err(|e| ConfigError::Parse { path: PathBuf::from("genesis.json"), message: e.to_string() })
+        serde_json::from_str(text).map_err(|e| ConfigError::Parse {
+            path: PathBuf::from("genesis.json"),
+            message: e.to_string(),
+        })
     }
 
     /// Writes `genesis.json`.
@@ -333,22 +367,29 @@ impl NodeConfig {
         let text = read_bounded(path)?;
         let base = path.parent().unwrap_or(Path::new("."));
         NodeConfig::from_toml(&text, base).map_err(|e| match e {
-            ConfigError::Parse { message, .. } => ConfigError::Parse { path: path.to_path_buf(), message },
+            ConfigError::Parse { message, .. } => ConfigError::Parse {
+                path: path.to_path_buf(),
+                message,
+            },
             other => other,
         })
     }
 
     /// Parses `node.toml` text; relative paths are resolved against `base`.
     pub fn from_toml(text: &str, base: &Path) -> Result<NodeConfig, ConfigError> {
-        let mut cfg: NodeConfig = toml::from_str(text)
-            .map_err(|e| ConfigError::Parse { path: PathBuf::from("node.toml"), message: e.to_string() })?;
+        let mut cfg: NodeConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: PathBuf::from("node.toml"),
+            message: e.to_string(),
+        })?;
         for p in [&mut cfg.data_dir, &mut cfg.key_dir, &mut cfg.genesis] {
             if p.is_relative() {
                 *p = base.join(&*p);
             }
         }
         if !(1..=MAX_TIME_MS).contains(&cfg.block_time_ms) {
-            return Err(ConfigError::Invalid(format!("block_time_ms must be in 1..={MAX_TIME_MS}")));
+            return Err(ConfigError::Invalid(format!(
+                "block_time_ms must be in 1..={MAX_TIME_MS}"
+            )));
         }
         let timeout = cfg.view_timeout_ms();
         if timeout <= cfg.block_time_ms || timeout > MAX_TIME_MS {
@@ -357,7 +398,9 @@ impl NodeConfig {
             )));
         }
         if cfg.mempool_max_txs == 0 || cfg.max_block_txs == 0 {
-            return Err(ConfigError::Invalid("mempool_max_txs and max_block_txs must be positive".into()));
+            return Err(ConfigError::Invalid(
+                "mempool_max_txs and max_block_txs must be positive".into(),
+            ));
         }
         Ok(cfg)
     }
@@ -370,6 +413,7 @@ impl NodeConfig {
 
     /// The view timeout in milliseconds.
     pub fn view_timeout_ms(&self) -> u64 {
-        self.view_timeout_ms.unwrap_or(self.block_time_ms.saturating_mul(2).saturating_add(1000))
+        self.view_timeout_ms
+            .unwrap_or(self.block_time_ms.saturating_mul(2).saturating_add(1000))
     }
 }

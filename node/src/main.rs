@@ -70,7 +70,10 @@ enum Command {
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
@@ -95,13 +98,23 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
         Command::Keygen { out, name } => {
             let name = name.unwrap_or_else(|| {
-                out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "validator".into())
+                out.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "validator".into())
             });
             let public = keygen(&out, &name).map_err(|e| e.to_string())?;
-            println!("{}", serde_json::to_string(&public).map_err(|e| e.to_string())?);
+            println!(
+                "{}",
+                serde_json::to_string(&public).map_err(|e| e.to_string())?
+            );
             Ok(ExitCode::SUCCESS)
         }
-        Command::Genesis { validators, out, chain_id, stake } => {
+        Command::Genesis {
+            validators,
+            out,
+            chain_id,
+            stake,
+        } => {
             let keys = validators
                 .iter()
                 .map(|d| load_public(d))
@@ -110,21 +123,50 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             let genesis = GenesisFile::from_public_keys(chain_id, now_us(), &keys, stake);
             let checked = genesis.clone().check().map_err(|e| e.to_string())?;
             genesis.save(&out).map_err(|e| e.to_string())?;
-            eprintln!("genesis {} with {} validators written to {}", hex::encode(checked.hash), keys.len(), out.display());
+            eprintln!(
+                "genesis {} with {} validators written to {}",
+                hex::encode(checked.hash),
+                keys.len(),
+                out.display()
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::Run { config } => {
             let cfg = NodeConfig::load(&config).map_err(|e| e.to_string())?;
-            runtime()?.block_on(quasar_node::runtime::run(cfg)).map_err(|e| e.to_string())?;
+            runtime()?
+                .block_on(quasar_node::runtime::run(cfg))
+                .map_err(|e| e.to_string())?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Testnet { validators, blocks, dir, block_time_ms, tx_rate } => {
+        Command::Testnet {
+            validators,
+            blocks,
+            dir,
+            block_time_ms,
+            tx_rate,
+        } => {
             let binary = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
-            let opts = TestnetOptions { validators, blocks, dir, block_time_ms, tx_rate, binary };
-            let report = runtime()?.block_on(testnet::run(opts)).map_err(|e| e.to_string())?;
-            println!("{}", serde_json::to_string(&report).map_err(|e| e.to_string())?);
+            let opts = TestnetOptions {
+                validators,
+                blocks,
+                dir,
+                block_time_ms,
+                tx_rate,
+                binary,
+            };
+            let report = runtime()?
+                .block_on(testnet::run(opts))
+                .map_err(|e| e.to_string())?;
+            println!(
+                "{}",
+                serde_json::to_string(&report).map_err(|e| e.to_string())?
+            );
             let ok = report.agreement && report.txs_finalized == report.txs_submitted;
-            Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+            Ok(if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
         }
     }
 }

@@ -50,7 +50,13 @@ pub struct Mempool {
 impl Mempool {
     /// An empty pool.
     pub fn new(limits: MempoolLimits) -> Mempool {
-        Mempool { limits, next: 0, order: BTreeMap::new(), index: HashMap::new(), bytes: 0 }
+        Mempool {
+            limits,
+            next: 0,
+            order: BTreeMap::new(),
+            index: HashMap::new(),
+            bytes: 0,
+        }
     }
 
     /// Number of pending transactions.
@@ -74,7 +80,10 @@ impl Mempool {
             return Err(MempoolError::Empty);
         }
         if tx.len() > self.limits.max_tx_bytes {
-            return Err(MempoolError::TooLarge { len: tx.len(), max: self.limits.max_tx_bytes });
+            return Err(MempoolError::TooLarge {
+                len: tx.len(),
+                max: self.limits.max_tx_bytes,
+            });
         }
         let hash = tx_hash(&tx);
         if self.index.contains_key(&hash) {
@@ -94,7 +103,12 @@ impl Mempool {
 
     /// The oldest pending transactions not in `exclude`, at most `max_txs` of them and
     /// `max_bytes` in total. They stay pending until [`Mempool::remove_finalized`].
-    pub fn select(&self, exclude: &HashSet<Hash>, max_txs: usize, max_bytes: usize) -> Vec<Vec<u8>> {
+    pub fn select(
+        &self,
+        exclude: &HashSet<Hash>,
+        max_txs: usize,
+        max_bytes: usize,
+    ) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
         let mut bytes = 0usize;
         for (hash, tx) in self.order.values() {
@@ -127,7 +141,11 @@ mod tests {
     use super::*;
 
     fn pool(max_txs: usize) -> Mempool {
-        Mempool::new(MempoolLimits { max_txs, max_bytes: 100, max_tx_bytes: 10 })
+        Mempool::new(MempoolLimits {
+            max_txs,
+            max_bytes: 100,
+            max_tx_bytes: 10,
+        })
     }
 
     #[test]
@@ -136,8 +154,14 @@ mod tests {
         let a = p.add(b"a".to_vec()).unwrap();
         let b = p.add(b"b".to_vec()).unwrap();
         let _c = p.add(b"c".to_vec()).unwrap();
-        assert_eq!(p.select(&HashSet::new(), 2, 100), vec![b"a".to_vec(), b"b".to_vec()]);
-        assert_eq!(p.select(&HashSet::from([a]), 10, 100), vec![b"b".to_vec(), b"c".to_vec()]);
+        assert_eq!(
+            p.select(&HashSet::new(), 2, 100),
+            vec![b"a".to_vec(), b"b".to_vec()]
+        );
+        assert_eq!(
+            p.select(&HashSet::from([a]), 10, 100),
+            vec![b"b".to_vec(), b"c".to_vec()]
+        );
         p.remove_finalized([&a, &b]);
         assert_eq!(p.len(), 1);
         assert_eq!(p.select(&HashSet::new(), 10, 100), vec![b"c".to_vec()]);
@@ -147,14 +171,25 @@ mod tests {
     fn enforces_caps_and_rejects_duplicates() {
         let mut p = pool(2);
         assert_eq!(p.add(vec![]), Err(MempoolError::Empty));
-        assert_eq!(p.add(vec![0; 11]), Err(MempoolError::TooLarge { len: 11, max: 10 }));
+        assert_eq!(
+            p.add(vec![0; 11]),
+            Err(MempoolError::TooLarge { len: 11, max: 10 })
+        );
         p.add(b"x".to_vec()).unwrap();
         assert_eq!(p.add(b"x".to_vec()), Err(MempoolError::Duplicate));
         p.add(b"y".to_vec()).unwrap();
         assert_eq!(p.add(b"z".to_vec()), Err(MempoolError::Full));
-        let mut p = Mempool::new(MempoolLimits { max_txs: 100, max_bytes: 15, max_tx_bytes: 10 });
+        let mut p = Mempool::new(MempoolLimits {
+            max_txs: 100,
+            max_bytes: 15,
+            max_tx_bytes: 10,
+        });
         p.add(vec![1; 10]).unwrap();
         assert_eq!(p.add(vec![2; 6]), Err(MempoolError::Full));
-        assert_eq!(p.select(&HashSet::new(), 10, 5), Vec::<Vec<u8>>::new(), "byte cap per block");
+        assert_eq!(
+            p.select(&HashSet::new(), 10, 5),
+            Vec::<Vec<u8>>::new(),
+            "byte cap per block"
+        );
     }
 }

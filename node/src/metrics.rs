@@ -33,7 +33,9 @@ pub struct NodeMetrics {
 impl NodeMetrics {
     /// Fresh metrics, registered into `registry` under the `quasar` prefix.
     pub fn new(registry: &mut Registry) -> NodeMetrics {
-        let buckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+        let buckets = [
+            0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+        ];
         let m = NodeMetrics {
             votes_signed: Counter::default(),
             guard_refusals: Counter::default(),
@@ -44,18 +46,50 @@ impl NodeMetrics {
             view: Gauge::default(),
             finalized_height: Gauge::default(),
             mempool_size: Gauge::default(),
-            finality_seconds: Histogram::new(buckets.into_iter()),
+            finality_seconds: Histogram::new(buckets),
         };
         let r = registry.sub_registry_with_prefix("quasar");
-        r.register("consensus_votes_signed", "Votes this validator signed", m.votes_signed.clone());
-        r.register("consensus_guard_refusals", "Votes the signing guard refused", m.guard_refusals.clone());
-        r.register("consensus_equivocations", "Equivocations detected", m.equivocations.clone());
-        r.register("consensus_invalid_messages", "Messages that failed verification", m.invalid_messages.clone());
-        r.register("consensus_blocks_finalized", "Blocks finalized", m.blocks_finalized.clone());
-        r.register("consensus_txs_finalized", "Transactions finalized", m.txs_finalized.clone());
+        r.register(
+            "consensus_votes_signed",
+            "Votes this validator signed",
+            m.votes_signed.clone(),
+        );
+        r.register(
+            "consensus_guard_refusals",
+            "Votes the signing guard refused",
+            m.guard_refusals.clone(),
+        );
+        r.register(
+            "consensus_equivocations",
+            "Equivocations detected",
+            m.equivocations.clone(),
+        );
+        r.register(
+            "consensus_invalid_messages",
+            "Messages that failed verification",
+            m.invalid_messages.clone(),
+        );
+        r.register(
+            "consensus_blocks_finalized",
+            "Blocks finalized",
+            m.blocks_finalized.clone(),
+        );
+        r.register(
+            "consensus_txs_finalized",
+            "Transactions finalized",
+            m.txs_finalized.clone(),
+        );
         r.register("consensus_view", "Current view", m.view.clone());
-        r.register("consensus_finalized_height", "Finalized height", m.finalized_height.clone());
-        r.register("mempool_size", "Pending transactions", m.mempool_size.clone());
+        r.register(
+            "consensus_finalized_height",
+            "Finalized height",
+            m.finalized_height.clone(),
+        );
+        r.register(
+            "mempool_size",
+            "Pending transactions",
+            m.mempool_size.clone(),
+        );
         r.register(
             "consensus_finality_seconds",
             "Proposal timestamp to finalize quorum",

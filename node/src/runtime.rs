@@ -60,7 +60,10 @@ pub enum NodeError {
 
 /// Microseconds since the Unix epoch.
 pub fn now_us() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
 }
 
 /// State shared between the core task, the inbound task and the HTTP API.
@@ -108,9 +111,15 @@ impl Shared {
         if matches!(self.store.tx_height(&hash), Ok(Some(_))) {
             return Err(crate::mempool::MempoolError::Duplicate);
         }
-        let gossip = Message::TxBatch(TxBatch { txs: vec![tx.clone()] }).encode();
+        let gossip = Message::TxBatch(TxBatch {
+            txs: vec![tx.clone()],
+        })
+        .encode();
         let hash = {
-            let mut pool = self.mempool.lock().map_err(|_| crate::mempool::MempoolError::Full)?;
+            let mut pool = self
+                .mempool
+                .lock()
+                .map_err(|_| crate::mempool::MempoolError::Full)?;
             let hash = pool.add(tx)?;
             self.metrics.mempool_size.set(pool.len() as i64);
             hash
@@ -136,16 +145,33 @@ impl SyncSource for StoreSource<'_> {
 
 fn tip_from_store(store: &SledStore, genesis: &crate::config::Genesis) -> Result<Tip, NodeError> {
     let Some((height, hash)) = store.finalized_tip()? else {
-        return Ok(Tip { height: 0, hash: genesis.hash, view: 0, timestamp_us: genesis.file.genesis_time_us });
+        return Ok(Tip {
+            height: 0,
+            hash: genesis.hash,
+            view: 0,
+            timestamp_us: genesis.file.genesis_time_us,
+        });
     };
-    let bytes = store
-        .block_by_hash(&hash)?
-        .ok_or_else(|| NodeError::Other(format!("finalized block {} missing from the store", hex::encode(hash))))?;
+    let bytes = store.block_by_hash(&hash)?.ok_or_else(|| {
+        NodeError::Other(format!(
+            "finalized block {} missing from the store",
+            hex::encode(hash)
+        ))
+    })?;
     let header = match decode(&bytes) {
         Ok(MessageRef::Proposal(p)) => p.header(),
-        _ => return Err(NodeError::Other("finalized block in the store does not decode".into())),
+        _ => {
+            return Err(NodeError::Other(
+                "finalized block in the store does not decode".into(),
+            ))
+        }
     };
-    Ok(Tip { height, hash, view: header.view, timestamp_us: header.timestamp_us })
+    Ok(Tip {
+        height,
+        hash,
+        view: header.view,
+        timestamp_us: header.timestamp_us,
+    })
 }
 
 /// Runs a validator until SIGINT/SIGTERM. Errors: [`NodeError`] (configuration problems at start,
@@ -158,8 +184,9 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         .validators
         .iter()
         .position(|v| v.bls_public_key == keys.public.bls_public_key)
-        .ok_or_else(|| NodeError::Other("this key directory's validator is not in genesis".into()))?
-        as u32;
+        .ok_or_else(|| {
+            NodeError::Other("this key directory's validator is not in genesis".into())
+        })? as u32;
     std::fs::create_dir_all(&cfg.data_dir)
         .map_err(|e| NodeError::Other(format!("{}: {e}", cfg.data_dir.display())))?;
     let store = SledStore::open(&cfg.data_dir.join("db"))?;
@@ -175,7 +202,9 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
             .validators
             .iter()
             .position(|v| v.bls_public_key == p.bls_public_key)
-            .ok_or_else(|| NodeError::Other(format!("peer {} is not in genesis", p.bls_public_key)))?;
+            .ok_or_else(|| {
+                NodeError::Other(format!("peer {} is not in genesis", p.bls_public_key))
+            })?;
         if index as u32 == me {
             continue;
         }
@@ -203,7 +232,10 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     )
     .await?;
 
-    let limits = BlockLimits { max_txs: cfg.max_block_txs, max_bytes: MAX_BLOCK_BYTES };
+    let limits = BlockLimits {
+        max_txs: cfg.max_block_txs,
+        max_bytes: MAX_BLOCK_BYTES,
+    };
     let verifier = Verifier::new(validators.clone(), genesis.hash, chain_id, 0, limits);
     let shared = Arc::new(Shared {
         validator: me,
@@ -234,7 +266,12 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     tokio::spawn(api::serve(api_listener, shared.clone()));
 
     let (input_tx, input_rx) = mpsc::channel::<Input>(16_384);
-    tokio::spawn(inbound_loop(inbound, shared.clone(), verifier.clone(), input_tx.clone()));
+    tokio::spawn(inbound_loop(
+        inbound,
+        shared.clone(),
+        verifier.clone(),
+        input_tx.clone(),
+    ));
 
     let core_cfg = CoreConfig {
         chain_id,
@@ -270,11 +307,15 @@ async fn inbound_loop(
     input_tx: mpsc::Sender<Input>,
 ) {
     // Bounds the verification jobs in flight; waiting here applies backpressure to peers.
-    let permits = Arc::new(Semaphore::new(4 * std::thread::available_parallelism().map_or(2, |n| n.get())));
+    let permits = Arc::new(Semaphore::new(
+        4 * std::thread::available_parallelism().map_or(2, |n| n.get()),
+    ));
     while let Some(event) = inbound.recv().await {
         match event {
             Inbound::Gossip { message, .. } => {
-                let Ok(permit) = permits.clone().acquire_owned().await else { return };
+                let Ok(permit) = permits.clone().acquire_owned().await else {
+                    return;
+                };
                 let shared = shared.clone();
                 let verifier = verifier.clone();
                 let input_tx = input_tx.clone();
@@ -289,9 +330,11 @@ async fn inbound_loop(
                 let shared = shared.clone();
                 tokio::task::spawn_blocking(move || {
                     let response = match decode(&message) {
-                        Ok(MessageRef::SyncRequest(req)) => {
-                            Message::SyncResponse(serve(&req.to_owned(), &StoreSource(&shared.store))).encode()
-                        }
+                        Ok(MessageRef::SyncRequest(req)) => Message::SyncResponse(serve(
+                            &req.to_owned(),
+                            &StoreSource(&shared.store),
+                        ))
+                        .encode(),
                         _ => {
                             shared.p2p_metrics.record_malformed();
                             return;
@@ -390,20 +433,30 @@ impl Driver {
         while let Some(action) = queue.pop_front() {
             match action {
                 Action::Broadcast(message) => self.broadcast(&message),
-                Action::Vote { kind, view, height, block } => {
-                    match self.signer.sign_vote(kind, view, height, block) {
-                        Ok((vote, _)) => {
-                            self.shared.metrics.votes_signed.inc();
-                            self.broadcast(&Message::Vote(vote.vote().clone()));
-                            queue.extend(self.core.handle(now_us(), Input::Vote(vote)));
-                        }
-                        Err(e) => {
-                            self.shared.metrics.guard_refusals.inc();
-                            tracing::warn!(view, ?kind, error = %e, "signing guard refused a vote");
-                        }
+                Action::Vote {
+                    kind,
+                    view,
+                    height,
+                    block,
+                } => match self.signer.sign_vote(kind, view, height, block) {
+                    Ok((vote, _)) => {
+                        self.shared.metrics.votes_signed.inc();
+                        self.broadcast(&Message::Vote(vote.vote().clone()));
+                        queue.extend(self.core.handle(now_us(), Input::Vote(vote)));
                     }
-                }
-                Action::Propose { view, height, parent, parent_view, parent_timestamp_us, exclude } => {
+                    Err(e) => {
+                        self.shared.metrics.guard_refusals.inc();
+                        tracing::warn!(view, ?kind, error = %e, "signing guard refused a vote");
+                    }
+                },
+                Action::Propose {
+                    view,
+                    height,
+                    parent,
+                    parent_view,
+                    parent_timestamp_us,
+                    exclude,
+                } => {
                     let exclude: HashSet<Hash> = exclude.into_iter().collect();
                     let txs = match self.shared.mempool.lock() {
                         Ok(pool) => pool.select(&exclude, self.max_block_txs, MAX_BLOCK_BYTES),
@@ -428,8 +481,16 @@ impl Driver {
                                 self.shared.store.put_block(proposal.hash(), &bytes)?;
                                 self.shared.network.broadcast(Arc::new(bytes));
                             }
-                            tracing::debug!(view, height, txs = proposal.proposal().txs.len(), "proposed");
-                            queue.extend(self.core.handle(now_us(), Input::Proposal(proposal)));
+                            tracing::debug!(
+                                view,
+                                height,
+                                txs = proposal.proposal().txs.len(),
+                                "proposed"
+                            );
+                            queue.extend(
+                                self.core
+                                    .handle(now_us(), Input::Proposal(Box::new(proposal))),
+                            );
                         }
                         Err(e) => {
                             self.shared.metrics.guard_refusals.inc();
@@ -445,7 +506,12 @@ impl Driver {
                         let _ = tx.send(Input::Timer { view, kind }).await;
                     });
                 }
-                Action::Finalized { proposal, hash, certificate } => {
+                Action::Finalized(finalized) => {
+                    let crate::consensus::FinalizedBlock {
+                        proposal,
+                        hash,
+                        certificate,
+                    } = *finalized;
                     let height = proposal.header.height;
                     let tx_hashes: Vec<Hash> = proposal.txs.iter().map(|tx| tx_hash(tx)).collect();
                     let block = Message::Proposal(proposal.clone())
@@ -472,7 +538,9 @@ impl Driver {
                             at.remove(&(height - FINALITY_MEMORY));
                         }
                     }
-                    self.shared.finalized_height.store(height, Ordering::Relaxed);
+                    self.shared
+                        .finalized_height
+                        .store(height, Ordering::Relaxed);
                     self.shared.height.fetch_max(height, Ordering::Relaxed);
                     let m = &self.shared.metrics;
                     m.blocks_finalized.inc();
@@ -513,7 +581,11 @@ impl Driver {
         let n = verifier.validators().len() as u32;
         let me = shared.validator;
         tokio::spawn(async move {
-            let request = Message::SyncRequest(SyncRequest { from_height, max_blocks: MAX_SYNC_BLOCKS, block });
+            let request = Message::SyncRequest(SyncRequest {
+                from_height,
+                max_blocks: MAX_SYNC_BLOCKS,
+                block,
+            });
             let Ok(bytes) = request.encode() else { return };
             let first = rand::random::<u32>() % n.max(1);
             for k in 0..n {
@@ -521,7 +593,11 @@ impl Driver {
                 if peer == me {
                     continue;
                 }
-                let Ok(reply) = shared.network.request(peer, bytes.clone(), Duration::from_secs(3)).await else {
+                let Ok(reply) = shared
+                    .network
+                    .request(peer, bytes.clone(), Duration::from_secs(3))
+                    .await
+                else {
                     continue;
                 };
                 let shared2 = shared.clone();
@@ -531,7 +607,9 @@ impl Driver {
                         shared2.p2p_metrics.record_malformed();
                         return Vec::new();
                     };
-                    resp.items().filter_map(|item| ingest(&shared2, &verifier2, item)).collect::<Vec<_>>()
+                    resp.items()
+                        .filter_map(|item| ingest(&shared2, &verifier2, item))
+                        .collect::<Vec<_>>()
                 })
                 .await
                 .unwrap_or_default();

@@ -30,7 +30,9 @@ pub struct VoteSigner {
 
 impl std::fmt::Debug for VoteSigner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("VoteSigner").field("index", &self.index).finish_non_exhaustive()
+        f.debug_struct("VoteSigner")
+            .field("index", &self.index)
+            .finish_non_exhaustive()
     }
 }
 
@@ -44,8 +46,20 @@ fn guard_kind(kind: VoteKind) -> quasar_storage::VoteKind {
 
 impl VoteSigner {
     /// A signer for validator `index` of `chain_id`/`epoch`.
-    pub fn new(key: SecretKey, index: u32, chain_id: u64, epoch: u64, guard: SigningGuard) -> VoteSigner {
-        VoteSigner { key, index, chain_id, epoch, guard }
+    pub fn new(
+        key: SecretKey,
+        index: u32,
+        chain_id: u64,
+        epoch: u64,
+        guard: SigningGuard,
+    ) -> VoteSigner {
+        VoteSigner {
+            key,
+            index,
+            chain_id,
+            epoch,
+            guard,
+        }
     }
 
     /// Hands the guard over (leaving an empty in-memory one), as a crashed process leaves its
@@ -72,8 +86,11 @@ impl VoteSigner {
         height: u64,
         block: Hash,
     ) -> Result<(VerifiedVote, GuardDecision), SignError> {
-        let decision =
-            self.guard.check_and_record(&VoteIntent { view, kind: guard_kind(kind), block })?;
+        let decision = self.guard.check_and_record(&VoteIntent {
+            view,
+            kind: guard_kind(kind),
+            block,
+        })?;
         let mut vote = Vote {
             kind,
             chain_id: self.chain_id,
@@ -98,7 +115,14 @@ impl VoteSigner {
     ) -> Result<VerifiedProposal, SignError> {
         let hash = header.hash();
         let (vote, _) = self.sign_vote(VoteKind::Notarize, header.view, header.height, hash)?;
-        let proposal = Proposal { header, txs, signature: vote.vote().signature };
-        Ok(VerifiedProposal::signed_locally(proposal, *vote.signature()))
+        let proposal = Proposal {
+            header,
+            txs,
+            signature: vote.vote().signature,
+        };
+        Ok(VerifiedProposal::signed_locally(
+            proposal,
+            *vote.signature(),
+        ))
     }
 }

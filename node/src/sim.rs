@@ -8,16 +8,17 @@
 //! by (time, sequence number), so the same seed gives the same run; [`Simulation::trace_digest`]
 //! hashes the event log to check it.
 
-use crate::consensus::{Action, BlockLimits, Core, CoreConfig, Evidence, Input, Tip, TimerKind, Verifier};
+use crate::consensus::{
+    Action, BlockLimits, Core, CoreConfig, Evidence, FinalizedBlock, Input, TimerKind, Tip,
+    Verifier,
+};
 use crate::signer::VoteSigner;
 use crate::sync::{serve, SyncSource, MAX_SYNC_BLOCKS};
 use quasar_crypto::bls::SecretKey;
 use quasar_crypto::hash::{tagged_hash, Hash};
 use quasar_lanes::{Validator, ValidatorSet};
 use quasar_storage::SigningGuard;
-use quasar_wire::{
-    decode, payload_root, BlockHeader, Certificate, Message, Proposal, SyncRequest,
-};
+use quasar_wire::{decode, payload_root, BlockHeader, Certificate, Message, Proposal, SyncRequest};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cmp::Reverse;
@@ -65,8 +66,17 @@ impl Default for SimConfig {
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Event {
-    Deliver { to: usize, from: usize, bytes: Vec<u8> },
-    Timer { node: usize, view: u64, kind: u8, at: u64 },
+    Deliver {
+        to: usize,
+        from: usize,
+        bytes: Vec<u8>,
+    },
+    Timer {
+        node: usize,
+        view: u64,
+        kind: u8,
+        at: u64,
+    },
 }
 
 /// A finalized block as one simulated node committed it.
@@ -98,11 +108,12 @@ impl SyncSource for SimNode {
         Some((block, cert))
     }
     fn block_by_hash(&self, hash: &Hash) -> Option<Vec<u8>> {
-        let proposal = self
-            .core
-            .pending_block(hash)
-            .cloned()
-            .or_else(|| self.committed.iter().find(|c| &c.hash == hash).map(|c| c.proposal.clone()))?;
+        let proposal = self.core.pending_block(hash).cloned().or_else(|| {
+            self.committed
+                .iter()
+                .find(|c| &c.hash == hash)
+                .map(|c| c.proposal.clone())
+        })?;
         Message::Proposal(proposal).encode().ok()
     }
 }
@@ -157,12 +168,20 @@ impl Simulation {
         let keys: Vec<SecretKey> = seeds.iter().map(SecretKey::from_seed).collect();
         let validators = Arc::new(
             ValidatorSet::new(
-                keys.iter().map(|k| Validator { public_key: k.public_key(), stake: 100 }).collect(),
+                keys.iter()
+                    .map(|k| Validator {
+                        public_key: k.public_key(),
+                        stake: 100,
+                    })
+                    .collect(),
             )
             .expect("simulation validator set is well formed"),
         );
         let genesis = tagged_hash("QUASAR-SIM-GENESIS-v1", &[&cfg.seed.to_le_bytes()]);
-        let limits = BlockLimits { max_txs: 10_000, max_bytes: 1 << 24 };
+        let limits = BlockLimits {
+            max_txs: 10_000,
+            max_bytes: 1 << 24,
+        };
         let verifier = Verifier::new(validators.clone(), genesis, SIM_CHAIN_ID, 0, limits);
         let mut sim = Simulation {
             rng,
@@ -198,7 +217,12 @@ impl Simulation {
                 view: c.proposal.header.view,
                 timestamp_us: c.proposal.header.timestamp_us,
             },
-            None => Tip { height: 0, hash: self.genesis, view: 0, timestamp_us: 0 },
+            None => Tip {
+                height: 0,
+                hash: self.genesis,
+                view: 0,
+                timestamp_us: 0,
+            },
         };
         let cfg = CoreConfig {
             chain_id: SIM_CHAIN_ID,
@@ -211,7 +235,13 @@ impl Simulation {
             max_future_views: 1_000,
             max_clock_drift_us: 5_000_000,
         };
-        let signer = VoteSigner::new(SecretKey::from_seed(&self.seeds[i]), i as u32, SIM_CHAIN_ID, 0, guard);
+        let signer = VoteSigner::new(
+            SecretKey::from_seed(&self.seeds[i]),
+            i as u32,
+            SIM_CHAIN_ID,
+            0,
+            guard,
+        );
         SimNode {
             core: Core::new(cfg, self.validators.clone(), tip),
             signer,
@@ -239,7 +269,9 @@ impl Simulation {
         if self.cfg.loss > 0.0 && self.rng.gen_bool(self.cfg.loss) {
             return;
         }
-        let latency = self.rng.gen_range(self.cfg.min_latency_us..=self.cfg.max_latency_us);
+        let latency = self
+            .rng
+            .gen_range(self.cfg.min_latency_us..=self.cfg.max_latency_us);
         self.push(self.now + latency, Event::Deliver { to, from, bytes });
     }
 
@@ -255,15 +287,28 @@ impl Simulation {
         while let Some(action) = queue.pop_front() {
             match action {
                 Action::Broadcast(m) => self.broadcast(i, &m),
-                Action::Vote { kind, view, height, block } => {
-                    let Ok((vote, _)) = self.nodes[i].signer.sign_vote(kind, view, height, block) else {
+                Action::Vote {
+                    kind,
+                    view,
+                    height,
+                    block,
+                } => {
+                    let Ok((vote, _)) = self.nodes[i].signer.sign_vote(kind, view, height, block)
+                    else {
                         continue; // The guard refused: nothing is signed or sent.
                     };
                     self.broadcast(i, &Message::Vote(vote.vote().clone()));
                     let more = self.nodes[i].core.handle(self.now, Input::Vote(vote));
                     queue.extend(more);
                 }
-                Action::Propose { view, height, parent, parent_view, parent_timestamp_us, .. } => {
+                Action::Propose {
+                    view,
+                    height,
+                    parent,
+                    parent_view,
+                    parent_timestamp_us,
+                    ..
+                } => {
                     let txs: Vec<Vec<u8>> = (0..self.cfg.txs_per_block)
                         .map(|k| format!("sim-tx/{i}/{view}/{k}").into_bytes())
                         .collect();
@@ -282,16 +327,35 @@ impl Simulation {
                         continue;
                     };
                     self.broadcast(i, &Message::Proposal(proposal.proposal().clone()));
-                    let more = self.nodes[i].core.handle(self.now, Input::Proposal(proposal));
+                    let more = self.nodes[i]
+                        .core
+                        .handle(self.now, Input::Proposal(Box::new(proposal)));
                     queue.extend(more);
                 }
                 Action::SetTimer { view, kind, at_us } => {
                     let code = timer_code(kind);
                     self.nodes[i].timers.insert((view, code), at_us);
-                    self.push(at_us, Event::Timer { node: i, view, kind: code, at: at_us });
+                    self.push(
+                        at_us,
+                        Event::Timer {
+                            node: i,
+                            view,
+                            kind: code,
+                            at: at_us,
+                        },
+                    );
                 }
-                Action::Finalized { proposal, hash, certificate } => {
-                    self.nodes[i].committed.push(Committed { proposal, hash, certificate });
+                Action::Finalized(f) => {
+                    let FinalizedBlock {
+                        proposal,
+                        hash,
+                        certificate,
+                    } = *f;
+                    self.nodes[i].committed.push(Committed {
+                        proposal,
+                        hash,
+                        certificate,
+                    });
                 }
                 Action::Fetch { block, from_height } => {
                     let peers: Vec<usize> = (0..self.nodes.len()).filter(|&p| p != i).collect();
@@ -312,7 +376,9 @@ impl Simulation {
     }
 
     fn deliver(&mut self, to: usize, from: usize, bytes: &[u8]) {
-        let Ok(message) = decode(bytes).map(|m| m.to_owned()) else { return };
+        let Ok(message) = decode(bytes).map(|m| m.to_owned()) else {
+            return;
+        };
         match message {
             Message::SyncRequest(req) => {
                 let response = serve(&req, &self.nodes[to]);
@@ -326,7 +392,9 @@ impl Simulation {
                 }
             }
             other => {
-                let Ok(Some(input)) = self.verifier.verify_message(other) else { return };
+                let Ok(Some(input)) = self.verifier.verify_message(other) else {
+                    return;
+                };
                 let actions = self.nodes[to].core.handle(self.now, input);
                 self.apply(to, actions);
             }
@@ -334,22 +402,33 @@ impl Simulation {
     }
 
     fn step(&mut self) -> bool {
-        let Some(Reverse((at, seq, event))) = self.queue.pop() else { return false };
+        let Some(Reverse((at, seq, event))) = self.queue.pop() else {
+            return false;
+        };
         self.now = at;
         self.trace.extend_from_slice(&at.to_le_bytes());
         self.trace.extend_from_slice(&seq.to_le_bytes());
         match event {
             Event::Deliver { to, from, bytes } => {
                 if self.nodes[to].alive && !self.blocked.contains(&(from, to)) {
-                    self.trace.extend_from_slice(&quasar_crypto::hash::sha3_256(&bytes));
+                    self.trace
+                        .extend_from_slice(&quasar_crypto::hash::sha3_256(&bytes));
                     self.deliver(to, from, &bytes);
                 }
             }
-            Event::Timer { node, view, kind, at } => {
+            Event::Timer {
+                node,
+                view,
+                kind,
+                at,
+            } => {
                 let current = self.nodes[node].timers.get(&(view, kind)) == Some(&at);
                 if self.nodes[node].alive && current {
                     self.nodes[node].timers.remove(&(view, kind));
-                    let input = Input::Timer { view, kind: timer_kind(kind) };
+                    let input = Input::Timer {
+                        view,
+                        kind: timer_kind(kind),
+                    };
                     let actions = self.nodes[node].core.handle(self.now, input);
                     self.apply(node, actions);
                 }
@@ -455,12 +534,16 @@ impl Simulation {
             for (k, c) in node.committed.iter().enumerate() {
                 let height = k as u64 + 1;
                 if c.proposal.header.height != height || c.proposal.header.parent != parent {
-                    return Err(format!("node {i} committed a chain that is not linked at height {height}"));
+                    return Err(format!(
+                        "node {i} committed a chain that is not linked at height {height}"
+                    ));
                 }
                 parent = c.hash;
                 match by_height.get(&height) {
                     Some((j, h)) if *h != c.hash => {
-                        return Err(format!("nodes {j} and {i} finalized different blocks at height {height}"));
+                        return Err(format!(
+                            "nodes {j} and {i} finalized different blocks at height {height}"
+                        ));
                     }
                     Some(_) => {}
                     None => {

@@ -30,8 +30,12 @@ pub fn serve(request: &SyncRequest, source: &impl SyncSource) -> SyncResponse {
     }
     let count = request.max_blocks.min(MAX_SYNC_BLOCKS);
     let mut last_certificate = None;
-    for height in request.from_height.max(1)..request.from_height.max(1).saturating_add(u64::from(count)) {
-        let Some((block, certificate)) = source.finalized_at(height) else { break };
+    for height in
+        request.from_height.max(1)..request.from_height.max(1).saturating_add(u64::from(count))
+    {
+        let Some((block, certificate)) = source.finalized_at(height) else {
+            break;
+        };
         items.push(block);
         last_certificate = Some(certificate);
     }

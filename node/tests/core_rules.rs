@@ -5,7 +5,7 @@ use quasar_crypto::bls::SecretKey;
 use quasar_crypto::hash::Hash;
 use quasar_lanes::{Validator, ValidatorSet};
 use quasar_node::consensus::{
-    Action, BlockLimits, Core, CoreConfig, EvidenceKind, Input, Tip, TimerKind, VerifiedVote,
+    Action, BlockLimits, Core, CoreConfig, EvidenceKind, Input, TimerKind, Tip, VerifiedVote,
     Verifier,
 };
 use quasar_node::signer::VoteSigner;
@@ -23,10 +23,17 @@ struct Net {
 }
 
 fn net() -> Net {
-    let keys: Vec<SecretKey> = (0..4u8).map(|i| SecretKey::from_seed(&[i + 1; 32])).collect();
+    let keys: Vec<SecretKey> = (0..4u8)
+        .map(|i| SecretKey::from_seed(&[i + 1; 32]))
+        .collect();
     let validators = Arc::new(
         ValidatorSet::new(
-            keys.iter().map(|k| Validator { public_key: k.public_key(), stake: 1 }).collect(),
+            keys.iter()
+                .map(|k| Validator {
+                    public_key: k.public_key(),
+                    stake: 1,
+                })
+                .collect(),
         )
         .unwrap(),
     );
@@ -35,9 +42,16 @@ fn net() -> Net {
         .enumerate()
         .map(|(i, k)| VoteSigner::new(k, i as u32, CHAIN, 0, SigningGuard::in_memory()))
         .collect();
-    let limits = BlockLimits { max_txs: 100, max_bytes: 1 << 20 };
+    let limits = BlockLimits {
+        max_txs: 100,
+        max_bytes: 1 << 20,
+    };
     let verifier = Verifier::new(validators.clone(), GENESIS, CHAIN, 0, limits);
-    Net { signers, verifier, validators }
+    Net {
+        signers,
+        verifier,
+        validators,
+    }
 }
 
 fn core_for(net: &Net, me: u32) -> Core {
@@ -52,7 +66,16 @@ fn core_for(net: &Net, me: u32) -> Core {
         max_future_views: 100,
         max_clock_drift_us: 1_000_000,
     };
-    Core::new(cfg, net.validators.clone(), Tip { height: 0, hash: GENESIS, view: 0, timestamp_us: 0 })
+    Core::new(
+        cfg,
+        net.validators.clone(),
+        Tip {
+            height: 0,
+            hash: GENESIS,
+            view: 0,
+            timestamp_us: 0,
+        },
+    )
 }
 
 fn header(view: u64, height: u64, parent: Hash, parent_view: u64, proposer: u32) -> BlockHeader {
@@ -79,8 +102,18 @@ fn votes(actions: &[Action]) -> Vec<(VoteKind, u64)> {
         .collect()
 }
 
-fn vote(net: &mut Net, signer: usize, kind: VoteKind, view: u64, height: u64, block: Hash) -> VerifiedVote {
-    net.signers[signer].sign_vote(kind, view, height, block).unwrap().0
+fn vote(
+    net: &mut Net,
+    signer: usize,
+    kind: VoteKind,
+    view: u64,
+    height: u64,
+    block: Hash,
+) -> VerifiedVote {
+    net.signers[signer]
+        .sign_vote(kind, view, height, block)
+        .unwrap()
+        .0
 }
 
 /// A validator that does not lead `view`.
@@ -96,9 +129,11 @@ fn a_valid_proposal_from_the_leader_gets_a_notarize_vote() {
     let mut core = core_for(&net, me);
     core.start(0, 0);
     let leader = core.leader_of(1) as usize;
-    let p = net.signers[leader].sign_proposal(header(1, 1, GENESIS, 0, leader as u32), vec![]).unwrap();
+    let p = net.signers[leader]
+        .sign_proposal(header(1, 1, GENESIS, 0, leader as u32), vec![])
+        .unwrap();
     let p = net.verifier.verify_proposal(p.proposal().clone()).unwrap();
-    let actions = core.handle(100, Input::Proposal(p));
+    let actions = core.handle(100, Input::Proposal(Box::new(p)));
     assert_eq!(votes(&actions), vec![(VoteKind::Notarize, 1)]);
 }
 
@@ -116,15 +151,19 @@ fn a_proposal_that_skips_a_view_without_nullification_is_not_notarized() {
     assert_eq!(core.view(), 2);
     let leader2 = core.leader_of(2) as usize;
     // Parent genesis (view 0), view 1 nullified: valid.
-    let ok = net.signers[leader2].sign_proposal(header(2, 1, GENESIS, 0, leader2 as u32), vec![]).unwrap();
+    let ok = net.signers[leader2]
+        .sign_proposal(header(2, 1, GENESIS, 0, leader2 as u32), vec![])
+        .unwrap();
     let mut core_b = core_for(&net, me);
     core_b.start(0, 0);
     // core_b never saw view 1's nullification: it must not notarize a block skipping view 1.
     let proposal = net.verifier.verify_proposal(ok.proposal().clone()).unwrap();
-    let actions = core_b.handle(20, Input::Proposal(proposal.clone()));
-    assert!(votes(&actions).iter().all(|(k, v)| !(*k == VoteKind::Notarize && *v == 2)));
+    let actions = core_b.handle(20, Input::Proposal(Box::new(proposal.clone())));
+    assert!(votes(&actions)
+        .iter()
+        .all(|(k, v)| !(*k == VoteKind::Notarize && *v == 2)));
     // The core that saw the nullification notarizes the same block.
-    let actions = core.handle(20, Input::Proposal(proposal));
+    let actions = core.handle(20, Input::Proposal(Box::new(proposal)));
     assert_eq!(votes(&actions), vec![(VoteKind::Notarize, 2)]);
 }
 
@@ -133,7 +172,13 @@ fn a_validator_that_nullified_a_view_never_finalizes_it() {
     let mut net = net();
     let mut core = core_for(&net, 0);
     core.start(0, 0);
-    let actions = core.handle(2_000_000, Input::Timer { view: 1, kind: TimerKind::Timeout });
+    let actions = core.handle(
+        2_000_000,
+        Input::Timer {
+            view: 1,
+            kind: TimerKind::Timeout,
+        },
+    );
     assert_eq!(votes(&actions), vec![(VoteKind::Nullify, 1)]);
     // A notarization for view 1 arrives afterwards (three notarize votes on block B).
     let block = [7; 32];
@@ -143,7 +188,10 @@ fn a_validator_that_nullified_a_view_never_finalizes_it() {
         all.extend(core.handle(2_000_001, Input::Vote(v)));
     }
     assert!(all.iter().any(|a| matches!(a, Action::Broadcast(Message::Certificate(c)) if c.kind == CertificateKind::Notarization)));
-    assert!(votes(&all).iter().all(|(k, _)| *k != VoteKind::Finalize), "no finalize after nullify");
+    assert!(
+        votes(&all).iter().all(|(k, _)| *k != VoteKind::Finalize),
+        "no finalize after nullify"
+    );
     assert_eq!(core.view(), 2, "the notarization still advances the view");
 }
 
@@ -161,7 +209,9 @@ fn a_notarization_leads_to_a_finalize_vote_and_the_next_view() {
     assert_eq!(votes(&all), vec![(VoteKind::Finalize, 1)]);
     assert_eq!(core.view(), 2);
     // The block itself is missing: the core asks for it.
-    assert!(all.iter().any(|a| matches!(a, Action::Fetch { block: b, .. } if *b == block)));
+    assert!(all
+        .iter()
+        .any(|a| matches!(a, Action::Fetch { block: b, .. } if *b == block)));
 }
 
 #[test]
@@ -172,7 +222,13 @@ fn conflicting_votes_from_one_validator_become_evidence() {
     // Validator 1 notarizes two different blocks in view 1. Its own guard would refuse, so the
     // twin is signed by a second signer holding the same key (a Byzantine node).
     let first = vote(&mut net, 1, VoteKind::Notarize, 1, 1, [1; 32]);
-    let mut twin = VoteSigner::new(SecretKey::from_seed(&[2; 32]), 1, CHAIN, 0, SigningGuard::in_memory());
+    let mut twin = VoteSigner::new(
+        SecretKey::from_seed(&[2; 32]),
+        1,
+        CHAIN,
+        0,
+        SigningGuard::in_memory(),
+    );
     let second = twin.sign_vote(VoteKind::Notarize, 1, 1, [2; 32]).unwrap().0;
     core.handle(1, Input::Vote(first));
     let actions = core.handle(2, Input::Vote(second));
@@ -186,7 +242,13 @@ fn conflicting_votes_from_one_validator_become_evidence() {
     assert_eq!(evidence, vec![(EvidenceKind::ConflictingNotarize, 1, 1)]);
     // Finalize then nullify in one view.
     let fin = twin.sign_vote(VoteKind::Finalize, 1, 1, [2; 32]).unwrap().0;
-    let mut twin2 = VoteSigner::new(SecretKey::from_seed(&[2; 32]), 1, CHAIN, 0, SigningGuard::in_memory());
+    let mut twin2 = VoteSigner::new(
+        SecretKey::from_seed(&[2; 32]),
+        1,
+        CHAIN,
+        0,
+        SigningGuard::in_memory(),
+    );
     let null = twin2.sign_vote(VoteKind::Nullify, 1, 0, [0; 32]).unwrap().0;
     core.handle(3, Input::Vote(fin));
     let actions = core.handle(4, Input::Vote(null));
@@ -198,9 +260,22 @@ fn conflicting_votes_from_one_validator_become_evidence() {
 #[test]
 fn the_signing_guard_refuses_a_second_notarize_in_one_view() {
     let mut net = net();
-    net.signers[0].sign_vote(VoteKind::Notarize, 5, 3, [1; 32]).unwrap();
-    assert!(net.signers[0].sign_vote(VoteKind::Notarize, 5, 3, [2; 32]).is_err());
-    assert!(net.signers[0].sign_vote(VoteKind::Notarize, 5, 3, [1; 32]).is_ok(), "re-signing the same vote is allowed");
-    net.signers[0].sign_vote(VoteKind::Finalize, 5, 3, [1; 32]).unwrap();
-    assert!(net.signers[0].sign_vote(VoteKind::Nullify, 5, 0, [0; 32]).is_err());
+    net.signers[0]
+        .sign_vote(VoteKind::Notarize, 5, 3, [1; 32])
+        .unwrap();
+    assert!(net.signers[0]
+        .sign_vote(VoteKind::Notarize, 5, 3, [2; 32])
+        .is_err());
+    assert!(
+        net.signers[0]
+            .sign_vote(VoteKind::Notarize, 5, 3, [1; 32])
+            .is_ok(),
+        "re-signing the same vote is allowed"
+    );
+    net.signers[0]
+        .sign_vote(VoteKind::Finalize, 5, 3, [1; 32])
+        .unwrap();
+    assert!(net.signers[0]
+        .sign_vote(VoteKind::Nullify, 5, 0, [0; 32])
+        .is_err());
 }

@@ -7,18 +7,27 @@ use quasar_node::sim::{SimConfig, Simulation};
 const SECOND: u64 = 1_000_000;
 
 fn sim(seed: u64) -> Simulation {
-    Simulation::new(SimConfig { seed, ..SimConfig::default() })
+    Simulation::new(SimConfig {
+        seed,
+        ..SimConfig::default()
+    })
 }
 
 #[test]
 fn all_honest_validators_finalize_the_same_chain() {
     let mut s = sim(1);
-    assert!(s.run_until_height(20, 60 * SECOND), "20 heights within 60 simulated seconds");
+    assert!(
+        s.run_until_height(20, 60 * SECOND),
+        "20 heights within 60 simulated seconds"
+    );
     s.check_safety().unwrap();
     // The chain carries the proposers' transactions.
     assert!(s.committed(0).iter().all(|c| c.proposal.txs.len() == 2));
     for i in 0..4 {
-        assert!(s.evidence(i).is_empty(), "honest validators never equivocate");
+        assert!(
+            s.evidence(i).is_empty(),
+            "honest validators never equivocate"
+        );
     }
 }
 
@@ -43,11 +52,17 @@ fn crashed_validator_restarts_and_catches_up() {
     s.run_until(s.now() + 10 * SECOND);
     s.restart(1);
     let target = s.finalized_height(0) + 5;
-    assert!(s.run_until_height(target, s.now() + 60 * SECOND), "restarted node catches up");
+    assert!(
+        s.run_until_height(target, s.now() + 60 * SECOND),
+        "restarted node catches up"
+    );
     assert!(s.finalized_height(1) >= target);
     s.check_safety().unwrap();
     for i in 0..4 {
-        assert!(s.evidence(i).is_empty(), "the restarted validator never signed a conflicting vote");
+        assert!(
+            s.evidence(i).is_empty(),
+            "the restarted validator never signed a conflicting vote"
+        );
     }
 }
 
@@ -61,7 +76,10 @@ fn progress_resumes_after_a_partition_heals() {
     let stalled = (0..4).map(|i| s.finalized_height(i)).max().unwrap();
     s.run_until(s.now() + 10 * SECOND);
     let still = (0..4).map(|i| s.finalized_height(i)).max().unwrap();
-    assert!(still <= stalled + 1, "no quorum, no new finality while partitioned");
+    assert!(
+        still <= stalled + 1,
+        "no quorum, no new finality while partitioned"
+    );
     s.heal();
     assert!(
         s.run_until_height(still + 10, s.now() + 120 * SECOND),
@@ -86,7 +104,11 @@ fn lossy_jittery_links_keep_safety_and_liveness() {
 #[test]
 fn the_same_seed_gives_the_same_run() {
     let run = |seed| {
-        let mut s = Simulation::new(SimConfig { seed, loss: 0.02, ..SimConfig::default() });
+        let mut s = Simulation::new(SimConfig {
+            seed,
+            loss: 0.02,
+            ..SimConfig::default()
+        });
         s.run_until(20 * SECOND);
         (s.trace_digest(), s.finalized_height(0))
     };

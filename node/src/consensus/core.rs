@@ -57,10 +57,13 @@ pub enum TimerKind {
 }
 
 /// Inputs to [`Core::handle`].
+// Votes (a wire vote plus a decoded signature) dominate the traffic, so they stay unboxed; each
+// input is built once and moved into the core.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Input {
     /// A verified proposal (from the network, from sync, or our own).
-    Proposal(VerifiedProposal),
+    Proposal(Box<VerifiedProposal>),
     /// A verified vote (from the network or our own).
     Vote(VerifiedVote),
     /// A verified certificate.
@@ -100,6 +103,17 @@ pub struct Evidence {
     pub first: Message,
     /// The conflicting message.
     pub second: Message,
+}
+
+/// A block the core has finalized.
+#[derive(Debug, Clone)]
+pub struct FinalizedBlock {
+    /// The block.
+    pub proposal: Proposal,
+    /// Its hash.
+    pub hash: Hash,
+    /// The finalization that covers it (its own, or a descendant's).
+    pub certificate: Certificate,
 }
 
 /// What the runtime must do, in order.
@@ -146,14 +160,7 @@ pub enum Action {
         at_us: u64,
     },
     /// A block became final. Emitted in strictly increasing height order.
-    Finalized {
-        /// The block.
-        proposal: Proposal,
-        /// Its hash.
-        hash: Hash,
-        /// The finalization that covers it (its own, or a descendant's).
-        certificate: Certificate,
-    },
+    Finalized(Box<FinalizedBlock>),
     /// A block we need is missing: ask peers for `block` and for finalized blocks from
     /// `from_height`.
     Fetch {
@@ -265,7 +272,13 @@ impl Core {
 
     /// The leader of `view`.
     pub fn leader_of(&self, view: u64) -> u32 {
-        leader(&self.validators, &self.cfg.genesis, self.cfg.chain_id, self.cfg.epoch, view)
+        leader(
+            &self.validators,
+            &self.cfg.genesis,
+            self.cfg.chain_id,
+            self.cfg.epoch,
+            view,
+        )
     }
 
     /// A known non-finalized block by hash (for serving peers that fetch it).
@@ -278,7 +291,7 @@ impl Core {
         self.now = self.now.max(now_us);
         let mut out = Vec::new();
         match input {
-            Input::Proposal(p) => self.on_proposal(p, &mut out),
+            Input::Proposal(p) => self.on_proposal(*p, &mut out),
             Input::Vote(v) => self.on_vote(v, &mut out),
             Input::Certificate(c) => self.on_certificate(c.certificate().clone(), false, &mut out),
             Input::Timer { view, kind } => self.on_timer(view, kind, &mut out),
@@ -318,7 +331,12 @@ impl Core {
         let mut v = self.view.checked_sub(1)?;
         loop {
             if v <= self.tip.view {
-                return Some((self.tip.hash, self.tip.view, self.tip.height, self.tip.timestamp_us));
+                return Some((
+                    self.tip.hash,
+                    self.tip.view,
+                    self.tip.height,
+                    self.tip.timestamp_us,
+                ));
             }
             if let Some(hash) = self.certified_block(v) {
                 let block = self.blocks.get(&hash)?;
@@ -333,7 +351,11 @@ impl Core {
     /// The block certified in `view` by a notarization (or a finalization, which implies one).
     fn certified_block(&self, view: u64) -> Option<Hash> {
         let state = self.views.get(&view)?;
-        state.notarization.as_ref().or(state.finalization.as_ref()).map(|c| c.block)
+        state
+            .notarization
+            .as_ref()
+            .or(state.finalization.as_ref())
+            .map(|c| c.block)
     }
 
     fn maybe_schedule_proposal(&mut self, out: &mut Vec<Action>) {
@@ -347,9 +369,15 @@ impl Core {
         }
         match self.select_parent() {
             Some((_, _, _, parent_ts)) => {
-                let at_us = self.now.max(parent_ts.saturating_add(self.cfg.block_time_us));
+                let at_us = self
+                    .now
+                    .max(parent_ts.saturating_add(self.cfg.block_time_us));
                 self.state(view).propose_scheduled = true;
-                out.push(Action::SetTimer { view, kind: TimerKind::Propose, at_us });
+                out.push(Action::SetTimer {
+                    view,
+                    kind: TimerKind::Propose,
+                    at_us,
+                });
             }
             None => self.fetch_missing_parent(out),
         }
@@ -360,7 +388,12 @@ impl Core {
         let missing: Vec<Hash> = self
             .views
             .range(self.tip.view + 1..self.view)
-            .filter_map(|(_, s)| s.notarization.as_ref().or(s.finalization.as_ref()).map(|c| c.block))
+            .filter_map(|(_, s)| {
+                s.notarization
+                    .as_ref()
+                    .or(s.finalization.as_ref())
+                    .map(|c| c.block)
+            })
             .filter(|h| !self.blocks.contains_key(h))
             .collect();
         for h in missing {
@@ -375,7 +408,10 @@ impl Core {
         };
         if due {
             self.fetching.insert(block, self.now);
-            out.push(Action::Fetch { block, from_height: self.tip.height + 1 });
+            out.push(Action::Fetch {
+                block,
+                from_height: self.tip.height + 1,
+            });
         }
     }
 
@@ -390,7 +426,12 @@ impl Core {
                 s.timed_out = true;
                 if !s.voted_finalize && !s.voted_nullify {
                     s.voted_nullify = true;
-                    out.push(Action::Vote { kind: VoteKind::Nullify, view, height: 0, block: [0; 32] });
+                    out.push(Action::Vote {
+                        kind: VoteKind::Nullify,
+                        view,
+                        height: 0,
+                        block: [0; 32],
+                    });
                 }
                 out.push(Action::SetTimer {
                     view,
@@ -399,7 +440,11 @@ impl Core {
                 });
             }
             TimerKind::Retry => {
-                let mine = self.views.get(&view).map(|s| s.mine.clone()).unwrap_or_default();
+                let mine = self
+                    .views
+                    .get(&view)
+                    .map(|s| s.mine.clone())
+                    .unwrap_or_default();
                 for vote in mine {
                     out.push(Action::Broadcast(Message::Vote(vote)));
                 }
@@ -436,7 +481,9 @@ impl Core {
         let mut exclude = Vec::new();
         let mut cursor = parent;
         while cursor != self.tip.hash {
-            let Some(block) = self.blocks.get(&cursor) else { break };
+            let Some(block) = self.blocks.get(&cursor) else {
+                break;
+            };
             exclude.extend(block.proposal.txs.iter().map(|tx| tx_hash(tx)));
             cursor = block.parent();
         }
@@ -477,7 +524,12 @@ impl Core {
                 }
             }
             self.state(view).proposals.push(hash);
-            self.blocks.insert(hash, Block { proposal: p.proposal().clone() });
+            self.blocks.insert(
+                hash,
+                Block {
+                    proposal: p.proposal().clone(),
+                },
+            );
         }
         self.fetching.remove(&hash);
         if self.cfg.me == Some(p.proposal().header.proposer) {
@@ -492,12 +544,18 @@ impl Core {
     /// Notarize the current view's proposal if it is valid and we may still vote.
     fn try_notarize(&mut self, out: &mut Vec<Action>) {
         let view = self.view;
-        let Some(state) = self.views.get(&view) else { return };
+        let Some(state) = self.views.get(&view) else {
+            return;
+        };
         if state.voted_notarize || state.timed_out || self.cfg.me.is_none() {
             return;
         }
-        let Some(&hash) = state.proposals.first() else { return };
-        let Some(block) = self.blocks.get(&hash) else { return };
+        let Some(&hash) = state.proposals.first() else {
+            return;
+        };
+        let Some(block) = self.blocks.get(&hash) else {
+            return;
+        };
         let h = block.proposal.header.clone();
         // The parent must be certified: the finalized tip, or notarized in its view.
         let parent_ok = if h.parent_view == self.tip.view {
@@ -527,7 +585,10 @@ impl Core {
         }
         // Every view strictly between the parent's and this one must be nullified.
         for v in h.parent_view + 1..view {
-            let nullified = self.views.get(&v).is_some_and(|s| s.nullification.is_some());
+            let nullified = self
+                .views
+                .get(&v)
+                .is_some_and(|s| s.nullification.is_some());
             if !nullified {
                 return;
             }
@@ -536,7 +597,12 @@ impl Core {
             return;
         }
         self.state(view).voted_notarize = true;
-        out.push(Action::Vote { kind: VoteKind::Notarize, view, height: h.height, block: hash });
+        out.push(Action::Vote {
+            kind: VoteKind::Notarize,
+            view,
+            height: h.height,
+            block: hash,
+        });
     }
 
     fn on_vote(&mut self, vote: VerifiedVote, out: &mut Vec<Action>) {
@@ -590,9 +656,18 @@ impl Core {
     }
 
     /// Aggregates a certificate when the votes of `kind` for `block` in `view` reach a quorum.
-    fn check_quorum(&mut self, view: u64, kind: VoteKind, block: Hash, height: u64, out: &mut Vec<Action>) {
+    fn check_quorum(
+        &mut self,
+        view: u64,
+        kind: VoteKind,
+        block: Hash,
+        height: u64,
+        out: &mut Vec<Action>,
+    ) {
         let n = self.validators.len();
-        let Some(state) = self.views.get(&view) else { return };
+        let Some(state) = self.views.get(&view) else {
+            return;
+        };
         let (votes, done) = match kind {
             VoteKind::Notarize => (&state.notarize, state.notarization.is_some()),
             VoteKind::Finalize => (&state.finalize, state.finalization.is_some()),
@@ -609,11 +684,15 @@ impl Core {
                 signatures.push(*vote.signature());
             }
         }
-        let Some(stake) = self.validators.stake_of(signers.iter().copied()) else { return };
+        let Some(stake) = self.validators.stake_of(signers.iter().copied()) else {
+            return;
+        };
         if !self.validators.is_quorum(stake) {
             return;
         }
-        let Ok(aggregate) = Signature::aggregate(&signatures) else { return };
+        let Ok(aggregate) = Signature::aggregate(&signatures) else {
+            return;
+        };
         let cert_kind = match kind {
             VoteKind::Notarize => CertificateKind::Notarization,
             VoteKind::Finalize => CertificateKind::Finalization,
@@ -715,10 +794,21 @@ impl Core {
             }
             self.pending.remove(&view);
             for hash in chain.into_iter().rev() {
-                let Some(block) = self.blocks.remove(&hash) else { return };
+                let Some(block) = self.blocks.remove(&hash) else {
+                    return;
+                };
                 let h = &block.proposal.header;
-                self.tip = Tip { height: h.height, hash, view: h.view, timestamp_us: h.timestamp_us };
-                out.push(Action::Finalized { proposal: block.proposal, hash, certificate: cert.clone() });
+                self.tip = Tip {
+                    height: h.height,
+                    hash,
+                    view: h.view,
+                    timestamp_us: h.timestamp_us,
+                };
+                out.push(Action::Finalized(Box::new(FinalizedBlock {
+                    proposal: block.proposal,
+                    hash,
+                    certificate: cert.clone(),
+                })));
             }
             self.prune();
         }

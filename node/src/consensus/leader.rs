@@ -7,10 +7,21 @@ use quasar_lanes::ValidatorSet;
 /// `r * total_stake >> 64`, where `r` is the first 8 bytes (LE) of
 /// `tagged_hash("QUASAR-LEADER-v1", [genesis, chain_id, epoch, view])`. Each validator leads a
 /// share of views proportional to its stake; the widening multiply has no modulo bias.
-pub fn leader(validators: &ValidatorSet, genesis: &Hash, chain_id: u64, epoch: u64, view: u64) -> u32 {
+pub fn leader(
+    validators: &ValidatorSet,
+    genesis: &Hash,
+    chain_id: u64,
+    epoch: u64,
+    view: u64,
+) -> u32 {
     let seed = tagged_hash(
         "QUASAR-LEADER-v1",
-        &[genesis, &chain_id.to_le_bytes(), &epoch.to_le_bytes(), &view.to_le_bytes()],
+        &[
+            genesis,
+            &chain_id.to_le_bytes(),
+            &epoch.to_le_bytes(),
+            &view.to_le_bytes(),
+        ],
     );
     let mut first = [0u8; 8];
     first.copy_from_slice(&seed[..8]);
@@ -46,6 +57,9 @@ mod tests {
             assert!((300..500).contains(c), "{counts:?}");
         }
         // Deterministic.
-        assert_eq!(leader(&validators, &[7; 32], 1, 0, 42), leader(&validators, &[7; 32], 1, 0, 42));
+        assert_eq!(
+            leader(&validators, &[7; 32], 1, 0, 42),
+            leader(&validators, &[7; 32], 1, 0, 42)
+        );
     }
 }

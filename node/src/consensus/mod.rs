@@ -56,8 +56,10 @@ mod core;
 pub mod leader;
 pub mod verify;
 
-pub use self::core::{Action, Core, CoreConfig, Evidence, EvidenceKind, Input, TimerKind, Tip};
+pub use self::core::{
+    Action, Core, CoreConfig, Evidence, EvidenceKind, FinalizedBlock, Input, TimerKind, Tip,
+};
 pub use leader::leader;
 pub use verify::{
-    BlockLimits, VerifiedCertificate, VerifiedProposal, VerifiedVote, VerifyError, Verifier,
+    BlockLimits, VerifiedCertificate, VerifiedProposal, VerifiedVote, Verifier, VerifyError,
 };

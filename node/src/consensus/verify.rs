@@ -30,7 +30,11 @@ pub enum VerifyError {
     UnknownValidator(u32),
     /// The proposal's proposer is not the leader of its view.
     #[error("proposer {proposer} is not the leader {leader} of view {view}")]
-    NotLeader { view: u64, proposer: u32, leader: u32 },
+    NotLeader {
+        view: u64,
+        proposer: u32,
+        leader: u32,
+    },
     /// View 0 is the genesis view; nothing is proposed or voted in it.
     #[error("view 0 is reserved for genesis")]
     GenesisView,
@@ -92,7 +96,11 @@ impl VerifiedProposal {
     pub fn signed_locally(proposal: Proposal, signature: Signature) -> VerifiedProposal {
         let hash = proposal.header.hash();
         let leader_vote = VerifiedVote::signed_locally(leader_vote_of(&proposal, &hash), signature);
-        VerifiedProposal { proposal, hash, leader_vote }
+        VerifiedProposal {
+            proposal,
+            hash,
+            leader_vote,
+        }
     }
 
     /// The proposal.
@@ -121,8 +129,14 @@ pub struct VerifiedCertificate {
 
 impl VerifiedCertificate {
     /// A certificate this node aggregated itself from verified votes.
-    pub fn aggregated_locally(certificate: Certificate, signers: Vec<usize>) -> VerifiedCertificate {
-        VerifiedCertificate { certificate, signers }
+    pub fn aggregated_locally(
+        certificate: Certificate,
+        signers: Vec<usize>,
+    ) -> VerifiedCertificate {
+        VerifiedCertificate {
+            certificate,
+            signers,
+        }
     }
 
     /// The certificate.
@@ -178,7 +192,13 @@ impl Verifier {
         epoch: u64,
         limits: BlockLimits,
     ) -> Verifier {
-        Verifier { validators, genesis, chain_id, epoch, limits }
+        Verifier {
+            validators,
+            genesis,
+            chain_id,
+            epoch,
+            limits,
+        }
     }
 
     /// The validator set.
@@ -188,10 +208,16 @@ impl Verifier {
 
     fn check_domain(&self, chain_id: u64, epoch: u64) -> Result<(), VerifyError> {
         if chain_id != self.chain_id {
-            return Err(VerifyError::WrongChain { expected: self.chain_id, got: chain_id });
+            return Err(VerifyError::WrongChain {
+                expected: self.chain_id,
+                got: chain_id,
+            });
         }
         if epoch != self.epoch {
-            return Err(VerifyError::WrongEpoch { expected: self.epoch, got: epoch });
+            return Err(VerifyError::WrongEpoch {
+                expected: self.epoch,
+                got: epoch,
+            });
         }
         Ok(())
     }
@@ -200,7 +226,7 @@ impl Verifier {
     /// consensus inputs (transaction batches, sync traffic). Errors: see [`VerifyError`].
     pub fn verify_message(&self, message: Message) -> Result<Option<Input>, VerifyError> {
         Ok(match message {
-            Message::Proposal(p) => Some(Input::Proposal(self.verify_proposal(p)?)),
+            Message::Proposal(p) => Some(Input::Proposal(Box::new(self.verify_proposal(p)?))),
             Message::Vote(v) => Some(Input::Vote(self.verify_vote(v)?)),
             Message::Certificate(c) => Some(Input::Certificate(self.verify_certificate(c)?)),
             Message::TxBatch(_) | Message::SyncRequest(_) | Message::SyncResponse(_) => None,
@@ -240,9 +266,19 @@ impl Verifier {
         if h.parent_view >= h.view {
             return Err(VerifyError::BadHeader("parent view must precede the view"));
         }
-        let expected = leader(&self.validators, &self.genesis, self.chain_id, self.epoch, h.view);
+        let expected = leader(
+            &self.validators,
+            &self.genesis,
+            self.chain_id,
+            self.epoch,
+            h.view,
+        );
         if h.proposer != expected {
-            return Err(VerifyError::NotLeader { view: h.view, proposer: h.proposer, leader: expected });
+            return Err(VerifyError::NotLeader {
+                view: h.view,
+                proposer: h.proposer,
+                leader: expected,
+            });
         }
         if proposal.txs.len() > self.limits.max_txs {
             return Err(VerifyError::BlockTooLarge("too many transactions"));
@@ -257,11 +293,18 @@ impl Verifier {
         let hash = h.hash();
         let vote = leader_vote_of(&proposal, &hash);
         let leader_vote = self.verify_vote(vote)?;
-        Ok(VerifiedProposal { proposal, hash, leader_vote })
+        Ok(VerifiedProposal {
+            proposal,
+            hash,
+            leader_vote,
+        })
     }
 
     /// Verifies a certificate: domain, field consistency, canonical bitmap, quorum, aggregate.
-    pub fn verify_certificate(&self, certificate: Certificate) -> Result<VerifiedCertificate, VerifyError> {
+    pub fn verify_certificate(
+        &self,
+        certificate: Certificate,
+    ) -> Result<VerifiedCertificate, VerifyError> {
         self.check_domain(certificate.chain_id, certificate.epoch)?;
         if certificate.view == 0 {
             return Err(VerifyError::GenesisView);
@@ -278,6 +321,9 @@ impl Verifier {
             &certificate.signing_message(),
             &certificate.signature,
         )?;
-        Ok(VerifiedCertificate { certificate, signers: checked.signers })
+        Ok(VerifiedCertificate {
+            certificate,
+            signers: checked.signers,
+        })
     }
 }

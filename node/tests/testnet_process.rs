@@ -1,0 +1,389 @@
+//! Specification tests of whole validator processes (`quasar_node::testnet`): real
+//! `quasar-node run` processes on loopback, talking QUIC to each other and HTTP to the test.
+//!
+//! The process tests share two CPU cores in CI, so they take turns ([`one_network_at_a_time`]);
+//! each finishes well within a minute. On failure the network's directory (keys, configs, data,
+//! `v*/node.log`) is kept and its path printed.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use quasar_node::config::{self, GenesisFile, NodeConfig};
+use quasar_node::p2p::client_config;
+use quasar_node::p2p::tls::SERVER_NAME;
+use quasar_node::testnet::{
+    self, metric_value, nearest_rank, Status, Testnet, TestnetError, TestnetOptions, TestnetReport,
+    GENESIS_FILE, NODE_CONFIG_FILE,
+};
+use quasar_wire::frame::{encode_frame, MAX_FRAME_LEN};
+use tokio::sync::{Mutex, MutexGuard};
+use tokio::time::sleep;
+
+/// The `quasar-node` binary Cargo built for these tests.
+fn binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_quasar-node"))
+}
+
+/// Four validator processes per test are all two cores can carry; tests wait for each other.
+async fn one_network_at_a_time() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::const_new(());
+    SERIAL.lock().await
+}
+
+/// A created network in a temporary directory that is kept (and printed) if the test fails.
+struct Fixture {
+    net: Testnet,
+    dir: Option<tempfile::TempDir>,
+}
+
+impl Fixture {
+    fn create(validators: usize, block_time_ms: u64) -> Fixture {
+        let dir = tempfile::Builder::new()
+            .prefix("quasar-testnet-test-")
+            .tempdir()
+            .unwrap();
+        let net = Testnet::create(dir.path(), validators, block_time_ms).unwrap();
+        Fixture {
+            net,
+            dir: Some(dir),
+        }
+    }
+
+    fn spawn_all(&mut self) {
+        for i in 0..self.net.validators() {
+            self.net.spawn(i, &binary()).unwrap();
+        }
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        self.net.kill_all();
+        if std::thread::panicking() {
+            if let Some(dir) = self.dir.take() {
+                let kept = dir.keep();
+                eprintln!("test failed; network kept in {}", kept.display());
+                for i in 0..self.net.validators() {
+                    eprintln!("--- v{i}/node.log (tail) ---\n{}", self.net.log_tail(i, 12));
+                }
+            }
+        }
+    }
+}
+
+fn max_finalized(statuses: &[Status]) -> u64 {
+    statuses
+        .iter()
+        .map(|s| s.finalized_height)
+        .max()
+        .unwrap_or(0)
+}
+
+/// Asserts that every validator holds the same block hash at every height `1..=up_to`.
+async fn assert_same_chain(net: &Testnet, up_to: u64) {
+    for h in 1..=up_to {
+        let mut hashes = HashSet::new();
+        for i in 0..net.validators() {
+            let block = net.block(i, h).await.unwrap();
+            let block = block
+                .unwrap_or_else(|| panic!("validator {i} has no finalized block at height {h}"));
+            assert_eq!(block.height, h);
+            hashes.insert(block.hash);
+        }
+        assert_eq!(
+            hashes.len(),
+            1,
+            "validators disagree at height {h}: {hashes:?}"
+        );
+    }
+}
+
+// --- The library's pure parts --------------------------------------------------------------
+
+#[test]
+fn nearest_rank_is_the_textbook_percentile() {
+    let v: Vec<f64> = (1..=10).map(f64::from).collect();
+    assert_eq!(nearest_rank(&v, 50.0), 5.0);
+    assert_eq!(nearest_rank(&v, 99.0), 10.0);
+    assert_eq!(nearest_rank(&v, 10.0), 1.0);
+    assert_eq!(nearest_rank(&v, 0.0), 1.0);
+    assert_eq!(nearest_rank(&[7.0], 99.0), 7.0);
+    assert_eq!(nearest_rank(&[], 50.0), 0.0);
+}
+
+#[test]
+fn metric_value_sums_label_sets_and_ignores_longer_names() {
+    let text = "# HELP quasar_p2p_malformed_frames Malformed.\n\
+                # TYPE quasar_p2p_malformed_frames counter\n\
+                quasar_p2p_malformed_frames_total 3\n\
+                quasar_p2p_malformed_frames_total_other 100\n\
+                quasar_x_total{peer=\"1\"} 2\n\
+                quasar_x_total{peer=\"2\"} 5.5\n\
+                # EOF\n";
+    assert_eq!(
+        metric_value(text, "quasar_p2p_malformed_frames_total"),
+        Some(3.0)
+    );
+    assert_eq!(metric_value(text, "quasar_x_total"), Some(7.5));
+    assert_eq!(metric_value(text, "quasar_absent_total"), None);
+}
+
+#[test]
+fn the_report_is_one_json_object_with_exactly_the_documented_keys_in_order() {
+    let report = TestnetReport {
+        validators: 4,
+        finalized_height: 20,
+        agreement: true,
+        blocks_per_sec: 8.5,
+        finality_p50_ms: 120.0,
+        finality_p99_ms: 300.0,
+        txs_submitted: 10,
+        txs_finalized: 10,
+    };
+    assert_eq!(
+        serde_json::to_string(&report).unwrap(),
+        "{\"validators\":4,\"finalized_height\":20,\"agreement\":true,\"blocks_per_sec\":8.5,\
+         \"finality_p50_ms\":120.0,\"finality_p99_ms\":300.0,\"txs_submitted\":10,\"txs_finalized\":10}"
+    );
+    assert!(report.passed());
+    assert!(!TestnetReport {
+        txs_finalized: 9,
+        ..report.clone()
+    }
+    .passed());
+    assert!(!TestnetReport {
+        agreement: false,
+        ..report
+    }
+    .passed());
+}
+
+#[test]
+fn create_writes_keys_genesis_and_configs_with_distinct_ports_and_full_peer_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let net = Testnet::create(dir.path(), 4, 100).unwrap();
+    let genesis = GenesisFile::load(&dir.path().join(GENESIS_FILE)).unwrap();
+    assert_eq!(genesis.chain_id, testnet::CHAIN_ID);
+    assert!(genesis.validators.iter().all(|v| v.stake == testnet::STAKE));
+    let mut ports = HashSet::new();
+    for i in 0..4 {
+        assert!(
+            ports.insert(net.p2p(i)) && ports.insert(net.api(i)),
+            "ports are distinct"
+        );
+        let cfg = NodeConfig::load(&net.node_dir(i).join(NODE_CONFIG_FILE)).unwrap();
+        assert_eq!(cfg.block_time_ms, 100);
+        assert_eq!((cfg.p2p_listen, cfg.api_listen), (net.p2p(i), net.api(i)));
+        assert_eq!(cfg.data_dir, net.node_dir(i).join("data"));
+        let own = config::load_keys(&cfg.key_dir).unwrap();
+        assert_eq!(
+            own.public.bls_public_key, genesis.validators[i].bls_public_key,
+            "v{i} is validator {i}"
+        );
+        assert_eq!(cfg.peers.len(), 3);
+        for peer in &cfg.peers {
+            let j = genesis
+                .validators
+                .iter()
+                .position(|v| v.bls_public_key == peer.bls_public_key)
+                .unwrap();
+            assert_ne!(j, i);
+            assert_eq!(peer.address, net.p2p(j));
+        }
+        GenesisFile::load(&cfg.genesis).unwrap().check().unwrap();
+    }
+    // Validator keys are never overwritten: creating again in the same directory fails.
+    assert!(matches!(
+        Testnet::create(dir.path(), 4, 100),
+        Err(TestnetError::Config(_))
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_rejects_options_that_describe_no_network() {
+    let mut opts = TestnetOptions::new(binary());
+    opts.validators = 0;
+    assert!(matches!(
+        testnet::run(opts).await,
+        Err(TestnetError::Options(_))
+    ));
+    let mut opts = TestnetOptions::new(binary());
+    opts.tx_rate = f64::NAN;
+    assert!(matches!(
+        testnet::run(opts).await,
+        Err(TestnetError::Options(_))
+    ));
+}
+
+// --- Whole processes -----------------------------------------------------------------------
+
+/// The `testnet` subcommand's job end to end: four honest validators finalize 20 blocks under a
+/// steady transaction load, agree on every block, and finalize every transaction they accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_validators_finalize_with_agreement() {
+    let _turn = one_network_at_a_time().await;
+    let opts = TestnetOptions {
+        validators: 4,
+        blocks: 20,
+        block_time_ms: 100,
+        tx_rate: 50.0,
+        ..TestnetOptions::new(binary())
+    };
+    let report = testnet::run(opts).await.unwrap();
+    eprintln!("{}", serde_json::to_string(&report).unwrap());
+    assert_eq!(report.validators, 4);
+    assert!(report.agreement, "validators disagree: {report:?}");
+    assert!(report.finalized_height >= 20, "{report:?}");
+    assert!(
+        report.txs_submitted > 0,
+        "no transaction was accepted: {report:?}"
+    );
+    assert_eq!(report.txs_finalized, report.txs_submitted, "{report:?}");
+    assert!(report.finality_p50_ms > 0.0, "{report:?}");
+    assert!(
+        report.finality_p99_ms >= report.finality_p50_ms,
+        "{report:?}"
+    );
+    assert!(report.blocks_per_sec > 0.0, "{report:?}");
+}
+
+/// Crash-recovery of the signing guard: validator 2 is SIGKILLed mid-run, the other three keep
+/// finalizing, and the restarted process (same data directory) catches up and votes again
+/// without ever signing a vote that conflicts with one it signed before the crash — the other
+/// validators record evidence for any conflicting pair they receive, and they record none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_validator_restarts_catches_up_and_never_equivocates() {
+    let _turn = one_network_at_a_time().await;
+    let mut fx = Fixture::create(4, 100);
+    fx.spawn_all();
+    let all = [0, 1, 2, 3];
+    let others = [0, 1, 3];
+    fx.net
+        .wait_finalized(&all, 5, Duration::from_secs(30))
+        .await
+        .unwrap();
+
+    fx.net.kill(2);
+    let at_kill = max_finalized(
+        &fx.net
+            .wait_finalized(&others, 0, Duration::from_secs(5))
+            .await
+            .unwrap(),
+    );
+    sleep(Duration::from_secs(2)).await;
+    let before_restart = fx
+        .net
+        .wait_finalized(&others, 0, Duration::from_secs(5))
+        .await
+        .unwrap();
+    let at_restart = max_finalized(&before_restart);
+    assert!(
+        at_restart > at_kill,
+        "three of four validators keep finalizing ({at_kill} -> {at_restart})"
+    );
+
+    fx.net.spawn(2, &binary()).unwrap();
+    let target = at_restart + 5;
+    fx.net
+        .wait_finalized(&[2], target, Duration::from_secs(40))
+        .await
+        .unwrap();
+    let statuses = fx
+        .net
+        .wait_finalized(&all, target, Duration::from_secs(10))
+        .await
+        .unwrap();
+
+    assert_same_chain(&fx.net, target).await;
+    for s in &statuses {
+        assert_eq!(
+            s.evidence, 0,
+            "validator {} saw an equivocation: {s:?}",
+            s.validator
+        );
+    }
+    assert!(
+        statuses[2].votes_signed > 0,
+        "the restarted validator votes again: {:?}",
+        statuses[2]
+    );
+}
+
+/// A pinned but Byzantine peer (a client holding validator 3's TLS identity) sends validator 0 an
+/// oversized length prefix, a truncated frame and a well-framed non-ZAP message. Each costs the
+/// peer only its stream: validator 0 counts the malformed frames and keeps finalizing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_frames_are_counted_and_the_node_keeps_finalizing() {
+    let _turn = one_network_at_a_time().await;
+    let mut fx = Fixture::create(4, 100);
+    fx.spawn_all();
+    fx.net
+        .wait_finalized(&[0, 1, 2, 3], 3, Duration::from_secs(30))
+        .await
+        .unwrap();
+    let malformed = "quasar_p2p_malformed_frames_total";
+    let before = fx.net.metric(0, malformed).await.unwrap().unwrap_or(0.0);
+
+    let byzantine = config::load_keys(&fx.net.node_dir(3)).unwrap();
+    let target_cert = hex::decode(
+        config::load_public(&fx.net.node_dir(0))
+            .unwrap()
+            .tls_certificate,
+    )
+    .unwrap();
+    let endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let conn = endpoint
+        .connect_with(
+            client_config(&byzantine.tls, &target_cert).unwrap(),
+            fx.net.p2p(0),
+            SERVER_NAME,
+        )
+        .unwrap()
+        .await
+        .expect("a pinned identity connects");
+
+    // (a) A length prefix one byte over the 16 MiB limit.
+    let mut oversized = conn.open_uni().await.unwrap();
+    oversized
+        .write_all(&((MAX_FRAME_LEN + 1) as u32).to_le_bytes())
+        .await
+        .unwrap();
+    oversized.write_all(&[0u8; 64]).await.unwrap();
+    // (b) A frame announcing 100 bytes that ends after 10.
+    let mut truncated = conn.open_uni().await.unwrap();
+    truncated.write_all(&100u32.to_le_bytes()).await.unwrap();
+    truncated.write_all(&[1u8; 10]).await.unwrap();
+    truncated.finish().unwrap();
+    // (c) A well-formed frame whose message is not ZAP.
+    let mut garbage = conn.open_uni().await.unwrap();
+    garbage
+        .write_all(&encode_frame(b"this is not a ZAP message at all").unwrap())
+        .await
+        .unwrap();
+    garbage.finish().unwrap();
+
+    let mut counted = before;
+    for _ in 0..100 {
+        counted = fx.net.metric(0, malformed).await.unwrap().unwrap_or(0.0);
+        if counted - before >= 2.0 {
+            break;
+        }
+        sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        counted - before >= 2.0,
+        "{malformed} went from {before} to {counted}"
+    );
+    conn.close(0u32.into(), b"done");
+
+    let after_attack = fx.net.status(0).await.unwrap().finalized_height;
+    let statuses = fx
+        .net
+        .wait_finalized(&[0], after_attack + 5, Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!(statuses[0].evidence, 0);
+    fx.net.check_running().unwrap();
+    endpoint.wait_idle().await;
+}
