@@ -218,7 +218,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     let mut registry = Registry::default();
     let metrics = NodeMetrics::new(&mut registry);
     let p2p_metrics = P2pMetrics::new();
-    p2p_metrics.register(&mut registry);
+    p2p_metrics.register(registry.sub_registry_with_prefix("quasar"));
     let (network, inbound) = Network::start(
         NetworkConfig {
             listen: cfg.p2p_listen,
@@ -294,10 +294,40 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         max_block_txs: cfg.max_block_txs,
         span: tracing::Span::none(),
     };
+    wait_for_quorum_of_peers(&shared, &genesis.validators, Duration::from_secs(10)).await;
     let result = driver.run(input_rx).await;
     shared.network.shutdown().await;
     let _ = shared.store.flush();
     result
+}
+
+/// Waits (at most `limit`) until this node is connected to enough peers that together with itself
+/// they hold a quorum, so the first views are not spent on connection setup. Consensus is safe
+/// either way; this only avoids needless timeouts at start.
+async fn wait_for_quorum_of_peers(
+    shared: &Shared,
+    validators: &quasar_lanes::ValidatorSet,
+    limit: Duration,
+) {
+    let deadline = tokio::time::Instant::now() + limit;
+    let n = validators.len();
+    let min_stake = validators
+        .validators()
+        .iter()
+        .map(|v| v.stake)
+        .min()
+        .unwrap_or(0);
+    loop {
+        let peers = shared.network.connected_peers();
+        // Conservative: assume the connected peers are the smallest stakes.
+        let stake = (peers as u64 + 1).saturating_mul(min_stake);
+        if peers + 1 >= n || validators.is_quorum(stake) || tokio::time::Instant::now() >= deadline
+        {
+            tracing::info!(peers, "starting consensus");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 async fn inbound_loop(

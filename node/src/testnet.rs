@@ -223,13 +223,17 @@ impl TestnetOptions {
 
     fn check(&self) -> Result<(), TestnetError> {
         if self.validators == 0 {
-            return Err(TestnetError::Options("validators must be at least 1".into()));
+            return Err(TestnetError::Options(
+                "validators must be at least 1".into(),
+            ));
         }
         if self.blocks == 0 {
             return Err(TestnetError::Options("blocks must be at least 1".into()));
         }
         if self.block_time_ms == 0 {
-            return Err(TestnetError::Options("block_time_ms must be positive".into()));
+            return Err(TestnetError::Options(
+                "block_time_ms must be positive".into(),
+            ));
         }
         if !self.tx_rate.is_finite() || self.tx_rate < 0.0 {
             return Err(TestnetError::Options(format!(
@@ -398,17 +402,31 @@ impl Testnet {
     /// Errors: [`TestnetError::Options`] for zero validators or block time,
     /// [`TestnetError::Config`] when `dir` already holds validator keys or a file cannot be
     /// written, [`TestnetError::Port`], [`TestnetError::Io`].
-    pub fn create(dir: &Path, validators: usize, block_time_ms: u64) -> Result<Testnet, TestnetError> {
+    pub fn create(
+        dir: &Path,
+        validators: usize,
+        block_time_ms: u64,
+    ) -> Result<Testnet, TestnetError> {
         if validators == 0 {
-            return Err(TestnetError::Options("validators must be at least 1".into()));
+            return Err(TestnetError::Options(
+                "validators must be at least 1".into(),
+            ));
         }
         if block_time_ms == 0 {
-            return Err(TestnetError::Options("block_time_ms must be positive".into()));
+            return Err(TestnetError::Options(
+                "block_time_ms must be positive".into(),
+            ));
         }
-        std::fs::create_dir_all(dir).map_err(|source| TestnetError::Io { path: dir.to_path_buf(), source })?;
+        std::fs::create_dir_all(dir).map_err(|source| TestnetError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
         let mut keys = Vec::with_capacity(validators);
         for i in 0..validators {
-            keys.push(config::keygen(&node_dir(dir, i), &format!("validator-{i}"))?);
+            keys.push(config::keygen(
+                &node_dir(dir, i),
+                &format!("validator-{i}"),
+            )?);
         }
         let genesis = GenesisFile::from_public_keys(CHAIN_ID, now_us(), &keys, STAKE);
         genesis.save(&dir.join(GENESIS_FILE))?;
@@ -420,7 +438,10 @@ impl Testnet {
                 .zip(&keys)
                 .enumerate()
                 .filter(|(j, _)| *j != i)
-                .map(|(_, (addrs, key))| PeerConfig { bls_public_key: key.bls_public_key.clone(), address: addrs.p2p })
+                .map(|(_, (addrs, key))| PeerConfig {
+                    bls_public_key: key.bls_public_key.clone(),
+                    address: addrs.p2p,
+                })
                 .collect();
             let cfg = NodeConfig {
                 data_dir: PathBuf::from("data"),
@@ -441,7 +462,10 @@ impl Testnet {
             .no_proxy()
             .timeout(HTTP_TIMEOUT)
             .build()
-            .map_err(|source| TestnetError::Http { url: "(building the HTTP client)".into(), source })?;
+            .map_err(|source| TestnetError::Http {
+                url: "(building the HTTP client)".into(),
+                source,
+            })?;
         Ok(Testnet {
             dir: dir.to_path_buf(),
             nodes,
@@ -490,13 +514,18 @@ impl Testnet {
         if i < self.nodes.len() {
             Ok(())
         } else {
-            Err(TestnetError::NoSuchValidator { index: i, count: self.nodes.len() })
+            Err(TestnetError::NoSuchValidator {
+                index: i,
+                count: self.nodes.len(),
+            })
         }
     }
 
     fn children(&self) -> MutexGuard<'_, Vec<Option<Child>>> {
         // A panic while holding the lock leaves the slots consistent (each is a whole Option).
-        self.children.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.children
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Starts validator `i`: `binary run --config DIR/v{i}/node.toml`, stdout and stderr appended
@@ -517,9 +546,21 @@ impl Testnet {
                 Ok(Some(_)) | Err(_) => *slot = None,
             }
         }
-        let io_err = |source| TestnetError::Io { path: log_path.clone(), source };
-        let mut log = OpenOptions::new().create(true).append(true).open(&log_path).map_err(io_err)?;
-        writeln!(log, "=== testnet: starting validator {i} at {} µs ===", now_us()).map_err(io_err)?;
+        let io_err = |source| TestnetError::Io {
+            path: log_path.clone(),
+            source,
+        };
+        let mut log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .map_err(io_err)?;
+        writeln!(
+            log,
+            "=== testnet: starting validator {i} at {} µs ===",
+            now_us()
+        )
+        .map_err(io_err)?;
         let stderr = log.try_clone().map_err(io_err)?;
         let child = Command::new(binary)
             .arg("run")
@@ -529,7 +570,11 @@ impl Testnet {
             .stdout(Stdio::from(log))
             .stderr(Stdio::from(stderr))
             .spawn()
-            .map_err(|source| TestnetError::Spawn { validator: i, binary: binary.to_path_buf(), source })?;
+            .map_err(|source| TestnetError::Spawn {
+                validator: i,
+                binary: binary.to_path_buf(),
+                source,
+            })?;
         *slot = Some(child);
         Ok(())
     }
@@ -564,7 +609,11 @@ impl Testnet {
             };
             if let Some(status) = exited {
                 *slot = None;
-                return Err(TestnetError::Exited { validator: i, status, log: self.log_path(i) });
+                return Err(TestnetError::Exited {
+                    validator: i,
+                    status,
+                    log: self.log_path(i),
+                });
             }
         }
         Ok(())
@@ -584,9 +633,21 @@ impl Testnet {
     }
 
     /// GETs JSON; `Ok(None)` on 404.
-    async fn get_json<T: DeserializeOwned>(&self, i: usize, path: &str) -> Result<Option<T>, TestnetError> {
+    async fn get_json<T: DeserializeOwned>(
+        &self,
+        i: usize,
+        path: &str,
+    ) -> Result<Option<T>, TestnetError> {
         let url = self.url(i, path)?;
-        let response = self.http.get(&url).send().await.map_err(|source| TestnetError::Http { url: url.clone(), source })?;
+        let response = self
+            .http
+            .get(&url)
+            .send()
+            .await
+            .map_err(|source| TestnetError::Http {
+                url: url.clone(),
+                source,
+            })?;
         let status = response.status();
         if status == reqwest::StatusCode::NOT_FOUND {
             return Ok(None);
@@ -594,7 +655,11 @@ impl Testnet {
         if !status.is_success() {
             return Err(status_error(url, response).await);
         }
-        response.json().await.map(Some).map_err(|source| TestnetError::Http { url, source })
+        response
+            .json()
+            .await
+            .map(Some)
+            .map_err(|source| TestnetError::Http { url, source })
     }
 
     /// Validator `i`'s `GET /status`. Errors: [`TestnetError::Http`] (not reachable, bad JSON),
@@ -602,7 +667,11 @@ impl Testnet {
     pub async fn status(&self, i: usize) -> Result<Status, TestnetError> {
         match self.get_json(i, "/status").await? {
             Some(status) => Ok(status),
-            None => Err(TestnetError::Status { url: self.url(i, "/status")?, status: 404, body: String::new() }),
+            None => Err(TestnetError::Status {
+                url: self.url(i, "/status")?,
+                status: 404,
+                body: String::new(),
+            }),
         }
     }
 
@@ -627,11 +696,22 @@ impl Testnet {
     /// Validator `i`'s `GET /metrics` (Prometheus text).
     pub async fn metrics(&self, i: usize) -> Result<String, TestnetError> {
         let url = self.url(i, "/metrics")?;
-        let response = self.http.get(&url).send().await.map_err(|source| TestnetError::Http { url: url.clone(), source })?;
+        let response = self
+            .http
+            .get(&url)
+            .send()
+            .await
+            .map_err(|source| TestnetError::Http {
+                url: url.clone(),
+                source,
+            })?;
         if !response.status().is_success() {
             return Err(status_error(url, response).await);
         }
-        response.text().await.map_err(|source| TestnetError::Http { url, source })
+        response
+            .text()
+            .await
+            .map_err(|source| TestnetError::Http { url, source })
     }
 
     /// The value of metric `name` in validator `i`'s `/metrics` ([`metric_value`]).
@@ -657,7 +737,6 @@ impl Testnet {
             self.check_index(i)?;
         }
         let start = Instant::now();
-        let mut last_seen = String::from("no answers yet");
         loop {
             self.check_running()?;
             let mut statuses = Vec::with_capacity(nodes.len());
@@ -665,18 +744,23 @@ impl Testnet {
             for &i in nodes {
                 match self.status(i).await {
                     Ok(s) => {
-                        seen.push(format!("v{i}: height {} finalized {}", s.height, s.finalized_height));
+                        seen.push(format!(
+                            "v{i}: height {} finalized {}",
+                            s.height, s.finalized_height
+                        ));
                         statuses.push(s);
                     }
                     Err(e) => seen.push(format!("v{i}: {e}")),
                 }
             }
-            last_seen = seen.join("; ");
             if statuses.len() == nodes.len() && done(&statuses) {
                 return Ok(statuses);
             }
             if start.elapsed() >= timeout {
-                return Err(TestnetError::Timeout { what: format!("{what} (last seen: {last_seen})"), after: timeout });
+                return Err(TestnetError::Timeout {
+                    what: format!("{what} (last seen: {})", seen.join("; ")),
+                    after: timeout,
+                });
             }
             sleep(STATUS_POLL).await;
         }
@@ -685,18 +769,45 @@ impl Testnet {
     /// Waits until every validator answers `GET /status`.
     pub async fn wait_ready(&self, timeout: Duration) -> Result<Vec<Status>, TestnetError> {
         let all: Vec<usize> = (0..self.validators()).collect();
-        self.wait_for_status("every validator's API", &all, timeout, |_| true).await
+        self.wait_for_status("every validator's API", &all, timeout, |_| true)
+            .await
     }
 
     /// Waits until each of `nodes` has finalized `height`.
-    pub async fn wait_finalized(&self, nodes: &[usize], height: u64, timeout: Duration) -> Result<Vec<Status>, TestnetError> {
+    pub async fn wait_finalized(
+        &self,
+        nodes: &[usize],
+        height: u64,
+        timeout: Duration,
+    ) -> Result<Vec<Status>, TestnetError> {
         let what = format!("validators {nodes:?} to finalize height {height}");
-        self.wait_for_status(&what, nodes, timeout, |s| s.iter().all(|s| s.finalized_height >= height)).await
+        self.wait_for_status(&what, nodes, timeout, |s| {
+            s.iter().all(|s| s.finalized_height >= height)
+        })
+        .await
+    }
+
+    /// Whether every validator answers `/status` with a finalized height of at least `height`.
+    async fn all_finalized(&self, height: u64) -> bool {
+        for i in 0..self.validators() {
+            if !self
+                .status(i)
+                .await
+                .is_ok_and(|s| s.finalized_height >= height)
+            {
+                return false;
+            }
+        }
+        true
     }
 
     /// Looks up `hashes` on validator `i`, at most [`MAX_IN_FLIGHT`] requests at a time, and
     /// returns the ones it reports finalized. Lookups that fail count as not finalized yet.
-    async fn finalized_among(&self, i: usize, hashes: &[String]) -> Result<HashSet<String>, TestnetError> {
+    async fn finalized_among(
+        &self,
+        i: usize,
+        hashes: &[String],
+    ) -> Result<HashSet<String>, TestnetError> {
         let base = self.url(i, "/tx/")?;
         let mut finalized = HashSet::new();
         let mut tasks = JoinSet::new();
@@ -704,12 +815,14 @@ impl Testnet {
         loop {
             while tasks.len() < MAX_IN_FLIGHT {
                 let Some(hash) = queue.next() else { break };
-                let (client, url, hash) = (self.http.clone(), format!("{base}{hash}"), hash.clone());
+                let (client, url, hash) =
+                    (self.http.clone(), format!("{base}{hash}"), hash.clone());
                 tasks.spawn(async move {
                     let ok = match client.get(&url).send().await {
-                        Ok(r) if r.status().is_success() => {
-                            r.json::<TxInfo>().await.is_ok_and(|t| t.status == TxStatus::Finalized)
-                        }
+                        Ok(r) if r.status().is_success() => r
+                            .json::<TxInfo>()
+                            .await
+                            .is_ok_and(|t| t.status == TxStatus::Finalized),
                         _ => false,
                     };
                     (hash, ok)
@@ -746,7 +859,10 @@ pub async fn run(opts: TestnetOptions) -> Result<TestnetReport, TestnetError> {
             let temp = tempfile::Builder::new()
                 .prefix("quasar-testnet-")
                 .tempdir()
-                .map_err(|source| TestnetError::Io { path: std::env::temp_dir(), source })?;
+                .map_err(|source| TestnetError::Io {
+                    path: std::env::temp_dir(),
+                    source,
+                })?;
             (temp.path().to_path_buf(), Some(temp))
         }
     };
@@ -768,9 +884,15 @@ pub async fn run(opts: TestnetOptions) -> Result<TestnetReport, TestnetError> {
         }
         Some(temp) => {
             let kept = temp.keep();
-            eprintln!("testnet: run failed; keeping {} (logs in v*/{NODE_LOG_FILE})", kept.display());
+            eprintln!(
+                "testnet: run failed; keeping {} (logs in v*/{NODE_LOG_FILE})",
+                kept.display()
+            );
         }
-        None if !passed => eprintln!("testnet: run failed; logs in {}/v*/{NODE_LOG_FILE}", dir.display()),
+        None if !passed => eprintln!(
+            "testnet: run failed; logs in {}/v*/{NODE_LOG_FILE}",
+            dir.display()
+        ),
         None => {}
     }
     result
@@ -812,7 +934,11 @@ async fn run_in(dir: &Path, opts: &TestnetOptions) -> Result<TestnetReport, Test
     let result = drive(&mut net, opts).await;
     if result.is_err() {
         for i in 0..net.validators() {
-            eprintln!("testnet: last lines of {}:\n{}", net.log_path(i).display(), net.log_tail(i, 15));
+            eprintln!(
+                "testnet: last lines of {}:\n{}",
+                net.log_path(i).display(),
+                net.log_tail(i, 15)
+            );
         }
     }
     net.kill_all();
@@ -827,8 +953,11 @@ async fn drive(net: &mut Testnet, opts: &TestnetOptions) -> Result<TestnetReport
     net.wait_ready(API_READY_TIMEOUT).await?;
     eprintln!("testnet: all {n} validators answer; submitting transactions");
 
-    let budget = Duration::from_secs(60)
-        .saturating_add(Duration::from_millis(opts.block_time_ms.saturating_mul(opts.blocks).saturating_mul(3)));
+    let budget = Duration::from_secs(60).saturating_add(Duration::from_millis(
+        opts.block_time_ms
+            .saturating_mul(opts.blocks)
+            .saturating_mul(3),
+    ));
     let subs = submit_until_height(net, opts, budget).await?;
     eprintln!(
         "testnet: height {} reached; {} transactions accepted, {} rejected, {} failed; waiting for finality",
@@ -854,7 +983,11 @@ async fn drive(net: &mut Testnet, opts: &TestnetOptions) -> Result<TestnetReport
 
 /// Submits transactions at `opts.tx_rate`, round-robin over the validators, until the first
 /// validator reports height `opts.blocks`.
-async fn submit_until_height(net: &Testnet, opts: &TestnetOptions, budget: Duration) -> Result<Submissions, TestnetError> {
+async fn submit_until_height(
+    net: &Testnet,
+    opts: &TestnetOptions,
+    budget: Duration,
+) -> Result<Submissions, TestnetError> {
     let n = net.validators();
     let mut subs = Submissions::default();
     let mut tasks: JoinSet<Result<Submitted, TestnetError>> = JoinSet::new();
@@ -893,7 +1026,10 @@ async fn submit_until_height(net: &Testnet, opts: &TestnetOptions, budget: Durat
                 break;
             }
             if start.elapsed() >= budget {
-                return Err(TestnetError::Timeout { what: format!("a validator to reach height {}", opts.blocks), after: budget });
+                return Err(TestnetError::Timeout {
+                    what: format!("a validator to reach height {}", opts.blocks),
+                    after: budget,
+                });
             }
         }
     }
@@ -909,7 +1045,12 @@ async fn submit_until_height(net: &Testnet, opts: &TestnetOptions, budget: Durat
 /// finalized on validator 0; returns how many accepted transactions were found finalized. When
 /// `budget` runs out with the heights reached but transactions missing, returns the count so the
 /// report shows it; with heights missing, errors.
-async fn wait_for_finality(net: &Testnet, blocks: u64, accepted: &[String], budget: Duration) -> Result<u64, TestnetError> {
+async fn wait_for_finality(
+    net: &Testnet,
+    blocks: u64,
+    accepted: &[String],
+    budget: Duration,
+) -> Result<u64, TestnetError> {
     let start = Instant::now();
     let all: Vec<usize> = (0..net.validators()).collect();
     let mut pending: Vec<String> = accepted.to_vec();
@@ -918,10 +1059,7 @@ async fn wait_for_finality(net: &Testnet, blocks: u64, accepted: &[String], budg
     loop {
         net.check_running()?;
         if !heights_reached {
-            heights_reached = net
-                .wait_for_status("statuses", &all, Duration::ZERO, |s| s.iter().all(|s| s.finalized_height >= blocks))
-                .await
-                .is_ok();
+            heights_reached = net.all_finalized(blocks).await;
         }
         if !pending.is_empty() && Instant::now() >= next_tx_check {
             let finalized = net.finalized_among(0, &pending).await?;
@@ -936,16 +1074,25 @@ async fn wait_for_finality(net: &Testnet, blocks: u64, accepted: &[String], budg
                 // Report which validator is behind.
                 net.wait_finalized(&all, blocks, Duration::ZERO).await?;
             }
-            eprintln!("testnet: {} of {} transactions still not finalized after {budget:?}", pending.len(), accepted.len());
+            eprintln!(
+                "testnet: {} of {} transactions still not finalized after {budget:?}",
+                pending.len(),
+                accepted.len()
+            );
             break;
         }
         sleep(STATUS_POLL).await;
     }
-    Ok((accepted.len() - pending.len()) as u64)
+    Ok(accepted.len().saturating_sub(pending.len()) as u64)
 }
 
 /// Reads blocks `1..=blocks` from every validator and computes the report.
-async fn measure(net: &Testnet, blocks: u64, txs_submitted: u64, txs_finalized: u64) -> Result<TestnetReport, TestnetError> {
+async fn measure(
+    net: &Testnet,
+    blocks: u64,
+    txs_submitted: u64,
+    txs_finalized: u64,
+) -> Result<TestnetReport, TestnetError> {
     let n = net.validators();
     let mut agreement = true;
     let mut samples_ms = Vec::new();
@@ -957,7 +1104,9 @@ async fn measure(net: &Testnet, blocks: u64, txs_submitted: u64, txs_finalized: 
             let Some(block) = net.block(i, h).await? else {
                 return Err(TestnetError::Inconsistent {
                     validator: i,
-                    message: format!("reports finalized height >= {blocks} but has no block at height {h}"),
+                    message: format!(
+                        "reports finalized height >= {blocks} but has no block at height {h}"
+                    ),
                 });
             };
             match &reference {
@@ -1005,7 +1154,10 @@ async fn measure(net: &Testnet, blocks: u64, txs_submitted: u64, txs_finalized: 
 pub fn nearest_rank(sorted: &[f64], p: f64) -> f64 {
     let n = sorted.len();
     let rank = (p / 100.0 * n as f64).ceil() as usize;
-    sorted.get(rank.clamp(1, n.max(1)) - 1).copied().unwrap_or(0.0)
+    sorted
+        .get(rank.clamp(1, n.max(1)) - 1)
+        .copied()
+        .unwrap_or(0.0)
 }
 
 /// The value of metric `name` in Prometheus/OpenMetrics text: the sum of its samples over all
@@ -1016,7 +1168,9 @@ pub fn metric_value(text: &str, name: &str) -> Option<f64> {
         if line.starts_with('#') {
             continue;
         }
-        let Some(rest) = line.strip_prefix(name) else { continue };
+        let Some(rest) = line.strip_prefix(name) else {
+            continue;
+        };
         let rest = if let Some(labelled) = rest.strip_prefix('{') {
             match labelled.split_once('}') {
                 Some((_, after)) => after,
@@ -1027,26 +1181,49 @@ pub fn metric_value(text: &str, name: &str) -> Option<f64> {
         } else {
             continue; // a longer name with this prefix
         };
-        if let Some(value) = rest.split_whitespace().next().and_then(|v| v.parse::<f64>().ok()) {
+        if let Some(value) = rest
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<f64>().ok())
+        {
             found = Some(found.unwrap_or(0.0) + value);
         }
     }
     found
 }
 
-async fn post_tx(client: &reqwest::Client, url: String, tx: Vec<u8>) -> Result<Submitted, TestnetError> {
-    let response = client.post(&url).body(tx).send().await.map_err(|source| TestnetError::Http { url: url.clone(), source })?;
+async fn post_tx(
+    client: &reqwest::Client,
+    url: String,
+    tx: Vec<u8>,
+) -> Result<Submitted, TestnetError> {
+    let response =
+        client
+            .post(&url)
+            .body(tx)
+            .send()
+            .await
+            .map_err(|source| TestnetError::Http {
+                url: url.clone(),
+                source,
+            })?;
     let status = response.status();
     if status.is_success() {
         #[derive(Deserialize)]
         struct Accepted {
             hash: String,
         }
-        let accepted: Accepted = response.json().await.map_err(|source| TestnetError::Http { url, source })?;
+        let accepted: Accepted = response
+            .json()
+            .await
+            .map_err(|source| TestnetError::Http { url, source })?;
         Ok(Submitted::Accepted(accepted.hash))
     } else {
         let body = response.text().await.unwrap_or_default();
-        Ok(Submitted::Rejected { status: status.as_u16(), body: truncate(body) })
+        Ok(Submitted::Rejected {
+            status: status.as_u16(),
+            body: truncate(body),
+        })
     }
 }
 
@@ -1087,86 +1264,24 @@ fn reserve_ports(count: usize) -> Result<Vec<NodeAddrs>, TestnetError> {
     let mut held = Vec::with_capacity(count);
     let mut addrs = Vec::with_capacity(count);
     for _ in 0..count {
-        let udp = UdpSocket::bind("127.0.0.1:0").map_err(|source| TestnetError::Port { protocol: "udp", source })?;
-        let tcp = TcpListener::bind("127.0.0.1:0").map_err(|source| TestnetError::Port { protocol: "tcp", source })?;
-        let p2p = udp.local_addr().map_err(|source| TestnetError::Port { protocol: "udp", source })?;
-        let api = tcp.local_addr().map_err(|source| TestnetError::Port { protocol: "tcp", source })?;
+        let udp = UdpSocket::bind("127.0.0.1:0").map_err(|source| TestnetError::Port {
+            protocol: "udp",
+            source,
+        })?;
+        let tcp = TcpListener::bind("127.0.0.1:0").map_err(|source| TestnetError::Port {
+            protocol: "tcp",
+            source,
+        })?;
+        let p2p = udp.local_addr().map_err(|source| TestnetError::Port {
+            protocol: "udp",
+            source,
+        })?;
+        let api = tcp.local_addr().map_err(|source| TestnetError::Port {
+            protocol: "tcp",
+            source,
+        })?;
         addrs.push(NodeAddrs { p2p, api });
         held.push((udp, tcp));
     }
     Ok(addrs)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nearest_rank_follows_the_textbook_definition() {
-        let v: Vec<f64> = (1..=10).map(f64::from).collect();
-        assert_eq!(nearest_rank(&v, 50.0), 5.0);
-        assert_eq!(nearest_rank(&v, 99.0), 10.0);
-        assert_eq!(nearest_rank(&v, 10.0), 1.0);
-        assert_eq!(nearest_rank(&v, 0.0), 1.0);
-        assert_eq!(nearest_rank(&[7.0], 99.0), 7.0);
-        assert_eq!(nearest_rank(&[], 50.0), 0.0);
-    }
-
-    #[test]
-    fn metric_value_sums_samples_and_ignores_longer_names() {
-        let text = "# HELP quasar_p2p_malformed_frames Malformed.\n\
-                    # TYPE quasar_p2p_malformed_frames counter\n\
-                    quasar_p2p_malformed_frames_total 3\n\
-                    quasar_p2p_malformed_frames_total_x 100\n\
-                    quasar_x_total{peer=\"1\"} 2\n\
-                    quasar_x_total{peer=\"2\"} 5.5\n\
-                    # EOF\n";
-        assert_eq!(metric_value(text, "quasar_p2p_malformed_frames_total"), Some(3.0));
-        assert_eq!(metric_value(text, "quasar_x_total"), Some(7.5));
-        assert_eq!(metric_value(text, "quasar_absent_total"), None);
-    }
-
-    #[test]
-    fn the_report_serializes_with_exactly_the_documented_keys_in_order() {
-        let report = TestnetReport {
-            validators: 4,
-            finalized_height: 20,
-            agreement: true,
-            blocks_per_sec: 8.5,
-            finality_p50_ms: 120.0,
-            finality_p99_ms: 300.0,
-            txs_submitted: 10,
-            txs_finalized: 10,
-        };
-        let json = serde_json::to_string(&report).unwrap();
-        assert_eq!(
-            json,
-            "{\"validators\":4,\"finalized_height\":20,\"agreement\":true,\"blocks_per_sec\":8.5,\
-             \"finality_p50_ms\":120.0,\"finality_p99_ms\":300.0,\"txs_submitted\":10,\"txs_finalized\":10}"
-        );
-        assert!(report.passed());
-    }
-
-    #[test]
-    fn create_writes_keys_genesis_and_configs_with_distinct_ports_and_full_peer_lists() {
-        let dir = tempfile::tempdir().unwrap();
-        let net = Testnet::create(dir.path(), 4, 100).unwrap();
-        assert!(dir.path().join(GENESIS_FILE).exists());
-        let mut ports = HashSet::new();
-        for i in 0..4 {
-            assert!(ports.insert(net.p2p(i)) && ports.insert(net.api(i)));
-            let cfg = NodeConfig::load(&net.node_dir(i).join(NODE_CONFIG_FILE)).unwrap();
-            assert_eq!(cfg.block_time_ms, 100);
-            assert_eq!(cfg.p2p_listen, net.p2p(i));
-            assert_eq!(cfg.api_listen, net.api(i));
-            assert_eq!(cfg.data_dir, net.node_dir(i).join("data"));
-            assert_eq!(cfg.peers.len(), 3);
-            let own = config::load_public(&cfg.key_dir).unwrap();
-            assert!(cfg.peers.iter().all(|p| p.bls_public_key != own.bls_public_key));
-            assert!(config::load_keys(&net.node_dir(i)).is_ok());
-            GenesisFile::load(&cfg.genesis).unwrap().check().unwrap();
-        }
-        // Keys are never overwritten: creating again in the same directory fails.
-        assert!(matches!(Testnet::create(dir.path(), 4, 100), Err(TestnetError::Config(_))));
-    }
 }

@@ -323,7 +323,14 @@ async fn malformed_frames_are_counted_and_the_node_keeps_finalizing() {
         .await
         .unwrap();
     let malformed = "quasar_p2p_malformed_frames_total";
-    let before = fx.net.metric(0, malformed).await.unwrap().unwrap_or(0.0);
+    let exported = fx.net.metrics(0).await.unwrap();
+    let before = metric_value(&exported, malformed).unwrap_or_else(|| {
+        let similar: Vec<&str> = exported
+            .lines()
+            .filter(|l| l.contains("malformed"))
+            .collect();
+        panic!("/metrics does not export {malformed}; lines mentioning it: {similar:?}")
+    });
 
     let byzantine = config::load_keys(&fx.net.node_dir(3)).unwrap();
     let target_cert = hex::decode(
