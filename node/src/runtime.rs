@@ -24,7 +24,7 @@ use crate::sync::{serve, SyncSource, MAX_SYNC_BLOCKS};
 use prometheus_client::registry::Registry;
 use quasar_crypto::hash::Hash;
 use quasar_storage::{FinalizedBlock, SigningGuard, SledStore, Store};
-use quasar_wire::{decode, tx_hash, BlockHeader, Message, MessageRef, SyncRequest, TxBatch};
+use quasar_wire::{decode, tx_hash, Message, MessageRef, SyncRequest, TxBatch};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -479,31 +479,14 @@ impl Driver {
                         tracing::warn!(view, ?kind, error = %e, "signing guard refused a vote");
                     }
                 },
-                Action::Propose {
-                    view,
-                    height,
-                    parent,
-                    parent_view,
-                    parent_timestamp_us,
-                    exclude,
-                } => {
-                    let exclude: HashSet<Hash> = exclude.into_iter().collect();
+                Action::Propose(slot) => {
+                    let (view, height) = (slot.view, slot.height);
+                    let exclude: HashSet<Hash> = slot.exclude.iter().copied().collect();
                     let txs = match self.shared.mempool.lock() {
                         Ok(pool) => pool.select(&exclude, self.max_block_txs, MAX_BLOCK_BYTES),
                         Err(_) => Vec::new(),
                     };
-                    let header = BlockHeader {
-                        chain_id: self.shared.chain_id,
-                        epoch: self.shared.epoch,
-                        view,
-                        height,
-                        parent_view,
-                        parent,
-                        proposer: self.signer.index(),
-                        timestamp_us: now_us().max(parent_timestamp_us + 1),
-                        payload_root: quasar_wire::payload_root(txs.iter().map(Vec::as_slice)),
-                    };
-                    match self.signer.sign_proposal(header, txs) {
+                    match self.signer.sign_block(&slot, txs, now_us()) {
                         Ok(proposal) => {
                             self.shared.metrics.votes_signed.inc();
                             let message = Message::Proposal(proposal.proposal().clone());

@@ -5,11 +5,11 @@
 //! before this module signs, so a signature never leaves before the record that forbids its
 //! conflicting twin (DESIGN.md §2, §9). A restarted validator reopens the same guard file.
 
-use crate::consensus::{VerifiedProposal, VerifiedVote};
+use crate::consensus::{ProposalSlot, VerifiedProposal, VerifiedVote};
 use quasar_crypto::bls::SecretKey;
 use quasar_crypto::hash::Hash;
 use quasar_storage::{GuardDecision, GuardError, SigningGuard, VoteIntent};
-use quasar_wire::{BlockHeader, Proposal, Vote, VoteKind};
+use quasar_wire::{payload_root, BlockHeader, Proposal, Vote, VoteKind};
 
 /// A refused or failed signature.
 #[derive(Debug, thiserror::Error)]
@@ -106,13 +106,26 @@ impl VoteSigner {
         Ok((VerifiedVote::signed_locally(vote, signature), decision))
     }
 
-    /// Records a notarize intent for the block durably, then signs the proposal (its signature is
-    /// our notarize vote). Errors: [`SignError::Guard`].
-    pub fn sign_proposal(
+    /// Builds the block for `slot` with `txs` and timestamp `max(now_us, parent timestamp + 1)`,
+    /// records a notarize intent for it durably, then signs it (the proposal's signature is our
+    /// notarize vote). Errors: [`SignError::Guard`].
+    pub fn sign_block(
         &mut self,
-        header: BlockHeader,
+        slot: &ProposalSlot,
         txs: Vec<Vec<u8>>,
+        now_us: u64,
     ) -> Result<VerifiedProposal, SignError> {
+        let header = BlockHeader {
+            chain_id: self.chain_id,
+            epoch: self.epoch,
+            view: slot.view,
+            height: slot.height,
+            parent_view: slot.parent_view,
+            parent: slot.parent,
+            proposer: self.index,
+            timestamp_us: now_us.max(slot.parent_timestamp_us.saturating_add(1)),
+            payload_root: payload_root(txs.iter().map(Vec::as_slice)),
+        };
         let hash = header.hash();
         let (vote, _) = self.sign_vote(VoteKind::Notarize, header.view, header.height, hash)?;
         let proposal = Proposal {

@@ -18,7 +18,7 @@ use quasar_crypto::bls::SecretKey;
 use quasar_crypto::hash::{tagged_hash, Hash};
 use quasar_lanes::{Validator, ValidatorSet};
 use quasar_storage::SigningGuard;
-use quasar_wire::{decode, payload_root, BlockHeader, Certificate, Message, Proposal, SyncRequest};
+use quasar_wire::{decode, Certificate, Message, Proposal, SyncRequest};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cmp::Reverse;
@@ -301,29 +301,11 @@ impl Simulation {
                     let more = self.nodes[i].core.handle(self.now, Input::Vote(vote));
                     queue.extend(more);
                 }
-                Action::Propose {
-                    view,
-                    height,
-                    parent,
-                    parent_view,
-                    parent_timestamp_us,
-                    ..
-                } => {
+                Action::Propose(slot) => {
                     let txs: Vec<Vec<u8>> = (0..self.cfg.txs_per_block)
-                        .map(|k| format!("sim-tx/{i}/{view}/{k}").into_bytes())
+                        .map(|k| format!("sim-tx/{i}/{}/{k}", slot.view).into_bytes())
                         .collect();
-                    let header = BlockHeader {
-                        chain_id: SIM_CHAIN_ID,
-                        epoch: 0,
-                        view,
-                        height,
-                        parent_view,
-                        parent,
-                        proposer: i as u32,
-                        timestamp_us: self.now.max(parent_timestamp_us + 1),
-                        payload_root: payload_root(txs.iter().map(Vec::as_slice)),
-                    };
-                    let Ok(proposal) = self.nodes[i].signer.sign_proposal(header, txs) else {
+                    let Ok(proposal) = self.nodes[i].signer.sign_block(&slot, txs, self.now) else {
                         continue;
                     };
                     self.broadcast(i, &Message::Proposal(proposal.proposal().clone()));

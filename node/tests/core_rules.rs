@@ -5,12 +5,12 @@ use quasar_crypto::bls::SecretKey;
 use quasar_crypto::hash::Hash;
 use quasar_lanes::{Validator, ValidatorSet};
 use quasar_node::consensus::{
-    Action, BlockLimits, Core, CoreConfig, EvidenceKind, Input, TimerKind, Tip, VerifiedVote,
-    Verifier,
+    Action, BlockLimits, Core, CoreConfig, EvidenceKind, Input, ProposalSlot, TimerKind, Tip,
+    VerifiedVote, Verifier,
 };
 use quasar_node::signer::VoteSigner;
 use quasar_storage::SigningGuard;
-use quasar_wire::{payload_root, BlockHeader, CertificateKind, Message, VoteKind};
+use quasar_wire::{CertificateKind, Message, VoteKind};
 use std::sync::Arc;
 
 const GENESIS: Hash = [42; 32];
@@ -78,17 +78,14 @@ fn core_for(net: &Net, me: u32) -> Core {
     )
 }
 
-fn header(view: u64, height: u64, parent: Hash, parent_view: u64, proposer: u32) -> BlockHeader {
-    BlockHeader {
-        chain_id: CHAIN,
-        epoch: 0,
+fn slot(view: u64, height: u64, parent: Hash, parent_view: u64) -> ProposalSlot {
+    ProposalSlot {
         view,
         height,
-        parent_view,
         parent,
-        proposer,
-        timestamp_us: 10 + view,
-        payload_root: payload_root(std::iter::empty()),
+        parent_view,
+        parent_timestamp_us: 0,
+        exclude: vec![],
     }
 }
 
@@ -130,7 +127,7 @@ fn a_valid_proposal_from_the_leader_gets_a_notarize_vote() {
     core.start(0, 0);
     let leader = core.leader_of(1) as usize;
     let p = net.signers[leader]
-        .sign_proposal(header(1, 1, GENESIS, 0, leader as u32), vec![])
+        .sign_block(&slot(1, 1, GENESIS, 0), vec![], 11)
         .unwrap();
     let p = net.verifier.verify_proposal(p.proposal().clone()).unwrap();
     let actions = core.handle(100, Input::Proposal(Box::new(p)));
@@ -152,7 +149,7 @@ fn a_proposal_that_skips_a_view_without_nullification_is_not_notarized() {
     let leader2 = core.leader_of(2) as usize;
     // Parent genesis (view 0), view 1 nullified: valid.
     let ok = net.signers[leader2]
-        .sign_proposal(header(2, 1, GENESIS, 0, leader2 as u32), vec![])
+        .sign_block(&slot(2, 1, GENESIS, 0), vec![], 12)
         .unwrap();
     let mut core_b = core_for(&net, me);
     core_b.start(0, 0);

@@ -105,6 +105,23 @@ pub struct Evidence {
     pub second: Message,
 }
 
+/// Where the leader's next block goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProposalSlot {
+    /// The view.
+    pub view: u64,
+    /// Height of the new block.
+    pub height: u64,
+    /// Parent hash.
+    pub parent: Hash,
+    /// Parent's view.
+    pub parent_view: u64,
+    /// Parent's timestamp (µs); the new block's must be larger.
+    pub parent_timestamp_us: u64,
+    /// Hashes of transactions in non-finalized ancestors.
+    pub exclude: Vec<Hash>,
+}
+
 /// A block the core has finalized.
 #[derive(Debug, Clone)]
 pub struct FinalizedBlock {
@@ -133,23 +150,11 @@ pub enum Action {
         /// The block hash (zero for nullify).
         block: Hash,
     },
-    /// Build a block on `parent` from the mempool (leaving out `exclude`, the transactions already
-    /// in pending ancestors), sign it as our notarize vote through the guard, broadcast it, and
-    /// feed it back as [`Input::Proposal`].
-    Propose {
-        /// The view.
-        view: u64,
-        /// Height of the new block.
-        height: u64,
-        /// Parent hash.
-        parent: Hash,
-        /// Parent's view.
-        parent_view: u64,
-        /// Parent's timestamp; the new block's must be larger.
-        parent_timestamp_us: u64,
-        /// Hashes of transactions in non-finalized ancestors.
-        exclude: Vec<Hash>,
-    },
+    /// Build a block for the slot from the mempool (leaving out `slot.exclude`, the transactions
+    /// already in pending ancestors), sign it as our notarize vote through the guard
+    /// ([`crate::signer::VoteSigner::sign_block`]), broadcast it, and feed it back as
+    /// [`Input::Proposal`].
+    Propose(ProposalSlot),
     /// Fire [`Input::Timer`] at `at_us` (earlier timers of the same view and kind may be replaced).
     SetTimer {
         /// The view.
@@ -490,14 +495,14 @@ impl Core {
         let state = self.state(view);
         state.proposed = true;
         state.voted_notarize = true;
-        out.push(Action::Propose {
+        out.push(Action::Propose(ProposalSlot {
             view,
             height: parent_height + 1,
             parent,
             parent_view,
             parent_timestamp_us: parent_ts,
             exclude,
-        });
+        }));
     }
 
     fn on_proposal(&mut self, p: VerifiedProposal, out: &mut Vec<Action>) {

@@ -57,7 +57,8 @@ pub mod leader;
 pub mod verify;
 
 pub use self::core::{
-    Action, Core, CoreConfig, Evidence, EvidenceKind, FinalizedBlock, Input, TimerKind, Tip,
+    Action, Core, CoreConfig, Evidence, EvidenceKind, FinalizedBlock, Input, ProposalSlot,
+    TimerKind, Tip,
 };
 pub use leader::leader;
 pub use verify::{
