@@ -228,7 +228,7 @@ fn conflicting_votes_from_one_validator_become_evidence() {
     );
     let second = twin.sign_vote(VoteKind::Notarize, 1, 1, [2; 32]).unwrap().0;
     core.handle(1, Input::Vote(first));
-    let actions = core.handle(2, Input::Vote(second));
+    let actions = core.handle(2, Input::Vote(second.clone()));
     let evidence: Vec<_> = actions
         .iter()
         .filter_map(|a| match a {
@@ -237,6 +237,9 @@ fn conflicting_votes_from_one_validator_become_evidence() {
         })
         .collect();
     assert_eq!(evidence, vec![(EvidenceKind::ConflictingNotarize, 1, 1)]);
+    // Replaying the conflicting vote does not report it again.
+    let replay = core.handle(3, Input::Vote(second));
+    assert!(!replay.iter().any(|a| matches!(a, Action::Evidence(_))));
     // Finalize then nullify in one view.
     let fin = twin.sign_vote(VoteKind::Finalize, 1, 1, [2; 32]).unwrap().0;
     let mut twin2 = VoteSigner::new(

@@ -6,7 +6,7 @@ use quasar_crypto::bls::Signature;
 use quasar_crypto::hash::Hash;
 use quasar_lanes::{bls::bitmap_from_signers, ValidatorSet};
 use quasar_wire::{tx_hash, Certificate, CertificateKind, Message, Proposal, Vote, VoteKind};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 /// Static parameters of the core. Times are microseconds.
@@ -78,7 +78,7 @@ pub enum Input {
 }
 
 /// Kinds of equivocation the core detects.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EvidenceKind {
     /// A leader proposed two different blocks in one view.
     ConflictingProposal,
@@ -217,6 +217,8 @@ struct ViewState {
     propose_scheduled: bool,
     /// Our own signed votes in this view, for rebroadcast.
     mine: Vec<Vote>,
+    /// Equivocations already reported in this view, by (validator, kind).
+    reported: HashSet<(u32, EvidenceKind)>,
 }
 
 /// The consensus state machine (see the module docs).
@@ -622,42 +624,62 @@ impl Core {
             }
         }
         let state = self.state(v.view);
-        match v.kind {
-            VoteKind::Notarize => {
-                if let Some(prev) = state.notarize.get(&v.signer) {
-                    if prev.vote().block != v.block {
-                        let ev = evidence(EvidenceKind::ConflictingNotarize, prev.vote(), &v);
-                        out.push(ev);
-                    }
-                    return;
+        let conflict = match v.kind {
+            VoteKind::Notarize => state.notarize.get(&v.signer).map(|prev| {
+                (
+                    EvidenceKind::ConflictingNotarize,
+                    prev,
+                    prev.vote().block != v.block,
+                )
+            }),
+            VoteKind::Finalize => state
+                .nullify
+                .get(&v.signer)
+                .map(|prev| (EvidenceKind::FinalizeAndNullify, prev, true))
+                .or_else(|| {
+                    state.finalize.get(&v.signer).map(|prev| {
+                        (
+                            EvidenceKind::ConflictingFinalize,
+                            prev,
+                            prev.vote().block != v.block,
+                        )
+                    })
+                }),
+            VoteKind::Nullify => state
+                .finalize
+                .get(&v.signer)
+                .map(|prev| (EvidenceKind::FinalizeAndNullify, prev, true)),
+        };
+        if let Some((kind, prev, conflicting)) = conflict {
+            if conflicting {
+                let first = prev.vote().clone();
+                // Reported once per validator, view and kind, however often it is replayed.
+                if state.reported.insert((v.signer, kind)) {
+                    out.push(Action::Evidence(Box::new(Evidence {
+                        kind,
+                        signer: v.signer,
+                        view: v.view,
+                        first: Message::Vote(first),
+                        second: Message::Vote(v.clone()),
+                    })));
                 }
-                state.notarize.insert(v.signer, vote);
-                self.check_quorum(v.view, VoteKind::Notarize, v.block, v.height, out);
             }
-            VoteKind::Finalize => {
-                if let Some(prev) = state.nullify.get(&v.signer) {
-                    out.push(evidence(EvidenceKind::FinalizeAndNullify, prev.vote(), &v));
-                }
-                if let Some(prev) = state.finalize.get(&v.signer) {
-                    if prev.vote().block != v.block {
-                        out.push(evidence(EvidenceKind::ConflictingFinalize, prev.vote(), &v));
-                    }
-                    return;
-                }
-                state.finalize.insert(v.signer, vote);
-                self.check_quorum(v.view, VoteKind::Finalize, v.block, v.height, out);
-            }
-            VoteKind::Nullify => {
-                if let Some(prev) = state.finalize.get(&v.signer) {
-                    out.push(evidence(EvidenceKind::FinalizeAndNullify, prev.vote(), &v));
-                }
-                if state.nullify.contains_key(&v.signer) {
-                    return;
-                }
-                state.nullify.insert(v.signer, vote);
-                self.check_quorum(v.view, VoteKind::Nullify, [0; 32], 0, out);
+            // A finalize after a nullify (or the reverse) is still counted toward its own tally:
+            // the offender's stake is below 1/3, and dropping it could only hurt liveness.
+            if kind != EvidenceKind::FinalizeAndNullify {
+                return;
             }
         }
+        let votes = match v.kind {
+            VoteKind::Notarize => &mut state.notarize,
+            VoteKind::Finalize => &mut state.finalize,
+            VoteKind::Nullify => &mut state.nullify,
+        };
+        if votes.contains_key(&v.signer) {
+            return;
+        }
+        votes.insert(v.signer, vote);
+        self.check_quorum(v.view, v.kind, v.block, v.height, out);
     }
 
     /// Aggregates a certificate when the votes of `kind` for `block` in `view` reach a quorum.
@@ -830,14 +852,4 @@ impl Core {
             self.view = tip.view;
         }
     }
-}
-
-fn evidence(kind: EvidenceKind, first: &Vote, second: &Vote) -> Action {
-    Action::Evidence(Box::new(Evidence {
-        kind,
-        signer: second.signer,
-        view: second.view,
-        first: Message::Vote(first.clone()),
-        second: Message::Vote(second.clone()),
-    }))
 }
