@@ -128,13 +128,21 @@ pub struct SledStore {
     meta: sled::Tree,
 }
 
+/// sled's page cache bound (its default is 1 GiB, far more than a validator's hot set).
+const CACHE_BYTES: u64 = 64 * 1024 * 1024;
+
 impl SledStore {
     /// Opens (or creates) the database in the directory `path`.
     ///
     /// Errors: [`StoreError::Backend`] if sled cannot open it (I/O error, lock held by another
     /// process, corrupt log).
     pub fn open(path: &Path) -> Result<SledStore, StoreError> {
-        Self::from_db(sled::open(path)?)
+        Self::from_db(
+            sled::Config::new()
+                .path(path)
+                .cache_capacity(CACHE_BYTES)
+                .open()?,
+        )
     }
 
     /// A store in a temporary directory that sled deletes on drop. For tests and the simulator.
