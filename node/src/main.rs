@@ -39,6 +39,9 @@ enum Command {
         /// Stake of each validator.
         #[arg(long, default_value_t = 100)]
         stake: u64,
+        /// Genesis time = now + this many seconds; block 1 is proposed one block time later.
+        #[arg(long, default_value_t = 0)]
+        start_delay_secs: u64,
     },
     /// Run a validator.
     Run {
@@ -114,13 +117,15 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             out,
             chain_id,
             stake,
+            start_delay_secs,
         } => {
             let keys = validators
                 .iter()
                 .map(|d| load_public(d))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| e.to_string())?;
-            let genesis = GenesisFile::from_public_keys(chain_id, now_us(), &keys, stake);
+            let start = now_us().saturating_add(start_delay_secs.saturating_mul(1_000_000));
+            let genesis = GenesisFile::from_public_keys(chain_id, start, &keys, stake);
             let checked = genesis.clone().check().map_err(|e| e.to_string())?;
             genesis.save(&out).map_err(|e| e.to_string())?;
             eprintln!(

@@ -60,6 +60,9 @@ use crate::config::{self, ConfigError, GenesisFile, NodeConfig, PeerConfig};
 pub const CHAIN_ID: u64 = 1;
 /// Stake of each testnet validator.
 pub const STAKE: u64 = 100;
+/// How far after creation the testnet's genesis time lies (µs): no block is proposed before
+/// genesis time + block time, so process start-up is not counted as finality latency.
+pub const GENESIS_DELAY_US: u64 = 2_000_000;
 /// Default number of validators of the `testnet` subcommand.
 pub const DEFAULT_VALIDATORS: usize = 4;
 /// Default target height of the `testnet` subcommand.
@@ -428,7 +431,9 @@ impl Testnet {
                 &format!("validator-{i}"),
             )?);
         }
-        let genesis = GenesisFile::from_public_keys(CHAIN_ID, now_us(), &keys, STAKE);
+        // The chain starts shortly after creation, so every process is up before block 1 is due.
+        let start = now_us().saturating_add(GENESIS_DELAY_US);
+        let genesis = GenesisFile::from_public_keys(CHAIN_ID, start, &keys, STAKE);
         genesis.save(&dir.join(GENESIS_FILE))?;
 
         let nodes = reserve_ports(validators)?;

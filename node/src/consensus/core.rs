@@ -321,10 +321,19 @@ impl Core {
         self.view = view;
         let leader = self.leader_of(view);
         out.push(Action::EnteredView { view, leader });
+        // The timeout counts from when the proposal is due: the leader may not propose before its
+        // parent's timestamp plus the block time (e.g. a genesis time in the future), and a view
+        // must not be nullified for keeping that rule.
+        let due = match self.select_parent() {
+            Some((_, _, _, parent_ts)) => self
+                .now
+                .max(parent_ts.saturating_add(self.cfg.block_time_us)),
+            None => self.now,
+        };
         out.push(Action::SetTimer {
             view,
             kind: TimerKind::Timeout,
-            at_us: self.now.saturating_add(self.cfg.view_timeout_us),
+            at_us: due.saturating_add(self.cfg.view_timeout_us),
         });
         self.state(view);
         self.maybe_schedule_proposal(out);
