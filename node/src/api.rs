@@ -20,8 +20,12 @@ use quasar_lanes::bls::signers_from_bitmap;
 use quasar_storage::Store;
 use quasar_wire::{decode, tx_hash, CertificateKind, MessageRef};
 use serde_json::{json, Value};
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 type AppState = Arc<Shared>;
 
@@ -35,8 +39,85 @@ pub async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
         .route("/metrics", get(metrics))
         .layer(DefaultBodyLimit::max(MAX_TX_BYTES + 1024))
         .with_state(shared);
+    if let Ok(addr) = listener.local_addr() {
+        if !addr.ip().is_loopback() {
+            tracing::warn!(%addr, "the admin API listens beyond loopback and has no authentication; put it behind a proxy or firewall");
+        }
+    }
+    let listener = LimitedListener {
+        inner: listener,
+        permits: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
+    };
     if let Err(e) = axum::serve(listener, app).await {
         tracing::error!(error = %e, "HTTP API stopped");
+    }
+}
+
+/// Most simultaneous API connections. Beyond it new connections wait in the kernel's backlog, so
+/// a flood of idle clients cannot take the file descriptors the signing guard and the store need.
+pub const MAX_CONNECTIONS: usize = 512;
+
+/// A TCP listener that holds one semaphore permit per open connection.
+struct LimitedListener {
+    inner: tokio::net::TcpListener,
+    permits: Arc<Semaphore>,
+}
+
+impl axum::serve::Listener for LimitedListener {
+    type Io = LimitedStream;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        // The semaphore is never closed, so acquiring only waits.
+        let permit = loop {
+            if let Ok(permit) = self.permits.clone().acquire_owned().await {
+                break permit;
+            }
+        };
+        let (stream, addr) = axum::serve::Listener::accept(&mut self.inner).await;
+        (
+            LimitedStream {
+                stream,
+                _permit: permit,
+            },
+            addr,
+        )
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.inner.local_addr()
+    }
+}
+
+/// A connection that returns its permit when dropped.
+struct LimitedStream {
+    stream: tokio::net::TcpStream,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl AsyncRead for LimitedStream {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for LimitedStream {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
     }
 }
 
@@ -50,7 +131,9 @@ async fn submit_tx(State(shared): State<AppState>, body: Bytes) -> Response {
         Err(e @ (MempoolError::Empty | MempoolError::TooLarge { .. })) => {
             error(StatusCode::BAD_REQUEST, e.to_string())
         }
-        Err(e @ MempoolError::Duplicate) => error(StatusCode::CONFLICT, e.to_string()),
+        Err(e @ (MempoolError::Duplicate | MempoolError::Finalized { .. })) => {
+            error(StatusCode::CONFLICT, e.to_string())
+        }
         Err(e @ MempoolError::Full) => error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }
 }

@@ -44,14 +44,23 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ConfigError + '_ {
 const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
 fn read_bounded(path: &Path) -> Result<String, ConfigError> {
-    let meta = std::fs::metadata(path).map_err(io_err(path))?;
-    if meta.len() > MAX_FILE_BYTES {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(io_err(path))?;
+    // Read at most one byte past the limit, whatever the file claims to be (a pipe, /dev/zero).
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io_err(path))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(ConfigError::Invalid(format!(
             "{}: larger than 64 MiB",
             path.display()
         )));
     }
-    std::fs::read_to_string(path).map_err(io_err(path))
+    String::from_utf8(bytes).map_err(|_| ConfigError::Parse {
+        path: path.to_path_buf(),
+        message: "not UTF-8 text".into(),
+    })
 }
 
 fn decode_hex(field: &str, value: &str) -> Result<Vec<u8>, ConfigError> {
@@ -160,8 +169,17 @@ pub fn load_public(dir: &Path) -> Result<PublicKeyFile, ConfigError> {
 
 /// Reads and checks a key directory: the secret key must match the public file.
 pub fn load_keys(dir: &Path) -> Result<ValidatorKeys, ConfigError> {
+    load_keys_unlabelled(dir).map_err(|e| match e {
+        ConfigError::Invalid(m) => ConfigError::Invalid(format!("{}: {m}", dir.display())),
+        other => other,
+    })
+}
+
+fn load_keys_unlabelled(dir: &Path) -> Result<ValidatorKeys, ConfigError> {
     let public = load_public(dir)?;
-    let secret: SecretKeyFile = parse_json(&dir.join(SECRET_KEY_FILE))?;
+    let secret_path = dir.join(SECRET_KEY_FILE);
+    warn_if_exposed(&secret_path);
+    let secret: SecretKeyFile = parse_json(&secret_path)?;
     let bls = SecretKey::from_bytes(&decode_hex("bls_secret_key", &secret.bls_secret_key)?)
         .map_err(|e| ConfigError::Invalid(format!("bls_secret_key: {e}")))?;
     if hex::encode(bls.public_key().to_bytes()) != public.bls_public_key {
@@ -175,6 +193,28 @@ pub fn load_keys(dir: &Path) -> Result<ValidatorKeys, ConfigError> {
         decode_hex("tls_private_key", &secret.tls_private_key)?,
     );
     Ok(ValidatorKeys { bls, tls, public })
+}
+
+/// Logs a warning when a secret file can be read by other users (it should be mode 0600).
+fn warn_if_exposed(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(meta) = std::fs::metadata(path) {
+            let mode = meta.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                tracing::warn!(path = %path.display(), mode = format!("{mode:o}"), "secret key file is readable by other users; chmod 600 it");
+            }
+        }
+    }
+}
+
+/// Checks that `der` is a well-formed X.509 certificate usable as a TLS end-entity identity.
+fn check_certificate(der: &[u8]) -> Result<(), String> {
+    let cert = rustls::pki_types::CertificateDer::from(der);
+    webpki::EndEntityCert::try_from(&cert)
+        .map(|_| ())
+        .map_err(|e| format!("{e:?}"))
 }
 
 /// One validator in `genesis.json`.
@@ -263,6 +303,11 @@ impl GenesisFile {
                 ConfigError::Invalid(format!("{who}: proof of possession does not verify: {e}"))
             })?;
             let cert = decode_hex("tls_certificate", &v.tls_certificate)?;
+            check_certificate(&cert).map_err(|e| {
+                ConfigError::Invalid(format!(
+                    "{who}: TLS certificate is not a valid X.509 certificate: {e}"
+                ))
+            })?;
             if certs.contains(&cert) {
                 return Err(ConfigError::Invalid(format!(
                     "{who}: TLS certificate repeats an earlier validator's"

@@ -76,6 +76,7 @@ fn init_tracing() {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
 }
 
@@ -84,6 +85,22 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .enable_all()
         .build()
         .map_err(|e| format!("tokio runtime: {e}"))
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn interrupted() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
 }
 
 fn main() -> ExitCode {
@@ -119,6 +136,12 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             stake,
             start_delay_secs,
         } => {
+            if out.exists() {
+                return Err(format!(
+                    "{} already exists; refusing to replace a genesis (it would start another chain)",
+                    out.display()
+                ));
+            }
             let keys = validators
                 .iter()
                 .map(|d| load_public(d))
@@ -138,9 +161,11 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         }
         Command::Run { config } => {
             let cfg = NodeConfig::load(&config).map_err(|e| e.to_string())?;
-            runtime()?
-                .block_on(quasar_node::runtime::run(cfg))
-                .map_err(|e| e.to_string())?;
+            let rt = runtime()?;
+            let result = rt.block_on(quasar_node::runtime::run(cfg));
+            // Do not wait for background tasks (API connections, verification jobs) on the way out.
+            rt.shutdown_timeout(std::time::Duration::from_secs(2));
+            result.map_err(|e| e.to_string())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Testnet {
@@ -159,9 +184,13 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 tx_rate,
                 binary,
             };
-            let report = runtime()?
-                .block_on(testnet::run(opts))
-                .map_err(|e| e.to_string())?;
+            let report = runtime()?.block_on(async {
+                tokio::select! {
+                    report = testnet::run(opts) => report.map_err(|e| e.to_string()),
+                    // Dropping the run stops every validator process it started.
+                    () = interrupted() => Err("interrupted: validators stopped".to_string()),
+                }
+            })?;
             println!(
                 "{}",
                 serde_json::to_string(&report).map_err(|e| e.to_string())?

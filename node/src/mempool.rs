@@ -24,6 +24,12 @@ pub enum MempoolError {
     /// The same bytes are already pending.
     #[error("transaction is already pending")]
     Duplicate,
+    /// The same bytes are already in a finalized block.
+    #[error("transaction is already finalized at height {height}")]
+    Finalized {
+        /// Height of the block that holds it.
+        height: u64,
+    },
 }
 
 /// Limits of a [`Mempool`].

@@ -24,7 +24,7 @@ use crate::sync::{serve, SyncSource, MAX_SYNC_BLOCKS};
 use prometheus_client::registry::Registry;
 use quasar_crypto::hash::Hash;
 use quasar_storage::{FinalizedBlock, SigningGuard, SledStore, Store};
-use quasar_wire::{decode, tx_hash, Message, MessageRef, SyncRequest, TxBatch};
+use quasar_wire::{decode, tx_hash, Certificate, Message, MessageRef, SyncRequest, TxBatch};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -108,8 +108,8 @@ impl Shared {
     /// gossips it to every validator so any leader can include it.
     pub fn submit_tx(&self, tx: Vec<u8>) -> Result<Hash, crate::mempool::MempoolError> {
         let hash = tx_hash(&tx);
-        if matches!(self.store.tx_height(&hash), Ok(Some(_))) {
-            return Err(crate::mempool::MempoolError::Duplicate);
+        if let Ok(Some(height)) = self.store.tx_height(&hash) {
+            return Err(crate::mempool::MempoolError::Finalized { height });
         }
         let gossip = Message::TxBatch(TxBatch {
             txs: vec![tx.clone()],
@@ -143,40 +143,52 @@ impl SyncSource for StoreSource<'_> {
     }
 }
 
-fn tip_from_store(store: &SledStore, genesis: &crate::config::Genesis) -> Result<Tip, NodeError> {
+/// The finalized tip recorded in the store (genesis on an empty store) and the finalization that
+/// committed it.
+fn tip_from_store(
+    store: &SledStore,
+    genesis: &crate::config::Genesis,
+) -> Result<(Tip, Option<Certificate>), NodeError> {
     let Some((height, hash)) = store.finalized_tip()? else {
-        return Ok(Tip {
+        let tip = Tip {
             height: 0,
             hash: genesis.hash,
             view: 0,
             timestamp_us: genesis.file.genesis_time_us,
-        });
+        };
+        return Ok((tip, None));
     };
-    let bytes = store.block_by_hash(&hash)?.ok_or_else(|| {
+    let stored = store.block_by_height(height)?.ok_or_else(|| {
         NodeError::Other(format!(
             "finalized block {} missing from the store",
             hex::encode(hash)
         ))
     })?;
-    let header = match decode(&bytes) {
-        Ok(MessageRef::Proposal(p)) => p.header(),
-        _ => {
-            return Err(NodeError::Other(
-                "finalized block in the store does not decode".into(),
-            ))
-        }
+    let (Ok(MessageRef::Proposal(p)), Ok(MessageRef::Certificate(c))) =
+        (decode(&stored.block), decode(&stored.certificate))
+    else {
+        return Err(NodeError::Other(format!(
+            "finalized block or certificate at height {height} does not decode"
+        )));
     };
-    Ok(Tip {
+    let header = p.header();
+    let tip = Tip {
         height,
         hash,
         view: header.view,
         timestamp_us: header.timestamp_us,
-    })
+    };
+    Ok((tip, Some(c.to_owned())))
 }
 
 /// Runs a validator until SIGINT/SIGTERM. Errors: [`NodeError`] (configuration problems at start,
 /// storage failures at any time).
 pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
+    // Connections, the store and the guard file all need descriptors: take the hard limit.
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => tracing::debug!(limit, "file descriptor limit"),
+        Err(e) => tracing::warn!(error = %e, "could not raise the file descriptor limit"),
+    }
     let genesis = GenesisFile::load(&cfg.genesis)?.check()?;
     let keys = load_keys(&cfg.key_dir)?;
     let me = genesis
@@ -190,8 +202,20 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     std::fs::create_dir_all(&cfg.data_dir)
         .map_err(|e| NodeError::Other(format!("{}: {e}", cfg.data_dir.display())))?;
     let store = SledStore::open(&cfg.data_dir.join("db"))?;
+    // The guard is what stops this validator from signing twice. A store with history but no
+    // guard means the guard was lost: refuse to run rather than sign again in old views.
+    let guard_path = cfg.data_dir.join(quasar_storage::GUARD_FILE);
+    if !guard_path.exists() && !store.is_empty()? {
+        return Err(NodeError::Other(format!(
+            "{} is missing but {} holds this validator's history; restore the signing guard \
+             (never delete it), or remove the whole data directory if this key has never signed",
+            guard_path.display(),
+            cfg.data_dir.join("db").display()
+        )));
+    }
     let guard = SigningGuard::open(&cfg.data_dir)?;
-    let tip = tip_from_store(&store, &genesis)?;
+    store.bind_genesis(&genesis.hash)?;
+    let (tip, tip_certificate) = tip_from_store(&store, &genesis)?;
     let chain_id = genesis.file.chain_id;
     let validators = Arc::new(genesis.validators.clone());
 
@@ -285,8 +309,33 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         max_clock_drift_us: 5_000_000,
     };
     let signer = VoteSigner::new(keys.bls, me, chain_id, 0, guard);
+    let mut core = Core::new(core_cfg, validators, tip);
+    if let Some(certificate) = tip_certificate {
+        core.set_tip_certificate(certificate);
+    }
+    // Certificates above the finalized tip, kept across the restart (see Action::Certified).
+    let mut restored = 0usize;
+    for bytes in shared.store.view_certificates()? {
+        let Ok(MessageRef::Certificate(c)) = decode(&bytes) else {
+            return Err(NodeError::Other(
+                "a kept view certificate does not decode".into(),
+            ));
+        };
+        match verifier.verify_certificate(c.to_owned()) {
+            Ok(verified) => {
+                core.restore(verified);
+                restored += 1;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "dropping a kept certificate that no longer verifies")
+            }
+        }
+    }
+    if restored > 0 {
+        tracing::info!(restored, "restored certificates above the finalized tip");
+    }
     let driver = Driver {
-        core: Core::new(core_cfg, validators, tip),
+        core,
         signer,
         shared: shared.clone(),
         verifier,
@@ -452,6 +501,11 @@ impl Driver {
                 }
                 _ = tokio::signal::ctrl_c() => return Ok(()),
                 _ = terminate.recv() => return Ok(()),
+                cause = self.shared.network.stopped() => {
+                    // The transport died on its own: exit so the supervisor restarts the node,
+                    // rather than stay up looking healthy while deaf.
+                    return Err(NodeError::Other(format!("p2p transport stopped: {cause:?}")));
+                }
             }
         }
     }
@@ -460,6 +514,7 @@ impl Driver {
         let span = self.span.clone();
         let _entered = span.enter();
         let mut queue: VecDeque<Action> = actions.into();
+        let mut committed = false;
         while let Some(action) = queue.pop_front() {
             match action {
                 Action::Broadcast(message) => self.broadcast(&message),
@@ -533,6 +588,8 @@ impl Driver {
                     let cert = Message::Certificate(certificate)
                         .encode()
                         .map_err(|e| NodeError::Other(format!("encode certificate: {e}")))?;
+                    // The moment this node saw the finalize quorum (before any storage work).
+                    let now = now_us();
                     self.shared.store.commit_finalized(&FinalizedBlock {
                         height,
                         hash,
@@ -540,7 +597,10 @@ impl Driver {
                         certificate: cert,
                         tx_hashes: tx_hashes.clone(),
                     })?;
-                    let now = now_us();
+                    committed = true;
+                    self.shared
+                        .store
+                        .prune_view_certificates(proposal.header.view.saturating_add(1))?;
                     if let Ok(mut pool) = self.shared.mempool.lock() {
                         pool.remove_finalized(&tx_hashes);
                         self.shared.metrics.mempool_size.set(pool.len() as i64);
@@ -563,7 +623,20 @@ impl Driver {
                         .observe(now.saturating_sub(proposal.header.timestamp_us) as f64 / 1e6);
                     tracing::info!(height, hash = %hex::encode(&hash[..8]), txs = tx_hashes.len(), "finalized");
                 }
-                Action::Fetch { block, from_height } => self.fetch(block, from_height),
+                Action::Certified(certificate) => {
+                    let bytes = Message::Certificate(certificate.clone())
+                        .encode()
+                        .map_err(|e| NodeError::Other(format!("encode certificate: {e}")))?;
+                    self.shared.store.put_view_certificate(
+                        certificate.view,
+                        certificate.kind as u8,
+                        &bytes,
+                    )?;
+                }
+                Action::Fetch { block, from_height } => {
+                    tracing::debug!(block = %hex::encode(&block[..8]), from_height, "fetching");
+                    self.fetch(block, from_height)
+                }
                 Action::EnteredView { view, leader } => {
                     self.span = tracing::info_span!(parent: None, "view", view, leader);
                     self.shared.view.store(view, Ordering::Relaxed);
@@ -574,6 +647,11 @@ impl Driver {
                     tracing::warn!(kind = ?e.kind, signer = e.signer, view = e.view, "equivocation detected");
                 }
             }
+        }
+        if committed {
+            // Finalized blocks are durable before the next input is handled, so a crash never
+            // takes back a height this node has reported as final.
+            self.shared.store.flush()?;
         }
         Ok(())
     }
@@ -606,13 +684,18 @@ impl Driver {
                 if peer == me {
                     continue;
                 }
-                let Ok(reply) = shared
+                let reply = match shared
                     .network
                     .request(peer, bytes.clone(), Duration::from_secs(3))
                     .await
-                else {
-                    continue;
+                {
+                    Ok(reply) => reply,
+                    Err(e) => {
+                        tracing::debug!(peer, error = %e, "sync request failed");
+                        continue;
+                    }
                 };
+                tracing::debug!(peer, from_height, bytes = reply.len(), "sync reply");
                 let shared2 = shared.clone();
                 let verifier2 = verifier.clone();
                 let inputs = tokio::task::spawn_blocking(move || {

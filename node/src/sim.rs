@@ -22,7 +22,7 @@ use quasar_wire::{decode, Certificate, Message, Proposal, SyncRequest};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 use std::sync::Arc;
 
 /// Network and protocol parameters of a simulation. Times are microseconds.
@@ -97,6 +97,10 @@ struct SimNode {
     committed: Vec<Committed>,
     timers: HashMap<(u64, u8), u64>,
     evidence: Vec<Evidence>,
+    /// Certificates above the finalized tip, kept across restarts like the store's.
+    kept: BTreeMap<(u64, u8), Certificate>,
+    /// Every verified proposal, kept across restarts like the store's blocks tree.
+    stored: HashMap<Hash, Proposal>,
 }
 
 impl SyncSource for SimNode {
@@ -108,13 +112,9 @@ impl SyncSource for SimNode {
         Some((block, cert))
     }
     fn block_by_hash(&self, hash: &Hash) -> Option<Vec<u8>> {
-        let proposal = self.core.pending_block(hash).cloned().or_else(|| {
-            self.committed
-                .iter()
-                .find(|c| &c.hash == hash)
-                .map(|c| c.proposal.clone())
-        })?;
-        Message::Proposal(proposal).encode().ok()
+        Message::Proposal(self.stored.get(hash)?.clone())
+            .encode()
+            .ok()
     }
 }
 
@@ -198,7 +198,13 @@ impl Simulation {
             cfg,
         };
         for i in 0..sim.cfg.validators {
-            let node = sim.boot(i, Vec::new(), SigningGuard::in_memory());
+            let node = sim.boot(
+                i,
+                Vec::new(),
+                BTreeMap::new(),
+                HashMap::new(),
+                SigningGuard::in_memory(),
+            );
             sim.nodes.push(node);
         }
         for i in 0..sim.cfg.validators {
@@ -209,7 +215,14 @@ impl Simulation {
         sim
     }
 
-    fn boot(&mut self, i: usize, committed: Vec<Committed>, guard: SigningGuard) -> SimNode {
+    fn boot(
+        &mut self,
+        i: usize,
+        committed: Vec<Committed>,
+        kept: BTreeMap<(u64, u8), Certificate>,
+        stored: HashMap<Hash, Proposal>,
+        guard: SigningGuard,
+    ) -> SimNode {
         let tip = match committed.last() {
             Some(c) => Tip {
                 height: c.proposal.header.height,
@@ -242,13 +255,24 @@ impl Simulation {
             0,
             guard,
         );
+        let mut core = Core::new(cfg, self.validators.clone(), tip);
+        if let Some(c) = committed.last() {
+            core.set_tip_certificate(c.certificate.clone());
+        }
+        for certificate in kept.values() {
+            if let Ok(verified) = self.verifier.verify_certificate(certificate.clone()) {
+                core.restore(verified);
+            }
+        }
         SimNode {
-            core: Core::new(cfg, self.validators.clone(), tip),
+            core,
             signer,
             alive: true,
             committed,
             timers: HashMap::new(),
             evidence: Vec::new(),
+            kept,
+            stored,
         }
     }
 
@@ -309,6 +333,9 @@ impl Simulation {
                         continue;
                     };
                     self.broadcast(i, &Message::Proposal(proposal.proposal().clone()));
+                    self.nodes[i]
+                        .stored
+                        .insert(*proposal.hash(), proposal.proposal().clone());
                     let more = self.nodes[i]
                         .core
                         .handle(self.now, Input::Proposal(Box::new(proposal)));
@@ -333,6 +360,8 @@ impl Simulation {
                         hash,
                         certificate,
                     } = *f;
+                    let view = proposal.header.view;
+                    self.nodes[i].kept.retain(|&(v, _), _| v > view);
                     self.nodes[i].committed.push(Committed {
                         proposal,
                         hash,
@@ -350,6 +379,9 @@ impl Simulation {
                     if let Ok(bytes) = request.encode() {
                         self.send(i, peer, bytes);
                     }
+                }
+                Action::Certified(c) => {
+                    self.nodes[i].kept.insert((c.view, c.kind as u8), c);
                 }
                 Action::EnteredView { .. } => {}
                 Action::Evidence(e) => self.nodes[i].evidence.push(*e),
@@ -377,6 +409,11 @@ impl Simulation {
                 let Ok(Some(input)) = self.verifier.verify_message(other) else {
                     return;
                 };
+                if let Input::Proposal(p) = &input {
+                    self.nodes[to]
+                        .stored
+                        .insert(*p.hash(), p.proposal().clone());
+                }
                 let actions = self.nodes[to].core.handle(self.now, input);
                 self.apply(to, actions);
             }
@@ -462,11 +499,22 @@ impl Simulation {
     pub fn restart(&mut self, i: usize) {
         let guard = self.nodes[i].signer.take_guard();
         let committed = std::mem::take(&mut self.nodes[i].committed);
-        let node = self.boot(i, committed, guard);
+        let kept = std::mem::take(&mut self.nodes[i].kept);
+        let stored = std::mem::take(&mut self.nodes[i].stored);
+        let node = self.boot(i, committed, kept, stored, guard);
         self.nodes[i] = node;
         let view = self.nodes[i].signer.highest_view();
         let actions = self.nodes[i].core.start(self.now, view);
         self.apply(i, actions);
+    }
+
+    /// Restarts a crashed node with its signing guard but an empty block store (a lost or
+    /// replaced disk): it must fetch the whole finalized chain from its peers.
+    pub fn restart_with_empty_store(&mut self, i: usize) {
+        self.nodes[i].committed.clear();
+        self.nodes[i].kept.clear();
+        self.nodes[i].stored.clear();
+        self.restart(i);
     }
 
     /// Cuts every link between different groups (both directions). Nodes in no group are isolated.

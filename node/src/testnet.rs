@@ -60,6 +60,23 @@ use crate::config::{self, ConfigError, GenesisFile, NodeConfig, PeerConfig};
 pub const CHAIN_ID: u64 = 1;
 /// Stake of each testnet validator.
 pub const STAKE: u64 = 100;
+/// Most validators a local testnet starts (every validator is a process on this machine, and the
+/// protocol gossips all-to-all up to 128 validators).
+pub const MAX_VALIDATORS: usize = 128;
+
+fn check_shape(validators: usize, block_time_ms: u64) -> Result<(), TestnetError> {
+    if !(1..=MAX_VALIDATORS).contains(&validators) {
+        return Err(TestnetError::Options(format!(
+            "validators must be in 1..={MAX_VALIDATORS}, got {validators}"
+        )));
+    }
+    if block_time_ms == 0 {
+        return Err(TestnetError::Options(
+            "block_time_ms must be positive".into(),
+        ));
+    }
+    Ok(())
+}
 /// How far after creation the testnet's genesis time lies (µs): no block is proposed before
 /// genesis time + block time, so process start-up is not counted as finality latency.
 pub const GENESIS_DELAY_US: u64 = 2_000_000;
@@ -225,18 +242,9 @@ impl TestnetOptions {
     }
 
     fn check(&self) -> Result<(), TestnetError> {
-        if self.validators == 0 {
-            return Err(TestnetError::Options(
-                "validators must be at least 1".into(),
-            ));
-        }
+        check_shape(self.validators, self.block_time_ms)?;
         if self.blocks == 0 {
             return Err(TestnetError::Options("blocks must be at least 1".into()));
-        }
-        if self.block_time_ms == 0 {
-            return Err(TestnetError::Options(
-                "block_time_ms must be positive".into(),
-            ));
         }
         if !self.tx_rate.is_finite() || self.tx_rate < 0.0 {
             return Err(TestnetError::Options(format!(
@@ -410,16 +418,7 @@ impl Testnet {
         validators: usize,
         block_time_ms: u64,
     ) -> Result<Testnet, TestnetError> {
-        if validators == 0 {
-            return Err(TestnetError::Options(
-                "validators must be at least 1".into(),
-            ));
-        }
-        if block_time_ms == 0 {
-            return Err(TestnetError::Options(
-                "block_time_ms must be positive".into(),
-            ));
-        }
+        check_shape(validators, block_time_ms)?;
         std::fs::create_dir_all(dir).map_err(|source| TestnetError::Io {
             path: dir.to_path_buf(),
             source,

@@ -279,3 +279,35 @@ fn the_signing_guard_refuses_a_second_notarize_in_one_view() {
         .sign_vote(VoteKind::Nullify, 5, 0, [0; 32])
         .is_err());
 }
+
+// Regression: a validator that missed a nullification (it was restarting) could never check a
+// proposal that skipped that view, and with two such validators the network stalled. The leader
+// now sends the certificates that justify its parent before its proposal.
+#[test]
+fn a_leader_sends_the_justification_of_its_parent_before_the_proposal() {
+    let mut net = net();
+    // Find a view whose leader differs from view 1's, and run that validator's core.
+    let probe = core_for(&net, 0);
+    let leader2 = probe.leader_of(2);
+    let mut core = core_for(&net, leader2);
+    core.start(0, 0);
+    for s in (0..4).filter(|&s| s != leader2 as usize) {
+        let v = vote(&mut net, s, VoteKind::Nullify, 1, 0, [0; 32]);
+        core.handle(10, Input::Vote(v));
+    }
+    assert_eq!(core.view(), 2);
+    let actions = core.handle(
+        2_000,
+        Input::Timer {
+            view: 2,
+            kind: TimerKind::Propose,
+        },
+    );
+    let nullification = actions.iter().position(|a| {
+        matches!(a, Action::Broadcast(Message::Certificate(c))
+            if c.kind == CertificateKind::Nullification && c.view == 1)
+    });
+    let proposal = actions.iter().position(|a| matches!(a, Action::Propose(_)));
+    assert!(nullification.is_some() && proposal.is_some(), "{actions:?}");
+    assert!(nullification < proposal, "justification first");
+}

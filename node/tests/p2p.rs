@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use quasar_node::p2p::tls::{client_crypto, quic_client_config, SERVER_NAME};
 use quasar_node::p2p::{
-    client_config, Inbound, Network, NetworkConfig, P2pError, P2pMetrics, PeerInfo, TlsIdentity,
+    client_config, Inbound, Network, NetworkConfig, P2pError, P2pMetrics, PeerInfo, StopCause,
+    TlsIdentity,
 };
 use quasar_wire::frame::{encode_frame, MAX_FRAME_LEN};
 use tokio::sync::mpsc;
@@ -466,4 +467,85 @@ async fn restarted_peer_is_reconnected_and_receives_later_messages() {
     assert_eq!(a.metrics.malformed_frames(), 0);
     a.net.shutdown().await;
     b.net.shutdown().await;
+}
+
+/// Regression: a validator whose certificate the others do not pin redialed every ~50 ms
+/// forever, because in TLS 1.3 its own handshake completes before the server checks its
+/// certificate: it logged "outbound connection up" and reset its backoff before the rejection
+/// arrived (~40 rejected handshakes in 2 s, and as many server WARN lines). Fix: a dial counts
+/// only once the server confirmed the handshake (HANDSHAKE_DONE, RFC 9001 §4.1.2), so the
+/// backoff keeps growing 50 ms → 2 s (jittered); the server still counts every rejection but
+/// rate-limits its WARN line per remote address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unpinned_validator_backs_off_instead_of_redialing_every_50ms() {
+    let server_id = identity(0);
+    let pinned_id = identity(1);
+    let server = start(
+        0,
+        &server_id,
+        free_addr(),
+        vec![peer(1, &pinned_id, free_addr())],
+    )
+    .await;
+    // Same index as the pinned validator, but another key: the server must refuse it.
+    let rogue_id = identity(66);
+    let rogue = start(
+        1,
+        &rogue_id,
+        free_addr(),
+        vec![peer(0, &server_id, server.net.local_addr())],
+    )
+    .await;
+
+    let window = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < window {
+        assert_eq!(
+            rogue.net.connected_peers(),
+            0,
+            "a refused connection was reported as up"
+        );
+        sleep(Duration::from_millis(10)).await;
+    }
+    let rejected = server.metrics.handshake_rejected();
+    assert!(
+        rejected >= 2,
+        "the rogue kept retrying: {rejected} attempts"
+    );
+    assert!(
+        rejected <= 10,
+        "{rejected} rejected handshakes in 2 s: no backoff (expected ~7 at most)"
+    );
+    assert_eq!(server.metrics.messages_received(), 0);
+    assert!(rogue.net.is_running() && server.net.is_running());
+    rogue.net.shutdown().await;
+    server.net.shutdown().await;
+}
+
+/// A peer that closes its connection leaves `connected_peers` (and the gauge) at once, without
+/// waiting for the 5 s idle timeout; `stopped()` reports an orderly shutdown as such, and the
+/// surviving node keeps running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_peer_leaves_connected_peers_and_shutdown_resolves_stopped() {
+    let (_ids, nodes) = cluster(2).await;
+    assert!(nodes[1].net.is_running());
+    let closed_at = Instant::now();
+    nodes[1].net.shutdown().await;
+    assert_eq!(
+        timeout(Duration::from_secs(1), nodes[1].net.stopped()).await,
+        Ok(StopCause::Shutdown)
+    );
+    assert!(!nodes[1].net.is_running());
+    wait_until("0 drops the closed peer", || {
+        nodes[0].net.connected_peers() == 0 && nodes[0].metrics.connected_peers() == 0
+    })
+    .await;
+    assert!(
+        closed_at.elapsed() < Duration::from_secs(4),
+        "the closed peer was counted until the idle timeout"
+    );
+    assert!(
+        nodes[0].net.is_running(),
+        "a lost peer does not stop the network"
+    );
+    nodes[0].net.shutdown().await;
 }

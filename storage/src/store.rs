@@ -12,6 +12,8 @@
 //! | `certs`   | height (u64 BE)     | encoded certificate that finalized that height    |
 //! | `txs`     | tx hash (32 B)      | height (u64 BE) of the finalized block holding it |
 //! | `meta`    | `finalized`         | finalized tip: height (u64 BE) ‖ hash (32 B)      |
+//! | `meta`    | `genesis`           | genesis hash the store is bound to (32 B)         |
+//! | `view_certs` | view (u64 BE) ‖ kind | certificate of a view above the finalized tip  |
 //!
 //! # Guarantees
 //!
@@ -34,6 +36,20 @@ use sled::Transactional;
 /// Key of the finalized pointer in the `meta` tree.
 const FINALIZED_KEY: &[u8] = b"finalized";
 
+/// Key of the genesis hash the store is bound to, in the `meta` tree.
+const GENESIS_KEY: &[u8] = b"genesis";
+
+fn view_key(view: u64, kind: u8) -> [u8; 9] {
+    let mut key = [0u8; 9];
+    key[..8].copy_from_slice(&view.to_be_bytes());
+    key[8] = kind;
+    key
+}
+
+fn hex_string(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Why a store operation failed. Every variant except [`StoreError::OutOfOrder`] is fatal: the node
 /// must stop rather than run on a store it cannot trust.
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +69,15 @@ pub enum StoreError {
     /// A stored value is malformed (wrong length) or an index points at a missing entry. Fatal.
     #[error("store corrupt (fatal): {0}")]
     Corrupt(String),
+    /// The store was created for another genesis (chain). Fatal: point the node at its own data
+    /// directory.
+    #[error("store belongs to genesis {stored}, not {expected} (fatal)")]
+    WrongGenesis {
+        /// Hex of the genesis hash recorded in the store.
+        stored: String,
+        /// Hex of the genesis hash this node runs.
+        expected: String,
+    },
 }
 
 /// A block being finalized, with everything [`Store::commit_finalized`] indexes.
@@ -115,6 +140,29 @@ pub trait Store: Send + Sync {
 
     /// Makes everything written so far durable (sled flush, fsync of the log).
     fn flush(&self) -> Result<(), StoreError>;
+
+    /// Ties the store to one chain: on first use records `genesis` durably; afterwards checks it.
+    /// Errors: [`StoreError::WrongGenesis`] when the store belongs to another genesis.
+    fn bind_genesis(&self, genesis: &Hash) -> Result<(), StoreError>;
+
+    /// Whether the store holds nothing at all (no genesis bound, no block).
+    fn is_empty(&self) -> Result<bool, StoreError>;
+
+    /// Keeps a certificate of a view above the finalized tip (`kind` distinguishes the
+    /// notarization, finalization and nullification of one view), so a restarted node can still
+    /// justify proposals across those views. Overwrites the same (view, kind).
+    fn put_view_certificate(
+        &self,
+        view: u64,
+        kind: u8,
+        certificate: &[u8],
+    ) -> Result<(), StoreError>;
+
+    /// Every kept view certificate, in (view, kind) order.
+    fn view_certificates(&self) -> Result<Vec<Vec<u8>>, StoreError>;
+
+    /// Drops the view certificates of views below `view`.
+    fn prune_view_certificates(&self, below_view: u64) -> Result<(), StoreError>;
 }
 
 /// [`Store`] on a sled database (see the module docs for the layout).
@@ -126,6 +174,7 @@ pub struct SledStore {
     certs: sled::Tree,
     txs: sled::Tree,
     meta: sled::Tree,
+    view_certs: sled::Tree,
 }
 
 /// sled's page cache bound (its default is 1 GiB, far more than a validator's hot set).
@@ -159,6 +208,7 @@ impl SledStore {
             certs: db.open_tree("certs")?,
             txs: db.open_tree("txs")?,
             meta: db.open_tree("meta")?,
+            view_certs: db.open_tree("view_certs")?,
             db,
         })
     }
@@ -300,6 +350,58 @@ impl Store for SledStore {
 
     fn flush(&self) -> Result<(), StoreError> {
         self.db.flush()?;
+        Ok(())
+    }
+
+    fn bind_genesis(&self, genesis: &Hash) -> Result<(), StoreError> {
+        match self.meta.get(GENESIS_KEY)? {
+            Some(stored) => {
+                let stored = decode_hash(&stored, "meta[genesis]")?;
+                if &stored != genesis {
+                    return Err(StoreError::WrongGenesis {
+                        stored: hex_string(&stored),
+                        expected: hex_string(genesis),
+                    });
+                }
+                Ok(())
+            }
+            None => {
+                self.meta.insert(GENESIS_KEY, &genesis[..])?;
+                self.db.flush()?;
+                Ok(())
+            }
+        }
+    }
+
+    fn is_empty(&self) -> Result<bool, StoreError> {
+        Ok(self.meta.get(GENESIS_KEY)?.is_none() && self.blocks.is_empty())
+    }
+
+    fn put_view_certificate(
+        &self,
+        view: u64,
+        kind: u8,
+        certificate: &[u8],
+    ) -> Result<(), StoreError> {
+        self.view_certs.insert(view_key(view, kind), certificate)?;
+        Ok(())
+    }
+
+    fn view_certificates(&self) -> Result<Vec<Vec<u8>>, StoreError> {
+        self.view_certs
+            .iter()
+            .values()
+            .map(|v| Ok(v?.to_vec()))
+            .collect()
+    }
+
+    fn prune_view_certificates(&self, below_view: u64) -> Result<(), StoreError> {
+        let end = view_key(below_view, 0);
+        let mut batch = sled::Batch::default();
+        for key in self.view_certs.range(..end).keys() {
+            batch.remove(key?);
+        }
+        self.view_certs.apply_batch(batch)?;
         Ok(())
     }
 }

@@ -156,3 +156,49 @@ fn corrupt_values_are_reported_not_panicked_on() {
     // Untouched entries still read fine.
     assert_eq!(store.tx_height(&h(101)).unwrap(), Some(1));
 }
+
+// Regression: a node restarted on a data directory with a different genesis.json followed the
+// other chain with its old blocks. A store is now bound to one genesis hash.
+#[test]
+fn a_store_is_bound_to_its_first_genesis() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        assert!(store.is_empty().unwrap());
+        store.bind_genesis(&[1; 32]).unwrap();
+        store.bind_genesis(&[1; 32]).unwrap();
+        assert!(!store.is_empty().unwrap());
+    }
+    let store = SledStore::open(dir.path()).unwrap();
+    store.bind_genesis(&[1; 32]).unwrap();
+    assert!(matches!(
+        store.bind_genesis(&[2; 32]),
+        Err(StoreError::WrongGenesis { .. })
+    ));
+}
+
+#[test]
+fn view_certificates_are_kept_in_view_order_and_pruned() {
+    let store = SledStore::temporary().unwrap();
+    store
+        .put_view_certificate(7, 3, b"nullification-7")
+        .unwrap();
+    store.put_view_certificate(5, 1, b"notarization-5").unwrap();
+    store.put_view_certificate(7, 1, b"notarization-7").unwrap();
+    store
+        .put_view_certificate(9, 3, b"nullification-9")
+        .unwrap();
+    assert_eq!(
+        store.view_certificates().unwrap(),
+        vec![
+            b"notarization-5".to_vec(),
+            b"notarization-7".to_vec(),
+            b"nullification-7".to_vec(),
+            b"nullification-9".to_vec()
+        ]
+    );
+    store.prune_view_certificates(7).unwrap();
+    assert_eq!(store.view_certificates().unwrap().len(), 3);
+    store.prune_view_certificates(10).unwrap();
+    assert!(store.view_certificates().unwrap().is_empty());
+}

@@ -166,6 +166,10 @@ pub enum Action {
     },
     /// A block became final. Emitted in strictly increasing height order.
     Finalized(Box<FinalizedBlock>),
+    /// A new certificate was accepted (formed here or received). Keep it durably until its view
+    /// is below the finalized tip and hand it back through [`Core::restore`] after a restart:
+    /// without it nobody could justify a proposal across a view it nullified.
+    Certified(Certificate),
     /// A block we need is missing: ask peers for `block` and for finalized blocks from
     /// `from_height`.
     Fetch {
@@ -237,6 +241,8 @@ pub struct Core {
     fetching: HashMap<Hash, u64>,
     /// The certificate that moved us into the current view (rebroadcast on retry).
     entry_certificate: Option<Certificate>,
+    /// The finalization that committed the tip (`None` at genesis).
+    tip_certificate: Option<Certificate>,
 }
 
 impl Core {
@@ -255,14 +261,54 @@ impl Core {
             pending: BTreeMap::new(),
             fetching: HashMap::new(),
             entry_certificate: None,
+            tip_certificate: None,
         }
     }
 
-    /// Enters the first view: `max(tip.view + 1, start_view)`.
+    /// Sets the finalization that committed `tip` (loaded from the store on restart), which this
+    /// node sends as justification when it proposes on its tip.
+    pub fn set_tip_certificate(&mut self, certificate: Certificate) {
+        if certificate.block == self.tip.hash {
+            self.tip_certificate = Some(certificate);
+        }
+    }
+
+    /// Restores a certificate kept across a restart (see [`Action::Certified`]); call before
+    /// [`Core::start`]. Nothing is signed or sent.
+    pub fn restore(&mut self, certificate: VerifiedCertificate) {
+        let cert = certificate.certificate().clone();
+        if cert.view <= self.tip.view {
+            return;
+        }
+        let state = self.state(cert.view);
+        let slot = match cert.kind {
+            CertificateKind::Notarization => &mut state.notarization,
+            CertificateKind::Finalization => &mut state.finalization,
+            CertificateKind::Nullification => &mut state.nullification,
+        };
+        if slot.is_none() {
+            *slot = Some(cert.clone());
+        }
+        if cert.kind == CertificateKind::Finalization {
+            self.pending.insert(cert.view, cert.clone());
+        }
+        if self
+            .entry_certificate
+            .as_ref()
+            .is_none_or(|c| c.view <= cert.view)
+        {
+            self.entry_certificate = Some(cert);
+        }
+    }
+
+    /// Enters the first view: `max(tip.view + 1, start_view, 1 + the highest restored
+    /// certificate's view)`, and commits what restored finalizations allow.
     pub fn start(&mut self, now_us: u64, start_view: u64) -> Vec<Action> {
         self.now = now_us;
         let mut out = Vec::new();
-        let first = start_view.max(self.tip.view + 1);
+        let restored = self.entry_certificate.as_ref().map_or(0, |c| c.view + 1);
+        let first = start_view.max(self.tip.view + 1).max(restored);
+        self.try_commit(&mut out);
         self.enter_view(first, &mut out);
         out
     }
@@ -286,11 +332,6 @@ impl Core {
             self.cfg.epoch,
             view,
         )
-    }
-
-    /// A known non-finalized block by hash (for serving peers that fetch it).
-    pub fn pending_block(&self, hash: &Hash) -> Option<&Proposal> {
-        self.blocks.get(hash).map(|b| &b.proposal)
     }
 
     /// Feeds one input stamped with the caller's time; returns the actions to perform in order.
@@ -503,6 +544,11 @@ impl Core {
             exclude.extend(block.proposal.txs.iter().map(|tx| tx_hash(tx)));
             cursor = block.parent();
         }
+        // Send the certificates that make the parent valid first (same stream, so they arrive
+        // first): validators that missed them, e.g. while restarting, can then check the proposal.
+        for certificate in self.justification(parent_view, view) {
+            out.push(Action::Broadcast(Message::Certificate(certificate)));
+        }
         let state = self.state(view);
         state.proposed = true;
         state.voted_notarize = true;
@@ -514,6 +560,27 @@ impl Core {
             parent_timestamp_us: parent_ts,
             exclude,
         }));
+    }
+
+    /// The certificates that justify a block of `view` extending a block of `parent_view`: the
+    /// parent's notarization (or the finalization of our tip) and the nullification of every view
+    /// in between.
+    fn justification(&self, parent_view: u64, view: u64) -> Vec<Certificate> {
+        let mut certificates = Vec::new();
+        let parent_certificate = if parent_view == self.tip.view {
+            self.tip_certificate.clone()
+        } else {
+            self.views
+                .get(&parent_view)
+                .and_then(|s| s.notarization.as_ref().or(s.finalization.as_ref()).cloned())
+        };
+        certificates.extend(parent_certificate);
+        certificates.extend(
+            self.views
+                .range(parent_view + 1..view)
+                .filter_map(|(_, s)| s.nullification.clone()),
+        );
+        certificates
     }
 
     fn on_proposal(&mut self, p: VerifiedProposal, out: &mut Vec<Action>) {
@@ -763,6 +830,7 @@ impl Core {
             return;
         }
         *slot = Some(cert.clone());
+        out.push(Action::Certified(cert.clone()));
         if local {
             out.push(Action::Broadcast(Message::Certificate(cert.clone())));
         }
@@ -829,6 +897,7 @@ impl Core {
                 cursor = block.parent();
             }
             self.pending.remove(&view);
+            self.tip_certificate = Some(cert.clone());
             for hash in chain.into_iter().rev() {
                 let Some(block) = self.blocks.remove(&hash) else {
                     return;

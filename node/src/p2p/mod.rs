@@ -11,9 +11,10 @@
 //!   pinned set, the client requires exactly the certificate pinned for the validator it dialed,
 //!   and both check the handshake signature. After the handshake the peer's certificate maps to
 //!   its validator index.
-//! - **Gossip**: for each peer, one outbound task dials it (retrying with backoff 50 ms → 2 s until
-//!   shutdown), opens one long-lived unidirectional stream and writes framed messages from a
-//!   bounded queue. [`Network::send`] never blocks: on a full queue the message is dropped and
+//! - **Gossip**: for each peer, one outbound task dials it (retrying with jittered backoff
+//!   50 ms → 2 s until shutdown; a dial succeeds only once the server confirmed the handshake,
+//!   RFC 9001 §4.1.2, so a peer that refuses our certificate is not retried every 50 ms), opens
+//!   one long-lived unidirectional stream and writes framed messages from a bounded queue. [`Network::send`] never blocks: on a full queue the message is dropped and
 //!   counted. Messages queued while the peer is unreachable are dropped and counted, because
 //!   consensus retransmits what matters.
 //! - **Requests**: [`Network::request`] opens one bidirectional stream per request on the
@@ -36,7 +37,14 @@
 //!   [`P2pMetrics::malformed_frames`]); other streams and peers are unaffected. Nothing a peer
 //!   sends reaches a panic path.
 //! - An unpinned certificate or a wrong ALPN fails the handshake (counted in
-//!   [`P2pMetrics::handshake_rejected`]); no stream of such a connection is ever read.
+//!   [`P2pMetrics::handshake_rejected`]); no stream of such a connection is ever read. The WARN
+//!   line for it is rate-limited to one per remote IP per minute, so a retrying or hostile peer
+//!   cannot flood the log.
+//! - Transient I/O errors (a failed dial or stream, a socket error that kills quinn's endpoint
+//!   driver, file-descriptor exhaustion) never stop the transport: connections are redialed and
+//!   a dead endpoint is rebound on the same address. Only [`Network::shutdown`] stops it on
+//!   purpose; any other stop is logged at ERROR and reported by [`Network::stopped`] /
+//!   [`Network::is_running`] so the owner can exit and be restarted.
 //!
 //! # Deviations
 //!
@@ -47,12 +55,13 @@
 //!   and no tie-breaking between simultaneous dials is needed.
 
 mod frame_io;
+mod log_limit;
 mod metrics;
 mod network;
 pub mod tls;
 
 pub use metrics::P2pMetrics;
-pub use network::{Inbound, Network, NetworkConfig, PeerInfo};
+pub use network::{Inbound, Network, NetworkConfig, PeerInfo, StopCause};
 pub use tls::{client_config, TlsIdentity, ALPN};
 
 use quasar_wire::WireError;

@@ -1,19 +1,46 @@
 //! The [`Network`] handle and its tasks: one accept loop, one outbound task per peer, one reader
 //! task per inbound stream.
+//!
+//! # Liveness of the transport itself
+//!
+//! - **Outbound backoff.** In TLS 1.3 the client finishes its handshake before the server has
+//!   checked the client certificate, so "`connect` returned" does not mean "the peer accepted
+//!   us". A dial counts as successful only once the server *confirmed* the handshake: the client
+//!   received `HANDSHAKE_DONE` (RFC 9001 §4.1.2), which a server sends only after it accepted the
+//!   client's certificate. Only then is the connection published (requests, `connected_peers`)
+//!   and "outbound connection up" logged. The backoff (50 ms → 2 s, doubled per failure, equal
+//!   jitter) is reset only when a confirmed connection then stayed up for [`STABLE_UPTIME`], so
+//!   a peer that rejects us — during the handshake or right after it — is redialed at most about
+//!   every 2 s.
+//! - **Bounded logging.** Every refused handshake is counted in `handshake_rejected`, but a WARN
+//!   is written at most once a minute per remote IP (server side) or per peer (client side);
+//!   the rest go to DEBUG (see `log_limit`).
+//! - **Transient I/O errors do not stop the network.** A failed dial, handshake or stream only
+//!   affects that connection, and dialing retries with backoff. quinn's endpoint driver ends on
+//!   a socket error it does not absorb; the accept loop then sees `accept() == None` without a
+//!   shutdown, logs at ERROR and rebinds a fresh endpoint on the same address (retrying with
+//!   backoff, e.g. while file descriptors are exhausted); outbound tasks dial through whatever
+//!   endpoint is current. Only [`Network::shutdown`] (or dropping the last handle) stops the
+//!   network on purpose; anything else that ends a transport task — a panic, or rebinding
+//!   failing for [`REBIND_GIVE_UP`] — is logged at ERROR and reported by [`Network::stopped`],
+//!   so the owner can exit and let its supervisor restart the node.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use quasar_wire::frame::frame_header;
 use quinn::{Connection, ConnectionError, Endpoint, RecvStream, SendStream, VarInt};
+use rand::Rng;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
-use tracing::{debug, info, warn};
+use tracing::{debug, error, info, warn};
 
 use super::frame_io::{read_frame, write_frame, FrameReadError};
+use super::log_limit::{WarnLimiter, MAX_KEYS, WARN_INTERVAL};
 use super::tls::{self, TlsIdentity, SERVER_NAME};
 use super::{P2pError, P2pMetrics};
 
@@ -21,6 +48,22 @@ use super::{P2pError, P2pMetrics};
 const MIN_BACKOFF: Duration = Duration::from_millis(50);
 /// Largest reconnect delay.
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
+
+/// How long a confirmed outbound connection must stay up before the reconnect backoff is reset
+/// to [`MIN_BACKOFF`]. A peer that accepts the handshake and then closes at once (e.g. it holds
+/// too many of our connections) keeps the backoff growing.
+const STABLE_UPTIME: Duration = Duration::from_secs(1);
+
+/// How long a dial waits for the server to confirm the handshake (`HANDSHAKE_DONE`) before it
+/// counts as failed.
+const CONFIRM_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How often the dialer looks for the server's handshake confirmation.
+const CONFIRM_POLL: Duration = Duration::from_millis(5);
+
+/// How long the accept loop keeps trying to rebind a failed endpoint before the network reports
+/// itself stopped ([`StopCause::Failed`]).
+const REBIND_GIVE_UP: Duration = Duration::from_secs(60);
 
 /// Most simultaneous inbound connections accepted from one validator (a restarted peer's old
 /// connection may linger until the idle timeout; more than this is abuse).
@@ -107,6 +150,18 @@ pub enum Inbound {
     },
 }
 
+/// Why a [`Network`] stopped (see [`Network::stopped`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StopCause {
+    /// [`Network::shutdown`] was called: an orderly stop.
+    Shutdown,
+    /// A transport task ended on its own: it panicked, or the UDP endpoint failed and could not
+    /// be rebound for 60 s. The network no longer works as a whole; the
+    /// owner should exit with an error so its supervisor restarts the node. The string says
+    /// which task and why (also logged at ERROR).
+    Failed(String),
+}
+
 /// Handle to a running transport. Clones share it; dropping the last clone (or
 /// [`Network::shutdown`]) stops every task and closes the endpoint.
 #[derive(Clone, Debug)]
@@ -116,11 +171,15 @@ pub struct Network {
 
 #[derive(Debug)]
 struct Inner {
-    endpoint: Endpoint,
+    /// The current endpoint; `None` while the accept loop rebinds a failed one (the old handle
+    /// must be gone to free the port).
+    endpoint: watch::Sender<Option<Endpoint>>,
     local_addr: SocketAddr,
     peers: HashMap<u32, PeerHandle>,
     metrics: P2pMetrics,
     shutdown: watch::Sender<bool>,
+    /// `None` while running; set once, by [`Network::shutdown`] or a failing task.
+    stop: watch::Sender<Option<StopCause>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -133,8 +192,9 @@ struct PeerHandle {
 impl Drop for Inner {
     fn drop(&mut self) {
         self.shutdown.send_replace(true);
-        self.endpoint
-            .close(VarInt::from_u32(CODE_SHUTDOWN), b"shutdown");
+        if let Some(endpoint) = self.endpoint.borrow().as_ref() {
+            endpoint.close(VarInt::from_u32(CODE_SHUTDOWN), b"shutdown");
+        }
         let tasks = match self.tasks.get_mut() {
             Ok(tasks) => std::mem::take(tasks),
             Err(poisoned) => std::mem::take(poisoned.into_inner()),
@@ -154,6 +214,8 @@ struct InboundCtx {
     tx: mpsc::Sender<Inbound>,
     metrics: P2pMetrics,
     shutdown: watch::Receiver<bool>,
+    /// One WARN per remote IP per minute for refused connections.
+    warn_limit: Arc<WarnLimiter<std::net::IpAddr>>,
 }
 
 impl Network {
@@ -175,7 +237,7 @@ impl Network {
             .collect();
         let server = tls::server_config(&config.identity, pinned.keys().cloned())?;
         let endpoint =
-            Endpoint::server(server, config.listen).map_err(|source| P2pError::Bind {
+            Endpoint::server(server.clone(), config.listen).map_err(|source| P2pError::Bind {
                 addr: config.listen,
                 source,
             })?;
@@ -184,6 +246,8 @@ impl Network {
             source,
         })?;
         let (shutdown, shutdown_rx) = watch::channel(false);
+        let (stop, _) = watch::channel(None);
+        let (endpoint_tx, endpoint_rx) = watch::channel(Some(endpoint));
         let (inbound_tx, inbound_rx) = mpsc::channel(config.inbound_queue);
 
         let mut tasks = Vec::with_capacity(config.peers.len().saturating_add(1));
@@ -193,15 +257,21 @@ impl Network {
             let (queue_tx, queue_rx) = mpsc::channel(config.outbound_queue);
             let (conn_tx, conn_rx) = watch::channel(None);
             let outbound = Outbound {
-                endpoint: endpoint.clone(),
+                endpoint: endpoint_rx.clone(),
                 peer: peer.clone(),
                 client,
                 queue: queue_rx,
                 connection: conn_tx,
                 metrics: metrics.clone(),
                 shutdown: shutdown_rx.clone(),
+                warn_limit: WarnLimiter::new(WARN_INTERVAL, 1),
             };
-            tasks.push(tokio::spawn(outbound.run()));
+            tasks.push(spawn_supervised(
+                format!("outbound task of peer {}", peer.index),
+                outbound.run(),
+                shutdown_rx.clone(),
+                stop.clone(),
+            ));
             peers.insert(
                 peer.index,
                 PeerHandle {
@@ -220,9 +290,20 @@ impl Network {
             open: Arc::new(open),
             tx: inbound_tx,
             metrics: metrics.clone(),
-            shutdown: shutdown_rx,
+            shutdown: shutdown_rx.clone(),
+            warn_limit: Arc::new(WarnLimiter::new(WARN_INTERVAL, MAX_KEYS)),
         };
-        tasks.push(tokio::spawn(accept_loop(endpoint.clone(), ctx)));
+        let acceptor = Acceptor {
+            endpoint: endpoint_tx.clone(),
+            server,
+            local_addr,
+        };
+        tasks.push(spawn_supervised(
+            "accept loop".to_string(),
+            acceptor.run(ctx),
+            shutdown_rx,
+            stop.clone(),
+        ));
         info!(
             index = config.my_index,
             %local_addr,
@@ -231,11 +312,12 @@ impl Network {
         );
         let network = Network {
             inner: Arc::new(Inner {
-                endpoint,
+                endpoint: endpoint_tx,
                 local_addr,
                 peers,
                 metrics,
                 shutdown,
+                stop,
                 tasks: Mutex::new(tasks),
             }),
         };
@@ -339,13 +421,43 @@ impl Network {
             .map_err(|_| P2pError::Timeout { peer: to })?
     }
 
-    /// Number of peers with an established outbound connection now.
+    /// Number of peers with an established outbound connection now: confirmed by the peer and
+    /// not closed. A connection closed by the peer leaves the count at once; a peer that
+    /// vanished silently leaves it after the idle timeout ([`tls::IDLE_TIMEOUT`], 5 s).
     pub fn connected_peers(&self) -> usize {
         self.inner
             .peers
             .values()
-            .filter(|p| p.connection.borrow().is_some())
+            .filter(|p| {
+                p.connection
+                    .borrow()
+                    .as_ref()
+                    .is_some_and(|c| c.close_reason().is_none())
+            })
             .count()
+    }
+
+    /// Whether the transport still runs: `false` once [`Network::stopped`] would resolve.
+    pub fn is_running(&self) -> bool {
+        self.inner.stop.borrow().is_none()
+    }
+
+    /// Resolves once the transport has terminated, with why: [`StopCause::Shutdown`] after
+    /// [`Network::shutdown`] finished, [`StopCause::Failed`] when a transport task ended on its
+    /// own (panic, or an endpoint that could not be rebound; logged at ERROR). Transient I/O
+    /// errors (a failed dial, handshake or stream, a socket error that a rebind cures) never
+    /// resolve it. Cancel-safe; may be awaited by several callers.
+    ///
+    /// The owner should treat `Failed` as fatal (exit with an error so systemd restarts the
+    /// node): the node can no longer reach or hear all of its peers.
+    pub async fn stopped(&self) -> StopCause {
+        let mut stop = self.inner.stop.subscribe();
+        let cause = match stop.wait_for(Option::is_some).await {
+            Ok(cause) => cause.clone(),
+            // Unreachable while `self` holds the sender; report it as a failure anyway.
+            Err(_) => return StopCause::Failed("stop signal lost".into()),
+        };
+        cause.unwrap_or(StopCause::Shutdown)
     }
 
     /// Stops every task, closes all connections (peers see an immediate close) and waits, at
@@ -353,9 +465,9 @@ impl Network {
     /// clone of this handle is dropped.
     pub async fn shutdown(&self) {
         self.inner.shutdown.send_replace(true);
-        self.inner
-            .endpoint
-            .close(VarInt::from_u32(CODE_SHUTDOWN), b"shutdown");
+        if let Some(endpoint) = self.inner.endpoint.borrow().as_ref() {
+            endpoint.close(VarInt::from_u32(CODE_SHUTDOWN), b"shutdown");
+        }
         let tasks = match self.inner.tasks.lock() {
             Ok(mut tasks) => std::mem::take(&mut *tasks),
             Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
@@ -365,8 +477,20 @@ impl Network {
                 debug!(error = %e, "p2p task ended abnormally");
             }
         }
-        let _ = tokio::time::timeout(Duration::from_secs(1), self.inner.endpoint.wait_idle()).await;
-        info!(local_addr = %self.inner.local_addr, "p2p network shut down");
+        let endpoint = self.inner.endpoint.borrow().clone();
+        if let Some(endpoint) = endpoint {
+            let _ = tokio::time::timeout(Duration::from_secs(1), endpoint.wait_idle()).await;
+        }
+        let first = self.inner.stop.send_if_modified(|stop| {
+            let first = stop.is_none();
+            if first {
+                *stop = Some(StopCause::Shutdown);
+            }
+            first
+        });
+        if first {
+            info!(local_addr = %self.inner.local_addr, "p2p network shut down on request");
+        }
     }
 }
 
@@ -404,8 +528,92 @@ fn validate(config: &NetworkConfig) -> Result<(), P2pError> {
 /// 0x100–0x1ff, RFC 9001 §4.8), as opposed to a timeout or the peer closing.
 fn is_local_tls_rejection(error: &ConnectionError) -> bool {
     match error {
-        ConnectionError::TransportError(e) => (0x100..0x200).contains(&u64::from(e.code)),
+        ConnectionError::TransportError(e) => is_crypto_error(u64::from(e.code)),
         _ => false,
+    }
+}
+
+/// Whether the peer closed the connection with a TLS alert (QUIC `CRYPTO_ERROR`): it refused our
+/// certificate or ALPN.
+fn is_remote_tls_rejection(error: &ConnectionError) -> bool {
+    match error {
+        ConnectionError::ConnectionClosed(close) => is_crypto_error(u64::from(close.error_code)),
+        _ => false,
+    }
+}
+
+fn is_crypto_error(code: u64) -> bool {
+    (0x100..0x200).contains(&code)
+}
+
+/// `backoff` with equal jitter: uniform in `[backoff/2, backoff]`, so dialers that failed
+/// together do not retry in lockstep.
+pub(crate) fn jittered(backoff: Duration) -> Duration {
+    let half = backoff / 2;
+    let half_ns = u64::try_from(half.as_nanos()).unwrap_or(u64::MAX);
+    half.saturating_add(Duration::from_nanos(
+        rand::thread_rng().gen_range(0..=half_ns),
+    ))
+}
+
+/// The next backoff after a failure: doubled, at most [`MAX_BACKOFF`].
+fn grow(backoff: Duration) -> Duration {
+    backoff.saturating_mul(2).clamp(MIN_BACKOFF, MAX_BACKOFF)
+}
+
+/// Spawns a long-lived transport task. When it ends without a shutdown having been requested
+/// (it returned, panicked or was aborted), the stop is logged at ERROR and published as
+/// [`StopCause::Failed`] (see [`Network::stopped`]).
+fn spawn_supervised<F>(
+    task: String,
+    body: F,
+    shutdown: watch::Receiver<bool>,
+    stop: watch::Sender<Option<StopCause>>,
+) -> JoinHandle<()>
+where
+    F: Future<Output = String> + Send + 'static,
+{
+    // Built outside the task so that it also reports a task aborted before its first poll.
+    let mut guard = TaskGuard {
+        task,
+        shutdown,
+        stop,
+        ended: None,
+    };
+    tokio::spawn(async move {
+        let ended = body.await;
+        guard.ended = Some(ended);
+        drop(guard);
+    })
+}
+
+/// Reports a supervised task's end; runs on return, panic (unwinding) and abort alike.
+struct TaskGuard {
+    task: String,
+    shutdown: watch::Receiver<bool>,
+    stop: watch::Sender<Option<StopCause>>,
+    /// Why the body returned; `None` when it panicked or was aborted.
+    ended: Option<String>,
+}
+
+impl Drop for TaskGuard {
+    fn drop(&mut self) {
+        if *self.shutdown.borrow() {
+            return;
+        }
+        let why = self
+            .ended
+            .take()
+            .unwrap_or_else(|| "panicked or was aborted".into());
+        let reason = format!("{}: {why}", self.task);
+        error!(%reason, "p2p network stopped unexpectedly");
+        self.stop.send_if_modified(|stop| {
+            let first = stop.is_none();
+            if first {
+                *stop = Some(StopCause::Failed(reason));
+            }
+            first
+        });
     }
 }
 
@@ -418,31 +626,34 @@ enum PumpEnd {
 
 /// The task that owns the outbound link to one peer.
 struct Outbound {
-    endpoint: Endpoint,
+    endpoint: watch::Receiver<Option<Endpoint>>,
     peer: PeerInfo,
     client: quinn::ClientConfig,
     queue: mpsc::Receiver<Arc<Vec<u8>>>,
     connection: watch::Sender<Option<Connection>>,
     metrics: P2pMetrics,
     shutdown: watch::Receiver<bool>,
+    /// One WARN per minute about this peer refusing us or not being who we pinned.
+    warn_limit: WarnLimiter<()>,
 }
 
 impl Outbound {
-    async fn run(mut self) {
+    /// Dials, pumps and redials until shutdown; returns why it stopped.
+    async fn run(mut self) -> String {
         let mut backoff = MIN_BACKOFF;
         let mut shutdown = self.shutdown.clone();
         loop {
             if *shutdown.borrow() {
-                return;
+                return "shutdown".into();
             }
             let dialed = tokio::select! {
-                _ = shutdown.changed() => return,
+                _ = shutdown.changed() => return "shutdown".into(),
                 dialed = self.dial() => dialed,
             };
             match dialed {
                 Ok(conn) => {
-                    backoff = MIN_BACKOFF;
                     info!(peer = self.peer.index, addr = %self.peer.address, "outbound connection up");
+                    let up_since = Instant::now();
                     let end = {
                         let _up =
                             ConnectedGuard::new(&self.connection, &self.metrics, conn.clone());
@@ -451,11 +662,14 @@ impl Outbound {
                     match end {
                         PumpEnd::Shutdown | PumpEnd::QueueClosed => {
                             conn.close(VarInt::from_u32(CODE_SHUTDOWN), b"shutdown");
-                            return;
+                            return "shutdown".into();
                         }
                         PumpEnd::Failed(reason) => {
                             info!(peer = self.peer.index, %reason, "outbound connection lost");
                         }
+                    }
+                    if up_since.elapsed() >= STABLE_UPTIME {
+                        backoff = MIN_BACKOFF;
                     }
                 }
                 Err(reason) => {
@@ -464,25 +678,36 @@ impl Outbound {
             }
             self.drop_stale();
             tokio::select! {
-                _ = shutdown.changed() => return,
-                _ = tokio::time::sleep(backoff) => {}
+                _ = shutdown.changed() => return "shutdown".into(),
+                _ = tokio::time::sleep(jittered(backoff)) => {}
             }
-            backoff = backoff.saturating_mul(2).min(MAX_BACKOFF);
+            backoff = grow(backoff);
         }
     }
 
+    /// Dials the peer and waits until the server confirmed the handshake (so it accepted our
+    /// certificate). Errors say why, for the debug log.
     async fn dial(&self) -> Result<Connection, String> {
-        let connecting = self
+        let endpoint = self
             .endpoint
+            .borrow()
+            .clone()
+            .ok_or("endpoint is being rebound")?;
+        let connecting = endpoint
             .connect_with(self.client.clone(), self.peer.address, SERVER_NAME)
             .map_err(|e| e.to_string())?;
+        drop(endpoint);
         let conn = match connecting.await {
             Ok(conn) => conn,
             Err(e) => {
                 if is_local_tls_rejection(&e) {
-                    warn!(peer = self.peer.index, addr = %self.peer.address, error = %e,
-                        "server at the peer's address is not the pinned validator");
                     self.metrics.rejected_handshake();
+                    self.warn_or_debug(
+                        &e,
+                        "server at the peer's address is not the pinned validator",
+                    );
+                } else if is_remote_tls_rejection(&e) {
+                    self.warn_or_debug(&e, "peer rejected our certificate or ALPN (is this validator pinned in its genesis?)");
                 }
                 return Err(e.to_string());
             }
@@ -494,7 +719,32 @@ impl Outbound {
             conn.close(VarInt::from_u32(CODE_REJECTED), b"identity");
             return Err("peer identity or ALPN mismatch".into());
         }
-        Ok(conn)
+        match confirmed(&conn).await {
+            Ok(()) => Ok(conn),
+            Err(Some(e)) => {
+                if is_remote_tls_rejection(&e) {
+                    self.warn_or_debug(&e, "peer rejected our certificate or ALPN (is this validator pinned in its genesis?)");
+                }
+                Err(format!("closed before the handshake was confirmed: {e}"))
+            }
+            Err(None) => {
+                conn.close(VarInt::from_u32(CODE_REJECTED), b"handshake not confirmed");
+                Err("handshake not confirmed in time".into())
+            }
+        }
+    }
+
+    fn warn_or_debug(&self, error: &ConnectionError, what: &str) {
+        match self.warn_limit.check(&(), Instant::now()) {
+            Some(suppressed) => warn!(
+                peer = self.peer.index,
+                addr = %self.peer.address,
+                %error,
+                suppressed,
+                "{what}"
+            ),
+            None => debug!(peer = self.peer.index, addr = %self.peer.address, %error, "{what}"),
+        }
     }
 
     /// Drops (and counts) what was queued while the peer was unreachable.
@@ -509,6 +759,26 @@ impl Outbound {
                 dropped, "dropped messages queued while disconnected"
             );
             self.metrics.dropped(dropped);
+        }
+    }
+}
+
+/// Waits until the server confirmed the handshake: the client received `HANDSHAKE_DONE`, which a
+/// server sends only once it has completed the handshake, i.e. after it accepted our certificate
+/// (RFC 9001 §4.1.2). In TLS 1.3 the client's own handshake completes one flight earlier, before
+/// the server has seen the client certificate. `Err(Some(e))`: the connection closed first;
+/// `Err(None)`: no confirmation within [`CONFIRM_TIMEOUT`].
+async fn confirmed(conn: &Connection) -> Result<(), Option<ConnectionError>> {
+    let deadline = tokio::time::sleep(CONFIRM_TIMEOUT);
+    tokio::pin!(deadline);
+    loop {
+        if conn.stats().frame_rx.handshake_done > 0 {
+            return Ok(());
+        }
+        tokio::select! {
+            e = conn.closed() => return Err(Some(e)),
+            _ = &mut deadline => return Err(None),
+            _ = tokio::time::sleep(CONFIRM_POLL) => {}
         }
     }
 }
@@ -543,16 +813,89 @@ async fn pump(
     }
 }
 
-async fn accept_loop(endpoint: Endpoint, mut ctx: InboundCtx) {
-    loop {
-        let incoming = tokio::select! {
-            _ = ctx.shutdown.changed() => return,
-            incoming = endpoint.accept() => match incoming {
-                Some(incoming) => incoming,
-                None => return,
-            },
-        };
-        tokio::spawn(serve_connection(incoming, ctx.clone()));
+/// The accept loop and the owner of the endpoint: accepts connections on the current endpoint
+/// and rebinds a fresh one on the same address when the old one dies without a shutdown.
+struct Acceptor {
+    endpoint: watch::Sender<Option<Endpoint>>,
+    server: quinn::ServerConfig,
+    local_addr: SocketAddr,
+}
+
+impl Acceptor {
+    /// Accepts until shutdown; returns why it stopped (only "shutdown" or a failed rebind).
+    async fn run(self, mut ctx: InboundCtx) -> String {
+        loop {
+            let Some(endpoint) = self.endpoint.borrow().clone() else {
+                return "no endpoint".into();
+            };
+            loop {
+                let incoming = tokio::select! {
+                    _ = ctx.shutdown.changed() => return "shutdown".into(),
+                    incoming = endpoint.accept() => incoming,
+                };
+                match incoming {
+                    Some(incoming) => {
+                        tokio::spawn(serve_connection(incoming, ctx.clone()));
+                    }
+                    None => break,
+                }
+            }
+            // `accept` yields `None` once the endpoint is closed (only `shutdown` does that) or
+            // its driver died on a socket error.
+            if *ctx.shutdown.borrow() {
+                return "shutdown".into();
+            }
+            // Release our handles so the old socket can close and free the port.
+            drop(endpoint);
+            self.endpoint.send_replace(None);
+            error!(local_addr = %self.local_addr,
+                "QUIC endpoint failed (socket error); rebinding");
+            let fresh = match self.rebind(&mut ctx.shutdown).await {
+                Ok(fresh) => fresh,
+                Err(reason) => return reason,
+            };
+            self.endpoint.send_replace(Some(fresh));
+            if *ctx.shutdown.borrow() {
+                // `shutdown` may have looked at the endpoint while it was being rebound.
+                if let Some(endpoint) = self.endpoint.borrow().as_ref() {
+                    endpoint.close(VarInt::from_u32(CODE_SHUTDOWN), b"shutdown");
+                }
+                return "shutdown".into();
+            }
+            info!(local_addr = %self.local_addr, "QUIC endpoint rebound");
+        }
+    }
+
+    /// Binds a new endpoint on `local_addr`, retrying with backoff (the old socket may still be
+    /// draining, or file descriptors may be exhausted) for at most [`REBIND_GIVE_UP`].
+    async fn rebind(&self, shutdown: &mut watch::Receiver<bool>) -> Result<Endpoint, String> {
+        let started = Instant::now();
+        let mut backoff = MIN_BACKOFF;
+        let mut failures = 0u64;
+        loop {
+            match Endpoint::server(self.server.clone(), self.local_addr) {
+                Ok(endpoint) => return Ok(endpoint),
+                Err(e) => {
+                    failures = failures.saturating_add(1);
+                    if started.elapsed() >= REBIND_GIVE_UP {
+                        return Err(format!(
+                            "could not rebind {} for {REBIND_GIVE_UP:?} ({failures} attempts): {e}",
+                            self.local_addr
+                        ));
+                    }
+                    if backoff >= MAX_BACKOFF {
+                        warn!(local_addr = %self.local_addr, error = %e, failures, "rebinding the QUIC endpoint failed, retrying");
+                    } else {
+                        debug!(local_addr = %self.local_addr, error = %e, "rebinding the QUIC endpoint failed, retrying");
+                    }
+                }
+            }
+            tokio::select! {
+                _ = shutdown.changed() => return Err("shutdown".into()),
+                _ = tokio::time::sleep(jittered(backoff)) => {}
+            }
+            backoff = grow(backoff);
+        }
     }
 }
 
@@ -562,8 +905,13 @@ async fn serve_connection(incoming: quinn::Incoming, mut ctx: InboundCtx) {
         Ok(conn) => conn,
         Err(e) => {
             if is_local_tls_rejection(&e) {
-                warn!(%remote, error = %e, "rejected handshake (unpinned identity or ALPN)");
                 ctx.metrics.rejected_handshake();
+                refused(
+                    &ctx,
+                    remote,
+                    &e,
+                    "rejected handshake (unpinned identity or ALPN)",
+                );
             } else {
                 debug!(%remote, error = %e, "inbound handshake failed");
             }
@@ -573,14 +921,24 @@ async fn serve_connection(incoming: quinn::Incoming, mut ctx: InboundCtx) {
     let from = match tls::peer_certificate(&conn).and_then(|c| ctx.pinned.get(&c).copied()) {
         Some(index) if tls::negotiated_alpn(&conn) => index,
         _ => {
-            warn!(%remote, "rejected connection without a pinned identity or ALPN");
             ctx.metrics.rejected_handshake();
+            refused(
+                &ctx,
+                remote,
+                &"no pinned identity or ALPN",
+                "rejected connection without a pinned identity or ALPN",
+            );
             conn.close(VarInt::from_u32(CODE_REJECTED), b"identity");
             return;
         }
     };
     let Some(_slot) = ConnectionSlot::acquire(&ctx.open, from) else {
-        warn!(peer = from, %remote, "too many inbound connections from one validator");
+        refused(
+            &ctx,
+            remote,
+            &format_args!("peer {from}"),
+            "too many inbound connections from one validator",
+        );
         conn.close(VarInt::from_u32(CODE_REJECTED), b"too many connections");
         return;
     };
@@ -742,6 +1100,14 @@ async fn serve_request(mut send: SendStream, mut recv: RecvStream, from: u32, mu
     }
 }
 
+/// Logs a refused inbound connection: WARN at most once a minute per remote IP, DEBUG otherwise.
+fn refused(ctx: &InboundCtx, remote: SocketAddr, error: &dyn std::fmt::Display, what: &str) {
+    match ctx.warn_limit.check(&remote.ip(), Instant::now()) {
+        Some(suppressed) => warn!(%remote, %error, suppressed, "{what}"),
+        None => debug!(%remote, %error, "{what}"),
+    }
+}
+
 fn note_read_error(metrics: &P2pMetrics, from: u32, error: &FrameReadError) {
     if error.is_malformed() {
         warn!(peer = from, %error, "malformed frame, dropping stream");
@@ -792,6 +1158,172 @@ mod tests {
         let mut empty = config(Vec::new());
         empty.outbound_queue = 0;
         assert!(validate(&empty).is_err());
+    }
+
+    #[test]
+    fn backoff_grows_to_the_cap_with_equal_jitter() {
+        let mut backoff = MIN_BACKOFF;
+        let mut steps = Vec::new();
+        for _ in 0..10 {
+            let slept = jittered(backoff);
+            assert!(
+                slept >= backoff / 2 && slept <= backoff,
+                "{slept:?} vs {backoff:?}"
+            );
+            steps.push(backoff);
+            backoff = grow(backoff);
+        }
+        assert_eq!(steps[0], Duration::from_millis(50));
+        assert_eq!(steps[1], Duration::from_millis(100));
+        assert_eq!(backoff, MAX_BACKOFF);
+    }
+
+    /// Two started validators, 0 and 1, pinning each other.
+    async fn pair() -> (
+        Network,
+        mpsc::Receiver<Inbound>,
+        Network,
+        mpsc::Receiver<Inbound>,
+    ) {
+        let ids = [
+            TlsIdentity::generate("validator-0").expect("identity"),
+            TlsIdentity::generate("validator-1").expect("identity"),
+        ];
+        let loopback: SocketAddr = "127.0.0.1:0".parse().expect("addr");
+        let (a, a_rx) = Network::start(
+            NetworkConfig::new(loopback, ids[0].clone(), 0, Vec::new()),
+            P2pMetrics::new(),
+        )
+        .await
+        .expect("start probe");
+        let a_addr = a.local_addr();
+        a.shutdown().await;
+        drop((a, a_rx));
+        let (b, b_rx) = Network::start(
+            NetworkConfig::new(
+                loopback,
+                ids[1].clone(),
+                1,
+                vec![PeerInfo {
+                    index: 0,
+                    cert_der: ids[0].cert_der.clone(),
+                    address: a_addr,
+                }],
+            ),
+            P2pMetrics::new(),
+        )
+        .await
+        .expect("start 1");
+        let mut started = None;
+        for _ in 0..60 {
+            match Network::start(
+                NetworkConfig::new(
+                    a_addr,
+                    ids[0].clone(),
+                    0,
+                    vec![PeerInfo {
+                        index: 1,
+                        cert_der: ids[1].cert_der.clone(),
+                        address: b.local_addr(),
+                    }],
+                ),
+                P2pMetrics::new(),
+            )
+            .await
+            {
+                Ok(net) => {
+                    started = Some(net);
+                    break;
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+        let (a, a_rx) = started.expect("start 0 on its probed address");
+        (a, a_rx, b, b_rx)
+    }
+
+    async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !condition() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Regression: a socket error that ended quinn's endpoint driver made `accept()` return
+    /// `None`, which ended the accept loop and left the transport dead for good while the
+    /// process lived on. Fix: without a requested shutdown, the accept loop rebinds a fresh
+    /// endpoint on the same address and the outbound tasks dial through it. Closing the
+    /// endpoint behind the network's back takes the same path as a dead driver.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lost_endpoint_is_rebound_and_traffic_resumes() {
+        let (a, mut a_rx, b, mut b_rx) = pair().await;
+        eventually("mesh", || {
+            a.connected_peers() == 1 && b.connected_peers() == 1
+        })
+        .await;
+        let addr = a.local_addr();
+
+        if let Some(endpoint) = a.inner.endpoint.borrow().as_ref() {
+            endpoint.close(VarInt::from_u32(7), b"simulated socket failure");
+        }
+
+        // Both directions recover, on the same address.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let (mut to_a, mut to_b) = (false, false);
+        while !(to_a && to_b) {
+            assert!(Instant::now() < deadline, "traffic did not resume");
+            b.send(0, Arc::new(b"to a".to_vec()));
+            a.send(1, Arc::new(b"to b".to_vec()));
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            while let Ok(Inbound::Gossip { .. }) = a_rx.try_recv() {
+                to_a = true;
+            }
+            while let Ok(Inbound::Gossip { .. }) = b_rx.try_recv() {
+                to_b = true;
+            }
+        }
+        let rebound = a.inner.endpoint.borrow().clone().expect("rebound endpoint");
+        assert_eq!(rebound.local_addr().ok(), Some(addr));
+        drop(rebound);
+        assert!(a.is_running(), "a transient endpoint loss is not a stop");
+
+        a.shutdown().await;
+        assert_eq!(a.stopped().await, StopCause::Shutdown);
+        assert!(!a.is_running());
+        b.shutdown().await;
+    }
+
+    /// Regression: the owner had no way to learn that the transport had stopped on its own.
+    /// Fix: a supervised task that ends without a shutdown (here: aborted, as after a panic)
+    /// makes `stopped()` resolve with `StopCause::Failed` and `is_running()` return false.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_task_ending_on_its_own_is_reported_as_a_failed_stop() {
+        let (a, _a_rx, b, _b_rx) = pair().await;
+        assert!(a.is_running());
+        let accept_loop = a
+            .inner
+            .tasks
+            .lock()
+            .ok()
+            .and_then(|tasks| tasks.last().map(JoinHandle::abort_handle))
+            .expect("accept loop task");
+        accept_loop.abort();
+        let cause = tokio::time::timeout(Duration::from_secs(5), a.stopped())
+            .await
+            .expect("stopped() resolves");
+        match cause {
+            StopCause::Failed(reason) => assert!(reason.contains("accept loop"), "{reason}"),
+            other => panic!("expected a failed stop, got {other:?}"),
+        }
+        assert!(!a.is_running());
+        a.shutdown().await;
+        assert!(
+            matches!(a.stopped().await, StopCause::Failed(_)),
+            "first cause wins"
+        );
+        b.shutdown().await;
+        assert_eq!(b.stopped().await, StopCause::Shutdown);
     }
 
     #[test]
