@@ -6,19 +6,22 @@
 //! | `GET /tx/{hash}` | `200 {"hash","status":"pending"|"finalized","height"}`; `400` bad hash; `404` unknown |
 //! | `GET /status` | `{"validator","height","finalized_height","view","epoch","peers","mempool","chain_id","evidence","votes_signed","guard_refusals"}` |
 //! | `GET /block/{height}` | finalized block summary with its certificate; `404` if not finalized |
+//! | `GET /evidence?from_view=V&limit=N` | `200 {"count","evidence":[{"kind","signer","view","first","second"}]}` (see [`evidence_json`]); `400` bad query |
 //! | `GET /metrics` | Prometheus text format |
 
+use crate::consensus::{Evidence, EvidenceKind};
 use crate::mempool::MempoolError;
 use crate::runtime::{Shared, MAX_TX_BYTES};
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::extract::{DefaultBodyLimit, Path, RawQuery, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use quasar_lanes::bls::signers_from_bitmap;
-use quasar_storage::Store;
-use quasar_wire::{decode, tx_hash, CertificateKind, MessageRef};
+use quasar_storage::evidence::kind as evidence_kind;
+use quasar_storage::{EvidenceRecord, Store};
+use quasar_wire::{decode, tx_hash, CertificateKind, MessageRef, WireError};
 use serde_json::{json, Value};
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
@@ -36,6 +39,7 @@ pub async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
         .route("/tx/{hash}", get(get_tx))
         .route("/status", get(status))
         .route("/block/{height}", get(block))
+        .route("/evidence", get(evidence))
         .route("/metrics", get(metrics))
         .layer(DefaultBodyLimit::max(MAX_TX_BYTES + 1024))
         .with_state(shared);
@@ -247,4 +251,122 @@ async fn metrics(State(shared): State<AppState>) -> Response {
         text,
     )
         .into_response()
+}
+
+/// `limit` of `GET /evidence` when the query names none.
+pub const DEFAULT_EVIDENCE_LIMIT: usize = 100;
+
+/// Largest `limit` `GET /evidence` honours; a larger one is capped to it.
+pub const MAX_EVIDENCE_LIMIT: usize = 1000;
+
+/// The storage code of a consensus [`EvidenceKind`] (see [`quasar_storage::evidence::kind`]).
+pub fn evidence_kind_code(kind: EvidenceKind) -> u8 {
+    match kind {
+        EvidenceKind::ConflictingProposal => evidence_kind::CONFLICTING_PROPOSAL,
+        EvidenceKind::ConflictingNotarize => evidence_kind::CONFLICTING_NOTARIZE,
+        EvidenceKind::ConflictingFinalize => evidence_kind::CONFLICTING_FINALIZE,
+        EvidenceKind::FinalizeAndNullify => evidence_kind::FINALIZE_AND_NULLIFY,
+    }
+}
+
+/// The storage record of detected equivocation: both messages encoded whole
+/// ([`quasar_wire::Message::encode`]), so the record carries both signatures.
+///
+/// Errors: [`WireError`] when a message does not encode (a message the core accepted always does).
+pub fn evidence_record(e: &Evidence) -> Result<EvidenceRecord, WireError> {
+    Ok(EvidenceRecord {
+        kind: evidence_kind_code(e.kind),
+        signer: e.signer,
+        view: e.view,
+        first: e.first.encode()?,
+        second: e.second.encode()?,
+    })
+}
+
+/// The parameters of `GET /evidence`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EvidenceQuery {
+    /// Lowest view returned (inclusive); default 0.
+    pub from_view: u64,
+    /// Most records returned; default [`DEFAULT_EVIDENCE_LIMIT`], capped at
+    /// [`MAX_EVIDENCE_LIMIT`].
+    pub limit: usize,
+}
+
+/// Parses the query string of `GET /evidence` (`from_view=V&limit=N`, both optional, decimal).
+///
+/// Errors (the message for a `400`): a parameter that is not a decimal integer in range, one given
+/// twice, or one the route does not know.
+pub fn parse_evidence_query(raw: Option<&str>) -> Result<EvidenceQuery, String> {
+    let mut from_view = None;
+    let mut limit = None;
+    for pair in raw.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let slot = match name {
+            "from_view" => &mut from_view,
+            "limit" => &mut limit,
+            _ => {
+                return Err(format!(
+                    "unknown parameter {name:?}; expected from_view, limit"
+                ))
+            }
+        };
+        let parsed: u64 = value
+            .parse()
+            .map_err(|_| format!("{name} must be a non-negative decimal integer, got {value:?}"))?;
+        if slot.replace(parsed).is_some() {
+            return Err(format!("{name} given twice"));
+        }
+    }
+    let limit = match limit {
+        None => DEFAULT_EVIDENCE_LIMIT,
+        Some(n) => usize::try_from(n)
+            .unwrap_or(usize::MAX)
+            .min(MAX_EVIDENCE_LIMIT),
+    };
+    Ok(EvidenceQuery {
+        from_view: from_view.unwrap_or(0),
+        limit,
+    })
+}
+
+/// The body of `GET /evidence`: `{"count": <records stored in total>, "evidence": [{"kind":
+/// "conflicting_proposal"|"conflicting_notarize"|"conflicting_finalize"|"finalize_and_nullify",
+/// "signer": u32, "view": u64, "first": hex, "second": hex}]}`, where `first` and `second` are the
+/// complete encoded ZAP messages: decode them with `quasar_wire::decode` and verify each signature
+/// with the signer's public key to check the evidence independently.
+pub fn evidence_json(records: &[EvidenceRecord], count: u64) -> Value {
+    let evidence: Vec<Value> = records
+        .iter()
+        .map(|r| {
+            json!({
+                "kind": evidence_kind::name(r.kind).unwrap_or("unknown"),
+                "signer": r.signer,
+                "view": r.view,
+                "first": hex::encode(&r.first),
+                "second": hex::encode(&r.second),
+            })
+        })
+        .collect();
+    json!({ "count": count, "evidence": evidence })
+}
+
+async fn evidence(State(shared): State<AppState>, RawQuery(raw): RawQuery) -> Response {
+    let query = match parse_evidence_query(raw.as_deref()) {
+        Ok(q) => q,
+        Err(message) => return error(StatusCode::BAD_REQUEST, message),
+    };
+    // Records can hold whole blocks (conflicting proposals), so reading and hex-encoding them runs
+    // off the async workers.
+    let answer = tokio::task::spawn_blocking(move || {
+        let records = shared.store.evidence(query.limit, query.from_view)?;
+        let count = shared.store.evidence_count()?;
+        Ok::<_, quasar_storage::StoreError>(evidence_json(&records, count))
+    })
+    .await;
+    match answer {
+        Ok(Ok(body)) => Json(body).into_response(),
+        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
 }

@@ -49,6 +49,25 @@ enum Command {
         #[arg(long)]
         config: PathBuf,
     },
+    /// Run seeded simulations of the consensus core with random faults and Byzantine validators,
+    /// check each with the independent safety checker, and print one JSON summary line.
+    Simulate {
+        /// Number of seeded runs.
+        #[arg(long, default_value_t = 100)]
+        seeds: u64,
+        /// Seed of the first run (replay a failing run with `--first-seed S --seeds 1`).
+        #[arg(long, default_value_t = 1)]
+        first_seed: u64,
+        /// Validators per run.
+        #[arg(long, default_value_t = 4)]
+        validators: usize,
+        /// Byzantine validators per run (at most (validators - 1) / 3).
+        #[arg(long, default_value_t = 1)]
+        byzantine: usize,
+        /// Heights every honest validator must finalize in each run.
+        #[arg(long, default_value_t = 20)]
+        heights: u64,
+    },
     /// Start a local network of N validator processes, drive transactions, check agreement, and
     /// print one JSON summary line.
     Testnet {
@@ -167,6 +186,45 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             rt.shutdown_timeout(std::time::Duration::from_secs(2));
             result.map_err(|e| e.to_string())?;
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Simulate {
+            seeds,
+            first_seed,
+            validators,
+            byzantine,
+            heights,
+        } => {
+            use quasar_node::sim::campaign::{self, CampaignConfig};
+            let cfg = CampaignConfig {
+                seeds,
+                first_seed,
+                validators,
+                byzantine,
+                heights,
+            };
+            campaign::validate(&cfg)?;
+            let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let started = std::time::Instant::now();
+            let report = campaign::run(&cfg, threads);
+            eprintln!(
+                "{} runs in {:.1} s",
+                report.runs,
+                started.elapsed().as_secs_f64()
+            );
+            let mut line = serde_json::to_value(&report).map_err(|e| e.to_string())?;
+            if let Some(map) = line.as_object_mut() {
+                map.remove("failing_seeds");
+            }
+            println!("{line}");
+            let ok = report.safety_violations == 0 && report.liveness_failures == 0;
+            if !ok {
+                eprintln!("failing seeds: {:?}", report.failing_seeds);
+            }
+            Ok(if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
         }
         Command::Testnet {
             validators,

@@ -14,6 +14,8 @@ pub struct NodeMetrics {
     pub guard_refusals: Counter,
     /// Equivocations detected in received messages.
     pub equivocations: Counter,
+    /// Equivocation evidence that could not be stored.
+    pub evidence_store_failures: Counter,
     /// Messages that decoded but failed verification.
     pub invalid_messages: Counter,
     /// Blocks finalized.
@@ -40,6 +42,7 @@ impl NodeMetrics {
             votes_signed: Counter::default(),
             guard_refusals: Counter::default(),
             equivocations: Counter::default(),
+            evidence_store_failures: Counter::default(),
             invalid_messages: Counter::default(),
             blocks_finalized: Counter::default(),
             txs_finalized: Counter::default(),
@@ -63,6 +66,11 @@ impl NodeMetrics {
             "consensus_equivocations",
             "Equivocations detected",
             m.equivocations.clone(),
+        );
+        r.register(
+            "evidence_store_failures",
+            "Equivocation evidence that could not be stored",
+            m.evidence_store_failures.clone(),
         );
         r.register(
             "consensus_invalid_messages",

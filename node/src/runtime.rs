@@ -645,6 +645,22 @@ impl Driver {
                 Action::Evidence(e) => {
                     self.shared.metrics.equivocations.inc();
                     tracing::warn!(kind = ?e.kind, signer = e.signer, view = e.view, "equivocation detected");
+                    // Evidence must never crash a node (DESIGN.md §2): it is produced by other,
+                    // possibly Byzantine, validators and is not on the safety path, so a failure
+                    // to encode or store it is logged and consensus goes on. (Unlike blocks and
+                    // certificates, whose storage failure is fatal.)
+                    let stored = api::evidence_record(&e)
+                        .map_err(|err| format!("encode: {err}"))
+                        .and_then(|record| {
+                            self.shared
+                                .store
+                                .put_evidence(&record)
+                                .map_err(|err| err.to_string())
+                        });
+                    if let Err(error) = stored {
+                        self.shared.metrics.evidence_store_failures.inc();
+                        tracing::error!(%error, kind = ?e.kind, signer = e.signer, view = e.view, "could not store equivocation evidence");
+                    }
                 }
             }
         }

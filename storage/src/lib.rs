@@ -8,6 +8,8 @@
 //!   certificates. Any storage error is fatal to the node (STYLE.md habit 4).
 //! - [`guard`]: the [`SigningGuard`], the tiny durable record that decides whether a consensus vote
 //!   may be signed, kept in its own fsync'd file because sled's flush is not durable enough for it.
+//! - [`evidence`]: [`EvidenceRecord`], durable and bounded proof of equivocation (both signed
+//!   messages), kept in the store's `evidence` tree.
 //!
 //! This crate depends only on `quasar-crypto` (for [`quasar_crypto::hash::Hash`] and SHA3-256).
 #![forbid(unsafe_code)]
@@ -22,8 +24,10 @@
     )
 )]
 
+pub mod evidence;
 pub mod guard;
 pub mod store;
 
+pub use evidence::{EvidenceError, EvidenceRecord};
 pub use guard::*;
 pub use store::*;

@@ -14,6 +14,7 @@
 //! | `meta`    | `finalized`         | finalized tip: height (u64 BE) ‖ hash (32 B)      |
 //! | `meta`    | `genesis`           | genesis hash the store is bound to (32 B)         |
 //! | `view_certs` | view (u64 BE) ‖ kind | certificate of a view above the finalized tip  |
+//! | `evidence` | view (u64 BE) ‖ signer (u32 BE) ‖ kind | an [`EvidenceRecord`] (see [`crate::evidence`]) |
 //!
 //! # Guarantees
 //!
@@ -25,11 +26,14 @@
 //! - Durability: sled makes writes durable on [`Store::flush`] (and periodically in the background).
 //!   The signing guard does *not* rely on this; see [`crate::guard`].
 //!
-//! Epochs, evidence and pruning (DESIGN.md §6) are not implemented yet.
+//! Equivocation evidence is a bounded log of its own, described in [`crate::evidence`]. Epochs
+//! and pruning (DESIGN.md §6) are not implemented yet.
 
 use std::path::Path;
 
 use quasar_crypto::hash::Hash;
+
+use crate::evidence::{EvidenceError, EvidenceLog, EvidenceRecord};
 use sled::transaction::{ConflictableTransactionError, TransactionError};
 use sled::Transactional;
 
@@ -50,8 +54,9 @@ fn hex_string(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Why a store operation failed. Every variant except [`StoreError::OutOfOrder`] is fatal: the node
-/// must stop rather than run on a store it cannot trust.
+/// Why a store operation failed. Every variant except [`StoreError::OutOfOrder`] and
+/// [`StoreError::Evidence`] is fatal: the node must stop rather than run on a store it cannot
+/// trust.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The sled backend failed (I/O error, or sled detected corruption). Fatal.
@@ -78,6 +83,11 @@ pub enum StoreError {
         /// Hex of the genesis hash this node runs.
         expected: String,
     },
+    /// An evidence record is malformed: on write, a record over the bounds of
+    /// [`crate::evidence`] (nothing was written); on read, a corrupt stored record. Not fatal:
+    /// evidence is never on the consensus path.
+    #[error("bad evidence record: {0}")]
+    Evidence(#[from] EvidenceError),
 }
 
 /// A block being finalized, with everything [`Store::commit_finalized`] indexes.
@@ -163,6 +173,25 @@ pub trait Store: Send + Sync {
 
     /// Drops the view certificates of views below `view`.
     fn prune_view_certificates(&self, below_view: u64) -> Result<(), StoreError>;
+
+    /// Stores equivocation evidence under (view, signer, kind), overwriting a record already
+    /// there, then enforces the log's bounds (at most
+    /// [`crate::evidence::MAX_EVIDENCE_RECORDS`] records and
+    /// [`crate::evidence::MAX_EVIDENCE_BYTES`] bytes) by dropping the oldest views.
+    ///
+    /// Returns `true` when the record is new and was kept; `false` for an overwrite, or for a
+    /// record older than everything in a full log (which is dropped at once).
+    /// Errors: [`StoreError::Evidence`] for an unknown kind or a message over
+    /// [`crate::evidence::MAX_EVIDENCE_MESSAGE_LEN`] (nothing written); [`StoreError::Backend`].
+    fn put_evidence(&self, record: &EvidenceRecord) -> Result<bool, StoreError>;
+
+    /// Up to `limit` evidence records with view ≥ `from_view`, ascending by view (then signer,
+    /// kind).
+    /// Errors: [`StoreError::Evidence`] when a stored record is corrupt; [`StoreError::Backend`].
+    fn evidence(&self, limit: usize, from_view: u64) -> Result<Vec<EvidenceRecord>, StoreError>;
+
+    /// Number of evidence records stored (at most [`crate::evidence::MAX_EVIDENCE_RECORDS`]).
+    fn evidence_count(&self) -> Result<u64, StoreError>;
 }
 
 /// [`Store`] on a sled database (see the module docs for the layout).
@@ -175,6 +204,7 @@ pub struct SledStore {
     txs: sled::Tree,
     meta: sled::Tree,
     view_certs: sled::Tree,
+    evidence: EvidenceLog,
 }
 
 /// sled's page cache bound (its default is 1 GiB, far more than a validator's hot set).
@@ -209,6 +239,7 @@ impl SledStore {
             txs: db.open_tree("txs")?,
             meta: db.open_tree("meta")?,
             view_certs: db.open_tree("view_certs")?,
+            evidence: EvidenceLog::open(db.open_tree("evidence")?)?,
             db,
         })
     }
@@ -403,5 +434,17 @@ impl Store for SledStore {
         }
         self.view_certs.apply_batch(batch)?;
         Ok(())
+    }
+
+    fn put_evidence(&self, record: &EvidenceRecord) -> Result<bool, StoreError> {
+        self.evidence.put(record)
+    }
+
+    fn evidence(&self, limit: usize, from_view: u64) -> Result<Vec<EvidenceRecord>, StoreError> {
+        self.evidence.list(limit, from_view)
+    }
+
+    fn evidence_count(&self) -> Result<u64, StoreError> {
+        Ok(self.evidence.count())
     }
 }

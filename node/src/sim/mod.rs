@@ -7,6 +7,20 @@
 //! and verified, exactly as the runtime does. Timers and deliveries share one event queue ordered
 //! by (time, sequence number), so the same seed gives the same run; [`Simulation::trace_digest`]
 //! hashes the event log to check it.
+//!
+//! Validators may be Byzantine ([`Behavior`]): they run the honest core and misbehave on the way
+//! out. A validator with [`Behavior::Twins`] runs on two node *slots* with one key, each connected
+//! to a different half of the honest nodes. Every vote and certificate that crosses the network is
+//! recorded, and [`Simulation::check_safety`] hands the record and the honest nodes' committed
+//! chains to the independent [`checker`].
+
+pub mod byzantine;
+pub mod campaign;
+pub mod checker;
+
+pub use byzantine::Behavior;
+use byzantine::{outgoing, Context, Target};
+use checker::{ChainEntry, Observation, Violation};
 
 use crate::consensus::{
     Action, BlockLimits, Core, CoreConfig, Evidence, FinalizedBlock, Input, TimerKind, Tip,
@@ -18,7 +32,7 @@ use quasar_crypto::bls::SecretKey;
 use quasar_crypto::hash::{tagged_hash, Hash};
 use quasar_lanes::{Validator, ValidatorSet};
 use quasar_storage::SigningGuard;
-use quasar_wire::{decode, Certificate, Message, Proposal, SyncRequest};
+use quasar_wire::{decode, Certificate, Message, Proposal, SyncRequest, Vote};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cmp::Reverse;
@@ -46,6 +60,10 @@ pub struct SimConfig {
     pub retry_us: u64,
     /// Synthetic transactions per proposed block.
     pub txs_per_block: usize,
+    /// Probability that a delivered message is delivered a second time.
+    pub duplicate: f64,
+    /// Byzantine validators and their behaviour (all others are honest).
+    pub byzantine: Vec<(usize, Behavior)>,
 }
 
 impl Default for SimConfig {
@@ -60,6 +78,8 @@ impl Default for SimConfig {
             view_timeout_us: 1_000_000,
             retry_us: 250_000,
             txs_per_block: 2,
+            duplicate: 0.0,
+            byzantine: Vec::new(),
         }
     }
 }
@@ -91,6 +111,9 @@ pub struct Committed {
 }
 
 struct SimNode {
+    /// The validator this slot runs as.
+    validator: usize,
+    behavior: Behavior,
     core: Core,
     signer: VoteSigner,
     alive: bool,
@@ -150,7 +173,17 @@ pub struct Simulation {
     verifier: Verifier,
     genesis: Hash,
     blocked: HashSet<(usize, usize)>,
+    /// Links cut for the whole run (twins' halves); `heal` keeps them.
+    fixed_blocks: HashSet<(usize, usize)>,
     trace: Vec<u8>,
+    /// Every vote sent, with the sending validator.
+    sent_votes: Vec<(u32, Vote)>,
+    /// Every certificate an honest node accepted (formed or received).
+    accepted_certificates: Vec<Certificate>,
+    /// Messages that deviated from the protocol.
+    byzantine_messages: u64,
+    /// Verification results by message digest (each distinct message is verified once).
+    verified: HashMap<Hash, Option<Input>>,
 }
 
 impl Simulation {
@@ -194,20 +227,36 @@ impl Simulation {
             verifier,
             genesis,
             blocked: HashSet::new(),
+            fixed_blocks: HashSet::new(),
             trace: Vec::new(),
+            sent_votes: Vec::new(),
+            accepted_certificates: Vec::new(),
+            byzantine_messages: 0,
+            verified: HashMap::new(),
             cfg,
         };
-        for i in 0..sim.cfg.validators {
+        // Slots 0..n run validators 0..n; each Twins validator gets one more slot.
+        let mut slots: Vec<usize> = (0..sim.cfg.validators).collect();
+        for &(v, b) in &sim.cfg.byzantine {
+            if b == Behavior::Twins && v < sim.cfg.validators {
+                slots.push(v);
+            }
+        }
+        for (slot, &validator) in slots.iter().enumerate() {
+            let behavior = sim.behavior_of(validator);
             let node = sim.boot(
-                i,
+                validator,
+                behavior,
                 Vec::new(),
                 BTreeMap::new(),
                 HashMap::new(),
                 SigningGuard::in_memory(),
             );
+            debug_assert_eq!(sim.nodes.len(), slot);
             sim.nodes.push(node);
         }
-        for i in 0..sim.cfg.validators {
+        sim.split_twins();
+        for i in 0..sim.nodes.len() {
             let view = sim.nodes[i].signer.highest_view();
             let actions = sim.nodes[i].core.start(0, view);
             sim.apply(i, actions);
@@ -215,9 +264,36 @@ impl Simulation {
         sim
     }
 
+    fn behavior_of(&self, validator: usize) -> Behavior {
+        self.cfg
+            .byzantine
+            .iter()
+            .find(|(v, _)| *v == validator)
+            .map_or(Behavior::Honest, |(_, b)| *b)
+    }
+
+    /// Twins: each copy of a twinned validator talks to a different half of the honest slots
+    /// for the whole run (a scripted partition).
+    fn split_twins(&mut self) {
+        let honest: Vec<usize> = (0..self.nodes.len())
+            .filter(|&s| self.nodes[s].behavior == Behavior::Honest)
+            .collect();
+        let (left, right) = honest.split_at(honest.len() / 2);
+        for twin in (0..self.nodes.len()).filter(|&s| self.nodes[s].behavior == Behavior::Twins) {
+            let primary = twin == self.nodes[twin].validator;
+            let cut = if primary { right } else { left };
+            for &h in cut {
+                self.fixed_blocks.insert((twin, h));
+                self.fixed_blocks.insert((h, twin));
+            }
+        }
+        self.blocked.extend(self.fixed_blocks.iter().copied());
+    }
+
     fn boot(
         &mut self,
-        i: usize,
+        validator: usize,
+        behavior: Behavior,
         committed: Vec<Committed>,
         kept: BTreeMap<(u64, u8), Certificate>,
         stored: HashMap<Hash, Proposal>,
@@ -241,7 +317,7 @@ impl Simulation {
             chain_id: SIM_CHAIN_ID,
             epoch: 0,
             genesis: self.genesis,
-            me: Some(i as u32),
+            me: Some(validator as u32),
             block_time_us: self.cfg.block_time_us,
             view_timeout_us: self.cfg.view_timeout_us,
             retry_us: self.cfg.retry_us,
@@ -249,8 +325,8 @@ impl Simulation {
             max_clock_drift_us: 5_000_000,
         };
         let signer = VoteSigner::new(
-            SecretKey::from_seed(&self.seeds[i]),
-            i as u32,
+            SecretKey::from_seed(&self.seeds[validator]),
+            validator as u32,
             SIM_CHAIN_ID,
             0,
             guard,
@@ -265,6 +341,8 @@ impl Simulation {
             }
         }
         SimNode {
+            validator,
+            behavior,
             core,
             signer,
             alive: true,
@@ -296,13 +374,52 @@ impl Simulation {
         let latency = self
             .rng
             .gen_range(self.cfg.min_latency_us..=self.cfg.max_latency_us);
+        if self.cfg.duplicate > 0.0 && self.rng.gen_bool(self.cfg.duplicate) {
+            let again = self
+                .rng
+                .gen_range(self.cfg.min_latency_us..=self.cfg.max_latency_us);
+            self.push(
+                self.now + latency + again,
+                Event::Deliver {
+                    to,
+                    from,
+                    bytes: bytes.clone(),
+                },
+            );
+        }
         self.push(self.now + latency, Event::Deliver { to, from, bytes });
     }
 
-    fn broadcast(&mut self, from: usize, message: &Message) {
-        let Ok(bytes) = message.encode() else { return };
-        for to in 0..self.nodes.len() {
-            self.send(from, to, bytes.clone());
+    /// Sends what node `from`'s core wants to send, through its behaviour, and records votes and
+    /// certificates for the checker.
+    fn emit(&mut self, from: usize, message: Message) {
+        let node = &self.nodes[from];
+        let (validator, behavior) = (node.validator, node.behavior);
+        let key = SecretKey::from_seed(&self.seeds[validator]);
+        let mut ctx = Context {
+            validator: validator as u32,
+            key: &key,
+            slots: self.nodes.len(),
+            me: from,
+            validators: self.cfg.validators,
+            rng: &mut self.rng,
+        };
+        let (messages, deviations) = outgoing(behavior, &mut ctx, message);
+        self.byzantine_messages += deviations;
+        for (target, message) in messages {
+            if let Message::Vote(v) = &message {
+                self.sent_votes.push((validator as u32, v.clone()));
+            }
+            let Ok(bytes) = message.encode() else {
+                continue;
+            };
+            let targets: Vec<usize> = match target {
+                Target::All => (0..self.nodes.len()).collect(),
+                Target::Slots(slots) => slots,
+            };
+            for to in targets {
+                self.send(from, to, bytes.clone());
+            }
         }
     }
 
@@ -310,7 +427,7 @@ impl Simulation {
         let mut queue: std::collections::VecDeque<Action> = actions.into();
         while let Some(action) = queue.pop_front() {
             match action {
-                Action::Broadcast(m) => self.broadcast(i, &m),
+                Action::Broadcast(m) => self.emit(i, m),
                 Action::Vote {
                     kind,
                     view,
@@ -321,7 +438,7 @@ impl Simulation {
                     else {
                         continue; // The guard refused: nothing is signed or sent.
                     };
-                    self.broadcast(i, &Message::Vote(vote.vote().clone()));
+                    self.emit(i, Message::Vote(vote.vote().clone()));
                     let more = self.nodes[i].core.handle(self.now, Input::Vote(vote));
                     queue.extend(more);
                 }
@@ -332,7 +449,7 @@ impl Simulation {
                     let Ok(proposal) = self.nodes[i].signer.sign_block(&slot, txs, self.now) else {
                         continue;
                     };
-                    self.broadcast(i, &Message::Proposal(proposal.proposal().clone()));
+                    self.emit(i, Message::Proposal(proposal.proposal().clone()));
                     self.nodes[i]
                         .stored
                         .insert(*proposal.hash(), proposal.proposal().clone());
@@ -381,6 +498,9 @@ impl Simulation {
                     }
                 }
                 Action::Certified(c) => {
+                    if self.nodes[i].behavior == Behavior::Honest {
+                        self.accepted_certificates.push(c.clone());
+                    }
                     self.nodes[i].kept.insert((c.view, c.kind as u8), c);
                 }
                 Action::EnteredView { .. } => {}
@@ -406,7 +526,19 @@ impl Simulation {
                 }
             }
             other => {
-                let Ok(Some(input)) = self.verifier.verify_message(other) else {
+                let digest = quasar_crypto::hash::sha3_256(bytes);
+                let input = match self.verified.get(&digest) {
+                    Some(cached) => cached.clone(),
+                    None => {
+                        let result = self.verifier.verify_message(other).ok().flatten();
+                        if self.verified.len() > 200_000 {
+                            self.verified.clear();
+                        }
+                        self.verified.insert(digest, result.clone());
+                        result
+                    }
+                };
+                let Some(input) = input else {
                     return;
                 };
                 if let Input::Proposal(p) = &input {
@@ -474,7 +606,7 @@ impl Simulation {
             let reached = self
                 .nodes
                 .iter()
-                .filter(|n| n.alive)
+                .filter(|n| n.alive && n.behavior == Behavior::Honest)
                 .all(|n| n.committed.len() as u64 >= height);
             if reached {
                 return true;
@@ -501,7 +633,8 @@ impl Simulation {
         let committed = std::mem::take(&mut self.nodes[i].committed);
         let kept = std::mem::take(&mut self.nodes[i].kept);
         let stored = std::mem::take(&mut self.nodes[i].stored);
-        let node = self.boot(i, committed, kept, stored, guard);
+        let (validator, behavior) = (self.nodes[i].validator, self.nodes[i].behavior);
+        let node = self.boot(validator, behavior, committed, kept, stored, guard);
         self.nodes[i] = node;
         let view = self.nodes[i].signer.highest_view();
         let actions = self.nodes[i].core.start(self.now, view);
@@ -533,6 +666,7 @@ impl Simulation {
     /// Restores every link.
     pub fn heal(&mut self) {
         self.blocked.clear();
+        self.blocked.extend(self.fixed_blocks.iter().copied());
     }
 
     /// Height finalized by node `i`.
@@ -555,34 +689,68 @@ impl Simulation {
         self.nodes[i].core.view()
     }
 
-    /// Agreement: no two nodes committed different blocks at one height, and every node's chain is
-    /// hash-linked from genesis. Returns a description of the first violation.
-    pub fn check_safety(&self) -> Result<(), String> {
-        let mut by_height: HashMap<u64, (usize, Hash)> = HashMap::new();
-        for (i, node) in self.nodes.iter().enumerate() {
-            let mut parent = self.genesis;
-            for (k, c) in node.committed.iter().enumerate() {
-                let height = k as u64 + 1;
-                if c.proposal.header.height != height || c.proposal.header.parent != parent {
-                    return Err(format!(
-                        "node {i} committed a chain that is not linked at height {height}"
-                    ));
-                }
-                parent = c.hash;
-                match by_height.get(&height) {
-                    Some((j, h)) if *h != c.hash => {
-                        return Err(format!(
-                            "nodes {j} and {i} finalized different blocks at height {height}"
-                        ));
-                    }
-                    Some(_) => {}
-                    None => {
-                        by_height.insert(height, (i, c.hash));
-                    }
-                }
-            }
+    /// Everything the independent checker needs: honest nodes' chains and every vote and
+    /// certificate sent.
+    pub fn observation(&self) -> Observation {
+        let honest: Vec<bool> = (0..self.cfg.validators)
+            .map(|v| self.behavior_of(v) == Behavior::Honest)
+            .collect();
+        let chains = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.behavior == Behavior::Honest)
+            .map(|(slot, n)| {
+                let chain = n
+                    .committed
+                    .iter()
+                    .map(|c| ChainEntry {
+                        height: c.proposal.header.height,
+                        hash: c.hash,
+                        parent: c.proposal.header.parent,
+                    })
+                    .collect();
+                (format!("node {slot}"), chain)
+            })
+            .collect();
+        Observation {
+            validators: self
+                .validators
+                .validators()
+                .iter()
+                .map(|v| (v.public_key, v.stake))
+                .collect(),
+            honest,
+            genesis: self.genesis,
+            chains,
+            certificates: self.accepted_certificates.clone(),
+            votes: self.sent_votes.clone(),
         }
-        Ok(())
+    }
+
+    /// Runs the independent safety checker over this run; `Err` lists every violation.
+    pub fn check_safety(&self) -> Result<(), Vec<Violation>> {
+        let violations = checker::check(&self.observation());
+        if violations.is_empty() {
+            Ok(())
+        } else {
+            Err(violations)
+        }
+    }
+
+    /// Messages Byzantine validators sent that deviate from the protocol.
+    pub fn byzantine_messages(&self) -> u64 {
+        self.byzantine_messages
+    }
+
+    /// Number of node slots (validators plus twins).
+    pub fn slots(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether slot `i` runs an honest validator.
+    pub fn is_honest(&self, i: usize) -> bool {
+        self.nodes[i].behavior == Behavior::Honest
     }
 
     /// SHA3-256 of the event log (times, sequence numbers, delivered bytes).

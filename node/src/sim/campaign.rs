@@ -1,0 +1,260 @@
+//! Seeded simulation campaigns: many runs with random fault schedules and Byzantine behaviours,
+//! each checked by the independent [`super::checker`] (behind `quasar-node simulate`).
+//!
+//! One run, fully determined by its seed:
+//! - `byzantine` distinct validators get a random [`Behavior`] each (Twins included);
+//! - the network gets random latency (1 ms to 5–60 ms, so messages reorder), loss (0–5 %) and
+//!   duplication (0–2 %);
+//! - during an 8-second fault window, 1–4 faults strike at random times: an honest validator
+//!   crashes and restarts 0.2–2 s later (from its durable state), or the network splits into two
+//!   random groups and heals 0.5–3 s later;
+//! - after the window every link heals and every crashed validator restarts; the run must then
+//!   reach `heights` finalized blocks on every honest node within `10 s + 2 s × heights` of
+//!   simulated time (a liveness failure otherwise), and the checker must find no violation.
+
+use super::{Behavior, SimConfig, Simulation};
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+const SECOND: u64 = 1_000_000;
+const FAULT_WINDOW_US: u64 = 8 * SECOND;
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CampaignConfig {
+    /// Number of runs.
+    pub seeds: u64,
+    /// Seed of the first run; run `k` uses `first_seed + k`.
+    pub first_seed: u64,
+    /// Validators per run (equal stake).
+    pub validators: usize,
+    /// Byzantine validators per run (at most `(validators - 1) / 3`).
+    pub byzantine: usize,
+    /// Heights every honest node must finalize.
+    pub heights: u64,
+}
+
+/// The outcome of one run.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    /// Its seed.
+    pub seed: u64,
+    /// Crashes and partitions injected.
+    pub faults_injected: u64,
+    /// Messages the Byzantine validators sent that deviate from the protocol.
+    pub byzantine_messages: u64,
+    /// What the checker found (empty when safe).
+    pub violations: Vec<super::checker::Violation>,
+    /// Whether every honest node reached the target height in time.
+    pub live: bool,
+    /// The lowest finalized height among honest nodes at the end.
+    pub heights_finalized: u64,
+    /// The Byzantine validators and their behaviours.
+    pub byzantine: Vec<(usize, Behavior)>,
+}
+
+/// The totals of a campaign, printed as one JSON line by `quasar-node simulate`.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct CampaignReport {
+    /// Runs performed.
+    pub runs: u64,
+    /// Faults injected over all runs.
+    pub faults_injected: u64,
+    /// Deviating Byzantine messages over all runs.
+    pub byzantine_messages: u64,
+    /// Runs with at least one safety violation.
+    pub safety_violations: u64,
+    /// Runs that did not reach the target height in time.
+    pub liveness_failures: u64,
+    /// Sum over runs of the lowest honest finalized height.
+    pub heights_finalized: u64,
+    /// Seeds of the failed runs (replay one with `--first-seed S --seeds 1`).
+    pub failing_seeds: Vec<u64>,
+}
+
+/// Checks a configuration. Errors name the bad field.
+pub fn validate(cfg: &CampaignConfig) -> Result<(), String> {
+    if !(4..=64).contains(&cfg.validators) {
+        return Err(format!(
+            "validators must be in 4..=64, got {}",
+            cfg.validators
+        ));
+    }
+    let f = (cfg.validators - 1) / 3;
+    if cfg.byzantine > f {
+        return Err(format!(
+            "byzantine must be at most (validators - 1) / 3 = {f}, got {}",
+            cfg.byzantine
+        ));
+    }
+    if cfg.heights == 0 || cfg.heights > 10_000 {
+        return Err(format!("heights must be in 1..=10000, got {}", cfg.heights));
+    }
+    Ok(())
+}
+
+enum Fault {
+    Crash {
+        at: u64,
+        slot: usize,
+        back: u64,
+    },
+    Split {
+        at: u64,
+        groups: (Vec<usize>, Vec<usize>),
+        heal: u64,
+    },
+}
+
+/// Runs one seeded simulation and checks it.
+pub fn run_one(cfg: &CampaignConfig, seed: u64) -> RunOutcome {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_cafe_f00d_d00d);
+    let mut indices: Vec<usize> = (0..cfg.validators).collect();
+    indices.shuffle(&mut rng);
+    let byzantine: Vec<(usize, Behavior)> = indices[..cfg.byzantine]
+        .iter()
+        .map(|&v| {
+            (
+                v,
+                *Behavior::BYZANTINE
+                    .choose(&mut rng)
+                    .unwrap_or(&Behavior::Withholder),
+            )
+        })
+        .collect();
+    let sim_cfg = SimConfig {
+        validators: cfg.validators,
+        seed,
+        min_latency_us: 1_000,
+        max_latency_us: rng.gen_range(5_000..=60_000),
+        loss: rng.gen_range(0.0..0.05),
+        duplicate: rng.gen_range(0.0..0.02),
+        byzantine: byzantine.clone(),
+        ..SimConfig::default()
+    };
+    let mut sim = Simulation::new(sim_cfg);
+    let honest: Vec<usize> = (0..sim.slots()).filter(|&s| sim.is_honest(s)).collect();
+    let mut faults: Vec<Fault> = (0..rng.gen_range(1..=4))
+        .map(|_| {
+            let at = rng.gen_range(0..FAULT_WINDOW_US);
+            if rng.gen_bool(0.5) {
+                let slot = honest[rng.gen_range(0..honest.len())];
+                Fault::Crash {
+                    at,
+                    slot,
+                    back: at + rng.gen_range(200_000..2 * SECOND),
+                }
+            } else {
+                let (a, b): (Vec<usize>, Vec<usize>) =
+                    (0..sim.slots()).partition(|_| rng.gen_bool(0.5));
+                Fault::Split {
+                    at,
+                    groups: (a, b),
+                    heal: at + rng.gen_range(SECOND / 2..3 * SECOND),
+                }
+            }
+        })
+        .collect();
+    let injected = faults.len() as u64;
+    // Apply the faults in time order; each has a start and an end event.
+    let mut events: Vec<(u64, usize, bool)> = Vec::new();
+    for (k, f) in faults.iter().enumerate() {
+        let (start, end) = match f {
+            Fault::Crash { at, back, .. } => (*at, *back),
+            Fault::Split { at, heal, .. } => (*at, *heal),
+        };
+        events.push((start, k, true));
+        events.push((end.min(FAULT_WINDOW_US), k, false));
+    }
+    events.sort();
+    let mut crashed = vec![false; sim.slots()];
+    for (at, k, starts) in events {
+        sim.run_until(at);
+        match (&mut faults[k], starts) {
+            (Fault::Crash { slot, .. }, true) if !crashed[*slot] => {
+                sim.crash(*slot);
+                crashed[*slot] = true;
+            }
+            (Fault::Crash { slot, .. }, false) if crashed[*slot] => {
+                sim.restart(*slot);
+                crashed[*slot] = false;
+            }
+            (Fault::Split { groups, .. }, true) => {
+                let (a, b) = groups.clone();
+                sim.partition(&[&a, &b]);
+            }
+            (Fault::Split { .. }, false) => sim.heal(),
+            _ => {}
+        }
+    }
+    sim.run_until(FAULT_WINDOW_US);
+    sim.heal();
+    for (slot, down) in crashed.iter().enumerate() {
+        if *down {
+            sim.restart(slot);
+        }
+    }
+    let deadline = FAULT_WINDOW_US + 10 * SECOND + 2 * SECOND * cfg.heights;
+    let live = sim.run_until_height(cfg.heights, deadline);
+    let heights_finalized = honest
+        .iter()
+        .map(|&s| sim.finalized_height(s))
+        .min()
+        .unwrap_or(0);
+    RunOutcome {
+        seed,
+        faults_injected: injected,
+        byzantine_messages: sim.byzantine_messages(),
+        violations: sim.check_safety().err().unwrap_or_default(),
+        live,
+        heights_finalized,
+        byzantine,
+    }
+}
+
+/// Runs the campaign on `threads` worker threads (seeds are independent and deterministic, so
+/// the totals do not depend on the thread count).
+pub fn run(cfg: &CampaignConfig, threads: usize) -> CampaignReport {
+    let next = AtomicU64::new(0);
+    let outcomes = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..threads.max(1) {
+            scope.spawn(|| loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                if k >= cfg.seeds {
+                    return;
+                }
+                let outcome = run_one(cfg, cfg.first_seed + k);
+                if let Ok(mut all) = outcomes.lock() {
+                    all.push(outcome);
+                }
+            });
+        }
+    });
+    let mut outcomes = outcomes.into_inner().unwrap_or_default();
+    outcomes.sort_by_key(|o| o.seed);
+    let mut report = CampaignReport::default();
+    for o in &outcomes {
+        report.runs += 1;
+        report.faults_injected += o.faults_injected;
+        report.byzantine_messages += o.byzantine_messages;
+        report.heights_finalized += o.heights_finalized;
+        if !o.violations.is_empty() {
+            report.safety_violations += 1;
+        }
+        if !o.live {
+            report.liveness_failures += 1;
+        }
+        if !o.violations.is_empty() || !o.live {
+            report.failing_seeds.push(o.seed);
+            eprintln!(
+                "seed {} failed: live={} byzantine={:?} violations={:?}",
+                o.seed, o.live, o.byzantine, o.violations
+            );
+        }
+    }
+    report
+}
