@@ -1,0 +1,286 @@
+//! The independent safety checker must catch every kind of violation: each test plants one in an
+//! otherwise clean observation and expects exactly that report.
+
+use quasar_crypto::bls::{SecretKey, Signature};
+use quasar_crypto::hash::Hash;
+use quasar_lanes::bls::bitmap_from_signers;
+use quasar_node::sim::checker::{check, ChainEntry, Observation, Violation};
+use quasar_wire::{Certificate, CertificateKind, Vote, VoteKind};
+
+const GENESIS: Hash = [0xee; 32];
+
+fn keys() -> Vec<SecretKey> {
+    (0..4u8)
+        .map(|i| SecretKey::from_seed(&[i + 1; 32]))
+        .collect()
+}
+
+fn vote(key: &SecretKey, signer: u32, kind: VoteKind, view: u64, block: Hash) -> Vote {
+    let (height, block) = if kind == VoteKind::Nullify {
+        (0, [0; 32])
+    } else {
+        (view, block)
+    };
+    let mut v = Vote {
+        kind,
+        chain_id: 1,
+        epoch: 0,
+        view,
+        height,
+        block,
+        signer,
+        signature: [0; 96],
+    };
+    v.signature = key.sign(&v.signing_message()).to_bytes();
+    v
+}
+
+/// A certificate of `kind` on `block` in `view` signed by `signers`.
+fn certificate(kind: CertificateKind, view: u64, block: Hash, signers: &[usize]) -> Certificate {
+    let keys = keys();
+    let sigs: Vec<Signature> = signers
+        .iter()
+        .map(|&i| {
+            let v = vote(&keys[i], i as u32, kind.vote_kind(), view, block);
+            Signature::from_bytes(&v.signature).unwrap()
+        })
+        .collect();
+    let (height, block) = if kind == CertificateKind::Nullification {
+        (0, [0; 32])
+    } else {
+        (view, block)
+    };
+    Certificate {
+        kind,
+        chain_id: 1,
+        epoch: 0,
+        view,
+        height,
+        block,
+        signers: bitmap_from_signers(signers.iter().copied(), 4),
+        signature: Signature::aggregate(&sigs).unwrap().to_bytes(),
+    }
+}
+
+fn chain(hashes: &[Hash]) -> Vec<ChainEntry> {
+    let mut parent = GENESIS;
+    hashes
+        .iter()
+        .enumerate()
+        .map(|(k, h)| {
+            let e = ChainEntry {
+                height: k as u64 + 1,
+                hash: *h,
+                parent,
+            };
+            parent = *h;
+            e
+        })
+        .collect()
+}
+
+/// Two nodes on one chain, a notarization and finalization per view, honest votes.
+fn clean() -> Observation {
+    let keys = keys();
+    let blocks = [[1; 32], [2; 32], [3; 32]];
+    let mut certificates = Vec::new();
+    let mut votes = Vec::new();
+    for (k, b) in blocks.iter().enumerate() {
+        let view = k as u64 + 1;
+        certificates.push(certificate(
+            CertificateKind::Notarization,
+            view,
+            *b,
+            &[0, 1, 2],
+        ));
+        certificates.push(certificate(
+            CertificateKind::Finalization,
+            view,
+            *b,
+            &[1, 2, 3],
+        ));
+        for (i, key) in keys.iter().enumerate() {
+            votes.push((i as u32, vote(key, i as u32, VoteKind::Notarize, view, *b)));
+            votes.push((i as u32, vote(key, i as u32, VoteKind::Finalize, view, *b)));
+        }
+    }
+    Observation {
+        validators: keys.iter().map(|k| (k.public_key(), 1)).collect(),
+        honest: vec![true, true, true, false],
+        genesis: GENESIS,
+        chains: vec![
+            ("a".into(), chain(&blocks)),
+            ("b".into(), chain(&blocks[..2])),
+        ],
+        certificates,
+        votes,
+    }
+}
+
+#[test]
+fn a_clean_run_has_no_violations() {
+    assert_eq!(check(&clean()), vec![]);
+}
+
+#[test]
+fn planted_disagreement_is_caught() {
+    let mut obs = clean();
+    obs.chains.push(("c".into(), chain(&[[1; 32], [9; 32]])));
+    assert_eq!(
+        check(&obs),
+        vec![Violation::Disagreement {
+            height: 2,
+            a: "a".into(),
+            b: "c".into()
+        }]
+    );
+}
+
+#[test]
+fn planted_broken_chain_is_caught() {
+    let mut obs = clean();
+    let mut broken = chain(&[[1; 32], [2; 32]]);
+    broken[1].parent = [7; 32];
+    obs.chains.push(("c".into(), broken));
+    assert_eq!(
+        check(&obs),
+        vec![Violation::BrokenChain {
+            node: "c".into(),
+            height: 2
+        }]
+    );
+    let mut obs = clean();
+    obs.chains.push((
+        "d".into(),
+        vec![ChainEntry {
+            height: 2,
+            hash: [2; 32],
+            parent: [1; 32],
+        }],
+    ));
+    assert_eq!(
+        check(&obs),
+        vec![Violation::BrokenChain {
+            node: "d".into(),
+            height: 2
+        }]
+    );
+}
+
+#[test]
+fn planted_conflicting_notarizations_are_caught() {
+    let mut obs = clean();
+    obs.certificates.push(certificate(
+        CertificateKind::Notarization,
+        2,
+        [8; 32],
+        &[1, 2, 3],
+    ));
+    let found = check(&obs);
+    assert!(found.contains(&Violation::ConflictingCertificates {
+        view: 2,
+        kind: CertificateKind::Notarization
+    }));
+}
+
+#[test]
+fn planted_finalization_of_another_block_than_notarized_is_caught() {
+    let mut obs = clean();
+    obs.certificates.push(certificate(
+        CertificateKind::Notarization,
+        4,
+        [4; 32],
+        &[0, 1, 2],
+    ));
+    obs.certificates.push(certificate(
+        CertificateKind::Finalization,
+        4,
+        [5; 32],
+        &[0, 1, 2],
+    ));
+    assert_eq!(
+        check(&obs),
+        vec![Violation::ConflictingCertificates {
+            view: 4,
+            kind: CertificateKind::Finalization
+        }]
+    );
+}
+
+#[test]
+fn planted_finalized_and_nullified_view_is_caught() {
+    let mut obs = clean();
+    obs.certificates.push(certificate(
+        CertificateKind::Nullification,
+        3,
+        [0; 32],
+        &[0, 1, 3],
+    ));
+    assert_eq!(
+        check(&obs),
+        vec![Violation::FinalizedAndNullified { view: 3 }]
+    );
+}
+
+#[test]
+fn planted_minority_certificate_is_caught() {
+    let mut obs = clean();
+    obs.certificates.push(certificate(
+        CertificateKind::Nullification,
+        9,
+        [0; 32],
+        &[0, 1],
+    ));
+    assert_eq!(
+        check(&obs),
+        vec![Violation::NotAQuorum {
+            view: 9,
+            kind: CertificateKind::Nullification,
+            stake: 2,
+            total: 4
+        }]
+    );
+}
+
+#[test]
+fn planted_forged_aggregate_is_caught() {
+    let mut obs = clean();
+    let mut forged = certificate(CertificateKind::Notarization, 9, [9; 32], &[0, 1, 2]);
+    forged.signers = bitmap_from_signers([0, 1, 3], 4); // names a signer who did not sign
+    obs.certificates.push(forged);
+    assert_eq!(
+        check(&obs),
+        vec![Violation::BadCertificate {
+            view: 9,
+            kind: CertificateKind::Notarization
+        }]
+    );
+}
+
+#[test]
+fn planted_honest_equivocation_is_caught_but_byzantine_is_expected() {
+    let keys = keys();
+    let mut obs = clean();
+    // Honest validator 1 notarizes a second block in view 2.
+    obs.votes
+        .push((1, vote(&keys[1], 1, VoteKind::Notarize, 2, [6; 32])));
+    // Honest validator 2 nullifies view 1 after finalizing it.
+    obs.votes
+        .push((2, vote(&keys[2], 2, VoteKind::Nullify, 1, [0; 32])));
+    // Byzantine validator 3 does the same: not a violation of honest behaviour.
+    obs.votes
+        .push((3, vote(&keys[3], 3, VoteKind::Notarize, 2, [6; 32])));
+    assert_eq!(
+        check(&obs),
+        vec![
+            Violation::HonestEquivocation {
+                validator: 1,
+                view: 2
+            },
+            Violation::HonestEquivocation {
+                validator: 2,
+                view: 1
+            },
+        ]
+    );
+}
