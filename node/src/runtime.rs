@@ -632,6 +632,10 @@ impl Driver {
                         certificate.kind as u8,
                         &bytes,
                     )?;
+                    // Durable before we act on it (enter the next view and vote there): if every
+                    // validator lost the certificate of a view they all left, nobody could
+                    // justify a proposal across it again.
+                    self.shared.store.flush()?;
                 }
                 Action::Fetch { block, from_height } => {
                     tracing::debug!(block = %hex::encode(&block[..8]), from_height, "fetching");

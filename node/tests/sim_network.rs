@@ -173,3 +173,26 @@ fn hailstorm(seed: u64) {
     );
     s.check_safety().unwrap();
 }
+
+// Storage faults: a crash that loses the last, unflushed commit batch, and guard writes that fail
+// for some votes, leave safety and liveness intact.
+#[test]
+fn torn_block_writes_and_failed_guard_writes_are_survived() {
+    let mut s = Simulation::new(SimConfig {
+        seed: 8,
+        guard_failures: 0.05,
+        ..SimConfig::default()
+    });
+    for round in 0..6u64 {
+        s.run_until(s.now() + 700_000 + round * 90_000);
+        let victim = (round % 4) as usize;
+        let before = s.finalized_height(victim);
+        s.crash_losing_unflushed(victim);
+        assert!(s.finalized_height(victim) <= before);
+        s.run_until(s.now() + 300_000);
+        s.restart(victim);
+    }
+    let target = s.finalized_height(0) + 10;
+    assert!(s.run_until_height(target, s.now() + 120 * SECOND));
+    s.check_safety().unwrap();
+}

@@ -5,9 +5,11 @@
 //! - `byzantine` distinct validators get a random [`Behavior`] each (Twins included);
 //! - the network gets random latency (1 ms to 5–60 ms, so messages reorder), loss (0–5 %) and
 //!   duplication (0–2 %);
+//! - the signing guard's write fails for up to 1 % of votes (those votes are never sent);
 //! - during an 8-second fault window, 1–4 faults strike at random times: an honest validator
-//!   crashes and restarts 0.2–2 s later (from its durable state), or the network splits into two
-//!   random groups and heals 0.5–3 s later;
+//!   crashes and restarts 0.2–2 s later from its durable state (half of the crashes also lose the
+//!   blocks of its last, unflushed commit), or the network splits into two random groups and
+//!   heals 0.5–3 s later;
 //! - after the window every link heals and every crashed validator restarts; the run must then
 //!   reach `heights` finalized blocks on every honest node within `10 s + 2 s × heights` of
 //!   simulated time (a liveness failure otherwise), and the checker must find no violation.
@@ -101,6 +103,7 @@ enum Fault {
         at: u64,
         slot: usize,
         back: u64,
+        torn: bool,
     },
     Split {
         at: u64,
@@ -132,6 +135,7 @@ pub fn run_one(cfg: &CampaignConfig, seed: u64) -> RunOutcome {
         max_latency_us: rng.gen_range(5_000..=60_000),
         loss: rng.gen_range(0.0..0.05),
         duplicate: rng.gen_range(0.0..0.02),
+        guard_failures: rng.gen_range(0.0..0.01),
         byzantine: byzantine.clone(),
         ..SimConfig::default()
     };
@@ -146,6 +150,7 @@ pub fn run_one(cfg: &CampaignConfig, seed: u64) -> RunOutcome {
                     at,
                     slot,
                     back: at + rng.gen_range(200_000..2 * SECOND),
+                    torn: rng.gen_bool(0.5),
                 }
             } else {
                 let (a, b): (Vec<usize>, Vec<usize>) =
@@ -174,8 +179,12 @@ pub fn run_one(cfg: &CampaignConfig, seed: u64) -> RunOutcome {
     for (at, k, starts) in events {
         sim.run_until(at);
         match (&mut faults[k], starts) {
-            (Fault::Crash { slot, .. }, true) if !crashed[*slot] => {
-                sim.crash(*slot);
+            (Fault::Crash { slot, torn, .. }, true) if !crashed[*slot] => {
+                if *torn {
+                    sim.crash_losing_unflushed(*slot);
+                } else {
+                    sim.crash(*slot);
+                }
                 crashed[*slot] = true;
             }
             (Fault::Crash { slot, .. }, false) if crashed[*slot] => {

@@ -64,6 +64,9 @@ pub struct SimConfig {
     pub duplicate: f64,
     /// Byzantine validators and their behaviour (all others are honest).
     pub byzantine: Vec<(usize, Behavior)>,
+    /// Probability that the signing guard's write (fsync) fails for a vote; the vote is then
+    /// neither signed nor sent, as in the runtime.
+    pub guard_failures: f64,
 }
 
 impl Default for SimConfig {
@@ -80,6 +83,7 @@ impl Default for SimConfig {
             txs_per_block: 2,
             duplicate: 0.0,
             byzantine: Vec::new(),
+            guard_failures: 0.0,
         }
     }
 }
@@ -124,6 +128,8 @@ struct SimNode {
     kept: BTreeMap<(u64, u8), Certificate>,
     /// Every verified proposal, kept across restarts like the store's blocks tree.
     stored: HashMap<Hash, Proposal>,
+    /// Committed blocks made durable before the most recent commit batch.
+    durable: usize,
 }
 
 impl SyncSource for SimNode {
@@ -340,6 +346,7 @@ impl Simulation {
                 core.restore(verified);
             }
         }
+        let durable = committed.len();
         SimNode {
             validator,
             behavior,
@@ -349,6 +356,7 @@ impl Simulation {
             committed,
             timers: HashMap::new(),
             evidence: Vec::new(),
+            durable,
             kept,
             stored,
         }
@@ -424,6 +432,8 @@ impl Simulation {
     }
 
     fn apply(&mut self, i: usize, actions: Vec<Action>) {
+        // Everything committed before this batch has been flushed.
+        self.nodes[i].durable = self.nodes[i].committed.len();
         let mut queue: std::collections::VecDeque<Action> = actions.into();
         while let Some(action) = queue.pop_front() {
             match action {
@@ -434,6 +444,9 @@ impl Simulation {
                     height,
                     block,
                 } => {
+                    if self.cfg.guard_failures > 0.0 && self.rng.gen_bool(self.cfg.guard_failures) {
+                        continue; // The guard's fsync failed: nothing is signed or sent.
+                    }
                     let Ok((vote, _)) = self.nodes[i].signer.sign_vote(kind, view, height, block)
                     else {
                         continue; // The guard refused: nothing is signed or sent.
@@ -639,6 +652,15 @@ impl Simulation {
         let view = self.nodes[i].signer.highest_view();
         let actions = self.nodes[i].core.start(self.now, view);
         self.apply(i, actions);
+    }
+
+    /// Crashes node `i` between committing blocks and flushing them: the blocks of its most recent
+    /// commit batch are lost (a torn write of the block store; the guard and the certificates are
+    /// flushed before use and survive). It must fetch them again after [`Simulation::restart`].
+    pub fn crash_losing_unflushed(&mut self, i: usize) {
+        self.crash(i);
+        let keep = self.nodes[i].durable;
+        self.nodes[i].committed.truncate(keep);
     }
 
     /// Restarts a crashed node with its signing guard but an empty block store (a lost or
