@@ -318,6 +318,19 @@ impl Core {
         self.view
     }
 
+    /// Whether a certificate of `kind` for `view` is already known (or the view is final), so
+    /// another one need not be verified.
+    pub fn has_certificate(&self, view: u64, kind: CertificateKind) -> bool {
+        if view <= self.tip.view {
+            return true;
+        }
+        self.views.get(&view).is_some_and(|s| match kind {
+            CertificateKind::Notarization => s.notarization.is_some(),
+            CertificateKind::Finalization => s.finalization.is_some(),
+            CertificateKind::Nullification => s.nullification.is_some(),
+        })
+    }
+
     /// The finalized tip.
     pub fn tip(&self) -> Tip {
         self.tip
