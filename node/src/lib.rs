@@ -12,6 +12,7 @@
 pub mod api;
 pub mod config;
 pub mod consensus;
+pub mod fuzzing;
 pub mod mempool;
 pub mod metrics;
 pub mod p2p;

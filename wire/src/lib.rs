@@ -72,6 +72,7 @@
 #![deny(missing_docs)]
 
 pub mod frame;
+pub mod fuzzing;
 pub mod messages;
 pub mod zap;
 

@@ -1,12 +1,4 @@
-//! Any text as genesis.json: parsing and checking return a genesis or an error, never panic.
+//! See `quasar_node::fuzzing::genesis_json`.
 #![no_main]
-use libfuzzer_sys::fuzz_target;
-use quasar_node::config::GenesisFile;
 
-fuzz_target!(|data: &[u8]| {
-    if let Ok(text) = std::str::from_utf8(data) {
-        if let Ok(file) = GenesisFile::from_json(text) {
-            let _ = file.check();
-        }
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| quasar_node::fuzzing::genesis_json(data));

@@ -795,7 +795,9 @@ impl Core {
         let mut signers: Vec<usize> = Vec::new();
         let mut signatures: Vec<Signature> = Vec::new();
         for (signer, vote) in votes {
-            if vote.vote().block == block {
+            // The height is part of what each vote signs: a vote for the right block with another
+            // height (only a Byzantine signer sends one) must not spoil the aggregate.
+            if vote.vote().block == block && vote.vote().height == height {
                 signers.push(*signer as usize);
                 signatures.push(*vote.signature());
             }
@@ -888,26 +890,33 @@ impl Core {
                 self.pending.remove(&view);
                 continue;
             }
-            // Walk back from the finalized block to our tip.
+            // Walk back from the finalized block to our tip; heights must step down by one and
+            // end right above the tip.
             let mut chain = Vec::new();
             let mut cursor = cert.block;
-            loop {
+            let mut expected: Option<u64> = None;
+            let extends_tip = loop {
                 if cursor == self.tip.hash {
-                    break;
+                    break expected.is_none_or(|e| e == self.tip.height);
                 }
                 let Some(block) = self.blocks.get(&cursor) else {
                     self.fetch(cursor, out);
                     return;
                 };
-                if block.height() <= self.tip.height {
-                    // A finalized block that does not extend our finalized tip: only possible with
-                    // at least 1/3 Byzantine stake. Never commit it; keep our chain.
-                    tracing::error!(view, "finalization conflicts with the finalized chain");
-                    self.pending.remove(&view);
-                    return;
+                let height = block.height();
+                if height <= self.tip.height || expected.is_some_and(|e| e != height) {
+                    break false;
                 }
+                expected = Some(height - 1);
                 chain.push(cursor);
                 cursor = block.parent();
+            };
+            if !extends_tip {
+                // A finalized block that does not extend our finalized tip with consecutive
+                // heights: only possible with at least 1/3 Byzantine stake. Never commit it.
+                tracing::error!(view, "finalization conflicts with the finalized chain");
+                self.pending.remove(&view);
+                return;
             }
             self.pending.remove(&view);
             self.tip_certificate = Some(cert.clone());

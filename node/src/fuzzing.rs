@@ -1,0 +1,764 @@
+//! Entry points for fuzzers and smoke tests.
+//!
+//! Each function takes arbitrary bytes and panics only when a property of this crate is broken;
+//! for every other input it returns quietly. The cargo-fuzz targets in `node/fuzz` (and the
+//! `guard_file` target in `storage/fuzz`) are one-line calls to these functions, and the workspace
+//! smoke test (`node/tests/fuzz_smoke.rs`) drives the same functions with seeded pseudo-random and
+//! mutated inputs on the stable toolchain, so a crash found by either reproduces under both.
+//!
+//! The consensus targets share one fixture: four validators of stake 1 whose keys are
+//! `SecretKey::from_seed(&[i + 1; 32])`, chain [`CHAIN_ID`], epoch 0, genesis hash [`GENESIS`].
+//!
+//! - [`certificate`], [`sync_response`], [`sync_request`]: decoders and verifiers reached by
+//!   network bytes never panic, and what verifies is well-formed.
+//! - [`core_inputs`]: the consensus core's message handler under a fuzz-chosen sequence of
+//!   validly signed (possibly equivocating) messages, timer expiries and clock steps; see its docs
+//!   for the instruction format and the invariants it asserts.
+//! - [`genesis_json`], [`node_toml`], [`guard_file`]: operator files never panic their parsers.
+
+use crate::config::{GenesisFile, NodeConfig};
+use crate::consensus::{
+    Action, BlockLimits, Core, CoreConfig, Input, ProposalSlot, TimerKind, Tip, Verifier,
+};
+use crate::signer::{SignError, VoteSigner};
+use crate::sync::{serve, SyncSource, MAX_SYNC_BLOCKS};
+use quasar_crypto::bls::{SecretKey, Signature};
+use quasar_crypto::hash::Hash;
+use quasar_lanes::bls::bitmap_from_signers;
+use quasar_lanes::{Validator, ValidatorSet};
+use quasar_storage::{GuardError, SigningGuard, VoteIntent};
+use quasar_wire::frame::MAX_FRAME_LEN;
+use quasar_wire::{
+    payload_root, vote_signing_message, BlockHeader, Certificate, CertificateKind, Message,
+    MessageRef, Proposal, Vote, VoteKind,
+};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Validators in the fixture set (stake 1 each, so a quorum is 3).
+pub const VALIDATORS: usize = 4;
+/// Chain id of the fixture.
+pub const CHAIN_ID: u64 = 7;
+/// Genesis hash of the fixture (nonzero, as a real genesis hash is).
+pub const GENESIS: Hash = [0x47; 32];
+
+/// Most instructions [`core_inputs`] runs from one input: each may sign up to four votes and
+/// verify one message (about 1 ms of BLS each), so one input stays well under a second.
+pub const MAX_CORE_STEPS: usize = 32;
+
+/// Most sync response items [`sync_response`] verifies from one input (one pairing each).
+pub const MAX_SYNC_ITEMS: usize = 16;
+
+struct Fixture {
+    keys: Vec<SecretKey>,
+    validators: Arc<ValidatorSet>,
+    verifier: Verifier,
+}
+
+fn seed_of(index: usize) -> [u8; 32] {
+    [index as u8 + 1; 32]
+}
+
+fn fixture() -> &'static Fixture {
+    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let keys: Vec<SecretKey> = (0..VALIDATORS)
+            .map(|i| SecretKey::from_seed(&seed_of(i)))
+            .collect();
+        let members = keys
+            .iter()
+            .map(|k| Validator {
+                public_key: k.public_key(),
+                stake: 1,
+            })
+            .collect();
+        let validators = Arc::new(ValidatorSet::new(members).expect("four distinct keys"));
+        let limits = BlockLimits {
+            max_txs: 16,
+            max_bytes: 4096,
+        };
+        let verifier = Verifier::new(validators.clone(), GENESIS, CHAIN_ID, 0, limits);
+        Fixture {
+            keys,
+            validators,
+            verifier,
+        }
+    })
+}
+
+/// Signs `message` with fixture validator `signer`, memoized: signing is deterministic, and
+/// mutated inputs ask for the same signatures again and again.
+/// Signatures by (signer, message).
+type SignatureCache = Mutex<HashMap<(usize, Vec<u8>), Signature>>;
+
+fn sign(signer: usize, message: &[u8]) -> Signature {
+    static CACHE: OnceLock<SignatureCache> = OnceLock::new();
+    let cache = CACHE.get_or_init(Mutex::default);
+    let key = (signer, message.to_vec());
+    if let Some(signature) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return *signature;
+    }
+    let signature = fixture().keys[signer].sign(message);
+    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+    if cache.len() >= 1 << 14 {
+        cache.clear();
+    }
+    cache.insert(key, signature);
+    signature
+}
+
+/// Any bytes: when they decode as a Certificate, verifying it against the fixture set returns a
+/// verified certificate or a typed error, never a panic; one that verifies names distinct signers
+/// in ascending order that hold a quorum, and matches the certificate's bitmap.
+///
+/// Panics: when a verified certificate's signers are not a sorted, distinct quorum.
+pub fn certificate(data: &[u8]) {
+    let Ok(MessageRef::Certificate(decoded)) = quasar_wire::decode(data) else {
+        return;
+    };
+    let f = fixture();
+    let certificate = decoded.to_owned();
+    let Ok(Some(Input::Certificate(verified))) = f
+        .verifier
+        .verify_message(Message::Certificate(certificate.clone()))
+    else {
+        return;
+    };
+    let signers = verified.signers();
+    assert!(
+        signers.windows(2).all(|w| w[0] < w[1]),
+        "signers {signers:?}"
+    );
+    let stake = f.validators.stake_of(signers.iter().copied());
+    assert!(
+        stake.is_some_and(|s| f.validators.is_quorum(s)),
+        "verified certificate without a quorum: {signers:?}"
+    );
+    assert_eq!(
+        bitmap_from_signers(signers.iter().copied(), VALIDATORS),
+        certificate.signers,
+        "verified certificate whose bitmap is not canonical"
+    );
+}
+
+/// Any bytes: when they decode as a SyncResponse, every item decodes as a Proposal or a
+/// Certificate (the decoder checked them) and verifying the first [`MAX_SYNC_ITEMS`] against the
+/// fixture set never panics.
+///
+/// Panics: when an item of a decoded response does not decode, or decodes as another type.
+pub fn sync_response(data: &[u8]) {
+    let Ok(MessageRef::SyncResponse(response)) = quasar_wire::decode(data) else {
+        return;
+    };
+    let f = fixture();
+    for (index, item) in response.items().enumerate() {
+        let message = match quasar_wire::decode(item) {
+            Ok(m @ (MessageRef::Proposal(_) | MessageRef::Certificate(_))) => m.to_owned(),
+            other => panic!("sync item {index} of a decoded response: {other:?}"),
+        };
+        if index < MAX_SYNC_ITEMS {
+            let _ = f.verifier.verify_message(message);
+        }
+    }
+}
+
+/// A finalized chain of heights 1..=300 of small blocks, each proposal paired with a certificate.
+struct FixtureChain;
+
+const FIXTURE_CHAIN_LEN: u64 = 300;
+
+fn chain_block(height: u64) -> Proposal {
+    let txs = vec![height.to_le_bytes().to_vec()];
+    Proposal {
+        header: BlockHeader {
+            chain_id: CHAIN_ID,
+            epoch: 0,
+            view: height,
+            height,
+            parent_view: height - 1,
+            parent: [height as u8; 32],
+            proposer: 0,
+            timestamp_us: height,
+            payload_root: payload_root(txs.iter().map(Vec::as_slice)),
+        },
+        txs,
+        signature: [0; 96],
+    }
+}
+
+impl SyncSource for FixtureChain {
+    fn finalized_at(&self, height: u64) -> Option<(Vec<u8>, Vec<u8>)> {
+        if !(1..=FIXTURE_CHAIN_LEN).contains(&height) {
+            return None;
+        }
+        let block = chain_block(height);
+        let certificate = Certificate {
+            kind: CertificateKind::Finalization,
+            chain_id: CHAIN_ID,
+            epoch: 0,
+            view: height,
+            height,
+            block: block.header.hash(),
+            signers: vec![0b0111],
+            signature: [0; 96],
+        };
+        Some((block.encode().ok()?, certificate.encode().ok()?))
+    }
+
+    fn block_by_hash(&self, hash: &Hash) -> Option<Vec<u8>> {
+        // Hashes whose first byte names a height are "known" (any other byte is arbitrary).
+        let height = u64::from(hash[0]);
+        (height >= 1 && hash[1..] == [0; 31])
+            .then(|| chain_block(height).encode().ok())
+            .flatten()
+    }
+}
+
+/// Any bytes: when they decode as a SyncRequest, serving it from a 300-block chain returns at
+/// most one block by hash, at most [`MAX_SYNC_BLOCKS`] consecutive blocks from
+/// `max(from_height, 1)` and one certificate, and the reply encodes within one frame.
+///
+/// Panics: when the reply breaks one of those bounds or fails to encode.
+pub fn sync_request(data: &[u8]) {
+    let Ok(MessageRef::SyncRequest(decoded)) = quasar_wire::decode(data) else {
+        return;
+    };
+    let request = decoded.to_owned();
+    let response = serve(&request, &FixtureChain);
+    let by_hash = request.block != [0; 32] && FixtureChain.block_by_hash(&request.block).is_some();
+    let extra = usize::from(by_hash);
+    assert!(
+        response.items.len() <= MAX_SYNC_BLOCKS as usize + 1 + extra,
+        "{} items for {request:?}",
+        response.items.len()
+    );
+    let first = request.from_height.max(1);
+    let blocks: Vec<u64> = response
+        .items
+        .iter()
+        .filter_map(|item| match quasar_wire::decode(item) {
+            Ok(MessageRef::Proposal(p)) => Some(p.header().height),
+            _ => None,
+        })
+        .collect();
+    let by_height = blocks.get(extra.min(blocks.len())..).unwrap_or_default();
+    for (i, height) in by_height.iter().enumerate() {
+        assert_eq!(
+            *height,
+            first + i as u64,
+            "blocks out of order for {request:?}"
+        );
+    }
+    let bytes = Message::SyncResponse(response)
+        .encode()
+        .expect("a served reply encodes");
+    assert!(
+        bytes.len() <= MAX_FRAME_LEN,
+        "reply of {} bytes",
+        bytes.len()
+    );
+}
+
+/// Any text as genesis.json: parsing and checking return a genesis or an error, never panic.
+pub fn genesis_json(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        if let Ok(file) = GenesisFile::from_json(text) {
+            let _ = file.check();
+        }
+    }
+}
+
+/// Any text as node.toml: parsing returns a config or an error, never panics.
+pub fn node_toml(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = NodeConfig::from_toml(text, std::path::Path::new("."));
+    }
+}
+
+/// Any bytes as a signing-guard file: decoding returns a guard or an error, never panics, and a
+/// decoded guard still answers questions (a nullify at its highest view, asked twice, gets the
+/// same answer kind).
+///
+/// Panics: when the second identical question is refused after the first was allowed.
+pub fn guard_file(data: &[u8]) {
+    if let Ok(mut guard) = SigningGuard::from_bytes(data) {
+        let intent = VoteIntent {
+            view: guard.highest_view(),
+            kind: quasar_storage::VoteKind::Nullify,
+            block: [0; 32],
+        };
+        if guard.check_and_record(&intent).is_ok() {
+            assert!(
+                guard.check_and_record(&intent).is_ok(),
+                "a repeated vote was refused"
+            );
+        }
+    }
+}
+
+/// What one [`core_inputs`] run reached (for smoke tests that check the harness gets somewhere).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CoreRun {
+    /// Instructions run.
+    pub steps: usize,
+    /// Messages that passed verification and reached the core.
+    pub accepted: usize,
+    /// The core's final view.
+    pub view: u64,
+    /// The core's finalized height at the end.
+    pub finalized_height: u64,
+}
+
+/// The consensus core's message handler under any sequence of inputs.
+///
+/// Builds a [`Core`] for validator 0 of the fixture set (block time 1 ms, view timeout 1 s, retry
+/// 100 ms, 16 future views) with an honest signer behind an in-memory signing guard, and starts
+/// it at time 0. The runtime's duties are played faithfully: the core's `Vote` and `Propose`
+/// actions are signed through the guard and fed back, `SetTimer`s are remembered. Then the input
+/// is read as up to [`MAX_CORE_STEPS`] instructions; the first byte of each picks the kind (byte
+/// mod 8), the following bytes its fields (missing bytes read as 0):
+///
+/// | op   | fields                              | effect                                             |
+/// |------|-------------------------------------|----------------------------------------------------|
+/// | 0, 1 | signer, kind, view, block, flags    | a vote by any validator (equivocation allowed)     |
+/// | 2    | view, parent, flags, txs, time      | a proposal signed with `VoteSigner::sign_block`    |
+/// | 3    | kind, view, block, signers, flags   | a certificate aggregated from the signers' votes   |
+/// | 4, 5 | which, view                         | a pending timer, or any timer, fires               |
+/// | 6, 7 | step                                | time advances `step × 20 ms`; due timers fire      |
+///
+/// Views are chosen near the core's current view (−4..+3, or far ahead); blocks from those
+/// proposed so far plus one unknown hash. Every message is encoded, decoded and passed through
+/// [`Verifier::verify_message`] as network bytes are; what verifies goes to [`Core::handle`].
+///
+/// Panics (each a broken invariant, for any input): the view decreases; the finalized height
+/// decreases; an `Action::Finalized` is not at the previous tip's height + 1, does not extend the
+/// previous tip's hash, or carries a hash that is not its header's; the core's tip differs from the
+/// last block it reported final; `EnteredView` does not increase; a certificate the core sends or
+/// reports does not verify; the core asks its own signing guard for a conflicting vote.
+pub fn core_inputs(data: &[u8]) -> CoreRun {
+    let mut run = CoreHarness::new();
+    let mut bytes = Bytes(data);
+    let mut steps = 0;
+    while steps < MAX_CORE_STEPS {
+        let Some(op) = bytes.read() else {
+            break;
+        };
+        steps += 1;
+        match op % 8 {
+            0 | 1 => run.vote(&mut bytes),
+            2 => run.proposal(&mut bytes),
+            3 => run.certificate(&mut bytes),
+            4 | 5 => run.timer(&mut bytes),
+            _ => run.advance(&mut bytes),
+        }
+    }
+    CoreRun {
+        steps,
+        accepted: run.accepted,
+        view: run.core.view(),
+        finalized_height: run.core.tip().height,
+    }
+}
+
+/// Reads fuzz bytes one at a time.
+struct Bytes<'a>(&'a [u8]);
+
+impl Bytes<'_> {
+    fn read(&mut self) -> Option<u8> {
+        let (&first, rest) = self.0.split_first()?;
+        self.0 = rest;
+        Some(first)
+    }
+
+    /// The next byte, or 0 once the input is exhausted.
+    fn byte(&mut self) -> u8 {
+        self.read().unwrap_or(0)
+    }
+}
+
+/// A block some proposal instruction built (or genesis).
+#[derive(Debug, Clone, Copy)]
+struct KnownBlock {
+    hash: Hash,
+    view: u64,
+    height: u64,
+    timestamp_us: u64,
+}
+
+const MAX_KNOWN_BLOCKS: usize = 12;
+/// Inputs the core handles for one instruction (its own votes and proposals fed back included).
+const MAX_INPUTS_PER_STEP: usize = 256;
+const TIME_STEP_US: u64 = 20_000;
+
+struct CoreHarness {
+    core: Core,
+    me: VoteSigner,
+    now: u64,
+    /// Genesis, then proposals built so far.
+    blocks: Vec<KnownBlock>,
+    timers: Vec<(u64, TimerKind, u64)>,
+    view: u64,
+    entered: u64,
+    tip: Tip,
+    checked_certificates: HashSet<(u8, u64, Hash, Vec<u8>)>,
+    accepted: usize,
+}
+
+impl CoreHarness {
+    fn new() -> CoreHarness {
+        let f = fixture();
+        let cfg = CoreConfig {
+            chain_id: CHAIN_ID,
+            epoch: 0,
+            genesis: GENESIS,
+            me: Some(0),
+            block_time_us: 1_000,
+            view_timeout_us: 1_000_000,
+            retry_us: 100_000,
+            max_future_views: 16,
+            max_clock_drift_us: 1_000_000,
+        };
+        let tip = Tip {
+            height: 0,
+            hash: GENESIS,
+            view: 0,
+            timestamp_us: 0,
+        };
+        let me = VoteSigner::new(
+            SecretKey::from_seed(&seed_of(0)),
+            0,
+            CHAIN_ID,
+            0,
+            SigningGuard::in_memory(),
+        );
+        let mut run = CoreHarness {
+            core: Core::new(cfg, f.validators.clone(), tip),
+            me,
+            now: 0,
+            blocks: vec![KnownBlock {
+                hash: GENESIS,
+                view: 0,
+                height: 0,
+                timestamp_us: 0,
+            }],
+            timers: Vec::new(),
+            view: 0,
+            entered: 0,
+            tip,
+            checked_certificates: HashSet::new(),
+            accepted: 0,
+        };
+        let actions = run.core.start(0, 0);
+        let mut queue = VecDeque::new();
+        run.after(actions, &mut queue);
+        run.drain(queue);
+        run
+    }
+
+    /// A view near the current one: −4..+3 of it (at least 1), or far ahead for the top bytes.
+    fn pick_view(&self, b: u8) -> u64 {
+        let near = self
+            .core
+            .view()
+            .saturating_add(u64::from(b % 8))
+            .saturating_sub(4)
+            .max(1);
+        if b >= 0xF8 {
+            near.saturating_add(u64::from(b))
+        } else {
+            near
+        }
+    }
+
+    /// A proposed block (not genesis) or, for one value, a hash nobody proposed.
+    fn pick_block(&self, b: u8) -> (Hash, u64) {
+        let proposed = self.blocks.get(1..).unwrap_or_default();
+        match proposed.get(usize::from(b) % (proposed.len() + 1)) {
+            Some(k) => (k.hash, k.height),
+            None => ([0xEE; 32], u64::from(b % 4) + 1),
+        }
+    }
+
+    fn vote(&mut self, bytes: &mut Bytes<'_>) {
+        let signer = usize::from(bytes.byte()) % VALIDATORS;
+        let kind = [VoteKind::Notarize, VoteKind::Finalize, VoteKind::Nullify]
+            [usize::from(bytes.byte() % 3)];
+        let view = self.pick_view(bytes.byte());
+        let (block, mut height) = self.pick_block(bytes.byte());
+        if bytes.byte() & 1 == 1 {
+            height += 1;
+        }
+        let (block, height) = match kind {
+            VoteKind::Nullify => ([0; 32], 0),
+            _ => (block, height),
+        };
+        let message = vote_signing_message(kind, CHAIN_ID, 0, view, height, &block);
+        let vote = Vote {
+            kind,
+            chain_id: CHAIN_ID,
+            epoch: 0,
+            view,
+            height,
+            block,
+            signer: signer as u32,
+            signature: sign(signer, &message).to_bytes(),
+        };
+        self.deliver(Message::Vote(vote));
+    }
+
+    fn proposal(&mut self, bytes: &mut Bytes<'_>) {
+        let view = self.pick_view(bytes.byte());
+        let parent = self.blocks[usize::from(bytes.byte()) % self.blocks.len()];
+        let flags = bytes.byte();
+        let txs: Vec<Vec<u8>> = {
+            let b = bytes.byte();
+            (0..b % 3).map(|i| vec![b, i, view as u8]).collect()
+        };
+        let late_us = u64::from(bytes.byte()) * 1_000;
+        let proposer = if flags & 1 == 1 {
+            u32::from(flags >> 1) % VALIDATORS as u32
+        } else {
+            self.core.leader_of(view)
+        };
+        let slot = ProposalSlot {
+            view,
+            height: parent.height + 1 + u64::from((flags >> 3) & 1),
+            parent: parent.hash,
+            parent_view: if flags & 0x20 == 0 {
+                parent.view
+            } else {
+                view.saturating_sub(1)
+            },
+            parent_timestamp_us: parent.timestamp_us,
+            exclude: Vec::new(),
+        };
+        // A fresh signer may sign anything, as a Byzantine leader would.
+        let mut signer = VoteSigner::new(
+            SecretKey::from_seed(&seed_of(proposer as usize)),
+            proposer,
+            CHAIN_ID,
+            0,
+            SigningGuard::in_memory(),
+        );
+        let Ok(signed) = signer.sign_block(&slot, txs, self.now.saturating_add(late_us)) else {
+            return;
+        };
+        self.remember(signed.proposal());
+        self.deliver(Message::Proposal(signed.proposal().clone()));
+    }
+
+    fn remember(&mut self, proposal: &Proposal) {
+        let h = &proposal.header;
+        let hash = h.hash();
+        if self.blocks.len() < MAX_KNOWN_BLOCKS && !self.blocks.iter().any(|b| b.hash == hash) {
+            self.blocks.push(KnownBlock {
+                hash,
+                view: h.view,
+                height: h.height,
+                timestamp_us: h.timestamp_us,
+            });
+        }
+    }
+
+    fn certificate(&mut self, bytes: &mut Bytes<'_>) {
+        let kind = [
+            CertificateKind::Notarization,
+            CertificateKind::Finalization,
+            CertificateKind::Nullification,
+        ][usize::from(bytes.byte() % 3)];
+        let view = self.pick_view(bytes.byte());
+        let (block, height) = match kind {
+            CertificateKind::Nullification => {
+                let _ = bytes.byte();
+                ([0; 32], 0)
+            }
+            _ => self.pick_block(bytes.byte()),
+        };
+        let set = bytes.byte();
+        let flags = bytes.byte();
+        let signers: Vec<usize> = (0..VALIDATORS).filter(|i| (set >> i) & 1 == 1).collect();
+        let message = vote_signing_message(kind.vote_kind(), CHAIN_ID, 0, view, height, &block);
+        let signatures: Vec<Signature> = signers.iter().map(|&i| sign(i, &message)).collect();
+        let Ok(aggregate) = Signature::aggregate(&signatures) else {
+            return; // No signers.
+        };
+        // With the flag, the bitmap claims a different set than the one that signed.
+        let claimed: Vec<usize> = if flags & 1 == 1 {
+            (0..VALIDATORS)
+                .filter(|i| (set >> (i + 4)) & 1 == 1)
+                .collect()
+        } else {
+            signers
+        };
+        self.deliver(Message::Certificate(Certificate {
+            kind,
+            chain_id: CHAIN_ID,
+            epoch: 0,
+            view,
+            height,
+            block,
+            signers: bitmap_from_signers(claimed, VALIDATORS),
+            signature: aggregate.to_bytes(),
+        }));
+    }
+
+    fn timer(&mut self, bytes: &mut Bytes<'_>) {
+        let which = bytes.byte();
+        let b = bytes.byte();
+        if which & 1 == 0 && !self.timers.is_empty() {
+            let (view, kind, at_us) = self.timers.remove(usize::from(b) % self.timers.len());
+            self.now = self.now.max(at_us);
+            self.handle(Input::Timer { view, kind });
+        } else {
+            let kind = [TimerKind::Propose, TimerKind::Timeout, TimerKind::Retry]
+                [usize::from(which >> 1) % 3];
+            let view = self.pick_view(b);
+            self.handle(Input::Timer { view, kind });
+        }
+    }
+
+    fn advance(&mut self, bytes: &mut Bytes<'_>) {
+        self.now = self
+            .now
+            .saturating_add(u64::from(bytes.byte()) * TIME_STEP_US);
+        for _ in 0..16 {
+            let due = self
+                .timers
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| t.2 <= self.now)
+                .min_by_key(|(_, t)| t.2)
+                .map(|(i, _)| i);
+            let Some(i) = due else {
+                break;
+            };
+            let (view, kind, _) = self.timers.remove(i);
+            self.handle(Input::Timer { view, kind });
+        }
+    }
+
+    /// Sends `message` the way the network would: encoded, decoded, verified.
+    fn deliver(&mut self, message: Message) {
+        let encoded = message.encode().expect("a well-formed message encodes");
+        let decoded = quasar_wire::decode(&encoded)
+            .expect("an encoded message decodes")
+            .to_owned();
+        assert_eq!(decoded, message, "encoding changed the message");
+        if let Ok(Some(input)) = fixture().verifier.verify_message(decoded) {
+            self.accepted += 1;
+            self.handle(input);
+        }
+    }
+
+    fn handle(&mut self, input: Input) {
+        let mut queue = VecDeque::from([input]);
+        self.drain_from(&mut queue);
+    }
+
+    fn drain(&mut self, mut queue: VecDeque<Input>) {
+        self.drain_from(&mut queue);
+    }
+
+    fn drain_from(&mut self, queue: &mut VecDeque<Input>) {
+        for _ in 0..MAX_INPUTS_PER_STEP {
+            let Some(input) = queue.pop_front() else {
+                return;
+            };
+            let actions = self.core.handle(self.now, input);
+            self.after(actions, queue);
+        }
+    }
+
+    /// Checks the invariants over one batch of actions and plays the runtime's part.
+    fn after(&mut self, actions: Vec<Action>, queue: &mut VecDeque<Input>) {
+        let view = self.core.view();
+        assert!(
+            view >= self.view,
+            "view went back from {} to {view}",
+            self.view
+        );
+        self.view = view;
+        for action in actions {
+            match action {
+                Action::Finalized(f) => {
+                    let h = &f.proposal.header;
+                    assert_eq!(
+                        h.height,
+                        self.tip.height + 1,
+                        "finalized height {} after tip {}",
+                        h.height,
+                        self.tip.height
+                    );
+                    assert_eq!(
+                        h.parent, self.tip.hash,
+                        "finalized block does not extend tip"
+                    );
+                    assert_eq!(f.hash, h.hash(), "finalized hash is not the header's");
+                    self.tip = Tip {
+                        height: h.height,
+                        hash: f.hash,
+                        view: h.view,
+                        timestamp_us: h.timestamp_us,
+                    };
+                }
+                Action::EnteredView { view, .. } => {
+                    assert!(view > self.entered, "entered {view} after {}", self.entered);
+                    self.entered = view;
+                }
+                Action::Broadcast(Message::Certificate(c)) | Action::Certified(c) => {
+                    self.check_certificate(c);
+                }
+                Action::Broadcast(_) | Action::Fetch { .. } | Action::Evidence(_) => {}
+                Action::SetTimer { view, kind, at_us } => {
+                    self.timers.retain(|t| (t.0, t.1) != (view, kind));
+                    if self.timers.len() < 64 {
+                        self.timers.push((view, kind, at_us));
+                    }
+                }
+                Action::Vote {
+                    kind,
+                    view,
+                    height,
+                    block,
+                } => match self.me.sign_vote(kind, view, height, block) {
+                    Ok((vote, _)) => queue.push_back(Input::Vote(vote)),
+                    Err(e) => refused(e),
+                },
+                Action::Propose(slot) => {
+                    let txs = vec![slot.view.to_le_bytes().to_vec()];
+                    match self.me.sign_block(&slot, txs, self.now) {
+                        Ok(proposal) => {
+                            self.remember(proposal.proposal());
+                            queue.push_back(Input::Proposal(Box::new(proposal)));
+                        }
+                        Err(e) => refused(e),
+                    }
+                }
+            }
+        }
+        let tip = self.core.tip();
+        assert!(
+            tip.height == self.tip.height && tip.hash == self.tip.hash,
+            "core tip {tip:?} is not the last finalized block {:?}",
+            self.tip
+        );
+    }
+
+    fn check_certificate(&mut self, c: Certificate) {
+        let key = (c.kind as u8, c.view, c.block, c.signers.clone());
+        if self.checked_certificates.insert(key) {
+            if let Err(e) = fixture().verifier.verify_certificate(c.clone()) {
+                panic!("the core sent a certificate that does not verify ({e}): {c:?}");
+            }
+        }
+    }
+}
+
+/// The core never asks for a vote that conflicts with one it signed; the guard's window may
+/// refuse a vote for a view long past, which the runtime drops the same way.
+fn refused(error: SignError) {
+    match error {
+        SignError::Guard(GuardError::TooOld { .. }) => {}
+        other => panic!("the core asked its signing guard for a refused vote: {other}"),
+    }
+}

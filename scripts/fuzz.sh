@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs every cargo-fuzz target of wire/fuzz, storage/fuzz and node/fuzz for SECONDS each (default 60).
+#
+#   scripts/fuzz.sh [SECONDS]
+#
+# Needs cargo-fuzz (`cargo install cargo-fuzz`). cargo-fuzz needs nightly compiler flags; on a
+# stable toolchain this script sets RUSTC_BOOTSTRAP=1, which lets stable rustc accept them.
+# Corpora grow under <crate>/fuzz/corpus/<target>/ (kept between runs, git-ignored).
+# Exits non-zero on the first target that crashes and prints the crashing input; reproduce with
+#   cd <crate> && RUSTC_BOOTSTRAP=1 cargo fuzz run --target-dir ../target/fuzz <target> <input>
+# Extra arguments for cargo fuzz (e.g. --sanitizer none) can be passed in FUZZ_ARGS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds="${1:-60}"
+if ! [[ "${seconds}" =~ ^[0-9]+$ ]] || [ "${seconds}" -eq 0 ]; then
+  echo "usage: scripts/fuzz.sh [SECONDS]   (positive whole seconds per target, default 60)" >&2
+  exit 2
+fi
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  echo "cargo-fuzz is not installed: run \`cargo install cargo-fuzz\` (then rerun this script)" >&2
+  exit 2
+fi
+if ! rustc --version | grep -q nightly; then
+  export RUSTC_BOOTSTRAP=1
+fi
+read -r -a extra <<<"${FUZZ_ARGS:-}"
+# One target dir for the three fuzz crates, so quasar-node (used by node/ and storage/) builds once.
+target_dir="$(pwd)/target/fuzz"
+
+for crate in wire storage node; do
+  for target in $(cd "${crate}" && cargo fuzz list); do
+    echo "=== ${crate}/fuzz ${target}: ${seconds} s"
+    artifacts="${crate}/fuzz/artifacts/${target}"
+    mkdir -p "${artifacts}"
+    before=$(find "${artifacts}" -type f | wc -l)
+    status=0
+    (cd "${crate}" && cargo fuzz run --target-dir "${target_dir}" "${extra[@]}" "${target}" -- \
+      -max_total_time="${seconds}" -print_final_stats=1) || status=$?
+    if [ "${status}" -ne 0 ] || [ "$(find "${artifacts}" -type f | wc -l)" -gt "${before}" ]; then
+      echo "FAILED: ${crate}/fuzz ${target} (exit ${status}); crashing inputs, newest first:" >&2
+      ls -1t "${artifacts}" | sed "s|^|  ${artifacts}/|" >&2
+      echo "reproduce: (cd ${crate} && RUSTC_BOOTSTRAP=1 cargo fuzz run --target-dir ../target/fuzz ${target} <input>)" >&2
+      exit 1
+    fi
+  done
+done
+echo "all fuzz targets ran ${seconds} s each without a crash"
