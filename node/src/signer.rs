@@ -4,12 +4,69 @@
 //! [`SigningGuard`] first; the guard makes the decision durable (write + fsync + directory fsync)
 //! before this module signs, so a signature never leaves before the record that forbids its
 //! conflicting twin (DESIGN.md §2, §9). A restarted validator reopens the same guard file.
+//!
+//! # Fault injection (tests only, off by default)
+//!
+//! The riskiest moment for a validator is a crash after the guard has recorded an intent but before
+//! the vote left the process: the restarted validator must treat the recorded view as voted even
+//! though nobody saw the vote. To exercise that moment on the real binary, a process started with
+//! the environment variable [`CRASH_AFTER_GUARD_ENV`]` = N` (an integer in `0..=1000`) aborts
+//! ([`std::process::abort`], as abrupt as SIGKILL: no destructors, no flush) with probability
+//! `N / 1000` right after the guard answered [`GuardDecision::Fresh`] for a vote or proposal,
+//! i.e. after the record is durable and before the signature is returned to the runtime (which
+//! would broadcast it). [`GuardDecision::Repeat`] never crashes: nothing new was recorded. The
+//! variable is read once per [`VoteSigner::new`]; an unset variable (or `0`) changes nothing, and a
+//! value that is not an integer in `0..=1000` is ignored with a WARN log. Used by
+//! `node/tests/crash_points.rs`; never set it on a production validator, nor for a process that
+//! runs the in-process simulator (its signers read the variable too).
 
 use crate::consensus::{ProposalSlot, VerifiedProposal, VerifiedVote};
 use quasar_crypto::bls::SecretKey;
 use quasar_crypto::hash::Hash;
 use quasar_storage::{GuardDecision, GuardError, SigningGuard, VoteIntent};
 use quasar_wire::{payload_root, BlockHeader, Proposal, Vote, VoteKind};
+use rand::Rng;
+
+/// Test-only fault injection (module docs): `N` in `0..=1000`; a process with this variable set
+/// aborts with probability `N / 1000` between durably recording a fresh guard intent and returning
+/// the signature. Unset: no effect.
+pub const CRASH_AFTER_GUARD_ENV: &str = "QUASAR_CRASH_AFTER_GUARD_PERMILLE";
+
+/// The crash probability of [`CRASH_AFTER_GUARD_ENV`] in permille, read from the environment:
+/// `None` when unset, `0`, or invalid (the latter logged at WARN).
+fn crash_after_guard_permille() -> Option<u32> {
+    let raw = match std::env::var(CRASH_AFTER_GUARD_ENV) {
+        Ok(raw) => raw,
+        Err(std::env::VarError::NotPresent) => return None,
+        Err(std::env::VarError::NotUnicode(raw)) => {
+            tracing::warn!(
+                variable = CRASH_AFTER_GUARD_ENV,
+                value = ?raw,
+                "ignoring fault injection: not an integer in 0..=1000"
+            );
+            return None;
+        }
+    };
+    match raw.trim().parse::<u32>() {
+        Ok(0) => None,
+        Ok(permille @ 1..=1000) => {
+            tracing::warn!(
+                variable = CRASH_AFTER_GUARD_ENV,
+                permille,
+                "fault injection enabled: this process will abort after some guard records"
+            );
+            Some(permille)
+        }
+        _ => {
+            tracing::warn!(
+                variable = CRASH_AFTER_GUARD_ENV,
+                value = %raw,
+                "ignoring fault injection: not an integer in 0..=1000"
+            );
+            None
+        }
+    }
+}
 
 /// A refused or failed signature.
 #[derive(Debug, thiserror::Error)]
@@ -20,18 +77,24 @@ pub enum SignError {
 }
 
 /// Signs this validator's votes and proposals behind its signing guard.
+///
+/// Test-only fault injection: with [`CRASH_AFTER_GUARD_ENV`] set in the process environment, the
+/// signer may abort the process between the durable guard record and the signature (module docs).
 pub struct VoteSigner {
     key: SecretKey,
     index: u32,
     chain_id: u64,
     epoch: u64,
     guard: SigningGuard,
+    /// Fault injection: abort with this probability (permille) after a fresh guard record.
+    crash_after_guard: Option<u32>,
 }
 
 impl std::fmt::Debug for VoteSigner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("VoteSigner")
             .field("index", &self.index)
+            .field("crash_after_guard", &self.crash_after_guard)
             .finish_non_exhaustive()
     }
 }
@@ -45,7 +108,8 @@ fn guard_kind(kind: VoteKind) -> quasar_storage::VoteKind {
 }
 
 impl VoteSigner {
-    /// A signer for validator `index` of `chain_id`/`epoch`.
+    /// A signer for validator `index` of `chain_id`/`epoch`. Reads [`CRASH_AFTER_GUARD_ENV`]
+    /// once (test-only fault injection, module docs; no effect when unset).
     pub fn new(
         key: SecretKey,
         index: u32,
@@ -59,6 +123,7 @@ impl VoteSigner {
             chain_id,
             epoch,
             guard,
+            crash_after_guard: crash_after_guard_permille(),
         }
     }
 
@@ -78,6 +143,23 @@ impl VoteSigner {
         self.guard.highest_view()
     }
 
+    /// Fault injection ([`CRASH_AFTER_GUARD_ENV`]): aborts the process with the configured
+    /// probability. Called only after the guard made a fresh record durable and before signing.
+    fn maybe_crash_after_guard(&self, kind: VoteKind, view: u64) {
+        let Some(permille) = self.crash_after_guard else {
+            return;
+        };
+        if rand::thread_rng().gen_range(0..1000u32) < permille {
+            tracing::error!(
+                view,
+                ?kind,
+                permille,
+                "fault injection: crashing after the guard record"
+            );
+            std::process::abort();
+        }
+    }
+
     /// Records the intent durably, then signs the vote. Errors: [`SignError::Guard`].
     pub fn sign_vote(
         &mut self,
@@ -91,6 +173,9 @@ impl VoteSigner {
             kind: guard_kind(kind),
             block,
         })?;
+        if decision == GuardDecision::Fresh {
+            self.maybe_crash_after_guard(kind, view);
+        }
         let mut vote = Vote {
             kind,
             chain_id: self.chain_id,

@@ -539,6 +539,19 @@ impl Testnet {
     /// Errors: [`TestnetError::NoSuchValidator`], [`TestnetError::AlreadyRunning`],
     /// [`TestnetError::Io`] (log file), [`TestnetError::Spawn`].
     pub fn spawn(&mut self, i: usize, binary: &Path) -> Result<(), TestnetError> {
+        self.spawn_with_env(i, binary, &[])
+    }
+
+    /// [`Testnet::spawn`] with `env` added to the inherited environment of this one process,
+    /// e.g. the signer's test-only fault injection
+    /// ([`crate::signer::CRASH_AFTER_GUARD_ENV`]). Later restarts via [`Testnet::spawn`] do not
+    /// inherit it. Errors: as [`Testnet::spawn`].
+    pub fn spawn_with_env(
+        &mut self,
+        i: usize,
+        binary: &Path,
+        env: &[(&str, &str)],
+    ) -> Result<(), TestnetError> {
         self.check_index(i)?;
         let config_path = self.node_dir(i).join(NODE_CONFIG_FILE);
         let log_path = self.log_path(i);
@@ -573,6 +586,7 @@ impl Testnet {
             .stdin(Stdio::null())
             .stdout(Stdio::from(log))
             .stderr(Stdio::from(stderr))
+            .envs(env.iter().copied())
             .spawn()
             .map_err(|source| TestnetError::Spawn {
                 validator: i,
@@ -599,6 +613,28 @@ impl Testnet {
         for i in 0..self.nodes.len() {
             self.kill(i);
         }
+    }
+
+    /// Whether validator `i` has a process that was started by [`Testnet::spawn`] and has not
+    /// exited (`try_wait`) or been killed. Does not reap: an exited process stays for
+    /// [`Testnet::check_running`] or [`Testnet::reap`] to report. False for an out-of-range `i`.
+    pub fn is_running(&self, i: usize) -> bool {
+        match self.children().get_mut(i) {
+            Some(Some(child)) => matches!(child.try_wait(), Ok(None)),
+            _ => false,
+        }
+    }
+
+    /// If validator `i`'s process has exited on its own, clears its slot (so
+    /// [`Testnet::check_running`] no longer reports it and [`Testnet::spawn`] may restart it) and
+    /// returns its exit status; `None` while it runs, when none was started, or for an
+    /// out-of-range `i`.
+    pub fn reap(&self, i: usize) -> Option<ExitStatus> {
+        let mut children = self.children();
+        let slot = children.get_mut(i)?;
+        let status = slot.as_mut()?.try_wait().ok().flatten()?;
+        *slot = None;
+        Some(status)
     }
 
     /// Errors with [`TestnetError::Exited`] if a process started by [`Testnet::spawn`] (and not
