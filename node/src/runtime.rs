@@ -343,6 +343,9 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         max_block_txs: cfg.max_block_txs,
         span: tracing::Span::none(),
     };
+    // Report the view consensus will resume at while it waits for peers.
+    let resume = driver.signer.highest_view().max(tip.view + 1);
+    shared.view.store(resume, Ordering::Relaxed);
     wait_for_quorum_of_peers(&shared, &genesis.validators, Duration::from_secs(10)).await;
     let result = driver.run(input_rx).await;
     shared.network.shutdown().await;

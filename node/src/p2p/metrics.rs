@@ -15,6 +15,8 @@ pub struct P2pMetrics {
     malformed_frames: Counter,
     handshake_rejected: Counter,
     outbound_dropped: Counter,
+    outbound_connections: Counter,
+    redials: Counter,
     connected_peers: Gauge,
 }
 
@@ -61,6 +63,16 @@ impl P2pMetrics {
             "outbound_dropped",
             "Outbound messages dropped: queue full, peer disconnected, unknown peer or oversized",
             self.outbound_dropped.clone(),
+        );
+        registry.register(
+            "outbound_connections",
+            "Outbound connections established (confirmed by the peer), first dials and redials",
+            self.outbound_connections.clone(),
+        );
+        registry.register(
+            "redials",
+            "Stale outbound connections replaced at once because the peer connected to us anew",
+            self.redials.clone(),
         );
         registry.register(
             "connected_peers",
@@ -110,6 +122,18 @@ impl P2pMetrics {
         self.outbound_dropped.get()
     }
 
+    /// Outbound connections established so far (confirmed by the peer), redials included.
+    pub fn outbound_connections(&self) -> u64 {
+        self.outbound_connections.get()
+    }
+
+    /// Outbound connections replaced (or pending dials restarted) so far because the peer
+    /// connected to us anew while our connection or dial was older than the redial threshold
+    /// (the peer restarted).
+    pub fn redials(&self) -> u64 {
+        self.redials.get()
+    }
+
     /// Peers with an established outbound connection now.
     pub fn connected_peers(&self) -> i64 {
         self.connected_peers.get()
@@ -133,7 +157,12 @@ impl P2pMetrics {
         self.outbound_dropped.inc_by(count);
     }
 
+    pub(crate) fn redialed(&self) {
+        self.redials.inc();
+    }
+
     pub(crate) fn peer_connected(&self) {
+        self.outbound_connections.inc();
         self.connected_peers.inc();
     }
 

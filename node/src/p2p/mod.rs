@@ -16,7 +16,10 @@
 //!   RFC 9001 §4.1.2, so a peer that refuses our certificate is not retried every 50 ms), opens
 //!   one long-lived unidirectional stream and writes framed messages from a bounded queue. [`Network::send`] never blocks: on a full queue the message is dropped and
 //!   counted. Messages queued while the peer is unreachable are dropped and counted, because
-//!   consensus retransmits what matters.
+//!   consensus retransmits what matters. When a peer connects to us anew while our outbound
+//!   connection to it is at least 2 s old, that connection is taken as stale (the peer was
+//!   killed and restarted) and redialed at once, keeping the queue, instead of waiting out the
+//!   5 s idle timeout (see `network`, "Redial when a peer reconnects").
 //! - **Requests**: [`Network::request`] opens one bidirectional stream per request on the
 //!   outbound connection, writes one frame, finishes, and reads one frame back. The serving side
 //!   hands the request to the runtime with a oneshot sender ([`Inbound::Request`]).

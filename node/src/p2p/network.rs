@@ -24,6 +24,20 @@
 //!   network on purpose; anything else that ends a transport task — a panic, or rebinding
 //!   failing for [`REBIND_GIVE_UP`] — is logged at ERROR and reported by [`Network::stopped`],
 //!   so the owner can exit and let its supervisor restart the node.
+//! - **Redial when a peer reconnects.** A validator that is killed (no close) and restarted on
+//!   the same address and identity cannot tell our old connection to it that it is gone: it has
+//!   no state for it and cannot send an authenticated stateless reset, so without help our
+//!   outbound connection would look up until the idle timeout ([`tls::IDLE_TIMEOUT`], 5 s) while
+//!   everything we send it is lost. Rule: when an inbound connection from peer X is accepted and
+//!   identified, X's outbound task is told; if its current connection to X was established at
+//!   least [`REDIAL_AFTER`] (2 s) ago, it counts as stale: the task stops writing to it (queued
+//!   messages stay queued), logs "peer reconnected; redialing" at INFO, counts it in `redials`,
+//!   and dials X again at once, without backoff; the old connection is closed after a short
+//!   linger. A pending dial older than [`REDIAL_AFTER`] is restarted, and a backoff wait ends at
+//!   once. The age threshold prevents a redial loop: at startup the inbound connection from X
+//!   finds our outbound connection young (or still dialing for less than 2 s), and after X
+//!   restarts, X's fresh outbound connection triggers exactly one redial on our side, whose new
+//!   inbound connection at X finds X's outbound connection young.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -65,6 +79,15 @@ const CONFIRM_POLL: Duration = Duration::from_millis(5);
 /// itself stopped ([`StopCause::Failed`]).
 const REBIND_GIVE_UP: Duration = Duration::from_secs(60);
 
+/// An outbound connection at least this old is stale once the peer connects to us anew (see
+/// the module docs): it is replaced at once instead of waiting for the idle timeout. Must
+/// exceed the time a dial takes, so the peer's reaction to our redial never triggers another.
+pub(crate) const REDIAL_AFTER: Duration = Duration::from_secs(2);
+
+/// How long a stale outbound connection stays open after its gossip stream was finished (so a
+/// peer that is in fact alive still gets what was written) before it is closed.
+const SUPERSEDED_LINGER: Duration = Duration::from_secs(1);
+
 /// Most simultaneous inbound connections accepted from one validator (a restarted peer's old
 /// connection may linger until the idle timeout; more than this is abuse).
 const MAX_INBOUND_CONNECTIONS_PER_PEER: usize = 4;
@@ -74,6 +97,7 @@ const CODE_SHUTDOWN: u32 = 0;
 const CODE_REJECTED: u32 = 1;
 const CODE_MALFORMED: u32 = 2;
 const CODE_NO_REPLY: u32 = 3;
+const CODE_SUPERSEDED: u32 = 4;
 
 /// One validator we talk to: its index, pinned certificate and dial address.
 #[derive(Clone, Debug)]
@@ -216,6 +240,8 @@ struct InboundCtx {
     shutdown: watch::Receiver<bool>,
     /// One WARN per remote IP per minute for refused connections.
     warn_limit: Arc<WarnLimiter<std::net::IpAddr>>,
+    /// Per validator index: tells its outbound task that the peer connected to us anew.
+    reconnected: Arc<HashMap<u32, watch::Sender<()>>>,
 }
 
 impl Network {
@@ -252,7 +278,10 @@ impl Network {
 
         let mut tasks = Vec::with_capacity(config.peers.len().saturating_add(1));
         let mut peers = HashMap::with_capacity(config.peers.len());
+        let mut reconnected = HashMap::with_capacity(config.peers.len());
         for peer in &config.peers {
+            let (reconnected_tx, reconnected_rx) = watch::channel(());
+            reconnected.insert(peer.index, reconnected_tx);
             let client = tls::client_config(&config.identity, &peer.cert_der)?;
             let (queue_tx, queue_rx) = mpsc::channel(config.outbound_queue);
             let (conn_tx, conn_rx) = watch::channel(None);
@@ -262,6 +291,7 @@ impl Network {
                 client,
                 queue: queue_rx,
                 connection: conn_tx,
+                reconnected: reconnected_rx,
                 metrics: metrics.clone(),
                 shutdown: shutdown_rx.clone(),
                 warn_limit: WarnLimiter::new(WARN_INTERVAL, 1),
@@ -292,6 +322,7 @@ impl Network {
             metrics: metrics.clone(),
             shutdown: shutdown_rx.clone(),
             warn_limit: Arc::new(WarnLimiter::new(WARN_INTERVAL, MAX_KEYS)),
+            reconnected: Arc::new(reconnected),
         };
         let acceptor = Acceptor {
             endpoint: endpoint_tx.clone(),
@@ -622,6 +653,9 @@ enum PumpEnd {
     Shutdown,
     QueueClosed,
     Failed(String),
+    /// The peer connected to us anew while this connection was at least [`REDIAL_AFTER`] old:
+    /// the caller finishes the stream (`None`: it was reset mid-frame) and redials.
+    Superseded(Option<SendStream>),
 }
 
 /// The task that owns the outbound link to one peer.
@@ -631,6 +665,8 @@ struct Outbound {
     client: quinn::ClientConfig,
     queue: mpsc::Receiver<Arc<Vec<u8>>>,
     connection: watch::Sender<Option<Connection>>,
+    /// Changes whenever the accept loop identified a new inbound connection from this peer.
+    reconnected: watch::Receiver<()>,
     metrics: P2pMetrics,
     shutdown: watch::Receiver<bool>,
     /// One WARN per minute about this peer refusing us or not being who we pinned.
@@ -642,13 +678,37 @@ impl Outbound {
     async fn run(mut self) -> String {
         let mut backoff = MIN_BACKOFF;
         let mut shutdown = self.shutdown.clone();
+        let mut reconnected = self.reconnected.clone();
         loop {
             if *shutdown.borrow() {
                 return "shutdown".into();
             }
-            let dialed = tokio::select! {
-                _ = shutdown.changed() => return "shutdown".into(),
-                dialed = self.dial() => dialed,
+            // Only an inbound connection accepted during this attempt can make it stale.
+            reconnected.borrow_and_update();
+            let dial_started = Instant::now();
+            let dialed = {
+                let dial = self.dial();
+                tokio::pin!(dial);
+                loop {
+                    tokio::select! {
+                        _ = shutdown.changed() => return "shutdown".into(),
+                        dialed = &mut dial => break Some(dialed),
+                        _ = peer_reconnected(&mut reconnected) => {
+                            if dial_started.elapsed() >= REDIAL_AFTER {
+                                break None;
+                            }
+                        }
+                    }
+                }
+            };
+            let Some(dialed) = dialed else {
+                info!(
+                    peer = self.peer.index,
+                    pending_ms = millis(dial_started.elapsed()),
+                    "peer reconnected; redialing"
+                );
+                self.metrics.redialed();
+                continue;
             };
             match dialed {
                 Ok(conn) => {
@@ -657,7 +717,15 @@ impl Outbound {
                     let end = {
                         let _up =
                             ConnectedGuard::new(&self.connection, &self.metrics, conn.clone());
-                        pump(&conn, &mut self.queue, &self.metrics, &mut self.shutdown).await
+                        pump(
+                            &conn,
+                            up_since,
+                            &mut self.queue,
+                            &self.metrics,
+                            &mut self.shutdown,
+                            &mut reconnected,
+                        )
+                        .await
                     };
                     match end {
                         PumpEnd::Shutdown | PumpEnd::QueueClosed => {
@@ -666,6 +734,18 @@ impl Outbound {
                         }
                         PumpEnd::Failed(reason) => {
                             info!(peer = self.peer.index, %reason, "outbound connection lost");
+                        }
+                        PumpEnd::Superseded(stream) => {
+                            info!(
+                                peer = self.peer.index,
+                                age_ms = millis(up_since.elapsed()),
+                                "peer reconnected; redialing"
+                            );
+                            self.metrics.redialed();
+                            tokio::spawn(retire(conn, stream));
+                            // No backoff, and what is queued stays queued for the new connection.
+                            backoff = MIN_BACKOFF;
+                            continue;
                         }
                     }
                     if up_since.elapsed() >= STABLE_UPTIME {
@@ -680,6 +760,10 @@ impl Outbound {
             tokio::select! {
                 _ = shutdown.changed() => return "shutdown".into(),
                 _ = tokio::time::sleep(jittered(backoff)) => {}
+                // The peer just reached us, so it is up: dial now rather than after the backoff.
+                _ = peer_reconnected(&mut reconnected) => {
+                    debug!(peer = self.peer.index, "peer connected to us; dialing without waiting");
+                }
             }
             backoff = grow(backoff);
         }
@@ -783,12 +867,40 @@ async fn confirmed(conn: &Connection) -> Result<(), Option<ConnectionError>> {
     }
 }
 
-/// Writes queued messages onto one gossip stream until the connection fails or we stop.
+/// Resolves when the accept loop signals a new inbound connection from the peer; never, once
+/// the accept loop is gone.
+async fn peer_reconnected(reconnected: &mut watch::Receiver<()>) {
+    if reconnected.changed().await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Ends a superseded outbound connection: finishes its gossip stream (when it was left between
+/// messages), gives a peer that is in fact alive [`SUPERSEDED_LINGER`] to acknowledge it, then
+/// closes the connection.
+async fn retire(conn: Connection, stream: Option<SendStream>) {
+    if let Some(mut stream) = stream {
+        if stream.finish().is_ok() {
+            let _ = tokio::time::timeout(SUPERSEDED_LINGER, stream.stopped()).await;
+        }
+    }
+    conn.close(VarInt::from_u32(CODE_SUPERSEDED), b"superseded");
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Writes queued messages onto one gossip stream until the connection fails, we stop, or the
+/// peer connects to us anew while the connection (up since `up_since`) is at least
+/// [`REDIAL_AFTER`] old.
 async fn pump(
     conn: &Connection,
+    up_since: Instant,
     queue: &mut mpsc::Receiver<Arc<Vec<u8>>>,
     metrics: &P2pMetrics,
     shutdown: &mut watch::Receiver<bool>,
+    reconnected: &mut watch::Receiver<()>,
 ) -> PumpEnd {
     let mut stream = tokio::select! {
         _ = shutdown.changed() => return PumpEnd::Shutdown,
@@ -801,13 +913,42 @@ async fn pump(
         tokio::select! {
             _ = shutdown.changed() => return PumpEnd::Shutdown,
             e = conn.closed() => return PumpEnd::Failed(e.to_string()),
+            _ = peer_reconnected(reconnected) => {
+                if up_since.elapsed() >= REDIAL_AFTER {
+                    return PumpEnd::Superseded(Some(stream));
+                }
+            }
             next = queue.recv() => {
                 let Some(message) = next else { return PumpEnd::QueueClosed };
-                if let Err(e) = write_frame(&mut stream, &message).await {
-                    metrics.dropped(1);
-                    return PumpEnd::Failed(e.to_string());
+                // A dead peer stops granting flow-control credit, so a write may block until
+                // the idle timeout; a reconnect signal must still get through.
+                let written = {
+                    let write = write_frame(&mut stream, &message);
+                    tokio::pin!(write);
+                    loop {
+                        tokio::select! {
+                            written = &mut write => break Some(written),
+                            _ = peer_reconnected(reconnected) => {
+                                if up_since.elapsed() >= REDIAL_AFTER {
+                                    break None;
+                                }
+                            }
+                        }
+                    }
+                };
+                match written {
+                    Some(Ok(())) => metrics.sent(message.len()),
+                    Some(Err(e)) => {
+                        metrics.dropped(1);
+                        return PumpEnd::Failed(e.to_string());
+                    }
+                    None => {
+                        // Torn mid-frame: the stream cannot be finished cleanly.
+                        metrics.dropped(1);
+                        let _ = stream.reset(VarInt::from_u32(CODE_SUPERSEDED));
+                        return PumpEnd::Superseded(None);
+                    }
                 }
-                metrics.sent(message.len());
             }
         }
     }
@@ -943,6 +1084,10 @@ async fn serve_connection(incoming: quinn::Incoming, mut ctx: InboundCtx) {
         return;
     };
     debug!(peer = from, %remote, "inbound connection up");
+    // A peer that dials us anew may have restarted: our outbound connection to it may be stale.
+    if let Some(reconnected) = ctx.reconnected.get(&from) {
+        reconnected.send_replace(());
+    }
     loop {
         tokio::select! {
             _ = ctx.shutdown.changed() => return,
