@@ -721,6 +721,29 @@ impl Testnet {
         self.get_json(i, &format!("/block/{height}")).await
     }
 
+    /// Whether every validator holds the same block hash at every height `1..=up_to`.
+    /// Errors: [`TestnetError::Inconsistent`] when a validator has no block at one of those
+    /// heights; HTTP errors as [`Testnet::block`].
+    pub async fn same_chain(&self, up_to: u64) -> Result<bool, TestnetError> {
+        for h in 1..=up_to {
+            let mut reference: Option<String> = None;
+            for i in 0..self.validators() {
+                let Some(block) = self.block(i, h).await? else {
+                    return Err(TestnetError::Inconsistent {
+                        validator: i,
+                        message: format!("has no finalized block at height {h}"),
+                    });
+                };
+                match &reference {
+                    None => reference = Some(block.hash),
+                    Some(hash) if *hash != block.hash => return Ok(false),
+                    Some(_) => {}
+                }
+            }
+        }
+        Ok(true)
+    }
+
     /// Validator `i`'s view of transaction `hash_hex` (`GET /tx/{hash}`); `None` when it does not
     /// know it (not yet gossiped, or dropped).
     pub async fn tx(&self, i: usize, hash_hex: &str) -> Result<Option<TxInfo>, TestnetError> {

@@ -164,3 +164,24 @@ fn a_small_campaign_is_safe_and_live() {
     assert_eq!(report.liveness_failures, 0, "{:?}", report.failing_seeds);
     assert!(report.faults_injected >= 4);
 }
+
+// Regression: campaign seed 336 (7 validators, two silent withholders, a failed guard write)
+// stalled because a nullify the guard failed to record was never requested again.
+#[test]
+fn campaign_seed_336_stays_live() {
+    use quasar_node::sim::campaign::{run_one, CampaignConfig};
+    let cfg = CampaignConfig {
+        seeds: 1,
+        first_seed: 336,
+        validators: 7,
+        byzantine: 2,
+        heights: 30,
+    };
+    let outcome = run_one(&cfg, 336);
+    assert!(
+        outcome.live,
+        "stalled at height {}",
+        outcome.heights_finalized
+    );
+    assert!(outcome.violations.is_empty(), "{:?}", outcome.violations);
+}

@@ -311,3 +311,31 @@ fn a_leader_sends_the_justification_of_its_parent_before_the_proposal() {
     assert!(nullification.is_some() && proposal.is_some(), "{actions:?}");
     assert!(nullification < proposal, "justification first");
 }
+
+// Regression (found by a 1000-seed campaign): when the signing guard could not write its record,
+// the vote was never signed, yet the core counted it as cast and never asked again; with two
+// silent Byzantine validators out of 7 every honest nullify was needed, and the network stalled.
+// A timed-out view now asks again on every retry for votes that never came back signed.
+#[test]
+fn a_vote_the_guard_failed_to_record_is_requested_again_on_retry() {
+    let net = net();
+    let mut core = core_for(&net, 0);
+    core.start(0, 0);
+    let first = core.handle(
+        2_000_000,
+        Input::Timer {
+            view: 1,
+            kind: TimerKind::Timeout,
+        },
+    );
+    assert_eq!(votes(&first), vec![(VoteKind::Nullify, 1)]);
+    // The runtime could not sign it (no Input::Vote came back). The retry asks again.
+    let retry = core.handle(
+        2_200_000,
+        Input::Timer {
+            view: 1,
+            kind: TimerKind::Retry,
+        },
+    );
+    assert_eq!(votes(&retry), vec![(VoteKind::Nullify, 1)]);
+}

@@ -20,7 +20,6 @@
 //! they take well under a minute. On failure the network's directory (keys, configs, data,
 //! `v*/node.log`) is kept and its path and the log tails printed.
 
-use std::collections::HashSet;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -108,21 +107,10 @@ fn guard_highest_view(net: &Testnet, i: usize) -> u64 {
 
 /// Asserts that every validator holds the same block hash at every height `1..=up_to`.
 async fn assert_same_chain(net: &Testnet, up_to: u64) {
-    for h in 1..=up_to {
-        let mut hashes = HashSet::new();
-        for i in 0..net.validators() {
-            let block = net.block(i, h).await.unwrap();
-            let block = block
-                .unwrap_or_else(|| panic!("validator {i} has no finalized block at height {h}"));
-            assert_eq!(block.height, h);
-            hashes.insert(block.hash);
-        }
-        assert_eq!(
-            hashes.len(),
-            1,
-            "validators disagree at height {h}: {hashes:?}"
-        );
-    }
+    assert!(
+        net.same_chain(up_to).await.unwrap(),
+        "validators disagree at some height up to {up_to}"
+    );
 }
 
 /// Waits until every validator has finalized at least `at_least` and at least the highest height

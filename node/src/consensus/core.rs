@@ -331,6 +331,32 @@ impl Core {
         })
     }
 
+    /// A one-line summary of what this core holds for `view` (for diagnostics).
+    pub fn describe_view(&self, view: u64) -> String {
+        let Some(s) = self.views.get(&view) else {
+            return format!("view {view}: nothing");
+        };
+        let signers = |m: &HashMap<u32, VerifiedVote>| {
+            let mut v: Vec<u32> = m.keys().copied().collect();
+            v.sort_unstable();
+            v
+        };
+        format!(
+            "view {view}: proposals {} notarize {:?} finalize {:?} nullify {:?} certs n{}f{}x{} voted n{}f{}x{} timed_out {}",
+            s.proposals.len(),
+            signers(&s.notarize),
+            signers(&s.finalize),
+            signers(&s.nullify),
+            u8::from(s.notarization.is_some()),
+            u8::from(s.finalization.is_some()),
+            u8::from(s.nullification.is_some()),
+            u8::from(s.voted_notarize),
+            u8::from(s.voted_finalize),
+            u8::from(s.voted_nullify),
+            s.timed_out,
+        )
+    }
+
     /// The finalized tip.
     pub fn tip(&self) -> Tip {
         self.tip
@@ -518,6 +544,7 @@ impl Core {
                 for vote in mine {
                     out.push(Action::Broadcast(Message::Vote(vote)));
                 }
+                self.request_missing_votes(view, out);
                 if let Some(cert) = &self.entry_certificate {
                     out.push(Action::Broadcast(Message::Certificate(cert.clone())));
                 }
@@ -528,6 +555,45 @@ impl Core {
                     view,
                     kind: TimerKind::Retry,
                     at_us: self.now.saturating_add(self.cfg.retry_us),
+                });
+            }
+        }
+    }
+
+    /// Asks again for our votes in `view` that were requested but never came back signed (the
+    /// signing guard could not write its record, e.g. a full disk or no file descriptors). The
+    /// guard answers a repeat of a vote it did record, so asking twice is safe.
+    fn request_missing_votes(&self, view: u64, out: &mut Vec<Action>) {
+        let Some(s) = self.views.get(&view) else {
+            return;
+        };
+        let signed = |kind: VoteKind| s.mine.iter().any(|v| v.kind == kind);
+        if s.voted_nullify && !signed(VoteKind::Nullify) {
+            out.push(Action::Vote {
+                kind: VoteKind::Nullify,
+                view,
+                height: 0,
+                block: [0; 32],
+            });
+        }
+        if s.voted_finalize && !signed(VoteKind::Finalize) {
+            if let Some(c) = &s.notarization {
+                out.push(Action::Vote {
+                    kind: VoteKind::Finalize,
+                    view,
+                    height: c.height,
+                    block: c.block,
+                });
+            }
+        }
+        let leader = self.cfg.me == Some(self.leader_of(view));
+        if s.voted_notarize && !leader && !signed(VoteKind::Notarize) {
+            if let Some(block) = s.proposals.first().and_then(|h| self.blocks.get(h)) {
+                out.push(Action::Vote {
+                    kind: VoteKind::Notarize,
+                    view,
+                    height: block.height(),
+                    block: block.proposal.header.hash(),
                 });
             }
         }

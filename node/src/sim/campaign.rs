@@ -208,6 +208,9 @@ pub fn run_one(cfg: &CampaignConfig, seed: u64) -> RunOutcome {
     }
     let deadline = FAULT_WINDOW_US + 10 * SECOND + 2 * SECOND * cfg.heights;
     let live = sim.run_until_height(cfg.heights, deadline);
+    if !live {
+        eprintln!("seed {seed}: {}", sim.describe());
+    }
     let heights_finalized = honest
         .iter()
         .map(|&s| sim.finalized_height(s))

@@ -761,6 +761,23 @@ impl Simulation {
         }
     }
 
+    /// One line per node slot (behaviour, alive, view, finalized height, armed timers) and the
+    /// number of queued events: what a failing run's report shows.
+    pub fn describe(&self) -> String {
+        let mut out = format!("t={} queued={}", self.now, self.queue.len());
+        for (slot, n) in self.nodes.iter().enumerate() {
+            out.push_str(&format!(
+                "; slot {slot} ({:?}{}) height {} timers {:?} {}",
+                n.behavior,
+                if n.alive { "" } else { ", down" },
+                n.committed.len(),
+                n.timers.keys().collect::<Vec<_>>(),
+                n.core.describe_view(n.core.view()),
+            ));
+        }
+        out
+    }
+
     /// Messages Byzantine validators sent that deviate from the protocol.
     pub fn byzantine_messages(&self) -> u64 {
         self.byzantine_messages
