@@ -672,22 +672,22 @@ impl Testnet {
         Ok(format!("http://{}{path}", self.nodes[i].api))
     }
 
+    /// Sends `GET path` to validator `i`; returns the URL and the response, whatever its status.
+    async fn get(&self, i: usize, path: &str) -> Result<(String, reqwest::Response), TestnetError> {
+        let url = self.url(i, path)?;
+        match self.http.get(&url).send().await {
+            Ok(response) => Ok((url, response)),
+            Err(source) => Err(TestnetError::Http { url, source }),
+        }
+    }
+
     /// GETs JSON; `Ok(None)` on 404.
     async fn get_json<T: DeserializeOwned>(
         &self,
         i: usize,
         path: &str,
     ) -> Result<Option<T>, TestnetError> {
-        let url = self.url(i, path)?;
-        let response = self
-            .http
-            .get(&url)
-            .send()
-            .await
-            .map_err(|source| TestnetError::Http {
-                url: url.clone(),
-                source,
-            })?;
+        let (url, response) = self.get(i, path).await?;
         let status = response.status();
         if status == reqwest::StatusCode::NOT_FOUND {
             return Ok(None);
@@ -758,16 +758,7 @@ impl Testnet {
 
     /// Validator `i`'s `GET /metrics` (Prometheus text).
     pub async fn metrics(&self, i: usize) -> Result<String, TestnetError> {
-        let url = self.url(i, "/metrics")?;
-        let response = self
-            .http
-            .get(&url)
-            .send()
-            .await
-            .map_err(|source| TestnetError::Http {
-                url: url.clone(),
-                source,
-            })?;
+        let (url, response) = self.get(i, "/metrics").await?;
         if !response.status().is_success() {
             return Err(status_error(url, response).await);
         }

@@ -21,7 +21,6 @@
 //! `v*/node.log`) is kept and its path and the log tails printed.
 
 use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use quasar_node::signer::CRASH_AFTER_GUARD_ENV;
@@ -29,13 +28,10 @@ use quasar_node::testnet::{Status, Testnet};
 use quasar_storage::{SigningGuard, GUARD_FILE};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use tokio::sync::{Mutex, MutexGuard};
 use tokio::time::sleep;
 
-/// The `quasar-node` binary Cargo built for these tests.
-fn binary() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_quasar-node"))
-}
+mod common;
+use common::{assert_same_chain, binary, one_network_at_a_time, Fixture};
 
 /// Minimum time between blocks of the test networks, milliseconds.
 const BLOCK_TIME_MS: u64 = 100;
@@ -44,54 +40,11 @@ const SIGABRT: i32 = 6;
 /// Polling interval of a node's `/status` while it may crash.
 const POLL: Duration = Duration::from_millis(100);
 
-/// Four validator processes per test are all two cores can carry; tests wait for each other.
-async fn one_network_at_a_time() -> MutexGuard<'static, ()> {
-    static SERIAL: Mutex<()> = Mutex::const_new(());
-    SERIAL.lock().await
-}
-
 /// Aborting processes must not write core dumps (slow, and litter the machine): children inherit
 /// this process's soft core limit.
 fn no_core_dumps() {
     if let Ok((_, hard)) = rlimit::getrlimit(rlimit::Resource::CORE) {
         let _ = rlimit::setrlimit(rlimit::Resource::CORE, 0, hard);
-    }
-}
-
-/// A created network in a temporary directory that is kept (and printed, with every node's log
-/// tail) if the test fails.
-struct Fixture {
-    net: Testnet,
-    dir: Option<tempfile::TempDir>,
-}
-
-impl Fixture {
-    fn create(validators: usize) -> Fixture {
-        no_core_dumps();
-        let dir = tempfile::Builder::new()
-            .prefix("quasar-crash-points-")
-            .tempdir()
-            .unwrap();
-        let net = Testnet::create(dir.path(), validators, BLOCK_TIME_MS).unwrap();
-        Fixture {
-            net,
-            dir: Some(dir),
-        }
-    }
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        self.net.kill_all();
-        if std::thread::panicking() {
-            if let Some(dir) = self.dir.take() {
-                let kept = dir.keep();
-                eprintln!("test failed; network kept in {}", kept.display());
-                for i in 0..self.net.validators() {
-                    eprintln!("--- v{i}/node.log (tail) ---\n{}", self.net.log_tail(i, 25));
-                }
-            }
-        }
     }
 }
 
@@ -103,14 +56,6 @@ fn guard_highest_view(net: &Testnet, i: usize) -> u64 {
     SigningGuard::from_bytes(&bytes)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
         .highest_view()
-}
-
-/// Asserts that every validator holds the same block hash at every height `1..=up_to`.
-async fn assert_same_chain(net: &Testnet, up_to: u64) {
-    assert!(
-        net.same_chain(up_to).await.unwrap(),
-        "validators disagree at some height up to {up_to}"
-    );
 }
 
 /// Waits until every validator has finalized at least `at_least` and at least the highest height
@@ -169,7 +114,8 @@ struct Incarnation {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crashes_right_after_the_guard_record_never_cause_equivocation() {
     let _turn = one_network_at_a_time().await;
-    let mut fx = Fixture::create(4);
+    no_core_dumps();
+    let mut fx = Fixture::create("quasar-crash-points-", 4, BLOCK_TIME_MS);
     let crashy = 1;
     let inject = [(CRASH_AFTER_GUARD_ENV, "30")];
     // The honest three double as checks of the variable's other values: an invalid one is
@@ -344,7 +290,8 @@ async fn random_kill_9_over_repeated_rounds() {
         .unwrap_or_else(|| rand::thread_rng().gen::<u64>());
     eprintln!("random_kill_9_over_repeated_rounds: seed {seed} (QUASAR_CRASH_SEED={seed})");
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut fx = Fixture::create(4);
+    no_core_dumps();
+    let mut fx = Fixture::create("quasar-crash-points-", 4, BLOCK_TIME_MS);
     for i in 0..4 {
         fx.net.spawn(i, &binary()).unwrap();
     }

@@ -6,7 +6,6 @@
 //! `v*/node.log`) is kept and its path printed.
 
 use std::collections::HashSet;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use quasar_node::config::{self, GenesisFile, NodeConfig};
@@ -17,60 +16,10 @@ use quasar_node::testnet::{
     GENESIS_FILE, NODE_CONFIG_FILE,
 };
 use quasar_wire::frame::{encode_frame, MAX_FRAME_LEN};
-use tokio::sync::{Mutex, MutexGuard};
 use tokio::time::sleep;
 
-/// The `quasar-node` binary Cargo built for these tests.
-fn binary() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_quasar-node"))
-}
-
-/// Four validator processes per test are all two cores can carry; tests wait for each other.
-async fn one_network_at_a_time() -> MutexGuard<'static, ()> {
-    static SERIAL: Mutex<()> = Mutex::const_new(());
-    SERIAL.lock().await
-}
-
-/// A created network in a temporary directory that is kept (and printed) if the test fails.
-struct Fixture {
-    net: Testnet,
-    dir: Option<tempfile::TempDir>,
-}
-
-impl Fixture {
-    fn create(validators: usize, block_time_ms: u64) -> Fixture {
-        let dir = tempfile::Builder::new()
-            .prefix("quasar-testnet-test-")
-            .tempdir()
-            .unwrap();
-        let net = Testnet::create(dir.path(), validators, block_time_ms).unwrap();
-        Fixture {
-            net,
-            dir: Some(dir),
-        }
-    }
-
-    fn spawn_all(&mut self) {
-        for i in 0..self.net.validators() {
-            self.net.spawn(i, &binary()).unwrap();
-        }
-    }
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        self.net.kill_all();
-        if std::thread::panicking() {
-            if let Some(dir) = self.dir.take() {
-                let kept = dir.keep();
-                eprintln!("test failed; network kept in {}", kept.display());
-                for i in 0..self.net.validators() {
-                    eprintln!("--- v{i}/node.log (tail) ---\n{}", self.net.log_tail(i, 12));
-                }
-            }
-        }
-    }
-}
+mod common;
+use common::{assert_same_chain, binary, one_network_at_a_time, Fixture};
 
 fn max_finalized(statuses: &[Status]) -> u64 {
     statuses
@@ -78,14 +27,6 @@ fn max_finalized(statuses: &[Status]) -> u64 {
         .map(|s| s.finalized_height)
         .max()
         .unwrap_or(0)
-}
-
-/// Asserts that every validator holds the same block hash at every height `1..=up_to`.
-async fn assert_same_chain(net: &Testnet, up_to: u64) {
-    assert!(
-        net.same_chain(up_to).await.unwrap(),
-        "validators disagree at some height up to {up_to}"
-    );
 }
 
 // --- The library's pure parts --------------------------------------------------------------
@@ -244,7 +185,7 @@ async fn four_validators_finalize_with_agreement() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_validator_restarts_catches_up_and_never_equivocates() {
     let _turn = one_network_at_a_time().await;
-    let mut fx = Fixture::create(4, 100);
+    let mut fx = Fixture::create("quasar-testnet-test-", 4, 100);
     fx.spawn_all();
     let all = [0, 1, 2, 3];
     let others = [0, 1, 3];
@@ -305,7 +246,7 @@ async fn killed_validator_restarts_catches_up_and_never_equivocates() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_frames_are_counted_and_the_node_keeps_finalizing() {
     let _turn = one_network_at_a_time().await;
-    let mut fx = Fixture::create(4, 100);
+    let mut fx = Fixture::create("quasar-testnet-test-", 4, 100);
     fx.spawn_all();
     fx.net
         .wait_finalized(&[0, 1, 2, 3], 3, Duration::from_secs(30))

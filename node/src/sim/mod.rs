@@ -175,6 +175,8 @@ pub struct Simulation {
     queue: BinaryHeap<Reverse<(u64, u64, Event)>>,
     nodes: Vec<SimNode>,
     seeds: Vec<[u8; 32]>,
+    /// Each validator's key (the honest signer holds its own copy behind the guard).
+    keys: Vec<SecretKey>,
     validators: Arc<ValidatorSet>,
     verifier: Verifier,
     genesis: Hash,
@@ -229,6 +231,7 @@ impl Simulation {
             queue: BinaryHeap::new(),
             nodes: Vec::new(),
             seeds,
+            keys,
             validators,
             verifier,
             genesis,
@@ -403,10 +406,9 @@ impl Simulation {
     fn emit(&mut self, from: usize, message: Message) {
         let node = &self.nodes[from];
         let (validator, behavior) = (node.validator, node.behavior);
-        let key = SecretKey::from_seed(&self.seeds[validator]);
         let mut ctx = Context {
             validator: validator as u32,
-            key: &key,
+            key: &self.keys[validator],
             slots: self.nodes.len(),
             me: from,
             validators: self.cfg.validators,

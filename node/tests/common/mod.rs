@@ -1,0 +1,66 @@
+//! Shared pieces of the multi-process tests: the binary under test, one network at a time, and a
+//! network in a temporary directory that is kept (with log tails printed) when a test fails.
+#![allow(dead_code)] // each test binary uses a different subset
+
+use quasar_node::testnet::Testnet;
+use std::path::PathBuf;
+use tokio::sync::{Mutex, MutexGuard};
+
+/// The `quasar-node` binary cargo built for these tests.
+pub fn binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_quasar-node"))
+}
+
+/// Four validator processes per test are all two cores can carry; tests wait for each other.
+pub async fn one_network_at_a_time() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::const_new(());
+    SERIAL.lock().await
+}
+
+/// A created network in a temporary directory that is kept (and printed) if the test fails.
+pub struct Fixture {
+    pub net: Testnet,
+    dir: Option<tempfile::TempDir>,
+}
+
+impl Fixture {
+    /// Creates `validators` validators under a fresh temporary directory named `prefix…`.
+    pub fn create(prefix: &str, validators: usize, block_time_ms: u64) -> Fixture {
+        let dir = tempfile::Builder::new().prefix(prefix).tempdir().unwrap();
+        let net = Testnet::create(dir.path(), validators, block_time_ms).unwrap();
+        Fixture {
+            net,
+            dir: Some(dir),
+        }
+    }
+
+    /// Starts every validator.
+    pub fn spawn_all(&mut self) {
+        for i in 0..self.net.validators() {
+            self.net.spawn(i, &binary()).unwrap();
+        }
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        self.net.kill_all();
+        if std::thread::panicking() {
+            if let Some(dir) = self.dir.take() {
+                let kept = dir.keep();
+                eprintln!("test failed; network kept in {}", kept.display());
+                for i in 0..self.net.validators() {
+                    eprintln!("--- v{i}/node.log (tail) ---\n{}", self.net.log_tail(i, 25));
+                }
+            }
+        }
+    }
+}
+
+/// Asserts that every validator holds the same block hash at every height `1..=up_to`.
+pub async fn assert_same_chain(net: &Testnet, up_to: u64) {
+    assert!(
+        net.same_chain(up_to).await.unwrap(),
+        "validators disagree at some height up to {up_to}"
+    );
+}
