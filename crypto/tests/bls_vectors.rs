@@ -6,38 +6,15 @@
 //! stricter behaviour explicitly.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+
+mod common;
 
 use quasar_crypto::bls::{fast_aggregate_verify, BlsError, PublicKey, SecretKey, Signature};
 use serde_json::Value;
 
-/// The folder holding `bls12-381-tests/`: `$QUASAR_VECTORS`, else `<checkout>/../shared/vectors`.
-///
-/// Returns `None` (after printing a notice) when the folder is missing, so a plain `cargo test` on
-/// a machine without the vectors passes; with `CI=true` a missing folder fails the test instead.
-fn vectors_dir() -> Option<PathBuf> {
-    let dir = match std::env::var_os("QUASAR_VECTORS") {
-        Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/vectors"),
-    };
-    let dir = dir.join("bls12-381-tests");
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    let msg = format!(
-        "BLS test vectors not found at {} (set QUASAR_VECTORS to the shared/vectors folder)",
-        dir.display()
-    );
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("{msg}; CI=true requires them");
-    }
-    eprintln!("NOTICE: skipping vector test: {msg}");
-    None
-}
-
 /// Every case of one handler as (file name, parsed JSON), sorted by name. Fails if there are none.
 fn cases(handler: &str) -> Option<Vec<(String, Value)>> {
-    let dir = vectors_dir()?.join(handler);
+    let dir = common::vectors_dir("bls12-381-tests")?.join(handler);
     let mut out = Vec::new();
     for entry in fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
