@@ -2,6 +2,8 @@
 //!
 //! - [`consensus`]: the pure consensus state machine and message verification;
 //! - [`signer`]: votes and proposals signed behind the durable signing guard;
+//! - [`engine`]: one validator's core, signer and store, and the order in which consensus
+//!   actions touch them (shared by the runtime and the simulator);
 //! - [`runtime`]: the tokio process around the core (QUIC via [`p2p`], sled storage, timers);
 //! - [`mempool`], [`sync`], [`api`] (HTTP admin API), [`metrics`], [`config`] (keys, genesis,
 //!   `node.toml`);
@@ -12,6 +14,7 @@
 pub mod api;
 pub mod config;
 pub mod consensus;
+pub mod engine;
 pub mod fuzzing;
 pub mod mempool;
 pub mod metrics;

@@ -2,9 +2,10 @@
 //! and the HTTP API, for one validator process (`quasar-node run`).
 //!
 //! Task layout:
-//! - the **core task** owns [`Core`] and the [`VoteSigner`]; it takes verified inputs from one
-//!   channel and performs the core's actions in order (sign through the durable guard, then send;
-//!   commit finalized blocks to sled before anything else sees them);
+//! - the **core task** owns the [`Engine`] (core, signer, store); it takes verified inputs from
+//!   one channel and lets the engine perform the core's actions in the engine's order (sign
+//!   through the durable guard, then send; commit and flush finalized blocks before anything
+//!   else sees them);
 //! - the **inbound task** decodes every frame from peers (malformed ones are counted and dropped),
 //!   admits gossiped transactions, serves sync requests, and hands consensus messages to a bounded
 //!   pool of blocking verification jobs whose results feed the core channel;
@@ -15,17 +16,20 @@
 
 use crate::api;
 use crate::config::{load_keys, ConfigError, GenesisFile, NodeConfig};
-use crate::consensus::{Action, BlockLimits, Core, CoreConfig, Input, Tip, Verifier};
+use crate::consensus::{
+    BlockLimits, CoreConfig, Evidence, Input, ProposalSlot, TimerKind, Verifier,
+};
+use crate::engine::{Engine, EngineError, Host, Published};
 use crate::mempool::{Mempool, MempoolLimits};
 use crate::metrics::NodeMetrics;
 use crate::p2p::{Inbound, Network, NetworkConfig, P2pMetrics, PeerInfo};
-use crate::signer::VoteSigner;
-use crate::sync::{serve, SyncSource, MAX_SYNC_BLOCKS};
+use crate::signer::{SignError, VoteSigner};
+use crate::sync::{serve, MAX_SYNC_BLOCKS};
 use prometheus_client::registry::Registry;
 use quasar_crypto::hash::Hash;
-use quasar_storage::{FinalizedBlock, SigningGuard, SledStore, Store};
-use quasar_wire::{decode, tx_hash, Certificate, Message, MessageRef, SyncRequest, TxBatch};
-use std::collections::{HashMap, HashSet, VecDeque};
+use quasar_storage::{SigningGuard, SledStore, Store};
+use quasar_wire::{decode, tx_hash, Message, MessageRef, SyncRequest, TxBatch};
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -53,6 +57,9 @@ pub enum NodeError {
     /// The transport failed to start.
     #[error("network: {0}")]
     Network(#[from] crate::p2p::P2pError),
+    /// The consensus engine stopped on a storage failure or an inconsistent store.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
     /// Anything else that stops the node, with context.
     #[error("{0}")]
     Other(String),
@@ -131,56 +138,6 @@ impl Shared {
     }
 }
 
-struct StoreSource<'a>(&'a SledStore);
-
-impl SyncSource for StoreSource<'_> {
-    fn finalized_at(&self, height: u64) -> Option<(Vec<u8>, Vec<u8>)> {
-        let stored = self.0.block_by_height(height).ok()??;
-        Some((stored.block, stored.certificate))
-    }
-    fn block_by_hash(&self, hash: &Hash) -> Option<Vec<u8>> {
-        self.0.block_by_hash(hash).ok()?
-    }
-}
-
-/// The finalized tip recorded in the store (genesis on an empty store) and the finalization that
-/// committed it.
-fn tip_from_store(
-    store: &SledStore,
-    genesis: &crate::config::Genesis,
-) -> Result<(Tip, Option<Certificate>), NodeError> {
-    let Some((height, hash)) = store.finalized_tip()? else {
-        let tip = Tip {
-            height: 0,
-            hash: genesis.hash,
-            view: 0,
-            timestamp_us: genesis.file.genesis_time_us,
-        };
-        return Ok((tip, None));
-    };
-    let stored = store.block_by_height(height)?.ok_or_else(|| {
-        NodeError::Other(format!(
-            "finalized block {} missing from the store",
-            hex::encode(hash)
-        ))
-    })?;
-    let (Ok(MessageRef::Proposal(p)), Ok(MessageRef::Certificate(c))) =
-        (decode(&stored.block), decode(&stored.certificate))
-    else {
-        return Err(NodeError::Other(format!(
-            "finalized block or certificate at height {height} does not decode"
-        )));
-    };
-    let header = p.header();
-    let tip = Tip {
-        height,
-        hash,
-        view: header.view,
-        timestamp_us: header.timestamp_us,
-    };
-    Ok((tip, Some(c.to_owned())))
-}
-
 /// Runs a validator until SIGINT/SIGTERM. Errors: [`NodeError`] (configuration problems at start,
 /// storage failures at any time).
 pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
@@ -214,10 +171,41 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         )));
     }
     let guard = SigningGuard::open(&cfg.data_dir)?;
-    store.bind_genesis(&genesis.hash)?;
-    let (tip, tip_certificate) = tip_from_store(&store, &genesis)?;
     let chain_id = genesis.file.chain_id;
     let validators = Arc::new(genesis.validators.clone());
+    let limits = BlockLimits {
+        max_txs: cfg.max_block_txs,
+        max_bytes: MAX_BLOCK_BYTES,
+    };
+    let verifier = Verifier::new(validators.clone(), genesis.hash, chain_id, 0, limits);
+    let core_cfg = CoreConfig {
+        chain_id,
+        epoch: 0,
+        genesis: genesis.hash,
+        me: Some(me),
+        block_time_us: cfg.block_time_ms * 1000,
+        view_timeout_us: cfg.view_timeout_ms() * 1000,
+        retry_us: (cfg.block_time_ms * 1000).clamp(100_000, 1_000_000),
+        max_future_views: 1_000,
+        max_clock_drift_us: 5_000_000,
+    };
+    let signer = VoteSigner::new(keys.bls, me, chain_id, 0, guard);
+    let (engine, recovery) = Engine::open(
+        store.clone(),
+        signer,
+        core_cfg,
+        validators.clone(),
+        &verifier,
+        genesis.file.genesis_time_us,
+    )?;
+    let tip = recovery.tip;
+    if recovery.restored > 0 || recovery.dropped > 0 {
+        tracing::info!(
+            restored = recovery.restored,
+            dropped = recovery.dropped,
+            "certificates above the finalized tip (dropped: no longer verify)"
+        );
+    }
 
     let mut peers = Vec::new();
     for p in &cfg.peers {
@@ -256,11 +244,6 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     )
     .await?;
 
-    let limits = BlockLimits {
-        max_txs: cfg.max_block_txs,
-        max_bytes: MAX_BLOCK_BYTES,
-    };
-    let verifier = Verifier::new(validators.clone(), genesis.hash, chain_id, 0, limits);
     let shared = Arc::new(Shared {
         validator: me,
         chain_id,
@@ -297,54 +280,18 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         input_tx.clone(),
     ));
 
-    let core_cfg = CoreConfig {
-        chain_id,
-        epoch: 0,
-        genesis: genesis.hash,
-        me: Some(me),
-        block_time_us: cfg.block_time_ms * 1000,
-        view_timeout_us: cfg.view_timeout_ms() * 1000,
-        retry_us: (cfg.block_time_ms * 1000).clamp(100_000, 1_000_000),
-        max_future_views: 1_000,
-        max_clock_drift_us: 5_000_000,
-    };
-    let signer = VoteSigner::new(keys.bls, me, chain_id, 0, guard);
-    let mut core = Core::new(core_cfg, validators, tip);
-    if let Some(certificate) = tip_certificate {
-        core.set_tip_certificate(certificate);
-    }
-    // Certificates above the finalized tip, kept across the restart (see Action::Certified).
-    let mut restored = 0usize;
-    for bytes in shared.store.view_certificates()? {
-        let Ok(MessageRef::Certificate(c)) = decode(&bytes) else {
-            return Err(NodeError::Other(
-                "a kept view certificate does not decode".into(),
-            ));
-        };
-        match verifier.verify_certificate(c.to_owned()) {
-            Ok(verified) => {
-                core.restore(verified);
-                restored += 1;
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "dropping a kept certificate that no longer verifies")
-            }
-        }
-    }
-    if restored > 0 {
-        tracing::info!(restored, "restored certificates above the finalized tip");
-    }
-    let driver = Driver {
-        core,
-        signer,
-        shared: shared.clone(),
-        verifier,
-        input_tx,
-        max_block_txs: cfg.max_block_txs,
-        span: tracing::Span::none(),
+    let mut driver = Driver {
+        engine,
+        host: RuntimeHost {
+            shared: shared.clone(),
+            verifier,
+            input_tx,
+            max_block_txs: cfg.max_block_txs,
+            span: tracing::Span::none(),
+        },
     };
     // Report the view consensus will resume at while it waits for peers.
-    let resume = driver.signer.highest_view().max(tip.view + 1);
+    let resume = driver.engine.signer_mut().highest_view().max(tip.view + 1);
     shared.view.store(resume, Ordering::Relaxed);
     wait_for_quorum_of_peers(&shared, &genesis.validators, Duration::from_secs(10)).await;
     let result = driver.run(input_rx).await;
@@ -412,11 +359,9 @@ async fn inbound_loop(
                 let shared = shared.clone();
                 tokio::task::spawn_blocking(move || {
                     let response = match decode(&message) {
-                        Ok(MessageRef::SyncRequest(req)) => Message::SyncResponse(serve(
-                            &req.to_owned(),
-                            &StoreSource(&shared.store),
-                        ))
-                        .encode(),
+                        Ok(MessageRef::SyncRequest(req)) => {
+                            Message::SyncResponse(serve(&req.to_owned(), &shared.store)).encode()
+                        }
                         _ => {
                             shared.p2p_metrics.record_malformed();
                             return;
@@ -477,34 +422,30 @@ fn ingest(shared: &Shared, verifier: &Verifier, bytes: &[u8]) -> Option<Input> {
     }
 }
 
+/// The core task: the engine and the tokio side of its host.
 struct Driver {
-    core: Core,
-    signer: VoteSigner,
-    shared: Arc<Shared>,
-    verifier: Verifier,
-    input_tx: mpsc::Sender<Input>,
-    max_block_txs: usize,
-    span: tracing::Span,
+    engine: Engine<SledStore>,
+    host: RuntimeHost,
 }
 
 impl Driver {
     async fn run(mut self, mut input_rx: mpsc::Receiver<Input>) -> Result<(), NodeError> {
-        let start = self.core.start(now_us(), self.signer.highest_view());
-        self.perform(start)?;
+        self.engine.start(&mut self.host)?;
         let mut terminate = signal(tokio::signal::unix::SignalKind::terminate())?;
         loop {
             tokio::select! {
                 input = input_rx.recv() => {
                     let Some(input) = input else { return Ok(()) };
                     if let Input::Proposal(p) = &input {
-                        self.shared.height.fetch_max(p.proposal().header.height, Ordering::Relaxed);
+                        self.host.shared.height.fetch_max(p.proposal().header.height, Ordering::Relaxed);
                     }
-                    let actions = self.core.handle(now_us(), input);
-                    self.perform(actions)?;
+                    let span = self.host.span.clone();
+                    let _entered = span.enter();
+                    self.engine.handle(&mut self.host, input)?;
                 }
                 _ = tokio::signal::ctrl_c() => return Ok(()),
                 _ = terminate.recv() => return Ok(()),
-                cause = self.shared.network.stopped() => {
+                cause = self.host.shared.network.stopped() => {
                     // The transport died on its own: exit so the supervisor restarts the node,
                     // rather than stay up looking healthy while deaf.
                     return Err(NodeError::Other(format!("p2p transport stopped: {cause:?}")));
@@ -512,238 +453,170 @@ impl Driver {
             }
         }
     }
+}
 
-    fn perform(&mut self, actions: Vec<Action>) -> Result<(), NodeError> {
-        let span = self.span.clone();
-        let _entered = span.enter();
-        let mut queue: VecDeque<Action> = actions.into();
-        let mut committed = false;
-        while let Some(action) = queue.pop_front() {
-            match action {
-                Action::Broadcast(message) => self.broadcast(&message),
-                Action::Vote {
-                    kind,
-                    view,
-                    height,
-                    block,
-                } => match self.signer.sign_vote(kind, view, height, block) {
-                    Ok((vote, _)) => {
-                        self.shared.metrics.votes_signed.inc();
-                        self.broadcast(&Message::Vote(vote.vote().clone()));
-                        queue.extend(self.core.handle(now_us(), Input::Vote(vote)));
-                    }
-                    Err(e) => {
-                        self.shared.metrics.guard_refusals.inc();
-                        tracing::warn!(view, ?kind, error = %e, "signing guard refused a vote");
-                    }
-                },
-                Action::Propose(slot) => {
-                    let (view, height) = (slot.view, slot.height);
-                    let exclude: HashSet<Hash> = slot.exclude.iter().copied().collect();
-                    let txs = match self.shared.mempool.lock() {
-                        Ok(pool) => pool.select(&exclude, self.max_block_txs, MAX_BLOCK_BYTES),
-                        Err(_) => Vec::new(),
-                    };
-                    match self.signer.sign_block(&slot, txs, now_us()) {
-                        Ok(proposal) => {
-                            self.shared.metrics.votes_signed.inc();
-                            let message = Message::Proposal(proposal.proposal().clone());
-                            if let Ok(bytes) = message.encode() {
-                                self.shared.store.put_block(proposal.hash(), &bytes)?;
-                                self.shared.network.broadcast(Arc::new(bytes));
-                            }
-                            tracing::debug!(
-                                view,
-                                height,
-                                txs = proposal.proposal().txs.len(),
-                                "proposed"
-                            );
-                            queue.extend(
-                                self.core
-                                    .handle(now_us(), Input::Proposal(Box::new(proposal))),
-                            );
-                        }
-                        Err(e) => {
-                            self.shared.metrics.guard_refusals.inc();
-                            tracing::warn!(view, error = %e, "signing guard refused a proposal");
-                        }
-                    }
-                }
-                Action::SetTimer { view, kind, at_us } => {
-                    let tx = self.input_tx.clone();
-                    let delay = Duration::from_micros(at_us.saturating_sub(now_us()));
-                    tokio::spawn(async move {
-                        tokio::time::sleep(delay).await;
-                        let _ = tx.send(Input::Timer { view, kind }).await;
-                    });
-                }
-                Action::Finalized(finalized) => {
-                    let crate::consensus::FinalizedBlock {
-                        proposal,
-                        hash,
-                        certificate,
-                    } = *finalized;
-                    let height = proposal.header.height;
-                    let tx_hashes: Vec<Hash> = proposal.txs.iter().map(|tx| tx_hash(tx)).collect();
-                    let block = Message::Proposal(proposal.clone())
-                        .encode()
-                        .map_err(|e| NodeError::Other(format!("encode finalized block: {e}")))?;
-                    let cert = Message::Certificate(certificate)
-                        .encode()
-                        .map_err(|e| NodeError::Other(format!("encode certificate: {e}")))?;
-                    // The moment this node saw the finalize quorum (before any storage work).
-                    let now = now_us();
-                    self.shared.store.commit_finalized(&FinalizedBlock {
-                        height,
-                        hash,
-                        block,
-                        certificate: cert,
-                        tx_hashes: tx_hashes.clone(),
-                    })?;
-                    committed = true;
-                    self.shared
-                        .store
-                        .prune_view_certificates(proposal.header.view.saturating_add(1))?;
-                    if let Ok(mut pool) = self.shared.mempool.lock() {
-                        pool.remove_finalized(&tx_hashes);
-                        self.shared.metrics.mempool_size.set(pool.len() as i64);
-                    }
-                    if let Ok(mut at) = self.shared.finalized_at.lock() {
-                        at.insert(height, now);
-                        if height > FINALITY_MEMORY {
-                            at.remove(&(height - FINALITY_MEMORY));
-                        }
-                    }
-                    self.shared
-                        .finalized_height
-                        .store(height, Ordering::Relaxed);
-                    self.shared.height.fetch_max(height, Ordering::Relaxed);
-                    let m = &self.shared.metrics;
-                    m.blocks_finalized.inc();
-                    m.txs_finalized.inc_by(tx_hashes.len() as u64);
-                    m.finalized_height.set(height as i64);
-                    m.finality_seconds
-                        .observe(now.saturating_sub(proposal.header.timestamp_us) as f64 / 1e6);
-                    tracing::info!(height, hash = %hex::encode(&hash[..8]), txs = tx_hashes.len(), "finalized");
-                }
-                Action::Certified(certificate) => {
-                    let bytes = Message::Certificate(certificate.clone())
-                        .encode()
-                        .map_err(|e| NodeError::Other(format!("encode certificate: {e}")))?;
-                    self.shared.store.put_view_certificate(
-                        certificate.view,
-                        certificate.kind as u8,
-                        &bytes,
-                    )?;
-                    // Durable before we act on it (enter the next view and vote there): if every
-                    // validator lost the certificate of a view they all left, nobody could
-                    // justify a proposal across it again.
-                    self.shared.store.flush()?;
-                }
-                Action::Fetch { block, from_height } => {
-                    tracing::debug!(block = %hex::encode(&block[..8]), from_height, "fetching");
-                    self.fetch(block, from_height)
-                }
-                Action::EnteredView { view, leader } => {
-                    self.span = tracing::info_span!(parent: None, "view", view, leader);
-                    self.shared.view.store(view, Ordering::Relaxed);
-                    self.shared.metrics.view.set(view as i64);
-                }
-                Action::Evidence(e) => {
-                    self.shared.metrics.equivocations.inc();
-                    tracing::warn!(kind = ?e.kind, signer = e.signer, view = e.view, "equivocation detected");
-                    // Evidence must never crash a node (DESIGN.md §2): it is produced by other,
-                    // possibly Byzantine, validators and is not on the safety path, so a failure
-                    // to encode or store it is logged and consensus goes on. (Unlike blocks and
-                    // certificates, whose storage failure is fatal.)
-                    let stored = api::evidence_record(&e)
-                        .map_err(|err| format!("encode: {err}"))
-                        .and_then(|record| {
-                            self.shared
-                                .store
-                                .put_evidence(&record)
-                                .map_err(|err| err.to_string())
-                        });
-                    if let Err(error) = stored {
-                        self.shared.metrics.evidence_store_failures.inc();
-                        tracing::error!(%error, kind = ?e.kind, signer = e.signer, view = e.view, "could not store equivocation evidence");
-                    }
-                }
+/// The engine's [`Host`] in a validator process: QUIC broadcast, tokio timers, block sync, the
+/// mempool, metrics and the state the HTTP API reads.
+struct RuntimeHost {
+    shared: Arc<Shared>,
+    verifier: Verifier,
+    input_tx: mpsc::Sender<Input>,
+    max_block_txs: usize,
+    /// The current view's span (every log line of the view carries it).
+    span: tracing::Span,
+}
+
+impl Host for RuntimeHost {
+    fn now_us(&self) -> u64 {
+        now_us()
+    }
+
+    fn broadcast(&mut self, _message: Message, bytes: Vec<u8>) {
+        self.shared.network.broadcast(Arc::new(bytes));
+    }
+
+    fn set_timer(&mut self, view: u64, kind: TimerKind, at_us: u64) {
+        let tx = self.input_tx.clone();
+        let delay = Duration::from_micros(at_us.saturating_sub(now_us()));
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            let _ = tx.send(Input::Timer { view, kind }).await;
+        });
+    }
+
+    fn fetch(&mut self, block: Hash, from_height: u64) {
+        tracing::debug!(block = %hex::encode(&block[..8]), from_height, "fetching");
+        fetch(
+            self.shared.clone(),
+            self.verifier.clone(),
+            self.input_tx.clone(),
+            block,
+            from_height,
+        );
+    }
+
+    fn block_txs(&mut self, slot: &ProposalSlot) -> Vec<Vec<u8>> {
+        let exclude: HashSet<Hash> = slot.exclude.iter().copied().collect();
+        match self.shared.mempool.lock() {
+            Ok(pool) => pool.select(&exclude, self.max_block_txs, MAX_BLOCK_BYTES),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    fn finalized(&mut self, block: &Published) {
+        let height = block.proposal.header.height;
+        if let Ok(mut pool) = self.shared.mempool.lock() {
+            pool.remove_finalized(&block.tx_hashes);
+            self.shared.metrics.mempool_size.set(pool.len() as i64);
+        }
+        if let Ok(mut at) = self.shared.finalized_at.lock() {
+            at.insert(height, block.seen_us);
+            if height > FINALITY_MEMORY {
+                at.remove(&(height - FINALITY_MEMORY));
             }
         }
-        if committed {
-            // Finalized blocks are durable before the next input is handled, so a crash never
-            // takes back a height this node has reported as final.
-            self.shared.store.flush()?;
-        }
-        Ok(())
+        self.shared
+            .finalized_height
+            .store(height, Ordering::Relaxed);
+        self.shared.height.fetch_max(height, Ordering::Relaxed);
+        let m = &self.shared.metrics;
+        m.blocks_finalized.inc();
+        m.txs_finalized.inc_by(block.tx_hashes.len() as u64);
+        m.finalized_height.set(height as i64);
+        m.finality_seconds.observe(
+            block
+                .seen_us
+                .saturating_sub(block.proposal.header.timestamp_us) as f64
+                / 1e6,
+        );
+        tracing::info!(height, hash = %hex::encode(&block.hash[..8]), txs = block.tx_hashes.len(), "finalized");
     }
 
-    fn broadcast(&self, message: &Message) {
-        match message.encode() {
-            Ok(bytes) => self.shared.network.broadcast(Arc::new(bytes)),
-            Err(e) => tracing::error!(error = %e, "could not encode an outgoing message"),
+    fn evidence(&mut self, e: &Evidence, stored: Result<bool, String>) {
+        self.shared.metrics.equivocations.inc();
+        tracing::warn!(kind = ?e.kind, signer = e.signer, view = e.view, "equivocation detected");
+        if let Err(error) = stored {
+            self.shared.metrics.evidence_store_failures.inc();
+            tracing::error!(%error, kind = ?e.kind, signer = e.signer, view = e.view, "could not store equivocation evidence");
         }
     }
 
-    /// Asks a random peer for a missing block and the finalized blocks after our tip; feeds what
-    /// comes back through verification into the core.
-    fn fetch(&self, block: Hash, from_height: u64) {
-        let shared = self.shared.clone();
-        let verifier = self.verifier.clone();
-        let input_tx = self.input_tx.clone();
-        let n = verifier.validators().len() as u32;
-        let me = shared.validator;
-        tokio::spawn(async move {
-            let request = Message::SyncRequest(SyncRequest {
-                from_height,
-                max_blocks: MAX_SYNC_BLOCKS,
-                block,
-            });
-            let Ok(bytes) = request.encode() else { return };
-            let first = rand::random::<u32>() % n.max(1);
-            for k in 0..n {
-                let peer = (first + k) % n;
-                if peer == me {
+    fn entered_view(&mut self, view: u64, leader: u32) {
+        self.span = tracing::info_span!(parent: None, "view", view, leader);
+        self.shared.view.store(view, Ordering::Relaxed);
+        self.shared.metrics.view.set(view as i64);
+    }
+
+    fn signed(&mut self) {
+        self.shared.metrics.votes_signed.inc();
+    }
+
+    fn refused(&mut self, view: u64, error: &SignError) {
+        self.shared.metrics.guard_refusals.inc();
+        tracing::warn!(view, %error, "signing guard refused to sign");
+    }
+}
+
+/// Asks a random peer for a missing block and the finalized blocks after our tip; feeds what
+/// comes back through verification into the core.
+fn fetch(
+    shared: Arc<Shared>,
+    verifier: Verifier,
+    input_tx: mpsc::Sender<Input>,
+    block: Hash,
+    from_height: u64,
+) {
+    let n = verifier.validators().len() as u32;
+    let me = shared.validator;
+    tokio::spawn(async move {
+        let request = Message::SyncRequest(SyncRequest {
+            from_height,
+            max_blocks: MAX_SYNC_BLOCKS,
+            block,
+        });
+        let Ok(bytes) = request.encode() else { return };
+        let first = rand::random::<u32>() % n.max(1);
+        for k in 0..n {
+            let peer = (first + k) % n;
+            if peer == me {
+                continue;
+            }
+            let reply = match shared
+                .network
+                .request(peer, bytes.clone(), Duration::from_secs(3))
+                .await
+            {
+                Ok(reply) => reply,
+                Err(e) => {
+                    tracing::debug!(peer, error = %e, "sync request failed");
                     continue;
                 }
-                let reply = match shared
-                    .network
-                    .request(peer, bytes.clone(), Duration::from_secs(3))
-                    .await
-                {
-                    Ok(reply) => reply,
-                    Err(e) => {
-                        tracing::debug!(peer, error = %e, "sync request failed");
-                        continue;
-                    }
+            };
+            tracing::debug!(peer, from_height, bytes = reply.len(), "sync reply");
+            let shared2 = shared.clone();
+            let verifier2 = verifier.clone();
+            let inputs = tokio::task::spawn_blocking(move || {
+                let Ok(MessageRef::SyncResponse(resp)) = decode(&reply) else {
+                    shared2.p2p_metrics.record_malformed();
+                    return Vec::new();
                 };
-                tracing::debug!(peer, from_height, bytes = reply.len(), "sync reply");
-                let shared2 = shared.clone();
-                let verifier2 = verifier.clone();
-                let inputs = tokio::task::spawn_blocking(move || {
-                    let Ok(MessageRef::SyncResponse(resp)) = decode(&reply) else {
-                        shared2.p2p_metrics.record_malformed();
-                        return Vec::new();
-                    };
-                    resp.items()
-                        .filter_map(|item| ingest(&shared2, &verifier2, item))
-                        .collect::<Vec<_>>()
-                })
-                .await
-                .unwrap_or_default();
-                let useful = !inputs.is_empty();
-                for input in inputs {
-                    if input_tx.send(input).await.is_err() {
-                        return;
-                    }
-                }
-                if useful {
+                resp.items()
+                    .filter_map(|item| ingest(&shared2, &verifier2, item))
+                    .collect::<Vec<_>>()
+            })
+            .await
+            .unwrap_or_default();
+            let useful = !inputs.is_empty();
+            for input in inputs {
+                if input_tx.send(input).await.is_err() {
                     return;
                 }
             }
-        });
-    }
+            if useful {
+                return;
+            }
+        }
+    });
 }
 
 fn signal(kind: tokio::signal::unix::SignalKind) -> Result<tokio::signal::unix::Signal, NodeError> {

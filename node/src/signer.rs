@@ -133,6 +133,11 @@ impl VoteSigner {
         std::mem::replace(&mut self.guard, SigningGuard::in_memory())
     }
 
+    /// The signing guard (the simulator arms its fault injection through this).
+    pub fn guard_mut(&mut self) -> &mut SigningGuard {
+        &mut self.guard
+    }
+
     /// This validator's index.
     pub fn index(&self) -> u32 {
         self.index

@@ -7,6 +7,7 @@
 //! the whole range through hash links from one certificate.
 
 use quasar_crypto::hash::Hash;
+use quasar_storage::Store;
 use quasar_wire::{SyncRequest, SyncResponse};
 
 /// Most finalized blocks one reply carries.
@@ -22,6 +23,18 @@ pub trait SyncSource {
     fn finalized_at(&self, height: u64) -> Option<(Vec<u8>, Vec<u8>)>;
     /// An encoded proposal by hash, finalized or pending.
     fn block_by_hash(&self, hash: &Hash) -> Option<Vec<u8>>;
+}
+
+/// Every block store serves sync: finalized blocks by height, any kept block by hash. A store
+/// error reads as "not here" (the requester asks another peer).
+impl<S: Store + ?Sized> SyncSource for S {
+    fn finalized_at(&self, height: u64) -> Option<(Vec<u8>, Vec<u8>)> {
+        let stored = self.block_by_height(height).ok()??;
+        Some((stored.block, stored.certificate))
+    }
+    fn block_by_hash(&self, hash: &Hash) -> Option<Vec<u8>> {
+        Store::block_by_hash(self, hash).ok()?
+    }
 }
 
 /// Builds the reply to `request` from `source`: never more than [`MAX_SYNC_BLOCKS`] blocks, and

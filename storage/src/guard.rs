@@ -154,6 +154,8 @@ pub struct SigningGuard {
     /// Directory holding [`GUARD_FILE`]; `None` for [`SigningGuard::in_memory`].
     dir: Option<PathBuf>,
     views: BTreeMap<u64, ViewRecord>,
+    /// Fault injection: this many upcoming fresh records fail as a failed fsync would.
+    failing_writes: u32,
 }
 
 impl SigningGuard {
@@ -186,6 +188,7 @@ impl SigningGuard {
         Ok(SigningGuard {
             dir: Some(dir.to_path_buf()),
             views,
+            failing_writes: 0,
         })
     }
 
@@ -197,6 +200,7 @@ impl SigningGuard {
         Ok(SigningGuard {
             dir: None,
             views: decode(bytes)?,
+            failing_writes: 0,
         })
     }
 
@@ -205,7 +209,16 @@ impl SigningGuard {
         SigningGuard {
             dir: None,
             views: BTreeMap::new(),
+            failing_writes: 0,
         }
+    }
+
+    /// Fault injection for simulations and tests: the next `count` records that would be
+    /// [`GuardDecision::Fresh`] fail with [`GuardError::Io`] instead, recording nothing, exactly
+    /// as a failed write or fsync of the guard file does. `0` disarms. Repeats and refusals are
+    /// unaffected (they write nothing).
+    pub fn fail_next_writes(&mut self, count: u32) {
+        self.failing_writes = count;
     }
 
     /// Decides whether `intent` may be signed and, if it is new, records it durably first.
@@ -263,6 +276,12 @@ impl SigningGuard {
         let mut next = self.views.clone();
         next.insert(intent.view, updated);
         prune(&mut next);
+        if self.failing_writes > 0 {
+            self.failing_writes -= 1;
+            return Err(GuardError::Io(std::io::Error::other(
+                "injected fault: the guard record could not be made durable",
+            )));
+        }
         if let Some(dir) = &self.dir {
             persist(dir, &next)?;
         }

@@ -10,6 +10,8 @@
 //!   may be signed, kept in its own fsync'd file because sled's flush is not durable enough for it.
 //! - [`evidence`]: [`EvidenceRecord`], durable and bounded proof of equivocation (both signed
 //!   messages), kept in the store's `evidence` tree.
+//! - [`sim`]: [`SimStore`], the sled store behind a simulated disk with injectable faults (failed
+//!   write, failed fsync, torn or lost unflushed writes on crash), for the simulator.
 //!
 //! This crate depends only on `quasar-crypto` (for [`quasar_crypto::hash::Hash`] and SHA3-256).
 #![forbid(unsafe_code)]
@@ -26,8 +28,10 @@
 
 pub mod evidence;
 pub mod guard;
+pub mod sim;
 pub mod store;
 
 pub use evidence::{EvidenceError, EvidenceRecord};
 pub use guard::*;
+pub use sim::{Crash, SimStore};
 pub use store::*;

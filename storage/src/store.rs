@@ -228,7 +228,14 @@ impl SledStore {
     ///
     /// Errors: [`StoreError::Backend`] if sled cannot create it.
     pub fn temporary() -> Result<SledStore, StoreError> {
-        Self::from_db(sled::Config::new().temporary(true).open()?)
+        // No background flusher thread: nothing here needs durability, and a simulation may
+        // hold hundreds of these.
+        Self::from_db(
+            sled::Config::new()
+                .temporary(true)
+                .flush_every_ms(None)
+                .open()?,
+        )
     }
 
     fn from_db(db: sled::Db) -> Result<SledStore, StoreError> {

@@ -5,11 +5,15 @@
 //! - `byzantine` distinct validators get a random [`Behavior`] each (Twins included);
 //! - the network gets random latency (1 ms to 5–60 ms, so messages reorder), loss (0–5 %) and
 //!   duplication (0–2 %);
-//! - the signing guard's write fails for up to 1 % of votes (those votes are never sent);
+//! - the signing guard's write fails for up to 1 % of the events a node handles (that vote is
+//!   never sent);
+//! - during the fault window, each event a node handles may also hit a failed store write or a
+//!   failed flush (up to 0.2 % each): fatal, as in a validator process, so the node goes down
+//!   with a torn prefix of its unflushed writes and is restarted 0.2–1 s later;
 //! - during an 8-second fault window, 1–4 faults strike at random times: an honest validator
-//!   crashes and restarts 0.2–2 s later from its durable state (half of the crashes also lose the
-//!   blocks of its last, unflushed commit), or the network splits into two random groups and
-//!   heals 0.5–3 s later;
+//!   crashes and restarts 0.2–2 s later from its durable state (a crash keeps a random prefix of
+//!   the unflushed store writes; half of the crashes lose all of them), or the network splits
+//!   into two random groups and heals 0.5–3 s later;
 //! - after the window every link heals and every crashed validator restarts; the run must then
 //!   reach `heights` finalized blocks on every honest node within `10 s + 2 s × heights` of
 //!   simulated time (a liveness failure otherwise), and the checker must find no violation.
@@ -44,7 +48,7 @@ pub struct CampaignConfig {
 pub struct RunOutcome {
     /// Its seed.
     pub seed: u64,
-    /// Crashes and partitions injected.
+    /// Crashes, partitions and fatal storage faults injected.
     pub faults_injected: u64,
     /// Messages the Byzantine validators sent that deviate from the protocol.
     pub byzantine_messages: u64,
@@ -136,6 +140,8 @@ pub fn run_one(cfg: &CampaignConfig, seed: u64) -> RunOutcome {
         loss: rng.gen_range(0.0..0.05),
         duplicate: rng.gen_range(0.0..0.02),
         guard_failures: rng.gen_range(0.0..0.01),
+        store_write_failures: rng.gen_range(0.0..0.002),
+        store_flush_failures: rng.gen_range(0.0..0.002),
         byzantine: byzantine.clone(),
         ..SimConfig::default()
     };
@@ -200,6 +206,7 @@ pub fn run_one(cfg: &CampaignConfig, seed: u64) -> RunOutcome {
         }
     }
     sim.run_until(FAULT_WINDOW_US);
+    sim.stop_storage_faults();
     sim.heal();
     for (slot, down) in crashed.iter().enumerate() {
         if *down {
@@ -218,7 +225,7 @@ pub fn run_one(cfg: &CampaignConfig, seed: u64) -> RunOutcome {
         .unwrap_or(0);
     RunOutcome {
         seed,
-        faults_injected: injected,
+        faults_injected: injected + sim.storage_failures(),
         byzantine_messages: sim.byzantine_messages(),
         violations: sim.check_safety().err().unwrap_or_default(),
         live,

@@ -75,6 +75,11 @@ pub enum Violation {
     BadCertificate { view: u64, kind: CertificateKind },
     /// An honest validator signed conflicting votes.
     HonestEquivocation { validator: u32, view: u64 },
+    /// A node lost (or changed) a block at `height` after reporting it final: its store did
+    /// not keep what it had flushed. Reported by the simulation, which sees the crashes.
+    LostFinalized { node: String, height: u64 },
+    /// A node's store could not be reopened after a crash. Reported by the simulation.
+    Unrecoverable { node: String, error: String },
 }
 
 /// Signers named by a bitmap (bit i % 8 of byte i / 8), or `None` if it names a non-member.

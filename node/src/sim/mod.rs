@@ -1,8 +1,12 @@
 //! A deterministic, seeded simulation of a validator network around the real consensus core.
 //!
-//! Every simulated validator runs the production [`Core`], [`Verifier`] and [`VoteSigner`] (with
-//! an in-memory signing guard that keeps its records across simulated crashes, as the durable
-//! guard file does). Messages are encoded to ZAP bytes, delivered after a seeded random latency
+//! Every simulated validator runs the production [`Engine`] — the [`Core`](crate::consensus::Core),
+//! the [`VoteSigner`] and the storage code a validator runs — with an in-memory signing guard that
+//! keeps its records across simulated crashes (as the durable guard file does) and a
+//! [`SimStore`]: the sled store behind a simulated disk. Faults are injected into both: a guard
+//! record that fails to become durable, a store write or flush that fails (fatal, as in the
+//! runtime: the validator goes down and is restarted), and crashes that keep a torn prefix of
+//! the unflushed writes or lose them all. Messages are encoded to ZAP bytes, delivered after a seeded random latency
 //! (dropped with a configured probability or when a partition separates the two nodes), decoded
 //! and verified, exactly as the runtime does. Timers and deliveries share one event queue ordered
 //! by (time, sequence number), so the same seed gives the same run; [`Simulation::trace_digest`]
@@ -23,20 +27,20 @@ use byzantine::{outgoing, Context, Target};
 use checker::{ChainEntry, Observation, Violation};
 
 use crate::consensus::{
-    Action, BlockLimits, Core, CoreConfig, Evidence, FinalizedBlock, Input, TimerKind, Tip,
-    Verifier,
+    BlockLimits, CoreConfig, Evidence, Input, ProposalSlot, TimerKind, Verifier,
 };
+use crate::engine::{Engine, EngineError, Host, Published};
 use crate::signer::VoteSigner;
-use crate::sync::{serve, SyncSource, MAX_SYNC_BLOCKS};
+use crate::sync::{serve, MAX_SYNC_BLOCKS};
 use quasar_crypto::bls::SecretKey;
 use quasar_crypto::hash::{tagged_hash, Hash};
 use quasar_lanes::{Validator, ValidatorSet};
-use quasar_storage::SigningGuard;
-use quasar_wire::{decode, Certificate, Message, Proposal, SyncRequest, Vote};
+use quasar_storage::{Crash, SigningGuard, SimStore, Store};
+use quasar_wire::{decode, Certificate, Message, MessageRef, SyncRequest, Vote};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::sync::Arc;
 
 /// Network and protocol parameters of a simulation. Times are microseconds.
@@ -64,9 +68,16 @@ pub struct SimConfig {
     pub duplicate: f64,
     /// Byzantine validators and their behaviour (all others are honest).
     pub byzantine: Vec<(usize, Behavior)>,
-    /// Probability that the signing guard's write (fsync) fails for a vote; the vote is then
-    /// neither signed nor sent, as in the runtime.
+    /// Probability, per event a node handles, that its signing guard's next record fails to
+    /// become durable; that vote is then neither signed nor sent, as in the runtime.
     pub guard_failures: f64,
+    /// Probability, per event a node handles, that its store's next write fails. Fatal, as in
+    /// the runtime: the node goes down (a torn prefix of its unflushed writes survives) and is
+    /// restarted 0.2–1 s later.
+    pub store_write_failures: f64,
+    /// Probability, per event a node handles, that its store's next flush (fsync) fails; fatal
+    /// in the same way.
+    pub store_flush_failures: f64,
 }
 
 impl Default for SimConfig {
@@ -84,6 +95,8 @@ impl Default for SimConfig {
             duplicate: 0.0,
             byzantine: Vec::new(),
             guard_failures: 0.0,
+            store_write_failures: 0.0,
+            store_flush_failures: 0.0,
         }
     }
 }
@@ -101,49 +114,76 @@ enum Event {
         kind: u8,
         at: u64,
     },
-}
-
-/// A finalized block as one simulated node committed it.
-#[derive(Debug, Clone)]
-pub struct Committed {
-    /// The block.
-    pub proposal: Proposal,
-    /// Its hash.
-    pub hash: Hash,
-    /// The finalization that covered it.
-    pub certificate: Certificate,
+    /// A node that stopped on a storage failure comes back (as its supervisor would restart it).
+    Restart { node: usize },
 }
 
 struct SimNode {
     /// The validator this slot runs as.
     validator: usize,
     behavior: Behavior,
-    core: Core,
-    signer: VoteSigner,
+    engine: Engine<SimStore>,
     alive: bool,
-    committed: Vec<Committed>,
+    /// Down after a fatal storage error, waiting for its scheduled restart.
+    failed: bool,
+    /// The blocks this node reported final, in height order (what the checker compares).
+    published: Vec<Published>,
     timers: HashMap<(u64, u8), u64>,
     evidence: Vec<Evidence>,
-    /// Certificates above the finalized tip, kept across restarts like the store's.
-    kept: BTreeMap<(u64, u8), Certificate>,
-    /// Every verified proposal, kept across restarts like the store's blocks tree.
-    stored: HashMap<Hash, Proposal>,
-    /// Committed blocks made durable before the most recent commit batch.
-    durable: usize,
 }
 
-impl SyncSource for SimNode {
-    fn finalized_at(&self, height: u64) -> Option<(Vec<u8>, Vec<u8>)> {
-        let index = usize::try_from(height.checked_sub(1)?).ok()?;
-        let c = self.committed.get(index)?;
-        let block = Message::Proposal(c.proposal.clone()).encode().ok()?;
-        let cert = Message::Certificate(c.certificate.clone()).encode().ok()?;
-        Some((block, cert))
+/// What the engine asked of one node during one event, performed by the simulation afterwards
+/// in the same order.
+enum Effect {
+    Send(Message),
+    Timer { view: u64, kind: TimerKind, at: u64 },
+    Fetch { block: Hash, from_height: u64 },
+    Finalized(Box<Published>),
+    Certified(Certificate),
+    Evidence(Box<Evidence>),
+}
+
+/// The engine's [`Host`] inside the simulation: simulated time, synthetic transactions, and a
+/// buffer of effects.
+struct SimHost {
+    now: u64,
+    slot: usize,
+    txs_per_block: usize,
+    effects: Vec<Effect>,
+}
+
+impl Host for SimHost {
+    fn now_us(&self) -> u64 {
+        self.now
     }
-    fn block_by_hash(&self, hash: &Hash) -> Option<Vec<u8>> {
-        Message::Proposal(self.stored.get(hash)?.clone())
-            .encode()
-            .ok()
+    fn broadcast(&mut self, message: Message, _bytes: Vec<u8>) {
+        self.effects.push(Effect::Send(message));
+    }
+    fn set_timer(&mut self, view: u64, kind: TimerKind, at_us: u64) {
+        self.effects.push(Effect::Timer {
+            view,
+            kind,
+            at: at_us,
+        });
+    }
+    fn fetch(&mut self, block: Hash, from_height: u64) {
+        self.effects.push(Effect::Fetch { block, from_height });
+    }
+    fn block_txs(&mut self, slot: &ProposalSlot) -> Vec<Vec<u8>> {
+        (0..self.txs_per_block)
+            .map(|k| format!("sim-tx/{}/{}/{k}", self.slot, slot.view).into_bytes())
+            .collect()
+    }
+    fn finalized(&mut self, block: &Published) {
+        self.effects
+            .push(Effect::Finalized(Box::new(block.clone())));
+    }
+    fn evidence(&mut self, evidence: &Evidence, _stored: Result<bool, String>) {
+        self.effects
+            .push(Effect::Evidence(Box::new(evidence.clone())));
+    }
+    fn certified(&mut self, certificate: &Certificate) {
+        self.effects.push(Effect::Certified(certificate.clone()));
     }
 }
 
@@ -192,6 +232,11 @@ pub struct Simulation {
     byzantine_messages: u64,
     /// Verification results by message digest (each distinct message is verified once).
     verified: HashMap<Hash, Option<Input>>,
+    /// Storage faults that stopped a node.
+    storage_failures: u64,
+    /// Durability violations seen by the simulation itself (a reported final block lost or
+    /// changed, a store that cannot be reopened).
+    durability_violations: Vec<Violation>,
 }
 
 impl Simulation {
@@ -242,6 +287,8 @@ impl Simulation {
             accepted_certificates: Vec::new(),
             byzantine_messages: 0,
             verified: HashMap::new(),
+            storage_failures: 0,
+            durability_violations: Vec::new(),
             cfg,
         };
         // Slots 0..n run validators 0..n; each Twins validator gets one more slot.
@@ -251,24 +298,25 @@ impl Simulation {
                 slots.push(v);
             }
         }
-        for (slot, &validator) in slots.iter().enumerate() {
-            let behavior = sim.behavior_of(validator);
-            let node = sim.boot(
+        for &validator in &slots {
+            let store = SimStore::new().expect("a temporary sled store can be created");
+            let (engine, _) = sim
+                .open_engine(validator, store, SigningGuard::in_memory())
+                .expect("an empty store opens");
+            sim.nodes.push(SimNode {
                 validator,
-                behavior,
-                Vec::new(),
-                BTreeMap::new(),
-                HashMap::new(),
-                SigningGuard::in_memory(),
-            );
-            debug_assert_eq!(sim.nodes.len(), slot);
-            sim.nodes.push(node);
+                behavior: sim.behavior_of(validator),
+                engine,
+                alive: true,
+                failed: false,
+                published: Vec::new(),
+                timers: HashMap::new(),
+                evidence: Vec::new(),
+            });
         }
         sim.split_twins();
         for i in 0..sim.nodes.len() {
-            let view = sim.nodes[i].signer.highest_view();
-            let actions = sim.nodes[i].core.start(0, view);
-            sim.apply(i, actions);
+            sim.drive(i, None);
         }
         sim
     }
@@ -299,29 +347,13 @@ impl Simulation {
         self.blocked.extend(self.fixed_blocks.iter().copied());
     }
 
-    fn boot(
-        &mut self,
+    /// Opens validator `validator`'s engine on `store` with `guard`, as a starting process does.
+    fn open_engine(
+        &self,
         validator: usize,
-        behavior: Behavior,
-        committed: Vec<Committed>,
-        kept: BTreeMap<(u64, u8), Certificate>,
-        stored: HashMap<Hash, Proposal>,
+        store: SimStore,
         guard: SigningGuard,
-    ) -> SimNode {
-        let tip = match committed.last() {
-            Some(c) => Tip {
-                height: c.proposal.header.height,
-                hash: c.hash,
-                view: c.proposal.header.view,
-                timestamp_us: c.proposal.header.timestamp_us,
-            },
-            None => Tip {
-                height: 0,
-                hash: self.genesis,
-                view: 0,
-                timestamp_us: 0,
-            },
-        };
+    ) -> Result<(Engine<SimStore>, crate::engine::Recovery), EngineError> {
         let cfg = CoreConfig {
             chain_id: SIM_CHAIN_ID,
             epoch: 0,
@@ -340,28 +372,55 @@ impl Simulation {
             0,
             guard,
         );
-        let mut core = Core::new(cfg, self.validators.clone(), tip);
-        if let Some(c) = committed.last() {
-            core.set_tip_certificate(c.certificate.clone());
-        }
-        for certificate in kept.values() {
-            if let Ok(verified) = self.verifier.verify_certificate(certificate.clone()) {
-                core.restore(verified);
-            }
-        }
-        let durable = committed.len();
-        SimNode {
-            validator,
-            behavior,
-            core,
+        Engine::open(
+            store,
             signer,
-            alive: true,
-            committed,
-            timers: HashMap::new(),
-            evidence: Vec::new(),
-            durable,
-            kept,
-            stored,
+            cfg,
+            self.validators.clone(),
+            &self.verifier,
+            0,
+        )
+    }
+
+    /// Lets node `i`'s engine start (`None`) or handle `input`, with this event's faults armed,
+    /// then performs what it asked for. A fatal engine error takes the node down.
+    fn drive(&mut self, i: usize, input: Option<Input>) {
+        let guard_fault =
+            self.cfg.guard_failures > 0.0 && self.rng.gen_bool(self.cfg.guard_failures);
+        let write_fault =
+            self.cfg.store_write_failures > 0.0 && self.rng.gen_bool(self.cfg.store_write_failures);
+        let flush_fault =
+            self.cfg.store_flush_failures > 0.0 && self.rng.gen_bool(self.cfg.store_flush_failures);
+        let mut host = SimHost {
+            now: self.now,
+            slot: i,
+            txs_per_block: self.cfg.txs_per_block,
+            effects: Vec::new(),
+        };
+        let engine = &mut self.nodes[i].engine;
+        engine
+            .signer_mut()
+            .guard_mut()
+            .fail_next_writes(u32::from(guard_fault));
+        engine.store().fail_next_writes(u32::from(write_fault));
+        engine.store().fail_next_flushes(u32::from(flush_fault));
+        let result = match input {
+            Some(input) => engine.handle(&mut host, input),
+            None => engine.start(&mut host),
+        };
+        engine.signer_mut().guard_mut().fail_next_writes(0);
+        engine.store().fail_next_writes(0);
+        engine.store().fail_next_flushes(0);
+        for effect in host.effects {
+            self.perform(i, effect);
+        }
+        if result.is_err() {
+            // The process exits on a fatal storage error; its supervisor restarts it.
+            self.storage_failures += 1;
+            self.crash(i);
+            self.nodes[i].failed = true;
+            let back = self.now + self.rng.gen_range(200_000..1_000_000);
+            self.push(back, Event::Restart { node: i });
         }
     }
 
@@ -433,94 +492,62 @@ impl Simulation {
         }
     }
 
-    fn apply(&mut self, i: usize, actions: Vec<Action>) {
-        // Everything committed before this batch has been flushed.
-        self.nodes[i].durable = self.nodes[i].committed.len();
-        let mut queue: std::collections::VecDeque<Action> = actions.into();
-        while let Some(action) = queue.pop_front() {
-            match action {
-                Action::Broadcast(m) => self.emit(i, m),
-                Action::Vote {
-                    kind,
-                    view,
-                    height,
-                    block,
-                } => {
-                    if self.cfg.guard_failures > 0.0 && self.rng.gen_bool(self.cfg.guard_failures) {
-                        continue; // The guard's fsync failed: nothing is signed or sent.
-                    }
-                    let Ok((vote, _)) = self.nodes[i].signer.sign_vote(kind, view, height, block)
-                    else {
-                        continue; // The guard refused: nothing is signed or sent.
-                    };
-                    self.emit(i, Message::Vote(vote.vote().clone()));
-                    let more = self.nodes[i].core.handle(self.now, Input::Vote(vote));
-                    queue.extend(more);
-                }
-                Action::Propose(slot) => {
-                    let txs: Vec<Vec<u8>> = (0..self.cfg.txs_per_block)
-                        .map(|k| format!("sim-tx/{i}/{}/{k}", slot.view).into_bytes())
-                        .collect();
-                    let Ok(proposal) = self.nodes[i].signer.sign_block(&slot, txs, self.now) else {
-                        continue;
-                    };
-                    self.emit(i, Message::Proposal(proposal.proposal().clone()));
-                    self.nodes[i]
-                        .stored
-                        .insert(*proposal.hash(), proposal.proposal().clone());
-                    let more = self.nodes[i]
-                        .core
-                        .handle(self.now, Input::Proposal(Box::new(proposal)));
-                    queue.extend(more);
-                }
-                Action::SetTimer { view, kind, at_us } => {
-                    let code = timer_code(kind);
-                    self.nodes[i].timers.insert((view, code), at_us);
-                    self.push(
-                        at_us,
-                        Event::Timer {
-                            node: i,
-                            view,
-                            kind: code,
-                            at: at_us,
-                        },
-                    );
-                }
-                Action::Finalized(f) => {
-                    let FinalizedBlock {
-                        proposal,
-                        hash,
-                        certificate,
-                    } = *f;
-                    let view = proposal.header.view;
-                    self.nodes[i].kept.retain(|&(v, _), _| v > view);
-                    self.nodes[i].committed.push(Committed {
-                        proposal,
-                        hash,
-                        certificate,
-                    });
-                }
-                Action::Fetch { block, from_height } => {
-                    let peers: Vec<usize> = (0..self.nodes.len()).filter(|&p| p != i).collect();
-                    let peer = peers[self.rng.gen_range(0..peers.len())];
-                    let request = Message::SyncRequest(SyncRequest {
-                        from_height,
-                        max_blocks: MAX_SYNC_BLOCKS,
-                        block,
-                    });
-                    if let Ok(bytes) = request.encode() {
-                        self.send(i, peer, bytes);
-                    }
-                }
-                Action::Certified(c) => {
-                    if self.nodes[i].behavior == Behavior::Honest {
-                        self.accepted_certificates.push(c.clone());
-                    }
-                    self.nodes[i].kept.insert((c.view, c.kind as u8), c);
-                }
-                Action::EnteredView { .. } => {}
-                Action::Evidence(e) => self.nodes[i].evidence.push(*e),
+    fn perform(&mut self, i: usize, effect: Effect) {
+        match effect {
+            Effect::Send(message) => self.emit(i, message),
+            Effect::Timer { view, kind, at } => {
+                let code = timer_code(kind);
+                self.nodes[i].timers.insert((view, code), at);
+                self.push(
+                    at,
+                    Event::Timer {
+                        node: i,
+                        view,
+                        kind: code,
+                        at,
+                    },
+                );
             }
+            Effect::Finalized(block) => self.published(i, *block),
+            Effect::Fetch { block, from_height } => {
+                let peers: Vec<usize> = (0..self.nodes.len()).filter(|&p| p != i).collect();
+                let peer = peers[self.rng.gen_range(0..peers.len())];
+                let request = Message::SyncRequest(SyncRequest {
+                    from_height,
+                    max_blocks: MAX_SYNC_BLOCKS,
+                    block,
+                });
+                if let Ok(bytes) = request.encode() {
+                    self.send(i, peer, bytes);
+                }
+            }
+            Effect::Certified(c) => {
+                if self.nodes[i].behavior == Behavior::Honest {
+                    self.accepted_certificates.push(c);
+                }
+            }
+            Effect::Evidence(e) => self.nodes[i].evidence.push(*e),
+        }
+    }
+
+    /// Node `i` reported `block` final. A height it reported before must be the same block
+    /// (else its store lost or changed a final block: a durability violation).
+    fn published(&mut self, i: usize, block: Published) {
+        let height = block.proposal.header.height;
+        let reported = self.nodes[i].published.len() as u64;
+        if height == reported + 1 {
+            self.nodes[i].published.push(block);
+            return;
+        }
+        let same = usize::try_from(height.wrapping_sub(1))
+            .ok()
+            .and_then(|k| self.nodes[i].published.get(k))
+            .is_some_and(|earlier| earlier.hash == block.hash);
+        if !same {
+            self.durability_violations.push(Violation::LostFinalized {
+                node: format!("node {i}"),
+                height,
+            });
         }
     }
 
@@ -530,7 +557,7 @@ impl Simulation {
         };
         match message {
             Message::SyncRequest(req) => {
-                let response = serve(&req, &self.nodes[to]);
+                let response = serve(&req, self.nodes[to].engine.store());
                 if let Ok(bytes) = Message::SyncResponse(response).encode() {
                     self.send(to, from, bytes);
                 }
@@ -540,7 +567,8 @@ impl Simulation {
                     self.deliver(to, from, &item);
                 }
             }
-            Message::Certificate(c) if self.nodes[to].core.has_certificate(c.view, c.kind) => {}
+            Message::Certificate(c)
+                if self.nodes[to].engine.core().has_certificate(c.view, c.kind) => {}
             other => {
                 let digest = quasar_crypto::hash::sha3_256(bytes);
                 let input = match self.verified.get(&digest) {
@@ -558,12 +586,11 @@ impl Simulation {
                     return;
                 };
                 if let Input::Proposal(p) = &input {
-                    self.nodes[to]
-                        .stored
-                        .insert(*p.hash(), p.proposal().clone());
+                    // Kept to serve peers, as the runtime's ingestion does (a failure only
+                    // means this node cannot serve it).
+                    let _ = self.nodes[to].engine.store().put_block(p.hash(), bytes);
                 }
-                let actions = self.nodes[to].core.handle(self.now, input);
-                self.apply(to, actions);
+                self.drive(to, Some(input));
             }
         }
     }
@@ -596,8 +623,12 @@ impl Simulation {
                         view,
                         kind: timer_kind(kind),
                     };
-                    let actions = self.nodes[node].core.handle(self.now, input);
-                    self.apply(node, actions);
+                    self.drive(node, Some(input));
+                }
+            }
+            Event::Restart { node } => {
+                if self.nodes[node].failed && !self.nodes[node].alive {
+                    self.restart(node);
                 }
             }
         }
@@ -623,7 +654,7 @@ impl Simulation {
                 .nodes
                 .iter()
                 .filter(|n| n.alive && n.behavior == Behavior::Honest)
-                .all(|n| n.committed.len() as u64 >= height);
+                .all(|n| n.published.len() as u64 >= height);
             if reached {
                 return true;
             }
@@ -636,43 +667,97 @@ impl Simulation {
         }
     }
 
-    /// Stops node `i`: it receives nothing and its timers are void. Its signing guard and
-    /// committed blocks survive, as the guard file and the block store do on disk.
+    /// Stops node `i` as `kill -9` would: it receives nothing, its timers are void, and its
+    /// store keeps what was flushed plus a random prefix of the unflushed writes. Its signing
+    /// guard survives whole, as the fsync'd guard file does.
     pub fn crash(&mut self, i: usize) {
-        self.nodes[i].alive = false;
-        self.nodes[i].timers.clear();
+        let unflushed = self.nodes[i].engine.store().unflushed();
+        let keep = self.rng.gen_range(0..=unflushed);
+        self.crash_with(i, Crash::Torn { keep });
     }
 
-    /// Restarts a crashed node from its committed blocks and signing guard.
-    pub fn restart(&mut self, i: usize) {
-        let guard = self.nodes[i].signer.take_guard();
-        let committed = std::mem::take(&mut self.nodes[i].committed);
-        let kept = std::mem::take(&mut self.nodes[i].kept);
-        let stored = std::mem::take(&mut self.nodes[i].stored);
-        let (validator, behavior) = (self.nodes[i].validator, self.nodes[i].behavior);
-        let node = self.boot(validator, behavior, committed, kept, stored, guard);
-        self.nodes[i] = node;
-        let view = self.nodes[i].signer.highest_view();
-        let actions = self.nodes[i].core.start(self.now, view);
-        self.apply(i, actions);
-    }
-
-    /// Crashes node `i` between committing blocks and flushing them: the blocks of its most recent
-    /// commit batch are lost (a torn write of the block store; the guard and the certificates are
-    /// flushed before use and survive). It must fetch them again after [`Simulation::restart`].
+    /// Crashes node `i` losing every write since its store's last flush (blocks committed but
+    /// not yet flushed, proposals kept for serving).
     pub fn crash_losing_unflushed(&mut self, i: usize) {
-        self.crash(i);
-        let keep = self.nodes[i].durable;
-        self.nodes[i].committed.truncate(keep);
+        self.crash_with(i, Crash::LoseUnflushed);
+    }
+
+    fn crash_with(&mut self, i: usize, crash: Crash) {
+        let node = &mut self.nodes[i];
+        if !node.alive {
+            return;
+        }
+        node.alive = false;
+        node.failed = false;
+        node.timers.clear();
+        if let Err(e) = node.engine.store().crash(crash) {
+            self.durability_violations.push(Violation::Unrecoverable {
+                node: format!("node {i}"),
+                error: e.to_string(),
+            });
+        }
+    }
+
+    /// Restarts node `i` (crashing it first if it is up) from its store and signing guard, as a
+    /// new process would. A store that cannot be reopened, or that lost a block the node had
+    /// reported final, is a violation; blocks that became durable without being reported (the
+    /// crash hit between flush and report) are reported now.
+    pub fn restart(&mut self, i: usize) {
+        if self.nodes[i].alive {
+            self.crash(i);
+        }
+        let guard = self.nodes[i].engine.signer_mut().take_guard();
+        let store = self.nodes[i].engine.store().clone();
+        self.reopen(i, store, guard);
+    }
+
+    fn reopen(&mut self, i: usize, store: SimStore, guard: SigningGuard) {
+        let validator = self.nodes[i].validator;
+        let (engine, recovery) = match self.open_engine(validator, store, guard) {
+            Ok(opened) => opened,
+            Err(e) => {
+                self.durability_violations.push(Violation::Unrecoverable {
+                    node: format!("node {i}"),
+                    error: e.to_string(),
+                });
+                return;
+            }
+        };
+        let reported = self.nodes[i].published.len() as u64;
+        if recovery.tip.height < reported {
+            self.durability_violations.push(Violation::LostFinalized {
+                node: format!("node {i}"),
+                height: recovery.tip.height + 1,
+            });
+        }
+        for height in reported + 1..=recovery.tip.height {
+            match durable_block(engine.store(), height, self.now) {
+                Some(block) => self.nodes[i].published.push(block),
+                None => {
+                    self.durability_violations.push(Violation::Unrecoverable {
+                        node: format!("node {i}"),
+                        error: format!("finalized height {height} unreadable"),
+                    });
+                    break;
+                }
+            }
+        }
+        let node = &mut self.nodes[i];
+        node.engine = engine;
+        node.alive = true;
+        node.failed = false;
+        self.drive(i, None);
     }
 
     /// Restarts a crashed node with its signing guard but an empty block store (a lost or
-    /// replaced disk): it must fetch the whole finalized chain from its peers.
+    /// replaced disk): it must fetch the whole finalized chain from its peers. What it reported
+    /// before is forgotten with the disk.
     pub fn restart_with_empty_store(&mut self, i: usize) {
-        self.nodes[i].committed.clear();
-        self.nodes[i].kept.clear();
-        self.nodes[i].stored.clear();
-        self.restart(i);
+        self.crash_with(i, Crash::LoseUnflushed);
+        let guard = self.nodes[i].engine.signer_mut().take_guard();
+        self.nodes[i].published.clear();
+        let store = SimStore::new().expect("a temporary sled store can be created");
+        self.reopen(i, store, guard);
     }
 
     /// Cuts every link between different groups (both directions). Nodes in no group are isolated.
@@ -696,12 +781,12 @@ impl Simulation {
 
     /// Height finalized by node `i`.
     pub fn finalized_height(&self, i: usize) -> u64 {
-        self.nodes[i].committed.len() as u64
+        self.nodes[i].published.len() as u64
     }
 
-    /// The blocks node `i` committed, in height order.
-    pub fn committed(&self, i: usize) -> &[Committed] {
-        &self.nodes[i].committed
+    /// The blocks node `i` reported final, in height order.
+    pub fn committed(&self, i: usize) -> &[Published] {
+        &self.nodes[i].published
     }
 
     /// Equivocation evidence node `i` collected.
@@ -711,7 +796,24 @@ impl Simulation {
 
     /// Current view of node `i`.
     pub fn view(&self, i: usize) -> u64 {
-        self.nodes[i].core.view()
+        self.nodes[i].engine.core().view()
+    }
+
+    /// Node `i`'s store (to inspect what survived a crash).
+    pub fn store(&self, i: usize) -> &SimStore {
+        self.nodes[i].engine.store()
+    }
+
+    /// No more store write or flush faults from now on (a campaign's fault window is over);
+    /// nodes down after one still come back as scheduled.
+    pub fn stop_storage_faults(&mut self) {
+        self.cfg.store_write_failures = 0.0;
+        self.cfg.store_flush_failures = 0.0;
+    }
+
+    /// Storage faults that stopped a node so far.
+    pub fn storage_failures(&self) -> u64 {
+        self.storage_failures
     }
 
     /// Everything the independent checker needs: honest nodes' chains and every vote and
@@ -727,7 +829,7 @@ impl Simulation {
             .filter(|(_, n)| n.behavior == Behavior::Honest)
             .map(|(slot, n)| {
                 let chain = n
-                    .committed
+                    .published
                     .iter()
                     .map(|c| ChainEntry {
                         height: c.proposal.header.height,
@@ -755,7 +857,8 @@ impl Simulation {
 
     /// Runs the independent safety checker over this run; `Err` lists every violation.
     pub fn check_safety(&self) -> Result<(), Vec<Violation>> {
-        let violations = checker::check(&self.observation());
+        let mut violations = checker::check(&self.observation());
+        violations.extend(self.durability_violations.iter().cloned());
         if violations.is_empty() {
             Ok(())
         } else {
@@ -772,9 +875,9 @@ impl Simulation {
                 "; slot {slot} ({:?}{}) height {} timers {:?} {}",
                 n.behavior,
                 if n.alive { "" } else { ", down" },
-                n.committed.len(),
+                n.published.len(),
                 n.timers.keys().collect::<Vec<_>>(),
-                n.core.describe_view(n.core.view()),
+                n.engine.core().describe_view(n.engine.core().view()),
             ));
         }
         out
@@ -799,4 +902,26 @@ impl Simulation {
     pub fn trace_digest(&self) -> Hash {
         quasar_crypto::hash::sha3_256(&self.trace)
     }
+}
+
+/// The finalized block at `height` as `store` holds it, as a report.
+fn durable_block(store: &SimStore, height: u64, now: u64) -> Option<Published> {
+    let stored = store.block_by_height(height).ok()??;
+    let (Ok(MessageRef::Proposal(p)), Ok(MessageRef::Certificate(c))) =
+        (decode(&stored.block), decode(&stored.certificate))
+    else {
+        return None;
+    };
+    let proposal = p.to_owned();
+    Some(Published {
+        tx_hashes: proposal
+            .txs
+            .iter()
+            .map(|tx| quasar_wire::tx_hash(tx))
+            .collect(),
+        proposal,
+        hash: stored.hash,
+        certificate: c.to_owned(),
+        seen_us: now,
+    })
 }

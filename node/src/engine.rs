@@ -1,0 +1,375 @@
+//! One validator's consensus engine: the pure [`Core`], its [`VoteSigner`] and its [`Store`], and
+//! the order in which the core's actions touch them. The tokio runtime and the deterministic
+//! simulator both drive a validator through this type, so the simulator exercises the same
+//! persistence code a real validator runs, against a store with injected faults
+//! ([`quasar_storage::SimStore`]).
+//!
+//! # Ordering rules (DESIGN.md §2, §6, §9)
+//!
+//! - A vote or proposal is signed only after the signing guard made its record durable
+//!   ([`VoteSigner`]); a refused or failed record means nothing is signed or sent.
+//! - A proposal is stored before it is broadcast, so this node can serve it to peers that fetch it.
+//! - A certificate of a view above the finalized tip is stored **and flushed** before the core
+//!   acts on it further: if every validator lost the certificate of a view they all left, nobody
+//!   could justify a proposal across it again.
+//! - Finalized blocks are committed as they come; they are flushed, and only then reported to the
+//!   [`Host`] ([`Host::finalized`]), before the next input or the next proposal. So whatever this
+//!   node has reported as final (to clients, metrics, its mempool) survives a crash.
+//! - A storage error on any of these paths is fatal ([`EngineError`]): the caller must stop the
+//!   validator rather than run on a store it cannot trust. Evidence is the exception: it comes
+//!   from other, possibly Byzantine, validators and is not on the safety path, so a failure to
+//!   store it is reported to the host and consensus goes on.
+
+use crate::api::evidence_record;
+use crate::consensus::{
+    Action, Core, CoreConfig, Evidence, FinalizedBlock, Input, ProposalSlot, TimerKind, Tip,
+    Verifier,
+};
+use crate::signer::{SignError, VoteSigner};
+use quasar_crypto::hash::Hash;
+use quasar_lanes::ValidatorSet;
+use quasar_storage::{Store, StoreError};
+use quasar_wire::{decode, tx_hash, Certificate, Message, MessageRef, Proposal};
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// Why the engine stopped. Every variant is fatal to the validator process.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The store failed to write or flush.
+    #[error("storage: {0}")]
+    Storage(#[from] StoreError),
+    /// The store holds something that cannot be what this node wrote (a finalized block that is
+    /// missing or does not decode).
+    #[error("store inconsistent: {0}")]
+    Inconsistent(String),
+    /// A message this node built does not encode (a bug; nothing was stored or sent).
+    #[error("encode {what}: {error}")]
+    Encode {
+        /// What was being encoded.
+        what: &'static str,
+        /// The wire error.
+        error: quasar_wire::WireError,
+    },
+}
+
+/// A block this node finalized, reported to the [`Host`] once it is durable.
+#[derive(Debug, Clone)]
+pub struct Published {
+    /// The block.
+    pub proposal: Proposal,
+    /// Its hash.
+    pub hash: Hash,
+    /// The finalization certificate that covered it.
+    pub certificate: Certificate,
+    /// Hashes of its transactions, in block order.
+    pub tx_hashes: Vec<Hash>,
+    /// When this node saw the finalize quorum (host clock, µs), before any storage work.
+    pub seen_us: u64,
+}
+
+/// What the engine needs from its surroundings: a clock, the network, timers, block contents,
+/// and places to report what happened. The runtime implements it over tokio and QUIC, the
+/// simulator over its event queue.
+pub trait Host {
+    /// The current time, microseconds (since the Unix epoch in the runtime).
+    fn now_us(&self) -> u64;
+    /// Sends a message this validator produced to every other validator; `bytes` is its
+    /// encoding.
+    fn broadcast(&mut self, message: Message, bytes: Vec<u8>);
+    /// Arms a timer that feeds `Input::Timer { view, kind }` back at `at_us`.
+    fn set_timer(&mut self, view: u64, kind: TimerKind, at_us: u64);
+    /// Asks peers for the block `block` and the finalized blocks from `from_height`.
+    fn fetch(&mut self, block: Hash, from_height: u64);
+    /// The transactions for a block this validator is about to propose in `slot` (none of the
+    /// hashes in `slot.exclude`).
+    fn block_txs(&mut self, slot: &ProposalSlot) -> Vec<Vec<u8>>;
+    /// A block is final and durable (called in height order).
+    fn finalized(&mut self, block: &Published);
+    /// Equivocation was detected; `stored` is whether the evidence record was new, or why it
+    /// could not be stored.
+    fn evidence(&mut self, evidence: &Evidence, stored: Result<bool, String>);
+    /// A certificate of a view above the finalized tip is now durable.
+    fn certified(&mut self, _certificate: &Certificate) {}
+    /// The core entered `view`, led by `leader`.
+    fn entered_view(&mut self, _view: u64, _leader: u32) {}
+    /// A vote or proposal was signed.
+    fn signed(&mut self) {}
+    /// The signing guard refused (or failed to record) a vote or proposal for `view`; nothing
+    /// was signed.
+    fn refused(&mut self, _view: u64, _error: &SignError) {}
+}
+
+/// What [`Engine::open`] found in the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Recovery {
+    /// The finalized tip (genesis on an empty store).
+    pub tip: Tip,
+    /// Kept view certificates restored into the core.
+    pub restored: usize,
+    /// Kept view certificates that no longer verify and were ignored.
+    pub dropped: usize,
+}
+
+/// The genesis a validator starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GenesisPoint {
+    /// Hash of the genesis block.
+    pub hash: Hash,
+    /// Its timestamp, microseconds since the Unix epoch.
+    pub time_us: u64,
+}
+
+/// A validator's core, signer and store; see the module docs.
+pub struct Engine<S: Store> {
+    core: Core,
+    signer: VoteSigner,
+    store: S,
+}
+
+fn encode(what: &'static str, message: &Message) -> Result<Vec<u8>, EngineError> {
+    message
+        .encode()
+        .map_err(|error| EngineError::Encode { what, error })
+}
+
+/// The finalized tip recorded in `store` (`genesis` on an empty store) and the certificate that
+/// finalized it.
+fn stored_tip<S: Store>(
+    store: &S,
+    genesis: GenesisPoint,
+) -> Result<(Tip, Option<Certificate>), EngineError> {
+    let Some((height, hash)) = store.finalized_tip()? else {
+        let tip = Tip {
+            height: 0,
+            hash: genesis.hash,
+            view: 0,
+            timestamp_us: genesis.time_us,
+        };
+        return Ok((tip, None));
+    };
+    let stored = store.block_by_height(height)?.ok_or_else(|| {
+        EngineError::Inconsistent(format!(
+            "finalized block {} missing from the store",
+            hex::encode(hash)
+        ))
+    })?;
+    let (Ok(MessageRef::Proposal(p)), Ok(MessageRef::Certificate(c))) =
+        (decode(&stored.block), decode(&stored.certificate))
+    else {
+        return Err(EngineError::Inconsistent(format!(
+            "finalized block or certificate at height {height} does not decode"
+        )));
+    };
+    let header = p.header();
+    let tip = Tip {
+        height,
+        hash,
+        view: header.view,
+        timestamp_us: header.timestamp_us,
+    };
+    Ok((tip, Some(c.to_owned())))
+}
+
+impl<S: Store> Engine<S> {
+    /// Rebuilds a validator from its store and signing guard (first start or restart): binds the
+    /// store to `genesis`, resumes from the stored finalized tip and restores the kept view
+    /// certificates that still verify under `verifier`. Call [`Engine::start`] next.
+    ///
+    /// Errors: [`EngineError::Storage`] (including [`StoreError::WrongGenesis`]);
+    /// [`EngineError::Inconsistent`] for a finalized block or kept certificate that does not
+    /// decode.
+    pub fn open(
+        store: S,
+        signer: VoteSigner,
+        cfg: CoreConfig,
+        validators: Arc<ValidatorSet>,
+        verifier: &Verifier,
+        genesis_time_us: u64,
+    ) -> Result<(Engine<S>, Recovery), EngineError> {
+        let genesis = GenesisPoint {
+            hash: cfg.genesis,
+            time_us: genesis_time_us,
+        };
+        store.bind_genesis(&genesis.hash)?;
+        let (tip, tip_certificate) = stored_tip(&store, genesis)?;
+        let mut core = Core::new(cfg, validators, tip);
+        if let Some(certificate) = tip_certificate {
+            core.set_tip_certificate(certificate);
+        }
+        let (mut restored, mut dropped) = (0, 0);
+        for bytes in store.view_certificates()? {
+            let Ok(MessageRef::Certificate(c)) = decode(&bytes) else {
+                return Err(EngineError::Inconsistent(
+                    "a kept view certificate does not decode".into(),
+                ));
+            };
+            match verifier.verify_certificate(c.to_owned()) {
+                Ok(verified) => {
+                    core.restore(verified);
+                    restored += 1;
+                }
+                Err(_) => dropped += 1,
+            }
+        }
+        let engine = Engine {
+            core,
+            signer,
+            store,
+        };
+        let recovery = Recovery {
+            tip,
+            restored,
+            dropped,
+        };
+        Ok((engine, recovery))
+    }
+
+    /// Starts consensus at the view after the guard's highest record (or the tip's view).
+    ///
+    /// Errors: [`EngineError`] (fatal).
+    pub fn start(&mut self, host: &mut impl Host) -> Result<(), EngineError> {
+        let actions = self.core.start(host.now_us(), self.signer.highest_view());
+        self.perform(host, actions)
+    }
+
+    /// Hands one verified input to the core and performs what it asks for.
+    ///
+    /// Errors: [`EngineError`] (fatal: stop the validator).
+    pub fn handle(&mut self, host: &mut impl Host, input: Input) -> Result<(), EngineError> {
+        let actions = self.core.handle(host.now_us(), input);
+        self.perform(host, actions)
+    }
+
+    /// The consensus core (read-only).
+    pub fn core(&self) -> &Core {
+        &self.core
+    }
+
+    /// The signer (the simulator arms guard faults through it and hands the guard over on
+    /// restart).
+    pub fn signer_mut(&mut self) -> &mut VoteSigner {
+        &mut self.signer
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    fn send(&self, host: &mut impl Host, message: Message) {
+        match message.encode() {
+            Ok(bytes) => host.broadcast(message, bytes),
+            Err(e) => tracing::error!(error = %e, "could not encode an outgoing message"),
+        }
+    }
+
+    fn perform(&mut self, host: &mut impl Host, actions: Vec<Action>) -> Result<(), EngineError> {
+        let mut queue: VecDeque<Action> = actions.into();
+        let mut finalized: Vec<Published> = Vec::new();
+        while let Some(action) = queue.pop_front() {
+            match action {
+                Action::Broadcast(message) => self.send(host, message),
+                Action::Vote {
+                    kind,
+                    view,
+                    height,
+                    block,
+                } => match self.signer.sign_vote(kind, view, height, block) {
+                    Ok((vote, _)) => {
+                        host.signed();
+                        self.send(host, Message::Vote(vote.vote().clone()));
+                        queue.extend(self.core.handle(host.now_us(), Input::Vote(vote)));
+                    }
+                    Err(e) => host.refused(view, &e),
+                },
+                Action::Propose(slot) => {
+                    // Blocks finalized earlier in this batch leave the mempool first.
+                    self.publish(host, &mut finalized)?;
+                    let txs = host.block_txs(&slot);
+                    match self.signer.sign_block(&slot, txs, host.now_us()) {
+                        Ok(proposal) => {
+                            host.signed();
+                            let message = Message::Proposal(proposal.proposal().clone());
+                            let bytes = encode("own proposal", &message)?;
+                            self.store.put_block(proposal.hash(), &bytes)?;
+                            host.broadcast(message, bytes);
+                            let input = Input::Proposal(Box::new(proposal));
+                            queue.extend(self.core.handle(host.now_us(), input));
+                        }
+                        Err(e) => host.refused(slot.view, &e),
+                    }
+                }
+                Action::SetTimer { view, kind, at_us } => host.set_timer(view, kind, at_us),
+                Action::Finalized(block) => finalized.push(self.commit(host.now_us(), *block)?),
+                Action::Certified(certificate) => {
+                    let bytes = encode("certificate", &Message::Certificate(certificate.clone()))?;
+                    self.store.put_view_certificate(
+                        certificate.view,
+                        certificate.kind as u8,
+                        &bytes,
+                    )?;
+                    self.store.flush()?;
+                    host.certified(&certificate);
+                }
+                Action::Fetch { block, from_height } => host.fetch(block, from_height),
+                Action::EnteredView { view, leader } => host.entered_view(view, leader),
+                Action::Evidence(evidence) => {
+                    let stored = evidence_record(&evidence)
+                        .map_err(|e| format!("encode: {e}"))
+                        .and_then(|record| {
+                            self.store.put_evidence(&record).map_err(|e| e.to_string())
+                        });
+                    host.evidence(&evidence, stored);
+                }
+            }
+        }
+        self.publish(host, &mut finalized)
+    }
+
+    /// Commits one finalized block (not yet flushed) and drops the view certificates it makes
+    /// unnecessary.
+    fn commit(&self, seen_us: u64, block: FinalizedBlock) -> Result<Published, EngineError> {
+        let FinalizedBlock {
+            proposal,
+            hash,
+            certificate,
+        } = block;
+        let tx_hashes: Vec<Hash> = proposal.txs.iter().map(|tx| tx_hash(tx)).collect();
+        let (height, view) = (proposal.header.height, proposal.header.view);
+        let block_bytes = encode("finalized block", &Message::Proposal(proposal.clone()))?;
+        let certificate_bytes = encode("certificate", &Message::Certificate(certificate.clone()))?;
+        self.store
+            .commit_finalized(&quasar_storage::FinalizedBlock {
+                height,
+                hash,
+                block: block_bytes,
+                certificate: certificate_bytes,
+                tx_hashes: tx_hashes.clone(),
+            })?;
+        self.store.prune_view_certificates(view.saturating_add(1))?;
+        Ok(Published {
+            proposal,
+            hash,
+            certificate,
+            tx_hashes,
+            seen_us,
+        })
+    }
+
+    /// Flushes the committed blocks and reports them, in height order.
+    fn publish(
+        &mut self,
+        host: &mut impl Host,
+        finalized: &mut Vec<Published>,
+    ) -> Result<(), EngineError> {
+        if finalized.is_empty() {
+            return Ok(());
+        }
+        self.store.flush()?;
+        for block in finalized.drain(..) {
+            host.finalized(&block);
+        }
+        Ok(())
+    }
+}

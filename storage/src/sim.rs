@@ -1,0 +1,284 @@
+//! [`SimStore`]: the production [`SledStore`] behind a simulated disk with injectable faults, for
+//! the deterministic simulator and crash tests (DESIGN.md §9).
+//!
+//! # Model
+//!
+//! Every mutating [`Store`] call that succeeds is one *operation*: a finalized commit, a stored
+//! block, a view certificate, a prune, an evidence record, the genesis binding. sled applies each
+//! of them atomically (transactions and batches), and its log is checksummed and replayed as a
+//! prefix on recovery, so after a crash the database holds every operation made durable by a
+//! [`Store::flush`] plus some **prefix** of the ones after it: never a later operation without an
+//! earlier one, never half of one. `SimStore` models exactly that:
+//!
+//! - reads see every successful operation (sled serves unflushed writes from memory);
+//! - [`Store::flush`] makes every operation so far durable;
+//! - [`SimStore::crash`] keeps the durable operations plus a chosen prefix of the rest
+//!   ([`Crash::Torn`]), or none of the rest ([`Crash::LoseUnflushed`]), and rebuilds the database
+//!   from them, as a restarted process would find it.
+//!
+//! Faults are armed by the caller (the simulator draws them from its seeded RNG, so runs stay
+//! reproducible): [`SimStore::fail_next_writes`] makes operations fail with
+//! [`StoreError::Backend`] before anything is written (a failed write), and
+//! [`SimStore::fail_next_flushes`] makes flushes fail, leaving the operations undurable (a failed
+//! fsync). A crash disarms both: they belong to the process that died.
+//! [`SimStore::lie_on_next_flushes`] plants a disk that acknowledges a flush it did not do, for
+//! tests that check the simulator catches a lost final block.
+//!
+//! The database underneath is a real temporary [`SledStore`], so the simulator runs the same
+//! storage code (transactions, ordering checks, evidence bounds) as a validator.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use quasar_crypto::hash::Hash;
+
+use crate::evidence::EvidenceRecord;
+use crate::store::{FinalizedBlock, SledStore, Store, StoreError, StoredBlock};
+
+/// How much of the unflushed work survives [`SimStore::crash`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Crash {
+    /// Every operation since the last successful flush is lost.
+    LoseUnflushed,
+    /// The first `keep` operations since the last successful flush survive (all of them if there
+    /// are fewer), the rest are lost: a write torn by the crash.
+    Torn {
+        /// Unflushed operations that reached the disk, in order.
+        keep: usize,
+    },
+}
+
+/// One successful mutation, kept so the database can be rebuilt after a crash.
+#[derive(Debug, Clone)]
+enum Operation {
+    Commit(FinalizedBlock),
+    PutBlock(Hash, Vec<u8>),
+    BindGenesis(Hash),
+    PutViewCertificate(u64, u8, Vec<u8>),
+    PruneViewCertificates(u64),
+    PutEvidence(EvidenceRecord),
+}
+
+impl Operation {
+    fn apply(&self, store: &SledStore) -> Result<(), StoreError> {
+        match self {
+            Operation::Commit(block) => store.commit_finalized(block),
+            Operation::PutBlock(hash, block) => store.put_block(hash, block),
+            Operation::BindGenesis(genesis) => store.bind_genesis(genesis),
+            Operation::PutViewCertificate(view, kind, bytes) => {
+                store.put_view_certificate(*view, *kind, bytes)
+            }
+            Operation::PruneViewCertificates(below) => store.prune_view_certificates(*below),
+            Operation::PutEvidence(record) => store.put_evidence(record).map(|_| ()),
+        }
+    }
+}
+
+struct Disk {
+    /// What reads see: every successful operation applied.
+    live: SledStore,
+    /// Operations a crash cannot take back, in order.
+    durable: Vec<Operation>,
+    /// Operations since the last successful flush, in order.
+    pending: Vec<Operation>,
+    failing_writes: u32,
+    failing_flushes: u32,
+    lying_flushes: u32,
+}
+
+/// A [`Store`] over a simulated disk; see the module docs. Clones share one disk.
+#[derive(Clone)]
+pub struct SimStore {
+    disk: Arc<Mutex<Disk>>,
+}
+
+fn injected(what: &str) -> StoreError {
+    StoreError::Backend(sled::Error::Io(std::io::Error::other(format!(
+        "injected fault: {what}"
+    ))))
+}
+
+impl SimStore {
+    /// An empty store on a fresh simulated disk.
+    ///
+    /// Errors: [`StoreError::Backend`] if the temporary sled database cannot be created.
+    pub fn new() -> Result<SimStore, StoreError> {
+        Ok(SimStore {
+            disk: Arc::new(Mutex::new(Disk {
+                live: SledStore::temporary()?,
+                durable: Vec::new(),
+                pending: Vec::new(),
+                failing_writes: 0,
+                failing_flushes: 0,
+                lying_flushes: 0,
+            })),
+        })
+    }
+
+    fn disk(&self) -> MutexGuard<'_, Disk> {
+        // A panic while holding the lock can only come from sled itself; the state is still
+        // consistent (operations are recorded after they succeed), so keep going.
+        self.disk
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The next `count` mutating calls fail with [`StoreError::Backend`] and write nothing.
+    /// `0` disarms.
+    pub fn fail_next_writes(&self, count: u32) {
+        self.disk().failing_writes = count;
+    }
+
+    /// The next `count` calls to [`Store::flush`] fail with [`StoreError::Backend`]; the
+    /// operations they would have made durable stay pending. `0` disarms.
+    pub fn fail_next_flushes(&self, count: u32) {
+        self.disk().failing_flushes = count;
+    }
+
+    /// A disk that lies: the next `count` calls to [`Store::flush`] report success but make
+    /// nothing durable. No correct node survives this; it exists so tests can plant a lost
+    /// final block and check that the simulator notices. `0` disarms.
+    pub fn lie_on_next_flushes(&self, count: u32) {
+        self.disk().lying_flushes = count;
+    }
+
+    /// Operations since the last successful flush (what a crash may lose).
+    pub fn unflushed(&self) -> usize {
+        self.disk().pending.len()
+    }
+
+    /// Simulates a crash of the process using this store: keeps the durable operations and what
+    /// `crash` lets through, rebuilds the database from them, and disarms every fault.
+    ///
+    /// Errors: [`StoreError::Backend`] if the rebuilt temporary database cannot be created;
+    /// any error of replaying the kept operations (which succeeded once, so a failure here is a
+    /// bug in the store and is reported rather than hidden).
+    pub fn crash(&self, crash: Crash) -> Result<(), StoreError> {
+        let mut disk = self.disk();
+        let keep = match crash {
+            Crash::LoseUnflushed => 0,
+            Crash::Torn { keep } => keep.min(disk.pending.len()),
+        };
+        let survivors: Vec<Operation> = disk.pending.drain(..keep).collect();
+        disk.durable.extend(survivors);
+        disk.pending.clear();
+        disk.failing_writes = 0;
+        disk.failing_flushes = 0;
+        disk.lying_flushes = 0;
+        let live = SledStore::temporary()?;
+        for operation in &disk.durable {
+            operation.apply(&live)?;
+        }
+        disk.live = live;
+        Ok(())
+    }
+
+    /// Runs `operation` against the live database unless a write fault is armed, and records it
+    /// when it succeeds.
+    fn write<T>(
+        &self,
+        operation: Operation,
+        run: impl FnOnce(&SledStore) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut disk = self.disk();
+        if disk.failing_writes > 0 {
+            disk.failing_writes -= 1;
+            return Err(injected("write failed"));
+        }
+        let out = run(&disk.live)?;
+        disk.pending.push(operation);
+        Ok(out)
+    }
+}
+
+impl Store for SimStore {
+    fn commit_finalized(&self, block: &FinalizedBlock) -> Result<(), StoreError> {
+        self.write(Operation::Commit(block.clone()), |s| {
+            s.commit_finalized(block)
+        })
+    }
+
+    fn finalized_tip(&self) -> Result<Option<(u64, Hash)>, StoreError> {
+        self.disk().live.finalized_tip()
+    }
+
+    fn block_by_height(&self, height: u64) -> Result<Option<StoredBlock>, StoreError> {
+        self.disk().live.block_by_height(height)
+    }
+
+    fn block_by_hash(&self, hash: &Hash) -> Result<Option<Vec<u8>>, StoreError> {
+        self.disk().live.block_by_hash(hash)
+    }
+
+    fn put_block(&self, hash: &Hash, block: &[u8]) -> Result<(), StoreError> {
+        self.write(Operation::PutBlock(*hash, block.to_vec()), |s| {
+            s.put_block(hash, block)
+        })
+    }
+
+    fn tx_height(&self, tx_hash: &Hash) -> Result<Option<u64>, StoreError> {
+        self.disk().live.tx_height(tx_hash)
+    }
+
+    fn flush(&self) -> Result<(), StoreError> {
+        let mut disk = self.disk();
+        if disk.failing_flushes > 0 {
+            disk.failing_flushes -= 1;
+            return Err(injected("flush (fsync) failed"));
+        }
+        if disk.lying_flushes > 0 {
+            disk.lying_flushes -= 1;
+            return Ok(());
+        }
+        let flushed: Vec<Operation> = disk.pending.drain(..).collect();
+        disk.durable.extend(flushed);
+        Ok(())
+    }
+
+    fn bind_genesis(&self, genesis: &Hash) -> Result<(), StoreError> {
+        // sled's binding flushes; replaying it after a crash is a check that cannot fail.
+        self.write(Operation::BindGenesis(*genesis), |s| {
+            s.bind_genesis(genesis)
+        })?;
+        self.flush()
+    }
+
+    fn is_empty(&self) -> Result<bool, StoreError> {
+        self.disk().live.is_empty()
+    }
+
+    fn put_view_certificate(
+        &self,
+        view: u64,
+        kind: u8,
+        certificate: &[u8],
+    ) -> Result<(), StoreError> {
+        self.write(
+            Operation::PutViewCertificate(view, kind, certificate.to_vec()),
+            |s| s.put_view_certificate(view, kind, certificate),
+        )
+    }
+
+    fn view_certificates(&self) -> Result<Vec<Vec<u8>>, StoreError> {
+        self.disk().live.view_certificates()
+    }
+
+    fn prune_view_certificates(&self, below_view: u64) -> Result<(), StoreError> {
+        self.write(Operation::PruneViewCertificates(below_view), |s| {
+            s.prune_view_certificates(below_view)
+        })
+    }
+
+    fn put_evidence(&self, record: &EvidenceRecord) -> Result<bool, StoreError> {
+        self.write(Operation::PutEvidence(record.clone()), |s| {
+            s.put_evidence(record)
+        })
+    }
+
+    fn evidence(&self, limit: usize, from_view: u64) -> Result<Vec<EvidenceRecord>, StoreError> {
+        self.disk().live.evidence(limit, from_view)
+    }
+
+    fn evidence_count(&self) -> Result<u64, StoreError> {
+        self.disk().live.evidence_count()
+    }
+}
