@@ -13,8 +13,17 @@
 //!   which runs KeyValidate (draft §2.5). Verification therefore never re-checks keys.
 //! - A [`Signature`] built by [`Signature::from_bytes`] is in G2 and not the identity. An aggregate
 //!   built by [`Signature::aggregate`] is a sum of such points, hence in G2, but may be the
-//!   identity (e.g. `s + (-s)`); it is not re-validated, and an identity aggregate simply fails
-//!   verification against any valid key set.
+//!   identity (e.g. `s + (-s)`); it is not re-validated, and an identity aggregate fails
+//!   verification (see the deviations below).
+//!
+//! # Verification paths
+//!
+//! | function | checks | cost |
+//! |---|---|---|
+//! | [`PublicKey::verify`] | one signature (CoreVerify, §2.7) | 1 hash to G2, 2 Miller loops, 1 final exp. |
+//! | [`fast_aggregate_verify`], [`AggregatePublicKey::verify`] | one aggregate, one message (§3.3.4) | key additions + one verify |
+//! | [`aggregate_verify`] | one aggregate, a message per key (§2.9, as §3.3 uses it) | 1 hash and 1 Miller loop per key, 1 final exp. |
+//! | [`batch_verify`] | independent signatures, reporting each invalid one | per item: 1 hash, 1 short G1 mult., shared Miller loop; 1 final exp. |
 //!
 //! # Deviations from the draft, and why
 //!
@@ -24,14 +33,19 @@
 //! - [`fast_aggregate_verify`] rejects duplicate public keys ([`BlsError::DuplicateSigner`]). The
 //!   draft allows them, but in Quasar a duplicate means a double-counted signer, which would let a
 //!   certificate claim more stake than it has.
+//! - [`aggregate_verify`] rejects an identity aggregate signature ([`BlsError::IdentityPoint`]).
+//!   Only keys that cancel (`pk` and `-pk`, one holder) signing one message could make it verify;
+//!   no honest set of signatures sums to the identity.
 //! - Rogue-key attacks on [`fast_aggregate_verify`] are prevented by the PoP ciphersuite: every
 //!   validator key must pass [`PublicKey::verify_possession`] at registration (draft §3.3).
 
 use std::collections::HashSet;
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use blst::min_pk;
-use blst::BLST_ERROR;
+use blst::{MultiPoint, BLST_ERROR};
+use rand::{CryptoRng, RngCore};
 
 /// Domain separation tag for signatures (draft-irtf-cfrg-bls-signature-05 §4.2.3).
 pub const SIGNATURE_DST: &[u8] = b"BLS_SIG_BLS12381G2_XMD:SHA-256_SSWU_RO_POP_";
@@ -43,6 +57,13 @@ pub const PUBLIC_KEY_LEN: usize = 48;
 pub const SIGNATURE_LEN: usize = 96;
 /// Length in bytes of a serialized secret key (big-endian scalar mod r).
 pub const SECRET_KEY_LEN: usize = 32;
+
+/// The compressed encoding of the G2 identity: the compression and infinity flags, then zeros.
+const IDENTITY_SIGNATURE: [u8; SIGNATURE_LEN] = {
+    let mut bytes = [0u8; SIGNATURE_LEN];
+    bytes[0] = 0xc0;
+    bytes
+};
 
 /// Why a BLS operation failed. Every variant is a property of the input: the caller drops the
 /// message (and may penalize the peer that sent it); none is fatal to the node.
@@ -334,9 +355,99 @@ impl fmt::Debug for ProofOfPossession {
     }
 }
 
+/// Keys summed per call of blst's batched affine addition (`blst_p1s_add`, Montgomery's
+/// simultaneous inversion: one field inversion per call). blst hands 384 or more points to its
+/// thread pool; staying below that keeps one aggregation on the caller's thread, so the parallelism
+/// belongs to whoever schedules the verifications (DESIGN.md §3).
+const AGGREGATE_CHUNK: usize = 256;
+
+/// A sum of validated public keys: a G1 point in projective form, the aggregate key of
+/// FastAggregateVerify (draft-irtf-cfrg-bls-signature-05 §3.3.4, step 1).
+///
+/// Every summand passed KeyValidate, so the sum is in G1; it may be the identity (keys that cancel,
+/// such as `pk` and `-pk`), and then [`AggregatePublicKey::verify`] fails. Equality is equality of
+/// the points (not of a representation).
+#[derive(Clone, Copy)]
+pub struct AggregatePublicKey {
+    point: min_pk::AggregatePublicKey,
+}
+
+impl AggregatePublicKey {
+    /// The G1 sum of `keys`, with batched affine additions (about 6 field multiplications per key).
+    /// Keys are summed as given; a key listed twice counts twice, so callers that need a signer
+    /// *set* reject repeats first (as [`fast_aggregate_verify`] does).
+    ///
+    /// Errors: [`BlsError::EmptySignerSet`] when `keys` yields nothing.
+    pub fn aggregate<'a>(
+        keys: impl IntoIterator<Item = &'a PublicKey>,
+    ) -> Result<AggregatePublicKey, BlsError> {
+        let mut keys = keys.into_iter();
+        let mut chunk: Vec<min_pk::PublicKey> = Vec::new();
+        let mut sum: Option<min_pk::AggregatePublicKey> = None;
+        loop {
+            chunk.clear();
+            chunk.extend(keys.by_ref().take(AGGREGATE_CHUNK).map(|k| k.point));
+            if chunk.is_empty() {
+                break;
+            }
+            let part = MultiPoint::add(chunk.as_slice());
+            match sum.as_mut() {
+                Some(sum) => sum.add_aggregate(&part),
+                None => sum = Some(part),
+            }
+        }
+        sum.map(|point| AggregatePublicKey { point })
+            .ok_or(BlsError::EmptySignerSet)
+    }
+
+    /// Adds `other` to this aggregate (G1 addition).
+    pub fn add(&mut self, other: &AggregatePublicKey) {
+        self.point.add_aggregate(&other.point);
+    }
+
+    /// Subtracts `other` from this aggregate (G1 addition of the negation): with a precomputed
+    /// sum over a whole validator set, the signers' key is the total minus the non-signers.
+    pub fn subtract(&mut self, other: &AggregatePublicKey) {
+        self.point.sub_aggregate(&other.point);
+    }
+
+    /// CoreVerify (draft §2.7) of `sig` over `msg` under [`SIGNATURE_DST`] with this aggregate as
+    /// the public key: the pairing check of FastAggregateVerify (draft §3.3.4, steps 2-3), one
+    /// hash to G2 and two Miller loops sharing one final exponentiation.
+    ///
+    /// Errors: [`BlsError::InvalidSignature`] when the pairing check fails, including when this
+    /// aggregate is the identity.
+    pub fn verify(&self, msg: &[u8], sig: &Signature) -> Result<(), BlsError> {
+        let key = self.point.to_public_key();
+        // `sig` was subgroup-checked when it was decoded (or is a sum of such points).
+        match sig
+            .point
+            .fast_aggregate_verify_pre_aggregated(false, msg, SIGNATURE_DST, &key)
+        {
+            BLST_ERROR::BLST_SUCCESS => Ok(()),
+            _ => Err(BlsError::InvalidSignature),
+        }
+    }
+}
+
+impl PartialEq for AggregatePublicKey {
+    fn eq(&self, other: &Self) -> bool {
+        <&blst::blst_p1>::from(&self.point) == <&blst::blst_p1>::from(&other.point)
+    }
+}
+
+impl Eq for AggregatePublicKey {}
+
+impl fmt::Debug for AggregatePublicKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let affine = self.point.to_public_key().compress();
+        write!(f, "AggregatePublicKey({})", hex::encode(affine))
+    }
+}
+
 /// FastAggregateVerify (draft §3.3.4): checks that `aggregate` is the sum of signatures on `msg`
 /// (under [`SIGNATURE_DST`]) by exactly the keys in `public_keys`, with one pairing check over the
-/// aggregated public key.
+/// aggregated public key ([`AggregatePublicKey`]).
 ///
 /// Safe only for keys whose proof of possession was verified (rogue-key attack otherwise). Keys are
 /// already subgroup-checked by construction and are not re-checked.
@@ -356,14 +467,247 @@ pub fn fast_aggregate_verify(
     if !public_keys.iter().all(|pk| seen.insert(pk.bytes)) {
         return Err(BlsError::DuplicateSigner);
     }
-    let refs: Vec<&min_pk::PublicKey> = public_keys.iter().map(|pk| &pk.point).collect();
-    match aggregate
-        .point
-        .fast_aggregate_verify(false, msg, SIGNATURE_DST, &refs)
-    {
-        BLST_ERROR::BLST_SUCCESS => Ok(()),
-        _ => Err(BlsError::InvalidSignature),
+    AggregatePublicKey::aggregate(public_keys)?.verify(msg, aggregate)
+}
+
+/// AggregateVerify of the PoP scheme (draft §3.3: CoreAggregateVerify of §2.9): checks that
+/// `aggregate` is the sum of one signature per `(public key, message)` pair, under
+/// [`SIGNATURE_DST`]. Messages need not be distinct (the PoP scheme defends against rogue keys).
+///
+/// Cost: one hash to G2 and one Miller loop per pair, one more Miller loop for the signature, one
+/// final exponentiation.
+///
+/// Errors: [`BlsError::EmptySignerSet`] for no pairs (IETF semantics: an empty aggregate verifies
+/// nothing); [`BlsError::IdentityPoint`] when `aggregate` is the identity (only keys that cancel,
+/// like `pk` and `-pk` on one message, could make it verify; Quasar refuses it, as it refuses an
+/// identity signature at decoding); [`BlsError::InvalidSignature`] when the pairing check fails.
+pub fn aggregate_verify(
+    items: &[(&PublicKey, &[u8])],
+    aggregate: &Signature,
+) -> Result<(), BlsError> {
+    if items.is_empty() {
+        return Err(BlsError::EmptySignerSet);
     }
+    if aggregate.bytes == IDENTITY_SIGNATURE {
+        return Err(BlsError::IdentityPoint);
+    }
+    let terms: Vec<Term<'_>> = items
+        .iter()
+        .map(|&(key, message)| Term {
+            key,
+            message,
+            scalar: None,
+        })
+        .collect();
+    if pairing_check(&terms, &aggregate.point) {
+        Ok(())
+    } else {
+        Err(BlsError::InvalidSignature)
+    }
+}
+
+/// Random bits in each batch-verification scalar: 64 drawn bits plus bit 64 always set, so every
+/// scalar is non-zero and below the group order, and the 2^64 possible values are distinct mod r.
+const BATCH_SCALAR_BITS: usize = 65;
+/// Little-endian bytes holding one [`BATCH_SCALAR_BITS`]-bit scalar.
+const BATCH_SCALAR_BYTES: usize = 9;
+/// Terms one thread takes at a time when Miller loops are shared out: two of blst's 8-pair
+/// Miller-loop groups. Fewer terms than two chunks stay on the calling thread.
+const PAIRS_PER_CHUNK: usize = 16;
+
+/// Batch verification of independent signatures (different messages and keys), with the small
+/// random exponents test (Bellare, Garay, Rabin, EUROCRYPT 1998; for BLS: V. Buterin, "Fast
+/// verification of multiple BLS signatures", ethresear.ch/t/5407) and bisection to name the
+/// invalid ones (as in commonware's `bls12381` batch verifier).
+///
+/// `items[i] = (public key, message, signature)`, every message signed under [`SIGNATURE_DST`].
+/// With fresh scalars `r_i` (65-bit, see above) from the operating system's RNG, checks
+/// `e(Σ r_i·sig_i, g1) == Π e(r_i·pk_i, H(msg_i))`: one G2 multi-scalar multiplication for the
+/// left side, one hash to G2, one 65-bit G1 multiplication and one shared Miller loop per item on
+/// the right, one final exponentiation. All points are in their prime-order subgroups by type, so
+/// if any signature is invalid the check passes with probability at most 2^-64.
+///
+/// Returns `Ok(())` when every signature verifies (an empty batch included), else
+/// `Err(indices)`: the ascending indices of exactly the items whose signature does not verify on
+/// its own. On failure the batch is split in halves and each half re-checked, down to single
+/// [`PublicKey::verify`] calls: about `2·k·log2(n/k)` sub-checks for `k` invalid of `n`; an index is
+/// named only after its own verification failed, so a valid signature is never named. Duplicate
+/// items are checked (and named) independently.
+///
+/// The Miller loops of a batch of 32 or more are shared out over the machine's cores in chunks of
+/// 16 (`std::thread::available_parallelism` threads taking chunks from a counter), as blst's own
+/// `verify_multiple_aggregate_signatures` does.
+pub fn batch_verify(items: &[(&PublicKey, &[u8], &Signature)]) -> Result<(), Vec<usize>> {
+    batch_verify_with_rng(items, &mut rand::rngs::OsRng)
+}
+
+/// [`batch_verify`] with the random scalars drawn from `rng`, a cryptographically secure RNG the
+/// signers cannot predict (a seeded RNG only in tests).
+pub fn batch_verify_with_rng<R: RngCore + CryptoRng + ?Sized>(
+    items: &[(&PublicKey, &[u8], &Signature)],
+    rng: &mut R,
+) -> Result<(), Vec<usize>> {
+    let scalars: Vec<[u8; BATCH_SCALAR_BYTES]> = items
+        .iter()
+        .map(|_| {
+            let mut r = [0u8; BATCH_SCALAR_BYTES];
+            let (random, top) = r.split_at_mut(BATCH_SCALAR_BYTES - 1);
+            rng.fill_bytes(random);
+            top.fill(1);
+            r
+        })
+        .collect();
+    let mut invalid = Vec::new();
+    find_invalid(items, &scalars, 0, false, &mut invalid);
+    if invalid.is_empty() {
+        Ok(())
+    } else {
+        Err(invalid)
+    }
+}
+
+/// Appends to `invalid` the indices (offset by `first`) of the items that do not verify.
+/// `known_bad`: the caller already knows the batch check of these items fails.
+fn find_invalid(
+    items: &[(&PublicKey, &[u8], &Signature)],
+    scalars: &[[u8; BATCH_SCALAR_BYTES]],
+    first: usize,
+    known_bad: bool,
+    invalid: &mut Vec<usize>,
+) {
+    if let [(key, message, sig)] = items {
+        if key.verify(message, sig).is_err() {
+            invalid.push(first);
+        }
+        return;
+    }
+    if items.is_empty() || (!known_bad && batch_holds(items, scalars)) {
+        return;
+    }
+    // The batch fails, so some item is invalid: if the left half turns out clean, the right
+    // half is known to fail without checking it as a whole.
+    let mid = items.len() / 2;
+    let (left, right) = items.split_at(mid);
+    let (left_scalars, right_scalars) = scalars.split_at(mid.min(scalars.len()));
+    let before = invalid.len();
+    find_invalid(left, left_scalars, first, false, invalid);
+    let left_clean = invalid.len() == before;
+    find_invalid(right, right_scalars, first + mid, left_clean, invalid);
+}
+
+/// The randomized batch check `e(Σ r_i·sig_i, g1) == Π e(r_i·pk_i, H(msg_i))`.
+fn batch_holds(
+    items: &[(&PublicKey, &[u8], &Signature)],
+    scalars: &[[u8; BATCH_SCALAR_BYTES]],
+) -> bool {
+    if items.is_empty() || items.len() != scalars.len() {
+        return items.is_empty();
+    }
+    let sigs: Vec<min_pk::Signature> = items.iter().map(|(_, _, sig)| sig.point).collect();
+    let combined = MultiPoint::mult(sigs.as_slice(), &scalars.concat(), BATCH_SCALAR_BITS);
+    let terms: Vec<Term<'_>> = items
+        .iter()
+        .zip(scalars)
+        .map(|(&(key, message, _), scalar)| Term {
+            key,
+            message,
+            scalar: Some(scalar),
+        })
+        .collect();
+    pairing_check(&terms, &combined.to_signature())
+}
+
+/// One pair `(r·pk, H(message))` of a product of pairings; no scalar means `r = 1`.
+struct Term<'a> {
+    key: &'a PublicKey,
+    message: &'a [u8],
+    scalar: Option<&'a [u8; BATCH_SCALAR_BYTES]>,
+}
+
+/// Whether `e(signature, g1) == Π e(r_i·pk_i, H(msg_i))` over `terms` (non-empty), under
+/// [`SIGNATURE_DST`]: Miller loops of the terms (spread over threads when there are many), one
+/// Miller loop for the signature, one final exponentiation.
+fn pairing_check(terms: &[Term<'_>], signature: &min_pk::Signature) -> bool {
+    let Some(pairing) = miller_loops(terms) else {
+        return false;
+    };
+    // GT's one: the product of pairings must be one when the signature is the identity.
+    let mut expected = blst::blst_fp12::default();
+    let affine = <&blst::blst_p2_affine>::from(signature);
+    if *affine != blst::blst_p2_affine::default() {
+        blst::Pairing::aggregated(&mut expected, affine);
+    }
+    pairing.finalverify(Some(&expected))
+}
+
+/// The committed Miller-loop accumulator of `terms` (non-empty). With many terms, up to
+/// `available_parallelism` threads (this one and scoped helpers) take chunks of
+/// [`PAIRS_PER_CHUNK`] terms from a shared counter, each into its own accumulator, and the
+/// accumulators are merged: a core that is busy elsewhere simply takes fewer chunks. `None` if
+/// blst refuses a term (only an identity key, which the types exclude).
+fn miller_loops(terms: &[Term<'_>]) -> Option<blst::Pairing<'static>> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(terms.len() / PAIRS_PER_CHUNK)
+        .max(1);
+    let next = AtomicUsize::new(0);
+    let work = || -> Option<blst::Pairing<'static>> {
+        let mut pairing = blst::Pairing::new(true, SIGNATURE_DST);
+        loop {
+            let start = next.fetch_add(PAIRS_PER_CHUNK, Ordering::Relaxed);
+            let rest = terms.get(start..).unwrap_or_default();
+            if rest.is_empty() {
+                break;
+            }
+            miller_accumulate(&mut pairing, rest.get(..PAIRS_PER_CHUNK).unwrap_or(rest))?;
+        }
+        pairing.commit();
+        Some(pairing)
+    };
+    if threads == 1 {
+        return work();
+    }
+    std::thread::scope(|scope| {
+        // A helper that cannot be started leaves its share to the others.
+        let helpers: Vec<_> = (1..threads)
+            .filter_map(|_| std::thread::Builder::new().spawn_scoped(scope, work).ok())
+            .collect();
+        let mut total = work()?;
+        for helper in helpers {
+            let part = helper.join().ok()??;
+            if total.merge(&part) != BLST_ERROR::BLST_SUCCESS {
+                return None;
+            }
+        }
+        Some(total)
+    })
+}
+
+/// Hashes each term's message to G2 and adds its Miller loop to `pairing` (blst runs them 8 pairs
+/// at a time). `None` if blst refuses a term.
+fn miller_accumulate(pairing: &mut blst::Pairing<'static>, terms: &[Term<'_>]) -> Option<()> {
+    for term in terms {
+        let key = <&blst::blst_p1_affine>::from(&term.key.point);
+        // The keys are subgroup-checked by type (no re-check); the signature side is handled by
+        // the caller (`&()` passes no signature).
+        let status = match term.scalar {
+            Some(r) => pairing.mul_n_aggregate(
+                key,
+                false,
+                &(),
+                false,
+                r,
+                BATCH_SCALAR_BITS,
+                term.message,
+                &[],
+            ),
+            None => pairing.aggregate(key, false, &(), false, term.message, &[]),
+        };
+        if status != BLST_ERROR::BLST_SUCCESS {
+            return None;
+        }
+    }
+    Some(())
 }
 
 #[cfg(test)]
@@ -531,5 +875,164 @@ mod tests {
                 got: 96
             })
         );
+    }
+
+    /// `n` signers, each signing its own message.
+    fn distinct_votes(n: u8) -> (Vec<PublicKey>, Vec<Vec<u8>>, Vec<Signature>) {
+        let sks: Vec<SecretKey> = (0..n).map(|i| key(100 + i)).collect();
+        let msgs: Vec<Vec<u8>> = (0..n).map(|i| format!("vote {i}").into_bytes()).collect();
+        let sigs = sks.iter().zip(&msgs).map(|(sk, m)| sk.sign(m)).collect();
+        (sks.iter().map(SecretKey::public_key).collect(), msgs, sigs)
+    }
+
+    fn triples<'a>(
+        pks: &'a [PublicKey],
+        msgs: &'a [Vec<u8>],
+        sigs: &'a [Signature],
+    ) -> Vec<(&'a PublicKey, &'a [u8], &'a Signature)> {
+        pks.iter()
+            .zip(msgs)
+            .zip(sigs)
+            .map(|((pk, m), s)| (pk, m.as_slice(), s))
+            .collect()
+    }
+
+    fn seeded() -> rand::rngs::StdRng {
+        rand::SeedableRng::seed_from_u64(7)
+    }
+
+    #[test]
+    fn batch_verify_accepts_valid_batches_and_the_empty_batch() {
+        assert_eq!(batch_verify(&[]), Ok(()));
+        // 40 items: large enough to be split over worker threads.
+        let (pks, msgs, sigs) = distinct_votes(40);
+        let items = triples(&pks, &msgs, &sigs);
+        assert_eq!(batch_verify(&items), Ok(()));
+        assert_eq!(batch_verify_with_rng(&items, &mut seeded()), Ok(()));
+        assert_eq!(batch_verify(&items[..1]), Ok(()));
+    }
+
+    /// The randomized check itself holds for valid batches of every shape (one thread, several
+    /// threads), so valid batches never pay for bisection; and it fails when one item is bad.
+    #[test]
+    fn batch_check_holds_for_valid_batches_without_bisection() {
+        let (pks, msgs, sigs) = distinct_votes(40);
+        let items = triples(&pks, &msgs, &sigs);
+        let scalars: Vec<[u8; BATCH_SCALAR_BYTES]> = (0..40u8)
+            .map(|i| [i, 0x5a, 3, 4, 5, 6, 7, 0x80, 1])
+            .collect();
+        for n in [2, 15, 16, 17, 32, 33, 40] {
+            assert!(batch_holds(&items[..n], &scalars[..n]), "{n} items");
+        }
+        let mut forged = sigs.clone();
+        forged[33] = sigs[0];
+        let bad = triples(&pks, &msgs, &forged);
+        assert!(!batch_holds(&bad, &scalars));
+        assert!(batch_holds(&bad[..33], &scalars[..33]));
+    }
+
+    /// One bad signature (another signer's, on another message) at every position of an odd-sized
+    /// batch: bisection names exactly that index.
+    #[test]
+    fn batch_verify_names_one_invalid_signature_at_each_position() {
+        let (pks, msgs, sigs) = distinct_votes(7);
+        for bad in 0..sigs.len() {
+            let mut forged = sigs.clone();
+            forged[bad] = sigs[(bad + 1) % sigs.len()];
+            let items = triples(&pks, &msgs, &forged);
+            assert_eq!(
+                batch_verify_with_rng(&items, &mut seeded()),
+                Err(vec![bad]),
+                "bad index {bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn batch_verify_names_several_invalid_signatures() {
+        let (pks, mut msgs, sigs) = distinct_votes(20);
+        // Wrong message for 0, 7, 8 and 19; a valid signature by a key that is not the item's for 12.
+        for i in [0, 7, 8, 19] {
+            msgs[i] = b"something else".to_vec();
+        }
+        let mut pks2 = pks.clone();
+        pks2[12] = key(1).public_key();
+        let items = triples(&pks2, &msgs, &sigs);
+        assert_eq!(batch_verify(&items), Err(vec![0, 7, 8, 12, 19]));
+        // Every item invalid.
+        let wrong: Vec<Vec<u8>> = msgs.iter().map(|_| b"x".to_vec()).collect();
+        let items = triples(&pks, &wrong, &sigs);
+        assert_eq!(batch_verify(&items), Err((0..20).collect()));
+    }
+
+    /// Repeated items are independent terms: valid repeats pass, an invalid repeat is named at
+    /// each of its positions.
+    #[test]
+    fn batch_verify_with_duplicate_entries() {
+        let (pks, msgs, sigs) = distinct_votes(3);
+        let good = (&pks[0], msgs[0].as_slice(), &sigs[0]);
+        let bad = (&pks[1], msgs[0].as_slice(), &sigs[1]);
+        assert_eq!(batch_verify(&[good, good, good]), Ok(()));
+        assert_eq!(batch_verify(&[good, bad, good, bad]), Err(vec![1, 3]));
+    }
+
+    #[test]
+    fn aggregate_verify_accepts_distinct_and_repeated_messages() {
+        let (pks, msgs, sigs) = distinct_votes(5);
+        let agg = Signature::aggregate(&sigs).unwrap();
+        let pairs: Vec<(&PublicKey, &[u8])> = pks
+            .iter()
+            .zip(&msgs)
+            .map(|(pk, m)| (pk, m.as_slice()))
+            .collect();
+        assert_eq!(aggregate_verify(&pairs, &agg), Ok(()));
+        assert_eq!(
+            aggregate_verify(&pairs[..4], &agg),
+            Err(BlsError::InvalidSignature)
+        );
+        assert_eq!(aggregate_verify(&[], &agg), Err(BlsError::EmptySignerSet));
+        // The PoP scheme allows one message for several keys (draft §3.3).
+        let same: Vec<Signature> = (0..3).map(|i| key(100 + i).sign(b"m")).collect();
+        let pairs: Vec<(&PublicKey, &[u8])> = pks[..3].iter().map(|pk| (pk, &b"m"[..])).collect();
+        assert_eq!(
+            aggregate_verify(&pairs, &Signature::aggregate(&same).unwrap()),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn aggregate_public_key_sums_and_subtracts() {
+        let pks: Vec<PublicKey> = (20..30).map(|i| key(i).public_key()).collect();
+        let all = AggregatePublicKey::aggregate(&pks).unwrap();
+        let mut rest = all;
+        rest.subtract(&AggregatePublicKey::aggregate(&pks[..3]).unwrap());
+        assert_eq!(rest, AggregatePublicKey::aggregate(&pks[3..]).unwrap());
+        rest.add(&AggregatePublicKey::aggregate(&pks[..3]).unwrap());
+        assert_eq!(rest, all);
+        assert_ne!(rest, AggregatePublicKey::aggregate(&pks[1..]).unwrap());
+        assert_eq!(
+            AggregatePublicKey::aggregate(&[]),
+            Err(BlsError::EmptySignerSet)
+        );
+        // A single key aggregates to itself and verifies like it.
+        let one = AggregatePublicKey::aggregate(&pks[..1]).unwrap();
+        assert_eq!(one.verify(b"m", &key(20).sign(b"m")), Ok(()));
+    }
+
+    /// More keys than one batched-addition chunk: the chunked sum equals one-by-one addition.
+    #[test]
+    fn aggregate_public_key_across_chunks() {
+        let pks: Vec<PublicKey> = (0..(AGGREGATE_CHUNK + 5) as u32)
+            .map(|i| {
+                let mut seed = [0u8; 32];
+                seed[..4].copy_from_slice(&i.to_le_bytes());
+                SecretKey::from_seed(&seed).public_key()
+            })
+            .collect();
+        let mut one_by_one = AggregatePublicKey::aggregate(&pks[..1]).unwrap();
+        for pk in &pks[1..] {
+            one_by_one.add(&AggregatePublicKey::aggregate([pk]).unwrap());
+        }
+        assert_eq!(AggregatePublicKey::aggregate(&pks).unwrap(), one_by_one);
     }
 }

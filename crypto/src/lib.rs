@@ -3,7 +3,13 @@
 //! - [`hash`]: SHA3-256 (FIPS 202) and the project's domain-separated [`hash::tagged_hash`].
 //! - [`bls`]: BLS12-381 min-pk signatures on `blst`, proof-of-possession ciphersuite of
 //!   draft-irtf-cfrg-bls-signature-05. A [`bls::PublicKey`] or [`bls::Signature`] that exists has
-//!   passed its subgroup check and is not the identity point.
+//!   passed its subgroup check and is not the identity point. Also aggregate keys, AggregateVerify
+//!   and randomized batch verification of independent signatures with bisection.
+//! - [`bls_cache`]: the pubkey decompression cache (2048 buckets × 2 ways, FNV-1a-64, round-robin
+//!   eviction), shared across threads, with hit/miss/eviction counters.
+//! - [`mldsa`]: ML-DSA-44/65/87 (FIPS 204) on `libcrux-ml-dsa`: key generation from a 32-byte
+//!   seed, hedged and deterministic signing and verification with context strings. ML-DSA-65 is
+//!   the validator identity key.
 //!
 //! This crate depends on nothing else in the workspace; consensus, wire and storage depend on it.
 #![forbid(unsafe_code)]
@@ -19,4 +25,6 @@
 )]
 
 pub mod bls;
+pub mod bls_cache;
 pub mod hash;
+pub mod mldsa;

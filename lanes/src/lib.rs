@@ -1,9 +1,10 @@
 //! Certificate verification lanes (DESIGN.md §1, §3).
 //!
-//! Each leg of a QuasarCert gets its own verifier here; the parallel-max QuasarCert verifier, the
-//! cert profiles and the pubkey decompression cache will join them. Today the crate holds what the
-//! foundation needs: the epoch's stake-weighted [`ValidatorSet`] with its quorum rule, and the BLS
-//! lane ([`bls`]) that turns a signer bitmap and an aggregate signature into a checked signer set.
+//! Each leg of a QuasarCert gets its own verifier here; the parallel-max QuasarCert verifier and the
+//! cert profiles will join them. Today the crate holds the epoch's stake-weighted [`ValidatorSet`]
+//! with its quorum rule, and the BLS lane ([`bls`]) that turns a signer bitmap and an aggregate
+//! signature into a checked signer set (keys from the set's table, or through the pubkey
+//! decompression cache `quasar_crypto::bls_cache` for compressed keys).
 //!
 //! Quorum rule (DESIGN.md §2): a set of signers is a quorum when its stake is more than 2/3 of the
 //! epoch's total stake, computed exactly in integers as `signed_stake * 3 > total_stake * 2`
@@ -42,6 +43,12 @@ pub enum LaneError {
     /// The signers' stake is not more than 2/3 of the total.
     #[error("signers hold {signed} of {total} stake, not a quorum")]
     NoQuorum { signed: u64, total: u64 },
+    /// A signer's compressed public key failed to decode (drop the certificate).
+    #[error("signer key {index} rejected: {error}")]
+    PublicKey {
+        index: usize,
+        error: quasar_crypto::bls::BlsError,
+    },
     /// The aggregate signature failed to decode or to verify.
     #[error("aggregate signature rejected: {0}")]
     Signature(#[from] quasar_crypto::bls::BlsError),

@@ -1,7 +1,7 @@
 //! The stake-weighted validator set of one epoch.
 
 use crate::LaneError;
-use quasar_crypto::bls::PublicKey;
+use quasar_crypto::bls::{AggregatePublicKey, PublicKey};
 use std::collections::HashSet;
 
 /// One validator: its BLS public key (subgroup-checked by construction) and its stake.
@@ -15,10 +15,16 @@ pub struct Validator {
 
 /// The validators of one epoch, indexed `0..n` in genesis order; the index is the bit position in
 /// signer bitmaps and the `signer` field of votes.
+///
+/// The set is the BLS lane's key table: its keys are decoded once, when the set is built, and it
+/// keeps the sum of all of them so that a certificate signed by most of the set costs only the
+/// non-signers' additions (see [`crate::bls`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ValidatorSet {
     validators: Vec<Validator>,
     total_stake: u64,
+    /// The G1 sum of every validator's key.
+    aggregate_key: AggregatePublicKey,
 }
 
 impl ValidatorSet {
@@ -39,9 +45,12 @@ impl ValidatorSet {
                 return Err(LaneError::DuplicateValidator { index });
             }
         }
+        let aggregate_key = AggregatePublicKey::aggregate(validators.iter().map(|v| &v.public_key))
+            .map_err(|_| LaneError::EmptyValidatorSet)?;
         Ok(ValidatorSet {
             validators,
             total_stake: total,
+            aggregate_key,
         })
     }
 
@@ -63,6 +72,11 @@ impl ValidatorSet {
     /// All validators in index order.
     pub fn validators(&self) -> &[Validator] {
         &self.validators
+    }
+
+    /// The G1 sum of all validators' public keys, computed when the set was built.
+    pub fn aggregate_key(&self) -> &AggregatePublicKey {
+        &self.aggregate_key
     }
 
     /// Sum of all stakes.

@@ -1,16 +1,20 @@
 //! Files an operator handles: validator key files, the genesis file, and `node.toml`.
 //!
-//! - `keygen --out DIR` writes `DIR/validator.key.json` (secret: the BLS secret key and the TLS
-//!   private key, mode 0600) and `DIR/validator.pub.json` (public: BLS public key, its proof of
-//!   possession, the self-signed TLS certificate that pins this validator's QUIC identity).
+//! - `keygen --out DIR` writes `DIR/validator.key.json` (secret: the BLS secret key, the 32-byte
+//!   seed of the ML-DSA-65 identity key and the TLS private key, mode 0600) and
+//!   `DIR/validator.pub.json` (public: BLS public key, its proof of possession, the ML-DSA-65
+//!   public key, the self-signed TLS certificate that pins this validator's QUIC identity).
 //! - `genesis` collects public files into `genesis.json`: chain id, genesis time, and the
-//!   validators with their stake. Loading a genesis checks every key's subgroup membership and
-//!   proof of possession (DESIGN.md §4), so a rogue-key attack cannot enter through genesis.
+//!   validators with their stake. Loading a genesis checks every BLS key's subgroup membership
+//!   and proof of possession (DESIGN.md §4), so a rogue-key attack cannot enter through genesis,
+//!   and decodes every ML-DSA-65 identity key (FIPS 204; exactly 1952 bytes, no two alike).
 //! - `node.toml` says where this node keeps its data, which key directory and genesis it uses,
 //!   where it listens, and where its peers are.
 
-use quasar_crypto::bls::{ProofOfPossession, PublicKey, SecretKey};
+use quasar_crypto::bls::{ProofOfPossession, SecretKey};
+use quasar_crypto::bls_cache::PublicKeyCache;
 use quasar_crypto::hash::{tagged_hash, Hash};
+use quasar_crypto::mldsa::{self, MlDsa65};
 use quasar_lanes::{Validator, ValidatorSet};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
@@ -72,6 +76,8 @@ fn decode_hex(field: &str, value: &str) -> Result<Vec<u8>, ConfigError> {
 pub struct SecretKeyFile {
     /// BLS12-381 secret key, 32 bytes big-endian, hex.
     pub bls_secret_key: String,
+    /// Seed ξ of the ML-DSA-65 identity key (FIPS 204 §6.1), 32 bytes, hex.
+    pub mldsa_seed: String,
     /// TLS private key, PKCS#8 DER, hex.
     pub tls_private_key: String,
 }
@@ -85,6 +91,8 @@ pub struct PublicKeyFile {
     pub bls_public_key: String,
     /// Proof of possession of the BLS key, 96 bytes compressed G2, hex.
     pub proof_of_possession: String,
+    /// ML-DSA-65 identity public key (FIPS 204), 1952 bytes, hex.
+    pub mldsa_public_key: String,
     /// Self-signed TLS certificate (DER, hex) pinning the validator's QUIC identity.
     pub tls_certificate: String,
 }
@@ -98,6 +106,8 @@ pub const PUBLIC_KEY_FILE: &str = "validator.pub.json";
 pub struct ValidatorKeys {
     /// BLS signing key.
     pub bls: SecretKey,
+    /// ML-DSA-65 identity key.
+    pub mldsa: mldsa::SecretKey<MlDsa65>,
     /// QUIC/TLS identity.
     pub tls: crate::p2p::TlsIdentity,
     /// The public file.
@@ -115,19 +125,23 @@ pub fn keygen(dir: &Path, name: &str) -> Result<PublicKeyFile, ConfigError> {
             secret_path.display()
         )));
     }
-    let mut seed = [0u8; 32];
-    rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut seed);
+    let mut seed = zeroize::Zeroizing::new([0u8; 32]);
+    rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut *seed);
     let bls = SecretKey::from_seed(&seed);
+    rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut *seed);
+    let mldsa = mldsa::SecretKey::<MlDsa65>::from_seed(&seed);
     let tls = crate::p2p::TlsIdentity::generate(name)
         .map_err(|e| ConfigError::Invalid(format!("TLS identity: {e}")))?;
     let public = PublicKeyFile {
         name: name.to_string(),
         bls_public_key: hex::encode(bls.public_key().to_bytes()),
         proof_of_possession: hex::encode(bls.prove_possession().to_bytes()),
+        mldsa_public_key: hex::encode(mldsa.public_key().as_bytes()),
         tls_certificate: hex::encode(&tls.cert_der),
     };
     let secret = SecretKeyFile {
         bls_secret_key: hex::encode(bls.to_bytes()),
+        mldsa_seed: hex::encode(mldsa.seed()),
         tls_private_key: hex::encode(tls.key_der()),
     };
     write_secret(&secret_path, &to_json(&secret)?)?;
@@ -188,11 +202,25 @@ fn load_keys_unlabelled(dir: &Path) -> Result<ValidatorKeys, ConfigError> {
             dir.display()
         )));
     }
+    let mldsa =
+        mldsa::SecretKey::<MlDsa65>::from_bytes(&decode_hex("mldsa_seed", &secret.mldsa_seed)?)
+            .map_err(|e| ConfigError::Invalid(format!("mldsa_seed: {e}")))?;
+    if hex::encode(mldsa.public_key().as_bytes()) != public.mldsa_public_key {
+        return Err(ConfigError::Invalid(format!(
+            "{}: ML-DSA-65 seed does not match mldsa_public_key in {PUBLIC_KEY_FILE}",
+            dir.display()
+        )));
+    }
     let tls = crate::p2p::TlsIdentity::from_der(
         decode_hex("tls_certificate", &public.tls_certificate)?,
         decode_hex("tls_private_key", &secret.tls_private_key)?,
     );
-    Ok(ValidatorKeys { bls, tls, public })
+    Ok(ValidatorKeys {
+        bls,
+        mldsa,
+        tls,
+        public,
+    })
 }
 
 /// Logs a warning when a secret file can be read by other users (it should be mode 0600).
@@ -226,6 +254,8 @@ pub struct GenesisValidator {
     pub bls_public_key: String,
     /// Proof of possession, hex (96 bytes).
     pub proof_of_possession: String,
+    /// ML-DSA-65 identity public key, hex (1952 bytes).
+    pub mldsa_public_key: String,
     /// TLS certificate, DER hex.
     pub tls_certificate: String,
     /// Stake weight.
@@ -254,6 +284,8 @@ pub struct Genesis {
     pub validators: ValidatorSet,
     /// TLS certificates (DER), by validator index.
     pub tls_certificates: Vec<Vec<u8>>,
+    /// ML-DSA-65 identity public keys, by validator index.
+    pub mldsa_public_keys: Vec<mldsa::PublicKey<MlDsa65>>,
 }
 
 impl GenesisFile {
@@ -273,6 +305,7 @@ impl GenesisFile {
                     name: k.name.clone(),
                     bls_public_key: k.bls_public_key.clone(),
                     proof_of_possession: k.proof_of_possession.clone(),
+                    mldsa_public_key: k.mldsa_public_key.clone(),
                     tls_certificate: k.tls_certificate.clone(),
                     stake,
                 })
@@ -281,18 +314,31 @@ impl GenesisFile {
     }
 
     /// Checks every key and proof of possession and computes the genesis hash:
-    /// `tagged_hash("QUASAR-GENESIS-v1", [chain_id, genesis_time_us, then per validator: public
-    /// key, TLS certificate, stake])`. Errors: [`ConfigError::Invalid`] naming the validator.
+    /// `tagged_hash("QUASAR-GENESIS-v1", [chain_id, genesis_time_us, then per validator: BLS
+    /// public key, ML-DSA-65 public key, TLS certificate, stake])`. Errors:
+    /// [`ConfigError::Invalid`] naming the validator (a bad BLS key or proof of possession, an
+    /// ML-DSA-65 key that is not 1952 bytes or repeats another validator's, a bad or repeated TLS
+    /// certificate) or the validator set.
     pub fn check(self) -> Result<Genesis, ConfigError> {
+        self.check_with(&PublicKeyCache::new())
+    }
+
+    /// [`GenesisFile::check`], decoding the BLS keys through `cache` (a hit skips the
+    /// decompression and subgroup check; a miss decodes and inserts). A validator process keeps
+    /// one cache for its lifetime, exported in `/metrics`.
+    pub fn check_with(self, cache: &PublicKeyCache) -> Result<Genesis, ConfigError> {
         let mut members = Vec::with_capacity(self.validators.len());
         let mut certs = Vec::with_capacity(self.validators.len());
+        let mut mldsa_keys: Vec<mldsa::PublicKey<MlDsa65>> =
+            Vec::with_capacity(self.validators.len());
         let mut parts: Vec<Vec<u8>> = vec![
             self.chain_id.to_le_bytes().to_vec(),
             self.genesis_time_us.to_le_bytes().to_vec(),
         ];
         for (i, v) in self.validators.iter().enumerate() {
             let who = format!("validator {i} ({})", v.name);
-            let pk = PublicKey::from_bytes(&decode_hex("bls_public_key", &v.bls_public_key)?)
+            let pk = cache
+                .get_or_decode(&decode_hex("bls_public_key", &v.bls_public_key)?)
                 .map_err(|e| ConfigError::Invalid(format!("{who}: public key: {e}")))?;
             let pop = ProofOfPossession::from_bytes(&decode_hex(
                 "proof_of_possession",
@@ -302,6 +348,16 @@ impl GenesisFile {
             pk.verify_possession(&pop).map_err(|e| {
                 ConfigError::Invalid(format!("{who}: proof of possession does not verify: {e}"))
             })?;
+            let identity = mldsa::PublicKey::<MlDsa65>::from_bytes(&decode_hex(
+                "mldsa_public_key",
+                &v.mldsa_public_key,
+            )?)
+            .map_err(|e| ConfigError::Invalid(format!("{who}: ML-DSA-65 public key: {e}")))?;
+            if mldsa_keys.contains(&identity) {
+                return Err(ConfigError::Invalid(format!(
+                    "{who}: ML-DSA-65 public key repeats an earlier validator's"
+                )));
+            }
             let cert = decode_hex("tls_certificate", &v.tls_certificate)?;
             check_certificate(&cert).map_err(|e| {
                 ConfigError::Invalid(format!(
@@ -314,6 +370,7 @@ impl GenesisFile {
                 )));
             }
             parts.push(pk.to_bytes().to_vec());
+            parts.push(identity.as_bytes().to_vec());
             parts.push(cert.clone());
             parts.push(v.stake.to_le_bytes().to_vec());
             members.push(Validator {
@@ -321,6 +378,7 @@ impl GenesisFile {
                 stake: v.stake,
             });
             certs.push(cert);
+            mldsa_keys.push(identity);
         }
         let validators = ValidatorSet::new(members)
             .map_err(|e| ConfigError::Invalid(format!("validator set: {e}")))?;
@@ -331,6 +389,7 @@ impl GenesisFile {
             hash,
             validators,
             tls_certificates: certs,
+            mldsa_public_keys: mldsa_keys,
         })
     }
 
@@ -460,5 +519,134 @@ impl NodeConfig {
     pub fn view_timeout_ms(&self) -> u64 {
         self.view_timeout_ms
             .unwrap_or(self.block_time_ms.saturating_mul(2).saturating_add(1000))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two fresh key directories and the genesis built from their public files.
+    fn two_validators() -> (tempfile::TempDir, Vec<PublicKeyFile>, GenesisFile) {
+        let dir = tempfile::tempdir().unwrap();
+        let keys: Vec<PublicKeyFile> = (0..2)
+            .map(|i| keygen(&dir.path().join(format!("v{i}")), &format!("v{i}")).unwrap())
+            .collect();
+        let genesis = GenesisFile::from_public_keys(7, 1_000, &keys, 10);
+        (dir, keys, genesis)
+    }
+
+    fn invalid_message(result: Result<Genesis, ConfigError>) -> String {
+        match result {
+            Err(ConfigError::Invalid(message)) => message,
+            other => panic!("expected ConfigError::Invalid, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn keygen_writes_an_mldsa_65_identity_that_load_keys_reads_back() {
+        let (dir, keys, _) = two_validators();
+        let v0 = dir.path().join("v0");
+        let loaded = load_keys(&v0).unwrap();
+        assert_eq!(loaded.public, keys[0]);
+        assert_eq!(
+            hex::encode(loaded.mldsa.public_key().as_bytes()),
+            keys[0].mldsa_public_key
+        );
+        assert_eq!(keys[0].mldsa_public_key.len(), 2 * 1952);
+        assert_ne!(keys[0].mldsa_public_key, keys[1].mldsa_public_key);
+        let secret: SecretKeyFile = parse_json(&v0.join(SECRET_KEY_FILE)).unwrap();
+        assert_eq!(secret.mldsa_seed.len(), 2 * 32);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(v0.join(SECRET_KEY_FILE))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+
+    #[test]
+    fn load_keys_refuses_an_mldsa_seed_that_does_not_match_the_public_file() {
+        let (dir, keys, _) = two_validators();
+        let v0 = dir.path().join("v0");
+        let mut public = keys[0].clone();
+        public.mldsa_public_key = keys[1].mldsa_public_key.clone();
+        std::fs::write(v0.join(PUBLIC_KEY_FILE), to_json(&public).unwrap()).unwrap();
+        let Err(ConfigError::Invalid(message)) = load_keys(&v0) else {
+            panic!("a mismatched ML-DSA key must be refused");
+        };
+        assert!(
+            message.contains("ML-DSA-65 seed does not match"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn genesis_check_decodes_every_mldsa_65_key_and_binds_it_into_the_hash() {
+        let (_dir, keys, genesis) = two_validators();
+        let checked = genesis.clone().check().unwrap();
+        let decoded: Vec<String> = checked
+            .mldsa_public_keys
+            .iter()
+            .map(|k| hex::encode(k.as_bytes()))
+            .collect();
+        let expected: Vec<String> = keys.iter().map(|k| k.mldsa_public_key.clone()).collect();
+        assert_eq!(decoded, expected);
+
+        // Another (valid) identity key gives another chain.
+        let mut other = genesis.clone();
+        other.validators[1].mldsa_public_key = hex::encode(
+            mldsa::SecretKey::<MlDsa65>::from_seed(&[9; 32])
+                .public_key()
+                .as_bytes(),
+        );
+        assert_ne!(other.check().unwrap().hash, checked.hash);
+    }
+
+    #[test]
+    fn genesis_check_rejects_a_bad_mldsa_65_key_with_a_clear_error() {
+        let (_dir, _keys, genesis) = two_validators();
+        let with_key = |hex_key: String| {
+            let mut g = genesis.clone();
+            g.validators[1].mldsa_public_key = hex_key;
+            invalid_message(g.check())
+        };
+        let good = genesis.validators[1].mldsa_public_key.clone();
+
+        let short = with_key(good[..good.len() - 2].to_string());
+        assert!(
+            short.contains("validator 1 (v1): ML-DSA-65 public key: invalid length")
+                && short.contains("expected 1952 bytes, got 1951"),
+            "{short}"
+        );
+        let long = with_key(format!("{good}00"));
+        assert!(long.contains("expected 1952 bytes, got 1953"), "{long}");
+        let empty = with_key(String::new());
+        assert!(empty.contains("got 0"), "{empty}");
+        let not_hex = with_key("zz".repeat(1952));
+        assert!(
+            not_hex.starts_with("mldsa_public_key: not hex"),
+            "{not_hex}"
+        );
+        let repeated = with_key(genesis.validators[0].mldsa_public_key.clone());
+        assert!(
+            repeated.contains("validator 1 (v1): ML-DSA-65 public key repeats"),
+            "{repeated}"
+        );
+    }
+
+    #[test]
+    fn genesis_without_an_mldsa_public_key_does_not_parse() {
+        let (_dir, _keys, genesis) = two_validators();
+        let mut json: serde_json::Value = serde_json::to_value(&genesis).unwrap();
+        json["validators"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("mldsa_public_key");
+        let err = GenesisFile::from_json(&json.to_string()).unwrap_err();
+        assert!(err.to_string().contains("mldsa_public_key"), "{err}");
     }
 }

@@ -1,9 +1,13 @@
 //! Node metrics, exported in Prometheus text format at `GET /metrics`.
 
-use prometheus_client::metrics::counter::Counter;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+use quasar_crypto::bls_cache::PublicKeyCache;
+use std::sync::Arc;
 
 /// Consensus and mempool metrics (the transport registers its own, see `p2p::P2pMetrics`).
 #[derive(Clone)]
@@ -104,5 +108,76 @@ impl NodeMetrics {
             m.finality_seconds.clone(),
         );
         m
+    }
+}
+
+/// Exports the BLS pubkey decompression cache's counters (`quasar_bls_pubkey_cache_hits_total`,
+/// `…_misses_total`, `…_evictions_total`), read at each scrape.
+#[derive(Debug)]
+pub struct KeyCacheMetrics(pub Arc<PublicKeyCache>);
+
+impl KeyCacheMetrics {
+    /// Registers the cache's counters into `registry` under the `quasar` prefix.
+    pub fn register(cache: Arc<PublicKeyCache>, registry: &mut Registry) {
+        registry
+            .sub_registry_with_prefix("quasar")
+            .register_collector(Box::new(KeyCacheMetrics(cache)));
+    }
+}
+
+impl Collector for KeyCacheMetrics {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let stats = self.0.stats();
+        for (name, help, value) in [
+            (
+                "bls_pubkey_cache_hits",
+                "BLS public key lookups served decoded from the cache",
+                stats.hits,
+            ),
+            (
+                "bls_pubkey_cache_misses",
+                "BLS public key lookups that had to decompress and subgroup-check the key",
+                stats.misses,
+            ),
+            (
+                "bls_pubkey_cache_evictions",
+                "Cached BLS public keys replaced by another key of the same bucket",
+                stats.evictions,
+            ),
+        ] {
+            let counter = ConstCounter::new(value);
+            let metric = encoder.encode_descriptor(name, help, None, counter.metric_type())?;
+            counter.encode(metric)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quasar_crypto::bls::SecretKey;
+
+    #[test]
+    fn the_key_cache_counters_reach_the_exposition() {
+        let cache = Arc::new(PublicKeyCache::new());
+        let mut registry = Registry::default();
+        KeyCacheMetrics::register(cache.clone(), &mut registry);
+        let key = SecretKey::from_seed(&[7; 32]).public_key().to_bytes();
+        cache.get_or_decode(&key).unwrap();
+        cache.get_or_decode(&key).unwrap();
+        cache.get_or_decode(&key).unwrap();
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        for line in [
+            "quasar_bls_pubkey_cache_hits_total 2",
+            "quasar_bls_pubkey_cache_misses_total 1",
+            "quasar_bls_pubkey_cache_evictions_total 0",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "{line} missing in:\n{text}"
+            );
+        }
     }
 }

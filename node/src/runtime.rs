@@ -21,11 +21,12 @@ use crate::consensus::{
 };
 use crate::engine::{Engine, EngineError, Host, Published};
 use crate::mempool::{Mempool, MempoolLimits};
-use crate::metrics::NodeMetrics;
+use crate::metrics::{KeyCacheMetrics, NodeMetrics};
 use crate::p2p::{Inbound, Network, NetworkConfig, P2pMetrics, PeerInfo};
 use crate::signer::{SignError, VoteSigner};
 use crate::sync::{serve, MAX_SYNC_BLOCKS};
 use prometheus_client::registry::Registry;
+use quasar_crypto::bls_cache::PublicKeyCache;
 use quasar_crypto::hash::Hash;
 use quasar_storage::{SigningGuard, SledStore, Store};
 use quasar_wire::{decode, tx_hash, Message, MessageRef, SyncRequest, TxBatch};
@@ -39,6 +40,9 @@ use tokio::sync::{mpsc, Semaphore};
 pub const MAX_TX_BYTES: usize = 64 * 1024;
 /// Most transaction bytes in one block.
 pub const MAX_BLOCK_BYTES: usize = 8 * 1024 * 1024;
+/// Most queued inbound messages taken at once; the votes among them are verified as one batch
+/// (one randomized multi-pairing check, bisected only when some signature is bad).
+const MAX_VOTE_BATCH: usize = 256;
 /// Finality times kept for `GET /block` (older heights report `null`).
 const FINALITY_MEMORY: u64 = 1_000_000;
 
@@ -146,7 +150,10 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         Ok(limit) => tracing::debug!(limit, "file descriptor limit"),
         Err(e) => tracing::warn!(error = %e, "could not raise the file descriptor limit"),
     }
-    let genesis = GenesisFile::load(&cfg.genesis)?.check()?;
+    // Decoded BLS keys for the life of the process (DESIGN.md §4); the validator set built from
+    // genesis is the first place the BLS lane looks, this cache the second.
+    let key_cache = Arc::new(PublicKeyCache::new());
+    let genesis = GenesisFile::load(&cfg.genesis)?.check_with(&key_cache)?;
     let keys = load_keys(&cfg.key_dir)?;
     let me = genesis
         .file
@@ -229,6 +236,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
 
     let mut registry = Registry::default();
     let metrics = NodeMetrics::new(&mut registry);
+    KeyCacheMetrics::register(key_cache, &mut registry);
     let p2p_metrics = P2pMetrics::new();
     p2p_metrics.register(registry.sub_registry_with_prefix("quasar"));
     let (network, inbound) = Network::start(
@@ -339,40 +347,81 @@ async fn inbound_loop(
     let permits = Arc::new(Semaphore::new(
         4 * std::thread::available_parallelism().map_or(2, |n| n.get()),
     ));
-    while let Some(event) = inbound.recv().await {
-        match event {
-            Inbound::Gossip { message, .. } => {
-                let Ok(permit) = permits.clone().acquire_owned().await else {
-                    return;
-                };
-                let shared = shared.clone();
-                let verifier = verifier.clone();
-                let input_tx = input_tx.clone();
-                tokio::task::spawn_blocking(move || {
-                    let _permit = permit;
-                    if let Some(input) = ingest(&shared, &verifier, &message) {
-                        let _ = input_tx.blocking_send(input);
-                    }
-                });
-            }
-            Inbound::Request { message, reply, .. } => {
-                let shared = shared.clone();
-                tokio::task::spawn_blocking(move || {
-                    let response = match decode(&message) {
-                        Ok(MessageRef::SyncRequest(req)) => {
-                            Message::SyncResponse(serve(&req.to_owned(), &shared.store)).encode()
-                        }
-                        _ => {
-                            shared.p2p_metrics.record_malformed();
-                            return;
-                        }
-                    };
-                    if let Ok(bytes) = response {
-                        let _ = reply.send(bytes);
-                    }
-                });
+    while let Some(first) = inbound.recv().await {
+        // Take the whole burst that is already queued: its votes are verified together.
+        let mut burst = vec![first];
+        while burst.len() < MAX_VOTE_BATCH {
+            match inbound.try_recv() {
+                Ok(event) => burst.push(event),
+                Err(_) => break,
             }
         }
+        let mut votes = Vec::new();
+        for event in burst {
+            match event {
+                Inbound::Gossip { message, .. } => {
+                    if let Ok(MessageRef::Vote(vote)) = decode(&message) {
+                        votes.push(vote.to_owned());
+                        continue;
+                    }
+                    let Ok(permit) = permits.clone().acquire_owned().await else {
+                        return;
+                    };
+                    let shared = shared.clone();
+                    let verifier = verifier.clone();
+                    let input_tx = input_tx.clone();
+                    tokio::task::spawn_blocking(move || {
+                        let _permit = permit;
+                        if let Some(input) = ingest(&shared, &verifier, &message) {
+                            let _ = input_tx.blocking_send(input);
+                        }
+                    });
+                }
+                Inbound::Request { message, reply, .. } => {
+                    let shared = shared.clone();
+                    tokio::task::spawn_blocking(move || {
+                        let response = match decode(&message) {
+                            Ok(MessageRef::SyncRequest(req)) => {
+                                Message::SyncResponse(serve(&req.to_owned(), &shared.store))
+                                    .encode()
+                            }
+                            _ => {
+                                shared.p2p_metrics.record_malformed();
+                                return;
+                            }
+                        };
+                        if let Ok(bytes) = response {
+                            let _ = reply.send(bytes);
+                        }
+                    });
+                }
+            }
+        }
+        if votes.is_empty() {
+            continue;
+        }
+        let Ok(permit) = permits.clone().acquire_owned().await else {
+            return;
+        };
+        let shared = shared.clone();
+        let verifier = verifier.clone();
+        let input_tx = input_tx.clone();
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            for result in verifier.verify_votes(votes) {
+                match result {
+                    Ok(vote) => {
+                        if input_tx.blocking_send(Input::Vote(vote)).is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        tracing::debug!(error = %e, "invalid vote");
+                        shared.metrics.invalid_messages.inc();
+                    }
+                }
+            }
+        });
     }
 }
 

@@ -339,3 +339,52 @@ fn a_vote_the_guard_failed_to_record_is_requested_again_on_retry() {
     );
     assert_eq!(votes(&retry), vec![(VoteKind::Nullify, 1)]);
 }
+
+/// The runtime verifies bursts of votes together: each vote gets exactly the verdict it would
+/// get alone, and the bad ones among many good ones are named individually.
+#[test]
+fn a_burst_of_votes_gets_the_same_verdicts_as_one_by_one() {
+    use quasar_crypto::bls::BlsError;
+    use quasar_node::consensus::VerifyError;
+    let mut net = net();
+    let mut burst: Vec<quasar_wire::Vote> = (0..40u64)
+        .map(|k| {
+            let signer = (k % 4) as usize;
+            let view = 10 + k / 4;
+            vote(
+                &mut net,
+                signer,
+                VoteKind::Notarize,
+                view,
+                view,
+                [k as u8 + 1; 32],
+            )
+            .vote()
+            .clone()
+        })
+        .collect();
+    // A signature over another message, a forged signer index, another chain, and a signature
+    // that is not a curve point.
+    burst[3].block = [0xee; 32];
+    burst[17].signer = 99;
+    burst[22].chain_id = CHAIN + 1;
+    burst[31].signature = [0xff; 96];
+    burst[39].signature = burst[38].signature;
+    let alone: Vec<_> = burst
+        .iter()
+        .map(|v| net.verifier.verify_vote(v.clone()))
+        .collect();
+    let together = net.verifier.verify_votes(burst.clone());
+    assert_eq!(together.len(), burst.len());
+    for (k, (a, b)) in alone.iter().zip(&together).enumerate() {
+        assert_eq!(a, b, "vote {k}");
+    }
+    let rejected: Vec<usize> = (0..burst.len()).filter(|&k| together[k].is_err()).collect();
+    assert_eq!(rejected, vec![3, 17, 22, 31, 39]);
+    assert_eq!(
+        together[3],
+        Err(VerifyError::Signature(BlsError::InvalidSignature))
+    );
+    assert_eq!(together[17], Err(VerifyError::UnknownValidator(99)));
+    assert!(net.verifier.verify_votes(Vec::new()).is_empty());
+}

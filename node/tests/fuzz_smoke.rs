@@ -9,6 +9,7 @@
 //! panic of a target. Every input is derived from a fixed seed, so a failure reproduces.
 
 use quasar_crypto::bls::{SecretKey, Signature};
+use quasar_crypto::mldsa::{self, MlDsa65};
 use quasar_lanes::bls::bitmap_from_signers;
 use quasar_node::fuzzing::{self, CHAIN_ID, VALIDATORS};
 use quasar_storage::{SigningGuard, VoteIntent, VoteKind as GuardVoteKind, GUARD_FILE};
@@ -132,10 +133,12 @@ fn seed_genesis() -> Vec<Vec<u8>> {
     let validators: Vec<String> = (0..VALIDATORS)
         .map(|i| {
             let k = key(i);
+            let identity = mldsa::SecretKey::<MlDsa65>::from_seed(&[i as u8 + 1; 32]);
             format!(
-                r#"{{"name":"v{i}","bls_public_key":"{}","proof_of_possession":"{}","tls_certificate":"3082","stake":1}}"#,
+                r#"{{"name":"v{i}","bls_public_key":"{}","proof_of_possession":"{}","mldsa_public_key":"{}","tls_certificate":"3082","stake":1}}"#,
                 hex::encode(k.public_key().to_bytes()),
                 hex::encode(k.prove_possession().to_bytes()),
+                hex::encode(identity.public_key().as_bytes()),
             )
         })
         .collect();

@@ -9,7 +9,7 @@
 
 use super::leader::leader;
 use super::Input;
-use quasar_crypto::bls::{BlsError, Signature};
+use quasar_crypto::bls::{batch_verify, BlsError, PublicKey, Signature};
 use quasar_crypto::hash::Hash;
 use quasar_lanes::{bls as bls_lane, LaneError, ValidatorSet};
 use quasar_wire::{payload_root, Certificate, CertificateKind, Message, Proposal, Vote, VoteKind};
@@ -235,6 +235,14 @@ impl Verifier {
 
     /// Verifies a vote. Errors: see [`VerifyError`].
     pub fn verify_vote(&self, vote: Vote) -> Result<VerifiedVote, VerifyError> {
+        let (key, signature) = self.check_vote(&vote)?;
+        key.verify(&vote.signing_message(), &signature)?;
+        Ok(VerifiedVote { vote, signature })
+    }
+
+    /// Everything [`Verifier::verify_vote`] checks except the pairing: domain, view, fields,
+    /// membership, signature encoding. Returns the signer's key and the decoded signature.
+    fn check_vote(&self, vote: &Vote) -> Result<(PublicKey, Signature), VerifyError> {
         self.check_domain(vote.chain_id, vote.epoch)?;
         if vote.view == 0 {
             return Err(VerifyError::GenesisView);
@@ -249,8 +257,48 @@ impl Verifier {
             .ok_or(VerifyError::UnknownValidator(vote.signer))?
             .public_key;
         let signature = Signature::from_bytes(&vote.signature)?;
-        key.verify(&vote.signing_message(), &signature)?;
-        Ok(VerifiedVote { vote, signature })
+        Ok((key, signature))
+    }
+
+    /// Verifies a burst of votes (e.g. everything that arrived since the last look at the
+    /// network): the checks of [`Verifier::verify_vote`] one by one, then all signatures that
+    /// pass them in one randomized batch check ([`quasar_crypto::bls::batch_verify`]), which
+    /// bisects to name exactly the invalid ones. Returns one result per vote, in input order; a
+    /// vote whose signature does not verify gets
+    /// `VerifyError::Signature(BlsError::InvalidSignature)`, as from `verify_vote`.
+    pub fn verify_votes(&self, votes: Vec<Vote>) -> Vec<Result<VerifiedVote, VerifyError>> {
+        let checked: Vec<Result<(PublicKey, Signature), VerifyError>> =
+            votes.iter().map(|vote| self.check_vote(vote)).collect();
+        let messages: Vec<Vec<u8>> = votes.iter().map(Vote::signing_message).collect();
+        // Positions in `votes` of the batch items: the votes that passed the cheap checks.
+        let mut positions = Vec::with_capacity(votes.len());
+        let mut items = Vec::with_capacity(votes.len());
+        for (i, (checked, message)) in checked.iter().zip(&messages).enumerate() {
+            if let Ok((key, signature)) = checked {
+                positions.push(i);
+                items.push((key, message.as_slice(), signature));
+            }
+        }
+        let mut bad = vec![false; votes.len()];
+        if let Err(invalid) = batch_verify(&items) {
+            for k in invalid {
+                if let Some(&i) = positions.get(k) {
+                    bad[i] = true;
+                }
+            }
+        }
+        votes
+            .into_iter()
+            .zip(checked)
+            .zip(bad)
+            .map(|((vote, checked), bad)| {
+                let (_, signature) = checked?;
+                if bad {
+                    return Err(VerifyError::Signature(BlsError::InvalidSignature));
+                }
+                Ok(VerifiedVote { vote, signature })
+            })
+            .collect()
     }
 
     /// Verifies a proposal: domain, leader, header sanity, limits, payload root, signature.
