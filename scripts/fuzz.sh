@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every cargo-fuzz target of wire/fuzz, storage/fuzz and node/fuzz for SECONDS each (default 60).
+# Runs every cargo-fuzz target of crypto/fuzz, wire/fuzz, storage/fuzz and node/fuzz for SECONDS each (default 60).
 #
 #   scripts/fuzz.sh [SECONDS]
 #
@@ -25,10 +25,10 @@ if ! rustc --version | grep -q nightly; then
   export RUSTC_BOOTSTRAP=1
 fi
 read -r -a extra <<<"${FUZZ_ARGS:-}"
-# One target dir for the three fuzz crates, so quasar-node (used by node/ and storage/) builds once.
+# One target dir for the four fuzz crates, so quasar-node (used by node/ and storage/) builds once.
 target_dir="$(pwd)/target/fuzz"
 
-for crate in wire storage node; do
+for crate in crypto wire storage node; do
   for target in $(cd "${crate}" && cargo fuzz list); do
     echo "=== ${crate}/fuzz ${target}: ${seconds} s"
     artifacts="${crate}/fuzz/artifacts/${target}"

@@ -10,6 +10,7 @@
 //! - [`mldsa`]: ML-DSA-44/65/87 (FIPS 204) on `libcrux-ml-dsa`: key generation from a 32-byte
 //!   seed, hedged and deterministic signing and verification with context strings. ML-DSA-65 is
 //!   the validator identity key.
+//! - [`fuzzing`]: entry points of the `crypto/fuzz` targets (BLS and ML-DSA decoders).
 //!
 //! This crate depends on nothing else in the workspace; consensus, wire and storage depend on it.
 #![forbid(unsafe_code)]
@@ -26,5 +27,6 @@
 
 pub mod bls;
 pub mod bls_cache;
+pub mod fuzzing;
 pub mod hash;
 pub mod mldsa;

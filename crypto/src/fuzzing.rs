@@ -1,0 +1,131 @@
+//! Entry points for fuzzers and smoke tests of this crate's decoders.
+//!
+//! Each function takes arbitrary bytes and panics only when a property of this crate is broken;
+//! for every other input it returns quietly. The cargo-fuzz targets in `crypto/fuzz` are one-line
+//! calls to these functions, and `crypto/tests/fuzz_smoke.rs` drives the same functions with
+//! seeded mutated and random inputs on the stable toolchain.
+//!
+//! - [`bls_decode`]: BLS public keys, signatures and proofs of possession from peer, file or RPC
+//!   bytes decode or fail cleanly (directly and through the [`PublicKeyCache`]); what decodes is
+//!   canonical (re-encodes to the same bytes) and never the identity.
+//! - [`mldsa_verify`]: ML-DSA-65 public keys and signatures of any length decode or fail cleanly,
+//!   and verification of a valid pair edited anywhere (key, c̃, z, hints) returns a verdict
+//!   without panicking.
+
+use crate::bls::{ProofOfPossession, PublicKey, Signature, PUBLIC_KEY_LEN, SIGNATURE_LEN};
+use crate::bls_cache::PublicKeyCache;
+use crate::mldsa::{self, MlDsa65, ParameterSet};
+use std::sync::OnceLock;
+
+/// The encoding of the identity point, compressed: flags 0b11 then zeros.
+fn is_identity_encoding(bytes: &[u8]) -> bool {
+    bytes.first() == Some(&0xc0) && bytes.iter().skip(1).all(|&b| b == 0)
+}
+
+/// Decodes `data` as a BLS public key, a signature and a proof of possession (each from the
+/// prefix of its length, and from the whole input), directly and through a shared cache.
+///
+/// Panics if something decodes that does not re-encode to its input, is the identity, or if the
+/// cache and the direct decoder disagree.
+pub fn bls_decode(data: &[u8]) {
+    static CACHE: OnceLock<PublicKeyCache> = OnceLock::new();
+    let cache = CACHE.get_or_init(PublicKeyCache::new);
+    let key_bytes = data.get(..PUBLIC_KEY_LEN).unwrap_or(data);
+    for bytes in [data, key_bytes] {
+        let direct = PublicKey::from_bytes(bytes);
+        let cached = cache.get_or_decode(bytes);
+        assert_eq!(direct, cached, "cache and decoder disagree");
+        if let Ok(key) = direct {
+            assert_eq!(
+                key.to_bytes().as_slice(),
+                bytes,
+                "non-canonical key accepted"
+            );
+            assert!(!is_identity_encoding(bytes), "identity key accepted");
+        }
+    }
+    let sig_bytes = data.get(..SIGNATURE_LEN).unwrap_or(data);
+    for bytes in [data, sig_bytes] {
+        if let Ok(sig) = Signature::from_bytes(bytes) {
+            assert_eq!(
+                sig.to_bytes().as_slice(),
+                bytes,
+                "non-canonical signature accepted"
+            );
+            assert!(!is_identity_encoding(bytes), "identity signature accepted");
+        }
+        if let Ok(pop) = ProofOfPossession::from_bytes(bytes) {
+            assert_eq!(
+                pop.to_bytes().as_slice(),
+                bytes,
+                "non-canonical proof accepted"
+            );
+        }
+    }
+}
+
+/// A fixed ML-DSA-65 key and its signature on `b"quasar-fuzz"` with context `b"fuzz"`.
+fn mldsa_fixture() -> &'static (Vec<u8>, Vec<u8>) {
+    static FIXTURE: OnceLock<(Vec<u8>, Vec<u8>)> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let sk = mldsa::SecretKey::<MlDsa65>::from_seed(&[0x5a; 32]);
+        let sig = sk
+            .sign_deterministic(b"quasar-fuzz", b"fuzz")
+            .map(|sig| sig.as_bytes().to_vec())
+            .unwrap_or_default();
+        (sk.public_key().as_bytes().to_vec(), sig)
+    })
+}
+
+/// Decodes `data` as an ML-DSA-65 public key and as a signature, then verifies a fixed valid
+/// (key, signature) pair after applying `data` as edits: each 3 bytes are an offset (u16 LE) into
+/// key ‖ signature and a byte XORed in there (so small inputs reach every field of a signature:
+/// c̃, z, and the hint encoding). Keys and signatures are too long for a fuzzer to build whole.
+///
+/// Panics if a decoder accepts a wrong length or a decoded value does not round-trip, or if the
+/// unedited pair does not verify.
+pub fn mldsa_verify(data: &[u8]) {
+    type Key = mldsa::PublicKey<MlDsa65>;
+    type Sig = mldsa::Signature<MlDsa65>;
+    if let Ok(key) = Key::from_bytes(data) {
+        assert_eq!(
+            data.len(),
+            MlDsa65::PUBLIC_KEY_LEN,
+            "wrong-length key accepted"
+        );
+        assert_eq!(key.as_bytes(), data);
+    }
+    if let Ok(sig) = Sig::from_bytes(data) {
+        assert_eq!(
+            data.len(),
+            MlDsa65::SIGNATURE_LEN,
+            "wrong-length signature accepted"
+        );
+        assert_eq!(sig.as_bytes(), data);
+    }
+    let (key, sig) = mldsa_fixture();
+    let mut bytes = key.clone();
+    bytes.extend_from_slice(sig);
+    let mut edited = false;
+    for edit in data.chunks_exact(3) {
+        if let [lo, hi, value] = edit {
+            let offset = usize::from(u16::from_le_bytes([*lo, *hi])) % bytes.len().max(1);
+            if let Some(byte) = bytes.get_mut(offset) {
+                *byte ^= value;
+                edited |= *value != 0;
+            }
+        }
+    }
+    let (key, sig) = bytes.split_at(key.len());
+    let decoded = (Key::from_bytes(key), Sig::from_bytes(sig));
+    assert!(
+        decoded.0.is_ok() && decoded.1.is_ok(),
+        "edits keep lengths, so the fixture must decode"
+    );
+    if let (Ok(key), Ok(sig)) = decoded {
+        let verdict = key.verify(b"quasar-fuzz", b"fuzz", &sig);
+        if !edited {
+            assert_eq!(verdict, Ok(()), "the unedited fixture must verify");
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! Smoke pass of the `crypto/fuzz` targets on the stable toolchain: valid encodings, seeded
+//! mutations of them (bit flips, flag bytes, truncation, extension) and random bytes, through the
+//! same functions the fuzzers call. Every input comes from a fixed seed, so a failure reproduces.
+
+use quasar_crypto::bls::SecretKey;
+use quasar_crypto::fuzzing::{bls_decode, mldsa_verify};
+use quasar_crypto::mldsa::{self, MlDsa65};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+fn mutate(rng: &mut ChaCha8Rng, seed: &[u8]) -> Vec<u8> {
+    let mut out = seed.to_vec();
+    match rng.gen_range(0..5) {
+        0 if !out.is_empty() => {
+            let i = rng.gen_range(0..out.len());
+            out[i] ^= 1 << rng.gen_range(0..8);
+        }
+        1 if !out.is_empty() => {
+            out[0] = [0x00, 0x20, 0x40, 0x60, 0x80, 0xa0, 0xc0, 0xe0][rng.gen_range(0..8)]
+        }
+        2 => out.truncate(rng.gen_range(0..=out.len())),
+        3 => out.extend((0..rng.gen_range(1..8)).map(|_| rng.gen::<u8>())),
+        _ => out = (0..rng.gen_range(0..200)).map(|_| rng.gen()).collect(),
+    }
+    out
+}
+
+#[test]
+fn bls_decoders_survive_mutated_and_random_input() {
+    let key = SecretKey::from_seed(&[3; 32]);
+    let seeds = [
+        key.public_key().to_bytes().to_vec(),
+        key.sign(b"m").to_bytes().to_vec(),
+        key.prove_possession().to_bytes().to_vec(),
+    ];
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    for seed in &seeds {
+        bls_decode(seed);
+        for _ in 0..300 {
+            bls_decode(&mutate(&mut rng, seed));
+        }
+    }
+}
+
+#[test]
+fn mldsa_decoders_and_verify_survive_mutated_and_random_input() {
+    let sk = mldsa::SecretKey::<MlDsa65>::from_seed(&[5; 32]);
+    let sig = sk.sign_deterministic(b"block", b"ctx").unwrap();
+    let mut valid = vec![3u8];
+    valid.extend_from_slice(b"ctx");
+    valid.extend_from_slice(sk.public_key().as_bytes());
+    valid.extend_from_slice(sig.as_bytes());
+    valid.extend_from_slice(b"block");
+    mldsa_verify(&valid);
+    mldsa_verify(sk.public_key().as_bytes());
+    mldsa_verify(sig.as_bytes());
+    mldsa_verify(&[]);
+    let mut rng = ChaCha8Rng::seed_from_u64(2);
+    for _ in 0..200 {
+        mldsa_verify(&mutate(&mut rng, &valid));
+        // Short edit lists, aimed at the signature's tail (the hint encoding) half the time.
+        let edits: Vec<u8> = (0..rng.gen_range(1..6))
+            .flat_map(|_| {
+                let offset: u16 = if rng.gen_bool(0.5) {
+                    rng.gen_range(5200..5261)
+                } else {
+                    rng.gen()
+                };
+                let [lo, hi] = offset.to_le_bytes();
+                [lo, hi, rng.gen()]
+            })
+            .collect();
+        mldsa_verify(&edits);
+    }
+}
