@@ -215,78 +215,66 @@ pub enum MlDsa65 {}
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MlDsa87 {}
 
-impl backend::Sealed for MlDsa44 {}
-impl backend::Sealed for MlDsa65 {}
-impl backend::Sealed for MlDsa87 {}
+/// Implements [`ParameterSet`] for one set by naming libcrux's module and types for it (the only
+/// thing that differs between the three sets).
+macro_rules! parameter_set {
+    ($set:ident, $name:literal, $module:ident, $vk:ident, $sk:ident, $sig:ident) => {
+        impl backend::Sealed for $set {}
 
-impl ParameterSet for MlDsa44 {
-    const NAME: &'static str = "ML-DSA-44";
-    type VerificationKey = ml_dsa_44::MLDSA44VerificationKey;
-    type SigningKey = ml_dsa_44::MLDSA44SigningKey;
-    type Signature = ml_dsa_44::MLDSA44Signature;
+        impl ParameterSet for $set {
+            const NAME: &'static str = $name;
+            type VerificationKey = $module::$vk;
+            type SigningKey = $module::$sk;
+            type Signature = $module::$sig;
 
-    fn key_gen(seed: [u8; SEED_LEN]) -> (Self::SigningKey, Self::VerificationKey) {
-        let pair = ml_dsa_44::generate_key_pair(seed);
-        (pair.signing_key, pair.verification_key)
-    }
-    fn sign(
-        sk: &Self::SigningKey,
-        msg: &[u8],
-        ctx: &[u8],
-        rnd: [u8; RND_LEN],
-    ) -> Result<Self::Signature, SigningError> {
-        ml_dsa_44::sign(sk, msg, ctx, rnd)
-    }
-    fn verify(vk: &Self::VerificationKey, msg: &[u8], ctx: &[u8], sig: &Self::Signature) -> bool {
-        ml_dsa_44::verify(vk, msg, ctx, sig).is_ok()
-    }
+            fn key_gen(seed: [u8; SEED_LEN]) -> (Self::SigningKey, Self::VerificationKey) {
+                let pair = $module::generate_key_pair(seed);
+                (pair.signing_key, pair.verification_key)
+            }
+            fn sign(
+                sk: &Self::SigningKey,
+                msg: &[u8],
+                ctx: &[u8],
+                rnd: [u8; RND_LEN],
+            ) -> Result<Self::Signature, SigningError> {
+                $module::sign(sk, msg, ctx, rnd)
+            }
+            fn verify(
+                vk: &Self::VerificationKey,
+                msg: &[u8],
+                ctx: &[u8],
+                sig: &Self::Signature,
+            ) -> bool {
+                $module::verify(vk, msg, ctx, sig).is_ok()
+            }
+        }
+    };
 }
 
-impl ParameterSet for MlDsa65 {
-    const NAME: &'static str = "ML-DSA-65";
-    type VerificationKey = ml_dsa_65::MLDSA65VerificationKey;
-    type SigningKey = ml_dsa_65::MLDSA65SigningKey;
-    type Signature = ml_dsa_65::MLDSA65Signature;
-
-    fn key_gen(seed: [u8; SEED_LEN]) -> (Self::SigningKey, Self::VerificationKey) {
-        let pair = ml_dsa_65::generate_key_pair(seed);
-        (pair.signing_key, pair.verification_key)
-    }
-    fn sign(
-        sk: &Self::SigningKey,
-        msg: &[u8],
-        ctx: &[u8],
-        rnd: [u8; RND_LEN],
-    ) -> Result<Self::Signature, SigningError> {
-        ml_dsa_65::sign(sk, msg, ctx, rnd)
-    }
-    fn verify(vk: &Self::VerificationKey, msg: &[u8], ctx: &[u8], sig: &Self::Signature) -> bool {
-        ml_dsa_65::verify(vk, msg, ctx, sig).is_ok()
-    }
-}
-
-impl ParameterSet for MlDsa87 {
-    const NAME: &'static str = "ML-DSA-87";
-    type VerificationKey = ml_dsa_87::MLDSA87VerificationKey;
-    type SigningKey = ml_dsa_87::MLDSA87SigningKey;
-    type Signature = ml_dsa_87::MLDSA87Signature;
-
-    fn key_gen(seed: [u8; SEED_LEN]) -> (Self::SigningKey, Self::VerificationKey) {
-        let pair = ml_dsa_87::generate_key_pair(seed);
-        (pair.signing_key, pair.verification_key)
-    }
-    fn sign(
-        sk: &Self::SigningKey,
-        msg: &[u8],
-        ctx: &[u8],
-        rnd: [u8; RND_LEN],
-    ) -> Result<Self::Signature, SigningError> {
-        ml_dsa_87::sign(sk, msg, ctx, rnd)
-    }
-    fn verify(vk: &Self::VerificationKey, msg: &[u8], ctx: &[u8], sig: &Self::Signature) -> bool {
-        ml_dsa_87::verify(vk, msg, ctx, sig).is_ok()
-    }
-}
+parameter_set!(
+    MlDsa44,
+    "ML-DSA-44",
+    ml_dsa_44,
+    MLDSA44VerificationKey,
+    MLDSA44SigningKey,
+    MLDSA44Signature
+);
+parameter_set!(
+    MlDsa65,
+    "ML-DSA-65",
+    ml_dsa_65,
+    MLDSA65VerificationKey,
+    MLDSA65SigningKey,
+    MLDSA65Signature
+);
+parameter_set!(
+    MlDsa87,
+    "ML-DSA-87",
+    ml_dsa_87,
+    MLDSA87VerificationKey,
+    MLDSA87SigningKey,
+    MLDSA87Signature
+);
 
 /// An ML-DSA public key of parameter set `P`: exactly [`ParameterSet::PUBLIC_KEY_LEN`] bytes
 /// (pkEncode, FIPS 204 §7.2 Algorithm 22). Equality and hashing use those bytes.

@@ -343,10 +343,14 @@ async fn inbound_loop(
     verifier: Verifier,
     input_tx: mpsc::Sender<Input>,
 ) {
-    // Bounds the verification jobs in flight; waiting here applies backpressure to peers.
-    let permits = Arc::new(Semaphore::new(
-        4 * std::thread::available_parallelism().map_or(2, |n| n.get()),
-    ));
+    let pool = VerificationPool {
+        permits: Arc::new(Semaphore::new(
+            4 * std::thread::available_parallelism().map_or(2, |n| n.get()),
+        )),
+        shared: shared.clone(),
+        verifier,
+        input_tx,
+    };
     while let Some(first) = inbound.recv().await {
         // Take the whole burst that is already queued: its votes are verified together.
         let mut burst = vec![first];
@@ -364,18 +368,12 @@ async fn inbound_loop(
                         votes.push(vote.to_owned());
                         continue;
                     }
-                    let Ok(permit) = permits.clone().acquire_owned().await else {
-                        return;
+                    let job = move |shared: &Shared, verifier: &Verifier| {
+                        ingest(shared, verifier, &message).into_iter().collect()
                     };
-                    let shared = shared.clone();
-                    let verifier = verifier.clone();
-                    let input_tx = input_tx.clone();
-                    tokio::task::spawn_blocking(move || {
-                        let _permit = permit;
-                        if let Some(input) = ingest(&shared, &verifier, &message) {
-                            let _ = input_tx.blocking_send(input);
-                        }
-                    });
+                    if !pool.run(job).await {
+                        return;
+                    }
                 }
                 Inbound::Request { message, reply, .. } => {
                     let shared = shared.clone();
@@ -400,28 +398,57 @@ async fn inbound_loop(
         if votes.is_empty() {
             continue;
         }
-        let Ok(permit) = permits.clone().acquire_owned().await else {
-            return;
-        };
-        let shared = shared.clone();
-        let verifier = verifier.clone();
-        let input_tx = input_tx.clone();
-        tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            for result in verifier.verify_votes(votes) {
-                match result {
-                    Ok(vote) => {
-                        if input_tx.blocking_send(Input::Vote(vote)).is_err() {
-                            return;
-                        }
-                    }
+        let job = move |shared: &Shared, verifier: &Verifier| {
+            verifier
+                .verify_votes(votes)
+                .into_iter()
+                .filter_map(|result| match result {
+                    Ok(vote) => Some(Input::Vote(vote)),
                     Err(e) => {
                         tracing::debug!(error = %e, "invalid vote");
                         shared.metrics.invalid_messages.inc();
+                        None
                     }
+                })
+                .collect()
+        };
+        if !pool.run(job).await {
+            return;
+        }
+    }
+}
+
+/// The bounded pool of blocking verification jobs whose results feed the core.
+struct VerificationPool {
+    /// Bounds the jobs in flight; waiting for a permit applies backpressure to peers.
+    permits: Arc<Semaphore>,
+    shared: Arc<Shared>,
+    verifier: Verifier,
+    input_tx: mpsc::Sender<Input>,
+}
+
+impl VerificationPool {
+    /// Runs `job` on the blocking pool once a permit is free and sends the inputs it returns to
+    /// the core, in order. Returns `false` when the pool is closed (the node is stopping).
+    async fn run(
+        &self,
+        job: impl FnOnce(&Shared, &Verifier) -> Vec<Input> + Send + 'static,
+    ) -> bool {
+        let Ok(permit) = self.permits.clone().acquire_owned().await else {
+            return false;
+        };
+        let shared = self.shared.clone();
+        let verifier = self.verifier.clone();
+        let input_tx = self.input_tx.clone();
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            for input in job(&shared, &verifier) {
+                if input_tx.blocking_send(input).is_err() {
+                    return;
                 }
             }
         });
+        true
     }
 }
 
