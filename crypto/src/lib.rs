@@ -10,6 +10,9 @@
 //! - [`mldsa`]: ML-DSA-44/65/87 (FIPS 204) on `libcrux-ml-dsa`: key generation from a 32-byte
 //!   seed, hedged and deterministic signing and verification with context strings. ML-DSA-65 is
 //!   the validator identity key.
+//! - [`corona`]: the Corona (Ringtail) lattice threshold signature, under construction.
+//! - [`accel`]: the acceleration seam: batched NTT and pointwise products behind the
+//!   [`accel::BatchArithmetic`] trait (the `gpu` crate implements it), with [`accel::CpuBackend`].
 //! - [`fuzzing`]: entry points of the `crypto/fuzz` targets (BLS and ML-DSA decoders).
 //!
 //! This crate depends on nothing else in the workspace; consensus, wire and storage depend on it.
@@ -25,8 +28,10 @@
     )
 )]
 
+pub mod accel;
 pub mod bls;
 pub mod bls_cache;
+pub mod corona;
 pub mod fuzzing;
 pub mod hash;
 pub mod mldsa;
