@@ -337,18 +337,21 @@ impl GenesisFile {
         ];
         for (i, v) in self.validators.iter().enumerate() {
             let who = format!("validator {i} ({})", v.name);
+            let hex = |field: &str, value: &str| {
+                decode_hex(field, value).map_err(|e| ConfigError::Invalid(format!("{who}: {e}")))
+            };
             let pk = cache
-                .get_or_decode(&decode_hex("bls_public_key", &v.bls_public_key)?)
+                .get_or_decode(&hex("bls_public_key", &v.bls_public_key)?)
                 .map_err(|e| ConfigError::Invalid(format!("{who}: public key: {e}")))?;
-            let pop = ProofOfPossession::from_bytes(&decode_hex(
-                "proof_of_possession",
-                &v.proof_of_possession,
-            )?)
-            .map_err(|e| ConfigError::Invalid(format!("{who}: proof of possession: {e}")))?;
+            let pop =
+                ProofOfPossession::from_bytes(&hex("proof_of_possession", &v.proof_of_possession)?)
+                    .map_err(|e| {
+                        ConfigError::Invalid(format!("{who}: proof of possession: {e}"))
+                    })?;
             pk.verify_possession(&pop).map_err(|e| {
                 ConfigError::Invalid(format!("{who}: proof of possession does not verify: {e}"))
             })?;
-            let identity = mldsa::PublicKey::<MlDsa65>::from_bytes(&decode_hex(
+            let identity = mldsa::PublicKey::<MlDsa65>::from_bytes(&hex(
                 "mldsa_public_key",
                 &v.mldsa_public_key,
             )?)
@@ -358,7 +361,7 @@ impl GenesisFile {
                     "{who}: ML-DSA-65 public key repeats an earlier validator's"
                 )));
             }
-            let cert = decode_hex("tls_certificate", &v.tls_certificate)?;
+            let cert = hex("tls_certificate", &v.tls_certificate)?;
             check_certificate(&cert).map_err(|e| {
                 ConfigError::Invalid(format!(
                     "{who}: TLS certificate is not a valid X.509 certificate: {e}"
@@ -607,6 +610,25 @@ mod tests {
     }
 
     #[test]
+    fn genesis_hex_errors_name_the_validator_and_field() {
+        let (_dir, _keys, genesis) = two_validators();
+        let mut bad = genesis.clone();
+        bad.validators[1].mldsa_public_key = "zz".into();
+        let message = invalid_message(bad.check());
+        assert!(
+            message.starts_with("validator 1 (v1): mldsa_public_key: not hex"),
+            "{message}"
+        );
+        let mut bad = genesis.clone();
+        bad.validators[0].tls_certificate = "abc".into();
+        let message = invalid_message(bad.check());
+        assert!(
+            message.starts_with("validator 0 (v0): tls_certificate: not hex"),
+            "{message}"
+        );
+    }
+
+    #[test]
     fn genesis_check_rejects_a_bad_mldsa_65_key_with_a_clear_error() {
         let (_dir, _keys, genesis) = two_validators();
         let with_key = |hex_key: String| {
@@ -628,7 +650,7 @@ mod tests {
         assert!(empty.contains("got 0"), "{empty}");
         let not_hex = with_key("zz".repeat(1952));
         assert!(
-            not_hex.starts_with("mldsa_public_key: not hex"),
+            not_hex.starts_with("validator 1 (v1): mldsa_public_key: not hex"),
             "{not_hex}"
         );
         let repeated = with_key(genesis.validators[0].mldsa_public_key.clone());

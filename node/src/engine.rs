@@ -27,6 +27,7 @@ use crate::consensus::{
 };
 use crate::signer::{SignError, VoteSigner};
 use quasar_crypto::hash::Hash;
+use quasar_lanes::bls::signers_from_bitmap;
 use quasar_lanes::ValidatorSet;
 use quasar_storage::{Store, StoreError};
 use quasar_wire::{decode, tx_hash, Certificate, Message, MessageRef, Proposal};
@@ -109,6 +110,10 @@ pub struct Recovery {
     pub restored: usize,
     /// Kept view certificates that no longer verify and were ignored.
     pub dropped: usize,
+    /// The highest view of a stored certificate (the tip's or a kept one) that this validator
+    /// signed, if any. A signing guard whose highest view is below it is older than the store:
+    /// restored from a backup or copied from elsewhere.
+    pub newest_own_signature: Option<u64>,
 }
 
 /// The genesis a validator starts from.
@@ -193,7 +198,18 @@ impl<S: Store> Engine<S> {
         };
         store.bind_genesis(&genesis.hash)?;
         let (tip, tip_certificate) = stored_tip(&store, genesis)?;
-        let mut core = Core::new(cfg, validators, tip);
+        let me = cfg.me.map(|i| i as usize);
+        let signed_by_me = |c: &Certificate| {
+            me.is_some_and(|me| {
+                signers_from_bitmap(&c.signers, validators.len())
+                    .is_ok_and(|signers| signers.contains(&me))
+            })
+        };
+        let mut newest_own_signature = None;
+        if let Some(c) = tip_certificate.as_ref().filter(|c| signed_by_me(c)) {
+            newest_own_signature = Some(c.view);
+        }
+        let mut core = Core::new(cfg, validators.clone(), tip);
         if let Some(certificate) = tip_certificate {
             core.set_tip_certificate(certificate);
         }
@@ -206,6 +222,10 @@ impl<S: Store> Engine<S> {
             };
             match verifier.verify_certificate(c.to_owned()) {
                 Ok(verified) => {
+                    if signed_by_me(verified.certificate()) {
+                        newest_own_signature =
+                            newest_own_signature.max(Some(verified.certificate().view));
+                    }
                     core.restore(verified);
                     restored += 1;
                 }
@@ -221,6 +241,7 @@ impl<S: Store> Engine<S> {
             tip,
             restored,
             dropped,
+            newest_own_signature,
         };
         Ok((engine, recovery))
     }

@@ -16,7 +16,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Generate validator keys (BLS with proof of possession, TLS identity) into DIR.
+    /// Generate validator keys (BLS with proof of possession, ML-DSA-65 identity, TLS identity) into DIR.
     Keygen {
         /// Key directory to create; the secret file is written with mode 0600.
         #[arg(long)]
@@ -39,8 +39,9 @@ enum Command {
         /// Stake of each validator.
         #[arg(long, default_value_t = 100)]
         stake: u64,
-        /// Genesis time = now + this many seconds; block 1 is proposed one block time later.
-        #[arg(long, default_value_t = 0)]
+        /// Genesis time = now + this many seconds (at most 604800, one week); block 1 is proposed
+        /// one block time later.
+        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=604_800))]
         start_delay_secs: u64,
     },
     /// Run a validator.

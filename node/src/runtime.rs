@@ -27,7 +27,7 @@ use crate::signer::{SignError, VoteSigner};
 use crate::sync::{serve, MAX_SYNC_BLOCKS};
 use prometheus_client::registry::Registry;
 use quasar_crypto::bls_cache::PublicKeyCache;
-use quasar_crypto::hash::Hash;
+use quasar_crypto::hash::{tagged_hash, Hash};
 use quasar_storage::{SigningGuard, SledStore, Store};
 use quasar_wire::{decode, tx_hash, Message, MessageRef, SyncRequest, TxBatch};
 use std::collections::{HashMap, HashSet};
@@ -159,7 +159,10 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         .file
         .validators
         .iter()
-        .position(|v| v.bls_public_key == keys.public.bls_public_key)
+        .position(|v| {
+            v.bls_public_key
+                .eq_ignore_ascii_case(&keys.public.bls_public_key)
+        })
         .ok_or_else(|| {
             NodeError::Other("this key directory's validator is not in genesis".into())
         })? as u32;
@@ -177,7 +180,14 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
             cfg.data_dir.join("db").display()
         )));
     }
-    let guard = SigningGuard::open(&cfg.data_dir)?;
+    // The guard file is bound to this validator's key and this chain: another validator's or
+    // another chain's guard is refused rather than adopted.
+    let owner = tagged_hash(
+        "QUASAR-GUARD-OWNER-v1",
+        &[&keys.bls.public_key().to_bytes(), &genesis.hash],
+    );
+    let guard = SigningGuard::open(&cfg.data_dir, &owner)?;
+    let guard_view = guard.highest_view();
     let chain_id = genesis.file.chain_id;
     let validators = Arc::new(genesis.validators.clone());
     let limits = BlockLimits {
@@ -206,6 +216,15 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         genesis.file.genesis_time_us,
     )?;
     let tip = recovery.tip;
+    if let Some(view) = recovery.newest_own_signature.filter(|&v| v > guard_view) {
+        return Err(NodeError::Other(format!(
+            "{} is older than this validator's history: the store holds a certificate with its \
+             signature at view {view}, but the guard's highest view is {guard_view}. It was \
+             restored from a backup or copied; signing with it risks equivocation. Put the \
+             current guard file back",
+            guard_path.display()
+        )));
+    }
     if recovery.restored > 0 || recovery.dropped > 0 {
         tracing::info!(
             restored = recovery.restored,
@@ -220,7 +239,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
             .file
             .validators
             .iter()
-            .position(|v| v.bls_public_key == p.bls_public_key)
+            .position(|v| v.bls_public_key.eq_ignore_ascii_case(&p.bls_public_key))
             .ok_or_else(|| {
                 NodeError::Other(format!("peer {} is not in genesis", p.bls_public_key))
             })?;

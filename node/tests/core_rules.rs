@@ -55,7 +55,20 @@ fn net() -> Net {
 }
 
 fn core_for(net: &Net, me: u32) -> Core {
-    let cfg = CoreConfig {
+    Core::new(
+        config(me),
+        net.validators.clone(),
+        Tip {
+            height: 0,
+            hash: GENESIS,
+            view: 0,
+            timestamp_us: 0,
+        },
+    )
+}
+
+fn config(me: u32) -> CoreConfig {
+    CoreConfig {
         chain_id: CHAIN,
         epoch: 0,
         genesis: GENESIS,
@@ -65,17 +78,7 @@ fn core_for(net: &Net, me: u32) -> Core {
         retry_us: 100_000,
         max_future_views: 100,
         max_clock_drift_us: 1_000_000,
-    };
-    Core::new(
-        cfg,
-        net.validators.clone(),
-        Tip {
-            height: 0,
-            hash: GENESIS,
-            view: 0,
-            timestamp_us: 0,
-        },
-    )
+    }
 }
 
 fn slot(view: u64, height: u64, parent: Hash, parent_view: u64) -> ProposalSlot {
@@ -387,4 +390,58 @@ fn a_burst_of_votes_gets_the_same_verdicts_as_one_by_one() {
     );
     assert_eq!(together[17], Err(VerifyError::UnknownValidator(99)));
     assert!(net.verifier.verify_votes(Vec::new()).is_empty());
+}
+
+/// Recovery reports the newest stored certificate this validator signed, so the runtime can
+/// refuse a signing guard that is older than the store (restored from a backup).
+#[test]
+fn recovery_reports_the_newest_certificate_this_validator_signed() {
+    use quasar_crypto::bls::Signature;
+    use quasar_lanes::bls::bitmap_from_signers;
+    use quasar_node::engine::Engine;
+    use quasar_storage::{SimStore, Store};
+    use quasar_wire::{vote_signing_message, Certificate};
+    let net = net();
+    let store = SimStore::new().unwrap();
+    for view in [3u64, 7] {
+        let block = [view as u8; 32];
+        let message = vote_signing_message(VoteKind::Notarize, CHAIN, 0, view, view, &block);
+        let signers = [0usize, 1, 2];
+        let signatures: Vec<Signature> = signers
+            .iter()
+            .map(|&i| SecretKey::from_seed(&[i as u8 + 1; 32]).sign(&message))
+            .collect();
+        let certificate = Certificate {
+            kind: CertificateKind::Notarization,
+            chain_id: CHAIN,
+            epoch: 0,
+            view,
+            height: view,
+            block,
+            signers: bitmap_from_signers(signers, 4),
+            signature: Signature::aggregate(&signatures).unwrap().to_bytes(),
+        };
+        let bytes = Message::Certificate(certificate).encode().unwrap();
+        store.put_view_certificate(view, 0, &bytes).unwrap();
+    }
+    for (me, expected) in [(0u32, Some(7)), (2, Some(7)), (3, None)] {
+        let signer = VoteSigner::new(
+            SecretKey::from_seed(&[me as u8 + 1; 32]),
+            me,
+            CHAIN,
+            0,
+            SigningGuard::in_memory(),
+        );
+        let (_, recovery) = Engine::open(
+            store.clone(),
+            signer,
+            config(me),
+            net.validators.clone(),
+            &net.verifier,
+            0,
+        )
+        .unwrap();
+        assert_eq!(recovery.restored, 2);
+        assert_eq!(recovery.newest_own_signature, expected, "validator {me}");
+    }
 }

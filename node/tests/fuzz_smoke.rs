@@ -175,7 +175,7 @@ address = "127.0.0.1:9001"
 
 fn seed_guard_files() -> Vec<Vec<u8>> {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut guard = SigningGuard::open(dir.path()).expect("a fresh guard opens");
+    let mut guard = SigningGuard::open(dir.path(), &[7; 32]).expect("a fresh guard opens");
     for view in 1..4 {
         let kinds = [GuardVoteKind::Notarize, GuardVoteKind::Finalize];
         for kind in kinds {

@@ -25,13 +25,18 @@
 //! returned and hence before the signature could leave; [`SigningGuard::open`] reloads it, and
 //! refuses to start on a file it cannot read or verify rather than start empty. (c) Pruning only
 //! drops views below `highest - GUARD_WINDOW`, and those views are refused outright, so forgetting
-//! them cannot admit a conflict. The one thing the guard cannot detect is an operator deleting the
-//! file or running two processes on one directory; both are documented operator errors.
+//! them cannot admit a conflict. (d) The file names its **owner** (a digest of the validator's key
+//! and the chain's genesis, chosen by the caller): [`SigningGuard::open`] refuses another
+//! validator's or another chain's guard ([`GuardError::Foreign`]), so a guard file copied from
+//! the wrong directory cannot stand in for the right one. What the guard cannot detect on its own
+//! is an operator deleting the file, restoring an older copy of it, or running two processes on one
+//! directory; these are documented operator errors (the node additionally refuses to start when
+//! its store holds signatures newer than its guard).
 //!
-//! # File format (`signing-guard.bin`, version 1)
+//! # File format (`signing-guard.bin`, version 2)
 //!
 //! `body ‖ SHA3-256(body)` where, integers little-endian,
-//! `body = "QSGUARD\0" ‖ version: u16 = 1 ‖ count: u32 ‖ count × entry`,
+//! `body = "QSGUARD\0" ‖ version: u16 = 2 ‖ owner: 32 B ‖ count: u32 ‖ count × entry`,
 //! `entry = view: u64 ‖ flags: u8 ‖ [notarize hash: 32 B if flags&1] ‖ [finalize hash: 32 B if flags&2]`,
 //! flag bit 2 = nullify, other bits zero; views strictly increasing; `count ≤ GUARD_WINDOW + 1`;
 //! flags 2|4 (finalize + nullify) are illegal. The file is replaced atomically: write
@@ -52,14 +57,14 @@ pub const GUARD_WINDOW: u64 = 64;
 pub const GUARD_FILE: &str = "signing-guard.bin";
 const GUARD_TMP_FILE: &str = "signing-guard.bin.tmp";
 const MAGIC: &[u8; 8] = b"QSGUARD\0";
-const VERSION: u16 = 1;
+const VERSION: u16 = 2;
 /// Most views a valid record can hold.
 const MAX_ENTRIES: u64 = GUARD_WINDOW + 1;
 const FLAG_NOTARIZE: u8 = 1;
 const FLAG_FINALIZE: u8 = 2;
 const FLAG_NULLIFY: u8 = 4;
 /// Upper bound on a valid file: header, full entries, checksum.
-const MAX_FILE_LEN: u64 = 8 + 2 + 4 + MAX_ENTRIES * (8 + 1 + 32 + 32) + 32;
+const MAX_FILE_LEN: u64 = 8 + 2 + 32 + 4 + MAX_ENTRIES * (8 + 1 + 32 + 32) + 32;
 
 /// The kind of consensus vote (DESIGN.md §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -121,6 +126,15 @@ pub enum GuardError {
     /// The guard file exists but is malformed or fails its checksum. Fatal: never reset silently.
     #[error("signing guard file corrupt: {0}")]
     Corrupt(String),
+    /// The guard file belongs to another owner (another validator key or another chain). Fatal:
+    /// put this validator's own guard file back.
+    #[error("signing guard file belongs to owner {found}, not to this validator ({expected})")]
+    Foreign {
+        /// Hex of the owner recorded in the file.
+        found: String,
+        /// Hex of the owner the caller expected.
+        expected: String,
+    },
 }
 
 /// What was signed in one view.
@@ -153,20 +167,22 @@ fn hex_hash(hash: &Hash) -> String {
 pub struct SigningGuard {
     /// Directory holding [`GUARD_FILE`]; `None` for [`SigningGuard::in_memory`].
     dir: Option<PathBuf>,
+    /// Who the record belongs to (see the module docs).
+    owner: Hash,
     views: BTreeMap<u64, ViewRecord>,
     /// Fault injection: this many upcoming fresh records fail as a failed fsync would.
     failing_writes: u32,
 }
 
 impl SigningGuard {
-    /// Opens the guard stored in `dir/signing-guard.bin`, creating `dir` and an empty, durable
-    /// record if the file is absent.
+    /// Opens the guard stored in `dir/signing-guard.bin` for `owner`, creating `dir` and an empty,
+    /// durable record if the file is absent.
     ///
     /// Errors: [`GuardError::Io`] if the file cannot be read or the empty record cannot be written;
-    /// [`GuardError::Corrupt`] if the file is malformed, oversized, or fails its checksum. A bad
-    /// file is never reset: the operator must investigate (signing with a lost record risks
-    /// equivocation).
-    pub fn open(dir: &Path) -> Result<SigningGuard, GuardError> {
+    /// [`GuardError::Corrupt`] if the file is malformed, oversized, of another version, or fails
+    /// its checksum; [`GuardError::Foreign`] if it records another owner. A bad file is never
+    /// reset: the operator must investigate (signing with a lost record risks equivocation).
+    pub fn open(dir: &Path, owner: &Hash) -> Result<SigningGuard, GuardError> {
         fs::create_dir_all(dir)?;
         let path = dir.join(GUARD_FILE);
         let views = match fs::File::open(&path) {
@@ -176,30 +192,40 @@ impl SigningGuard {
                 // without reading it whole.
                 file.take(MAX_FILE_LEN.saturating_add(1))
                     .read_to_end(&mut bytes)?;
-                decode(&bytes)?
+                let (found, views) = decode(&bytes)?;
+                if found != *owner {
+                    return Err(GuardError::Foreign {
+                        found: hex_hash(&found),
+                        expected: hex_hash(owner),
+                    });
+                }
+                views
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let views = BTreeMap::new();
-                persist(dir, &views)?;
+                persist(dir, owner, &views)?;
                 views
             }
             Err(e) => return Err(GuardError::Io(e)),
         };
         Ok(SigningGuard {
             dir: Some(dir.to_path_buf()),
+            owner: *owner,
             views,
             failing_writes: 0,
         })
     }
 
-    /// An in-memory guard holding the record encoded in `bytes` (the guard file's contents), for
-    /// inspecting a guard file offline and for fuzzing the decoder.
+    /// An in-memory guard holding the record encoded in `bytes` (the guard file's contents, whose
+    /// owner it keeps), for inspecting a guard file offline and for fuzzing the decoder.
     ///
     /// Errors: [`GuardError::Corrupt`] exactly as [`SigningGuard::open`] reports for a bad file.
     pub fn from_bytes(bytes: &[u8]) -> Result<SigningGuard, GuardError> {
+        let (owner, views) = decode(bytes)?;
         Ok(SigningGuard {
             dir: None,
-            views: decode(bytes)?,
+            owner,
+            views,
             failing_writes: 0,
         })
     }
@@ -208,6 +234,7 @@ impl SigningGuard {
     pub fn in_memory() -> SigningGuard {
         SigningGuard {
             dir: None,
+            owner: [0; 32],
             views: BTreeMap::new(),
             failing_writes: 0,
         }
@@ -283,7 +310,7 @@ impl SigningGuard {
             )));
         }
         if let Some(dir) = &self.dir {
-            persist(dir, &next)?;
+            persist(dir, &self.owner, &next)?;
         }
         self.views = next;
         Ok(GuardDecision::Fresh)
@@ -308,8 +335,8 @@ fn prune(views: &mut BTreeMap<u64, ViewRecord>) {
 }
 
 /// Writes `views` durably: tmp file, fsync, rename, directory fsync.
-fn persist(dir: &Path, views: &BTreeMap<u64, ViewRecord>) -> Result<(), GuardError> {
-    let bytes = encode(views);
+fn persist(dir: &Path, owner: &Hash, views: &BTreeMap<u64, ViewRecord>) -> Result<(), GuardError> {
+    let bytes = encode(owner, views);
     let tmp = dir.join(GUARD_TMP_FILE);
     {
         let mut file = fs::File::create(&tmp)?;
@@ -321,10 +348,11 @@ fn persist(dir: &Path, views: &BTreeMap<u64, ViewRecord>) -> Result<(), GuardErr
     Ok(())
 }
 
-fn encode(views: &BTreeMap<u64, ViewRecord>) -> Vec<u8> {
+fn encode(owner: &Hash, views: &BTreeMap<u64, ViewRecord>) -> Vec<u8> {
     let mut body = Vec::with_capacity(256);
     body.extend_from_slice(MAGIC);
     body.extend_from_slice(&VERSION.to_le_bytes());
+    body.extend_from_slice(owner);
     // At most MAX_ENTRIES (65) views after pruning, so this never truncates.
     body.extend_from_slice(&(views.len() as u32).to_le_bytes());
     for (view, rec) in views {
@@ -366,7 +394,10 @@ impl<'a> Reader<'a> {
     }
 }
 
-fn decode(bytes: &[u8]) -> Result<BTreeMap<u64, ViewRecord>, GuardError> {
+/// The owner and the record of a guard file.
+type Decoded = (Hash, BTreeMap<u64, ViewRecord>);
+
+fn decode(bytes: &[u8]) -> Result<Decoded, GuardError> {
     if bytes.len() as u64 > MAX_FILE_LEN {
         return Err(GuardError::Corrupt(format!(
             "file longer than the {MAX_FILE_LEN}-byte maximum"
@@ -388,6 +419,7 @@ fn decode(bytes: &[u8]) -> Result<BTreeMap<u64, ViewRecord>, GuardError> {
             "unsupported version {version}"
         )));
     }
+    let owner = r.take::<32>("owner")?;
     let count = u32::from_le_bytes(r.take("count")?);
     if u64::from(count) > MAX_ENTRIES {
         return Err(GuardError::Corrupt(format!(
@@ -444,5 +476,5 @@ fn decode(bytes: &[u8]) -> Result<BTreeMap<u64, ViewRecord>, GuardError> {
             )));
         }
     }
-    Ok(views)
+    Ok((owner, views))
 }

@@ -9,6 +9,9 @@ use quasar_storage::{
     GuardDecision, GuardError, SigningGuard, VoteIntent, VoteKind, GUARD_FILE, GUARD_WINDOW,
 };
 
+/// The owner every guard in these tests belongs to.
+const OWNER: [u8; 32] = [0x0e; 32];
+
 fn notarize(view: u64, b: u8) -> VoteIntent {
     VoteIntent {
         view,
@@ -41,7 +44,7 @@ fn is_conflict(r: Result<GuardDecision, GuardError>) -> bool {
 fn both(check: impl Fn(&mut SigningGuard)) {
     check(&mut SigningGuard::in_memory());
     let dir = tempfile::tempdir().unwrap();
-    check(&mut SigningGuard::open(dir.path()).unwrap());
+    check(&mut SigningGuard::open(dir.path(), &OWNER).unwrap());
 }
 
 #[test]
@@ -154,7 +157,12 @@ fn repeat_is_idempotent() {
 fn highest_view_starts_at_zero() {
     assert_eq!(SigningGuard::in_memory().highest_view(), 0);
     let dir = tempfile::tempdir().unwrap();
-    assert_eq!(SigningGuard::open(dir.path()).unwrap().highest_view(), 0);
+    assert_eq!(
+        SigningGuard::open(dir.path(), &OWNER)
+            .unwrap()
+            .highest_view(),
+        0
+    );
 }
 
 /// Restart: a new process reopening the file still refuses the conflicting twin, and answers
@@ -163,12 +171,12 @@ fn highest_view_starts_at_zero() {
 fn reopen_preserves_record_and_refuses_conflicts() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let mut g = SigningGuard::open(dir.path()).unwrap();
+        let mut g = SigningGuard::open(dir.path(), &OWNER).unwrap();
         g.check_and_record(&notarize(10, 1)).unwrap();
         g.check_and_record(&finalize(10, 1)).unwrap();
         g.check_and_record(&nullify(11)).unwrap();
     }
-    let mut g = SigningGuard::open(dir.path()).unwrap();
+    let mut g = SigningGuard::open(dir.path(), &OWNER).unwrap();
     assert_eq!(g.highest_view(), 11);
     assert!(is_conflict(g.check_and_record(&notarize(10, 2))));
     assert!(is_conflict(g.check_and_record(&finalize(10, 2))));
@@ -185,7 +193,7 @@ fn reopen_preserves_record_and_refuses_conflicts() {
 }
 
 fn guard_file_with(dir: &Path) -> Vec<u8> {
-    let mut g = SigningGuard::open(dir).unwrap();
+    let mut g = SigningGuard::open(dir, &OWNER).unwrap();
     g.check_and_record(&notarize(1, 1)).unwrap();
     g.check_and_record(&finalize(2, 2)).unwrap();
     drop(g);
@@ -193,7 +201,7 @@ fn guard_file_with(dir: &Path) -> Vec<u8> {
 }
 
 fn assert_open_corrupt(dir: &Path) {
-    match SigningGuard::open(dir) {
+    match SigningGuard::open(dir, &OWNER) {
         Err(GuardError::Corrupt(_)) => {}
         other => panic!("expected Corrupt, got {other:?}"),
     }
@@ -228,7 +236,12 @@ fn truncated_or_extended_file_refuses_to_open() {
     assert_open_corrupt(dir.path());
     // The intact file still opens: nothing was silently reset along the way.
     fs::write(dir.path().join(GUARD_FILE), &good).unwrap();
-    assert_eq!(SigningGuard::open(dir.path()).unwrap().highest_view(), 2);
+    assert_eq!(
+        SigningGuard::open(dir.path(), &OWNER)
+            .unwrap()
+            .highest_view(),
+        2
+    );
 }
 
 #[test]
@@ -259,18 +272,18 @@ fn views_below_the_window_are_too_old() {
 fn pruning_keeps_the_file_bounded() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(GUARD_FILE);
-    let mut g = SigningGuard::open(dir.path()).unwrap();
+    let mut g = SigningGuard::open(dir.path(), &OWNER).unwrap();
     let mut max_len = 0;
     for view in 1..=300u64 {
         g.check_and_record(&notarize(view, 1)).unwrap();
         g.check_and_record(&finalize(view, 1)).unwrap();
         max_len = max_len.max(fs::metadata(&path).unwrap().len());
     }
-    // 65 views × (8 + 1 + 32 + 32) bytes + 14-byte header + 32-byte checksum.
-    let bound = (GUARD_WINDOW + 1) * 73 + 14 + 32;
+    // 65 views × (8 + 1 + 32 + 32) bytes + 46-byte header (with the owner) + 32-byte checksum.
+    let bound = (GUARD_WINDOW + 1) * 73 + 46 + 32;
     assert!(max_len <= bound, "{max_len} > {bound}");
     drop(g);
-    let mut g = SigningGuard::open(dir.path()).unwrap();
+    let mut g = SigningGuard::open(dir.path(), &OWNER).unwrap();
     assert_eq!(g.highest_view(), 300);
     assert!(matches!(
         g.check_and_record(&notarize(10, 2)),
@@ -287,7 +300,7 @@ fn pruning_keeps_the_file_bounded() {
 fn failed_write_records_nothing() {
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("guard");
-    let mut g = SigningGuard::open(&dir).unwrap();
+    let mut g = SigningGuard::open(&dir, &OWNER).unwrap();
     g.check_and_record(&notarize(1, 1)).unwrap();
     fs::remove_dir_all(&dir).unwrap();
     assert!(matches!(
@@ -389,14 +402,14 @@ proptest! {
         let mut accepted_before = Vec::new();
         let (first, second) = intents.split_at(intents.len() / 2);
         {
-            let mut g = SigningGuard::open(dir.path()).unwrap();
+            let mut g = SigningGuard::open(dir.path(), &OWNER).unwrap();
             for intent in first {
                 if g.check_and_record(intent).is_ok() {
                     accepted_before.push(*intent);
                 }
             }
         }
-        let mut g = SigningGuard::open(dir.path()).unwrap();
+        let mut g = SigningGuard::open(dir.path(), &OWNER).unwrap();
         for intent in second {
             if g.check_and_record(intent).is_ok() {
                 for prev in &accepted_before {
@@ -406,4 +419,25 @@ proptest! {
             }
         }
     }
+}
+
+/// A guard file is bound to its owner: another validator's (or chain's) file is refused, not
+/// adopted, and nothing is rewritten.
+#[test]
+fn another_owners_guard_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut g = SigningGuard::open(dir.path(), &OWNER).unwrap();
+    g.check_and_record(&notarize(5, 1)).unwrap();
+    let before = fs::read(dir.path().join(GUARD_FILE)).unwrap();
+    assert!(matches!(
+        SigningGuard::open(dir.path(), &[0x0f; 32]),
+        Err(GuardError::Foreign { .. })
+    ));
+    assert_eq!(fs::read(dir.path().join(GUARD_FILE)).unwrap(), before);
+    assert_eq!(
+        SigningGuard::open(dir.path(), &OWNER)
+            .unwrap()
+            .highest_view(),
+        5
+    );
 }
