@@ -10,7 +10,8 @@
 //! - [`mldsa`]: ML-DSA-44/65/87 (FIPS 204) on `libcrux-ml-dsa`: key generation from a 32-byte
 //!   seed, hedged and deterministic signing and verification with context strings. ML-DSA-65 is
 //!   the validator identity key.
-//! - [`corona`]: the Corona (Ringtail) lattice threshold signature, under construction.
+//! - [`corona`]: the Corona (Ringtail) lattice threshold signature: ring and NTT, samplers, hash
+//!   suite, dealer keygen, the two signing rounds, combine, verify, compact encodings.
 //! - [`accel`]: the acceleration seam: batched NTT and pointwise products behind the
 //!   [`accel::BatchArithmetic`] trait (the `gpu` crate implements it), with [`accel::CpuBackend`].
 //! - [`fuzzing`]: entry points of the `crypto/fuzz` targets (BLS and ML-DSA decoders).
