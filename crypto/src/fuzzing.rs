@@ -8,12 +8,16 @@
 //! - [`bls_decode`]: BLS public keys, signatures and proofs of possession from peer, file or RPC
 //!   bytes decode or fail cleanly (directly and through the [`PublicKeyCache`]); what decodes is
 //!   canonical (re-encodes to the same bytes) and never the identity.
+//! - [`corona_decode`]: Corona group keys, signatures and round messages decode or fail cleanly,
+//!   and what decodes re-encodes to the same bytes (the encodings are canonical); a decoded
+//!   signature verifies or is rejected without panicking.
 //! - [`mldsa_verify`]: ML-DSA-65 public keys and signatures of any length decode or fail cleanly,
 //!   and verification of a valid pair edited anywhere (key, c̃, z, hints) returns a verdict
 //!   without panicking.
 
 use crate::bls::{ProofOfPossession, PublicKey, Signature, PUBLIC_KEY_LEN, SIGNATURE_LEN};
 use crate::bls_cache::PublicKeyCache;
+use crate::corona::scheme::{GroupKey, Round1Message, Round2Message, Signature as CoronaSignature};
 use crate::mldsa::{self, MlDsa65, ParameterSet};
 use std::sync::OnceLock;
 
@@ -127,5 +131,54 @@ pub fn mldsa_verify(data: &[u8]) {
         if !edited {
             assert_eq!(verdict, Ok(()), "the unedited fixture must verify");
         }
+    }
+}
+
+/// A fixed Corona 2-of-3 group key (dealt from a fixed seed) and its encoding.
+fn corona_fixture() -> Option<&'static (GroupKey, Vec<u8>)> {
+    static FIXTURE: OnceLock<Option<(GroupKey, Vec<u8>)>> = OnceLock::new();
+    FIXTURE
+        .get_or_init(|| {
+            use rand::SeedableRng;
+            let mut rng = rand_chacha::ChaCha20Rng::from_seed([0x3c; 32]);
+            let (key, _) = crate::corona::scheme::trusted_dealer_keygen(2, 3, &mut rng).ok()?;
+            let bytes = key.to_bytes();
+            Some((key, bytes))
+        })
+        .as_ref()
+}
+
+/// Decodes `data` as a Corona group key, signature, round-1 message and round-2 message; each
+/// that decodes must re-encode to exactly `data`. A decoded signature is verified under a fixed
+/// group key (any verdict is fine; a panic is not).
+///
+/// Panics if an encoding is not canonical (two byte strings for one value).
+pub fn corona_decode(data: &[u8]) {
+    if let Ok(key) = GroupKey::from_bytes(data) {
+        assert_eq!(key.to_bytes(), data, "non-canonical group key accepted");
+    }
+    if let Ok(signature) = CoronaSignature::from_bytes(data) {
+        assert_eq!(
+            signature.to_bytes(),
+            data,
+            "non-canonical signature accepted"
+        );
+        if let Some((key, _)) = corona_fixture() {
+            let _ = key.verify(b"quasar-fuzz", &signature);
+        }
+    }
+    if let Ok(message) = Round1Message::from_bytes(data) {
+        assert_eq!(
+            message.to_bytes(),
+            data,
+            "non-canonical round-1 message accepted"
+        );
+    }
+    if let Ok(message) = Round2Message::from_bytes(data) {
+        assert_eq!(
+            message.to_bytes(),
+            data,
+            "non-canonical round-2 message accepted"
+        );
     }
 }

@@ -503,3 +503,40 @@ const GOLDEN: [&str; 4] = [
     "7da7b5f7371cc4a876c8f18cdc21f11794e5b8244dc41aa6e1b52169d521a224",
     "8dd9e6ad74ba2d4b1f7c3395072e2322ee014c14095a37560dd3f64160c44427",
 ];
+
+/// Smoke pass of the `corona_decode` fuzz target (`crypto/fuzz`) on real encodings and seeded
+/// mutations of them: bit flips, truncation, extension, and random bytes.
+#[test]
+fn the_decode_fuzz_body_survives_mutations_of_real_encodings() {
+    use quasar_crypto::fuzzing::corona_decode;
+    use rand::Rng;
+    let mut rng = ChaCha20Rng::seed_from_u64(77);
+    let (gk, mut signers) = setup(2, 3, 78);
+    let (_, states, msgs) = run_round1(&mut signers, &[0, 2], sid(1), &mut rng);
+    let round1 = msgs[0].to_bytes();
+    let mut round2 = Vec::new();
+    for (p, st) in states {
+        round2 = signers[p as usize]
+            .round2(st, b"fuzz", &msgs)
+            .unwrap()
+            .0
+            .to_bytes();
+    }
+    let signature = sign(&gk, &mut signers, &[0, 1], sid(2), b"fuzz", &mut rng).to_bytes();
+    for seed in [gk.to_bytes(), signature, round2, round1] {
+        corona_decode(&seed);
+        for _ in 0..25 {
+            let mut input = seed.clone();
+            match rng.gen_range(0..4) {
+                0 => {
+                    let i = rng.gen_range(0..input.len());
+                    input[i] ^= 1 << rng.gen_range(0..8);
+                }
+                1 => input.truncate(rng.gen_range(0..input.len())),
+                2 => input.push(rng.gen()),
+                _ => input = (0..rng.gen_range(0..64)).map(|_| rng.gen()).collect(),
+            }
+            corona_decode(&input);
+        }
+    }
+}
