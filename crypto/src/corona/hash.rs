@@ -250,20 +250,13 @@ impl Kmac256 {
     }
 
     /// KMAC256 with L = 8·`out.len()` bits, written into `out`.
-    pub fn finalize_into(mut self, out: &mut [u8]) {
-        let mut enc = [0u8; 17];
-        self.inner
-            .update(right_encode(bit_len(out.len()), &mut enc));
-        self.inner.finalize_xof().read(out);
+    pub fn finalize_into(self, out: &mut [u8]) {
+        finish_into(self.inner, out);
     }
 
     /// KMACXOF256 (L = 0 encoded): an output stream of any length.
-    pub fn finalize_xof(mut self) -> Xof {
-        let mut enc = [0u8; 17];
-        self.inner.update(right_encode(0, &mut enc));
-        Xof {
-            reader: self.inner.finalize_xof(),
-        }
+    pub fn finalize_xof(self) -> Xof {
+        finish_xof(self.inner)
     }
 }
 
@@ -306,20 +299,31 @@ impl TupleHash256 {
     }
 
     /// TupleHash256 with L = 8·`out.len()` bits, written into `out`.
-    pub fn finalize_into(mut self, out: &mut [u8]) {
-        let mut enc = [0u8; 17];
-        self.inner
-            .update(right_encode(bit_len(out.len()), &mut enc));
-        self.inner.finalize_xof().read(out);
+    pub fn finalize_into(self, out: &mut [u8]) {
+        finish_into(self.inner, out);
     }
 
     /// TupleHashXOF256 (L = 0 encoded): an output stream of any length.
-    pub fn finalize_xof(mut self) -> Xof {
-        let mut enc = [0u8; 17];
-        self.inner.update(right_encode(0, &mut enc));
-        Xof {
-            reader: self.inner.finalize_xof(),
-        }
+    pub fn finalize_xof(self) -> Xof {
+        finish_xof(self.inner)
+    }
+}
+
+/// The common ending of KMAC256 and TupleHash256 (SP 800-185 §4.3.1, §5.3.1): absorb
+/// right_encode(L) with L = 8·`out.len()`, then squeeze `out`.
+fn finish_into(mut inner: CShake256, out: &mut [u8]) {
+    let mut enc = [0u8; 17];
+    inner.update(right_encode(bit_len(out.len()), &mut enc));
+    inner.finalize_xof().read(out);
+}
+
+/// The common ending of KMACXOF256 and TupleHashXOF256 (SP 800-185 §4.3.1, §5.3.1): absorb
+/// right_encode(0), then hand out the stream.
+fn finish_xof(mut inner: CShake256) -> Xof {
+    let mut enc = [0u8; 17];
+    inner.update(right_encode(0, &mut enc));
+    Xof {
+        reader: inner.finalize_xof(),
     }
 }
 
