@@ -469,3 +469,18 @@ proptest! {
         prop_assert_eq!(ntt_product(&a, &b), schoolbook(&a, &b));
     }
 }
+
+#[test]
+fn zeroize_wipes_polynomials_vectors_and_matrices() {
+    use zeroize::Zeroize;
+    let p = Poly::from_signed(&[5; 256]);
+    let mut q = p.ntt();
+    q.zeroize();
+    assert_eq!(q, NttPoly::ZERO);
+    let mut v = NttVec::<3>::from_fn(|_| p.ntt());
+    v.zeroize();
+    assert!(v.as_slice().iter().all(|x| *x == NttPoly::ZERO));
+    let mut m = NttMatrix::<2, 2>::from_fn(|_, _| p.ntt());
+    m.zeroize();
+    assert!((0..2).all(|i| (0..2).all(|j| m.get(i, j) == Some(&NttPoly::ZERO))));
+}

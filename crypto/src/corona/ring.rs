@@ -781,6 +781,39 @@ impl<const R: usize, const C: usize> AddAssign<&NttMatrix<R, C>> for NttMatrix<R
     }
 }
 
+/// Secret polynomials (key shares, round-1 randomness) are wiped with these when dropped by their
+/// owners (`zeroize::Zeroizing` or a `Drop` impl); the values are plain residues, so zero is a
+/// valid polynomial and the wiped value stays well-formed.
+impl zeroize::Zeroize for Poly {
+    fn zeroize(&mut self) {
+        self.0.zeroize();
+    }
+}
+
+impl zeroize::Zeroize for NttPoly {
+    fn zeroize(&mut self) {
+        self.0.zeroize();
+    }
+}
+
+impl<const L: usize> zeroize::Zeroize for PolyVec<L> {
+    fn zeroize(&mut self) {
+        self.0.iter_mut().for_each(zeroize::Zeroize::zeroize);
+    }
+}
+
+impl<const L: usize> zeroize::Zeroize for NttVec<L> {
+    fn zeroize(&mut self) {
+        self.0.iter_mut().for_each(zeroize::Zeroize::zeroize);
+    }
+}
+
+impl<const R: usize, const C: usize> zeroize::Zeroize for NttMatrix<R, C> {
+    fn zeroize(&mut self) {
+        self.0.iter_mut().for_each(zeroize::Zeroize::zeroize);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

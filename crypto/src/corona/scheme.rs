@@ -101,8 +101,8 @@
 //!
 //! # Secrets in memory
 //!
-//! Seeds and MAC keys are zeroized on drop. The ring types of ring.rs have no in-place wipe yet,
-//! so s_i and R_i are freed, not overwritten (R_i lives only from round 1 to round 2).
+//! Seeds, MAC keys, the share s_i and the round-1 randomness R_i are zeroized on drop
+//! (`Zeroizing`); temporaries inside one function call are not tracked individually.
 
 use std::collections::HashSet;
 
@@ -535,7 +535,7 @@ pub struct KeyShare {
     threshold: usize,
     parties: usize,
     group_key: GroupKey,
-    secret: NttVec<N>,
+    secret: Zeroizing<NttVec<N>>,
     /// sd_{i,j} at position j (zero at j = i).
     prf_out: Zeroizing<Vec<[u8; 32]>>,
     /// sd_{j,i} at position j (zero at j = i).
@@ -647,7 +647,7 @@ pub fn trusted_dealer_keygen<R: RngCore + CryptoRng + ?Sized>(
             threshold,
             parties,
             group_key: group_key.clone(),
-            secret: acc,
+            secret: Zeroizing::new(acc),
             prf_out,
             prf_in,
             mac_keys,
@@ -694,7 +694,7 @@ pub struct Round1State {
     session: SessionId,
     set: SigningSet,
     d_digest: [u8; 32],
-    r: NttMatrix<N, COLS>,
+    r: Zeroizing<NttMatrix<N, COLS>>,
 }
 
 impl std::fmt::Debug for Round1State {
@@ -822,7 +822,7 @@ impl Signer {
             session,
             set: set.clone(),
             d_digest,
-            r,
+            r: Zeroizing::new(r),
         };
         let message = Round1Message {
             sender: me,
