@@ -103,8 +103,9 @@ fn conflicting_notarize_votes_are_stored_and_served_as_checkable_json() {
 
 #[test]
 fn evidence_the_core_reports_goes_through_the_same_path() {
-    // The core detects the equivocation; the runtime's Action::Evidence arm turns it into a
-    // record with `api::evidence_record` and stores it. Here: finalize and nullify in one view.
+    // The core detects the equivocation; the engine's Action::Evidence arm (shared by the runtime
+    // and the simulator) turns it into a record with `api::evidence_record` and stores it.
+    // Here: finalize and nullify in one view.
     let keys: Vec<SecretKey> = (0..4u8)
         .map(|i| SecretKey::from_seed(&[i + 1; 32]))
         .collect();

@@ -398,19 +398,28 @@ impl Simulation {
             effects: Vec::new(),
         };
         let engine = &mut self.nodes[i].engine;
-        engine
-            .signer_mut()
-            .guard_mut()
-            .fail_next_writes(u32::from(guard_fault));
-        engine.store().fail_next_writes(u32::from(write_fault));
-        engine.store().fail_next_flushes(u32::from(flush_fault));
+        // Faults are armed for this event only (four mutex round trips saved on the common,
+        // fault-free event).
+        if guard_fault {
+            engine.signer_mut().guard_mut().fail_next_writes(1);
+        }
+        if write_fault {
+            engine.store().fail_next_writes(1);
+        }
+        if flush_fault {
+            engine.store().fail_next_flushes(1);
+        }
         let result = match input {
             Some(input) => engine.handle(&mut host, input),
             None => engine.start(&mut host),
         };
-        engine.signer_mut().guard_mut().fail_next_writes(0);
-        engine.store().fail_next_writes(0);
-        engine.store().fail_next_flushes(0);
+        if guard_fault {
+            engine.signer_mut().guard_mut().fail_next_writes(0);
+        }
+        if write_fault || flush_fault {
+            engine.store().fail_next_writes(0);
+            engine.store().fail_next_flushes(0);
+        }
         for effect in host.effects {
             self.perform(i, effect);
         }
