@@ -110,10 +110,11 @@ pub struct Recovery {
     pub restored: usize,
     /// Kept view certificates that no longer verify and were ignored.
     pub dropped: usize,
-    /// The highest view of a stored certificate (the tip's or a kept one) that this validator
-    /// signed, if any. A signing guard whose highest view is below it is older than the store:
-    /// restored from a backup or copied from elsewhere.
-    pub newest_own_signature: Option<u64>,
+    /// The newest view above the signing guard's highest recorded view at which the store holds
+    /// a certificate this validator signed (a finalization of a stored block, or a kept view
+    /// certificate), if any. `Some` means the guard is older than the store: restored from a
+    /// backup or copied from elsewhere, and unsafe to sign with.
+    pub signed_above_guard: Option<u64>,
 }
 
 /// The genesis a validator starts from.
@@ -176,6 +177,19 @@ fn stored_tip<S: Store>(
     Ok((tip, Some(c.to_owned())))
 }
 
+/// The finalization certificate stored for `height`.
+fn stored_certificate<S: Store>(store: &S, height: u64) -> Result<Certificate, EngineError> {
+    let stored = store.block_by_height(height)?.ok_or_else(|| {
+        EngineError::Inconsistent(format!("finalized height {height} missing from the store"))
+    })?;
+    match decode(&stored.certificate) {
+        Ok(MessageRef::Certificate(c)) => Ok(c.to_owned()),
+        _ => Err(EngineError::Inconsistent(format!(
+            "the certificate of height {height} does not decode"
+        ))),
+    }
+}
+
 impl<S: Store> Engine<S> {
     /// Rebuilds a validator from its store and signing guard (first start or restart): binds the
     /// store to `genesis`, resumes from the stored finalized tip and restores the kept view
@@ -205,9 +219,19 @@ impl<S: Store> Engine<S> {
                     .is_ok_and(|signers| signers.contains(&me))
             })
         };
-        let mut newest_own_signature = None;
-        if let Some(c) = tip_certificate.as_ref().filter(|c| signed_by_me(c)) {
-            newest_own_signature = Some(c.view);
+        // Finalized certificates from the tip down while their view is above the guard's (views
+        // grow with height, so the scan stops at once when the guard is current).
+        let guard_view = signer.highest_view();
+        let mut signed_above_guard = None;
+        for height in (1..=tip.height).rev() {
+            let certificate = stored_certificate(&store, height)?;
+            if certificate.view <= guard_view {
+                break;
+            }
+            if signed_by_me(&certificate) {
+                signed_above_guard = Some(certificate.view);
+                break;
+            }
         }
         let mut core = Core::new(cfg, validators.clone(), tip);
         if let Some(certificate) = tip_certificate {
@@ -222,9 +246,9 @@ impl<S: Store> Engine<S> {
             };
             match verifier.verify_certificate(c.to_owned()) {
                 Ok(verified) => {
-                    if signed_by_me(verified.certificate()) {
-                        newest_own_signature =
-                            newest_own_signature.max(Some(verified.certificate().view));
+                    let view = verified.certificate().view;
+                    if view > guard_view && signed_by_me(verified.certificate()) {
+                        signed_above_guard = signed_above_guard.max(Some(view));
                     }
                     core.restore(verified);
                     restored += 1;
@@ -241,7 +265,7 @@ impl<S: Store> Engine<S> {
             tip,
             restored,
             dropped,
-            newest_own_signature,
+            signed_above_guard,
         };
         Ok((engine, recovery))
     }

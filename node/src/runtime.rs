@@ -216,7 +216,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         genesis.file.genesis_time_us,
     )?;
     let tip = recovery.tip;
-    if let Some(view) = recovery.newest_own_signature.filter(|&v| v > guard_view) {
+    if let Some(view) = recovery.signed_above_guard {
         return Err(NodeError::Other(format!(
             "{} is older than this validator's history: the store holds a certificate with its \
              signature at view {view}, but the guard's highest view is {guard_view}. It was \

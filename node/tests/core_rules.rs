@@ -392,56 +392,164 @@ fn a_burst_of_votes_gets_the_same_verdicts_as_one_by_one() {
     assert!(net.verifier.verify_votes(Vec::new()).is_empty());
 }
 
-/// Recovery reports the newest stored certificate this validator signed, so the runtime can
-/// refuse a signing guard that is older than the store (restored from a backup).
-#[test]
-fn recovery_reports_the_newest_certificate_this_validator_signed() {
+/// A certificate of `kind` for (view, height, block) signed by `signers` of the `net()` fixture.
+fn signed_certificate(
+    kind: CertificateKind,
+    view: u64,
+    height: u64,
+    block: Hash,
+    signers: &[usize],
+) -> quasar_wire::Certificate {
     use quasar_crypto::bls::Signature;
-    use quasar_lanes::bls::bitmap_from_signers;
-    use quasar_node::engine::Engine;
+    let message =
+        quasar_wire::vote_signing_message(kind.vote_kind(), CHAIN, 0, view, height, &block);
+    let signatures: Vec<Signature> = signers
+        .iter()
+        .map(|&i| SecretKey::from_seed(&[i as u8 + 1; 32]).sign(&message))
+        .collect();
+    quasar_wire::Certificate {
+        kind,
+        chain_id: CHAIN,
+        epoch: 0,
+        view,
+        height,
+        block,
+        signers: quasar_lanes::bls::bitmap_from_signers(signers.iter().copied(), 4),
+        signature: Signature::aggregate(&signatures).unwrap().to_bytes(),
+    }
+}
+
+/// What `Engine::open` reports as signed above validator `me`'s guard, whose highest recorded
+/// view is `guard_view` (0: a fresh guard).
+fn signed_above_guard(
+    net: &Net,
+    store: &quasar_storage::SimStore,
+    me: u32,
+    guard_view: u64,
+) -> Option<u64> {
+    let mut guard = SigningGuard::in_memory();
+    if guard_view > 0 {
+        let intent = quasar_storage::VoteIntent {
+            view: guard_view,
+            kind: quasar_storage::VoteKind::Nullify,
+            block: [0; 32],
+        };
+        guard.check_and_record(&intent).unwrap();
+    }
+    let signer = VoteSigner::new(
+        SecretKey::from_seed(&[me as u8 + 1; 32]),
+        me,
+        CHAIN,
+        0,
+        guard,
+    );
+    let (_, recovery) = quasar_node::engine::Engine::open(
+        store.clone(),
+        signer,
+        config(me),
+        net.validators.clone(),
+        &net.verifier,
+        0,
+    )
+    .unwrap();
+    recovery.signed_above_guard
+}
+
+/// Recovery reports the newest stored view certificate this validator signed above its guard, so
+/// the runtime can refuse a signing guard that is older than the store (restored from a backup).
+#[test]
+fn recovery_reports_kept_certificates_signed_above_the_guard() {
     use quasar_storage::{SimStore, Store};
-    use quasar_wire::{vote_signing_message, Certificate};
     let net = net();
     let store = SimStore::new().unwrap();
     for view in [3u64, 7] {
-        let block = [view as u8; 32];
-        let message = vote_signing_message(VoteKind::Notarize, CHAIN, 0, view, view, &block);
-        let signers = [0usize, 1, 2];
-        let signatures: Vec<Signature> = signers
-            .iter()
-            .map(|&i| SecretKey::from_seed(&[i as u8 + 1; 32]).sign(&message))
-            .collect();
-        let certificate = Certificate {
-            kind: CertificateKind::Notarization,
-            chain_id: CHAIN,
-            epoch: 0,
+        let c = signed_certificate(
+            CertificateKind::Notarization,
             view,
-            height: view,
-            block,
-            signers: bitmap_from_signers(signers, 4),
-            signature: Signature::aggregate(&signatures).unwrap().to_bytes(),
-        };
-        let bytes = Message::Certificate(certificate).encode().unwrap();
+            view,
+            [view as u8; 32],
+            &[0, 1, 2],
+        );
+        let bytes = Message::Certificate(c).encode().unwrap();
         store.put_view_certificate(view, 0, &bytes).unwrap();
     }
     for (me, expected) in [(0u32, Some(7)), (2, Some(7)), (3, None)] {
-        let signer = VoteSigner::new(
-            SecretKey::from_seed(&[me as u8 + 1; 32]),
-            me,
-            CHAIN,
-            0,
-            SigningGuard::in_memory(),
+        assert_eq!(
+            signed_above_guard(&net, &store, me, 0),
+            expected,
+            "validator {me}"
         );
-        let (_, recovery) = Engine::open(
-            store.clone(),
-            signer,
-            config(me),
-            net.validators.clone(),
-            &net.verifier,
-            0,
-        )
-        .unwrap();
-        assert_eq!(recovery.restored, 2);
-        assert_eq!(recovery.newest_own_signature, expected, "validator {me}");
     }
+}
+
+/// The finalized chain is searched below the tip too: a validator that did not sign the tip's
+/// finalization but signed an earlier one is still caught with an older guard.
+#[test]
+fn recovery_finds_an_own_signature_below_the_tip() {
+    use quasar_storage::{FinalizedBlock, SimStore, Store};
+    use quasar_wire::{BlockHeader, Proposal};
+    let net = net();
+    let store = SimStore::new().unwrap();
+    let mut parent = GENESIS;
+    for (height, signers) in [(1u64, [0usize, 1, 2]), (2, [1, 2, 3])] {
+        let header = BlockHeader {
+            chain_id: CHAIN,
+            epoch: 0,
+            view: height,
+            height,
+            parent_view: height - 1,
+            parent,
+            proposer: 1,
+            timestamp_us: height,
+            payload_root: quasar_wire::payload_root(std::iter::empty()),
+        };
+        let hash = header.hash();
+        let block = Message::Proposal(Proposal {
+            header,
+            txs: Vec::new(),
+            signature: [0; 96],
+        });
+        let c = signed_certificate(
+            CertificateKind::Finalization,
+            height,
+            height,
+            hash,
+            &signers,
+        );
+        store
+            .commit_finalized(&FinalizedBlock {
+                height,
+                hash,
+                block: block.encode().unwrap(),
+                certificate: Message::Certificate(c).encode().unwrap(),
+                tx_hashes: Vec::new(),
+            })
+            .unwrap();
+        parent = hash;
+    }
+    assert_eq!(
+        signed_above_guard(&net, &store, 0, 0),
+        Some(1),
+        "below the tip"
+    );
+    assert_eq!(
+        signed_above_guard(&net, &store, 3, 0),
+        Some(2),
+        "the tip itself"
+    );
+    assert_eq!(
+        signed_above_guard(&net, &store, 3, 1),
+        Some(2),
+        "guard older than the tip"
+    );
+    assert_eq!(
+        signed_above_guard(&net, &store, 0, 1),
+        None,
+        "guard as new as the signature"
+    );
+    assert_eq!(
+        signed_above_guard(&net, &store, 3, 2),
+        None,
+        "guard current"
+    );
 }
