@@ -28,6 +28,10 @@ read -r -a extra <<<"${FUZZ_ARGS:-}"
 # One target dir for the four fuzz crates, so quasar-node (used by node/ and storage/) builds once.
 target_dir="$(pwd)/target/fuzz"
 
+# Real Corona encodings (up to 615 KB) as seeds, so that corona_decode starts from full-length
+# messages (libFuzzer takes its maximum input length from the corpus).
+cargo run --release -q -p quasar-crypto --example corona_fuzz_seeds -- crypto/fuzz/corpus/corona_decode
+
 for crate in crypto wire storage node; do
   for target in $(cd "${crate}" && cargo fuzz list); do
     echo "=== ${crate}/fuzz ${target}: ${seconds} s"

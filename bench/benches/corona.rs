@@ -8,22 +8,34 @@
 //! - `corona_matvec/a_times_z`: A·z for A ∈ R_q^{8×7} cached in NTT form and z ∈ R_q^7 in NTT
 //!   form, including the 8 inverse NTTs of the result (the product in verification).
 //! - `corona_matvec/a_times_r`: A·R for R ∈ R_q^{7×49} in NTT form (the product of round 1).
-//! - `corona_scheme/keygen_5_of_7`: trusted-dealer key generation for (5, 7).
-//! - `corona_scheme/round1`: one party's round 1 (a fresh session id per iteration).
-//! - `corona_scheme/round2_n7`: one party's round 2 in a 7-of-7 session (MAC checks, transcript,
-//!   rank check, h_u, h, challenge, masks, z_i), round-1 messages already decoded.
-//! - `corona_scheme/combine_n7`: combining seven z_i (including the final verification).
-//! - `corona_scheme/verify`: one verification with the group key's expanded A cached.
+//! - `corona_sample/{gaussian_e,gaussian_u,gaussian_star}`: one polynomial of each discrete
+//!   Gaussian, constant-time; `gaussian_u_public`: σ_U by the variable-time search (h_u);
+//!   `uniform`: one uniform polynomial mod q.
+//!
+//! For each (t, n) ∈ {(2, 3), (5, 7), (14, 21)} (label `t_of_n`), with all n parties signing
+//! (the heaviest round 2: n MAC checks and n commitments to sum), and the message sizes printed:
+//! - `corona_scheme/keygen/t_of_n`: trusted-dealer key generation.
+//! - `corona_scheme/round1/t_of_n`: one party's round 1 (a fresh session id per iteration).
+//! - `corona_round2/t_of_n`: one party's round 2 (MAC checks, transcript, rank check, h_u, h,
+//!   challenge, masks, z_i), round-1 messages already decoded; every iteration runs a fresh
+//!   round 1 of all n parties outside the timing, so this group takes a fixed 10 samples.
+//! - `corona_scheme/combine/t_of_n`: combining n z_i (including the final verification).
+//! - `corona_scheme/verify/t_of_n`: one verification with the group key's expanded A cached.
 //! - `corona_scheme/group_key_from_bytes`: decoding a group key (expands A once).
 
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, criterion_main, Criterion, SamplingMode};
 use quasar_crypto::accel::{BatchArithmetic, CpuBackend, NttClass};
+use quasar_crypto::corona::hash::{prg, Role};
 use quasar_crypto::corona::params::{DBAR, DEGREE, M, N, Q};
 use quasar_crypto::corona::ring::{NttMatrix, NttPoly, NttVec, Poly};
-use quasar_crypto::corona::scheme::{combine, trusted_dealer_keygen, GroupKey, SessionId, Signer};
+use quasar_crypto::corona::sample::{gaussian, gaussian_public, uniform, Width};
+use quasar_crypto::corona::scheme::{
+    combine, trusted_dealer_keygen, GroupKey, Round1Message, Round1State, Round2Message, SessionId,
+    SignContext, Signature, Signer, SigningSet,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -88,93 +100,175 @@ fn session(k: u64) -> SessionId {
     SessionId(s)
 }
 
+/// The (t, n) shapes of the issue's table; every party of the n signs (the heaviest round 2).
+const SHAPES: [(usize, usize); 3] = [(2, 3), (5, 7), (14, 21)];
+
+/// One (t, n) group key with all n parties as signers, and a fresh-session counter.
+struct Shape {
+    t: usize,
+    n: usize,
+    gk: GroupKey,
+    signers: Vec<Signer>,
+    set: SigningSet,
+    next: u64,
+}
+
+impl Shape {
+    fn new(t: usize, n: usize, rng: &mut StdRng) -> Shape {
+        let (gk, shares) = trusted_dealer_keygen(t, n, rng).expect("valid shape");
+        let signers: Vec<Signer> = shares.into_iter().map(Signer::new).collect();
+        let all: Vec<u16> = (0..n as u16).collect();
+        let set = signers[0].share().signing_set(&all).expect("valid set");
+        Shape {
+            t,
+            n,
+            gk,
+            signers,
+            set,
+            next: 0,
+        }
+    }
+
+    fn label(&self) -> String {
+        format!("{}_of_{}", self.t, self.n)
+    }
+
+    /// Round 1 of every signer in a fresh session: signer 0's state and all n messages.
+    fn round1_all(&mut self, rng: &mut StdRng) -> (Round1State, Vec<Round1Message>) {
+        self.next += 1;
+        let sid = session(self.next);
+        let mut mine = None;
+        let mut msgs = Vec::new();
+        for (k, signer) in self.signers.iter_mut().enumerate() {
+            let (st, m) = signer.round1(sid, &self.set, rng).expect("round 1");
+            if k == 0 {
+                mine = Some(st);
+            }
+            msgs.push(m);
+        }
+        (mine.expect("signer 0"), msgs)
+    }
+
+    /// One complete session: the context, every round-2 message and the signature.
+    fn sign(
+        &mut self,
+        message: &[u8],
+        rng: &mut StdRng,
+    ) -> (SignContext, Vec<Round2Message>, Signature, usize) {
+        self.next += 1;
+        let sid = session(self.next);
+        let mut states = Vec::new();
+        let mut round1 = Vec::new();
+        for signer in self.signers.iter_mut() {
+            let (st, m) = signer.round1(sid, &self.set, rng).expect("round 1");
+            states.push(st);
+            round1.push(m);
+        }
+        let mut round2 = Vec::new();
+        let mut context = None;
+        for (signer, st) in self.signers.iter().zip(states) {
+            let (m, ctx) = signer.round2(st, message, &round1).expect("round 2");
+            round2.push(m);
+            context = Some(ctx);
+        }
+        let context = context.expect("n signers");
+        let signature = combine(&self.gk, &context, &round2).expect("valid signature");
+        (context, round2, signature, round1[0].to_bytes().len())
+    }
+}
+
 fn bench_scheme(c: &mut Criterion) {
     let mut rng = StdRng::seed_from_u64(4);
+    let message = b"corona bench message";
+    let mut shapes: Vec<Shape> = SHAPES
+        .iter()
+        .map(|&(t, n)| Shape::new(t, n, &mut rng))
+        .collect();
+
     let mut group = c.benchmark_group("corona_scheme");
     group.sample_size(10);
-    group.bench_function("keygen_5_of_7", |b| {
-        b.iter(|| trusted_dealer_keygen(5, 7, &mut rng).expect("valid shape"))
-    });
-
-    let (gk, shares) = trusted_dealer_keygen(7, 7, &mut rng).expect("valid shape");
-    let mut signers: Vec<Signer> = shares.into_iter().map(Signer::new).collect();
-    let set = signers[0]
-        .share()
-        .signing_set(&[0, 1, 2, 3, 4, 5, 6])
-        .expect("valid set");
-    let mut next = 0u64;
-    group.bench_function("round1", |b| {
-        b.iter(|| {
-            next += 1;
-            signers[0]
-                .round1(session(next), &set, &mut rng)
-                .expect("fresh session")
-        })
-    });
-
-    // One complete 7-of-7 session for round 2, combine and verify.
-    let message = b"corona bench message";
-    let mut round1 = Vec::new();
-    let mut states = Vec::new();
-    for signer in signers.iter_mut() {
-        let (st, m) = signer.round1(session(0), &set, &mut rng).expect("round 1");
-        states.push(st);
-        round1.push(m);
+    for shape in shapes.iter_mut() {
+        let label = shape.label();
+        let (t, n) = (shape.t, shape.n);
+        group.bench_function(format!("keygen/{label}"), |b| {
+            b.iter(|| trusted_dealer_keygen(t, n, &mut rng).expect("valid shape"))
+        });
+        group.bench_function(format!("round1/{label}"), |b| {
+            b.iter(|| {
+                shape.next += 1;
+                let sid = session(shape.next);
+                shape.signers[0]
+                    .round1(sid, &shape.set, &mut rng)
+                    .expect("fresh session")
+            })
+        });
+        let (context, round2, signature, round1_bytes) = shape.sign(message, &mut rng);
+        println!(
+            "corona sizes ({label}, {n} signers): group key {} B, round-1 message {round1_bytes} B, \
+             round-2 message {} B, signature {} B",
+            shape.gk.to_bytes().len(),
+            round2[0].to_bytes().len(),
+            signature.to_bytes().len()
+        );
+        group.bench_function(format!("combine/{label}"), |b| {
+            b.iter(|| combine(&shape.gk, black_box(&context), black_box(&round2)).expect("valid"))
+        });
+        group.bench_function(format!("verify/{label}"), |b| {
+            b.iter(|| shape.gk.verify(black_box(message), black_box(&signature)))
+        });
     }
-    let mut round2 = Vec::new();
-    let mut context = None;
-    for (signer, st) in signers.iter().zip(states) {
-        let (m, ctx) = signer.round2(st, message, &round1).expect("round 2");
-        round2.push(m);
-        context = Some(ctx);
-    }
-    let context = context.expect("seven signers");
-    let signature = combine(&gk, &context, &round2).expect("valid signature");
-    println!(
-        "corona sizes (7 signers): group key {} B, round-1 message {} B, round-2 message {} B, signature {} B",
-        gk.to_bytes().len(),
-        round1[0].to_bytes().len(),
-        round2[0].to_bytes().len(),
-        signature.to_bytes().len()
-    );
-
-    // Setup (round 1 of all seven) needs the signers mutably, the routine reads signer 0.
-    let signers = std::cell::RefCell::new(signers);
-    group.bench_function("round2_n7", |b| {
-        b.iter_batched(
-            || {
-                next += 1;
-                let sid = session(next);
-                let mut all = signers.borrow_mut();
-                let mut msgs = Vec::new();
-                let mut mine = None;
-                for (k, signer) in all.iter_mut().enumerate() {
-                    let (st, m) = signer.round1(sid, &set, &mut rng).expect("round 1");
-                    if k == 0 {
-                        mine = Some(st);
-                    }
-                    msgs.push(m);
-                }
-                (mine.expect("signer 0"), msgs)
-            },
-            |(st, msgs)| {
-                signers.borrow()[0]
-                    .round2(st, message, &msgs)
-                    .expect("round 2")
-            },
-            criterion::BatchSize::PerIteration,
-        )
-    });
-    group.bench_function("combine_n7", |b| {
-        b.iter(|| combine(&gk, black_box(&context), black_box(&round2)).expect("valid"))
-    });
-    group.bench_function("verify", |b| {
-        b.iter(|| gk.verify(black_box(message), black_box(&signature)))
-    });
-    let gk_bytes = gk.to_bytes();
+    let gk_bytes = shapes[1].gk.to_bytes();
     group.bench_function("group_key_from_bytes", |b| {
         b.iter(|| GroupKey::from_bytes(black_box(&gk_bytes)).expect("valid key"))
     });
+    group.finish();
+
+    // Round 2 needs a fresh round 1 of all n parties per iteration (a session is used once), so
+    // this group times a fixed small number of iterations instead of a time budget.
+    let mut group = c.benchmark_group("corona_round2");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(1))
+        .measurement_time(Duration::from_millis(1))
+        .sampling_mode(SamplingMode::Flat);
+    for shape in shapes.iter_mut() {
+        let label = shape.label();
+        group.bench_function(label, |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let (st, msgs) = shape.round1_all(&mut rng);
+                    let start = Instant::now();
+                    black_box(
+                        shape.signers[0]
+                            .round2(st, message, &msgs)
+                            .expect("round 2"),
+                    );
+                    total += start.elapsed();
+                }
+                total
+            })
+        });
+    }
+    group.finish();
+}
+
+/// The samplers, per polynomial of 256 coefficients: the secret Gaussians constant-time, h_u's
+/// σ_U both ways (the public search is what round 2 uses), and uniform mod q.
+fn bench_sample(c: &mut Criterion) {
+    let mut group = c.benchmark_group("corona_sample");
+    let mut stream = prg(Role::Hu, &[7u8; 32], 0);
+    for (name, width) in [
+        ("gaussian_e", Width::E),
+        ("gaussian_u", Width::U),
+        ("gaussian_star", Width::Star),
+    ] {
+        group.bench_function(name, |b| b.iter(|| gaussian(width, &mut stream)));
+    }
+    group.bench_function("gaussian_u_public", |b| {
+        b.iter(|| gaussian_public(Width::U, &mut stream))
+    });
+    group.bench_function("uniform", |b| b.iter(|| uniform(&mut stream)));
     group.finish();
 }
 
@@ -183,6 +277,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3));
-    targets = bench_ntt, bench_pointwise, bench_matvec, bench_scheme
+    targets = bench_ntt, bench_pointwise, bench_matvec, bench_sample, bench_scheme
 }
 criterion_main!(benches);

@@ -17,7 +17,9 @@
 
 use crate::bls::{ProofOfPossession, PublicKey, Signature, PUBLIC_KEY_LEN, SIGNATURE_LEN};
 use crate::bls_cache::PublicKeyCache;
-use crate::corona::scheme::{GroupKey, Round1Message, Round2Message, Signature as CoronaSignature};
+use crate::corona::scheme::{
+    CoronaError, GroupKey, Round1Message, Round2Message, Signature as CoronaSignature,
+};
 use crate::mldsa::{self, MlDsa65, ParameterSet};
 use std::sync::OnceLock;
 
@@ -134,18 +136,65 @@ pub fn mldsa_verify(data: &[u8]) {
     }
 }
 
+/// The dealer's seed of the fixed Corona 2-of-3 group key.
+const CORONA_FIXTURE_SEED: [u8; 32] = [0x3c; 32];
+
 /// A fixed Corona 2-of-3 group key (dealt from a fixed seed) and its encoding.
 fn corona_fixture() -> Option<&'static (GroupKey, Vec<u8>)> {
     static FIXTURE: OnceLock<Option<(GroupKey, Vec<u8>)>> = OnceLock::new();
     FIXTURE
         .get_or_init(|| {
             use rand::SeedableRng;
-            let mut rng = rand_chacha::ChaCha20Rng::from_seed([0x3c; 32]);
+            let mut rng = rand_chacha::ChaCha20Rng::from_seed(CORONA_FIXTURE_SEED);
             let (key, _) = crate::corona::scheme::trusted_dealer_keygen(2, 3, &mut rng).ok()?;
             let bytes = key.to_bytes();
             Some((key, bytes))
         })
         .as_ref()
+}
+
+/// Real encodings to seed `corona_decode`'s corpus (libFuzzer's random inputs stay far below the
+/// 615 KB of a round-1 message otherwise): the fixed 2-of-3 group key, and from one signing
+/// session of parties 0 and 2 on "quasar-fuzz", a round-1 message, a round-2 message and the
+/// signature, which verifies under that key. Named `(file name, bytes)`. Errors: the scheme
+/// error if a step fails (it does not with this fixture).
+pub fn corona_seeds() -> Result<Vec<(&'static str, Vec<u8>)>, CoronaError> {
+    use crate::corona::scheme::{combine, trusted_dealer_keygen, SessionId, Signer};
+    use rand::SeedableRng;
+    let mut rng = rand_chacha::ChaCha20Rng::from_seed(CORONA_FIXTURE_SEED);
+    let (key, shares) = trusted_dealer_keygen(2, 3, &mut rng)?;
+    let mut signers: Vec<Signer> = shares
+        .into_iter()
+        .filter(|share| share.index() != 1)
+        .map(Signer::new)
+        .collect();
+    let Some(set) = signers.first().map(|s| s.share().signing_set(&[0, 2])) else {
+        return Err(CoronaError::MissingMessage(0));
+    };
+    let set = set?;
+    let session = SessionId([0x5e; 32]);
+    let mut states = Vec::new();
+    let mut round1 = Vec::new();
+    for signer in signers.iter_mut() {
+        let (state, message) = signer.round1(session, &set, &mut rng)?;
+        states.push(state);
+        round1.push(message);
+    }
+    let mut round2 = Vec::new();
+    let mut context = Err(CoronaError::MissingMessage(0));
+    for (signer, state) in signers.iter().zip(states) {
+        let (message, ctx) = signer.round2(state, b"quasar-fuzz", &round1)?;
+        round2.push(message);
+        context = Ok(ctx);
+    }
+    let signature = combine(&key, &context?, &round2)?;
+    let mut seeds = vec![
+        ("group_key", key.to_bytes()),
+        ("signature", signature.to_bytes()),
+    ];
+    seeds.extend(round1.first().map(|m| ("round1", m.to_bytes())));
+    seeds.extend(round2.first().map(|m| ("round2", m.to_bytes())));
+    Ok(seeds)
 }
 
 /// Decodes `data` as a Corona group key, signature, round-1 message and round-2 message; each

@@ -317,12 +317,7 @@ fn cdt_tables_match_the_gaussian() {
         // The convolution lands exactly on the target σ and every level smooths its lattice:
         // σ_{ℓ−1} ≥ √(1 + k_ℓ²)·η_ε(Z) with ε = 2^−128 (Peikert 2010, Theorem 3.1).
         let mut s = c.base_sigma;
-        for k in c
-            .convolution
-            .unwrap_or_default()
-            .iter()
-            .filter(|&&k| k != 0)
-        {
+        for k in c.convolution {
             let f = (1.0 + (k * k) as f64).sqrt();
             assert!(s >= f * eta, "{width:?}: level k = {k} not smoothed");
             s *= f;
@@ -340,7 +335,10 @@ fn cdt_tables_match_the_gaussian() {
                 surv[k]
             );
             if k > 0 {
-                assert!(entry < t[k - 1], "{width:?}: table not decreasing at {k}");
+                // Non-increasing; equal neighbours only in σ_U's far tail, where Pr[|X| = k]
+                // rounds to 0 (the error is inside the stated (K + 1)·2^−129).
+                assert!(entry <= t[k - 1], "{width:?}: table increases at {k}");
+                assert!(entry < t[k - 1] || p < 1e-35, "{width:?}: flat at {k}");
             }
         }
         assert!(*t.last().unwrap() > 0);
@@ -451,10 +449,10 @@ const TAIL_3: f64 = 0.002_699_796_063_260_207;
 fn gaussian_sigma_u_statistics() {
     let xs = draw(Width::U, 400, 2); // 102,400 samples
     check_gaussian(Width::U, &xs, TAIL_2, TAIL_3);
-    // No lattice artefacts: residues mod 16 and mod the last convolution factor (8766) are
+    // No lattice artefacts: residues mod 16 and mod the last convolution factor (8600) are
     // uniform (χ² within 6 standard deviations of its mean df).
     assert!(chi2_mod(&xs, 16) < 15.0 + 6.0 * 30f64.sqrt());
-    assert!(chi2_mod(&xs, 8766) < 8765.0 + 6.0 * (2.0 * 8765f64).sqrt());
+    assert!(chi2_mod(&xs, 8600) < 8599.0 + 6.0 * (2.0 * 8599f64).sqrt());
 }
 
 #[test]
@@ -495,8 +493,8 @@ impl CryptoRng for Counting {}
 #[test]
 fn gaussian_reads_a_fixed_amount_of_randomness() {
     // Constant-time with respect to the output starts with reading the same bytes whatever
-    // comes out: 4 blocks of 64·16 + 8 bytes for σ_E, 64 blocks for σ_U and σ*.
-    for (width, blocks) in [(Width::E, 4), (Width::U, 64), (Width::Star, 64)] {
+    // comes out: 4 blocks of 64·16 + 8 bytes for σ_E, 16 for σ_U, 64 for σ*.
+    for (width, blocks) in [(Width::E, 4), (Width::U, 16), (Width::Star, 64)] {
         for seed in 0..3u8 {
             let mut rng = Counting {
                 inner: prg(Role::Hu, &[seed; 32], 9),
@@ -531,7 +529,7 @@ fn gaussian_golden_values() {
 }
 
 const GOLDEN_E: [i64; 8] = [0, 1, 2, -1, -6, 6, 12, 4];
-const GOLDEN_U: [i64; 4] = [-305_163_553, 53_432_146, -235_922_458, -24_329_618];
+const GOLDEN_U: [i64; 4] = [-171_432_616, 270_646, 103_368_630, -317_449_077];
 const GOLDEN_STAR: [i64; 4] = [
     103_975_930_988,
     -24_482_705_395,

@@ -499,9 +499,9 @@ fn golden_vectors_from_fixed_seeds() {
 /// SHA3-256 of: group key, party 2's round-1 message, party 2's round-2 message, signature.
 const GOLDEN: [&str; 4] = [
     "c11c584b77bf20d38bcb5881fd570ce05156c43873c24409b6b6a69d2355df62",
-    "9b722007b0a61d8e7f005bd06d5972083d5fd95e5d14412ba50fc6424c7e9438",
-    "7da7b5f7371cc4a876c8f18cdc21f11794e5b8244dc41aa6e1b52169d521a224",
-    "8dd9e6ad74ba2d4b1f7c3395072e2322ee014c14095a37560dd3f64160c44427",
+    "7e3661e5711ee58b24f116a25dba49c0e8e2459328ded84dd43b5ad9ad0e6042",
+    "149ebe1f54602b0b0fdf4640a1805b2c74d45c950a34039d434c02955f1c4205",
+    "20329284de596636d227fbae7cfd170f0d8c99bfa20003091d355b8b27a3cc2f",
 ];
 
 /// Smoke pass of the `corona_decode` fuzz target (`crypto/fuzz`) on real encodings and seeded

@@ -73,3 +73,24 @@ fn mldsa_decoders_and_verify_survive_mutated_and_random_input() {
         mldsa_verify(&edits);
     }
 }
+
+/// The corpus seeds of `corona_decode` are what they claim: each decodes as its type (and
+/// re-encodes, which `corona_decode` checks), and the signature verifies under the group key.
+#[test]
+fn corona_fuzz_seeds_are_real_encodings() {
+    use quasar_crypto::corona::scheme::{GroupKey, Round1Message, Round2Message, Signature};
+    use quasar_crypto::fuzzing::{corona_decode, corona_seeds};
+    let seeds = corona_seeds().unwrap();
+    let names: Vec<&str> = seeds.iter().map(|(name, _)| *name).collect();
+    assert_eq!(names, ["group_key", "signature", "round1", "round2"]);
+    let bytes = |name: &str| &seeds.iter().find(|(n, _)| *n == name).unwrap().1;
+    let key = GroupKey::from_bytes(bytes("group_key")).unwrap();
+    let signature = Signature::from_bytes(bytes("signature")).unwrap();
+    assert!(key.verify(b"quasar-fuzz", &signature).is_ok());
+    assert!(key.verify(b"other", &signature).is_err());
+    Round1Message::from_bytes(bytes("round1")).unwrap();
+    Round2Message::from_bytes(bytes("round2")).unwrap();
+    for (_, seed) in &seeds {
+        corona_decode(seed);
+    }
+}

@@ -10,7 +10,8 @@
 //! Rejection sampling on 49-bit chunks: each candidate is the next 7 bytes of the stream read as
 //! a little-endian integer and masked to its low 49 bits (bitlen q = 49); it is kept if < q.
 //! Acceptance probability q/2^49 = 1/2 + 18945/2^49, so the rejection rate is
-//! 1/2 − 2^−34.8 ≈ 50 %: on average 2·256 candidates = 3.5 KiB of stream per polynomial. Only the
+//! 1/2 − 2^−34.8 ≈ 50 %: on average 2·256 candidates = 3.5 KiB of stream per polynomial, read in
+//! blocks of 64 candidates (448 bytes; the rest of the last block is dropped). Only the
 //! number of rejections shows in the timing, and rejected candidates are independent of the kept
 //! ones. Fed by [`hash::xof`] (cSHAKE256) with a distinct index per polynomial, e.g. A's entry
 //! (i, j) from `xof(Role::ExpandA, seed_A, 7·i + j)`: A never shares a stream with a secret (the
@@ -29,6 +30,8 @@
 //! 0, which is why the table is folded). Pr[m ≥ j] = T[j−1]/2^128, so each probability is within
 //! 2^−128 of the exact one, and the statistical distance to D_{Z,σ0} is at most
 //! (K + 1)·2^−129 (K rounding errors of 2^−129 each plus the cut tail): 2^−122.7 for σ_E.
+//! The table is non-increasing; in the far tail of a wide base (σ_U's), where Pr[|X| = k] is
+//! below 2^−129, neighbouring entries can round to the same value, which the bound covers.
 //!
 //! **Large σ: iterated convolution** (Pöppelmann–Ducas–Güneysu, CHES 2014, §4; Micciancio–Walter,
 //! CRYPTO 2017, §3). With x1, x2 independent samples of D_{Z,σ} and an integer k ≥ 1,
@@ -37,22 +40,27 @@
 //! CRYPTO 2010, **Theorem 3.1**, with Λ1 = Z, Λ2 = kZ, Σ1 = σ², Σ2 = k²σ², so that
 //! √Σ3 = kσ/√(1+k²) ≥ η_ε(kZ) = k·η_ε(Z) is exactly the condition above, and D_{Z − x2,σ} = D_{Z,σ}
 //! because k·x2 ∈ Z. We use ε = 2^−128 and η_ε(Z) ≤ √(ln(2(1 + 1/ε))/π)/√(2π) = 2.12835 in σ units
-//! (Micciancio–Regev, SIAM J. Comput. 2007, Lemma 3.3, n = 1). Four levels turn 16 base samples
+//! (Micciancio–Regev, SIAM J. Comput. 2007, Lemma 3.3, n = 1). L levels turn 2^L base samples
 //! into one output: level ℓ combines pairs (y_{2j} + k_ℓ·y_{2j+1}). The base σ0 is chosen so that
 //! σ0·Π√(1+k_ℓ²) **equals** the target σ (the last level is the final smoothing step: its
 //! condition is what makes the output a discrete Gaussian of exactly the target σ rather than a
 //! lattice-coset mixture):
 //!
-//! | width | target σ | base σ0 (CDT entries) | k_1..k_4 | tightest condition |
+//! | width | target σ | base σ0 (CDT entries) | k_1..k_L | tightest condition |
 //! |---|---|---|---|---|
-//! | [`Width::U`] | 163,961,331.52 ≈ 2^27.29 | 6.7644 (89) | 3, 10, 87, 8766 | level 4: 18,704 ≥ 18,657 |
+//! | [`Width::U`] | 163,961,331.52 ≈ 2^27.29 | 202.8106 (2669) | 94, 8600 | level 1: 202.81 ≥ 200.08 |
 //! | [`Width::Star`] | 172,852,667,880.27 ≈ 2^37.33 | 10.8545 (143) | 5, 25, 438, 284981 | level 4 |
 //!
-//! Statistical distance per output (errors add: two inputs per level plus 8ε): at most
-//! 16·(K+1)·2^−129 + 15·8·2^−128 ≤ 2^−117.5 for σ*, ≤ 2^−118 for σ_U; for σ_E (plain CDT)
-//! ≤ 2^−122.6. The support is bounded by the construction (|x| ≤ 80 = 13.1σ_E for σ_E; for the
-//! convolutions |x| ≤ (K−1)·Π(1 + k_ℓ), far beyond 14σ), and all mass beyond ≈ 13σ is inside the
-//! stated distance.
+//! σ_U is sampled only for the public h_u, by the variable-time search (below), whose cost grows
+//! with log K, not K: so it takes a wide base and two levels (4 base samples per output) rather
+//! than four levels over a narrow one (16). σ* is secret and scanned in full, so its base stays
+//! narrow.
+//!
+//! Statistical distance per output (errors add: 2^L inputs, 2^L − 1 convolutions of 8ε each): at
+//! most 2^L·(K+1)·2^−129 + (2^L − 1)·8·2^−128, which is ≤ 2^−117.6 for σ* (L = 4, K = 143) and
+//! ≤ 2^−115.6 for σ_U (L = 2, K = 2669); for σ_E (plain CDT) ≤ 2^−122.6. The support is bounded
+//! by the construction (|x| ≤ 80 = 13.1σ_E for σ_E; for the convolutions |x| ≤ K·Π(1 + k_ℓ), far
+//! beyond 14σ), and all mass beyond ≈ 13σ is inside the stated distance.
 //!
 //! **Tail cut, and B².** The Go reference truncates all three Gaussians at 2σ (rejecting larger
 //! values), which is not a discrete Gaussian (variance ≈ 0.77σ², and the security analysis of
@@ -65,17 +73,21 @@
 //!
 //! **Randomness.** Per base sample 16 bytes (u, little-endian) plus one sign bit; base samples are
 //! drawn in blocks of 64 from one `fill_bytes` of 64·16 + 8 bytes (the last 8 bytes hold the 64
-//! sign bits, bit i for sample i). σ_E costs 16.1 bytes per coefficient, σ_U and σ* 258 bytes.
+//! sign bits, bit i for sample i). σ_E costs 16.1 bytes per coefficient, σ_U 64.5 bytes (4 base
+//! samples), σ* 258 bytes (16).
 //! Secret Gaussians (s, e, R_i, E_i) take the caller's CSPRNG seeded from the OS (pass a
 //! buffered generator such as `ChaCha20Rng::from_rng(OsRng)` rather than `OsRng`, which makes one
 //! system call per block); the public h_u takes [`hash::prg`] keyed by its hash and may use
-//! [`gaussian_public`], which returns bit-identical output with a binary search instead of the
-//! full scan (variable-time, so only for public values).
+//! [`gaussian_public`], which returns bit-identical output with a search instead of the full
+//! scan: a guide table indexed by u's top 12 bits narrows the candidates to the few table
+//! entries inside that 2^−12 slice of probability, then a binary search among them (variable
+//! time, so only for public values).
 //!
-//! **Cost** (this 2-core machine, one thread, ChaCha20 stream): σ_E 12 µs per polynomial
-//! (46 ns/coefficient); σ_U 206 µs (112 µs with [`gaussian_public`]); σ* 302 µs. A round 1
-//! (720 σ_E + 15 σ* polynomials) spends ≈ 13 ms sampling, a round 2's h_u (48 σ_U polynomials)
-//! ≈ 5.4 ms with [`gaussian_public`]: the 16 base samples per large-σ coefficient dominate.
+//! **Cost** (this 2-core machine, one thread, ChaCha20 stream; `cargo bench -p quasar-bench
+//! --bench corona -- corona_sample`): per polynomial σ_E 12.9 µs (50 ns/coefficient), σ* 290 µs,
+//! σ_U 1.15 ms constant-time (a full scan of 2669 entries per base sample: never used, h_u is
+//! public) and 12.9 µs with [`gaussian_public`]; uniform mod q 4.0 µs. A round 1 (720 σ_E +
+//! 15 σ* polynomials) spends ≈ 13.7 ms sampling, a round 2's h_u (48 σ_U polynomials) 0.62 ms.
 //!
 //! # Challenge ([`challenge`])
 //!
@@ -88,8 +100,9 @@
 //!
 //! # Regenerating the tables
 //!
-//! The three CDT tables below were produced by this script (Python 3, mpmath, 100 digits); the
-//! test `cdt_tables_match_the_gaussian` in `crypto/tests/corona_sample.rs` rechecks them.
+//! The three CDT tables (`CDT_E` and `CDT_S` below, `CDT_U` in `cdt_u.rs`) were produced by this
+//! script (Python 3, mpmath, 100 digits); the test `cdt_tables_match_the_gaussian` in
+//! `crypto/tests/corona_sample.rs` rechecks them.
 //!
 //! ```python
 //! from mpmath import mp, mpf, exp, sqrt, log, pi, nint
@@ -109,7 +122,7 @@
 //!     for k in ks: assert s >= ETA * sqrt(1 + k * k); s *= sqrt(1 + k * k)
 //!     return s0
 //! CDT_E = table(mpf('6.108187070284607'))
-//! CDT_U = table(base('163961331.52', [3, 10, 87, 8766]))
+//! CDT_U = table(base('163961331.52', [94, 8600]))  # in cdt_u.rs
 //! CDT_S = table(base('172852667880.27', [5, 25, 438, 284981]))
 //! ```
 
@@ -123,7 +136,7 @@ use super::params::{DEGREE, KAPPA, Q, SIGMA_E, SIGMA_STAR, SIGMA_U};
 pub enum Width {
     /// σ_E ≈ 6.108: the secret s, the error e and the columns R'_i, E'_i (plain CDT).
     E,
-    /// σ_U ≈ 2^27.29: the hashed vector h_u (4-level convolution).
+    /// σ_U ≈ 2^27.29: the hashed vector h_u (2-level convolution over a wide base).
     U,
     /// σ* ≈ 2^37.33: the first columns r*_i, e*_i of a round-1 commitment (4-level convolution).
     Star,
@@ -145,17 +158,17 @@ impl Width {
             Width::E => Construction {
                 base_sigma: SIGMA_E,
                 table: &CDT_E,
-                convolution: None,
+                convolution: &[],
             },
             Width::U => Construction {
                 base_sigma: BASE_SIGMA_U,
                 table: &CDT_U,
-                convolution: Some([3, 10, 87, 8766]),
+                convolution: &[94, 8600],
             },
             Width::Star => Construction {
                 base_sigma: BASE_SIGMA_S,
                 table: &CDT_S,
-                convolution: Some([5, 25, 438, 284981]),
+                convolution: &[5, 25, 438, 284981],
             },
         }
     }
@@ -164,29 +177,37 @@ impl Width {
     /// K·Π(1 + k_ℓ) with K the number of CDT entries.
     pub fn max_abs(self) -> i64 {
         let c = self.construction();
-        let k = c.table.len() as i64;
-        match c.convolution {
-            None => k,
-            Some(ks) => ks.iter().fold(k, |acc, &x| acc * (1 + x)),
+        c.convolution
+            .iter()
+            .fold(c.table.len() as i64, |acc, &x| acc * (1 + x))
+    }
+
+    /// The guide of this width's table for the variable-time search (see [`guide`]).
+    fn guide(self) -> &'static Guide {
+        match self {
+            Width::E => &GUIDE_E,
+            Width::U => &GUIDE_U,
+            Width::Star => &GUIDE_S,
         }
     }
 }
 
 /// The construction of one Gaussian width (module docs): samples of the base CDT with σ0 =
-/// `base_sigma`, combined by four convolution levels a + k_ℓ·b when `convolution` is set, so that
-/// σ0·Π√(1 + k_ℓ²) is the target σ. Published for audits and for the table tests.
+/// `base_sigma`, combined by L = `convolution.len()` levels a + k_ℓ·b (2^L base samples per
+/// output; L = 0 for σ_E: the CDT output itself), so that σ0·Π√(1 + k_ℓ²) is the target σ.
+/// Published for audits and for the table tests.
 #[derive(Clone, Copy, Debug)]
 pub struct Construction {
     /// σ0 of the base CDT.
     pub base_sigma: f64,
     /// The CDT entries T\[k\] = round(2^128 · Pr[|X| > k]) of the folded D_{Z,σ0}, k = 0..K−1.
     pub table: &'static [u128],
-    /// Convolution coefficients k_1..k_4, or `None` (σ_E: the CDT output itself).
-    pub convolution: Option<[i64; 4]>,
+    /// Convolution coefficients k_1..k_L (empty for σ_E).
+    pub convolution: &'static [i64],
 }
 
-/// Base σ0 of the σ_U convolution: σ_U / Π√(1 + k²) over k = 3, 10, 87, 8766.
-const BASE_SIGMA_U: f64 = 6.764432084032626;
+/// Base σ0 of the σ_U convolution: σ_U / Π√(1 + k²) over k = 94, 8600.
+const BASE_SIGMA_U: f64 = 202.81055562826614;
 /// Base σ0 of the σ* convolution: σ* / Π√(1 + k²) over k = 5, 25, 438, 284981.
 const BASE_SIGMA_S: f64 = 10.854531865835497;
 /// Base samples drawn per `fill_bytes` call.
@@ -195,21 +216,33 @@ const BLOCK: usize = 64;
 const BLOCK_BYTES: usize = BLOCK * 16 + 8;
 
 /// A polynomial of 256 coefficients uniform in [0, q), by rejection on 49-bit chunks of `stream`
-/// (7 little-endian bytes per candidate, see the module docs). Reads 7 bytes per candidate and
-/// nothing else, so the result is a function of the stream. Expected 3.5 KiB read; never fails
-/// (a stream that never yields a value < q, e.g. all ones, never returns).
+/// (7 little-endian bytes per candidate, see the module docs). Reads the stream in blocks of
+/// 64 candidates (448 bytes) and drops what is left of the last block, so the result is a
+/// function of the stream; give each polynomial its own stream (as ExpandA and the masks do).
+/// Expected 8 blocks (3.5 KiB); never fails (a stream that never yields a value < q, e.g. all
+/// ones, never returns).
 pub fn uniform<R: RngCore + ?Sized>(stream: &mut R) -> [u64; DEGREE] {
     const MASK: u64 = (1 << 49) - 1;
+    const CANDIDATES: usize = 64;
     let mut out = [0u64; DEGREE];
-    for coeff in out.iter_mut() {
-        loop {
-            let mut b = [0u8; 7];
-            stream.fill_bytes(&mut b);
-            let [b0, b1, b2, b3, b4, b5, b6] = b;
-            let v = u64::from_le_bytes([b0, b1, b2, b3, b4, b5, b6, 0]) & MASK;
-            if v < Q {
-                *coeff = v;
+    let mut filled = 0;
+    let mut block = [0u8; 7 * CANDIDATES];
+    while filled < DEGREE {
+        stream.fill_bytes(&mut block);
+        for chunk in block.chunks_exact(7) {
+            if filled == DEGREE {
                 break;
+            }
+            let mut word = [0u8; 8];
+            if let Some(low) = word.get_mut(..7) {
+                low.copy_from_slice(chunk);
+            }
+            let v = u64::from_le_bytes(word) & MASK;
+            if v < Q {
+                if let Some(slot) = out.get_mut(filled) {
+                    *slot = v;
+                }
+                filled += 1;
             }
         }
     }
@@ -246,37 +279,27 @@ enum Timing {
 fn sample_poly<R: RngCore + ?Sized>(width: Width, rng: &mut R, timing: Timing) -> [i64; DEGREE] {
     let mut out = [0i64; DEGREE];
     let c = width.construction();
-    match c.convolution {
-        None => {
-            for chunk in out.chunks_mut(BLOCK) {
-                let mut base = [0i64; BLOCK];
-                base_block(c.table, rng, &mut base, timing);
-                for (o, b) in chunk.iter_mut().zip(base) {
-                    *o = b;
-                }
-            }
-        }
-        Some(ks) => {
-            // One block of 64 base samples makes 4 outputs (16 base samples each).
-            for chunk in out.chunks_mut(BLOCK / 16) {
-                let mut base = [0i64; BLOCK];
-                base_block(c.table, rng, &mut base, timing);
-                for (o, group) in chunk.iter_mut().zip(base.chunks_exact(16)) {
-                    *o = convolve16(group, &ks);
-                }
-            }
+    let guide = width.guide();
+    // One block of 64 base samples makes 64 / 2^L outputs.
+    let per_output = 1 << c.convolution.len();
+    for chunk in out.chunks_mut(BLOCK / per_output) {
+        let mut base = [0i64; BLOCK];
+        base_block(c.table, guide, rng, &mut base, timing);
+        for (o, group) in chunk.iter_mut().zip(base.chunks_exact(per_output)) {
+            *o = convolve(group, c.convolution);
         }
     }
     out
 }
 
-/// Four convolution levels: level ℓ maps pairs (a, b) to a + k_ℓ·b; 16 inputs → 1 output.
-fn convolve16(group: &[i64], ks: &[i64; 4]) -> i64 {
+/// The convolution levels: level ℓ maps pairs (a, b) to a + k_ℓ·b, so 2^L inputs (L =
+/// `ks.len()` ≤ 4) give one output; with no level the input itself.
+fn convolve(group: &[i64], ks: &[i64]) -> i64 {
     let mut v = [0i64; 16];
     for (d, s) in v.iter_mut().zip(group) {
         *d = *s;
     }
-    let mut len = 16;
+    let mut len = group.len();
     for &k in ks {
         len /= 2;
         for j in 0..len {
@@ -290,9 +313,52 @@ fn convolve16(group: &[i64], ks: &[i64; 4]) -> i64 {
     v.first().copied().unwrap_or(0)
 }
 
+/// Bits of u that index a [`Guide`].
+const GUIDE_BITS: u32 = 12;
+/// Entries of a [`Guide`]: one per value of the top [`GUIDE_BITS`] bits of u, plus one.
+const GUIDE_LEN: usize = (1 << GUIDE_BITS) + 1;
+
+/// The guide of a CDT for the variable-time search: entry b = #{k : T\[k\] > b·2^116}, the
+/// base sample of every u whose top 12 bits are b (b·2^116 ≤ u < (b+1)·2^116), and entry
+/// 2^12 = 0. Every u with top bits b has guide\[b+1\] ≤ m(u) ≤ guide\[b\], so the search runs
+/// over guide\[b\] − guide\[b+1\] entries: none for 86.5 % of the values
+/// of b for σ_U, one for 12.3 %, more only in the tails (the widest, b = 0, holds the 1925
+/// entries below 2^116).
+type Guide = [u16; GUIDE_LEN];
+
+/// Builds the [`Guide`] of a non-increasing `table` of fewer than 2^16 entries.
+// Runs at compile time only (it initializes a `static`): an out-of-range index would be a
+// compile error, never a run-time panic.
+#[allow(clippy::indexing_slicing)]
+const fn guide(table: &[u128]) -> Guide {
+    let mut g = [0u16; GUIDE_LEN];
+    let mut b = 0;
+    while b + 1 < GUIDE_LEN {
+        let v = (b as u128) << (128 - GUIDE_BITS);
+        // Binary search for #{k : T[k] > v}: T is non-increasing, so those k form a prefix.
+        let (mut lo, mut hi) = (0, table.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if table[mid] > v {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        g[b] = lo as u16;
+        b += 1;
+    }
+    g
+}
+
+static GUIDE_E: Guide = guide(&CDT_E);
+static GUIDE_U: Guide = guide(&CDT_U);
+static GUIDE_S: Guide = guide(&CDT_S);
+
 /// Draws `BLOCK` base samples from the folded CDT `table` (see the module docs).
 fn base_block<R: RngCore + ?Sized>(
     table: &[u128],
+    guide: &Guide,
     rng: &mut R,
     out: &mut [i64; BLOCK],
     timing: Timing,
@@ -327,9 +393,16 @@ fn base_block<R: RngCore + ?Sized>(
             }
         }
         Timing::Variable => {
-            // The table is strictly decreasing, so {k : u < T[k]} is a prefix of length m.
+            // The table is non-increasing, so {k : u < T[k]} is a prefix of length m;
+            // the guide bounds it to guide[b+1] ≤ m ≤ guide[b] for u's top bits b.
             for (m, &u) in ms.iter_mut().zip(us.iter()) {
-                *m = table.partition_point(|&t| u < t) as u64;
+                let b = (u >> (128 - GUIDE_BITS)) as usize;
+                let lo = usize::from(guide.get(b + 1).copied().unwrap_or(0));
+                let hi = usize::from(guide.get(b).copied().unwrap_or(0));
+                let within = table
+                    .get(lo..hi)
+                    .map_or(0, |range| range.partition_point(|&t| u < t));
+                *m = (lo + within) as u64;
             }
         }
     }
@@ -451,99 +524,6 @@ const CDT_E: [u128; 80] = [
     0x000000000000000000000000000000c5,
     0x00000000000000000000000000000018,
     0x00000000000000000000000000000003,
-];
-/// base of σ_U
-/// σ = 6.764432084032626160853927; 89 entries; entry k = round(2^128 · Pr[|X| > k]).
-const CDT_U: [u128; 89] = [
-    0xf0e6eb22fc943fbe64a2d15b0be32fc4,
-    0xd308c3b0a9166bc503d6a210207e2dc4,
-    0xb62132e065704855c54f789959bb34a8,
-    0x9ac3118de28de1415cddf625a0742b06,
-    0x8168daf9e02c6079cfd1c3d3c46ce4cb,
-    0x6a6e898481fe964f51fc1f67ccd00ab5,
-    0x560e6d03e8b3fb0586da2cbcd23e2a0e,
-    0x44610e985548f6752df99c00c2a4a6d4,
-    0x355fd4a6db004027f3d639d09af3a472,
-    0x28e9cd471d8411f894d034e0704d04f7,
-    0x1ec9d7d0f17c83eaf622d634b62f63b8,
-    0x16bd5a87dac6cbd430c0069ccd5d9083,
-    0x107ac4688750898b4f22dac5035d106e,
-    0x0bb744c1de0f110521f466edd097940d,
-    0x082b57f5ad39077a27d96b10ae18f73c,
-    0x0595ffe60a8733d1403ac3e2d24e0dc6,
-    0x03beae991ad3ad1b7b28af97e92a8bf3,
-    0x02760d097eabc45d04ff2cb9a7764a78,
-    0x0195dce54a135838256640809950162b,
-    0x01003b0d74cc424f400402597120abe7,
-    0x009e84dd512229eca40673dec6d73b91,
-    0x006017665020015def2412e5d4858098,
-    0x003911a0da7b13bc218ce06b996ff587,
-    0x0021342963caa4fe326393b3136a72b9,
-    0x0012ec8d44489b43463345c150127539,
-    0x000a907ee424982401a4bad7193ed7f5,
-    0x0005c6c0c7a425801be4dc161c655dd8,
-    0x000317def6ad05bfea376fac8e89f042,
-    0x00019f46ca1d87674710cc5d180c2a43,
-    0x0000d5440cbfc0eb75bef0e9a1e0e072,
-    0x00006b3f3061ff0317d7755bcc3f0bc1,
-    0x000034cf1345e224991659ede01599d8,
-    0x00001975f0603402d010f2710e6242ad,
-    0x00000c04c8d128730b15407429ee7a6c,
-    0x0000058df8ffe1c6b850c6f799e4481e,
-    0x00000283652ba59a2ae097ae6f925e3b,
-    0x0000011cffa6a3ec2d0db17a8cc8bf25,
-    0x0000007b964abe5926a0d0eb094da6b8,
-    0x0000003476a1465501b10598b6160a8d,
-    0x00000015cd1eaa627ae6f3e1070fe02c,
-    0x00000008de44a482b5d335c5147b435f,
-    0x0000000387f828c610ff9d21ac620511,
-    0x000000016052cd2ff8b4ae12b6ac1f93,
-    0x000000008668f838b64e63bc15463349,
-    0x00000000323099311260bd085a12c940,
-    0x000000001257f9c8c800b4095bb9cdd9,
-    0x00000000068fdd8274498f19d07366eb,
-    0x00000000024c289ffee6dda9b4a385b2,
-    0x0000000000c98c6450ebc0e513efc6ad,
-    0x00000000004398a49c02404f099fe4c3,
-    0x0000000000163021d2f703f9eab1cc21,
-    0x00000000000720bd7f0c63f7b6570deb,
-    0x0000000000023db347c83fb9b8e133f0,
-    0x000000000000b086523e8e617ddaa097,
-    0x000000000000352817fa5af5815ff982,
-    0x0000000000000faa4ad3c42f82b0abf0,
-    0x0000000000000484958ec206a4d8dce4,
-    0x00000000000001466f60ba2cd88eb20d,
-    0x000000000000005a29da5fd69d187c2e,
-    0x00000000000000185f00819f5117fecd,
-    0x0000000000000006725051abf07c6a7c,
-    0x0000000000000001ab30b8d4798c78df,
-    0x00000000000000006c365703712da359,
-    0x00000000000000001ad3063dde36ffc0,
-    0x00000000000000000681c4daf8728975,
-    0x0000000000000000018b69ffcb7c8462,
-    0x0000000000000000005bd98780221482,
-    0x00000000000000000014e0c61d3ebc0a,
-    0x00000000000000000004a4d785163968,
-    0x0000000000000000000102c2f1fa3698,
-    0x00000000000000000000371ceaeeabd8,
-    0x000000000000000000000b7c84eecd7d,
-    0x000000000000000000000257b13b46aa,
-    0x000000000000000000000077ace8f913,
-    0x0000000000000000000000175e9f3e2e,
-    0x0000000000000000000000047728845b,
-    0x000000000000000000000000d5bda805,
-    0x000000000000000000000000271ae72c,
-    0x00000000000000000000000007002e69,
-    0x0000000000000000000000000139f19d,
-    0x0000000000000000000000000035cff3,
-    0x00000000000000000000000000090685,
-    0x00000000000000000000000000017b30,
-    0x00000000000000000000000000003ce4,
-    0x00000000000000000000000000000991,
-    0x00000000000000000000000000000179,
-    0x00000000000000000000000000000039,
-    0x00000000000000000000000000000008,
-    0x00000000000000000000000000000001,
 ];
 /// base of σ*
 /// σ = 10.85453186583549651900145; 143 entries; entry k = round(2^128 · Pr[|X| > k]).
@@ -692,3 +672,6 @@ const CDT_S: [u128; 143] = [
     0x00000000000000000000000000000002,
     0x00000000000000000000000000000001,
 ];
+
+// Base of σ_U: σ = 202.81055562826614; 2669 entries; entry k = round(2^128 · Pr[|X| > k]).
+include!("cdt_u.rs");

@@ -1559,3 +1559,100 @@ impl Round2Message {
         Ok(Round2Message { sender, session, z })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha20Rng;
+
+    /// A polynomial whose 256 NTT slots all hold `v`.
+    fn constant_slots(v: u64) -> NttPoly {
+        NttPoly::from_coefficients(&[v; DEGREE]).unwrap()
+    }
+
+    /// D whose entry (i, j) holds `f(i, j)` in every slot.
+    fn slot_constant(f: impl Fn(usize, usize) -> u64) -> NttMatrix<M, COLS> {
+        NttMatrix::from_fn(|i, j| constant_slots(f(i, j)))
+    }
+
+    #[test]
+    fn full_row_rank_counts_independent_rows() {
+        let identity: [[Zq; M]; M] =
+            std::array::from_fn(|i| std::array::from_fn(|j| Zq::from_i64((i == j) as i64)));
+        assert!(full_row_rank(identity));
+        // Row 7 = row 0 + row 1: rank 7.
+        let mut dependent = identity;
+        dependent[7] = std::array::from_fn(|j| identity[0][j] + identity[1][j]);
+        assert!(!full_row_rank(dependent));
+        // A zero row: rank 7.
+        let mut zero_row = identity;
+        zero_row[3] = [Zq::ZERO; M];
+        assert!(!full_row_rank(zero_row));
+        // Full rank but needing row swaps and a pivot outside the diagonal.
+        let anti: [[Zq; M]; M] = std::array::from_fn(|i| {
+            std::array::from_fn(|j| Zq::from_i64((i + j == M - 1) as i64 * (i as i64 + 2)))
+        });
+        assert!(full_row_rank(anti));
+    }
+
+    #[test]
+    fn rank_check_falls_back_to_all_columns() {
+        // Columns 1..=8 are zero (the fast check fails), columns 9..=16 are the identity.
+        let wide = slot_constant(|i, j| (j == i + 9) as u64);
+        assert!(check_rank(&wide).is_ok());
+        // Columns 1..=48 of rank 7 (row 7 is zero): refused, naming the first slot.
+        let deficient = slot_constant(|i, j| (i < M - 1 && j == i + 1) as u64);
+        assert_eq!(
+            check_rank(&deficient),
+            Err(CoronaError::RankDeficient { slot: 0 })
+        );
+        // Column 0 (the r*/e* column) does not count.
+        let only_first = slot_constant(|_, j| (j == 0) as u64 * 5);
+        assert!(check_rank(&only_first).is_err());
+    }
+
+    /// An insider (it holds valid MAC keys) sends D_2 = −D_0, so Σ D_j = 0: round 2 of the
+    /// honest signer and a non-signing combiner both refuse with `RankDeficient`, before any
+    /// z_i is computed.
+    #[test]
+    fn a_cancelling_commitment_is_refused_as_rank_deficient() {
+        let mut rng = ChaCha20Rng::seed_from_u64(5);
+        let (gk, shares) = trusted_dealer_keygen(2, 3, &mut rng).unwrap();
+        let mut signers: Vec<Signer> = shares.into_iter().map(Signer::new).collect();
+        let set = signers[0].share().signing_set(&[0, 2]).unwrap();
+        let session = SessionId([9; 32]);
+        let (state0, msg0) = signers[0].round1(session, &set, &mut rng).unwrap();
+        let (_, mut msg2) = signers[2].round1(session, &set, &mut rng).unwrap();
+
+        msg2.d = NttMatrix::from_fn(|i, j| {
+            let d0 = msg0.d.get(i, j).unwrap().coefficients();
+            NttPoly::from_coefficients(&d0.map(|v| (Q - v) % Q)).unwrap()
+        });
+        let mut packed = Vec::new();
+        pack_commitment(&msg2.d, &mut packed);
+        msg2.d_digest = commitment_digest(&packed);
+        let share2 = signers[2].share();
+        let key = KeyShare::key(&share2.mac_keys, 0);
+        let tag = round1_mac(
+            &key,
+            &gk.digest,
+            2,
+            0,
+            &session,
+            &set.encode(),
+            &msg2.d_digest,
+        );
+        msg2.macs = vec![(0, tag)];
+
+        let round1 = [msg0, msg2];
+        assert_eq!(
+            signers[0].round2(state0, b"m", &round1).unwrap_err(),
+            CoronaError::RankDeficient { slot: 0 }
+        );
+        assert_eq!(
+            SignContext::new(&gk, session, set, b"m", &round1).unwrap_err(),
+            CoronaError::RankDeficient { slot: 0 }
+        );
+    }
+}
