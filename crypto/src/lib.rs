@@ -14,6 +14,8 @@
 //!   suite, dealer keygen, the two signing rounds, combine, verify, compact encodings.
 //! - [`accel`]: the acceleration seam: batched NTT and pointwise products behind the
 //!   [`accel::BatchArithmetic`] trait (the `gpu` crate implements it), with [`accel::CpuBackend`].
+//! - [`rollup`]: the Groth16 rollup of validator ML-DSA signatures (in progress: the Keccak /
+//!   SHAKE256 gadgets).
 //! - [`fuzzing`]: entry points of the `crypto/fuzz` targets (BLS and ML-DSA decoders).
 //!
 //! This crate depends on nothing else in the workspace; consensus, wire and storage depend on it.
@@ -36,3 +38,4 @@ pub mod corona;
 pub mod fuzzing;
 pub mod hash;
 pub mod mldsa;
+pub mod rollup;

@@ -1,0 +1,13 @@
+//! The Groth16 rollup of validator ML-DSA signatures (issue 6, DESIGN.md §4): R1CS gadgets over
+//! the BLS12-381 scalar field and, built on them, the circuit proving that a quorum of the
+//! epoch's validators signed the round digest with their ML-DSA identity keys.
+//!
+//! Built so far:
+//! - [`keccak`]: Keccak-f\[1600\] and SHAKE256 on bits (FIPS 202), the hash every ML-DSA
+//!   verification computes in-circuit (μ' = H(tr ‖ M'), SampleInBall, c̃ = H(μ' ‖ w1Encode(w1))).
+//!
+//! Not built yet (the issue's remaining parts): the Poseidon commitment h_x, the mod-q
+//! arithmetic, the verification circuit, setup, prover and the `rollup-setup`/`rollup-prove`
+//! commands.
+
+pub mod keccak;
