@@ -4,10 +4,12 @@
 //!
 //! Built so far:
 //! - [`keccak`]: Keccak-f\[1600\] and SHAKE256 on bits (FIPS 202), the hash every ML-DSA
-//!   verification computes in-circuit (μ' = H(tr ‖ M'), SampleInBall, c̃ = H(μ' ‖ w1Encode(w1))).
+//!   verification computes in-circuit (μ' = H(tr ‖ M'), SampleInBall, c̃ = H(μ' ‖ w1Encode(w1)));
+//! - [`poseidon`]: Poseidon (`poseidonperm_x5_255_3`) natively and in-circuit, the hash of the
+//!   commitment h_x to the epoch's validator keys.
 //!
-//! Not built yet (the remaining parts): the Poseidon commitment h_x, the mod-q
-//! arithmetic, the verification circuit, setup, prover and the `rollup-setup`/`rollup-prove`
+//! Not built yet (the remaining parts): the layout of h_x, the mod-q arithmetic, the verification circuit, setup, prover and the `rollup-setup`/`rollup-prove`
 //! commands.
 
 pub mod keccak;
+pub mod poseidon;
