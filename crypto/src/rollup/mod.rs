@@ -5,6 +5,9 @@
 //! Built so far:
 //! - [`keccak`]: Keccak-f\[1600\] and SHAKE256 on bits (FIPS 202), the hash every ML-DSA
 //!   verification computes in-circuit (μ' = H(tr ‖ M'), SampleInBall, c̃ = H(μ' ‖ w1Encode(w1)));
+//! - [`native`]: FIPS 204 verification decomposed into the values the circuit recomputes
+//!   (expanded key, decoded signature, μ, c, w'_Approx, w1', c̃'): its reference and witness
+//!   generator;
 //! - [`poseidon`]: Poseidon (`poseidonperm_x5_255_3`) natively and in-circuit, the hash of the
 //!   commitment h_x to the epoch's validator keys.
 //!
@@ -12,4 +15,5 @@
 //! commands.
 
 pub mod keccak;
+pub mod native;
 pub mod poseidon;

@@ -1,0 +1,536 @@
+//! FIPS 204 ML-DSA verification, decomposed into the values the rollup circuit witnesses and
+//! recomputes: the expanded public key (Â, NTT(t1·2^d), tr), the decoded signature (c̃, z, h),
+//! and the intermediate values of Algorithm 8 (ML-DSA.Verify_internal): μ, c, w'_Approx, w1'
+//! and c̃'. This is the circuit's reference and its witness generator; [`verify`] agrees with
+//! every FIPS 204 implementation (the tests check it against `libcrux-ml-dsa`).
+//!
+//! Polynomials are `[u32; 256]` with coefficients in [0, q) unless stated (z is signed).
+//! Algorithm numbers are those of FIPS 204 (August 2024).
+
+use sha3::digest::{ExtendableOutput, Update, XofReader};
+use sha3::{Shake128, Shake256};
+use thiserror::Error;
+
+/// The ML-DSA modulus q = 2^23 − 2^13 + 1.
+pub const Q: u32 = 8_380_417;
+/// Dropped bits of t, d = 13.
+pub const D: u32 = 13;
+/// The 512th root of unity ζ = 1753 mod q of the NTT.
+pub const ZETA: u32 = 1753;
+/// Coefficients per polynomial.
+pub const N: usize = 256;
+
+/// A polynomial with coefficients in [0, q).
+pub type Poly = [u32; N];
+
+/// The ML-DSA parameter sets the rollup supports (FIPS 204 Table 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Params {
+    /// `"ML-DSA-44"` or `"ML-DSA-65"`.
+    pub name: &'static str,
+    /// Rows k of A.
+    pub k: usize,
+    /// Columns l of A.
+    pub l: usize,
+    /// Nonzero coefficients τ of the challenge c.
+    pub tau: usize,
+    /// Bytes of c̃: λ/4.
+    pub c_tilde_bytes: usize,
+    /// γ1, the range of z.
+    pub gamma1: u32,
+    /// γ2, the low-order rounding range.
+    pub gamma2: u32,
+    /// β = τ·η.
+    pub beta: u32,
+    /// ω, the maximum number of ones in the hint.
+    pub omega: usize,
+}
+
+/// ML-DSA-44: (k, l) = (4, 4), τ = 39, λ = 128, γ1 = 2^17, γ2 = (q − 1)/88, β = 78, ω = 80.
+pub const ML_DSA_44: Params = Params {
+    name: "ML-DSA-44",
+    k: 4,
+    l: 4,
+    tau: 39,
+    c_tilde_bytes: 32,
+    gamma1: 1 << 17,
+    gamma2: (Q - 1) / 88,
+    beta: 78,
+    omega: 80,
+};
+
+/// ML-DSA-65: (k, l) = (6, 5), τ = 49, λ = 192, γ1 = 2^19, γ2 = (q − 1)/32, β = 196, ω = 55.
+pub const ML_DSA_65: Params = Params {
+    name: "ML-DSA-65",
+    k: 6,
+    l: 5,
+    tau: 49,
+    c_tilde_bytes: 48,
+    gamma1: 1 << 19,
+    gamma2: (Q - 1) / 32,
+    beta: 196,
+    omega: 55,
+};
+
+impl Params {
+    /// Public key bytes: 32 + 320·k.
+    pub const fn public_key_bytes(&self) -> usize {
+        32 + 320 * self.k
+    }
+
+    /// Bits per coefficient of z in a signature: bitlen(γ1 − 1) + 1.
+    pub const fn z_bits(&self) -> usize {
+        (u32::BITS - (self.gamma1 - 1).leading_zeros()) as usize + 1
+    }
+
+    /// Signature bytes: λ/4 + 32·l·(bitlen(γ1 − 1) + 1) + ω + k.
+    pub const fn signature_bytes(&self) -> usize {
+        self.c_tilde_bytes + 32 * self.l * self.z_bits() + self.omega + self.k
+    }
+
+    /// m = (q − 1)/(2γ2): the number of values of w1 (16 or 44).
+    pub const fn w1_values(&self) -> u32 {
+        (Q - 1) / (2 * self.gamma2)
+    }
+
+    /// Bits per coefficient of w1Encode: bitlen(m − 1) (4 or 6).
+    pub const fn w1_bits(&self) -> usize {
+        (u32::BITS - (self.w1_values() - 1).leading_zeros()) as usize
+    }
+}
+
+/// Why an encoding is not a valid ML-DSA key or signature for the parameter set.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum DecodeError {
+    /// The input has the wrong length.
+    #[error("{what}: {got} bytes, expected {expected}")]
+    Length {
+        /// Which encoding.
+        what: &'static str,
+        /// Bytes given.
+        got: usize,
+        /// Bytes expected.
+        expected: usize,
+    },
+    /// The hint encoding is malformed (FIPS 204 Algorithm 21 returns ⊥).
+    #[error("malformed hint encoding")]
+    Hint,
+    /// The context string is longer than 255 bytes (FIPS 204 Algorithm 3).
+    #[error("context of {0} bytes, at most 255")]
+    Context(usize),
+}
+
+/// The public key in the circuit's form: Â = ExpandA(ρ) (k×l, row-major, NTT domain),
+/// NTT(t1·2^d) (k polynomials) and tr = H(pk, 64).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExpandedKey {
+    /// Â\[r·l + s\], NTT domain, coefficients in [0, q).
+    pub a_hat: Vec<Poly>,
+    /// NTT(t1\[r\]·2^d), coefficients in [0, q).
+    pub t1_hat: Vec<Poly>,
+    /// tr = SHAKE256(pk, 64).
+    pub tr: [u8; 64],
+}
+
+impl ExpandedKey {
+    /// Decodes `pk` (FIPS 204 Algorithm 23, pkDecode) and expands it. Errors:
+    /// [`DecodeError::Length`] unless `pk` has [`Params::public_key_bytes`] bytes.
+    pub fn from_public_key(params: &Params, pk: &[u8]) -> Result<Self, DecodeError> {
+        if pk.len() != params.public_key_bytes() {
+            return Err(DecodeError::Length {
+                what: "ML-DSA public key",
+                got: pk.len(),
+                expected: params.public_key_bytes(),
+            });
+        }
+        let (rho, packed_t1) = pk.split_at(32);
+        let mut a_hat = Vec::with_capacity(params.k * params.l);
+        for r in 0..params.k {
+            for s in 0..params.l {
+                a_hat.push(rej_ntt_poly(rho, s as u8, r as u8));
+            }
+        }
+        let t1_hat = packed_t1
+            .chunks_exact(320)
+            .map(|chunk| {
+                let t1 = unpack_bits(chunk, 10);
+                ntt(&t1.map(|v| v << D))
+            })
+            .collect();
+        let mut tr = [0u8; 64];
+        shake256(&[pk], &mut tr);
+        Ok(ExpandedKey { a_hat, t1_hat, tr })
+    }
+}
+
+/// A signature decoded by FIPS 204 Algorithm 27 (sigDecode).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecodedSignature {
+    /// c̃, λ/4 bytes.
+    pub c_tilde: Vec<u8>,
+    /// z: l polynomials with coefficients in (−γ1, γ1].
+    pub z: Vec<[i32; N]>,
+    /// h: k polynomials of hint bits, at most ω ones in all.
+    pub h: Vec<[bool; N]>,
+}
+
+impl DecodedSignature {
+    /// Decodes `sig`. Errors: [`DecodeError::Length`]; [`DecodeError::Hint`] where FIPS 204
+    /// Algorithm 21 (HintBitUnpack) returns ⊥ (indices not strictly increasing within a
+    /// polynomial, a count out of order or above ω, non-zero padding).
+    pub fn from_bytes(params: &Params, sig: &[u8]) -> Result<Self, DecodeError> {
+        if sig.len() != params.signature_bytes() {
+            return Err(DecodeError::Length {
+                what: "ML-DSA signature",
+                got: sig.len(),
+                expected: params.signature_bytes(),
+            });
+        }
+        let (c_tilde, rest) = sig.split_at(params.c_tilde_bytes);
+        let z_bytes = 32 * params.z_bits();
+        let (packed_z, hint) = rest.split_at(params.l * z_bytes);
+        let z = packed_z
+            .chunks_exact(z_bytes)
+            .map(|chunk| {
+                unpack_bits(chunk, params.z_bits()).map(|v| params.gamma1 as i32 - v as i32)
+            })
+            .collect();
+        let h = hint_bit_unpack(params, hint)?;
+        Ok(DecodedSignature {
+            c_tilde: c_tilde.to_vec(),
+            z,
+            h,
+        })
+    }
+}
+
+/// FIPS 204 Algorithm 21, HintBitUnpack: `y` has ω + k bytes.
+fn hint_bit_unpack(params: &Params, y: &[u8]) -> Result<Vec<[bool; N]>, DecodeError> {
+    let (indices, counts) = y.split_at(params.omega);
+    let mut h = vec![[false; N]; params.k];
+    let mut index = 0usize;
+    for (poly, &count) in h.iter_mut().zip(counts) {
+        let count = usize::from(count);
+        if count < index || count > params.omega {
+            return Err(DecodeError::Hint);
+        }
+        let first = index;
+        while index < count {
+            let at = indices.get(index).copied().ok_or(DecodeError::Hint)?;
+            if index > first && indices.get(index - 1).is_some_and(|&prev| prev >= at) {
+                return Err(DecodeError::Hint);
+            }
+            if let Some(bit) = poly.get_mut(usize::from(at)) {
+                *bit = true;
+            }
+            index += 1;
+        }
+    }
+    if indices.iter().skip(index).any(|&b| b != 0) {
+        return Err(DecodeError::Hint);
+    }
+    Ok(h)
+}
+
+/// The intermediate values of Algorithm 8 for one (key, message, context, signature).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trace {
+    /// μ = H(tr ‖ M', 64) with M' = 0 ‖ |ctx| ‖ ctx ‖ M.
+    pub mu: [u8; 64],
+    /// c = SampleInBall(c̃), coefficients in {−1, 0, 1}.
+    pub c: [i8; N],
+    /// w'_Approx = NTT⁻¹(Â ∘ NTT(z) − NTT(c) ∘ NTT(t1·2^d)), k polynomials in [0, q).
+    pub w_approx: Vec<Poly>,
+    /// w1' = UseHint(h, w'_Approx), k polynomials in [0, m).
+    pub w1: Vec<Poly>,
+    /// c̃' = H(μ ‖ w1Encode(w1'), λ/4).
+    pub c_tilde_prime: Vec<u8>,
+    /// ‖z‖∞ < γ1 − β.
+    pub z_in_range: bool,
+}
+
+impl Trace {
+    /// Whether the signature verifies: c̃' = c̃ and ‖z‖∞ < γ1 − β (the hint weight is checked
+    /// by decoding).
+    pub fn accepts(&self, sig: &DecodedSignature) -> bool {
+        self.z_in_range && self.c_tilde_prime == sig.c_tilde
+    }
+}
+
+/// Runs Algorithm 8 (Verify_internal) on the pure-ML-DSA message M' = 0 ‖ |ctx| ‖ ctx ‖ M
+/// (Algorithm 3), returning every intermediate value. Errors: [`DecodeError::Context`] for a
+/// context longer than 255 bytes.
+pub fn trace(
+    params: &Params,
+    key: &ExpandedKey,
+    message: &[u8],
+    ctx: &[u8],
+    sig: &DecodedSignature,
+) -> Result<Trace, DecodeError> {
+    let ctx_len = [u8::try_from(ctx.len()).map_err(|_| DecodeError::Context(ctx.len()))?];
+    let mut mu = [0u8; 64];
+    shake256(&[&key.tr, &[0], &ctx_len, ctx, message], &mut mu);
+    let c = sample_in_ball(params, &sig.c_tilde);
+    let c_hat = ntt(&c.map(|v| to_residue(i64::from(v))));
+    let z_hat: Vec<Poly> = sig
+        .z
+        .iter()
+        .map(|z| ntt(&z.map(|v| to_residue(i64::from(v)))))
+        .collect();
+    let mut w_approx = Vec::with_capacity(params.k);
+    for r in 0..params.k {
+        let mut acc = [0u64; N];
+        for (s, zh) in z_hat.iter().enumerate() {
+            if let Some(a) = key.a_hat.get(r * params.l + s) {
+                for ((x, &ai), &zi) in acc.iter_mut().zip(a).zip(zh) {
+                    *x = (*x + u64::from(ai) * u64::from(zi)) % u64::from(Q);
+                }
+            }
+        }
+        if let Some(t) = key.t1_hat.get(r) {
+            for ((x, &ci), &ti) in acc.iter_mut().zip(&c_hat).zip(t) {
+                let ct = u64::from(ci) * u64::from(ti) % u64::from(Q);
+                *x = (*x + u64::from(Q) - ct) % u64::from(Q);
+            }
+        }
+        w_approx.push(intt(&acc.map(|v| v as u32)));
+    }
+    let w1: Vec<Poly> = w_approx
+        .iter()
+        .zip(&sig.h)
+        .map(|(w, h)| {
+            let mut out = [0u32; N];
+            for ((o, &r), &hint) in out.iter_mut().zip(w).zip(h) {
+                *o = use_hint(params, hint, r);
+            }
+            out
+        })
+        .collect();
+    let encoded = w1_encode(params, &w1);
+    let mut c_tilde_prime = vec![0u8; params.c_tilde_bytes];
+    shake256(&[&mu, &encoded], &mut c_tilde_prime);
+    let bound = (params.gamma1 - params.beta) as i32;
+    let z_in_range = sig.z.iter().flatten().all(|&v| v.abs() < bound);
+    Ok(Trace {
+        mu,
+        c,
+        w_approx,
+        w1,
+        c_tilde_prime,
+        z_in_range,
+    })
+}
+
+/// ML-DSA.Verify (Algorithm 3) for an expanded key: decodes `sig` and runs [`trace`]. False for
+/// a malformed signature.
+pub fn verify(params: &Params, key: &ExpandedKey, message: &[u8], ctx: &[u8], sig: &[u8]) -> bool {
+    DecodedSignature::from_bytes(params, sig)
+        .and_then(|decoded| trace(params, key, message, ctx, &decoded).map(|t| t.accepts(&decoded)))
+        .unwrap_or(false)
+}
+
+/// x mod q for a signed x.
+fn to_residue(x: i64) -> u32 {
+    x.rem_euclid(i64::from(Q)) as u32
+}
+
+/// SHAKE256 of the concatenation of `parts` into `out`.
+fn shake256(parts: &[&[u8]], out: &mut [u8]) {
+    let mut h = Shake256::default();
+    for part in parts {
+        h.update(part);
+    }
+    h.finalize_xof().read(out);
+}
+
+/// Little-endian bit unpacking of 256 values of `bits` bits each (SimpleBitUnpack / the
+/// unsigned part of BitUnpack, Algorithms 18–19).
+fn unpack_bits(bytes: &[u8], bits: usize) -> [u32; N] {
+    let mut out = [0u32; N];
+    let mut acc: u64 = 0;
+    let mut have = 0usize;
+    let mut input = bytes.iter();
+    for v in out.iter_mut() {
+        while have < bits {
+            acc |= u64::from(input.next().copied().unwrap_or(0)) << have;
+            have += 8;
+        }
+        *v = (acc & ((1u64 << bits) - 1)) as u32;
+        acc >>= bits;
+        have -= bits;
+    }
+    out
+}
+
+/// FIPS 204 Algorithm 30, RejNTTPoly, on the seed ρ ‖ s ‖ r (Algorithm 32, ExpandA): 23-bit
+/// candidates from SHAKE128, kept when below q.
+fn rej_ntt_poly(rho: &[u8], s: u8, r: u8) -> Poly {
+    let mut h = Shake128::default();
+    h.update(rho);
+    h.update(&[s, r]);
+    let mut reader = h.finalize_xof();
+    let mut out = [0u32; N];
+    let mut j = 0;
+    while j < N {
+        let mut b = [0u8; 3];
+        reader.read(&mut b);
+        let [b0, b1, b2] = b;
+        let z = u32::from(b2 & 0x7f) << 16 | u32::from(b1) << 8 | u32::from(b0);
+        if z < Q {
+            if let Some(slot) = out.get_mut(j) {
+                *slot = z;
+            }
+            j += 1;
+        }
+    }
+    out
+}
+
+/// FIPS 204 Algorithm 29, SampleInBall: c with τ coefficients ±1 from SHAKE256(c̃).
+pub fn sample_in_ball(params: &Params, c_tilde: &[u8]) -> [i8; N] {
+    let mut h = Shake256::default();
+    h.update(c_tilde);
+    let mut reader = h.finalize_xof();
+    let mut sign_bytes = [0u8; 8];
+    reader.read(&mut sign_bytes);
+    let signs = u64::from_le_bytes(sign_bytes);
+    let mut c = [0i8; N];
+    for (t, i) in ((N - params.tau)..N).enumerate() {
+        let j = loop {
+            let mut b = [0u8; 1];
+            reader.read(&mut b);
+            let [j] = b;
+            if usize::from(j) <= i {
+                break usize::from(j);
+            }
+        };
+        c.swap(i, j);
+        if let Some(slot) = c.get_mut(j) {
+            *slot = 1 - 2 * ((signs >> t) & 1) as i8;
+        }
+    }
+    c
+}
+
+/// The 8-bit bit reversal of `i`.
+const fn brv8(i: usize) -> usize {
+    (i as u8).reverse_bits() as usize
+}
+
+/// a^e mod q.
+const fn pow_mod(a: u32, mut e: usize) -> u32 {
+    let mut base = a as u64;
+    let mut acc = 1u64;
+    while e > 0 {
+        if e & 1 == 1 {
+            acc = acc * base % Q as u64;
+        }
+        base = base * base % Q as u64;
+        e >>= 1;
+    }
+    acc as u32
+}
+
+/// zetas\[m\] = ζ^brv8(m) mod q (FIPS 204 Appendix B).
+const ZETAS: [u32; N] = {
+    let mut z = [0u32; N];
+    let mut m = 0;
+    while m < N {
+        // Compile-time loop over a constant array; m < 256 by the loop bound.
+        #[allow(clippy::indexing_slicing)]
+        {
+            z[m] = pow_mod(ZETA, brv8(m));
+        }
+        m += 1;
+    }
+    z
+};
+
+/// FIPS 204 Algorithm 41, NTT: ŵ\[i\] = w(ζ^(2·brv8(i) + 1)).
+pub fn ntt(w: &Poly) -> Poly {
+    let mut a = *w;
+    let mut zetas = ZETAS.iter().skip(1);
+    let mut len = 128;
+    while len >= 1 {
+        for block in a.chunks_exact_mut(2 * len) {
+            let z = u64::from(zetas.next().copied().unwrap_or(0));
+            let (lo, hi) = block.split_at_mut(len);
+            for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
+                let t = (z * u64::from(*y) % u64::from(Q)) as u32;
+                *y = (*x + Q - t) % Q;
+                *x = (*x + t) % Q;
+            }
+        }
+        len /= 2;
+    }
+    a
+}
+
+/// FIPS 204 Algorithm 42, NTT⁻¹.
+pub fn intt(w: &Poly) -> Poly {
+    let mut a = *w;
+    let mut zetas = ZETAS.iter().rev();
+    let mut len = 1;
+    while len < N {
+        for block in a.chunks_exact_mut(2 * len) {
+            let z = u64::from(Q - zetas.next().copied().unwrap_or(0));
+            let (lo, hi) = block.split_at_mut(len);
+            for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
+                let t = *x;
+                *x = (t + *y) % Q;
+                let diff = (t + Q - *y) % Q;
+                *y = (z * u64::from(diff) % u64::from(Q)) as u32;
+            }
+        }
+        len *= 2;
+    }
+    // f = 256⁻¹ mod q.
+    const F: u64 = 8_347_681;
+    a.map(|v| (u64::from(v) * F % u64::from(Q)) as u32)
+}
+
+/// FIPS 204 Algorithm 36, Decompose: r = r1·2γ2 + r0 with r0 ∈ (−γ2, γ2], except that
+/// r − r0 = q − 1 gives r1 = 0 and r0 − 1. Input in [0, q).
+pub fn decompose(params: &Params, r: u32) -> (u32, i32) {
+    let two_gamma2 = 2 * params.gamma2;
+    let mut r0 = (r % two_gamma2) as i32;
+    if r0 > params.gamma2 as i32 {
+        r0 -= two_gamma2 as i32;
+    }
+    let high = r as i64 - i64::from(r0);
+    if high == i64::from(Q - 1) {
+        (0, r0 - 1)
+    } else {
+        ((high / i64::from(two_gamma2)) as u32, r0)
+    }
+}
+
+/// FIPS 204 Algorithm 40, UseHint.
+pub fn use_hint(params: &Params, hint: bool, r: u32) -> u32 {
+    let m = params.w1_values();
+    let (r1, r0) = decompose(params, r);
+    match (hint, r0 > 0) {
+        (false, _) => r1,
+        (true, true) => (r1 + 1) % m,
+        (true, false) => (r1 + m - 1) % m,
+    }
+}
+
+/// FIPS 204 Algorithm 28, w1Encode: SimpleBitPack of every w1 polynomial at
+/// [`Params::w1_bits`] bits per coefficient, little-endian.
+pub fn w1_encode(params: &Params, w1: &[Poly]) -> Vec<u8> {
+    let bits = params.w1_bits();
+    let mut out = Vec::with_capacity(w1.len() * 32 * bits);
+    let mut acc: u64 = 0;
+    let mut have = 0;
+    for &v in w1.iter().flatten() {
+        acc |= u64::from(v) << have;
+        have += bits;
+        while have >= 8 {
+            out.push(acc as u8);
+            acc >>= 8;
+            have -= 8;
+        }
+    }
+    out
+}
