@@ -7,7 +7,7 @@
 //! equation and the 3-constraint check that the remainder is below q.
 
 use ark_bls12_381::Fr;
-use ark_ff::{AdditiveGroup, BigInteger, Field, PrimeField, Zero};
+use ark_ff::{AdditiveGroup, Field, PrimeField, Zero};
 use ark_r1cs_std::alloc::AllocVar;
 use ark_r1cs_std::boolean::Boolean;
 use ark_r1cs_std::eq::EqGadget;
@@ -66,16 +66,15 @@ pub fn signed(x: i64) -> Fr {
     }
 }
 
-/// The value of `v` as an integer below 2^128, if it is one.
+/// The low 128 bits of `v`'s value (its canonical integer in [0, r)); `None` only without a
+/// value (key generation). For an honest witness the values this is used on are below 2^128;
+/// for any other the low bits make the range checks fail, so the system is unsatisfied rather
+/// than the synthesis failing.
 pub fn value_u128(v: &FpVar<Fr>) -> Option<u128> {
-    let value = v.value().ok()?;
-    let bytes = value.into_bigint().to_bytes_le();
-    let (low, high) = bytes.split_at(16);
-    if high.iter().any(|&b| b != 0) {
-        return None;
-    }
-    let low: [u8; 16] = low.try_into().ok()?;
-    Some(u128::from_le_bytes(low))
+    let limbs = v.value().ok()?.into_bigint().0;
+    let low = limbs.first().copied().unwrap_or(0);
+    let high = limbs.get(1).copied().unwrap_or(0);
+    Some(u128::from(high) << 64 | u128::from(low))
 }
 
 /// Enforces 0 ≤ x < 2^`bits` (`bits` ≤ 128) and returns the bits of x, least significant

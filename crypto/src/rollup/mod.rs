@@ -14,6 +14,7 @@
 //! Not built yet (the remaining parts): the layout of h_x, the mod-q arithmetic, the verification circuit, setup, prover and the `rollup-setup`/`rollup-prove`
 //! commands.
 
+pub mod circuit;
 pub mod gadgets;
 pub mod keccak;
 pub mod native;

@@ -13,7 +13,7 @@
 //!    k·l + k pointwise products per slot cost one constraint each; each output coefficient is
 //!    reduced mod q once ([`super::gadgets::reduce_mod_q`]). The integer bound that makes that
 //!    single reduction sound is derived in [`WBound`] from ‖z‖∞ < γ1, c ∈ {−1, 0, 1}^256 and
-//!    Â, t̂ ∈ [0, q) — the last is a **precondition** on the key variables (the rollup circuit
+//!    Â, t̂ ∈ [0, 2^23) — the last is a **precondition** on the key variables (the rollup circuit
 //!    range-checks them when it opens the commitment h_x);
 //! 5. w1' = UseHint(h, w'_Approx) (Algorithms 36 and 40) per coefficient;
 //! 6. c̃ = SHAKE256(μ ‖ w1Encode(w1'), λ/4).
@@ -40,9 +40,9 @@ use super::native::{DecodedSignature, ExpandedKey, Params, N, Q, ZETA};
 /// The witnessed public key of one signature slot.
 #[derive(Clone, Debug)]
 pub struct KeyVars {
-    /// Â\[r·l + s\]\[i\], NTT domain (precondition: values in [0, q)).
+    /// Â\[r·l + s\]\[i\], NTT domain (precondition: values below 2^23).
     pub a_hat: Vec<Vec<FpVar<Fr>>>,
-    /// NTT(t1\[r\]·2^d)\[i\] (precondition: values in [0, q)).
+    /// NTT(t1\[r\]·2^d)\[i\] (precondition: values below 2^23).
     pub t1_hat: Vec<Vec<FpVar<Fr>>>,
     /// The 512 bits of tr.
     pub tr: Vec<Boolean<Fr>>,
@@ -258,8 +258,8 @@ pub fn enforce_verify(
 
 /// The bound behind the single reduction of w'_Approx (module docs, step 4): with twiddles
 /// centered in [−(q−1)/2, (q−1)/2], |NTT(z)ᵢ| ≤ 256·(q−1)/2·γ1, |NTT(c)ᵢ| ≤ τ·(q−1)/2, so every
-/// NTT-domain value v = Σ Â∘NTT(z) − NTT(c)∘t̂ has |v| ≤ l·(q−1)·256·(q−1)/2·γ1 +
-/// (q−1)·τ·(q−1)/2, and every coefficient of NTT⁻¹(v) has |w| ≤ 256·(q−1)/2·|v|max. The offset
+/// NTT-domain value v = Σ Â∘NTT(z) − NTT(c)∘t̂ with Â, t̂ < 2^23 has
+/// |v| ≤ l·(2^23 − 1)·256·(q−1)/2·γ1 + (2^23 − 1)·τ·(q−1)/2, and every coefficient of NTT⁻¹(v) has |w| ≤ 256·(q−1)/2·|v|max. The offset
 /// is the least multiple of q above that bound, and w + offset < 2·offset < q·2^quotient_bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WBound {
@@ -276,7 +276,9 @@ impl WBound {
         let q = u128::from(Q);
         let z_hat = 256 * half_q * u128::from(params.gamma1);
         let c_hat = params.tau as u128 * half_q;
-        let v = params.l as u128 * (q - 1) * z_hat + (q - 1) * c_hat;
+        // Â and t̂ are below 2^23 (the circuit range-checks them; honest values are below q).
+        let key = (1u128 << 23) - 1;
+        let v = params.l as u128 * key * z_hat + key * c_hat;
         let w = 256 * half_q * v;
         let multiples = w.div_ceil(q);
         let offset = multiples * q;
