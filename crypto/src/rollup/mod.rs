@@ -19,4 +19,5 @@ pub mod gadgets;
 pub mod keccak;
 pub mod native;
 pub mod poseidon;
+pub mod prover;
 pub mod verify;
