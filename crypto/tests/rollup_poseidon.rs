@@ -8,7 +8,7 @@ use ark_ff::{BigInteger, PrimeField};
 use ark_r1cs_std::alloc::AllocVar;
 use ark_r1cs_std::fields::fp::FpVar;
 use ark_r1cs_std::GR1CSVar;
-use ark_relations::gr1cs::ConstraintSystem;
+use ark_relations::gr1cs::{ConstraintSystem, ConstraintSystemRef};
 use quasar_crypto::rollup::poseidon::{config, hash, hash_gadget, PERMUTATION_CONSTRAINTS};
 
 fn hex(x: &Fr) -> String {
@@ -33,6 +33,13 @@ fn permutation_matches_the_reference_test_vector() {
     );
 }
 
+fn witnesses(cs: &ConstraintSystemRef<Fr>, inputs: &[Fr]) -> Vec<FpVar<Fr>> {
+    inputs
+        .iter()
+        .map(|x| FpVar::new_witness(cs.clone(), || Ok(*x)).unwrap())
+        .collect()
+}
+
 #[test]
 fn gadget_matches_native_hash_and_lengths_hash_apart() {
     let mut seen = Vec::new();
@@ -40,10 +47,7 @@ fn gadget_matches_native_hash_and_lengths_hash_apart() {
         let inputs: Vec<Fr> = (0..len as u64).map(|i| Fr::from(i * 7 + 3)).collect();
         let native = hash(&inputs);
         let cs = ConstraintSystem::<Fr>::new_ref();
-        let vars: Vec<FpVar<Fr>> = inputs
-            .iter()
-            .map(|x| FpVar::new_witness(cs.clone(), || Ok(*x)).unwrap())
-            .collect();
+        let vars = witnesses(&cs, &inputs);
         let out = hash_gadget(cs.clone(), &vars).unwrap();
         assert_eq!(out.value().unwrap(), native, "length {len}");
         assert!(cs.is_satisfied().unwrap());
@@ -65,10 +69,7 @@ fn a_wrong_claimed_hash_is_unsatisfiable() {
     let inputs = [Fr::from(11u64), Fr::from(12u64), Fr::from(13u64)];
     for claimed in [hash(&inputs), hash(&inputs) + Fr::from(1u64)] {
         let cs = ConstraintSystem::<Fr>::new_ref();
-        let vars: Vec<FpVar<Fr>> = inputs
-            .iter()
-            .map(|x| FpVar::new_witness(cs.clone(), || Ok(*x)).unwrap())
-            .collect();
+        let vars = witnesses(&cs, &inputs);
         let out = hash_gadget(cs.clone(), &vars).unwrap();
         let c = FpVar::new_input(cs.clone(), || Ok(claimed)).unwrap();
         out.enforce_equal(&c).unwrap();

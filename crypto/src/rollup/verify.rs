@@ -56,25 +56,18 @@ impl KeyVars {
         params: &Params,
         key: Option<&ExpandedKey>,
     ) -> Result<Self, SynthesisError> {
-        let polys = |count: usize, get: &dyn Fn(&ExpandedKey, usize) -> Option<u32>| {
-            (0..count)
-                .map(|p| {
-                    (0..N)
-                        .map(|i| {
-                            FpVar::new_witness(cs.clone(), || {
-                                key.and_then(|k| get(k, p * N + i))
-                                    .map(Fr::from)
-                                    .ok_or(SynthesisError::AssignmentMissing)
-                            })
-                        })
-                        .collect::<Result<Vec<_>, _>>()
-                })
-                .collect::<Result<Vec<_>, _>>()
+        let entry = |polys: &[[u32; N]], p: usize, i: usize| {
+            polys
+                .get(p)
+                .and_then(|poly| poly.get(i))
+                .map(|&v| Fr::from(v))
         };
-        let flat =
-            |polys: &[[u32; N]], at: usize| polys.get(at / N).and_then(|p| p.get(at % N)).copied();
-        let a_hat = polys(params.k * params.l, &|k, at| flat(&k.a_hat, at))?;
-        let t1_hat = polys(params.k, &|k, at| flat(&k.t1_hat, at))?;
+        let a_hat = witness_polys(cs, params.k * params.l, |p, i| {
+            key.and_then(|k| entry(&k.a_hat, p, i))
+        })?;
+        let t1_hat = witness_polys(cs, params.k, |p, i| {
+            key.and_then(|k| entry(&k.t1_hat, p, i))
+        })?;
         let tr = witness_bytes(cs, 64, key.map(|k| k.tr.to_vec()))?;
         Ok(KeyVars { a_hat, t1_hat, tr })
     }
@@ -100,34 +93,36 @@ impl SignatureVars {
         sig: Option<&DecodedSignature>,
     ) -> Result<Self, SynthesisError> {
         let c_tilde = witness_bytes(cs, params.c_tilde_bytes, sig.map(|s| s.c_tilde.clone()))?;
-        let z = (0..params.l)
-            .map(|s| {
-                (0..N)
-                    .map(|i| {
-                        FpVar::new_witness(cs.clone(), || {
-                            sig.and_then(|g| g.z.get(s).and_then(|p| p.get(i)))
-                                .map(|&v| signed(i64::from(v)))
-                                .ok_or(SynthesisError::AssignmentMissing)
-                        })
-                    })
-                    .collect::<Result<Vec<_>, _>>()
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let h = (0..params.k)
-            .map(|r| {
-                (0..N)
-                    .map(|i| {
-                        Boolean::new_witness(cs.clone(), || {
-                            sig.and_then(|g| g.h.get(r).and_then(|p| p.get(i)))
-                                .copied()
-                                .ok_or(SynthesisError::AssignmentMissing)
-                        })
-                    })
-                    .collect::<Result<Vec<_>, _>>()
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let z = witness_polys(cs, params.l, |p, i| {
+            sig.and_then(|g| g.z.get(p).and_then(|poly| poly.get(i)))
+                .map(|&v| signed(i64::from(v)))
+        })?;
+        let h = witness_polys(cs, params.k, |p, i| {
+            sig.and_then(|g| g.h.get(p).and_then(|poly| poly.get(i)))
+                .copied()
+        })?;
         Ok(SignatureVars { c_tilde, z, h })
     }
+}
+
+/// `rows` polynomials of 256 witnesses, entry (p, i) from `value` (`None` without a witness:
+/// key generation).
+fn witness_polys<T, V: AllocVar<T, Fr>>(
+    cs: &ConstraintSystemRef<Fr>,
+    rows: usize,
+    value: impl Fn(usize, usize) -> Option<T>,
+) -> Result<Vec<Vec<V>>, SynthesisError> {
+    (0..rows)
+        .map(|p| {
+            (0..N)
+                .map(|i| {
+                    V::new_witness(cs.clone(), || {
+                        value(p, i).ok_or(SynthesisError::AssignmentMissing)
+                    })
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// Allocates `len` bytes as 8·`len` witness bits (byte i bit j at 8i + j).
