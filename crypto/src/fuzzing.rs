@@ -11,6 +11,8 @@
 //! - [`corona_decode`]: Corona group keys, signatures and round messages decode or fail cleanly,
 //!   and what decodes re-encodes to the same bytes (the encodings are canonical); a decoded
 //!   signature verifies or is rejected without panicking.
+//! - [`rollup_proving_key`]: rollup proving key files of any content load or fail with an
+//!   error (header, arkworks body, checksum), and a valid header with a damaged body never loads.
 //! - [`mldsa_verify`]: ML-DSA-65 public keys and signatures of any length decode or fail cleanly,
 //!   and verification of a valid pair edited anywhere (key, c̃, z, hints) returns a verdict
 //!   without panicking.
@@ -230,4 +232,21 @@ pub fn corona_decode(data: &[u8]) {
             "non-canonical round-2 message accepted"
         );
     }
+}
+
+/// Loads `data` as a rollup proving key file; also with a valid header in front, so the body
+/// decoder and the checksum see arbitrary bytes. Any result is fine; a panic is not.
+///
+/// Panics if a file with a damaged (fuzzed) body after a valid header loads successfully
+/// (its checksum cannot match except by a SHA3-256 collision).
+pub fn rollup_proving_key(data: &[u8]) {
+    use crate::rollup::prover::read_proving_key;
+    let _ = read_proving_key(data);
+    let mut framed = b"QUASAR-ROLLUP-PK-v1\n".to_vec();
+    framed.extend_from_slice(&[65, 1, 0, 0, 0, 1, 0, 0, 0]);
+    framed.extend_from_slice(data);
+    assert!(
+        read_proving_key(framed.as_slice()).is_err(),
+        "a fuzzed proving key body loaded"
+    );
 }
