@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every cargo-fuzz target of crypto/fuzz, wire/fuzz, storage/fuzz and node/fuzz for SECONDS each (default 60).
+# Runs every cargo-fuzz target of crypto/fuzz, wire/fuzz, storage/fuzz, lanes/fuzz and node/fuzz for
+# SECONDS each (default 60).
 #
 #   scripts/fuzz.sh [SECONDS]
 #
@@ -25,14 +26,14 @@ if ! rustc --version | grep -q nightly; then
   export RUSTC_BOOTSTRAP=1
 fi
 read -r -a extra <<<"${FUZZ_ARGS:-}"
-# One target dir for the four fuzz crates, so quasar-node (used by node/ and storage/) builds once.
+# One target dir for the fuzz crates, so quasar-node (used by node/ and storage/) builds once.
 target_dir="$(pwd)/target/fuzz"
 
 # Real Corona encodings (up to 615 KB) as seeds, so that corona_decode starts from full-length
 # messages (libFuzzer takes its maximum input length from the corpus).
 cargo run --release -q -p quasar-crypto --example corona_fuzz_seeds -- crypto/fuzz/corpus/corona_decode
 
-for crate in crypto wire storage node; do
+for crate in crypto lanes wire storage node; do
   for target in $(cd "${crate}" && cargo fuzz list); do
     echo "=== ${crate}/fuzz ${target}: ${seconds} s"
     artifacts="${crate}/fuzz/artifacts/${target}"

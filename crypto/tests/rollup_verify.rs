@@ -7,7 +7,9 @@ use ark_bls12_381::Fr;
 use ark_relations::gr1cs::{ConstraintSystem, ConstraintSystemRef};
 use quasar_crypto::mldsa::{MlDsa44, MlDsa65, ParameterSet, SecretKey};
 use quasar_crypto::rollup::native::{DecodedSignature, ExpandedKey, Params, ML_DSA_44, ML_DSA_65};
-use quasar_crypto::rollup::verify::{enforce_verify, witness_bytes, KeyVars, SignatureVars};
+use quasar_crypto::rollup::verify::{
+    enforce_verify, witness_bytes, KeyVars, SignatureVars, VerifyCost,
+};
 
 const CTX: &[u8] = b"quasar-rollup";
 
@@ -30,22 +32,24 @@ fn case<P: ParameterSet>(params: Params, seed: u8) -> Case {
     }
 }
 
-/// Synthesizes the gadget for `case` and returns (satisfied, constraints).
-fn run(case: &Case) -> (bool, usize) {
+/// Synthesizes the gadget for `case` and returns (satisfied, constraints, cost by step).
+fn run(case: &Case) -> (bool, usize, VerifyCost) {
     let cs: ConstraintSystemRef<Fr> = ConstraintSystem::new_ref();
     let key = KeyVars::new_witness(&cs, &case.params, Some(&case.key)).unwrap();
     let sig = SignatureVars::new_witness(&cs, &case.params, Some(&case.sig)).unwrap();
     let message = witness_bytes(&cs, case.message.len(), Some(case.message.clone())).unwrap();
-    enforce_verify(&cs, &case.params, &key, &message, CTX, &sig).unwrap();
-    (cs.is_satisfied().unwrap(), cs.num_constraints())
+    let before = cs.num_constraints();
+    let cost = enforce_verify(&cs, &case.params, &key, &message, CTX, &sig).unwrap();
+    assert_eq!(cost.total(), cs.num_constraints() - before);
+    (cs.is_satisfied().unwrap(), cs.num_constraints(), cost)
 }
 
 /// Synthesizes a valid signature's verification, prints its cost and returns the constraints.
 fn valid(c: &Case) -> usize {
     let t = std::time::Instant::now();
-    let (ok, constraints) = run(c);
+    let (ok, constraints, cost) = run(c);
     println!(
-        "{} verification: {constraints} constraints (2^{:.2}), synthesized in {:?}",
+        "{} verification: {constraints} constraints (2^{:.2}), synthesized in {:?}; by step: {cost:?}",
         c.params.name,
         (constraints as f64).log2(),
         t.elapsed()

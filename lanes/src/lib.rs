@@ -6,12 +6,18 @@
 //! signature into a checked signer set (keys from the set's table, or through the pubkey
 //! decompression cache `quasar_crypto::bls_cache` for compressed keys).
 //!
+//! - [`groth16`]: the Groth16 lane (BLS12-381): validated proof and verifying-key decoding,
+//!   canonical public inputs, single and batch verification.
+//! - [`fuzzing`]: entry points of the `lanes/fuzz` targets (Groth16 decoders).
+//!
 //! Quorum rule (DESIGN.md §2): a set of signers is a quorum when its stake is more than 2/3 of the
 //! epoch's total stake, computed exactly in integers as `signed_stake * 3 > total_stake * 2`
 //! (in `u128`, so it cannot overflow).
 #![forbid(unsafe_code)]
 
 pub mod bls;
+pub mod fuzzing;
+pub mod groth16;
 mod validators;
 
 pub use validators::{Validator, ValidatorSet};

@@ -19,6 +19,7 @@ pub mod fuzzing;
 pub mod mempool;
 pub mod metrics;
 pub mod p2p;
+pub mod rollup;
 pub mod runtime;
 pub mod signer;
 pub mod sim;

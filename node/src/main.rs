@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use quasar_node::config::{keygen, load_public, GenesisFile, NodeConfig};
+use quasar_node::rollup;
 use quasar_node::runtime::now_us;
 use quasar_node::testnet::{self, TestnetOptions};
 use std::path::PathBuf;
@@ -88,11 +89,74 @@ enum Command {
         #[arg(long, default_value_t = 100.0)]
         tx_rate: f64,
     },
+    /// Generate Groth16 keys of the ML-DSA-65 rollup for N validators and T signatures per
+    /// proof into DIR (rollup.pk, rollup.vk.json). A single-party setup: fine for testnets, not
+    /// for production, which needs a multi-party ceremony.
+    RollupSetup {
+        /// Number of validators n in the genesis the keys will serve.
+        #[arg(long)]
+        validators: usize,
+        /// Signatures per proof τ (their stake must exceed 2/3 of the total).
+        #[arg(long)]
+        quorum: usize,
+        /// Output directory.
+        #[arg(long)]
+        out: PathBuf,
+        /// 32-byte hex seed for a reproducible (testnet) setup; default: OS randomness.
+        #[arg(long)]
+        seed: Option<String>,
+    },
+    /// Sign a 32-byte round digest with this validator's ML-DSA-65 identity key for the rollup;
+    /// prints one JSON signature entry.
+    RollupSign {
+        /// Key directory written by `keygen`.
+        #[arg(long)]
+        keys: PathBuf,
+        /// The digest, 64 hex digits.
+        #[arg(long)]
+        digest: String,
+    },
+    /// Prove that a quorum of the genesis validators signed a digest, from a JSON array of
+    /// `rollup-sign` entries; writes a proof file.
+    RollupProve {
+        /// Directory written by `rollup-setup`.
+        #[arg(long)]
+        setup: PathBuf,
+        /// genesis.json of the validator set.
+        #[arg(long)]
+        genesis: PathBuf,
+        /// The digest, 64 hex digits.
+        #[arg(long)]
+        digest: String,
+        /// JSON array of signature entries.
+        #[arg(long)]
+        signatures: PathBuf,
+        /// Proof file to write.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Verify a rollup proof against a genesis; prints {"valid": ...} and exits 0 only if valid.
+    RollupVerify {
+        /// Directory written by `rollup-setup` (only rollup.vk.json is read).
+        #[arg(long)]
+        setup: PathBuf,
+        /// genesis.json of the validator set.
+        #[arg(long)]
+        genesis: PathBuf,
+        /// Proof file written by `rollup-prove`.
+        #[arg(long)]
+        proof: PathBuf,
+    },
 }
 
 fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+    let mut filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // arkworks opens a span per gadget call and its constraint system captures the span stack
+    // of every constraint while a subscriber listens: tens of GB for the rollup circuit.
+    if let Ok(off) = "gr1cs=off".parse() {
+        filter = filter.add_directive(off);
+    }
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -261,5 +325,59 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 ExitCode::FAILURE
             })
         }
+        Command::RollupSetup {
+            validators,
+            quorum,
+            out,
+            seed,
+        } => {
+            let seed = seed
+                .map(|s| rollup::parse_digest("--seed", &s))
+                .transpose()
+                .map_err(|e| e.to_string())?;
+            let summary =
+                rollup::setup(&out, validators, quorum, seed).map_err(|e| e.to_string())?;
+            print_json(&summary)
+        }
+        Command::RollupSign { keys, digest } => {
+            let digest = rollup::parse_digest("--digest", &digest).map_err(|e| e.to_string())?;
+            let entry = rollup::sign(&keys, digest).map_err(|e| e.to_string())?;
+            print_json(&entry)
+        }
+        Command::RollupProve {
+            setup,
+            genesis,
+            digest,
+            signatures,
+            out,
+        } => {
+            let digest = rollup::parse_digest("--digest", &digest).map_err(|e| e.to_string())?;
+            let proof = rollup::prove(&setup, &genesis, digest, &signatures, &out)
+                .map_err(|e| e.to_string())?;
+            eprintln!("proof written to {}", out.display());
+            print_json(&proof)
+        }
+        Command::RollupVerify {
+            setup,
+            genesis,
+            proof,
+        } => {
+            let valid = rollup::verify(&setup, &genesis, &proof).map_err(|e| e.to_string())?;
+            println!("{}", serde_json::json!({ "valid": valid }));
+            Ok(if valid {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
     }
+}
+
+/// Prints `value` as one JSON line; success.
+fn print_json<T: serde::Serialize>(value: &T) -> Result<ExitCode, String> {
+    println!(
+        "{}",
+        serde_json::to_string(value).map_err(|e| e.to_string())?
+    );
+    Ok(ExitCode::SUCCESS)
 }

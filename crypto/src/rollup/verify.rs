@@ -157,7 +157,7 @@ fn constant_bits(bytes: &[u8]) -> Vec<Boolean<Fr>> {
 /// what is enforced and the precondition on `key`). Errors: [`SynthesisError::Unsatisfiable`]
 /// for a context longer than 255 bytes or a message that is not whole bytes; otherwise only
 /// the constraint system's errors. An invalid signature makes the system unsatisfied, not an
-/// error.
+/// error. Returns the constraints each step added ([`VerifyCost`]).
 pub fn enforce_verify(
     cs: &ConstraintSystemRef<Fr>,
     params: &Params,
@@ -165,8 +165,16 @@ pub fn enforce_verify(
     message: &[Boolean<Fr>],
     ctx: &[u8],
     sig: &SignatureVars,
-) -> Result<(), SynthesisError> {
+) -> Result<VerifyCost, SynthesisError> {
     let ctx_len = u8::try_from(ctx.len()).map_err(|_| SynthesisError::Unsatisfiable)?;
+    let mut cost = VerifyCost::default();
+    let mut last = cs.num_constraints();
+    let since = |last: &mut usize| {
+        let now = cs.num_constraints();
+        let added = now - *last;
+        *last = now;
+        added
+    };
 
     // 1. μ = H(tr ‖ M', 64), M' = 0 ‖ |ctx| ‖ ctx ‖ M.
     let mut input = key.tr.clone();
@@ -174,9 +182,11 @@ pub fn enforce_verify(
     input.extend(constant_bits(ctx));
     input.extend_from_slice(message);
     let mu = shake256(&input, 64)?;
+    cost.hash_mu = since(&mut last);
 
     // 2. c = SampleInBall(c̃).
     let c = sample_in_ball(cs, params, &sig.c_tilde)?;
+    cost.sample_in_ball = since(&mut last);
 
     // 3. ‖z‖∞ < γ1 − β and at most ω hint bits.
     let bound = i64::from(params.gamma1 - params.beta) - 1;
@@ -205,6 +215,7 @@ pub fn enforce_verify(
             .chain([(Fr::from(params.omega as u64), &FpVar::Constant(Fr::ONE))]),
     )?;
     to_bits(cs, &slack, 8)?;
+    cost.bounds = since(&mut last);
 
     // 4. w'_Approx, lazily, then one reduction per coefficient.
     let ntt = dense_ntt();
@@ -235,9 +246,12 @@ pub fn enforce_verify(
             v.push(linear_combination(cs, terms.iter().map(|(c, x)| (*c, x)))?);
         }
         let w = apply(cs, &ntt.inverse, &v)?;
+        cost.products += since(&mut last);
         for (wi, h) in w.iter().zip(hints) {
             let (value, _) = reduce_mod_q(cs, wi, bound.offset, bound.quotient_bits)?;
+            cost.reductions += since(&mut last);
             w1_bits.extend(use_hint(cs, params, &value, h)?);
+            cost.use_hint += since(&mut last);
         }
     }
 
@@ -248,7 +262,40 @@ pub fn enforce_verify(
     for (a, b) in c_tilde_prime.iter().zip(&sig.c_tilde) {
         a.enforce_equal(b)?;
     }
-    Ok(())
+    cost.hash_c_tilde = since(&mut last);
+    Ok(cost)
+}
+
+/// Constraints added by each step of [`enforce_verify`] (module docs, steps 1–6).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VerifyCost {
+    /// Step 1: μ = SHAKE256(tr ‖ M').
+    pub hash_mu: usize,
+    /// Step 2: SampleInBall, its SHAKE256 included.
+    pub sample_in_ball: usize,
+    /// Step 3: ‖z‖∞ and the hint weight.
+    pub bounds: usize,
+    /// Step 4: the pointwise products (the NTTs are free).
+    pub products: usize,
+    /// Step 4: one reduction mod q per coefficient of w'_Approx.
+    pub reductions: usize,
+    /// Step 5: UseHint.
+    pub use_hint: usize,
+    /// Step 6: c̃' = SHAKE256(μ ‖ w1Encode(w1')) and its comparison with c̃.
+    pub hash_c_tilde: usize,
+}
+
+impl VerifyCost {
+    /// All constraints of the verification.
+    pub fn total(&self) -> usize {
+        self.hash_mu
+            + self.sample_in_ball
+            + self.bounds
+            + self.products
+            + self.reductions
+            + self.use_hint
+            + self.hash_c_tilde
+    }
 }
 
 /// The bound behind the single reduction of w'_Approx (module docs, step 4): with twiddles

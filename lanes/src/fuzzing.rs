@@ -1,0 +1,176 @@
+//! Entry points for fuzzers and smoke tests of this crate's decoders.
+//!
+//! Each function takes arbitrary bytes and panics only when a property of this crate is broken;
+//! for every other input it returns quietly. The cargo-fuzz targets in `lanes/fuzz` are one-line
+//! calls to these functions, and `lanes/tests/groth16.rs` drives the same functions with seeded
+//! mutated and random inputs on the stable toolchain.
+//!
+//! - [`groth16_decode`]: Groth16 proofs, verifying keys and public inputs decode or fail cleanly,
+//!   and what decodes re-encodes to the same bytes (the encodings are canonical); a fixed valid
+//!   statement edited anywhere decodes or fails, and verifies or is rejected, without panicking.
+
+use std::sync::OnceLock;
+
+use ark_bls12_381::{Fr, G1Affine, G2Affine};
+use ark_ec::{AffineRepr, CurveGroup};
+use ark_ff::Field;
+
+use crate::groth16::{
+    field_element_from_bytes, field_element_to_bytes, Proof, VerifyingKey, FIELD_ELEMENT_LEN,
+    MAX_PUBLIC_INPUTS, PROOF_LEN,
+};
+
+/// Public inputs of the fixture statement (the rollup's shape: `[μ_hi, μ_lo, h_x]`).
+const FIXTURE_INPUTS: usize = 3;
+
+/// A verifying key with 3 inputs, a proof that verifies under it, and the inputs, all encoded,
+/// plus the decoded key. Built without a circuit: every exponent is known, and
+/// `c = (u·v − a·b − l·g) / d` solves `e(A, B) = e(α, β)·e(L, γ)·e(C, δ)` for
+/// `A = u·G1, B = v·G2, α = a·G1, β = b·G2, γ = g·G2, δ = d·G2, K_i = k_i·G1, C = c·G1`.
+struct Fixture {
+    vk: Vec<u8>,
+    proof: [u8; PROOF_LEN],
+    inputs: Vec<u8>,
+    key: VerifyingKey,
+}
+
+fn fixture() -> Option<&'static Fixture> {
+    static FIXTURE: OnceLock<Option<Fixture>> = OnceLock::new();
+    FIXTURE
+        .get_or_init(|| {
+            let s = |n: u64| Fr::from(n).square() + Fr::from(7u64);
+            let (a, b, g, d, u, v) = (s(1), s(2), s(3), s(4), s(5), s(6));
+            let k: Vec<Fr> = (10..10 + FIXTURE_INPUTS as u64 + 1).map(s).collect();
+            let x: Vec<Fr> = (20..20 + FIXTURE_INPUTS as u64).map(s).collect();
+            let l = k
+                .iter()
+                .skip(1)
+                .zip(&x)
+                .fold(*k.first()?, |l, (k, x)| l + *k * x);
+            let c = (u * v - a * b - l * g) * d.inverse()?;
+            let g1 = |e: Fr| (G1Affine::generator() * e).into_affine();
+            let g2 = |e: Fr| (G2Affine::generator() * e).into_affine();
+            let ark_vk = ark_groth16::VerifyingKey {
+                alpha_g1: g1(a),
+                beta_g2: g2(b),
+                gamma_g2: g2(g),
+                delta_g2: g2(d),
+                gamma_abc_g1: k.iter().map(|&k| g1(k)).collect(),
+            };
+            let key = VerifyingKey::new(ark_vk).ok()?;
+            let proof = Proof::from_ark(&ark_groth16::Proof {
+                a: g1(u),
+                b: g2(v),
+                c: g1(c),
+            })
+            .ok()?;
+            // The unedited statement verifies (checked once here, not per input).
+            key.verify(&x, &proof).ok()?;
+            Some(Fixture {
+                vk: key.to_bytes(),
+                proof: proof.to_bytes(),
+                inputs: x.iter().flat_map(field_element_to_bytes).collect(),
+                key,
+            })
+        })
+        .as_ref()
+}
+
+/// Decodes `data` as a proof, a verifying key and a public input (each from the whole input and,
+/// for fixed-length values, from the prefix of its length); then edits a fixed valid statement
+/// with `data` (each 3 bytes are an offset, u16 LE, into key ‖ proof ‖ inputs and a byte XORed in
+/// there, so that small inputs reach every field of every encoding) and decodes and verifies it.
+///
+/// Panics if something decodes that does not re-encode to its input, a key with more than
+/// [`MAX_PUBLIC_INPUTS`] inputs decodes, or the fixture statement does not build, decode and
+/// verify.
+pub fn groth16_decode(data: &[u8]) {
+    for bytes in [data, data.get(..PROOF_LEN).unwrap_or(data)] {
+        if let Ok(proof) = Proof::from_bytes(bytes) {
+            assert_eq!(
+                proof.to_bytes().as_slice(),
+                bytes,
+                "non-canonical proof accepted"
+            );
+        }
+    }
+    if let Ok(key) = VerifyingKey::from_bytes(data) {
+        assert_eq!(key.to_bytes(), data, "non-canonical verifying key accepted");
+        assert!(
+            key.num_inputs() <= MAX_PUBLIC_INPUTS,
+            "unbounded key accepted"
+        );
+    }
+    if let Some(bytes) = data
+        .get(..FIELD_ELEMENT_LEN)
+        .and_then(|b| <&[u8; FIELD_ELEMENT_LEN]>::try_from(b).ok())
+    {
+        if let Ok(x) = field_element_from_bytes(bytes) {
+            assert_eq!(&field_element_to_bytes(&x), bytes, "input reduced");
+        }
+    }
+
+    let Some(fixture) = fixture() else {
+        panic!("the fixture statement must build");
+    };
+    let mut bytes = fixture.vk.clone();
+    bytes.extend_from_slice(&fixture.proof);
+    bytes.extend_from_slice(&fixture.inputs);
+    let vk_end = fixture.vk.len();
+    let proof_end = vk_end + PROOF_LEN;
+    let (mut vk_edited, mut rest_edited) = (false, false);
+    for edit in data.chunks_exact(3) {
+        if let [lo, hi, value] = edit {
+            let offset = usize::from(u16::from_le_bytes([*lo, *hi])) % bytes.len().max(1);
+            if let Some(byte) = bytes.get_mut(offset) {
+                *byte ^= value;
+                if offset < vk_end {
+                    vk_edited |= *value != 0;
+                } else {
+                    rest_edited |= *value != 0;
+                }
+            }
+        }
+    }
+    if !vk_edited && !rest_edited {
+        // The fixture itself, known to decode and verify.
+        return;
+    }
+    let (vk_bytes, rest) = bytes.split_at(vk_end.min(bytes.len()));
+    let (proof_bytes, input_bytes) = rest.split_at((proof_end - vk_end).min(rest.len()));
+    // An unedited key is the fixture's (decoding one builds its tables: too slow per input).
+    let decoded_key;
+    let key = if vk_edited {
+        match VerifyingKey::from_bytes(vk_bytes) {
+            Ok(key) => {
+                assert_eq!(
+                    key.to_bytes(),
+                    vk_bytes,
+                    "non-canonical verifying key accepted"
+                );
+                decoded_key = key;
+                &decoded_key
+            }
+            Err(_) => return,
+        }
+    } else {
+        &fixture.key
+    };
+    let Ok(proof) = Proof::from_bytes(proof_bytes) else {
+        assert!(rest_edited, "the unedited fixture proof must decode");
+        return;
+    };
+    assert_eq!(proof.to_bytes().as_slice(), proof_bytes);
+    let inputs: Result<Vec<Fr>, _> = input_bytes
+        .chunks_exact(FIELD_ELEMENT_LEN)
+        .filter_map(|chunk| <&[u8; FIELD_ELEMENT_LEN]>::try_from(chunk).ok())
+        .map(field_element_from_bytes)
+        .collect();
+    let Ok(inputs) = inputs else {
+        assert!(rest_edited, "the unedited fixture inputs must decode");
+        return;
+    };
+    // Edited, so it may or may not verify (flipping a sign flag twice restores it); it must only
+    // return a verdict.
+    let _ = key.verify(&inputs, &proof);
+}

@@ -1,0 +1,384 @@
+//! The rollup commands of `quasar-node` (issue 6): Groth16 keys for a validator-set shape,
+//! validators' ML-DSA-65 signatures on a round digest, a proof that a quorum signed, and its
+//! verification against a genesis.
+//!
+//! Files, all in one setup directory:
+//! - `rollup.pk`: the proving key ([`quasar_crypto::rollup::prover::write_proving_key`]);
+//! - `rollup.vk.json`: [`VerifyingKeyFile`], the shape and the verifying key (hex).
+//!
+//! A signature file is a JSON array of [`SignatureEntry`] (what `rollup-sign` prints, one per
+//! validator); a proof file is a [`ProofFile`].
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use quasar_crypto::rollup::circuit::{
+    commitment, RollupError, RollupWitness, Shape, Statement, Validator, ROLLUP_CONTEXT,
+};
+use quasar_crypto::rollup::native::{DecodedSignature, ExpandedKey, ML_DSA_65};
+use quasar_crypto::rollup::prover::{
+    dev_setup, prove as groth16_prove, read_proving_key, write_proving_key, ProverError,
+};
+use quasar_lanes::groth16::{field_element_to_bytes, Groth16Error, Proof, VerifyingKey};
+use rand::rngs::OsRng;
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::config::{load_keys, ConfigError, GenesisFile};
+
+/// Proving key file name in a setup directory.
+pub const PROVING_KEY_FILE: &str = "rollup.pk";
+/// Verifying key file name in a setup directory.
+pub const VERIFYING_KEY_FILE: &str = "rollup.vk.json";
+
+/// `rollup.vk.json`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct VerifyingKeyFile {
+    /// Always "ML-DSA-65" (the validators' identity keys).
+    pub parameter_set: String,
+    /// n, the validator count the keys are for.
+    pub validators: usize,
+    /// τ, the signatures a proof carries.
+    pub slots: usize,
+    /// The verifying key, arkworks compressed encoding, hex.
+    pub verifying_key: String,
+}
+
+/// One validator's signature on a digest, as `rollup-sign` prints it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct SignatureEntry {
+    /// The validator's name in the genesis.
+    pub validator: String,
+    /// The 32-byte digest signed, hex.
+    pub digest: String,
+    /// The ML-DSA-65 signature (FIPS 204, context [`ROLLUP_CONTEXT`]), hex.
+    pub signature: String,
+}
+
+/// A rollup proof.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ProofFile {
+    /// The round digest μ, hex (32 bytes).
+    pub digest: String,
+    /// The signers, by genesis name, in validator order.
+    pub signers: Vec<String>,
+    /// h_x, the commitment to the validator set the proof is for (32 bytes, little-endian hex).
+    pub h_x: String,
+    /// The Groth16 proof, 192 bytes compressed, hex.
+    pub proof: String,
+}
+
+/// What a rollup command could not do.
+#[derive(Debug, Error)]
+pub enum RollupCommandError {
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// An input is malformed or inconsistent (the message says which and why).
+    #[error("{0}")]
+    Invalid(String),
+    /// Key or genesis files.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// Setup, proving or the proving key file.
+    #[error(transparent)]
+    Prover(#[from] ProverError),
+    /// The witness cannot prove a quorum.
+    #[error(transparent)]
+    Witness(#[from] RollupError),
+    /// The verifying key or the proof does not decode.
+    #[error(transparent)]
+    Groth16(#[from] Groth16Error),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RollupCommandError + '_ {
+    move |source| RollupCommandError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Refuses to replace an existing file.
+fn create_new(path: &Path) -> Result<File, RollupCommandError> {
+    File::options()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(io(path))
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, RollupCommandError> {
+    let text = std::fs::read_to_string(path).map_err(io(path))?;
+    serde_json::from_str(&text)
+        .map_err(|e| RollupCommandError::Invalid(format!("{}: {e}", path.display())))
+}
+
+fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), RollupCommandError> {
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| RollupCommandError::Invalid(e.to_string()))?;
+    use std::io::Write;
+    create_new(path)?
+        .write_all(text.as_bytes())
+        .map_err(io(path))
+}
+
+/// A 32-byte hex value named `what`.
+pub fn parse_digest(what: &str, hex_text: &str) -> Result<[u8; 32], RollupCommandError> {
+    hex::decode(hex_text.trim())
+        .ok()
+        .and_then(|b| <[u8; 32]>::try_from(b).ok())
+        .ok_or_else(|| RollupCommandError::Invalid(format!("{what}: expected 64 hex digits")))
+}
+
+/// What `rollup-setup` reports.
+#[derive(Clone, Debug, Serialize)]
+pub struct SetupSummary {
+    /// n.
+    pub validators: usize,
+    /// τ.
+    pub slots: usize,
+    /// Proving key file size, bytes.
+    pub proving_key_bytes: u64,
+    /// Setup time, milliseconds.
+    pub setup_ms: u128,
+}
+
+/// `rollup-setup`: Groth16 keys for n = `validators`, τ = `slots` (ML-DSA-65) into `out`,
+/// from `seed` (deterministic, for testnets) or fresh OS randomness. Both are single-party
+/// setups, not for production (see `quasar_crypto::rollup::prover`). Refuses existing files.
+pub fn setup(
+    out: &Path,
+    validators: usize,
+    slots: usize,
+    seed: Option<[u8; 32]>,
+) -> Result<SetupSummary, RollupCommandError> {
+    if slots == 0 || slots > validators || validators >= 1 << 14 {
+        return Err(RollupCommandError::Invalid(format!(
+            "need 1 <= quorum <= validators < 16384, got quorum {slots}, validators {validators}"
+        )));
+    }
+    std::fs::create_dir_all(out).map_err(io(out))?;
+    let pk_path = out.join(PROVING_KEY_FILE);
+    let vk_path = out.join(VERIFYING_KEY_FILE);
+    for path in [&pk_path, &vk_path] {
+        if path.exists() {
+            return Err(RollupCommandError::Invalid(format!(
+                "{} already exists; refusing to replace rollup keys",
+                path.display()
+            )));
+        }
+    }
+    let shape = Shape {
+        params: ML_DSA_65,
+        validators,
+        slots,
+    };
+    let seed = seed.unwrap_or_else(|| {
+        let mut s = [0u8; 32];
+        OsRng.fill_bytes(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let (pk, vk) = dev_setup(shape, seed)?;
+    let setup_ms = start.elapsed().as_millis();
+    let vk = VerifyingKey::new(vk)?;
+    let file = create_new(&pk_path)?;
+    write_proving_key(&shape, &pk, BufWriter::new(file))?;
+    write_json(
+        &vk_path,
+        &VerifyingKeyFile {
+            parameter_set: ML_DSA_65.name.into(),
+            validators,
+            slots,
+            verifying_key: hex::encode(vk.to_bytes()),
+        },
+    )?;
+    let proving_key_bytes = std::fs::metadata(&pk_path).map_err(io(&pk_path))?.len();
+    Ok(SetupSummary {
+        validators,
+        slots,
+        proving_key_bytes,
+        setup_ms,
+    })
+}
+
+/// `rollup-sign`: the validator in key directory `keys` signs `digest` with its ML-DSA-65
+/// identity key (hedged signing, context [`ROLLUP_CONTEXT`]).
+pub fn sign(keys: &Path, digest: [u8; 32]) -> Result<SignatureEntry, RollupCommandError> {
+    let keys = load_keys(keys)?;
+    let signature = keys
+        .mldsa
+        .sign(&digest, ROLLUP_CONTEXT, &mut OsRng)
+        .map_err(|e| RollupCommandError::Invalid(format!("ML-DSA signing: {e}")))?;
+    Ok(SignatureEntry {
+        validator: keys.public.name.clone(),
+        digest: hex::encode(digest),
+        signature: hex::encode(signature.as_bytes()),
+    })
+}
+
+/// The validator set of `genesis` as the rollup sees it, with names.
+fn validator_set(genesis: &Path) -> Result<(Vec<String>, Vec<Validator>), RollupCommandError> {
+    let file = GenesisFile::load(genesis)?;
+    let checked = file.clone().check()?;
+    let mut names = Vec::with_capacity(file.validators.len());
+    let mut validators = Vec::with_capacity(file.validators.len());
+    for (v, key) in file.validators.iter().zip(&checked.mldsa_public_keys) {
+        let key = ExpandedKey::from_public_key(&ML_DSA_65, key.as_bytes()).map_err(|e| {
+            RollupCommandError::Invalid(format!("validator {}: ML-DSA key: {e}", v.name))
+        })?;
+        names.push(v.name.clone());
+        validators.push(Validator {
+            key,
+            stake: v.stake,
+        });
+    }
+    Ok((names, validators))
+}
+
+/// `rollup-prove`: a proof that the validators of `genesis` whose signatures on `digest` are in
+/// `signatures` hold a quorum, with the keys of `setup_dir`, written to `out`. When more
+/// signatures than the shape's τ are given, the first τ valid ones in validator order are used.
+/// Errors: a signature for another digest, from an unknown validator, or that does not verify
+/// (named); too few signatures; no quorum; files.
+pub fn prove(
+    setup_dir: &Path,
+    genesis: &Path,
+    digest: [u8; 32],
+    signatures: &Path,
+    out: &Path,
+) -> Result<ProofFile, RollupCommandError> {
+    if out.exists() {
+        return Err(RollupCommandError::Invalid(format!(
+            "{} already exists; refusing to replace it",
+            out.display()
+        )));
+    }
+    let (names, validators) = validator_set(genesis)?;
+    let entries: Vec<SignatureEntry> = read_json(signatures)?;
+    let mut chosen: Vec<(usize, DecodedSignature)> = Vec::new();
+    for entry in &entries {
+        let index = names
+            .iter()
+            .position(|n| *n == entry.validator)
+            .ok_or_else(|| {
+                RollupCommandError::Invalid(format!(
+                    "signature from {}, who is not in the genesis",
+                    entry.validator
+                ))
+            })?;
+        if parse_digest("digest", &entry.digest)? != digest {
+            return Err(RollupCommandError::Invalid(format!(
+                "the signature of {} is for digest {}, not this one",
+                entry.validator, entry.digest
+            )));
+        }
+        let bytes = hex::decode(entry.signature.trim()).map_err(|_| {
+            RollupCommandError::Invalid(format!("signature of {}: not hex", entry.validator))
+        })?;
+        let sig = DecodedSignature::from_bytes(&ML_DSA_65, &bytes).map_err(|e| {
+            RollupCommandError::Invalid(format!("signature of {}: {e}", entry.validator))
+        })?;
+        if chosen.iter().any(|(i, _)| *i == index) {
+            return Err(RollupCommandError::Invalid(format!(
+                "two signatures from {}",
+                entry.validator
+            )));
+        }
+        chosen.push((index, sig));
+    }
+    chosen.sort_by_key(|(i, _)| *i);
+
+    let pk_path = setup_dir.join(PROVING_KEY_FILE);
+    let file = File::open(&pk_path).map_err(io(&pk_path))?;
+    let (shape, pk) = read_proving_key(BufReader::new(file))?;
+    if shape.validators != validators.len() {
+        return Err(RollupCommandError::Invalid(format!(
+            "the keys in {} are for {} validators, the genesis has {}",
+            setup_dir.display(),
+            shape.validators,
+            validators.len()
+        )));
+    }
+    if chosen.len() < shape.slots {
+        return Err(RollupCommandError::Invalid(format!(
+            "{} signatures, the proof needs {}",
+            chosen.len(),
+            shape.slots
+        )));
+    }
+    chosen.truncate(shape.slots);
+    let signers = chosen
+        .iter()
+        .filter_map(|(i, _)| names.get(*i).cloned())
+        .collect();
+    let witness = RollupWitness::new(shape, validators, chosen, digest)?;
+    let mut rng = ChaCha20Rng::from_rng(OsRng)
+        .map_err(|e| RollupCommandError::Invalid(format!("OS randomness: {e}")))?;
+    let (proof, statement) = groth16_prove(&pk, witness, &mut rng)?;
+    let proof = Proof::from_ark(&proof)?;
+    let file = ProofFile {
+        digest: hex::encode(digest),
+        signers,
+        h_x: hex::encode(field_element_to_bytes(&statement.h_x)),
+        proof: hex::encode(proof.to_bytes()),
+    };
+    write_json(out, &file)?;
+    Ok(file)
+}
+
+/// `rollup-verify`: whether `proof` shows that a quorum of `genesis`'s validators signed its
+/// digest, under the verifying key of `setup_dir`. h_x is recomputed from the genesis (the
+/// proof file's copy is only compared with it). `Ok(false)` for a proof that does not verify
+/// or is for another validator set; errors for unreadable or malformed inputs.
+pub fn verify(setup_dir: &Path, genesis: &Path, proof: &Path) -> Result<bool, RollupCommandError> {
+    let vk_path = setup_dir.join(VERIFYING_KEY_FILE);
+    let vk_file: VerifyingKeyFile = read_json(&vk_path)?;
+    if vk_file.parameter_set != ML_DSA_65.name {
+        return Err(RollupCommandError::Invalid(format!(
+            "{}: parameter set {}, expected {}",
+            vk_path.display(),
+            vk_file.parameter_set,
+            ML_DSA_65.name
+        )));
+    }
+    let vk_bytes = hex::decode(vk_file.verifying_key.trim()).map_err(|_| {
+        RollupCommandError::Invalid(format!("{}: verifying_key is not hex", vk_path.display()))
+    })?;
+    let vk = VerifyingKey::from_bytes(&vk_bytes)?;
+    let (_, validators) = validator_set(genesis)?;
+    if validators.len() != vk_file.validators {
+        return Err(RollupCommandError::Invalid(format!(
+            "the keys are for {} validators, the genesis has {}",
+            vk_file.validators,
+            validators.len()
+        )));
+    }
+    let proof_file: ProofFile = read_json(proof)?;
+    let digest = parse_digest("digest", &proof_file.digest)?;
+    let h_x = commitment(&validators);
+    if proof_file.h_x != hex::encode(field_element_to_bytes(&h_x)) {
+        return Ok(false);
+    }
+    let proof_bytes = hex::decode(proof_file.proof.trim())
+        .map_err(|_| RollupCommandError::Invalid("proof: not hex".into()))?;
+    let proof = Proof::from_bytes(&proof_bytes)?;
+    let inputs = Statement { digest, h_x }.public_inputs();
+    match vk.verify(&inputs, &proof) {
+        Ok(()) => Ok(true),
+        Err(Groth16Error::Invalid) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
