@@ -316,7 +316,7 @@ impl GenesisFile {
     /// Checks every key and proof of possession and computes the genesis hash:
     /// `tagged_hash("QUASAR-GENESIS-v1", [chain_id, genesis_time_us, then per validator: BLS
     /// public key, ML-DSA-65 public key, TLS certificate, stake])`. Errors:
-    /// [`ConfigError::Invalid`] naming the validator (a bad BLS key or proof of possession, an
+    /// [`ConfigError::Invalid`] naming the validator (a repeated name, a bad BLS key or proof of possession, an
     /// ML-DSA-65 key that is not 1952 bytes or repeats another validator's, a bad or repeated TLS
     /// certificate) or the validator set.
     pub fn check(self) -> Result<Genesis, ConfigError> {
@@ -337,6 +337,17 @@ impl GenesisFile {
         ];
         for (i, v) in self.validators.iter().enumerate() {
             let who = format!("validator {i} ({})", v.name);
+            // Names identify validators to operators and to the rollup commands.
+            if self
+                .validators
+                .iter()
+                .take(i)
+                .any(|earlier| earlier.name == v.name)
+            {
+                return Err(ConfigError::Invalid(format!(
+                    "{who}: the name repeats an earlier validator's"
+                )));
+            }
             let hex = |field: &str, value: &str| {
                 decode_hex(field, value).map_err(|e| ConfigError::Invalid(format!("{who}: {e}")))
             };

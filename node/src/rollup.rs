@@ -19,7 +19,8 @@ use quasar_crypto::rollup::circuit::{
 };
 use quasar_crypto::rollup::native::{DecodedSignature, ExpandedKey, ML_DSA_65};
 use quasar_crypto::rollup::prover::{
-    dev_setup, prove as groth16_prove, read_proving_key, write_proving_key, ProverError,
+    dev_setup, prove as groth16_prove, read_proving_key, read_proving_key_shape, write_proving_key,
+    ProverError,
 };
 use quasar_lanes::groth16::{field_element_to_bytes, Groth16Error, Proof, VerifyingKey};
 use rand::rngs::OsRng;
@@ -61,14 +62,13 @@ pub struct SignatureEntry {
     pub signature: String,
 }
 
-/// A rollup proof.
+/// A rollup proof. It shows that some quorum signed, not which validators: the signers are
+/// part of the zero-knowledge witness, so the file does not list them.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct ProofFile {
     /// The round digest μ, hex (32 bytes).
     pub digest: String,
-    /// The signers, by genesis name, in validator order.
-    pub signers: Vec<String>,
     /// h_x, the commitment to the validator set the proof is for (32 bytes, little-endian hex).
     pub h_x: String,
     /// The Groth16 proof, 192 bytes compressed, hex.
@@ -119,7 +119,17 @@ fn create_new(path: &Path) -> Result<File, RollupCommandError> {
         .map_err(io(path))
 }
 
+/// Largest JSON input read (16,384 signature entries are about 110 MB).
+const MAX_JSON_BYTES: u64 = 256 << 20;
+
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, RollupCommandError> {
+    let size = std::fs::metadata(path).map_err(io(path))?.len();
+    if size > MAX_JSON_BYTES {
+        return Err(RollupCommandError::Invalid(format!(
+            "{}: {size} bytes, more than the {MAX_JSON_BYTES} a rollup file can need",
+            path.display()
+        )));
+    }
     let text = std::fs::read_to_string(path).map_err(io(path))?;
     serde_json::from_str(&text)
         .map_err(|e| RollupCommandError::Invalid(format!("{}: {e}", path.display())))
@@ -140,6 +150,40 @@ pub fn parse_digest(what: &str, hex_text: &str) -> Result<[u8; 32], RollupComman
         .ok()
         .and_then(|b| <[u8; 32]>::try_from(b).ok())
         .ok_or_else(|| RollupCommandError::Invalid(format!("{what}: expected 64 hex digits")))
+}
+
+/// Resources of a rollup shape, extrapolated from the measured n = 1, τ = 1 ML-DSA-65 setup on
+/// a 2-core machine (2.13 M constraints: setup 3.1 GB peak, proof 4.8 GB peak, a 1.42 GB
+/// proving key); each signature slot adds about 2.13 M constraints, each validator a few hundred.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+pub struct Estimate {
+    /// Constraints of the circuit.
+    pub constraints: u64,
+    /// Peak memory of `rollup-setup`, bytes.
+    pub setup_bytes: u64,
+    /// Peak memory of `rollup-prove`, bytes.
+    pub prove_bytes: u64,
+    /// Size of `rollup.pk`, bytes.
+    pub proving_key_bytes: u64,
+}
+
+/// The [`Estimate`] for n = `validators`, τ = `slots`.
+pub fn estimate(validators: usize, slots: usize) -> Estimate {
+    let constraints = 2_130_000 * slots as u64 + 400 * validators as u64;
+    Estimate {
+        constraints,
+        setup_bytes: constraints * 1_460,
+        prove_bytes: constraints * 2_270,
+        proving_key_bytes: constraints * 665,
+    }
+}
+
+/// MemAvailable of /proc/meminfo in bytes, where there is one.
+fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// What `rollup-setup` reports.
@@ -185,6 +229,25 @@ pub fn setup(
         validators,
         slots,
     };
+    let need = estimate(validators, slots);
+    if let Some(available) = available_memory() {
+        if need.setup_bytes > available {
+            return Err(RollupCommandError::Invalid(format!(
+                "n = {validators}, quorum = {slots} needs about {} GB of memory for the setup \
+                 ({} M constraints; about 3 GB per signature), {} GB are available",
+                need.setup_bytes >> 30,
+                need.constraints / 1_000_000,
+                available >> 30
+            )));
+        }
+    }
+    eprintln!(
+        "rollup-setup: about {} M constraints; expect several minutes per signature slot, \
+         {:.1} GB of memory and a {:.1} GB proving key",
+        need.constraints / 1_000_000,
+        need.setup_bytes as f64 / f64::from(1u32 << 30),
+        need.proving_key_bytes as f64 / f64::from(1u32 << 30)
+    );
     let seed = seed.unwrap_or_else(|| {
         let mut s = [0u8; 32];
         OsRng.fill_bytes(&mut s);
@@ -249,10 +312,11 @@ fn validator_set(genesis: &Path) -> Result<(Vec<String>, Vec<Validator>), Rollup
 }
 
 /// `rollup-prove`: a proof that the validators of `genesis` whose signatures on `digest` are in
-/// `signatures` hold a quorum, with the keys of `setup_dir`, written to `out`. When more
-/// signatures than the shape's τ are given, the first τ valid ones in validator order are used.
-/// Errors: a signature for another digest, from an unknown validator, or that does not verify
-/// (named); too few signatures; no quorum; files.
+/// `signatures` hold a quorum, with the keys of `setup_dir`, written to `out`. Every entry must
+/// be a valid signature on `digest` by a distinct genesis validator; when more than the keys' τ
+/// are given, the first τ in validator order are used. Everything is checked (and `out`
+/// created) before the proving key is loaded. Errors: a signature for another digest, from an
+/// unknown validator, repeated or not verifying (named); too few signatures; no quorum; files.
 pub fn prove(
     setup_dir: &Path,
     genesis: &Path,
@@ -260,12 +324,6 @@ pub fn prove(
     signatures: &Path,
     out: &Path,
 ) -> Result<ProofFile, RollupCommandError> {
-    if out.exists() {
-        return Err(RollupCommandError::Invalid(format!(
-            "{} already exists; refusing to replace it",
-            out.display()
-        )));
-    }
     let (names, validators) = validator_set(genesis)?;
     let entries: Vec<SignatureEntry> = read_json(signatures)?;
     let mut chosen: Vec<(usize, DecodedSignature)> = Vec::new();
@@ -302,8 +360,8 @@ pub fn prove(
     chosen.sort_by_key(|(i, _)| *i);
 
     let pk_path = setup_dir.join(PROVING_KEY_FILE);
-    let file = File::open(&pk_path).map_err(io(&pk_path))?;
-    let (shape, pk) = read_proving_key(BufReader::new(file))?;
+    let open_pk = || File::open(&pk_path).map_err(io(&pk_path));
+    let shape = read_proving_key_shape(BufReader::new(open_pk()?))?;
     if shape.validators != validators.len() {
         return Err(RollupCommandError::Invalid(format!(
             "the keys in {} are for {} validators, the genesis has {}",
@@ -320,23 +378,40 @@ pub fn prove(
         )));
     }
     chosen.truncate(shape.slots);
-    let signers = chosen
-        .iter()
-        .filter_map(|(i, _)| names.get(*i).cloned())
-        .collect();
-    let witness = RollupWitness::new(shape, validators, chosen, digest)?;
-    let mut rng = ChaCha20Rng::from_rng(OsRng)
-        .map_err(|e| RollupCommandError::Invalid(format!("OS randomness: {e}")))?;
-    let (proof, statement) = groth16_prove(&pk, witness, &mut rng)?;
-    let proof = Proof::from_ark(&proof)?;
-    let file = ProofFile {
-        digest: hex::encode(digest),
-        signers,
-        h_x: hex::encode(field_element_to_bytes(&statement.h_x)),
-        proof: hex::encode(proof.to_bytes()),
-    };
-    write_json(out, &file)?;
-    Ok(file)
+    let name = |i: usize| names.get(i).cloned().unwrap_or_else(|| i.to_string());
+    let witness = RollupWitness::new(shape, validators, chosen, digest).map_err(|e| match e {
+        RollupError::BadSignature(i) => RollupCommandError::Invalid(format!(
+            "signature of {}: does not verify for this digest",
+            name(i)
+        )),
+        other => other.into(),
+    })?;
+
+    // Claim the output before the long part, and give it up if proving fails.
+    let output = create_new(out)?;
+    let result = (|| {
+        let (_, pk) = read_proving_key(BufReader::new(open_pk()?))?;
+        let mut rng = ChaCha20Rng::from_rng(OsRng)
+            .map_err(|e| RollupCommandError::Invalid(format!("OS randomness: {e}")))?;
+        let (proof, statement) = groth16_prove(&pk, witness, &mut rng)?;
+        let proof = Proof::from_ark(&proof)?;
+        let file = ProofFile {
+            digest: hex::encode(digest),
+            h_x: hex::encode(field_element_to_bytes(&statement.h_x)),
+            proof: hex::encode(proof.to_bytes()),
+        };
+        let text = serde_json::to_string_pretty(&file)
+            .map_err(|e| RollupCommandError::Invalid(e.to_string()))?;
+        use std::io::Write;
+        let mut output = output;
+        output.write_all(text.as_bytes()).map_err(io(out))?;
+        output.sync_all().map_err(io(out))?;
+        Ok(file)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(out);
+    }
+    result
 }
 
 /// `rollup-verify`: whether `proof` shows that a quorum of `genesis`'s validators signed its
@@ -357,7 +432,9 @@ pub fn verify(setup_dir: &Path, genesis: &Path, proof: &Path) -> Result<bool, Ro
     let vk_bytes = hex::decode(vk_file.verifying_key.trim()).map_err(|_| {
         RollupCommandError::Invalid(format!("{}: verifying_key is not hex", vk_path.display()))
     })?;
-    let vk = VerifyingKey::from_bytes(&vk_bytes)?;
+    let vk = VerifyingKey::from_bytes(&vk_bytes).map_err(|e| {
+        RollupCommandError::Invalid(format!("{}: verifying_key: {e}", vk_path.display()))
+    })?;
     let (_, validators) = validator_set(genesis)?;
     if validators.len() != vk_file.validators {
         return Err(RollupCommandError::Invalid(format!(
@@ -366,10 +443,17 @@ pub fn verify(setup_dir: &Path, genesis: &Path, proof: &Path) -> Result<bool, Ro
             validators.len()
         )));
     }
+    if vk_file.slots == 0 || vk_file.slots > vk_file.validators {
+        return Err(RollupCommandError::Invalid(format!(
+            "{}: slots must be between 1 and validators",
+            vk_path.display()
+        )));
+    }
     let proof_file: ProofFile = read_json(proof)?;
     let digest = parse_digest("digest", &proof_file.digest)?;
+    let claimed = parse_digest("h_x", &proof_file.h_x)?;
     let h_x = commitment(&validators);
-    if proof_file.h_x != hex::encode(field_element_to_bytes(&h_x)) {
+    if claimed != field_element_to_bytes(&h_x) {
         return Ok(false);
     }
     let proof_bytes = hex::decode(proof_file.proof.trim())

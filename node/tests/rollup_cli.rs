@@ -157,6 +157,18 @@ fn rollup_commands_refuse_bad_input_with_clear_errors() {
         &d("p"),
     ]);
     assert!(err.contains("rollup.vk.json"), "{err}");
+
+    // Signers are found by name, so a genesis may not repeat one.
+    ok(&["keygen", "--out", &d("other/a")]);
+    let err = fails(&[
+        "genesis",
+        "--validators",
+        &d("a"),
+        &d("other/a"),
+        "--out",
+        &d("dup.json"),
+    ]);
+    assert!(err.contains("name repeats"), "{err}");
 }
 
 #[test]

@@ -89,6 +89,36 @@ pub fn read_proving_key<R: Read>(reader: R) -> Result<(Shape, ProvingKey), Prove
         inner: reader,
         hash: Sha3_256::new(),
     };
+    let shape = read_header(&mut input)?;
+    let pk = ProvingKey::deserialize_uncompressed_unchecked(&mut input)
+        .map_err(|e| ProverError::Format(format!("key does not decode: {e}")))?;
+    let expected = input.hash.finalize();
+    let mut stored = [0u8; 32];
+    input
+        .inner
+        .read_exact(&mut stored)
+        .map_err(|_| ProverError::Format("checksum missing".into()))?;
+    if stored[..] != expected[..] {
+        return Err(ProverError::Format(
+            "checksum mismatch (damaged file)".into(),
+        ));
+    }
+    let mut extra = [0u8; 1];
+    if input.inner.read(&mut extra)? != 0 {
+        return Err(ProverError::Format("trailing bytes".into()));
+    }
+    Ok((shape, pk))
+}
+
+/// The shape in the header of a proving key file, without reading the key (which takes
+/// seconds and gigabytes), so a caller can check its inputs first. Errors as
+/// [`read_proving_key`] for the header.
+pub fn read_proving_key_shape<R: Read>(mut reader: R) -> Result<Shape, ProverError> {
+    read_header(&mut reader)
+}
+
+/// Reads and checks the 29-byte header: magic, parameter set, n, τ.
+fn read_header<R: Read>(input: &mut R) -> Result<Shape, ProverError> {
     let mut header = [0u8; 29];
     input
         .read_exact(&mut header)
@@ -112,29 +142,11 @@ pub fn read_proving_key<R: Read>(reader: R) -> Result<(Shape, ProvingKey), Prove
         Ok(u32::from_le_bytes(array) as usize)
     };
     let (n, t) = counts.split_at(4);
-    let shape = Shape {
+    Ok(Shape {
         params,
         validators: count(n)?,
         slots: count(t)?,
-    };
-    let pk = ProvingKey::deserialize_uncompressed_unchecked(&mut input)
-        .map_err(|e| ProverError::Format(format!("key does not decode: {e}")))?;
-    let expected = input.hash.finalize();
-    let mut stored = [0u8; 32];
-    input
-        .inner
-        .read_exact(&mut stored)
-        .map_err(|_| ProverError::Format("checksum missing".into()))?;
-    if stored[..] != expected[..] {
-        return Err(ProverError::Format(
-            "checksum mismatch (damaged file)".into(),
-        ));
-    }
-    let mut extra = [0u8; 1];
-    if input.inner.read(&mut extra)? != 0 {
-        return Err(ProverError::Format("trailing bytes".into()));
-    }
-    Ok((shape, pk))
+    })
 }
 
 /// The one-byte id of a supported parameter set.
