@@ -25,10 +25,8 @@
 //! `target/criterion/bls-summary.json`. To run only the summary, pass a filter that matches no
 //! group: `cargo bench -p quasar-bench --bench bls -- summary-only`.
 
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
-
 use criterion::{BatchSize, BenchmarkId, Criterion, SamplingMode};
+use quasar_bench::summary::{report, run_with_summary, time, Samples, Target};
 use quasar_crypto::bls::{batch_verify, PublicKey, SecretKey, Signature};
 use quasar_crypto::bls_cache::PublicKeyCache;
 use quasar_lanes::bls::{bitmap_from_signers, verify_aggregate, verify_aggregate_compressed};
@@ -229,55 +227,10 @@ fn bench_bls(c: &mut Criterion, f: &Fixture) {
     g.finish();
 }
 
-/// Named series of samples; the summary reports their medians.
-#[derive(Default)]
-struct Samples(Vec<(&'static str, Vec<f64>)>);
-
-impl Samples {
-    fn push(&mut self, name: &'static str, value: f64) {
-        match self.0.iter_mut().find(|(n, _)| *n == name) {
-            Some((_, values)) => values.push(value),
-            None => self.0.push((name, vec![value])),
-        }
-    }
-
-    fn medians(&self) -> Vec<(&'static str, f64)> {
-        self.0
-            .iter()
-            .map(|(name, values)| {
-                let mut sorted = values.clone();
-                sorted.sort_by(f64::total_cmp);
-                (*name, sorted[sorted.len() / 2])
-            })
-            .collect()
-    }
-}
-
-/// Seconds per call of `work`, over `calls` calls.
-fn time(calls: u32, mut work: impl FnMut()) -> f64 {
-    let start = Instant::now();
-    for _ in 0..calls {
-        work();
-    }
-    start.elapsed().as_secs_f64() / f64::from(calls)
-}
-
-/// Where criterion writes its reports: `$CRITERION_HOME`, else `$CARGO_TARGET_DIR/criterion`,
-/// else the workspace's `target/criterion`.
-fn criterion_dir() -> PathBuf {
-    if let Some(home) = std::env::var_os("CRITERION_HOME") {
-        return PathBuf::from(home);
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    target.join("criterion")
-}
-
 /// The reported ratios with the targets: (ratio, target, true when the ratio must be at
 /// most the target). The last row has no target: it compares the batch with one-by-one
 /// verification given the same cores, the algorithmic gain alone.
-const TARGETS: [(&str, Option<f64>, bool); 7] = [
+const TARGETS: [Target; 7] = [
     (
         "cert cached n=1024 / single verify (from bytes)",
         Some(1.3),
@@ -344,61 +297,17 @@ fn summary(f: &Fixture) {
         ratios.push(TARGETS[6].0, all_cores / batch);
     }
 
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("\nBLS summary ({cores} cores; medians over rounds, ratios paired per round)");
-    println!("| workload | median ms |\n|---|---|");
-    let mut medians = serde_json::Map::new();
-    for (name, value) in ms.medians() {
-        println!("| {name} | {value:.3} |");
-        medians.insert(name.to_string(), serde_json::json!(value));
-    }
-    println!("\n| ratio | measured | target | met |\n|---|---|---|---|");
-    let mut results = serde_json::Map::new();
-    let ratio_medians = ratios.medians();
-    for (name, target, at_most) in TARGETS {
-        let Some(&(_, value)) = ratio_medians.iter().find(|(n, _)| *n == name) else {
-            continue;
-        };
-        let bound = if at_most { "<=" } else { ">=" };
-        let met = target.map(|t| if at_most { value <= t } else { value >= t });
-        let (target_text, verdict) = match (target, met) {
-            (Some(t), Some(true)) => (format!("{bound} {t}"), "yes"),
-            (Some(t), _) => (format!("{bound} {t}"), "NO"),
-            (None, _) => ("-".to_string(), "-"),
-        };
-        println!("| {name} | {value:.2} | {target_text} | {verdict} |");
-        results.insert(
-            name.to_string(),
-            serde_json::json!({ "ratio": value, "target": target, "bound": bound, "met": met }),
-        );
-    }
-    let report = serde_json::json!({ "cores": cores, "median_ms": medians, "ratios": results });
-    let dir = criterion_dir();
-    let out = dir.join("bls-summary.json");
-    let written = std::fs::create_dir_all(&dir).and_then(|()| {
-        std::fs::write(
-            &out,
-            serde_json::to_vec_pretty(&report).expect("JSON values encode"),
-        )
-    });
-    match written {
-        Ok(()) => println!("written to {}", out.display()),
-        Err(e) => eprintln!("could not write {}: {e}", out.display()),
-    }
+    report(
+        "BLS",
+        ("ms", "ms", 3),
+        &ms,
+        &ratios,
+        &TARGETS,
+        "bls-summary.json",
+    );
 }
 
 fn main() {
-    // Small samples keep the whole run to a few minutes; command-line options still override.
-    let mut c = Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(2))
-        .configure_from_args();
     let f = Fixture::new();
-    bench_bls(&mut c, &f);
-    c.final_summary();
-    // `cargo test --benches` runs each benchmark once as a smoke test; the summary is for real runs.
-    if !std::env::args().any(|a| a == "--test" || a == "--list") {
-        summary(&f);
-    }
+    run_with_summary(|c| bench_bls(c, &f), || summary(&f));
 }

@@ -24,10 +24,6 @@
 //! `target/criterion/groth16-summary.json`. To run only the summary, pass a filter that matches no
 //! group: `cargo bench -p quasar-bench --bench groth16 -- summary-only`.
 
-use std::hint::black_box;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
-
 use ark_bls12_381::{Bls12_381, Fr, G1Projective};
 use ark_ec::VariableBaseMSM;
 use ark_ff::{Field, UniformRand};
@@ -37,6 +33,7 @@ use ark_relations::lc;
 use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
 use ark_snark::SNARK;
 use criterion::{Criterion, SamplingMode};
+use quasar_bench::summary::{report, run_with_summary, time, Samples, Target};
 use quasar_lanes::groth16::{Proof, VerifyingKey};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -220,55 +217,10 @@ fn bench_groth16(c: &mut Criterion, f: &Fixture) {
     g.finish();
 }
 
-/// Named series of samples; the summary reports their medians.
-#[derive(Default)]
-struct Samples(Vec<(&'static str, Vec<f64>)>);
-
-impl Samples {
-    fn push(&mut self, name: &'static str, value: f64) {
-        match self.0.iter_mut().find(|(n, _)| *n == name) {
-            Some((_, values)) => values.push(value),
-            None => self.0.push((name, vec![value])),
-        }
-    }
-
-    fn medians(&self) -> Vec<(&'static str, f64)> {
-        self.0
-            .iter()
-            .map(|(name, values)| {
-                let mut sorted = values.clone();
-                sorted.sort_by(f64::total_cmp);
-                (*name, sorted[sorted.len() / 2])
-            })
-            .collect()
-    }
-}
-
-/// Seconds per call of `work`, over `calls` calls.
-fn time<T>(calls: u32, mut work: impl FnMut() -> T) -> f64 {
-    let start = Instant::now();
-    for _ in 0..calls {
-        black_box(work());
-    }
-    start.elapsed().as_secs_f64() / f64::from(calls)
-}
-
-/// Where criterion writes its reports: `$CRITERION_HOME`, else `$CARGO_TARGET_DIR/criterion`,
-/// else the workspace's `target/criterion`.
-fn criterion_dir() -> PathBuf {
-    if let Some(home) = std::env::var_os("CRITERION_HOME") {
-        return PathBuf::from(home);
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    target.join("criterion")
-}
-
 /// The reported ratios with the targets: (ratio, target, true when the ratio must be at
 /// most the target). Rows without a target are context: the decode and fold ratios, and the batch
 /// against one-by-one verification given the same cores (the algorithmic gain alone).
-const TARGETS: [(&str, Option<f64>, bool); 5] = [
+const TARGETS: [Target; 5] = [
     ("ours / ark verify_with_processed_vk", Some(0.8), true),
     (
         "one by one / batch, 64 proofs (per-proof speedup)",
@@ -319,61 +271,17 @@ fn summary(f: &Fixture) {
         ratios.push(TARGETS[2].0, all_cores / batched);
     }
 
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("\nGroth16 summary ({cores} cores; medians over rounds, ratios paired per round)");
-    println!("| workload | median µs |\n|---|---|");
-    let mut medians = serde_json::Map::new();
-    for (name, value) in us.medians() {
-        println!("| {name} | {value:.1} |");
-        medians.insert(name.to_string(), serde_json::json!(value));
-    }
-    println!("\n| ratio | measured | target | met |\n|---|---|---|---|");
-    let mut results = serde_json::Map::new();
-    let ratio_medians = ratios.medians();
-    for (name, target, at_most) in TARGETS {
-        let Some(&(_, value)) = ratio_medians.iter().find(|(n, _)| *n == name) else {
-            continue;
-        };
-        let bound = if at_most { "<=" } else { ">=" };
-        let met = target.map(|t| if at_most { value <= t } else { value >= t });
-        let (target_text, verdict) = match (target, met) {
-            (Some(t), Some(true)) => (format!("{bound} {t}"), "yes"),
-            (Some(t), _) => (format!("{bound} {t}"), "NO"),
-            (None, _) => ("-".to_string(), "-"),
-        };
-        println!("| {name} | {value:.2} | {target_text} | {verdict} |");
-        results.insert(
-            name.to_string(),
-            serde_json::json!({ "ratio": value, "target": target, "bound": bound, "met": met }),
-        );
-    }
-    let report = serde_json::json!({ "cores": cores, "median_us": medians, "ratios": results });
-    let dir = criterion_dir();
-    let out = dir.join("groth16-summary.json");
-    let written = std::fs::create_dir_all(&dir).and_then(|()| {
-        std::fs::write(
-            &out,
-            serde_json::to_vec_pretty(&report).expect("JSON values encode"),
-        )
-    });
-    match written {
-        Ok(()) => println!("written to {}", out.display()),
-        Err(e) => eprintln!("could not write {}: {e}", out.display()),
-    }
+    report(
+        "Groth16",
+        ("µs", "us", 1),
+        &us,
+        &ratios,
+        &TARGETS,
+        "groth16-summary.json",
+    );
 }
 
 fn main() {
-    // Small samples keep the whole run to a few minutes; command-line options still override.
-    let mut c = Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(2))
-        .configure_from_args();
     let f = Fixture::new();
-    bench_groth16(&mut c, &f);
-    c.final_summary();
-    // `cargo test --benches` runs each benchmark once as a smoke test; the summary is for real runs.
-    if !std::env::args().any(|a| a == "--test" || a == "--list") {
-        summary(&f);
-    }
+    run_with_summary(|c| bench_groth16(c, &f), || summary(&f));
 }

@@ -4,6 +4,9 @@
 //! bls-batch, zap and finality subcommands), each printing a Markdown table and writing JSON
 //! records with ratios against a baseline measured in the same run.
 //!
-//! Nothing is built here yet. The end-to-end number that exists today is the one printed by
+//! Built so far: [`summary`], the ratio summary the criterion benches (`bls`, `groth16`) print
+//! after their groups. The end-to-end number that exists today is the one printed by
 //! `quasar-node testnet` (blocks per second, finality p50/p99, finalized transactions).
 #![forbid(unsafe_code)]
+
+pub mod summary;

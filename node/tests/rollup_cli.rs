@@ -47,6 +47,23 @@ fn network(dir: &Path) -> String {
     genesis.to_str().unwrap().to_string()
 }
 
+/// `rollup-prove` of the signatures in `signatures` on DIGEST, expected to fail; its stderr.
+fn prove_fails(setup: &str, genesis: &str, signatures: &str, out: &str) -> String {
+    fails(&[
+        "rollup-prove",
+        "--setup",
+        setup,
+        "--genesis",
+        genesis,
+        "--digest",
+        DIGEST,
+        "--signatures",
+        signatures,
+        "--out",
+        out,
+    ])
+}
+
 const DIGEST: &str = "4242424242424242424242424242424242424242424242424242424242424242";
 
 #[test]
@@ -99,53 +116,17 @@ fn rollup_commands_refuse_bad_input_with_clear_errors() {
     for (expected, bad) in cases {
         let path = d("sigs.json");
         std::fs::write(&path, serde_json::to_string(&[bad]).unwrap()).unwrap();
-        let err = fails(&[
-            "rollup-prove",
-            "--setup",
-            &d("s"),
-            "--genesis",
-            &genesis,
-            "--digest",
-            DIGEST,
-            "--signatures",
-            &path,
-            "--out",
-            &d("proof.json"),
-        ]);
+        let err = prove_fails(&d("s"), &genesis, &path, &d("proof.json"));
         assert!(err.contains(expected), "{expected}: {err}");
     }
     // Two signatures from one validator.
     let path = d("sigs.json");
     std::fs::write(&path, serde_json::to_string(&[&entry, &entry]).unwrap()).unwrap();
-    let err = fails(&[
-        "rollup-prove",
-        "--setup",
-        &d("s"),
-        "--genesis",
-        &genesis,
-        "--digest",
-        DIGEST,
-        "--signatures",
-        &path,
-        "--out",
-        &d("proof.json"),
-    ]);
+    let err = prove_fails(&d("s"), &genesis, &path, &d("proof.json"));
     assert!(err.contains("two signatures from a"), "{err}");
     // No setup directory.
     std::fs::write(&path, serde_json::to_string(&[&entry]).unwrap()).unwrap();
-    let err = fails(&[
-        "rollup-prove",
-        "--setup",
-        &d("missing"),
-        "--genesis",
-        &genesis,
-        "--digest",
-        DIGEST,
-        "--signatures",
-        &path,
-        "--out",
-        &d("proof.json"),
-    ]);
+    let err = prove_fails(&d("missing"), &genesis, &path, &d("proof.json"));
     assert!(err.contains("rollup.pk"), "{err}");
     let err = fails(&[
         "rollup-verify",
