@@ -39,7 +39,7 @@ use ark_r1cs_std::fields::fp::FpVar;
 use ark_relations::gr1cs::{ConstraintSynthesizer, ConstraintSystemRef, SynthesisError};
 use thiserror::Error;
 
-use super::gadgets::{from_bits, from_boolean, linear_combination, to_bits};
+use super::gadgets::{bit_length, from_bits, from_boolean, linear_combination, to_bits};
 use super::native::{trace, DecodedSignature, ExpandedKey, Params, N};
 use super::poseidon::{hash, hash_gadget};
 use super::verify::{enforce_verify, witness_bytes, KeyVars, SignatureVars};
@@ -375,7 +375,7 @@ impl ConstraintSynthesizer<Fr> for RollupCircuit {
         hash_gadget(cs.clone(), &set)?.enforce_equal(&h_x)?;
 
         // The slots.
-        let index_bits = bit_length(shape.validators);
+        let index_bits = bit_length(shape.validators as u64);
         let mut previous: Option<FpVar<Fr>> = None;
         let mut signed_stake = Vec::with_capacity(shape.slots);
         for t in 0..shape.slots {
@@ -463,9 +463,4 @@ fn key_digest_gadget(
         packed.push(from_bits(cs, group)?);
     }
     hash_gadget(cs.clone(), &packed)
-}
-
-/// Bits needed for values up to `max` inclusive.
-fn bit_length(max: usize) -> usize {
-    (usize::BITS - max.leading_zeros()) as usize
 }

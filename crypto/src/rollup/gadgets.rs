@@ -182,3 +182,8 @@ fn enforce_below_q(
     // all_high · low_count = 0.
     cs.enforce_r1cs_constraint(|| all_high.lc(), || lc(&low_count), LinearCombination::zero)
 }
+
+/// Bits needed for the integers 0..=`max`.
+pub fn bit_length(max: u64) -> usize {
+    (u64::BITS - max.leading_zeros()) as usize
+}

@@ -15,7 +15,7 @@
 
 use std::io::{Read, Write};
 
-use ark_bls12_381::{Bls12_381, Fr};
+use ark_bls12_381::Bls12_381;
 use ark_groth16::Groth16;
 use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
 use ark_snark::SNARK;
@@ -214,9 +214,4 @@ pub fn prove<R: RngCore + CryptoRng>(
     let statement = witness.statement();
     let proof = Groth16::<Bls12_381>::prove(pk, RollupCircuit::for_proof(witness), rng)?;
     Ok((proof, statement))
-}
-
-/// The public inputs of `statement` in the order the verifying key expects.
-pub fn public_inputs(statement: &Statement) -> [Fr; 3] {
-    statement.public_inputs()
 }

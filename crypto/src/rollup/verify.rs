@@ -33,7 +33,9 @@ use ark_r1cs_std::fields::FieldVar;
 use ark_r1cs_std::GR1CSVar;
 use ark_relations::gr1cs::{ConstraintSystemRef, SynthesisError};
 
-use super::gadgets::{from_bits, from_boolean, linear_combination, reduce_mod_q, signed, to_bits};
+use super::gadgets::{
+    bit_length, from_bits, from_boolean, linear_combination, reduce_mod_q, signed, to_bits,
+};
 use super::keccak::{shake256, SHAKE256_RATE_BYTES};
 use super::native::{DecodedSignature, ExpandedKey, Params, N, Q, ZETA};
 
@@ -669,9 +671,4 @@ pub fn use_hint(
     let square = &wrap * &wrap;
     (&square * &wrap).enforce_equal(&wrap)?;
     Ok(w1_bits)
-}
-
-/// Bits needed for values up to `max` inclusive.
-fn bit_length(max: u64) -> usize {
-    (u64::BITS - max.leading_zeros()) as usize
 }
