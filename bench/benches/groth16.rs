@@ -2,8 +2,8 @@
 //! same proof, with the ratios the issue sets as targets measured in the same run.
 //!
 //! Run: `cargo bench -p quasar-bench --bench groth16`. The statement is a small circuit with the
-//! rollup's public-input shape (3 inputs): public `x0, x1, x2`, witness `w`, `x0·x1 + x2 = w²` plus
-//! 300 squarings (verification cost does not depend on the circuit size, only on the input count).
+//! rollup's public-input shape (3 inputs, `quasar_crypto::rollup::test_circuit::SquaringChain`):
+//! public `x0, x1, x2`, witness `w`, `x0·x1 + x2 = w²` plus 300 squarings (verification cost does not depend on the circuit size, only on the input count).
 //! Criterion groups (reports under `target/criterion/`):
 //!
 //! - `groth16_verify/{ours,ark_processed_vk}`: one decoded proof, 3 decoded inputs, through
@@ -18,6 +18,12 @@
 //!   through `verify_batch`, one `verify` after another, and one `verify` after another split over
 //!   all cores.
 //!
+//! - `groth16_prove/{ours_cpu_backend,ark}`: one proof of the same circuit with
+//!   [`PROVE_CHAIN`] squarings (2^16 constraints, a 2^17-point QAP domain) through our prover
+//!   (`rollup::prover::create_proof`, FFTs and MSMs through the batched-arithmetic trait on
+//!   `CpuBackend`) and through `ark_groth16::Groth16::create_proof_with_reduction`, with the same
+//!   randomizers (so the same proof).
+//!
 //! Then a summary step times the workloads behind the issue's ratios again, each ratio from its
 //! two workloads timed back to back in one round (so that load from other processes falls on both
 //! alike), and prints the medians over the rounds as a table and as JSON in
@@ -26,50 +32,25 @@
 
 use ark_bls12_381::{Bls12_381, Fr, G1Projective};
 use ark_ec::VariableBaseMSM;
-use ark_ff::{Field, UniformRand};
+use ark_ff::UniformRand;
 use ark_groth16::Groth16;
-use ark_relations::gr1cs::{ConstraintSynthesizer, ConstraintSystemRef, SynthesisError};
-use ark_relations::lc;
 use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
 use ark_snark::SNARK;
 use criterion::{Criterion, SamplingMode};
 use quasar_bench::summary::{report, run_with_summary, time, Samples, Target};
+use quasar_crypto::accel::CpuBackend;
+use quasar_crypto::rollup::prover::{create_proof, ProvingKey};
+use quasar_crypto::rollup::test_circuit::SquaringChain;
 use quasar_lanes::groth16::{Proof, VerifyingKey};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
 /// Proofs in the batch benchmark.
 const BATCH: usize = 64;
-/// Squarings of the witness in the test circuit.
+/// Squarings of the witness in the verifier benchmarks' circuit.
 const CHAIN: usize = 300;
-
-/// Public `x0, x1, x2`, witness `w`: `x0·x1 + x2 = w²`, then `CHAIN` squarings of `w`.
-struct Circuit {
-    x: Option<[Fr; 3]>,
-    w: Option<Fr>,
-}
-
-impl ConstraintSynthesizer<Fr> for Circuit {
-    fn generate_constraints(self, cs: ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> {
-        let value = |v: Option<Fr>| move || v.ok_or(SynthesisError::AssignmentMissing);
-        let xs = self.x;
-        let x0 = cs.new_input_variable(value(xs.map(|x| x[0])))?;
-        let x1 = cs.new_input_variable(value(xs.map(|x| x[1])))?;
-        let x2 = cs.new_input_variable(value(xs.map(|x| x[2])))?;
-        let w = cs.new_witness_variable(value(self.w))?;
-        let t = cs.new_witness_variable(value(xs.map(|x| x[0] * x[1])))?;
-        cs.enforce_r1cs_constraint(|| lc!() + x0, || lc!() + x1, || lc!() + t)?;
-        cs.enforce_r1cs_constraint(|| lc!() + w, || lc!() + w, || lc!() + t + x2)?;
-        let (mut previous, mut current) = (w, self.w);
-        for _ in 0..CHAIN {
-            current = current.map(|v| v.square());
-            let next = cs.new_witness_variable(value(current))?;
-            cs.enforce_r1cs_constraint(|| lc!() + previous, || lc!() + previous, || lc!() + next)?;
-            previous = next;
-        }
-        Ok(())
-    }
-}
+/// Squarings in the prover benchmark's circuit: with the 2 other constraints, 2^16.
+const PROVE_CHAIN: usize = (1 << 16) - 2;
 
 /// Everything the benchmarks verify, built once.
 struct Fixture {
@@ -85,21 +66,16 @@ struct Fixture {
 impl Fixture {
     fn new() -> Fixture {
         let mut rng = ChaCha20Rng::seed_from_u64(6);
-        let blank = Circuit { x: None, w: None };
+        let blank = SquaringChain::blank(CHAIN);
         let (pk, ark_vk) =
             Groth16::<Bls12_381>::circuit_specific_setup(blank, &mut rng).expect("setup");
         let mut inputs = Vec::new();
         let mut proofs = Vec::new();
         for _ in 0..BATCH {
-            let (x0, x1, w) = (Fr::rand(&mut rng), Fr::rand(&mut rng), Fr::rand(&mut rng));
-            let x = [x0, x1, w.square() - x0 * x1];
-            let circuit = Circuit {
-                x: Some(x),
-                w: Some(w),
-            };
+            let circuit = SquaringChain::random(CHAIN, &mut rng);
+            inputs.push(circuit.inputs.expect("assigned"));
             let proof = Groth16::<Bls12_381>::prove(&pk, circuit, &mut rng).expect("prove");
             proofs.push(proof);
-            inputs.push(x);
         }
         let mut proof_bytes = Vec::new();
         proofs[0]
@@ -168,6 +144,50 @@ impl Fixture {
     }
 }
 
+/// The prover benchmark's key and statement, built once.
+struct ProveFixture {
+    pk: ProvingKey,
+    circuit: SquaringChain,
+    r: Fr,
+    s: Fr,
+}
+
+impl ProveFixture {
+    fn new() -> ProveFixture {
+        let mut rng = ChaCha20Rng::seed_from_u64(7);
+        let circuit = SquaringChain::random(PROVE_CHAIN, &mut rng);
+        let (pk, _) = Groth16::<Bls12_381>::circuit_specific_setup(
+            SquaringChain::blank(PROVE_CHAIN),
+            &mut rng,
+        )
+        .expect("setup");
+        let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
+        let fixture = ProveFixture { pk, circuit, r, s };
+        assert_eq!(
+            fixture.ours(),
+            fixture.ark(),
+            "same randomizers, same proof"
+        );
+        fixture
+    }
+
+    fn ours(&self) -> ark_groth16::Proof<Bls12_381> {
+        create_proof(&self.pk, self.circuit.clone(), self.r, self.s, &CpuBackend)
+            .expect("prove")
+            .0
+    }
+
+    fn ark(&self) -> ark_groth16::Proof<Bls12_381> {
+        Groth16::<Bls12_381>::create_proof_with_reduction(
+            self.circuit.clone(),
+            &self.pk,
+            self.r,
+            self.s,
+        )
+        .expect("prove")
+    }
+}
+
 fn batch(vk: &VerifyingKey, items: &[(&[Fr], &Proof)], rng: &mut ChaCha20Rng) {
     assert!(vk.verify_batch(items, rng).iter().all(Result::is_ok));
 }
@@ -188,7 +208,7 @@ fn one_by_one_all_cores(vk: &VerifyingKey, items: &[(&[Fr], &Proof)]) {
     })
 }
 
-fn bench_groth16(c: &mut Criterion, f: &Fixture) {
+fn bench_groth16(c: &mut Criterion, f: &Fixture, p: &ProveFixture) {
     let mut g = c.benchmark_group("groth16_verify");
     g.bench_function("ours", |b| b.iter(|| f.ours()));
     g.bench_function("ark_processed_vk", |b| b.iter(|| f.ark()));
@@ -215,12 +235,19 @@ fn bench_groth16(c: &mut Criterion, f: &Fixture) {
         b.iter(|| one_by_one_all_cores(&f.vk, &items))
     });
     g.finish();
+
+    let mut g = c.benchmark_group("groth16_prove");
+    g.sampling_mode(SamplingMode::Flat);
+    g.sample_size(10);
+    g.bench_function("ours_cpu_backend", |b| b.iter(|| p.ours()));
+    g.bench_function("ark", |b| b.iter(|| p.ark()));
+    g.finish();
 }
 
 /// The reported ratios with the issue's targets: (ratio, target, true when the ratio must be at
 /// most the target). Rows without a target are context: the decode and fold ratios, and the batch
 /// against one-by-one verification given the same cores (the algorithmic gain alone).
-const TARGETS: [Target; 5] = [
+const TARGETS: [Target; 6] = [
     ("ours / ark verify_with_processed_vk", Some(0.8), true),
     (
         "one by one / batch, 64 proofs (per-proof speedup)",
@@ -230,11 +257,16 @@ const TARGETS: [Target; 5] = [
     ("one by one on all cores / batch, 64 proofs", None, false),
     ("ours / ark proof decode", None, true),
     ("table / ark prepare_inputs, 3 inputs", None, true),
+    (
+        "ours (CpuBackend) / ark prove, 2^16 constraints",
+        None,
+        true,
+    ),
 ];
 
 /// Times the workloads behind the issue's ratios, each ratio from its two workloads timed back to
 /// back in one round, and prints and writes the medians over the rounds.
-fn summary(f: &Fixture) {
+fn summary(f: &Fixture, p: &ProveFixture) {
     let items = f.items();
     let mut rng = ChaCha20Rng::seed_from_u64(65);
     let (mut us, mut ratios) = (Samples::default(), Samples::default());
@@ -271,6 +303,14 @@ fn summary(f: &Fixture) {
         ratios.push(TARGETS[2].0, all_cores / batched);
     }
 
+    for _ in 0..5 {
+        let ours = time(1, || p.ours());
+        let ark = time(1, || p.ark());
+        us.push("prove 2^16 constraints, ours (CpuBackend)", ours * 1e6);
+        us.push("prove 2^16 constraints, ark", ark * 1e6);
+        ratios.push(TARGETS[5].0, ours / ark);
+    }
+
     report(
         "Groth16",
         ("µs", "us", 1),
@@ -283,5 +323,6 @@ fn summary(f: &Fixture) {
 
 fn main() {
     let f = Fixture::new();
-    run_with_summary(|c| bench_groth16(c, &f), || summary(&f));
+    let p = ProveFixture::new();
+    run_with_summary(|c| bench_groth16(c, &f, &p), || summary(&f, &p));
 }

@@ -12,16 +12,35 @@
 //! A batch is homogeneous: one [`NttClass`] (modulus, degree, transform convention) per call.
 //! Only Corona's ring exists today; ML-DSA (q = 8380417) and ML-KEM (q = 3329) will be new
 //! variants of the `#[non_exhaustive]` enum, so callers outside this crate keep compiling. A
-//! backend without a kernel for a class answers [`AccelError::Unsupported`] and the dispatcher
-//! falls back to [`CpuBackend`]. New operations (MSM over BLS12-381 G1/G2, the scalar-field NTT)
-//! will be new trait methods with default bodies returning `Unsupported`, so existing
-//! implementations keep compiling too.
+//! backend without a kernel for a workload answers [`AccelError::Unsupported`] and the
+//! dispatcher falls back to [`CpuBackend`].
+//!
+//! The Groth16 prover's workloads ([`crate::rollup::prover`]) are two more methods:
+//! [`BatchArithmetic::scalar_ntt`] (radix-2 NTTs over the BLS12-381 scalar field F_r, the QAP
+//! witness map) and [`BatchArithmetic::msm_g1`] / [`BatchArithmetic::msm_g2`] (multi-scalar
+//! multiplications over the proving key's G1 and G2 queries). Their default bodies answer
+//! `Unsupported`, so a backend that only has ring kernels keeps compiling; new operations will
+//! follow the same rule.
 //!
 //! # Exactness
 //!
 //! Every backend must return bit-for-bit what [`CpuBackend`] returns: canonical residues in
 //! [0, q), NTT images in the class's slot order (for [`NttClass::Corona`], the bit-reversed order
-//! of [`crate::corona::ring`], ψ = [`crate::corona::ring::PSI`]).
+//! of [`crate::corona::ring`], ψ = [`crate::corona::ring::PSI`]). For [`BatchArithmetic::scalar_ntt`]
+//! the convention is stated on [`ScalarTransform`]; an MSM result is a group element, so every
+//! correct algorithm returns the same point.
+//!
+//! # The CPU backend
+//!
+//! Corona's transforms are this crate's ([`crate::corona::ring`]). The F_r NTT and the MSMs are
+//! arkworks' (`ark-poly`'s radix-2 domain, `ark-ec`'s Pippenger MSM, both rayon-parallel): the
+//! fastest maintained CPU code for BLS12-381 we know of, and the baseline an accelerator backend
+//! is measured against.
+
+use ark_bls12_381::{Fr, G1Affine, G1Projective, G2Affine, G2Projective};
+use ark_ec::{CurveGroup, VariableBaseMSM};
+use ark_ff::FftField;
+use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
 
 use crate::corona::params;
 use crate::corona::ring::{
@@ -53,17 +72,65 @@ impl NttClass {
     }
 }
 
+/// A kind of work a backend may have a kernel for (what [`AccelError::Unsupported`] names).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Workload {
+    /// NTTs and pointwise products in a ring ([`BatchArithmetic::forward_ntt`] and friends).
+    Ntt(NttClass),
+    /// Radix-2 NTTs over the BLS12-381 scalar field ([`BatchArithmetic::scalar_ntt`]).
+    ScalarNtt,
+    /// Multi-scalar multiplication over BLS12-381 G1 ([`BatchArithmetic::msm_g1`]).
+    MsmG1,
+    /// Multi-scalar multiplication over BLS12-381 G2 ([`BatchArithmetic::msm_g2`]).
+    MsmG2,
+}
+
+/// Which transform [`BatchArithmetic::scalar_ntt`] applies to each row of N values of F_r
+/// (N a power of two, 1 ≤ N ≤ 2^32, the two-adicity of r − 1).
+///
+/// ω_N is the N-th root of unity `FftField::get_root_of_unity(N)` of `ark-ff` (the field's
+/// 2^32-th root 0x16a2a19e…, raised to 2^(32 − log₂ N)); g is the coset shift
+/// `FftField::GENERATOR` = 7. Inputs and outputs are in natural order. These are the
+/// conventions of `ark-poly`'s `Radix2EvaluationDomain` and its coset `get_coset(g)`, which
+/// the Groth16 proving keys of `ark-groth16` assume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ScalarTransform {
+    /// Coefficients c → evaluations: out_i = Σ_j c_j·ω_N^{ij}.
+    Forward,
+    /// Evaluations → coefficients: the inverse of `Forward` (includes the N^{-1} scaling).
+    Inverse,
+    /// Coefficients → evaluations on the coset g·⟨ω_N⟩: out_i = Σ_j c_j·(g·ω_N^i)^j.
+    CosetForward,
+    /// Evaluations on the coset → coefficients: the inverse of `CosetForward`.
+    CosetInverse,
+}
+
+/// One multi-scalar multiplication: Σ_i scalars_i · bases_i. The two slices must have equal
+/// lengths; an empty request is the identity.
+#[derive(Debug, Clone, Copy)]
+pub struct MsmRequest<'a, A> {
+    /// The points (affine; the identity is allowed).
+    pub bases: &'a [A],
+    /// One scalar per point.
+    pub scalars: &'a [Fr],
+}
+
+/// One outcome per MSM request, in request order.
+pub type MsmResults<G> = Vec<Result<G, AccelError>>;
+
 /// Why a batched call, or one row of it, failed. Every variant is a property of the request;
 /// none is fatal. A whole-call error means nothing was computed and no buffer was changed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AccelError {
-    /// Whole call: the backend has no kernel for this class (the caller falls back to the CPU).
-    #[error("backend {backend} does not support {class:?}")]
+    /// Whole call: the backend has no kernel for this workload (the caller falls back to the
+    /// CPU).
+    #[error("backend {backend} does not support {workload:?}")]
     Unsupported {
         /// [`BatchArithmetic::name`] of the backend.
         backend: &'static str,
-        /// The class that was asked for.
-        class: NttClass,
+        /// The workload that was asked for.
+        workload: Workload,
     },
     /// Whole call: a buffer's length is not a multiple of the degree, or two operand buffers
     /// differ in length.
@@ -89,6 +156,28 @@ pub enum AccelError {
         value: u64,
         /// The class's modulus.
         modulus: u64,
+    },
+
+    /// Whole call: a row of a [`BatchArithmetic::scalar_ntt`] batch has a length that is not a
+    /// power of two in [1, 2^32], or not row 0's length.
+    #[error(
+        "scalar ntt row {row} has {len} values: rows must share one power-of-two length ≤ 2^32"
+    )]
+    ScalarShape {
+        /// Row index in the batch.
+        row: usize,
+        /// Its length.
+        len: usize,
+    },
+    /// One MSM request: its bases and scalars differ in length. That request has no result.
+    #[error("msm request {request}: {bases} bases but {scalars} scalars")]
+    MsmLength {
+        /// Request index in the batch.
+        request: usize,
+        /// Number of bases.
+        bases: usize,
+        /// Number of scalars.
+        scalars: usize,
     },
 }
 
@@ -122,6 +211,49 @@ pub trait BatchArithmetic: Send + Sync {
         lhs: &mut [u64],
         rhs: &[u64],
     ) -> Result<RowResults, AccelError>;
+
+    /// The [`ScalarTransform`] of every row in place. All rows have one length N, a power of two
+    /// in [1, 2^32]; F_r values are always canonical, so there are no per-row errors. Errors
+    /// (whole call, nothing changed): [`AccelError::ScalarShape`] for the first row whose
+    /// length is not a power of two in range or differs from row 0's;
+    /// [`AccelError::Unsupported`] (the default).
+    fn scalar_ntt(
+        &self,
+        transform: ScalarTransform,
+        rows: &mut [Vec<Fr>],
+    ) -> Result<(), AccelError> {
+        let _ = (transform, rows);
+        Err(AccelError::Unsupported {
+            backend: self.name(),
+            workload: Workload::ScalarNtt,
+        })
+    }
+
+    /// Every request's Σ scalars_i · bases_i over G1, in request order; a request whose slices
+    /// differ in length fails alone with [`AccelError::MsmLength`]. Whole-call error:
+    /// [`AccelError::Unsupported`] (the default).
+    fn msm_g1(
+        &self,
+        requests: &[MsmRequest<'_, G1Affine>],
+    ) -> Result<MsmResults<G1Projective>, AccelError> {
+        let _ = requests;
+        Err(AccelError::Unsupported {
+            backend: self.name(),
+            workload: Workload::MsmG1,
+        })
+    }
+
+    /// As [`BatchArithmetic::msm_g1`], over G2.
+    fn msm_g2(
+        &self,
+        requests: &[MsmRequest<'_, G2Affine>],
+    ) -> Result<MsmResults<G2Projective>, AccelError> {
+        let _ = requests;
+        Err(AccelError::Unsupported {
+            backend: self.name(),
+            workload: Workload::MsmG2,
+        })
+    }
 }
 
 /// The CPU backend: the ring module's transforms, one row after another on the calling thread.
@@ -219,4 +351,95 @@ impl BatchArithmetic for CpuBackend {
             }
         }
     }
+
+    fn scalar_ntt(
+        &self,
+        transform: ScalarTransform,
+        rows: &mut [Vec<Fr>],
+    ) -> Result<(), AccelError> {
+        let Some(row_len) = check_scalar_rows(rows)? else {
+            return Ok(());
+        };
+        let mut domain =
+            Radix2EvaluationDomain::<Fr>::new(row_len).ok_or(AccelError::ScalarShape {
+                row: 0,
+                len: row_len,
+            })?;
+        if matches!(
+            transform,
+            ScalarTransform::CosetForward | ScalarTransform::CosetInverse
+        ) {
+            domain = domain
+                .get_coset(Fr::GENERATOR)
+                .ok_or(AccelError::ScalarShape {
+                    row: 0,
+                    len: row_len,
+                })?;
+        }
+        for row in rows {
+            match transform {
+                ScalarTransform::Forward | ScalarTransform::CosetForward => {
+                    domain.fft_in_place(row)
+                }
+                ScalarTransform::Inverse | ScalarTransform::CosetInverse => {
+                    domain.ifft_in_place(row)
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn msm_g1(
+        &self,
+        requests: &[MsmRequest<'_, G1Affine>],
+    ) -> Result<MsmResults<G1Projective>, AccelError> {
+        Ok(requests
+            .iter()
+            .enumerate()
+            .map(|(i, r)| msm(i, r))
+            .collect())
+    }
+
+    fn msm_g2(
+        &self,
+        requests: &[MsmRequest<'_, G2Affine>],
+    ) -> Result<MsmResults<G2Projective>, AccelError> {
+        Ok(requests
+            .iter()
+            .enumerate()
+            .map(|(i, r)| msm(i, r))
+            .collect())
+    }
+}
+
+/// The common row length of a [`BatchArithmetic::scalar_ntt`] batch (`None` for no rows), or
+/// the first row that breaks the shape rule.
+pub fn check_scalar_rows(rows: &[Vec<Fr>]) -> Result<Option<usize>, AccelError> {
+    let Some(first) = rows.first() else {
+        return Ok(None);
+    };
+    let row_len = first.len();
+    for (row, values) in rows.iter().enumerate() {
+        let len = values.len();
+        if len != row_len || !len.is_power_of_two() || len.trailing_zeros() > Fr::TWO_ADICITY {
+            return Err(AccelError::ScalarShape { row, len });
+        }
+    }
+    Ok(Some(row_len))
+}
+
+/// One request on arkworks' Pippenger MSM (rayon-parallel).
+fn msm<G: CurveGroup<ScalarField = Fr> + VariableBaseMSM>(
+    index: usize,
+    request: &MsmRequest<'_, G::Affine>,
+) -> Result<G, AccelError> {
+    let length_error = AccelError::MsmLength {
+        request: index,
+        bases: request.bases.len(),
+        scalars: request.scalars.len(),
+    };
+    if request.bases.len() != request.scalars.len() {
+        return Err(length_error);
+    }
+    G::msm(request.bases, request.scalars).map_err(|_| length_error)
 }

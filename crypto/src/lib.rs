@@ -12,11 +12,14 @@
 //!   the validator identity key.
 //! - [`corona`]: the Corona (Ringtail) lattice threshold signature: ring and NTT, samplers, hash
 //!   suite, dealer keygen, the two signing rounds, combine, verify, compact encodings.
-//! - [`accel`]: the acceleration seam: batched NTT and pointwise products behind the
-//!   [`accel::BatchArithmetic`] trait (the `gpu` crate implements it), with [`accel::CpuBackend`].
-//! - [`rollup`]: the Groth16 rollup of validator ML-DSA signatures (in progress: the Keccak /
-//!   SHAKE256 gadgets).
-//! - [`fuzzing`]: entry points of the `crypto/fuzz` targets (BLS and ML-DSA decoders).
+//! - [`accel`]: the acceleration seam: batched Corona NTTs and pointwise products, BLS12-381
+//!   scalar-field NTTs and G1/G2 MSMs behind the [`accel::BatchArithmetic`] trait (the `gpu`
+//!   crate implements it), with [`accel::CpuBackend`].
+//! - [`rollup`]: the Groth16 rollup of validator ML-DSA signatures: gadgets (Keccak/SHAKE256,
+//!   Poseidon, mod-q arithmetic), the in-circuit FIPS 204 verification, the circuit, the
+//!   development setup and our prover on the [`accel`] seam.
+//! - [`fuzzing`]: entry points of the `crypto/fuzz` targets (BLS, ML-DSA, Corona and proving-key
+//!   decoders).
 //!
 //! This crate depends on nothing else in the workspace; consensus, wire and storage depend on it.
 #![forbid(unsafe_code)]

@@ -9,6 +9,7 @@ use ark_bls12_381::{Bls12_381, Fr};
 use ark_groth16::Groth16;
 use ark_serialize::CanonicalSerialize;
 use ark_snark::SNARK;
+use quasar_crypto::accel::CpuBackend;
 use quasar_crypto::mldsa::{MlDsa44, SecretKey};
 use quasar_crypto::rollup::circuit::{RollupWitness, Shape, Validator, ROLLUP_CONTEXT};
 use quasar_crypto::rollup::native::{DecodedSignature, ExpandedKey, ML_DSA_44};
@@ -45,8 +46,14 @@ fn smallest_rollup_proves_and_verifies() {
         vk.compressed_size()
     );
     let t = Instant::now();
-    let (proof, statement) = prove(&pk, witness, &mut ChaCha20Rng::seed_from_u64(2)).unwrap();
-    println!("prove: {:?}", t.elapsed());
+    let (proof, statement, timings) = prove(
+        &pk,
+        witness,
+        &CpuBackend,
+        &mut ChaCha20Rng::seed_from_u64(2),
+    )
+    .unwrap();
+    println!("prove: {:?} ({timings:?})", t.elapsed());
     assert_eq!(proof.compressed_size(), 192);
 
     let pvk = Groth16::<Bls12_381>::process_vk(&vk).unwrap();

@@ -1,8 +1,9 @@
 //! The Groth16 lane against real ark-groth16 proofs of a small circuit with the rollup's public
 //! input shape (3 inputs, as `[μ_hi, μ_lo, h_x]`).
 //!
-//! The statement: public `x0, x1, x2`, witness `w` with `x0·x1 + x2 = w²`, plus a chain of
-//! [`CHAIN`] squarings of `w` so that the circuit is not trivially small.
+//! The statement (`quasar_crypto::rollup::test_circuit::SquaringChain`): public `x0, x1, x2`,
+//! witness `w` with `x0·x1 + x2 = w²`, plus a chain of [`CHAIN`] squarings of `w` so that the
+//! circuit is not trivially small.
 
 use std::sync::OnceLock;
 
@@ -10,15 +11,14 @@ use ark_bls12_381::{Bls12_381, Fq, Fq2, Fr, G1Affine, G2Affine};
 use ark_ec::{AffineRepr, CurveGroup};
 use ark_ff::{BigInteger, Field, One, PrimeField, UniformRand, Zero};
 use ark_groth16::Groth16;
-use ark_relations::gr1cs::{ConstraintSynthesizer, ConstraintSystemRef, SynthesisError};
-use ark_relations::lc;
 use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
 use ark_snark::SNARK;
+use quasar_crypto::rollup::test_circuit::SquaringChain;
 use quasar_lanes::groth16::{
     field_element_from_bytes, field_element_to_bytes, Groth16Error, Proof, VerifyingKey,
     MAX_PUBLIC_INPUTS, PROOF_LEN,
 };
-use rand::{Rng, RngCore, SeedableRng};
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
 /// Squarings of the witness after the main constraint.
@@ -28,40 +28,6 @@ const STATEMENTS: usize = 8;
 /// Items of the batch tests: the statements over and over, each time with a re-randomized proof
 /// (proving is the slow part of the fixture).
 const ITEMS: usize = 64;
-
-#[derive(Clone)]
-struct TestCircuit {
-    x: Option<[Fr; 3]>,
-    w: Option<Fr>,
-}
-
-impl ConstraintSynthesizer<Fr> for TestCircuit {
-    fn generate_constraints(self, cs: ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> {
-        let value = |v: Option<Fr>| move || v.ok_or(SynthesisError::AssignmentMissing);
-        let xs = self.x;
-        let x0 = cs.new_input_variable(value(xs.map(|x| x[0])))?;
-        let x1 = cs.new_input_variable(value(xs.map(|x| x[1])))?;
-        let x2 = cs.new_input_variable(value(xs.map(|x| x[2])))?;
-        let w = cs.new_witness_variable(value(self.w))?;
-        let t = cs.new_witness_variable(value(xs.map(|x| x[0] * x[1])))?;
-        cs.enforce_r1cs_constraint(|| lc!() + x0, || lc!() + x1, || lc!() + t)?;
-        cs.enforce_r1cs_constraint(|| lc!() + w, || lc!() + w, || lc!() + t + x2)?;
-        let (mut previous, mut current) = (w, self.w);
-        for _ in 0..CHAIN {
-            current = current.map(|v| v.square());
-            let next = cs.new_witness_variable(value(current))?;
-            cs.enforce_r1cs_constraint(|| lc!() + previous, || lc!() + previous, || lc!() + next)?;
-            previous = next;
-        }
-        Ok(())
-    }
-}
-
-/// A true statement: random `x0, x1, w`, and `x2 = w² − x0·x1`.
-fn statement(rng: &mut impl RngCore) -> ([Fr; 3], Fr) {
-    let (x0, x1, w) = (Fr::rand(rng), Fr::rand(rng), Fr::rand(rng));
-    ([x0, x1, w.square() - x0 * x1], w)
-}
 
 struct Fixture {
     ark_vk: ark_groth16::VerifyingKey<Bls12_381>,
@@ -78,19 +44,15 @@ fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
         let mut rng = ChaCha20Rng::seed_from_u64(6);
-        let blank = TestCircuit { x: None, w: None };
+        let blank = SquaringChain::blank(CHAIN);
         let (pk, ark_vk) =
             Groth16::<Bls12_381>::circuit_specific_setup(blank, &mut rng).expect("setup");
         let mut inputs = Vec::new();
         let mut ark_proofs = Vec::new();
         for _ in 0..STATEMENTS {
-            let (x, w) = statement(&mut rng);
-            let circuit = TestCircuit {
-                x: Some(x),
-                w: Some(w),
-            };
+            let circuit = SquaringChain::random(CHAIN, &mut rng);
+            inputs.push(circuit.inputs.expect("assigned"));
             ark_proofs.push(Groth16::<Bls12_381>::prove(&pk, circuit, &mut rng).expect("prove"));
-            inputs.push(x);
         }
         for i in STATEMENTS..ITEMS {
             let proof = &ark_proofs[i % STATEMENTS];

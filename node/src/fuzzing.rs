@@ -15,15 +15,24 @@
 //!   validly signed (possibly equivocating) messages, timer expiries and clock steps; see its docs
 //!   for the instruction format and the invariants it asserts.
 //! - [`genesis_json`], [`node_toml`], [`guard_file`]: operator files never panic their parsers.
+//! - [`rollup_signature`]: the rollup signature collector agrees with FIPS 204 on peer bytes.
 
 use crate::config::{GenesisFile, NodeConfig};
 use crate::consensus::{
     Action, BlockLimits, Core, CoreConfig, Input, ProposalSlot, TimerKind, Tip, Verifier,
 };
+use crate::rollup_job::{CollectError, WindowCollector};
 use crate::signer::{SignError, VoteSigner};
 use crate::sync::{serve, SyncSource, MAX_SYNC_BLOCKS};
 use quasar_crypto::bls::{SecretKey, Signature};
 use quasar_crypto::hash::Hash;
+use quasar_crypto::mldsa::{
+    MlDsa65, PublicKey as MlDsaPublicKey, SecretKey as MlDsaSecretKey, Signature as MlDsaSignature,
+};
+use quasar_crypto::rollup::circuit::{
+    RollupError, Shape, Validator as RollupValidator, ROLLUP_CONTEXT,
+};
+use quasar_crypto::rollup::native::{ExpandedKey, ML_DSA_65};
 use quasar_lanes::bls::bitmap_from_signers;
 use quasar_lanes::{Validator, ValidatorSet};
 use quasar_storage::{GuardError, SigningGuard, VoteIntent};
@@ -760,5 +769,68 @@ fn refused(error: SignError) {
     match error {
         SignError::Guard(GuardError::TooOld { .. }) => {}
         other => panic!("the core asked its signing guard for a refused vote: {other}"),
+    }
+}
+
+/// Digest signed in the [`rollup_signature`] fixture.
+pub const ROLLUP_DIGEST: [u8; 32] = [0x52; 32];
+
+/// The rollup shape, validator set and public keys.
+type RollupFixture = (Shape, Arc<[RollupValidator]>, Vec<MlDsaPublicKey<MlDsa65>>);
+
+/// The rollup fixture: ML-DSA-65 validators `0..VALIDATORS` with stake 1 and keys
+/// `mldsa::SecretKey::from_seed(&[i + 1; 32])`, τ = 3.
+fn rollup_fixture() -> &'static RollupFixture {
+    static FIXTURE: OnceLock<RollupFixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let keys: Vec<MlDsaPublicKey<MlDsa65>> = (0..VALIDATORS)
+            .map(|i| {
+                MlDsaSecretKey::<MlDsa65>::from_seed(&seed_of(i))
+                    .public_key()
+                    .clone()
+            })
+            .collect();
+        let validators = keys
+            .iter()
+            .map(|pk| RollupValidator {
+                key: ExpandedKey::from_public_key(&ML_DSA_65, pk.as_bytes())
+                    .expect("a generated key expands"),
+                stake: 1,
+            })
+            .collect();
+        let shape = Shape {
+            params: ML_DSA_65,
+            validators: VALIDATORS,
+            slots: 3,
+        };
+        (shape, validators, keys)
+    })
+}
+
+/// The rollup signature collector on peer bytes: `data[0]` is the claimed signer (any byte,
+/// so unknown validators too), the rest the signature on [`ROLLUP_DIGEST`]. Never panics; a
+/// signature the collector accepts verifies under libcrux's ML-DSA-65 (so the circuit's
+/// decomposed verification accepts nothing FIPS 204 rejects), and one libcrux accepts is
+/// accepted unless its challenge exceeds the circuit's SampleInBall bound.
+pub fn rollup_signature(data: &[u8]) {
+    let Some((&signer, signature)) = data.split_first() else {
+        return;
+    };
+    let (shape, validators, keys) = rollup_fixture();
+    let Ok(mut window) = WindowCollector::new(*shape, validators.clone(), 0, ROLLUP_DIGEST) else {
+        panic!("the fixture's set fits its shape");
+    };
+    let result = window.add(usize::from(signer), signature);
+    let reference = keys.get(usize::from(signer)).map(|pk| {
+        MlDsaSignature::<MlDsa65>::from_bytes(signature)
+            .and_then(|sig| pk.verify(&ROLLUP_DIGEST, ROLLUP_CONTEXT, &sig))
+            .is_ok()
+    });
+    match (result, reference) {
+        (Ok(_), Some(true)) => {}
+        (Ok(_), _) => panic!("the collector accepted a signature FIPS 204 rejects"),
+        (Err(CollectError::Rejected(RollupError::ChallengeTooLong(_))), Some(true)) => {}
+        (Err(e), Some(true)) => panic!("the collector refused a valid signature: {e}"),
+        (Err(_), _) => {}
     }
 }

@@ -9,6 +9,8 @@
 //!   `node.toml`);
 //! - [`sim`]: a seeded simulation of a validator network around the same core;
 //! - [`testnet`]: the multi-process local network behind `quasar-node testnet`.
+//! - [`rollup`], [`rollup_job`]: the Groth16 rollup commands, and the signature collection and
+//!   asynchronous proving the node runs per window.
 #![forbid(unsafe_code)]
 
 pub mod api;
@@ -20,6 +22,7 @@ pub mod mempool;
 pub mod metrics;
 pub mod p2p;
 pub mod rollup;
+pub mod rollup_job;
 pub mod runtime;
 pub mod signer;
 pub mod sim;

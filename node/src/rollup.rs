@@ -14,8 +14,10 @@ use std::io::{BufReader, BufWriter};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use quasar_crypto::accel::CpuBackend;
 use quasar_crypto::rollup::circuit::{
-    commitment, RollupError, RollupWitness, Shape, Statement, Validator, ROLLUP_CONTEXT,
+    choose_signers, commitment, RollupError, RollupWitness, Shape, Statement, Validator,
+    ROLLUP_CONTEXT,
 };
 use quasar_crypto::rollup::native::{DecodedSignature, ExpandedKey, ML_DSA_65};
 use quasar_crypto::rollup::prover::{
@@ -313,9 +315,9 @@ fn validator_set(genesis: &Path) -> Result<(Vec<String>, Vec<Validator>), Rollup
 
 /// `rollup-prove`: a proof that the validators of `genesis` whose signatures on `digest` are in
 /// `signatures` hold a quorum, with the keys of `setup_dir`, written to `out`. Every entry must
-/// be a valid signature on `digest` by a distinct genesis validator; when more than the keys' τ
-/// are given, the first τ in validator order are used. Everything is checked (and `out`
-/// created) before the proving key is loaded. Errors: a signature for another digest, from an
+/// be a signature on `digest` by a distinct genesis validator; when more than the keys' τ are
+/// given, the τ with the most stake are used (`choose_signers`) and must verify. Everything is
+/// checked (and `out` created) before the proving key is loaded. Errors: a signature for another digest, from an
 /// unknown validator, repeated or not verifying (named); too few signatures; no quorum; files.
 pub fn prove(
     setup_dir: &Path,
@@ -357,7 +359,6 @@ pub fn prove(
         }
         chosen.push((index, sig));
     }
-    chosen.sort_by_key(|(i, _)| *i);
 
     let pk_path = setup_dir.join(PROVING_KEY_FILE);
     let open_pk = || File::open(&pk_path).map_err(io(&pk_path));
@@ -377,7 +378,7 @@ pub fn prove(
             shape.slots
         )));
     }
-    chosen.truncate(shape.slots);
+    let chosen = choose_signers(&shape, &validators, chosen);
     let name = |i: usize| names.get(i).cloned().unwrap_or_else(|| i.to_string());
     let witness = RollupWitness::new(shape, validators, chosen, digest).map_err(|e| match e {
         RollupError::BadSignature(i) => RollupCommandError::Invalid(format!(
@@ -393,7 +394,13 @@ pub fn prove(
         let (_, pk) = read_proving_key(BufReader::new(open_pk()?))?;
         let mut rng = ChaCha20Rng::from_rng(OsRng)
             .map_err(|e| RollupCommandError::Invalid(format!("OS randomness: {e}")))?;
-        let (proof, statement) = groth16_prove(&pk, witness, &mut rng)?;
+        let (proof, statement, timings) = groth16_prove(&pk, witness, &CpuBackend, &mut rng)?;
+        tracing::info!(
+            synthesis_s = timings.synthesis.as_secs_f64(),
+            witness_map_s = timings.witness_map.as_secs_f64(),
+            msm_s = timings.msm.as_secs_f64(),
+            "rollup proof made"
+        );
         let proof = Proof::from_ark(&proof)?;
         let file = ProofFile {
             digest: hex::encode(digest),

@@ -10,6 +10,7 @@
 
 use quasar_crypto::bls::{SecretKey, Signature};
 use quasar_crypto::mldsa::{self, MlDsa65};
+use quasar_crypto::rollup::circuit::ROLLUP_CONTEXT;
 use quasar_lanes::bls::bitmap_from_signers;
 use quasar_node::fuzzing::{self, CHAIN_ID, VALIDATORS};
 use quasar_storage::{SigningGuard, VoteIntent, VoteKind as GuardVoteKind, GUARD_FILE};
@@ -339,6 +340,35 @@ fn genesis_json_survives_mutated_files() {
         300,
         &seed_genesis(),
         fuzzing::genesis_json,
+    );
+}
+
+/// Signer byte + real ML-DSA-65 signatures on the fixture's rollup digest: each validator's
+/// own, one claimed by the wrong validator, one by an unknown index.
+fn seed_rollup_signatures() -> Vec<Vec<u8>> {
+    let signature = |i: usize| {
+        mldsa::SecretKey::<MlDsa65>::from_seed(&[i as u8 + 1; 32])
+            .sign_deterministic(&fuzzing::ROLLUP_DIGEST, ROLLUP_CONTEXT)
+            .expect("signs")
+            .as_bytes()
+            .to_vec()
+    };
+    let mut seeds: Vec<Vec<u8>> = (0..VALIDATORS)
+        .map(|i| [vec![i as u8], signature(i)].concat())
+        .collect();
+    seeds.push([vec![1], signature(0)].concat());
+    seeds.push([vec![200], signature(0)].concat());
+    seeds
+}
+
+#[test]
+fn rollup_signature_collection_agrees_with_fips_204() {
+    drive(
+        "rollup_signature",
+        10,
+        300,
+        &seed_rollup_signatures(),
+        fuzzing::rollup_signature,
     );
 }
 

@@ -176,18 +176,11 @@ impl RollupWitness {
         let mut signed = 0u128;
         for (index, sig) in &signatures {
             let validator = validators.get(*index).ok_or(RollupError::SignerOrder)?;
-            let t = trace(&shape.params, &validator.key, &digest, ROLLUP_CONTEXT, sig)
-                .map_err(|_| RollupError::BadSignature(*index))?;
-            if !t.accepts(sig) {
-                return Err(RollupError::BadSignature(*index));
-            }
-            if !challenge_fits(&shape.params, &sig.c_tilde) {
-                return Err(RollupError::ChallengeTooLong(*index));
-            }
+            check_signature(&shape.params, validator, *index, &digest, sig)?;
             signed += u128::from(validator.stake);
         }
-        let total: u128 = validators.iter().map(|v| u128::from(v.stake)).sum();
-        if 3 * signed <= 2 * total {
+        let total = total_stake(&validators);
+        if !is_quorum(signed, total) {
             return Err(RollupError::NoQuorum { signed, total });
         }
         Ok(RollupWitness {
@@ -222,6 +215,54 @@ impl RollupWitness {
             h_x: commitment(&self.validators),
         }
     }
+}
+
+/// Checks `sig` by validator number `index` on `digest` as the circuit will: FIPS 204
+/// ML-DSA.Verify (§6.3, context [`ROLLUP_CONTEXT`], with the committed Â) and the circuit's
+/// SampleInBall bound. Errors: [`RollupError::BadSignature`], [`RollupError::ChallengeTooLong`]
+/// (both carry `index`).
+pub fn check_signature(
+    params: &Params,
+    validator: &Validator,
+    index: usize,
+    digest: &[u8; 32],
+    sig: &DecodedSignature,
+) -> Result<(), RollupError> {
+    let t = trace(params, &validator.key, digest, ROLLUP_CONTEXT, sig)
+        .map_err(|_| RollupError::BadSignature(index))?;
+    if !t.accepts(sig) {
+        return Err(RollupError::BadSignature(index));
+    }
+    if !challenge_fits(params, &sig.c_tilde) {
+        return Err(RollupError::ChallengeTooLong(index));
+    }
+    Ok(())
+}
+
+/// The signatures a witness for `shape` uses out of `signatures` (distinct signer indices
+/// below `validators.len()`, any order; `T` is the signature or anything standing for it): the τ signers with the most stake (ties go to the
+/// lower index), so a quorum is found whenever some τ of the signers hold one; returned in
+/// increasing signer order, as [`RollupWitness::new`] wants. Fewer than τ are all returned.
+pub fn choose_signers<T>(
+    shape: &Shape,
+    validators: &[Validator],
+    mut signatures: Vec<(usize, T)>,
+) -> Vec<(usize, T)> {
+    let stake = |i: usize| validators.get(i).map_or(0, |v| v.stake);
+    signatures.sort_by_key(|(i, _)| (std::cmp::Reverse(stake(*i)), *i));
+    signatures.truncate(shape.slots);
+    signatures.sort_by_key(|(i, _)| *i);
+    signatures
+}
+
+/// The sum of the validators' stakes.
+pub fn total_stake(validators: &[Validator]) -> u128 {
+    validators.iter().map(|v| u128::from(v.stake)).sum()
+}
+
+/// The quorum rule of DESIGN.md §2: `signed` is more than 2/3 of `total`.
+pub fn is_quorum(signed: u128, total: u128) -> bool {
+    signed.saturating_mul(3) > total.saturating_mul(2)
 }
 
 /// Whether SampleInBall(c̃) completes within the 128 candidate bytes the circuit reads.

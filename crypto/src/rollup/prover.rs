@@ -8,21 +8,50 @@
 //! MMORPG protocol of Bowe, Gabizon, Miers, ePrint 2017/1050) over a universal phase-1
 //! powers-of-tau; not built here.
 //!
-//! **Proving.** [`prove`] synthesizes the circuit for a checked [`RollupWitness`] and runs the
-//! `ark-groth16` prover (its own MSMs and FFTs, rayon-parallel). Moving those MSMs and FFTs
-//! behind the batched-arithmetic trait of DESIGN.md §1 (so the GPU adapter can take them) is not
-//! done yet.
+//! **Proving.** [`prove`] synthesizes the circuit for a checked [`RollupWitness`] and runs
+//! [`create_proof`], our Groth16 prover, whose heavy work goes through the batched-arithmetic
+//! trait of DESIGN.md §1 ([`BatchArithmetic`]), so the GPU adapter can take it over:
+//!
+//! 1. **Synthesis** (CPU, `ark-relations`): the R1CS matrices A, B, C (m constraints) and the
+//!    full assignment z = (1, public inputs, witness).
+//! 2. **QAP witness map** (Groth 2016 §3.1, in libsnark's form): over the radix-2 domain H of
+//!    size N ≥ m + ℓ (ℓ = number of instance variables) the rows (Az)_i, (Bz)_i, (Cz)_i, plus
+//!    a_{m+i} = z_i for the instance variables (the constraints that make the input
+//!    polynomials independent), are interpolated ([`ScalarTransform::Inverse`], one batch of
+//!    three rows), evaluated on the coset gH ([`ScalarTransform::CosetForward`]), combined
+//!    pointwise into h = (a·b − c)/Z_H(g) (Z_H(X) = X^N − 1 is constant on gH), and
+//!    interpolated back ([`ScalarTransform::CosetInverse`]).
+//! 3. **MSMs** (Groth 2016 §3.2): one batch of four G1 MSMs (h over the h-query, the witness
+//!    over the L-query, z over the A- and B-queries) and one G2 MSM (z over the B-query), then
+//!    A = α + Σ z_i·A_i + r·δ, B = β + Σ z_i·B_i + s·δ, C = s·A + r·B_G1 − r·s·δ + L + H.
+//!
+//! This is the algorithm of `ark-groth16`'s `create_proof_with_reduction` with
+//! `LibsnarkReduction` step for step, so for the same r, s both return the same proof (a test
+//! holds us to it) and our proofs verify under keys that `ark-groth16` generated. One
+//! difference: the constraint system is dropped once the matrices and assignment are out, so
+//! it does not sit in memory during the FFTs and MSMs.
 
 use std::io::{Read, Write};
+use std::time::{Duration, Instant};
 
-use ark_bls12_381::Bls12_381;
+use ark_bls12_381::{Bls12_381, Fr, G1Projective, G2Projective};
+use ark_ec::{AffineRepr, CurveGroup};
+use ark_ff::{FftField, Field, UniformRand, Zero};
+use ark_groth16::r1cs_to_qap::evaluate_constraint;
 use ark_groth16::Groth16;
+use ark_relations::gr1cs::{
+    ConstraintSynthesizer, ConstraintSystem, Matrix, OptimizationGoal, SynthesisError,
+    SynthesisMode, R1CS_PREDICATE_LABEL,
+};
 use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
 use ark_snark::SNARK;
 use rand::{CryptoRng, RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
+use rayon::prelude::*;
 use sha3::{Digest, Sha3_256};
 use thiserror::Error;
+
+use crate::accel::{AccelError, BatchArithmetic, MsmRequest, ScalarTransform};
 
 use super::circuit::{RollupCircuit, RollupWitness, Shape, Statement};
 use super::native::{Params, ML_DSA_44, ML_DSA_65};
@@ -46,6 +75,12 @@ pub enum ProverError {
     /// A proving key file is not one this code wrote, or is damaged.
     #[error("proving key file: {0}")]
     Format(String),
+    /// The arithmetic backend refused or failed a batch (e.g. it has no kernel for it).
+    #[error("arithmetic backend: {0}")]
+    Accel(#[from] AccelError),
+    /// The proving key does not fit the circuit (wrong shape or a damaged key).
+    #[error("proving key does not match the circuit: {0}")]
+    KeyMismatch(&'static str),
 }
 
 /// First bytes of a proving key file.
@@ -205,13 +240,223 @@ pub fn dev_setup(shape: Shape, seed: [u8; 32]) -> Result<(ProvingKey, VerifyingK
 }
 
 /// A proof of `witness`'s statement under `pk` (which must be the key of the witness's
-/// shape), with the statement. `rng` randomizes the proof (zero knowledge): use a CSPRNG.
+/// shape), with the statement and the time each phase took. `rng` draws the zero-knowledge
+/// randomizers r, s (use a CSPRNG); `backend` runs the FFTs and MSMs. Errors: see
+/// [`create_proof`].
 pub fn prove<R: RngCore + CryptoRng>(
     pk: &ProvingKey,
     witness: RollupWitness,
+    backend: &dyn BatchArithmetic,
     rng: &mut R,
-) -> Result<(Proof, Statement), ProverError> {
+) -> Result<(Proof, Statement, ProveTimings), ProverError> {
     let statement = witness.statement();
-    let proof = Groth16::<Bls12_381>::prove(pk, RollupCircuit::for_proof(witness), rng)?;
-    Ok((proof, statement))
+    let (proof, timings) =
+        create_random_proof(pk, RollupCircuit::for_proof(witness), backend, rng)?;
+    Ok((proof, statement, timings))
+}
+
+/// [`create_proof`] with the zero-knowledge randomizers r, s drawn from `rng` (use a CSPRNG).
+pub fn create_random_proof<C: ConstraintSynthesizer<Fr>, R: RngCore + CryptoRng>(
+    pk: &ProvingKey,
+    circuit: C,
+    backend: &dyn BatchArithmetic,
+    rng: &mut R,
+) -> Result<(Proof, ProveTimings), ProverError> {
+    let r = Fr::rand(rng);
+    let s = Fr::rand(rng);
+    create_proof(pk, circuit, r, s, backend)
+}
+
+/// Wall-clock time of each phase of [`create_proof`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ProveTimings {
+    /// Constraint synthesis and matrix construction.
+    pub synthesis: Duration,
+    /// The QAP witness map (row evaluation and the F_r NTTs).
+    pub witness_map: Duration,
+    /// The G1 and G2 MSMs and the final combination.
+    pub msm: Duration,
+}
+
+/// The Groth16 proof of `circuit` under `pk` with randomizers `r`, `s` (module docs give the
+/// steps; Groth 2016 §3.2). Every FFT and MSM goes through `backend`. r = s = 0 gives the
+/// deterministic, not zero-knowledge proof (tests only). Errors:
+/// [`ProverError::Groth16`] when synthesis fails (e.g. a witness value is missing);
+/// [`ProverError::Accel`] when the backend refuses a batch; [`ProverError::KeyMismatch`] when
+/// `pk`'s queries do not have the lengths the circuit needs.
+pub fn create_proof<C: ConstraintSynthesizer<Fr>>(
+    pk: &ProvingKey,
+    circuit: C,
+    r: Fr,
+    s: Fr,
+    backend: &dyn BatchArithmetic,
+) -> Result<(Proof, ProveTimings), ProverError> {
+    let started = Instant::now();
+    let cs = ConstraintSystem::new_ref();
+    cs.set_optimization_goal(OptimizationGoal::Constraints);
+    cs.set_mode(SynthesisMode::Prove {
+        construct_matrices: true,
+        generate_lc_assignments: false,
+    });
+    circuit.generate_constraints(cs.clone())?;
+    cs.finalize();
+    let mut matrices = cs.to_matrices()?;
+    let matrices = matrices
+        .remove(R1CS_PREDICATE_LABEL)
+        .ok_or(SynthesisError::MissingCS)?;
+    let num_instance = cs.num_instance_variables();
+    let num_constraints = cs.num_constraints();
+    let full_assignment = [cs.instance_assignment()?, cs.witness_assignment()?].concat();
+    drop(cs);
+    let synthesis = started.elapsed();
+
+    let started = Instant::now();
+    let h = witness_map(
+        &matrices,
+        num_instance,
+        num_constraints,
+        &full_assignment,
+        backend,
+    )?;
+    drop(matrices);
+    let witness_map = started.elapsed();
+
+    let started = Instant::now();
+    let proof = combine(pk, r, s, &h, num_instance, &full_assignment, backend)?;
+    Ok((
+        proof,
+        ProveTimings {
+            synthesis,
+            witness_map,
+            msm: started.elapsed(),
+        },
+    ))
+}
+
+/// The coefficients of h(X) = (A(X)·B(X) − C(X))/Z_H(X) (module docs, step 2), N values.
+fn witness_map(
+    matrices: &[Matrix<Fr>],
+    num_instance: usize,
+    num_constraints: usize,
+    z: &[Fr],
+    backend: &dyn BatchArithmetic,
+) -> Result<Vec<Fr>, ProverError> {
+    let [a_matrix, b_matrix, c_matrix] = matrices else {
+        return Err(ProverError::KeyMismatch("R1CS must have three matrices"));
+    };
+    let rows_needed = num_constraints
+        .checked_add(num_instance)
+        .ok_or(ProverError::KeyMismatch("too many constraints"))?;
+    let size = rows_needed
+        .checked_next_power_of_two()
+        .ok_or(ProverError::KeyMismatch("too many constraints"))?;
+    if [a_matrix, b_matrix, c_matrix]
+        .iter()
+        .any(|m| m.len() != num_constraints)
+        || z.len() < num_instance
+    {
+        return Err(ProverError::KeyMismatch("R1CS matrices of unequal height"));
+    }
+    let mut rows = vec![vec![Fr::zero(); size]; 3];
+    for (row, matrix) in rows.iter_mut().zip([a_matrix, b_matrix, c_matrix]) {
+        row.par_iter_mut()
+            .zip(matrix.par_iter())
+            .for_each(|(value, terms)| *value = evaluate_constraint(terms, z));
+    }
+    // The input constraints: a_{m+i} = z_i for the instance variables.
+    let inputs = z.get(..num_instance);
+    let slots = rows
+        .first_mut()
+        .and_then(|a| a.get_mut(num_constraints..rows_needed));
+    if let (Some(slots), Some(inputs)) = (slots, inputs) {
+        slots.copy_from_slice(inputs);
+    }
+    backend.scalar_ntt(ScalarTransform::Inverse, &mut rows)?;
+    backend.scalar_ntt(ScalarTransform::CosetForward, &mut rows)?;
+    let [mut h, b, c]: [Vec<Fr>; 3] = rows
+        .try_into()
+        .map_err(|_| ProverError::KeyMismatch("three rows"))?;
+    // Z_H(g) = g^N − 1 is nonzero: g = 7 generates F_r^*, so g^N = 1 would need (r − 1) | N.
+    let vanishing_inverse = (Fr::GENERATOR.pow([size as u64]) - Fr::ONE)
+        .inverse()
+        .ok_or(ProverError::KeyMismatch("domain"))?;
+    h.par_iter_mut()
+        .zip(b.par_iter().zip(c.par_iter()))
+        .for_each(|(a, (b, c))| *a = (*a * b - c) * vanishing_inverse);
+    drop((b, c));
+    let mut h = vec![h];
+    backend.scalar_ntt(ScalarTransform::CosetInverse, &mut h)?;
+    h.pop().ok_or(ProverError::KeyMismatch("one row"))
+}
+
+/// The proof points from h and z (module docs, step 3).
+fn combine(
+    pk: &ProvingKey,
+    r: Fr,
+    s: Fr,
+    h: &[Fr],
+    num_instance: usize,
+    z: &[Fr],
+    backend: &dyn BatchArithmetic,
+) -> Result<Proof, ProverError> {
+    let mismatch = ProverError::KeyMismatch;
+    let witness = z.get(num_instance..).ok_or(mismatch("assignment"))?;
+    let variables = z.get(1..).ok_or(mismatch("assignment"))?;
+    // deg h ≤ N − 2, so the h-query has N − 1 points; the last coefficient is zero.
+    let h = h
+        .get(..pk.h_query.len())
+        .ok_or(mismatch("h-query longer than the domain"))?;
+    let (a_one, a_query) = pk.a_query.split_first().ok_or(mismatch("empty A-query"))?;
+    let (b1_one, b1_query) = pk
+        .b_g1_query
+        .split_first()
+        .ok_or(mismatch("empty B-query"))?;
+    let (b2_one, b2_query) = pk
+        .b_g2_query
+        .split_first()
+        .ok_or(mismatch("empty B-query"))?;
+
+    let g1 = backend.msm_g1(&[
+        MsmRequest {
+            bases: &pk.h_query,
+            scalars: h,
+        },
+        MsmRequest {
+            bases: &pk.l_query,
+            scalars: witness,
+        },
+        MsmRequest {
+            bases: a_query,
+            scalars: variables,
+        },
+        MsmRequest {
+            bases: b1_query,
+            scalars: variables,
+        },
+    ])?;
+    let g2 = backend.msm_g2(&[MsmRequest {
+        bases: b2_query,
+        scalars: variables,
+    }])?;
+    let [h_sum, l_sum, a_sum, b1_sum]: [G1Projective; 4] = g1
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?
+        .try_into()
+        .map_err(|_| mismatch("backend returned a wrong number of G1 results"))?;
+    let [b2_sum]: [G2Projective; 1] = g2
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?
+        .try_into()
+        .map_err(|_| mismatch("backend returned a wrong number of G2 results"))?;
+
+    let delta_g1 = pk.delta_g1.into_group();
+    let a = pk.vk.alpha_g1.into_group() + a_one + a_sum + delta_g1 * r;
+    let b_g1 = pk.beta_g1.into_group() + b1_one + b1_sum + delta_g1 * s;
+    let b_g2 = pk.vk.beta_g2.into_group() + b2_one + b2_sum + pk.vk.delta_g2 * s;
+    let c = a * s + b_g1 * r - delta_g1 * (r * s) + l_sum + h_sum;
+    Ok(Proof {
+        a: a.into_affine(),
+        b: b_g2.into_affine(),
+        c: c.into_affine(),
+    })
 }

@@ -7,7 +7,7 @@
 //! Consensus", TCC 2023), with stake-weighted quorums and the stage names of the Quasar design:
 //!
 //! - **Photon** — the leader of view `v` is drawn by stake from
-//!   `tagged_hash("QUASAR-LEADER-v1", genesis, chain_id, epoch, v)` ([`leader`]). It proposes a block
+//!   `tagged_hash("QUASAR-LEADER-v1", genesis, chain_id, epoch, v)` ([`leader()`]). It proposes a block
 //!   extending the highest certified block it knows: a block with a notarization, or the finalized
 //!   tip, such that every view between that block's view and `v` has a nullification. The leader
 //!   waits until `block_time` has passed since the parent's timestamp, so block production is
