@@ -13,6 +13,8 @@
 //!   signature verifies or is rejected without panicking.
 //! - [`rollup_proving_key`]: rollup proving key files of any content load or fail with an
 //!   error (header, arkworks body, checksum), and a valid header with a damaged body never loads.
+//! - [`pulsar_decode`]: Pulsar round messages decode or fail cleanly (lengths checked before
+//!   allocating, coefficients below q, flags 0/1) and what decodes is canonical.
 //! - [`mldsa_verify`]: ML-DSA-65 public keys and signatures of any length decode or fail cleanly,
 //!   and verification of a valid pair edited anywhere (key, c̃, z, hints) returns a verdict
 //!   without panicking.
@@ -249,4 +251,33 @@ pub fn rollup_proving_key(data: &[u8]) {
         read_proving_key(framed.as_slice()).is_err(),
         "a fuzzed proving key body loaded"
     );
+}
+
+/// Decodes `data` as Pulsar round-1, round-2 and round-3 messages for a 2-of-3 key (K = 5
+/// attempts; the first byte picks 2-of-3 or 3-of-5, so both message sizes are reachable); what
+/// decodes must re-encode to exactly the bytes it came from.
+///
+/// Panics if an encoding is not canonical.
+pub fn pulsar_decode(data: &[u8]) {
+    use crate::pulsar::params::Parameters;
+    use crate::pulsar::{Round1Message, Round2Message, Round3Message};
+    let Some((&shape, body)) = data.split_first() else {
+        return;
+    };
+    let Some(params) = (if shape & 1 == 0 {
+        Parameters::new(2, 3)
+    } else {
+        Parameters::new(3, 5)
+    }) else {
+        return;
+    };
+    if let Ok(m) = Round1Message::from_bytes(body) {
+        assert_eq!(m.to_bytes(), body, "non-canonical round-1 message accepted");
+    }
+    if let Ok(m) = Round2Message::from_bytes(body, &params) {
+        assert_eq!(m.to_bytes(), body, "non-canonical round-2 message accepted");
+    }
+    if let Ok(m) = Round3Message::from_bytes(body, &params) {
+        assert_eq!(m.to_bytes(), body, "non-canonical round-3 message accepted");
+    }
 }

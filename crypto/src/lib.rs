@@ -10,6 +10,12 @@
 //! - [`mldsa`]: ML-DSA-44/65/87 (FIPS 204) on `libcrux-ml-dsa`: key generation from a 32-byte
 //!   seed, hedged and deterministic signing and verification with context strings. ML-DSA-65 is
 //!   the validator identity key.
+//! - [`magnetar`]: SLH-DSA-SHAKE-192f/192s (FIPS 205) on `fips205`: per-validator keys expanded
+//!   from a 32-byte seed, hedged and deterministic signing and verification with context strings
+//!   (the Magnetar certificate leg's primitive).
+//! - [`pulsar`]: threshold ML-DSA-65 with standard FIPS 204 output ("Threshold Signatures
+//!   Reloaded", ePrint 2025/1166): dealer keygen with replicated short shares, three signing
+//!   rounds with hyperball rejection, combine with blame, stake-sampled committees.
 //! - [`corona`]: the Corona (Ringtail) lattice threshold signature: ring and NTT, samplers, hash
 //!   suite, dealer keygen, the two signing rounds, combine, verify, compact encodings.
 //! - [`accel`]: the acceleration seam: batched Corona NTTs and pointwise products, BLS12-381
@@ -18,8 +24,8 @@
 //! - [`rollup`]: the Groth16 rollup of validator ML-DSA signatures: gadgets (Keccak/SHAKE256,
 //!   Poseidon, mod-q arithmetic), the in-circuit FIPS 204 verification, the circuit, the
 //!   development setup and our prover on the [`accel`] seam.
-//! - [`fuzzing`]: entry points of the `crypto/fuzz` targets (BLS, ML-DSA, Corona and proving-key
-//!   decoders).
+//! - [`fuzzing`]: entry points of the `crypto/fuzz` targets (BLS, ML-DSA, Corona, Pulsar and
+//!   proving-key decoders).
 //!
 //! This crate depends on nothing else in the workspace; consensus, wire and storage depend on it.
 #![forbid(unsafe_code)]
@@ -40,5 +46,7 @@ pub mod bls_cache;
 pub mod corona;
 pub mod fuzzing;
 pub mod hash;
+pub mod magnetar;
 pub mod mldsa;
+pub mod pulsar;
 pub mod rollup;

@@ -94,3 +94,46 @@ fn corona_fuzz_seeds_are_real_encodings() {
         corona_decode(seed);
     }
 }
+
+/// Real Pulsar messages of a 2-of-3 session (prefixed with the shape byte 0), mutated.
+#[test]
+fn pulsar_decoders_survive_mutated_and_random_input() {
+    use quasar_crypto::fuzzing::pulsar_decode;
+    use quasar_crypto::pulsar::{trusted_dealer_keygen, Session, SessionId, Signer};
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(3);
+    let (group, shares) = trusted_dealer_keygen(2, 3, &mut rng).unwrap();
+    let mut signers: Vec<Signer> = shares.into_iter().map(Signer::new).collect();
+    let session = Session::new(&group, SessionId([1; 32]), &[0, 1], b"m", b"").unwrap();
+    let mut round1 = Vec::new();
+    let mut states = Vec::new();
+    for s in signers.iter_mut().take(2) {
+        let (m, st) = s.round1(&group, &session, &mut rng).unwrap();
+        round1.push(m);
+        states.push(st);
+    }
+    let mut round2 = Vec::new();
+    let mut states2 = Vec::new();
+    for (s, st) in signers.iter().zip(states) {
+        let (m, st) = s.round2(st, &round1).unwrap();
+        round2.push(m);
+        states2.push(st);
+    }
+    let round3 = signers[0]
+        .round3(&group, states2.remove(0), &round2)
+        .unwrap();
+    let seeds: Vec<Vec<u8>> = [
+        round1[0].to_bytes(),
+        round2[0].to_bytes(),
+        round3.to_bytes(),
+    ]
+    .into_iter()
+    .map(|body| [vec![0u8], body].concat())
+    .collect();
+    let mut mutations = ChaCha8Rng::seed_from_u64(4);
+    for seed in &seeds {
+        pulsar_decode(seed);
+        for _ in 0..100 {
+            pulsar_decode(&mutate(&mut mutations, seed));
+        }
+    }
+}

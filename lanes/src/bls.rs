@@ -49,6 +49,27 @@ pub fn bitmap_from_signers(signers: impl IntoIterator<Item = usize>, n: usize) -
     bitmap
 }
 
+/// The signers of a canonical `bitmap` over `set`, ascending, and their stake, if they hold a
+/// stake quorum (DESIGN.md §2), checked before any signature is looked at.
+///
+/// Errors: those of [`signers_from_bitmap`]; [`LaneError::NoQuorum`].
+pub fn quorum_signers(set: &ValidatorSet, bitmap: &[u8]) -> Result<(Vec<usize>, u64), LaneError> {
+    let signers = signers_from_bitmap(bitmap, set.len())?;
+    let stake = set
+        .stake_of(signers.iter().copied())
+        .ok_or(LaneError::NonMemberSigner {
+            index: usize::MAX,
+            n: set.len(),
+        })?;
+    if !set.is_quorum(stake) {
+        return Err(LaneError::NoQuorum {
+            signed: stake,
+            total: set.total_stake(),
+        });
+    }
+    Ok((signers, stake))
+}
+
 /// Decodes a canonical bitmap into ascending member indices.
 ///
 /// Errors: [`LaneError::BitmapLength`] unless the length is `ceil(n / 8)`;
@@ -79,7 +100,7 @@ pub fn signers_from_bitmap(bitmap: &[u8], n: usize) -> Result<Vec<usize>, LaneEr
     Ok(signers)
 }
 
-/// A BLS certificate leg whose signers, quorum and aggregate signature have been checked.
+/// A certificate leg (BLS, Magnetar) whose signers, quorum and signatures have been checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifiedSigners {
     /// Distinct signer indices, ascending.
@@ -104,19 +125,7 @@ pub fn verify_aggregate(
     message: &[u8],
     aggregate: &[u8],
 ) -> Result<VerifiedSigners, LaneError> {
-    let signers = signers_from_bitmap(bitmap, set.len())?;
-    let stake = set
-        .stake_of(signers.iter().copied())
-        .ok_or(LaneError::NonMemberSigner {
-            index: usize::MAX,
-            n: set.len(),
-        })?;
-    if !set.is_quorum(stake) {
-        return Err(LaneError::NoQuorum {
-            signed: stake,
-            total: set.total_stake(),
-        });
-    }
+    let (signers, stake) = quorum_signers(set, bitmap)?;
     let signature = Signature::from_bytes(aggregate)?;
     signers_key(set, &signers)?.verify(message, &signature)?;
     Ok(VerifiedSigners { signers, stake })

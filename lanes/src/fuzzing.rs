@@ -2,12 +2,15 @@
 //!
 //! Each function takes arbitrary bytes and panics only when a property of this crate is broken;
 //! for every other input it returns quietly. The cargo-fuzz targets in `lanes/fuzz` are one-line
-//! calls to these functions, and `lanes/tests/groth16.rs` drives the same functions with seeded
-//! mutated and random inputs on the stable toolchain.
+//! calls to these functions, and `lanes/tests/groth16.rs` and `node/tests/fuzz_smoke.rs` drive
+//! the same functions with seeded mutated and random inputs on the stable toolchain.
 //!
 //! - [`groth16_decode`]: Groth16 proofs, verifying keys and public inputs decode or fail cleanly,
 //!   and what decodes re-encodes to the same bytes (the encodings are canonical); a fixed valid
 //!   statement edited anywhere decodes or fails, and verifies or is rejected, without panicking.
+//! - [`magnetar_leg`]: Magnetar legs decode or fail cleanly for either parameter set, and what
+//!   decodes re-encodes to the same bytes; decoded legs and a fixed valid leg edited anywhere are
+//!   verified against the fixture's keys, and only a quorum is ever accepted.
 
 use std::sync::OnceLock;
 
@@ -15,10 +18,14 @@ use ark_bls12_381::{Fr, G1Affine, G2Affine};
 use ark_ec::{AffineRepr, CurveGroup};
 use ark_ff::Field;
 
+use quasar_crypto::{bls, magnetar};
+
 use crate::groth16::{
     field_element_from_bytes, field_element_to_bytes, Proof, VerifyingKey, FIELD_ELEMENT_LEN,
     MAX_PUBLIC_INPUTS, PROOF_LEN,
 };
+use crate::magnetar::{verify_leg, MagnetarKeys, MagnetarLeg};
+use crate::{Validator, ValidatorSet, CERT_CONTEXT};
 
 /// Public inputs of the fixture statement (the rollup's shape: `[μ_hi, μ_lo, h_x]`).
 const FIXTURE_INPUTS: usize = 3;
@@ -173,4 +180,116 @@ pub fn groth16_decode(data: &[u8]) {
     // Edited, so it may or may not verify (flipping a sign flag twice restores it); it must only
     // return a verdict.
     let _ = key.verify(&inputs, &proof);
+}
+
+/// Validators of the Magnetar fixture, stake 1 each: validator `i`'s keys are
+/// `magnetar::SecretKey::from_seed(ParameterSet::Shake192f, &[i + 1; 32])` and
+/// `bls::SecretKey::from_seed(&[i + 1; 32])`. Its leg is signed by validators 0, 1 and 2.
+pub const MAGNETAR_VALIDATORS: usize = 4;
+/// The round digest the Magnetar fixture's validators sign (context [`CERT_CONTEXT`]).
+pub const MAGNETAR_MU: [u8; 32] = *b"quasar magnetar fuzzing fixture!";
+
+/// The epoch keys of the Magnetar fixture and its leg (deterministic signatures, encoded).
+struct MagnetarFixture {
+    keys: MagnetarKeys,
+    leg: Vec<u8>,
+}
+
+fn magnetar_fixture() -> Option<&'static MagnetarFixture> {
+    static FIXTURE: OnceLock<Option<MagnetarFixture>> = OnceLock::new();
+    FIXTURE
+        .get_or_init(|| {
+            let set = magnetar::ParameterSet::Shake192f;
+            let seeds: Vec<[u8; 32]> = (1..=MAGNETAR_VALIDATORS as u8).map(|i| [i; 32]).collect();
+            let secrets: Vec<magnetar::SecretKey> = seeds
+                .iter()
+                .map(|seed| magnetar::SecretKey::from_seed(set, seed))
+                .collect();
+            let validators = seeds
+                .iter()
+                .map(|seed| Validator {
+                    public_key: bls::SecretKey::from_seed(seed).public_key(),
+                    stake: 1,
+                })
+                .collect();
+            let keys = MagnetarKeys::new(
+                ValidatorSet::new(validators).ok()?,
+                set,
+                secrets.iter().map(|k| k.public_key().clone()).collect(),
+            )
+            .ok()?;
+            let signatures = secrets
+                .iter()
+                .take(3)
+                .map(|k| k.sign_deterministic(&MAGNETAR_MU, CERT_CONTEXT))
+                .collect::<Result<Vec<_>, _>>()
+                .ok()?;
+            let leg = MagnetarLeg::new(
+                MAGNETAR_VALIDATORS,
+                signatures.into_iter().enumerate().collect(),
+            )
+            .ok()?;
+            // The unedited leg verifies (checked once here, not per input).
+            verify_leg(&keys, &MAGNETAR_MU, &leg).ok()?;
+            Some(MagnetarFixture {
+                keys,
+                leg: leg.encode(),
+            })
+        })
+        .as_ref()
+}
+
+/// Verifies a decoded leg against the fixture's keys; panics if a leg without a quorum verifies.
+fn magnetar_verdict(fixture: &MagnetarFixture, leg: &MagnetarLeg) {
+    if let Ok(verified) = verify_leg(&fixture.keys, &MAGNETAR_MU, leg) {
+        assert!(
+            fixture.keys.validators().is_quorum(verified.stake),
+            "a Magnetar leg without a quorum verified"
+        );
+    }
+}
+
+/// Decodes `data` as a Magnetar leg of each parameter set and verifies what decodes against the
+/// fixture's keys (so mutated real legs by the fixture's validators reach the signature checks);
+/// then edits the fixture's valid leg with `data` (each 4 bytes are an offset, 24-bit
+/// little-endian, into the leg and a byte XORed in there, so that small inputs reach the header,
+/// the bitmap and every signature) and decodes and verifies it.
+///
+/// Panics if something decodes that does not re-encode to its input, a leg whose signers are not
+/// a quorum verifies, or the fixture does not build and verify.
+pub fn magnetar_leg(data: &[u8]) {
+    let Some(fixture) = magnetar_fixture() else {
+        panic!("the Magnetar fixture must build and verify");
+    };
+    for set in [
+        magnetar::ParameterSet::Shake192f,
+        magnetar::ParameterSet::Shake192s,
+    ] {
+        if let Ok(leg) = MagnetarLeg::decode(data, set) {
+            assert_eq!(leg.encode(), data, "non-canonical Magnetar leg accepted");
+            if set == fixture.keys.parameter_set() {
+                magnetar_verdict(fixture, &leg);
+            }
+        }
+    }
+
+    let mut bytes = fixture.leg.clone();
+    let mut edited = false;
+    for edit in data.chunks_exact(4) {
+        if let [b0, b1, b2, value] = edit {
+            let offset = usize::from(*b0) | usize::from(*b1) << 8 | usize::from(*b2) << 16;
+            if let Some(byte) = bytes.get_mut(offset % fixture.leg.len().max(1)) {
+                *byte ^= value;
+                edited |= *value != 0;
+            }
+        }
+    }
+    if !edited {
+        // The fixture itself, known to decode and verify.
+        return;
+    }
+    if let Ok(leg) = MagnetarLeg::decode(&bytes, fixture.keys.parameter_set()) {
+        assert_eq!(leg.encode(), bytes, "non-canonical Magnetar leg accepted");
+        magnetar_verdict(fixture, &leg);
+    }
 }

@@ -8,7 +8,11 @@
 //!
 //! - [`groth16`]: the Groth16 lane (BLS12-381): validated proof and verifying-key decoding,
 //!   canonical public inputs, single and batch verification.
-//! - [`fuzzing`]: entry points of the `lanes/fuzz` targets (Groth16 decoders).
+//! - [`pulsar`]: the Pulsar lane: one standard ML-DSA-65 signature (FIPS 204) under the epoch's
+//!   group key.
+//! - [`magnetar`]: the Magnetar lane: one SLH-DSA signature (FIPS 205) per signer, a signer bitmap
+//!   and the quorum rule; the leg's bounded encoding; signatures verified in parallel.
+//! - [`fuzzing`]: entry points of the `lanes/fuzz` targets (Groth16 and Magnetar leg decoders).
 //!
 //! Quorum rule (DESIGN.md §2): a set of signers is a quorum when its stake is more than 2/3 of the
 //! epoch's total stake, computed exactly in integers as `signed_stake * 3 > total_stake * 2`
@@ -18,9 +22,18 @@
 pub mod bls;
 pub mod fuzzing;
 pub mod groth16;
+pub mod magnetar;
+pub mod pulsar;
 mod validators;
 
 pub use validators::{Validator, ValidatorSet};
+
+use quasar_crypto::magnetar::{MagnetarError, ParameterSet};
+use quasar_crypto::mldsa::MlDsaError;
+
+/// The context string of every FIPS 204 / FIPS 205 signature in a certificate leg (Pulsar and
+/// Magnetar), DESIGN.md §3: both sign the round digest μ with it.
+pub const CERT_CONTEXT: &[u8] = b"quasar-cert-v1";
 
 /// Why a certificate leg or a validator set was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -58,4 +71,40 @@ pub enum LaneError {
     /// The aggregate signature failed to decode or to verify.
     #[error("aggregate signature rejected: {0}")]
     Signature(#[from] quasar_crypto::bls::BlsError),
+    /// A leg being assembled names one signer twice.
+    #[error("signer {index} appears twice")]
+    DuplicateSigner { index: usize },
+    /// Magnetar: the number of keys differs from the number of validators.
+    #[error("{got} Magnetar keys for {expected} validators")]
+    KeyCount { expected: usize, got: usize },
+    /// Magnetar: validator `index`'s key or signature is of another SLH-DSA parameter set than
+    /// the epoch's (or, when assembling a leg, than the lowest signer's).
+    #[error("validator {index}: {got} where {expected} is required")]
+    WrongParameterSet {
+        index: usize,
+        expected: ParameterSet,
+        got: ParameterSet,
+    },
+    /// Magnetar: the leg ends inside its bitmap length prefix or its bitmap (drop the leg).
+    #[error("Magnetar leg of {got} bytes is shorter than its header requires ({needed})")]
+    MagnetarLegTruncated { needed: usize, got: usize },
+    /// Magnetar: the bytes after the bitmap are not exactly one signature per signer (drop the
+    /// leg).
+    #[error("Magnetar leg has {got} signature bytes; {signers} signers of {set} need {expected}")]
+    MagnetarSignatureBytes {
+        signers: usize,
+        set: ParameterSet,
+        expected: usize,
+        got: usize,
+    },
+    /// Magnetar: the signature of signer `index` (the lowest failing index) does not verify
+    /// (drop the certificate).
+    #[error("signer {index}: Magnetar signature rejected: {error}")]
+    MagnetarSignature { index: usize, error: MagnetarError },
+    /// Pulsar: the epoch's group key is not a 1952-byte ML-DSA-65 public key.
+    #[error("Pulsar group key rejected: {0}")]
+    PulsarGroupKey(MlDsaError),
+    /// Pulsar: the signature is not 3309 bytes or does not verify (drop the certificate).
+    #[error("Pulsar signature rejected: {0}")]
+    PulsarSignature(MlDsaError),
 }

@@ -1,19 +1,22 @@
 //! Files an operator handles: validator key files, the genesis file, and `node.toml`.
 //!
 //! - `keygen --out DIR` writes `DIR/validator.key.json` (secret: the BLS secret key, the 32-byte
-//!   seed of the ML-DSA-65 identity key and the TLS private key, mode 0600) and
-//!   `DIR/validator.pub.json` (public: BLS public key, its proof of possession, the ML-DSA-65
-//!   public key, the self-signed TLS certificate that pins this validator's QUIC identity).
+//!   seeds of the ML-DSA-65 identity key and of the SLH-DSA-SHAKE-192f Magnetar key, and the TLS
+//!   private key, mode 0600) and `DIR/validator.pub.json` (public: BLS public key, its proof of
+//!   possession, the ML-DSA-65 public key, the SLH-DSA-SHAKE-192f public key, the self-signed TLS
+//!   certificate that pins this validator's QUIC identity).
 //! - `genesis` collects public files into `genesis.json`: chain id, genesis time, and the
 //!   validators with their stake. Loading a genesis checks every BLS key's subgroup membership
 //!   and proof of possession (DESIGN.md §4), so a rogue-key attack cannot enter through genesis,
-//!   and decodes every ML-DSA-65 identity key (FIPS 204; exactly 1952 bytes, no two alike).
+//!   and decodes every ML-DSA-65 identity key (FIPS 204; exactly 1952 bytes, no two alike) and
+//!   every SLH-DSA-SHAKE-192f Magnetar key (FIPS 205; exactly 48 bytes, no two alike).
 //! - `node.toml` says where this node keeps its data, which key directory and genesis it uses,
 //!   where it listens, and where its peers are.
 
 use quasar_crypto::bls::{ProofOfPossession, SecretKey};
 use quasar_crypto::bls_cache::PublicKeyCache;
 use quasar_crypto::hash::{tagged_hash, Hash};
+use quasar_crypto::magnetar;
 use quasar_crypto::mldsa::{self, MlDsa65};
 use quasar_lanes::{Validator, ValidatorSet};
 use serde::{Deserialize, Serialize};
@@ -78,6 +81,9 @@ pub struct SecretKeyFile {
     pub bls_secret_key: String,
     /// Seed ξ of the ML-DSA-65 identity key (FIPS 204 §6.1), 32 bytes, hex.
     pub mldsa_seed: String,
+    /// Seed of the SLH-DSA-SHAKE-192f Magnetar key (expanded as `quasar_crypto::magnetar`
+    /// describes), 32 bytes, hex.
+    pub slhdsa_seed: String,
     /// TLS private key, PKCS#8 DER, hex.
     pub tls_private_key: String,
 }
@@ -93,9 +99,14 @@ pub struct PublicKeyFile {
     pub proof_of_possession: String,
     /// ML-DSA-65 identity public key (FIPS 204), 1952 bytes, hex.
     pub mldsa_public_key: String,
+    /// SLH-DSA-SHAKE-192f Magnetar public key (FIPS 205), PK.seed ‖ PK.root, 48 bytes, hex.
+    pub slhdsa_public_key: String,
     /// Self-signed TLS certificate (DER, hex) pinning the validator's QUIC identity.
     pub tls_certificate: String,
 }
+
+/// The SLH-DSA parameter set of validators' Magnetar keys (DESIGN.md §4: SHAKE-192f by default).
+pub const MAGNETAR_SET: magnetar::ParameterSet = magnetar::ParameterSet::Shake192f;
 
 /// Key file names inside a key directory.
 pub const SECRET_KEY_FILE: &str = "validator.key.json";
@@ -108,6 +119,8 @@ pub struct ValidatorKeys {
     pub bls: SecretKey,
     /// ML-DSA-65 identity key.
     pub mldsa: mldsa::SecretKey<MlDsa65>,
+    /// SLH-DSA-SHAKE-192f Magnetar key.
+    pub slhdsa: magnetar::SecretKey,
     /// QUIC/TLS identity.
     pub tls: crate::p2p::TlsIdentity,
     /// The public file.
@@ -130,6 +143,8 @@ pub fn keygen(dir: &Path, name: &str) -> Result<PublicKeyFile, ConfigError> {
     let bls = SecretKey::from_seed(&seed);
     rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut *seed);
     let mldsa = mldsa::SecretKey::<MlDsa65>::from_seed(&seed);
+    rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut *seed);
+    let slhdsa = magnetar::SecretKey::from_seed(MAGNETAR_SET, &seed);
     let tls = crate::p2p::TlsIdentity::generate(name)
         .map_err(|e| ConfigError::Invalid(format!("TLS identity: {e}")))?;
     let public = PublicKeyFile {
@@ -137,11 +152,13 @@ pub fn keygen(dir: &Path, name: &str) -> Result<PublicKeyFile, ConfigError> {
         bls_public_key: hex::encode(bls.public_key().to_bytes()),
         proof_of_possession: hex::encode(bls.prove_possession().to_bytes()),
         mldsa_public_key: hex::encode(mldsa.public_key().as_bytes()),
+        slhdsa_public_key: hex::encode(slhdsa.public_key().as_bytes()),
         tls_certificate: hex::encode(&tls.cert_der),
     };
     let secret = SecretKeyFile {
         bls_secret_key: hex::encode(bls.to_bytes()),
         mldsa_seed: hex::encode(mldsa.seed()),
+        slhdsa_seed: hex::encode(slhdsa.seed()),
         tls_private_key: hex::encode(tls.key_der()),
     };
     write_secret(&secret_path, &to_json(&secret)?)?;
@@ -211,6 +228,17 @@ fn load_keys_unlabelled(dir: &Path) -> Result<ValidatorKeys, ConfigError> {
             dir.display()
         )));
     }
+    let slhdsa = magnetar::SecretKey::from_bytes(
+        MAGNETAR_SET,
+        &decode_hex("slhdsa_seed", &secret.slhdsa_seed)?,
+    )
+    .map_err(|e| ConfigError::Invalid(format!("slhdsa_seed: {e}")))?;
+    if hex::encode(slhdsa.public_key().as_bytes()) != public.slhdsa_public_key {
+        return Err(ConfigError::Invalid(format!(
+            "{}: SLH-DSA seed does not match slhdsa_public_key in {PUBLIC_KEY_FILE}",
+            dir.display()
+        )));
+    }
     let tls = crate::p2p::TlsIdentity::from_der(
         decode_hex("tls_certificate", &public.tls_certificate)?,
         decode_hex("tls_private_key", &secret.tls_private_key)?,
@@ -218,6 +246,7 @@ fn load_keys_unlabelled(dir: &Path) -> Result<ValidatorKeys, ConfigError> {
     Ok(ValidatorKeys {
         bls,
         mldsa,
+        slhdsa,
         tls,
         public,
     })
@@ -256,6 +285,8 @@ pub struct GenesisValidator {
     pub proof_of_possession: String,
     /// ML-DSA-65 identity public key, hex (1952 bytes).
     pub mldsa_public_key: String,
+    /// SLH-DSA-SHAKE-192f Magnetar public key, hex (48 bytes).
+    pub slhdsa_public_key: String,
     /// TLS certificate, DER hex.
     pub tls_certificate: String,
     /// Stake weight.
@@ -286,6 +317,8 @@ pub struct Genesis {
     pub tls_certificates: Vec<Vec<u8>>,
     /// ML-DSA-65 identity public keys, by validator index.
     pub mldsa_public_keys: Vec<mldsa::PublicKey<MlDsa65>>,
+    /// SLH-DSA-SHAKE-192f Magnetar public keys, by validator index.
+    pub slhdsa_public_keys: Vec<magnetar::PublicKey>,
 }
 
 impl GenesisFile {
@@ -306,6 +339,7 @@ impl GenesisFile {
                     bls_public_key: k.bls_public_key.clone(),
                     proof_of_possession: k.proof_of_possession.clone(),
                     mldsa_public_key: k.mldsa_public_key.clone(),
+                    slhdsa_public_key: k.slhdsa_public_key.clone(),
                     tls_certificate: k.tls_certificate.clone(),
                     stake,
                 })
@@ -315,10 +349,11 @@ impl GenesisFile {
 
     /// Checks every key and proof of possession and computes the genesis hash:
     /// `tagged_hash("QUASAR-GENESIS-v1", [chain_id, genesis_time_us, then per validator: BLS
-    /// public key, ML-DSA-65 public key, TLS certificate, stake])`. Errors:
-    /// [`ConfigError::Invalid`] naming the validator (a repeated name, a bad BLS key or proof of possession, an
-    /// ML-DSA-65 key that is not 1952 bytes or repeats another validator's, a bad or repeated TLS
-    /// certificate) or the validator set.
+    /// public key, ML-DSA-65 public key, SLH-DSA-SHAKE-192f public key, TLS certificate,
+    /// stake])`. Errors: [`ConfigError::Invalid`] naming the validator (a repeated name, a bad
+    /// BLS key or proof of possession, an ML-DSA-65 key that is not 1952 bytes or repeats another
+    /// validator's, an SLH-DSA key that is not 48 bytes or repeats another validator's, a bad or
+    /// repeated TLS certificate) or the validator set.
     pub fn check(self) -> Result<Genesis, ConfigError> {
         self.check_with(&PublicKeyCache::new())
     }
@@ -331,6 +366,7 @@ impl GenesisFile {
         let mut certs = Vec::with_capacity(self.validators.len());
         let mut mldsa_keys: Vec<mldsa::PublicKey<MlDsa65>> =
             Vec::with_capacity(self.validators.len());
+        let mut slhdsa_keys: Vec<magnetar::PublicKey> = Vec::with_capacity(self.validators.len());
         let mut parts: Vec<Vec<u8>> = vec![
             self.chain_id.to_le_bytes().to_vec(),
             self.genesis_time_us.to_le_bytes().to_vec(),
@@ -372,6 +408,16 @@ impl GenesisFile {
                     "{who}: ML-DSA-65 public key repeats an earlier validator's"
                 )));
             }
+            let magnetar_key = magnetar::PublicKey::from_bytes(
+                MAGNETAR_SET,
+                &hex("slhdsa_public_key", &v.slhdsa_public_key)?,
+            )
+            .map_err(|e| ConfigError::Invalid(format!("{who}: SLH-DSA public key: {e}")))?;
+            if slhdsa_keys.contains(&magnetar_key) {
+                return Err(ConfigError::Invalid(format!(
+                    "{who}: SLH-DSA public key repeats an earlier validator's"
+                )));
+            }
             let cert = hex("tls_certificate", &v.tls_certificate)?;
             check_certificate(&cert).map_err(|e| {
                 ConfigError::Invalid(format!(
@@ -385,6 +431,7 @@ impl GenesisFile {
             }
             parts.push(pk.to_bytes().to_vec());
             parts.push(identity.as_bytes().to_vec());
+            parts.push(magnetar_key.as_bytes().to_vec());
             parts.push(cert.clone());
             parts.push(v.stake.to_le_bytes().to_vec());
             members.push(Validator {
@@ -393,6 +440,7 @@ impl GenesisFile {
             });
             certs.push(cert);
             mldsa_keys.push(identity);
+            slhdsa_keys.push(magnetar_key);
         }
         let validators = ValidatorSet::new(members)
             .map_err(|e| ConfigError::Invalid(format!("validator set: {e}")))?;
@@ -404,6 +452,7 @@ impl GenesisFile {
             validators,
             tls_certificates: certs,
             mldsa_public_keys: mldsa_keys,
+            slhdsa_public_keys: slhdsa_keys,
         })
     }
 
@@ -558,7 +607,7 @@ mod tests {
     }
 
     #[test]
-    fn keygen_writes_an_mldsa_65_identity_that_load_keys_reads_back() {
+    fn keygen_writes_mldsa_65_and_slhdsa_keys_that_load_keys_reads_back() {
         let (dir, keys, _) = two_validators();
         let v0 = dir.path().join("v0");
         let loaded = load_keys(&v0).unwrap();
@@ -569,8 +618,20 @@ mod tests {
         );
         assert_eq!(keys[0].mldsa_public_key.len(), 2 * 1952);
         assert_ne!(keys[0].mldsa_public_key, keys[1].mldsa_public_key);
+        assert_eq!(
+            hex::encode(loaded.slhdsa.public_key().as_bytes()),
+            keys[0].slhdsa_public_key
+        );
+        assert_eq!(
+            loaded.slhdsa.public_key().parameter_set(),
+            magnetar::ParameterSet::Shake192f
+        );
+        assert_eq!(keys[0].slhdsa_public_key.len(), 2 * 48);
+        assert_ne!(keys[0].slhdsa_public_key, keys[1].slhdsa_public_key);
         let secret: SecretKeyFile = parse_json(&v0.join(SECRET_KEY_FILE)).unwrap();
         assert_eq!(secret.mldsa_seed.len(), 2 * 32);
+        assert_eq!(secret.slhdsa_seed.len(), 2 * 32);
+        assert_ne!(secret.slhdsa_seed, secret.mldsa_seed, "independent seeds");
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -583,17 +644,28 @@ mod tests {
     }
 
     #[test]
-    fn load_keys_refuses_an_mldsa_seed_that_does_not_match_the_public_file() {
+    fn load_keys_refuses_a_seed_that_does_not_match_the_public_file() {
         let (dir, keys, _) = two_validators();
         let v0 = dir.path().join("v0");
+        let refused = |public: &PublicKeyFile| {
+            std::fs::write(v0.join(PUBLIC_KEY_FILE), to_json(public).unwrap()).unwrap();
+            let Err(ConfigError::Invalid(message)) = load_keys(&v0) else {
+                panic!("a mismatched key must be refused");
+            };
+            message
+        };
         let mut public = keys[0].clone();
         public.mldsa_public_key = keys[1].mldsa_public_key.clone();
-        std::fs::write(v0.join(PUBLIC_KEY_FILE), to_json(&public).unwrap()).unwrap();
-        let Err(ConfigError::Invalid(message)) = load_keys(&v0) else {
-            panic!("a mismatched ML-DSA key must be refused");
-        };
+        let message = refused(&public);
         assert!(
             message.contains("ML-DSA-65 seed does not match"),
+            "{message}"
+        );
+        let mut public = keys[0].clone();
+        public.slhdsa_public_key = keys[1].slhdsa_public_key.clone();
+        let message = refused(&public);
+        assert!(
+            message.contains("SLH-DSA seed does not match slhdsa_public_key"),
             "{message}"
         );
     }
@@ -621,6 +693,59 @@ mod tests {
     }
 
     #[test]
+    fn genesis_check_decodes_every_slhdsa_key_and_binds_it_into_the_hash() {
+        let (_dir, keys, genesis) = two_validators();
+        let checked = genesis.clone().check().unwrap();
+        let decoded: Vec<String> = checked
+            .slhdsa_public_keys
+            .iter()
+            .map(|k| hex::encode(k.as_bytes()))
+            .collect();
+        let expected: Vec<String> = keys.iter().map(|k| k.slhdsa_public_key.clone()).collect();
+        assert_eq!(decoded, expected);
+        assert!(checked
+            .slhdsa_public_keys
+            .iter()
+            .all(|k| k.parameter_set() == MAGNETAR_SET));
+
+        // Another (valid) Magnetar key gives another chain.
+        let mut other = genesis.clone();
+        other.validators[1].slhdsa_public_key = hex::encode(
+            magnetar::SecretKey::from_seed(MAGNETAR_SET, &[9; 32])
+                .public_key()
+                .as_bytes(),
+        );
+        assert_ne!(other.check().unwrap().hash, checked.hash);
+    }
+
+    #[test]
+    fn genesis_check_rejects_a_bad_slhdsa_key_with_a_clear_error() {
+        let (_dir, _keys, genesis) = two_validators();
+        let with_key = |hex_key: String| {
+            let mut g = genesis.clone();
+            g.validators[1].slhdsa_public_key = hex_key;
+            invalid_message(g.check())
+        };
+        let good = genesis.validators[1].slhdsa_public_key.clone();
+
+        let short = with_key(good[..good.len() - 2].to_string());
+        assert!(
+            short.contains("validator 1 (v1): SLH-DSA public key:")
+                && short.contains("expected 48 bytes, got 47"),
+            "{short}"
+        );
+        let long = with_key(format!("{good}00"));
+        assert!(long.contains("expected 48 bytes, got 49"), "{long}");
+        let empty = with_key(String::new());
+        assert!(empty.contains("got 0"), "{empty}");
+        let repeated = with_key(genesis.validators[0].slhdsa_public_key.clone());
+        assert!(
+            repeated.contains("validator 1 (v1): SLH-DSA public key repeats"),
+            "{repeated}"
+        );
+    }
+
+    #[test]
     fn genesis_hex_errors_name_the_validator_and_field() {
         let (_dir, _keys, genesis) = two_validators();
         let mut bad = genesis.clone();
@@ -628,6 +753,13 @@ mod tests {
         let message = invalid_message(bad.check());
         assert!(
             message.starts_with("validator 1 (v1): mldsa_public_key: not hex"),
+            "{message}"
+        );
+        let mut bad = genesis.clone();
+        bad.validators[0].slhdsa_public_key = "0x".into();
+        let message = invalid_message(bad.check());
+        assert!(
+            message.starts_with("validator 0 (v0): slhdsa_public_key: not hex"),
             "{message}"
         );
         let mut bad = genesis.clone();
@@ -672,14 +804,13 @@ mod tests {
     }
 
     #[test]
-    fn genesis_without_an_mldsa_public_key_does_not_parse() {
+    fn genesis_without_a_post_quantum_public_key_does_not_parse() {
         let (_dir, _keys, genesis) = two_validators();
-        let mut json: serde_json::Value = serde_json::to_value(&genesis).unwrap();
-        json["validators"][0]
-            .as_object_mut()
-            .unwrap()
-            .remove("mldsa_public_key");
-        let err = GenesisFile::from_json(&json.to_string()).unwrap_err();
-        assert!(err.to_string().contains("mldsa_public_key"), "{err}");
+        for field in ["mldsa_public_key", "slhdsa_public_key"] {
+            let mut json: serde_json::Value = serde_json::to_value(&genesis).unwrap();
+            json["validators"][0].as_object_mut().unwrap().remove(field);
+            let err = GenesisFile::from_json(&json.to_string()).unwrap_err();
+            assert!(err.to_string().contains(field), "{err}");
+        }
     }
 }

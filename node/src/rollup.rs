@@ -112,27 +112,89 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RollupCommandError + '_ {
     }
 }
 
-/// Refuses to replace an existing file.
-fn create_new(path: &Path) -> Result<File, RollupCommandError> {
-    File::options()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(io(path))
+/// A file written under a temporary name next to `path` (`.NAME.partial-PID`) and published
+/// at `path` only when complete, by a hard link, which never replaces an existing file. A
+/// command that fails or is killed leaves nothing under the real name (a killed one may leave
+/// the hidden temporary file).
+struct NewFile<'a> {
+    path: &'a Path,
+    temp: PathBuf,
+    file: File,
+    published: bool,
+}
+
+impl<'a> NewFile<'a> {
+    /// Claims a temporary file for `path`. Errors: `path` exists; the directory is missing or
+    /// not writable.
+    fn create(path: &'a Path) -> Result<NewFile<'a>, RollupCommandError> {
+        if path.exists() {
+            return Err(RollupCommandError::Invalid(format!(
+                "{} already exists; refusing to replace it",
+                path.display()
+            )));
+        }
+        let name = path.file_name().ok_or_else(|| {
+            RollupCommandError::Invalid(format!("{}: not a file name", path.display()))
+        })?;
+        let temp = path.with_file_name(format!(
+            ".{}.partial-{}",
+            name.to_string_lossy(),
+            std::process::id()
+        ));
+        let file = File::options()
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+            .map_err(io(path))?;
+        Ok(NewFile {
+            path,
+            temp,
+            file,
+            published: false,
+        })
+    }
+
+    /// Flushes the file to disk and links it at its real name.
+    fn publish(mut self) -> Result<(), RollupCommandError> {
+        self.file.sync_all().map_err(io(self.path))?;
+        std::fs::hard_link(&self.temp, self.path).map_err(io(self.path))?;
+        self.published = true;
+        std::fs::remove_file(&self.temp).map_err(io(self.path))
+    }
+}
+
+impl Drop for NewFile<'_> {
+    fn drop(&mut self) {
+        if !self.published {
+            let _ = std::fs::remove_file(&self.temp);
+        }
+    }
 }
 
 /// Largest JSON input read (16,384 signature entries are about 110 MB).
 const MAX_JSON_BYTES: u64 = 256 << 20;
 
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, RollupCommandError> {
-    let size = std::fs::metadata(path).map_err(io(path))?.len();
-    if size > MAX_JSON_BYTES {
-        return Err(RollupCommandError::Invalid(format!(
-            "{}: {size} bytes, more than the {MAX_JSON_BYTES} a rollup file can need",
+    let too_large = || {
+        RollupCommandError::Invalid(format!(
+            "{}: more than the {MAX_JSON_BYTES} bytes a rollup file can need",
             path.display()
-        )));
+        ))
+    };
+    if std::fs::metadata(path).map_err(io(path))?.len() > MAX_JSON_BYTES {
+        return Err(too_large());
     }
-    let text = std::fs::read_to_string(path).map_err(io(path))?;
+    // Devices and pipes report no size: the read itself is bounded too.
+    use std::io::Read;
+    let mut text = String::new();
+    File::open(path)
+        .map_err(io(path))?
+        .take(MAX_JSON_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(io(path))?;
+    if text.len() as u64 > MAX_JSON_BYTES {
+        return Err(too_large());
+    }
     serde_json::from_str(&text)
         .map_err(|e| RollupCommandError::Invalid(format!("{}: {e}", path.display())))
 }
@@ -141,9 +203,9 @@ fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), RollupCommandE
     let text = serde_json::to_string_pretty(value)
         .map_err(|e| RollupCommandError::Invalid(e.to_string()))?;
     use std::io::Write;
-    create_new(path)?
-        .write_all(text.as_bytes())
-        .map_err(io(path))
+    let mut file = NewFile::create(path)?;
+    file.file.write_all(text.as_bytes()).map_err(io(path))?;
+    file.publish()
 }
 
 /// A 32-byte hex value named `what`.
@@ -215,7 +277,6 @@ pub fn setup(
             "need 1 <= quorum <= validators < 16384, got quorum {slots}, validators {validators}"
         )));
     }
-    std::fs::create_dir_all(out).map_err(io(out))?;
     let pk_path = out.join(PROVING_KEY_FILE);
     let vk_path = out.join(VERIFYING_KEY_FILE);
     for path in [&pk_path, &vk_path] {
@@ -243,6 +304,7 @@ pub fn setup(
             )));
         }
     }
+    std::fs::create_dir_all(out).map_err(io(out))?;
     eprintln!(
         "rollup-setup: about {} M constraints; expect several minutes per signature slot, \
          {:.1} GB of memory and a {:.1} GB proving key",
@@ -259,8 +321,9 @@ pub fn setup(
     let (pk, vk) = dev_setup(shape, seed)?;
     let setup_ms = start.elapsed().as_millis();
     let vk = VerifyingKey::new(vk)?;
-    let file = create_new(&pk_path)?;
-    write_proving_key(&shape, &pk, BufWriter::new(file))?;
+    let mut file = NewFile::create(&pk_path)?;
+    write_proving_key(&shape, &pk, BufWriter::new(&mut file.file))?;
+    file.publish()?;
     write_json(
         &vk_path,
         &VerifyingKeyFile {
@@ -365,7 +428,8 @@ pub fn prove(
     let shape = read_proving_key_shape(BufReader::new(open_pk()?))?;
     if shape.validators != validators.len() {
         return Err(RollupCommandError::Invalid(format!(
-            "the keys in {} are for {} validators, the genesis has {}",
+            "the keys in {} are for {} validators (per the header of rollup.pk; a damaged \
+             file can say so too), the genesis has {}",
             setup_dir.display(),
             shape.validators,
             validators.len()
@@ -388,9 +452,9 @@ pub fn prove(
         other => other.into(),
     })?;
 
-    // Claim the output before the long part, and give it up if proving fails.
-    let output = create_new(out)?;
-    let result = (|| {
+    // Claim the output before the long part; it appears under its name only when complete.
+    let mut output = NewFile::create(out)?;
+    let file = {
         let (_, pk) = read_proving_key(BufReader::new(open_pk()?))?;
         let mut rng = ChaCha20Rng::from_rng(OsRng)
             .map_err(|e| RollupCommandError::Invalid(format!("OS randomness: {e}")))?;
@@ -410,15 +474,11 @@ pub fn prove(
         let text = serde_json::to_string_pretty(&file)
             .map_err(|e| RollupCommandError::Invalid(e.to_string()))?;
         use std::io::Write;
-        let mut output = output;
-        output.write_all(text.as_bytes()).map_err(io(out))?;
-        output.sync_all().map_err(io(out))?;
-        Ok(file)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(out);
-    }
-    result
+        output.file.write_all(text.as_bytes()).map_err(io(out))?;
+        file
+    };
+    output.publish()?;
+    Ok(file)
 }
 
 /// `rollup-verify`: whether `proof` shows that a quorum of `genesis`'s validators signed its
@@ -471,5 +531,31 @@ pub fn verify(setup_dir: &Path, genesis: &Path, proof: &Path) -> Result<bool, Ro
         Ok(()) => Ok(true),
         Err(Groth16Error::Invalid) => Ok(false),
         Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn new_files_appear_only_when_published_and_never_replace_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("proof.json");
+        // Dropped before publishing (a failed command): nothing is left, not even the temp.
+        let mut abandoned = NewFile::create(&path).unwrap();
+        abandoned.file.write_all(b"half").unwrap();
+        drop(abandoned);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+
+        let mut file = NewFile::create(&path).unwrap();
+        file.file.write_all(b"whole").unwrap();
+        assert!(!path.exists(), "invisible until published");
+        file.publish().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"whole");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        assert!(NewFile::create(&path).is_err());
+        assert!(NewFile::create(&dir.path().join("missing/proof.json")).is_err());
     }
 }

@@ -9,9 +9,12 @@
 //! panic of a target. Every input is derived from a fixed seed, so a failure reproduces.
 
 use quasar_crypto::bls::{SecretKey, Signature};
+use quasar_crypto::magnetar;
 use quasar_crypto::mldsa::{self, MlDsa65};
 use quasar_crypto::rollup::circuit::ROLLUP_CONTEXT;
 use quasar_lanes::bls::bitmap_from_signers;
+use quasar_lanes::fuzzing::{MAGNETAR_MU, MAGNETAR_VALIDATORS};
+use quasar_lanes::magnetar::MagnetarLeg;
 use quasar_node::fuzzing::{self, CHAIN_ID, VALIDATORS};
 use quasar_storage::{SigningGuard, VoteIntent, VoteKind as GuardVoteKind, GUARD_FILE};
 use quasar_wire::{
@@ -135,11 +138,16 @@ fn seed_genesis() -> Vec<Vec<u8>> {
         .map(|i| {
             let k = key(i);
             let identity = mldsa::SecretKey::<MlDsa65>::from_seed(&[i as u8 + 1; 32]);
+            let magnetar_key = magnetar::SecretKey::from_seed(
+                magnetar::ParameterSet::Shake192f,
+                &[i as u8 + 1; 32],
+            );
             format!(
-                r#"{{"name":"v{i}","bls_public_key":"{}","proof_of_possession":"{}","mldsa_public_key":"{}","tls_certificate":"3082","stake":1}}"#,
+                r#"{{"name":"v{i}","bls_public_key":"{}","proof_of_possession":"{}","mldsa_public_key":"{}","slhdsa_public_key":"{}","tls_certificate":"3082","stake":1}}"#,
                 hex::encode(k.public_key().to_bytes()),
                 hex::encode(k.prove_possession().to_bytes()),
                 hex::encode(identity.public_key().as_bytes()),
+                hex::encode(magnetar_key.public_key().as_bytes()),
             )
         })
         .collect();
@@ -369,6 +377,39 @@ fn rollup_signature_collection_agrees_with_fips_204() {
         300,
         &seed_rollup_signatures(),
         fuzzing::rollup_signature,
+    );
+}
+
+/// Real Magnetar legs (SLH-DSA-SHAKE-192f) by the lanes fuzzing fixture's validators on its
+/// digest: everyone, a quorum without validator 0, and two signers (no quorum).
+fn seed_magnetar_legs() -> Vec<Vec<u8>> {
+    let signatures: Vec<magnetar::Signature> = (0..MAGNETAR_VALIDATORS)
+        .map(|i| {
+            magnetar::SecretKey::from_seed(magnetar::ParameterSet::Shake192f, &[i as u8 + 1; 32])
+                .sign_deterministic(&MAGNETAR_MU, quasar_lanes::CERT_CONTEXT)
+                .expect("signs")
+        })
+        .collect();
+    let leg = |signers: &[usize]| {
+        let pairs = signers
+            .iter()
+            .map(|&i| (i, signatures[i].clone()))
+            .collect();
+        MagnetarLeg::new(MAGNETAR_VALIDATORS, pairs)
+            .expect("a leg")
+            .encode()
+    };
+    vec![leg(&[0, 1, 2, 3]), leg(&[1, 2, 3]), leg(&[0, 1])]
+}
+
+#[test]
+fn magnetar_leg_decode_survives_mutated_legs() {
+    drive(
+        "magnetar_leg",
+        11,
+        200,
+        &seed_magnetar_legs(),
+        quasar_lanes::fuzzing::magnetar_leg,
     );
 }
 

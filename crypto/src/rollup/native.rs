@@ -364,7 +364,7 @@ fn unpack_bits(bytes: &[u8], bits: usize) -> [u32; N] {
 
 /// FIPS 204 Algorithm 30, RejNTTPoly, on the seed ρ ‖ s ‖ r (Algorithm 32, ExpandA): 23-bit
 /// candidates from SHAKE128, kept when below q.
-fn rej_ntt_poly(rho: &[u8], s: u8, r: u8) -> Poly {
+pub(crate) fn rej_ntt_poly(rho: &[u8], s: u8, r: u8) -> Poly {
     let mut h = Shake128::default();
     h.update(rho);
     h.update(&[s, r]);
@@ -418,7 +418,7 @@ const fn brv8(i: usize) -> usize {
 }
 
 /// a^e mod q.
-const fn pow_mod(a: u32, mut e: usize) -> u32 {
+pub(crate) const fn pow_mod(a: u32, mut e: usize) -> u32 {
     let mut base = a as u64;
     let mut acc = 1u64;
     while e > 0 {
