@@ -17,7 +17,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Generate validator keys (BLS with proof of possession, ML-DSA-65 identity, TLS identity) into DIR.
+    /// Generate validator keys (BLS with proof of possession, ML-DSA-65 identity, SLH-DSA-SHAKE-192f
+    /// Magnetar key, TLS identity) into DIR.
     Keygen {
         /// Key directory to create; the secret file is written with mode 0600.
         #[arg(long)]

@@ -165,7 +165,9 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         })
         .ok_or_else(|| {
             NodeError::Other("this key directory's validator is not in genesis".into())
-        })? as u32;
+        })?;
+    check_identity(&genesis.file.validators, me, &keys.public)?;
+    let me = me as u32;
     std::fs::create_dir_all(&cfg.data_dir)
         .map_err(|e| NodeError::Other(format!("{}: {e}", cfg.data_dir.display())))?;
     let store = SledStore::open(&cfg.data_dir.join("db"))?;
@@ -716,4 +718,76 @@ fn fetch(
 
 fn signal(kind: tokio::signal::unix::SignalKind) -> Result<tokio::signal::unix::Signal, NodeError> {
     tokio::signal::unix::signal(kind).map_err(|e| NodeError::Other(format!("signal handler: {e}")))
+}
+
+/// Refuses a key directory whose post-quantum identity keys differ from its genesis entry
+/// (entry `me`, found by its BLS key): the node would sign rollup and Magnetar legs that nobody
+/// can verify under the keys the chain knows.
+fn check_identity(
+    validators: &[crate::config::GenesisValidator],
+    me: usize,
+    keys: &crate::config::PublicKeyFile,
+) -> Result<(), NodeError> {
+    let entry = validators
+        .get(me)
+        .ok_or_else(|| NodeError::Other("genesis entry out of range".into()))?;
+    for (field, ours, theirs) in [
+        (
+            "mldsa_public_key",
+            &keys.mldsa_public_key,
+            &entry.mldsa_public_key,
+        ),
+        (
+            "slhdsa_public_key",
+            &keys.slhdsa_public_key,
+            &entry.slhdsa_public_key,
+        ),
+    ] {
+        if !ours.eq_ignore_ascii_case(theirs) {
+            return Err(NodeError::Other(format!(
+                "this key directory's {field} differs from validator {me} ({})'s entry in \
+                 genesis; use the key directory the genesis was made from",
+                entry.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{GenesisValidator, PublicKeyFile};
+
+    #[test]
+    fn a_key_directory_whose_pq_keys_differ_from_its_genesis_entry_is_refused() {
+        let keys = PublicKeyFile {
+            name: "v1".into(),
+            bls_public_key: "aa".into(),
+            proof_of_possession: "bb".into(),
+            mldsa_public_key: "cc".into(),
+            slhdsa_public_key: "dd".into(),
+            tls_certificate: "ee".into(),
+        };
+        let entry = |mldsa: &str, slhdsa: &str| GenesisValidator {
+            name: "v1".into(),
+            bls_public_key: "AA".into(),
+            proof_of_possession: "bb".into(),
+            mldsa_public_key: mldsa.into(),
+            slhdsa_public_key: slhdsa.into(),
+            tls_certificate: "ee".into(),
+            stake: 1,
+        };
+        assert!(check_identity(&[entry("CC", "dd")], 0, &keys).is_ok());
+        for (genesis, field) in [
+            (entry("c0", "dd"), "mldsa_public_key"),
+            (entry("cc", "d0"), "slhdsa_public_key"),
+        ] {
+            let error = check_identity(&[genesis], 0, &keys)
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(field) && error.contains("v1"), "{error}");
+        }
+        assert!(check_identity(&[], 0, &keys).is_err());
+    }
 }
