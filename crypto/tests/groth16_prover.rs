@@ -63,8 +63,12 @@ fn same_randomizers_give_the_proof_of_ark_groth16() {
 fn a_false_witness_gives_a_proof_that_does_not_verify() {
     let circuit = chain(40, 1);
     let (pk, pvk) = keys(&circuit);
+    // An assignment whose x2 is not the statement's: it satisfies no constraint system for
+    // the statement being verified.
     let mut lying = circuit.clone();
-    lying.w = lying.w.map(|w| w + Fr::from(1u64));
+    lying.inputs = lying
+        .inputs
+        .map(|[x0, x1, x2]| [x0, x1, x2 + Fr::from(1u64)]);
     let mut rng = ChaCha20Rng::seed_from_u64(6);
     let (proof, _) = create_proof(
         &pk,

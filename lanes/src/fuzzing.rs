@@ -11,6 +11,10 @@
 //! - [`magnetar_leg`]: Magnetar legs decode or fail cleanly for either parameter set, and what
 //!   decodes re-encodes to the same bytes; decoded legs and a fixed valid leg edited anywhere are
 //!   verified against the fixture's keys, and only a quorum is ever accepted.
+//! - [`quasar_cert`]: arbitrary bytes and a valid `polaris` certificate edited anywhere go
+//!   through the parallel-max verifier under the `polaris` and `quasar` policies of one epoch
+//!   ([`crate::cert_fixture`]); nothing panics, and an accepted certificate is the valid one's
+//!   block, height, view and bundle with every leg individually valid.
 
 use std::sync::OnceLock;
 
@@ -291,5 +295,92 @@ pub fn magnetar_leg(data: &[u8]) {
     if let Ok(leg) = MagnetarLeg::decode(&bytes, fixture.keys.parameter_set()) {
         assert_eq!(leg.encode(), bytes, "non-canonical Magnetar leg accepted");
         magnetar_verdict(fixture, &leg);
+    }
+}
+
+/// The `quasar_cert` fixture: one epoch's keys under `polaris` and `quasar`, a valid encoded
+/// `polaris` certificate, and the verifier.
+struct CertFixture {
+    polaris: crate::cert::CertPolicy,
+    quasar: crate::cert::CertPolicy,
+    valid: Vec<u8>,
+    verifier: crate::cert::CertVerifier,
+}
+
+fn cert_fixture() -> Option<&'static CertFixture> {
+    use crate::cert::{CertVerifier, Profile};
+    use crate::cert_fixture::{Fixture, FixtureConfig};
+    static FIXTURE: OnceLock<Option<CertFixture>> = OnceLock::new();
+    FIXTURE
+        .get_or_init(|| {
+            let mut polaris = Fixture::new(FixtureConfig::new(4, Profile::Polaris)).ok()?;
+            let quasar = Fixture::new(FixtureConfig::new(4, Profile::Quasar)).ok()?;
+            let earlier = [polaris.policy().round_digest(1, 1, &[0xa1; 32])];
+            let valid = polaris
+                .certificate(2, 3, [0xb2; 32], &earlier)
+                .ok()?
+                .encode()
+                .ok()?;
+            Some(CertFixture {
+                polaris: polaris.policy().clone(),
+                quasar: quasar.policy().clone(),
+                valid,
+                verifier: CertVerifier::new(2).ok()?,
+            })
+        })
+        .as_ref()
+}
+
+/// Fuzz entry point: QuasarCert verification (module docs).
+///
+/// # Panics
+///
+/// If the fixture does not build or its certificate does not verify, or a certificate other
+/// than the fixture's block is accepted, or an accepted certificate has a leg that does not
+/// verify on its own.
+pub fn quasar_cert(data: &[u8]) {
+    let Some(fixture) = cert_fixture() else {
+        panic!("the certificate fixture must build");
+    };
+    let Ok(reference) = fixture.verifier.verify(&fixture.polaris, &fixture.valid) else {
+        panic!("the fixture certificate must verify");
+    };
+    let mut bytes = fixture.valid.clone();
+    for edit in data.chunks_exact(4) {
+        if let [b0, b1, b2, value] = edit {
+            let offset = usize::from(*b0) | usize::from(*b1) << 8 | usize::from(*b2) << 16;
+            if let Some(byte) = bytes.get_mut(offset % fixture.valid.len().max(1)) {
+                *byte ^= value;
+            }
+        }
+    }
+    for candidate in [data, bytes.as_slice()] {
+        for policy in [&fixture.polaris, &fixture.quasar] {
+            let Ok(report) = fixture.verifier.verify(policy, candidate) else {
+                continue;
+            };
+            assert!(
+                std::ptr::eq(policy, &fixture.polaris),
+                "a polaris certificate passed the quasar policy"
+            );
+            assert_eq!(
+                (report.height, report.block, &report.bundle),
+                (reference.height, reference.block, &reference.bundle),
+                "an accepted certificate certifies another block"
+            );
+            let Ok(cert) = quasar_wire::QuasarCertRef::parse(candidate) else {
+                panic!("an accepted certificate does not parse");
+            };
+            for (leg, body) in cert.legs() {
+                let alone = crate::cert::verify_leg(
+                    policy,
+                    leg,
+                    &report.round_digest,
+                    &report.bundle_digest,
+                    body,
+                );
+                assert!(alone.is_ok(), "accepted {leg} leg fails alone: {alone:?}");
+            }
+        }
     }
 }

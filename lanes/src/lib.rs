@@ -1,11 +1,14 @@
 //! Certificate verification lanes (DESIGN.md §1, §3).
 //!
-//! Each leg of a QuasarCert gets its own verifier here; the parallel-max QuasarCert verifier and the
-//! cert profiles will join them. Today the crate holds the epoch's stake-weighted [`ValidatorSet`]
-//! with its quorum rule, and the BLS lane ([`bls`]) that turns a signer bitmap and an aggregate
-//! signature into a checked signer set (keys from the set's table, or through the pubkey
-//! decompression cache `quasar_crypto::bls_cache` for compressed keys).
+//! Each leg of a QuasarCert has its own verifier here, and [`cert`] puts them together: round and
+//! bundle digests, cert profiles, the epoch's keys and policy, and the parallel-max verifier.
 //!
+//! - [`ValidatorSet`]: the epoch's stake-weighted validators and the quorum rule.
+//! - [`bls`]: the BLS lane, which turns a signer bitmap and an aggregate signature into a checked
+//!   signer set (keys from the set's table, or through the pubkey decompression cache
+//!   `quasar_crypto::bls_cache` for compressed keys).
+//! - [`corona`]: the Corona lane: one compact Corona threshold signature under the epoch's group
+//!   key.
 //! - [`groth16`]: the Groth16 lane (BLS12-381): validated proof and verifying-key decoding,
 //!   canonical public inputs, single and batch verification.
 //! - [`pulsar`]: the Pulsar lane: one standard ML-DSA-65 signature (FIPS 204) under the epoch's
@@ -30,6 +33,9 @@
 )]
 
 pub mod bls;
+pub mod cert;
+pub mod cert_fixture;
+pub mod corona;
 // Fuzz entry points panic by contract when a property breaks (module docs).
 #[allow(clippy::panic)]
 pub mod fuzzing;
@@ -40,6 +46,9 @@ mod validators;
 
 pub use validators::{Validator, ValidatorSet};
 
+use groth16::Groth16Error;
+use quasar_crypto::corona::encode::EncodingError;
+use quasar_crypto::corona::scheme::VerifyError as CoronaVerifyError;
 use quasar_crypto::magnetar::{MagnetarError, ParameterSet};
 use quasar_crypto::mldsa::MlDsaError;
 
@@ -119,4 +128,29 @@ pub enum LaneError {
     /// Pulsar: the signature is not 3309 bytes or does not verify (drop the certificate).
     #[error("Pulsar signature rejected: {0}")]
     PulsarSignature(MlDsaError),
+    /// Corona: the epoch's group key is not a 4,640-byte Corona group key.
+    #[error("Corona group key rejected: {0}")]
+    CoronaGroupKey(EncodingError),
+    /// Corona: the leg is not a canonical compact Corona signature (drop the certificate).
+    #[error("Corona signature malformed: {0}")]
+    CoronaEncoding(EncodingError),
+    /// Corona: the signature does not verify (drop the certificate).
+    #[error("Corona signature rejected: {0}")]
+    CoronaSignature(CoronaVerifyError),
+    /// Groth16: the proof or an input does not decode, or the proof does not verify.
+    #[error("Groth16 proof rejected: {0}")]
+    Groth16(Groth16Error),
+    /// Groth16: the leg's public inputs are not (the digest the leg must prove, the epoch's h_x).
+    #[error("Groth16 leg proves another statement (digest or validator-set commitment)")]
+    Groth16Statement,
+    /// A leg body has the wrong length for its kind.
+    #[error("leg body of {got} bytes, expected {expected}")]
+    LegLength { expected: usize, got: usize },
+    /// The epoch has no key for this leg (a certificate policy is built only with every key its
+    /// profile needs, so this is reached only through misuse).
+    #[error("the epoch has no key for this leg")]
+    KeyAbsent,
+    /// Verification stopped because another leg of the certificate already failed.
+    #[error("cancelled: another leg failed")]
+    Cancelled,
 }

@@ -1,5 +1,6 @@
-//! The Magnetar certificate lane: one SLH-DSA signature (FIPS 205) per signer on the round digest
-//! μ, a signer bitmap, and the stake-weighted quorum rule (DESIGN.md §3, §4).
+//! The Magnetar certificate lane: one SLH-DSA signature (FIPS 205) per signer on the digest μ the
+//! certificate's post-quantum legs sign (the bundle digest, [`crate::cert`]), a signer bitmap, and
+//! the stake-weighted quorum rule (DESIGN.md §3, §4).
 //!
 //! Source: SLH-DSA is FIPS 205; keys, signing and single verification are
 //! `quasar_crypto::magnetar` (slh_verify, §10.3 Algorithm 24). A leg is not an aggregate: every
@@ -53,6 +54,7 @@
 
 use quasar_crypto::magnetar::{ParameterSet, PublicKey, Signature};
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::bls::{bitmap_from_signers, quorum_signers, VerifiedSigners};
 use crate::{LaneError, ValidatorSet, CERT_CONTEXT};
@@ -246,12 +248,26 @@ pub fn verify_leg(
     mu: &[u8; 32],
     leg: &MagnetarLeg,
 ) -> Result<VerifiedSigners, LaneError> {
+    verify_leg_cancellable(keys, mu, leg, &AtomicBool::new(false))
+}
+
+/// [`verify_leg`] that stops between signatures once `cancel` is set (another leg of the same
+/// certificate failed), returning [`LaneError::Cancelled`] unless a failure was already found.
+pub fn verify_leg_cancellable(
+    keys: &MagnetarKeys,
+    mu: &[u8; 32],
+    leg: &MagnetarLeg,
+    cancel: &AtomicBool,
+) -> Result<VerifiedSigners, LaneError> {
     let set = keys.validators();
     let (signers, stake) = quorum_signers(set, &leg.bitmap)?;
     let failure = signers
         .par_iter()
         .zip(leg.signatures.par_iter())
         .find_map_first(|(&index, sig)| {
+            if cancel.load(Ordering::Acquire) {
+                return Some(LaneError::Cancelled);
+            }
             let verdict = match keys.keys.get(index) {
                 Some(key) => key.verify(mu, CERT_CONTEXT, sig),
                 None => {

@@ -1,9 +1,11 @@
 //! Typed encoding and decoding errors. Every decoder in this crate returns one of these; none panics.
 //!
-//! Consequence for the caller: every variant except [`WireError::MessageTooLarge`] and
+//! Consequence for the caller: from a decoder, every variant except
 //! [`WireError::FieldOutsideObject`] means "the peer sent bytes that are not a valid message":
 //! drop the message (and, at the network layer, count it against the peer). A decoding error is
-//! never fatal to the node.
+//! never fatal to the node. From an encoder ([`WireError::MessageTooLarge`],
+//! [`WireError::BadSyncItem`], [`WireError::BundleLength`], [`WireError::LegCount`]) it means the
+//! local value cannot be sent as it is.
 
 /// Why a byte string is not a valid ZAP message or frame, or why a value cannot be encoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -119,6 +121,43 @@ pub enum WireError {
     UnknownCertificateKind {
         /// Kind byte found.
         found: u8,
+    },
+
+    /// A QuasarCert leg's kind byte is not a known [`crate::LegKind`].
+    #[error("unknown QuasarCert leg kind {found}")]
+    UnknownLegKind {
+        /// Kind byte found.
+        found: u8,
+    },
+
+    /// A QuasarCert bundle holds no round digest or more than [`crate::MAX_BUNDLE`]. Returned by
+    /// the decoder (announced length / 32) and by [`crate::QuasarCert::encode`].
+    #[error("QuasarCert bundle of {count} digests, must be 1..={max}", max = crate::MAX_BUNDLE)]
+    BundleLength {
+        /// Number of 32-byte digests in the bundle.
+        count: usize,
+    },
+
+    /// A QuasarCert bundle's byte length is not a multiple of 32: it ends in a partial digest.
+    #[error("QuasarCert bundle of {len} bytes ends in a partial 32-byte digest")]
+    BundlePartialDigest {
+        /// Announced bundle length in bytes.
+        len: usize,
+    },
+
+    /// A QuasarCert lists no leg or more than [`crate::MAX_LEGS`]. Returned by the decoder (before
+    /// any entry is read) and by [`crate::QuasarCert::encode`].
+    #[error("QuasarCert with {count} legs, must be 1..={max}", max = crate::MAX_LEGS)]
+    LegCount {
+        /// Number of legs listed.
+        count: usize,
+    },
+
+    /// A QuasarCert leg entry is empty: it lacks even the kind byte.
+    #[error("QuasarCert leg {index} is empty (no kind byte)")]
+    EmptyLeg {
+        /// Position of the leg in the list.
+        index: usize,
     },
 
     /// An item of a `SyncResponse` is not a valid encoded Proposal or Certificate.

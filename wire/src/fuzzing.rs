@@ -10,10 +10,15 @@ use crate::frame::{frame_len, FRAME_HEADER_LEN, MAX_FRAME_LEN};
 
 /// Any bytes: [`crate::decode`] returns a message or a typed error and never panics; whatever
 /// decodes re-encodes (`to_owned` then `encode`) to bytes that decode to the same value, and a
-/// sync response's items each decode as a Proposal or Certificate.
+/// sync response's items each decode as a Proposal or Certificate. A QuasarCert's accessors agree
+/// with its owned copy (bundle and legs within their bounds, every leg kind known), and its
+/// re-encoding is a fixed point: decoding and encoding it again gives equal bytes. (The input
+/// itself need not equal the re-encoding: ZAP does not require alignment or forbid unreferenced
+/// bytes, so one value has several valid encodings; the encoder's is the canonical one.)
 ///
 /// Panics: when a decoded message fails to re-encode, the re-encoding fails to decode or decodes
-/// to a different value, or a sync response item does not decode.
+/// to a different value, a sync response item does not decode, or a QuasarCert's view, owned copy
+/// and canonical bytes disagree.
 pub fn decode(data: &[u8]) {
     let Ok(decoded) = crate::decode(data) else {
         return;
@@ -30,6 +35,49 @@ pub fn decode(data: &[u8]) {
     let bytes = owned.encode().expect("a decoded message re-encodes");
     let again = crate::decode(&bytes).expect("a re-encoded message decodes");
     assert_eq!(again.to_owned(), owned, "re-encoding changed the message");
+    if let crate::MessageRef::QuasarCert(cert) = &decoded {
+        quasar_cert(cert, &bytes);
+    }
+}
+
+/// The QuasarCert part of [`decode`]: `cert` was decoded from the fuzz input and `canonical` is
+/// its re-encoding.
+fn quasar_cert(cert: &crate::QuasarCertRef<'_>, canonical: &[u8]) {
+    let owned = cert.to_owned();
+    assert!(
+        (1..=crate::MAX_BUNDLE).contains(&cert.bundle_len()),
+        "bundle of {} digests decoded",
+        cert.bundle_len()
+    );
+    assert!(
+        (1..=crate::MAX_LEGS).contains(&cert.leg_count()),
+        "{} legs decoded",
+        cert.leg_count()
+    );
+    assert_eq!(cert.bundle_len(), owned.bundle.len());
+    assert_eq!(cert.bundle().len(), owned.bundle.len());
+    assert_eq!(cert.bundle_bytes(), owned.bundle.as_flattened());
+    assert_eq!(cert.bundle().last(), owned.bundle.last());
+    assert_eq!(cert.bundle_get(cert.bundle_len()), None);
+    assert_eq!(cert.legs().len(), cert.leg_count());
+    for ((kind, body), (owned_kind, owned_body)) in cert.legs().zip(&owned.legs) {
+        assert_eq!((kind, body), (*owned_kind, owned_body.as_slice()));
+    }
+    let crate::MessageRef::QuasarCert(again) =
+        crate::decode(canonical).expect("a re-encoded QuasarCert decodes")
+    else {
+        panic!("a re-encoded QuasarCert decodes to another type");
+    };
+    let twice = again.to_owned().encode().expect("a QuasarCert re-encodes");
+    assert_eq!(
+        twice, canonical,
+        "QuasarCert re-encoding is not a fixed point"
+    );
+    assert_eq!(
+        crate::QuasarCertRef::parse(canonical).map(|c| c.to_owned()),
+        Ok(owned),
+        "the typed reader and decode disagree"
+    );
 }
 
 /// Any bytes: [`frame_len`] on the first four bytes (when there are four) never panics and

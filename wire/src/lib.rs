@@ -1,10 +1,10 @@
 //! ZAP: the zero-copy wire format of every Quasar message (DESIGN.md §5).
 //!
-//! Every consensus and sync message is one ZAP buffer; on a QUIC stream each buffer travels in one
-//! [`frame`] (`u32 LE length ‖ message`, at most 16 MiB). [`decode`] turns bytes into a validated
-//! [`MessageRef`] that borrows the buffer; owned values ([`Message`] and the per-schema structs)
-//! encode with their `encode` method. Nothing here verifies signatures or checks consensus rules:
-//! a decoded message is *well-formed*, not *valid*.
+//! Every consensus, sync and QuasarCert message is one ZAP buffer; on a QUIC stream each buffer
+//! travels in one [`frame`] (`u32 LE length ‖ message`, at most 16 MiB). [`decode`] turns bytes
+//! into a validated [`MessageRef`] that borrows the buffer; owned values ([`Message`] and the
+//! per-schema structs) encode with their `encode` method. Nothing here verifies signatures or
+//! checks consensus rules: a decoded message is *well-formed*, not *valid*.
 //!
 //! # Format (ZAP version 2)
 //!
@@ -35,11 +35,14 @@
 //! field different from the buffer length (a frame carries exactly one message); a root offset
 //! below 16 or a root object that does not fit; any pointer whose target starts below 16 or whose
 //! extent (`len`, or `count × 8` computed with checked arithmetic) ends past the message; unknown
-//! enum bytes (vote and certificate kinds); a sync response item that is not itself a valid
-//! Proposal or Certificate. Every length is checked against the message before it is used, and
-//! decoding allocates nothing (readers borrow). Alignment is produced but not required, and
-//! unreferenced bytes are not rejected, so one value has several valid encodings: never hash or
-//! sign the encoded bytes; hash the fields ([`BlockHeader::hash`], [`vote_signing_message`]).
+//! enum bytes (vote, certificate and QuasarCert leg kinds); a sync response item that is not itself
+//! a valid Proposal or Certificate; a QuasarCert whose bundle is not 1..=[`MAX_BUNDLE`] whole
+//! 32-byte digests, whose leg list is not 1..=[`MAX_LEGS`] entries (both checked on the announced
+//! length before the pointer is followed), or with an empty leg entry. Every length is checked
+//! against the message before it is used, and decoding allocates nothing (readers borrow).
+//! Alignment is produced but not required, and unreferenced bytes are not rejected, so one value
+//! has several valid encodings: never hash or sign the encoded bytes; hash the fields
+//! ([`BlockHeader::hash`], [`vote_signing_message`]).
 //!
 //! # Schemas
 //!
@@ -54,8 +57,15 @@
 //! | TxBatch (4)           | 8    | txs list of bytes @0                                                       |
 //! | SyncRequest (5)       | 44   | from_height u64 @0, block \[32\] @8, max_blocks u32 @40                     |
 //! | SyncResponse (6)      | 8    | items list of bytes @0 (each a complete Proposal or Certificate message)    |
+//! | QuasarCert (7)        | 80   | chain_id u64 @0, epoch @8, height @16, view @24, block \[32\] @32, bundle bytes @64 (k × 32-byte round digests, 1 ≤ k ≤ 1024), legs list of bytes @72 (each kind u8 ‖ body, 1..=8 entries) |
 //!
 //! Fixed fields are ordered so that no object has internal padding.
+//!
+//! A [`QuasarCert`] is the post-quantum certificate of one finalized block (DESIGN.md §3): its
+//! bundle lists the round digests μ of the consecutive finalized blocks it covers, oldest first
+//! (this block's last), and each leg is a [`LegKind`] byte followed by an opaque body that the lane
+//! of that kind (`quasar-lanes`) decodes and verifies. Duplicated or unexpected leg kinds decode;
+//! the lane verifier rejects them.
 //!
 //! # Hashes and signed bytes
 //!

@@ -29,6 +29,15 @@ pub const VOTE_TAG: &[u8] = b"QUASAR-VOTE-v1";
 /// Length of every [`vote_signing_message`]: 14-byte tag + kind (1) + 4 × u64 (32) + block (32).
 pub const VOTE_SIGNING_MESSAGE_LEN: usize = VOTE_TAG.len() + 1 + 4 * 8 + 32;
 
+/// Length of a hash or round digest, in bytes (one element of a [`QuasarCert`] bundle).
+pub const HASH_LEN: usize = 32;
+/// Most round digests one [`QuasarCert`] bundle may cover (so at most 32 KiB of bundle).
+pub const MAX_BUNDLE: usize = 1024;
+/// Most legs one [`QuasarCert`] may list. Larger than the five [`LegKind`]s on purpose: a
+/// duplicated or extra leg still decodes, so the lane verifier (`quasar-lanes`), not this decoder,
+/// reports it precisely; the bound only caps the work a hostile list can cause.
+pub const MAX_LEGS: usize = 8;
+
 /// The message type, carried in the high byte of the header's flags.
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -45,12 +54,14 @@ pub enum MessageType {
     SyncRequest = 5,
     /// Blocks and certificates answering a request ([`SyncResponse`]).
     SyncResponse = 6,
+    /// The post-quantum certificate of a finalized block ([`QuasarCert`]).
+    QuasarCert = 7,
 }
 
 impl TryFrom<u8> for MessageType {
     type Error = WireError;
 
-    /// Errors: [`WireError::UnknownMessageType`] for any byte outside 1..=6.
+    /// Errors: [`WireError::UnknownMessageType`] for any byte outside 1..=7.
     fn try_from(found: u8) -> Result<Self, WireError> {
         Ok(match found {
             1 => Self::Proposal,
@@ -59,6 +70,7 @@ impl TryFrom<u8> for MessageType {
             4 => Self::TxBatch,
             5 => Self::SyncRequest,
             6 => Self::SyncResponse,
+            7 => Self::QuasarCert,
             _ => return Err(WireError::UnknownMessageType { found }),
         })
     }
@@ -123,6 +135,68 @@ impl TryFrom<u8> for CertificateKind {
             2 => Self::Finalization,
             3 => Self::Nullification,
             _ => return Err(WireError::UnknownCertificateKind { found }),
+        })
+    }
+}
+
+/// The kind of one leg of a [`QuasarCert`] (DESIGN.md §3): which lane decodes and verifies its
+/// body. The discriminant is the leg's kind byte on the wire.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LegKind {
+    /// BLS12-381 aggregate signature and signer bitmap over the block's round digest μ.
+    Bls = 1,
+    /// Corona (lattice threshold, Ringtail) signature over the bundle digest.
+    Corona = 2,
+    /// Groth16 proof that a quorum of ML-DSA-65 signatures on the bundle digest exists.
+    Groth16 = 3,
+    /// Pulsar threshold ML-DSA-65 (FIPS 204) signature over the bundle digest.
+    Pulsar = 4,
+    /// Magnetar per-validator SLH-DSA (FIPS 205) signatures and bitmap over the bundle digest.
+    Magnetar = 5,
+}
+
+impl LegKind {
+    /// Every leg kind, in kind-byte order.
+    pub const ALL: [LegKind; 5] = [
+        Self::Bls,
+        Self::Corona,
+        Self::Groth16,
+        Self::Pulsar,
+        Self::Magnetar,
+    ];
+
+    /// Lowercase name: `"bls"`, `"corona"`, `"groth16"`, `"pulsar"` or `"magnetar"` (also the
+    /// [`std::fmt::Display`] form; usable as a metrics label).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Bls => "bls",
+            Self::Corona => "corona",
+            Self::Groth16 => "groth16",
+            Self::Pulsar => "pulsar",
+            Self::Magnetar => "magnetar",
+        }
+    }
+}
+
+impl std::fmt::Display for LegKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl TryFrom<u8> for LegKind {
+    type Error = WireError;
+
+    /// Errors: [`WireError::UnknownLegKind`] for any byte outside 1..=5.
+    fn try_from(found: u8) -> Result<Self, WireError> {
+        Ok(match found {
+            1 => Self::Bls,
+            2 => Self::Corona,
+            3 => Self::Groth16,
+            4 => Self::Pulsar,
+            5 => Self::Magnetar,
+            _ => return Err(WireError::UnknownLegKind { found }),
         })
     }
 }
@@ -231,10 +305,29 @@ pub mod layout {
         /// Fixed size.
         pub const SIZE: usize = 8;
     }
+    /// `QuasarCert` root object, 80 bytes.
+    pub mod quasar_cert {
+        /// `chain_id: u64`.
+        pub const CHAIN_ID: usize = 0;
+        /// `epoch: u64`.
+        pub const EPOCH: usize = 8;
+        /// `height: u64`.
+        pub const HEIGHT: usize = 16;
+        /// `view: u64`.
+        pub const VIEW: usize = 24;
+        /// `block: [u8; 32]`.
+        pub const BLOCK: usize = 32;
+        /// `bundle: ptr → bytes`, k × 32 bytes: the k round digests concatenated, oldest first.
+        pub const BUNDLE: usize = 64;
+        /// `legs: ptr → list of bytes`, each entry `kind u8 ‖ body` (`LegKind`, opaque body).
+        pub const LEGS: usize = 72;
+        /// Fixed size.
+        pub const SIZE: usize = 80;
+    }
 }
 
 use layout::{block_header as bh, certificate as ce, proposal as pr, sync_request as sq};
-use layout::{sync_response as ss, tx_batch as tb, vote as vo};
+use layout::{quasar_cert as qc, sync_response as ss, tx_batch as tb, vote as vo};
 
 /// Checks the header of `buf`, that its type is `expected`, and opens its root of `root_size` bytes.
 fn open(buf: &[u8], expected: MessageType, root_size: usize) -> Result<Object<'_>, WireError> {
@@ -1004,6 +1097,247 @@ impl<'a> SyncResponseRef<'a> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// QuasarCert
+// ---------------------------------------------------------------------------------------------
+
+/// The post-quantum certificate of the finalized block `block` at `height`, finalized in `view`
+/// of `epoch` on chain `chain_id` (DESIGN.md §3).
+///
+/// `bundle` lists the round digests μ (DESIGN.md §3) of the consecutive finalized blocks the
+/// certificate covers, oldest first, the last one being this block's μ. The post-quantum legs
+/// (Corona, Groth16, Pulsar, Magnetar) sign or prove the bundle digest over them; the BLS leg
+/// signs this block's μ. The lane crate (`quasar-lanes`) defines both digests, the profiles
+/// (which legs a certificate must carry) and the leg verifiers; this crate only frames bytes.
+///
+/// Each leg is `(kind, body)`; bodies are opaque here and decoded by the lane of that kind.
+/// Decoding accepts duplicated kinds and kinds the epoch's profile does not use (at most
+/// [`MAX_LEGS`] legs): the lane verifier rejects such a certificate as malformed and names the leg.
+///
+/// Encoding (root object, 80 bytes; offsets in [`layout::quasar_cert`]): `chain_id` u64 @0,
+/// `epoch` @8, `height` @16, `view` @24, `block` \[32\] @32, `bundle` bytes @64 (k × 32 bytes),
+/// `legs` list of bytes @72 (each entry one kind byte ‖ body).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QuasarCert {
+    /// Chain identifier.
+    pub chain_id: u64,
+    /// Epoch of the validator set that finalized the block.
+    pub epoch: u64,
+    /// Height of the certified block.
+    pub height: u64,
+    /// View in which the block was finalized.
+    pub view: u64,
+    /// Hash of the certified block ([`BlockHeader::hash`]).
+    pub block: Hash,
+    /// Round digests μ of the covered blocks, oldest first, this block's last; 1..=[`MAX_BUNDLE`].
+    pub bundle: Vec<Hash>,
+    /// The legs, `(kind, opaque body)`, in wire order; 1..=[`MAX_LEGS`].
+    pub legs: Vec<(LegKind, Vec<u8>)>,
+}
+
+/// Checks a bundle's digest count against 1..=[`MAX_BUNDLE`].
+fn check_bundle_count(count: usize) -> Result<(), WireError> {
+    if count == 0 || count > MAX_BUNDLE {
+        return Err(WireError::BundleLength { count });
+    }
+    Ok(())
+}
+
+/// Checks a leg count against 1..=[`MAX_LEGS`].
+fn check_leg_count(count: usize) -> Result<(), WireError> {
+    if count == 0 || count > MAX_LEGS {
+        return Err(WireError::LegCount { count });
+    }
+    Ok(())
+}
+
+/// Splits leg entry `index` into its kind byte and body.
+///
+/// Errors: [`WireError::EmptyLeg`] (no kind byte), [`WireError::UnknownLegKind`].
+fn split_leg(index: usize, entry: &[u8]) -> Result<(LegKind, &[u8]), WireError> {
+    let Some((&kind, body)) = entry.split_first() else {
+        return Err(WireError::EmptyLeg { index });
+    };
+    Ok((LegKind::try_from(kind)?, body))
+}
+
+impl QuasarCert {
+    /// Encodes as a ZAP message of type [`MessageType::QuasarCert`].
+    ///
+    /// Errors: [`WireError::BundleLength`] when `bundle` is empty or longer than [`MAX_BUNDLE`];
+    /// [`WireError::LegCount`] when `legs` is empty or longer than [`MAX_LEGS`] (the receiver
+    /// would reject either); [`WireError::MessageTooLarge`].
+    pub fn encode(&self) -> Result<Vec<u8>, WireError> {
+        check_bundle_count(self.bundle.len())?;
+        check_leg_count(self.legs.len())?;
+        let entries: Vec<Vec<u8>> = self
+            .legs
+            .iter()
+            .map(|(kind, body)| {
+                let mut entry = Vec::with_capacity(body.len().saturating_add(1));
+                entry.push(*kind as u8);
+                entry.extend_from_slice(body);
+                entry
+            })
+            .collect();
+        let (mut b, root) = Builder::new(MessageType::QuasarCert as u8, qc::SIZE)?;
+        b.put_u64(root, qc::CHAIN_ID, self.chain_id)?;
+        b.put_u64(root, qc::EPOCH, self.epoch)?;
+        b.put_u64(root, qc::HEIGHT, self.height)?;
+        b.put_u64(root, qc::VIEW, self.view)?;
+        b.put(root, qc::BLOCK, &self.block)?;
+        b.put_bytes(root, qc::BUNDLE, self.bundle.as_flattened())?;
+        b.put_bytes_list(root, qc::LEGS, &entries)?;
+        b.finish()
+    }
+}
+
+/// A validated, zero-copy view of an encoded [`QuasarCert`]: the bundle is 1..=[`MAX_BUNDLE`]
+/// whole digests and there are 1..=[`MAX_LEGS`] legs, each with a known kind. Nothing is verified.
+#[derive(Clone, Debug)]
+pub struct QuasarCertRef<'a> {
+    chain_id: u64,
+    epoch: u64,
+    height: u64,
+    view: u64,
+    block: &'a Hash,
+    bundle: &'a [u8],
+    legs: BytesList<'a>,
+}
+
+impl<'a> QuasarCertRef<'a> {
+    /// Validates `buf` as a QuasarCert message. Allocates nothing; work is O(legs) ≤ O(8).
+    ///
+    /// Errors: header errors, [`WireError::UnknownMessageType`], [`WireError::WrongMessageType`],
+    /// [`WireError::RootOutOfBounds`]; then, checked on the announced lengths before the pointers
+    /// are resolved, [`WireError::BundlePartialDigest`] (bundle byte length not a multiple of 32),
+    /// [`WireError::BundleLength`] (0 or more than [`MAX_BUNDLE`] digests),
+    /// [`WireError::LegCount`] (0 or more than [`MAX_LEGS`] legs); then
+    /// [`WireError::PointerOutOfBounds`] / [`WireError::LengthOverflow`] (bundle, leg list or a
+    /// leg outside the message); then per leg in order [`WireError::EmptyLeg`],
+    /// [`WireError::UnknownLegKind`].
+    pub fn parse(buf: &'a [u8]) -> Result<Self, WireError> {
+        Self::from_root(&open(buf, MessageType::QuasarCert, qc::SIZE)?)
+    }
+
+    fn from_root(root: &Object<'a>) -> Result<Self, WireError> {
+        let bundle_len = root.announced_len(qc::BUNDLE)? as usize;
+        if !bundle_len.is_multiple_of(HASH_LEN) {
+            return Err(WireError::BundlePartialDigest { len: bundle_len });
+        }
+        check_bundle_count(bundle_len / HASH_LEN)?;
+        check_leg_count(root.announced_len(qc::LEGS)? as usize)?;
+        let bundle = root.bytes(qc::BUNDLE)?;
+        let legs = root.bytes_list(qc::LEGS)?;
+        for (index, entry) in legs.iter().enumerate() {
+            split_leg(index, entry)?;
+        }
+        Ok(Self {
+            chain_id: root.u64(qc::CHAIN_ID)?,
+            epoch: root.u64(qc::EPOCH)?,
+            height: root.u64(qc::HEIGHT)?,
+            view: root.u64(qc::VIEW)?,
+            block: root.array(qc::BLOCK)?,
+            bundle,
+            legs,
+        })
+    }
+
+    /// Chain identifier.
+    pub fn chain_id(&self) -> u64 {
+        self.chain_id
+    }
+    /// Epoch.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+    /// Height of the certified block.
+    pub fn height(&self) -> u64 {
+        self.height
+    }
+    /// View in which the block was finalized.
+    pub fn view(&self) -> u64 {
+        self.view
+    }
+    /// Certified block hash (32 bytes), borrowed.
+    pub fn block(&self) -> &'a Hash {
+        self.block
+    }
+    /// Number of round digests in the bundle, 1..=[`MAX_BUNDLE`].
+    pub fn bundle_len(&self) -> usize {
+        self.bundle.len() / HASH_LEN
+    }
+    /// The bundle's round digests, oldest first (the last is the certified block's μ), borrowed.
+    pub fn bundle(&self) -> impl ExactSizeIterator<Item = &'a Hash> + DoubleEndedIterator + Clone {
+        // `chunks_exact` yields only whole 32-byte chunks, so the conversion never fails; the
+        // all-zero fallback keeps the iterator exact without a panic path.
+        static NO_DIGEST: Hash = [0; HASH_LEN];
+        self.bundle
+            .chunks_exact(HASH_LEN)
+            .map(|chunk| <&Hash>::try_from(chunk).unwrap_or(&NO_DIGEST))
+    }
+    /// Round digest `index` of the bundle (0 = oldest), borrowed; `None` when out of range.
+    pub fn bundle_get(&self, index: usize) -> Option<&'a Hash> {
+        let start = index.checked_mul(HASH_LEN)?;
+        let end = start.checked_add(HASH_LEN)?;
+        self.bundle.get(start..end)?.try_into().ok()
+    }
+    /// The bundle as stored: the digests concatenated (`bundle_len() × 32` bytes), borrowed.
+    pub fn bundle_bytes(&self) -> &'a [u8] {
+        self.bundle
+    }
+    /// Number of legs, 1..=[`MAX_LEGS`].
+    pub fn leg_count(&self) -> usize {
+        self.legs.len()
+    }
+    /// The legs in wire order, `(kind, body)` with the body borrowed.
+    pub fn legs(&self) -> LegIter<'a> {
+        LegIter {
+            entries: self.legs.iter(),
+        }
+    }
+    /// Copies into an owned [`QuasarCert`].
+    pub fn to_owned(&self) -> QuasarCert {
+        QuasarCert {
+            chain_id: self.chain_id,
+            epoch: self.epoch,
+            height: self.height,
+            view: self.view,
+            block: *self.block,
+            bundle: self.bundle().copied().collect(),
+            legs: self
+                .legs()
+                .map(|(kind, body)| (kind, body.to_vec()))
+                .collect(),
+        }
+    }
+}
+
+/// Iterator over the legs of a [`QuasarCertRef`]: exactly `leg_count()` `(kind, body)` pairs in
+/// wire order, bodies borrowed from the message.
+#[derive(Clone, Debug)]
+pub struct LegIter<'a> {
+    entries: BytesIter<'a>,
+}
+
+impl<'a> Iterator for LegIter<'a> {
+    type Item = (LegKind, &'a [u8]);
+
+    fn next(&mut self) -> Option<(LegKind, &'a [u8])> {
+        let entry = self.entries.next()?;
+        // Every entry was split successfully when the certificate was parsed, so this succeeds.
+        // The fallback keeps the length exact without a panic path, and fails closed: an empty
+        // BLS body is never a valid leg.
+        Some(split_leg(0, entry).unwrap_or((LegKind::Bls, &[])))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.entries.size_hint()
+    }
+}
+
+impl ExactSizeIterator for LegIter<'_> {}
+
+// ---------------------------------------------------------------------------------------------
 // Any message
 // ---------------------------------------------------------------------------------------------
 
@@ -1022,13 +1356,16 @@ pub enum Message {
     SyncRequest(SyncRequest),
     /// See [`SyncResponse`].
     SyncResponse(SyncResponse),
+    /// See [`QuasarCert`].
+    QuasarCert(QuasarCert),
 }
 
 impl Message {
     /// Encodes as one ZAP message (the schema's own `encode`).
     ///
     /// Errors: [`WireError::MessageTooLarge`]; [`WireError::BadSyncItem`] for a SyncResponse with
-    /// an invalid item.
+    /// an invalid item; [`WireError::BundleLength`] or [`WireError::LegCount`] for a QuasarCert
+    /// whose bundle or leg list is empty or too long.
     pub fn encode(&self) -> Result<Vec<u8>, WireError> {
         match self {
             Self::Proposal(m) => m.encode(),
@@ -1037,6 +1374,7 @@ impl Message {
             Self::TxBatch(m) => m.encode(),
             Self::SyncRequest(m) => m.encode(),
             Self::SyncResponse(m) => m.encode(),
+            Self::QuasarCert(m) => m.encode(),
         }
     }
 
@@ -1049,6 +1387,7 @@ impl Message {
             Self::TxBatch(_) => MessageType::TxBatch,
             Self::SyncRequest(_) => MessageType::SyncRequest,
             Self::SyncResponse(_) => MessageType::SyncResponse,
+            Self::QuasarCert(_) => MessageType::QuasarCert,
         }
     }
 }
@@ -1068,6 +1407,8 @@ pub enum MessageRef<'a> {
     SyncRequest(SyncRequestRef<'a>),
     /// See [`SyncResponseRef`].
     SyncResponse(SyncResponseRef<'a>),
+    /// See [`QuasarCertRef`].
+    QuasarCert(QuasarCertRef<'a>),
 }
 
 impl MessageRef<'_> {
@@ -1080,6 +1421,7 @@ impl MessageRef<'_> {
             Self::TxBatch(_) => MessageType::TxBatch,
             Self::SyncRequest(_) => MessageType::SyncRequest,
             Self::SyncResponse(_) => MessageType::SyncResponse,
+            Self::QuasarCert(_) => MessageType::QuasarCert,
         }
     }
 
@@ -1092,6 +1434,7 @@ impl MessageRef<'_> {
             Self::TxBatch(m) => Message::TxBatch(m.to_owned()),
             Self::SyncRequest(m) => Message::SyncRequest(m.to_owned()),
             Self::SyncResponse(m) => Message::SyncResponse(m.to_owned()),
+            Self::QuasarCert(m) => Message::QuasarCert(m.to_owned()),
         }
     }
 }
@@ -1121,6 +1464,9 @@ pub fn decode(buf: &[u8]) -> Result<MessageRef<'_>, WireError> {
         }
         MessageType::SyncResponse => {
             MessageRef::SyncResponse(SyncResponseRef::from_root(&reader.root(ss::SIZE)?)?)
+        }
+        MessageType::QuasarCert => {
+            MessageRef::QuasarCert(QuasarCertRef::from_root(&reader.root(qc::SIZE)?)?)
         }
     })
 }

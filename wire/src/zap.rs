@@ -237,6 +237,15 @@ impl<'a> Object<'a> {
         Ok((at, rel, len))
     }
 
+    /// The length (bytes field) or count (list field) that the pointer at `field` announces, *not*
+    /// checked against the message. A schema reads it to refuse an out-of-range length or count
+    /// before [`Object::bytes`] or [`Object::bytes_list`] resolves the pointer and walks entries.
+    ///
+    /// Errors: [`WireError::FieldOutsideObject`] (schema bug).
+    pub fn announced_len(&self, field: usize) -> Result<u32, WireError> {
+        self.pointer(field).map(|(_, _, len)| len)
+    }
+
     /// The variable-length byte string the bytes field at `field` points to, borrowed.
     ///
     /// Errors: [`WireError::PointerOutOfBounds`] when the target starts below byte 16 or ends past

@@ -13,6 +13,7 @@ const CERTIFICATE: &str = "5a4150000200000310000000c2000000070000000000000003000
 const TX_BATCH: &str = "5a41500002000004100000003f00000008000000030000001800000001000000180000000000000010000000070000006100000000000000736574206b2076";
 const SYNC_REQUEST: &str = "5a41500002000005100000003c0000006400000000000000000000000000000000000000000000000000000000000000000000000000000010000000";
 const SYNC_RESPONSE: &str = "5a4150000200000610000000e1010000080000000200000010000000f800000000010000c10000005a4150000200000110000000f800000070000000e400000000000000a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebfc0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedfe0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff00000000070000000000000003000000000000002a000000000000002900000000000000280000000000000000401e18240a0600101112131415161718191a1b1c1d1e1f202122232425262728292a2b2c2d2e2fb6d0eec5d7dee48d6bea5e2aef9f98c7b9015f0b59c0ac5688b513038dfa375705000000000000005a4150000200000310000000c1000000070000000000000003000000000000002a000000000000002900000000000000303132333435363738393a3b3c3d3e3f404142434445464748494a4b4c4d4e4fc0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedfe0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f1000000001000000010000000000000001";
+const QUASAR_CERT: &str = "5a4150000200000710000000cd0000000700000000000000030000000000000029000000000000002a00000000000000303132333435363738393a3b3c3d3e3f404142434445464748494a4b4c4d4e4f10000000400000004800000003000000505152535455565758595a5b5c5d5e5f606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f808182838485868788898a8b8c8d8e8f18000000080000001800000007000000180000000500000001626c732d61676702636f726f6e61000367313621";
 
 /// Encodes `message`, compares with the pinned hex, and decodes the pinned bytes back to `message`.
 fn check_golden(message: Message, pinned: &str) {
@@ -95,6 +96,45 @@ fn sync_response_golden() {
         .map(|i| decode(i).unwrap().message_type())
         .collect();
     assert_eq!(kinds, [MessageType::Proposal, MessageType::Certificate]);
+}
+
+#[test]
+fn quasar_cert_golden() {
+    let q = common::quasar_cert();
+    check_golden(Message::QuasarCert(q.clone()), QUASAR_CERT);
+    let bytes = hex::decode(QUASAR_CERT).unwrap();
+    // Root at 16 (80 B), bundle at 96 (64 B), leg list at 160 (3 × 8 B), legs at 184 (1 + 7),
+    // 192 (1 + 6, padded to 200) and 200 (1 + 4).
+    assert_eq!(bytes.len(), 205);
+    assert_eq!(&bytes[96..160], q.bundle.as_flattened());
+    assert_eq!(&bytes[184..192], b"\x01bls-agg");
+    let r = QuasarCertRef::parse(&bytes).unwrap();
+    assert_eq!(
+        (r.chain_id(), r.epoch(), r.height(), r.view()),
+        (7, 3, 41, 42)
+    );
+    assert_eq!(r.block(), &q.block);
+    assert_eq!(r.bundle_len(), 2);
+    assert_eq!(r.bundle().collect::<Vec<_>>(), [&q.bundle[0], &q.bundle[1]]);
+    assert_eq!(
+        r.bundle().next_back(),
+        Some(&q.bundle[1]),
+        "this block's μ is last"
+    );
+    assert_eq!(r.bundle_get(0), Some(&q.bundle[0]));
+    assert_eq!(r.bundle_get(2), None);
+    assert_eq!(r.bundle_bytes(), q.bundle.as_flattened());
+    assert_eq!(r.leg_count(), 3);
+    assert_eq!(r.legs().len(), 3);
+    assert_eq!(
+        r.legs().collect::<Vec<_>>(),
+        [
+            (LegKind::Bls, &b"bls-agg"[..]),
+            (LegKind::Corona, b"corona"),
+            (LegKind::Groth16, b"g16!"),
+        ]
+    );
+    assert_eq!(r.to_owned(), q);
 }
 
 #[test]

@@ -72,7 +72,7 @@ fn each_header_field_has_its_own_error() {
         WireError::ReservedFlags { found: 0x80 }
     );
 
-    for found in [0u8, 7, 0xff] {
+    for found in [0u8, 8, 0xff] {
         let mut b = vote.clone();
         b[7] = found; // message type, high byte of flags
         assert_eq!(
@@ -139,9 +139,29 @@ fn typed_readers_reject_other_types() {
         SyncResponseRef::parse(&vote),
         Err(WireError::WrongMessageType { .. })
     ));
+    assert_eq!(
+        QuasarCertRef::parse(&vote).unwrap_err(),
+        WireError::WrongMessageType {
+            expected: 7,
+            found: 2
+        }
+    );
     let cert = common::certificate().encode().unwrap();
     assert!(matches!(
         VoteRef::parse(&cert),
+        Err(WireError::WrongMessageType { .. })
+    ));
+    // A QuasarCert is not a (BLS) Certificate, and vice versa.
+    let quasar = common::quasar_cert().encode().unwrap();
+    assert_eq!(
+        CertificateRef::parse(&quasar).unwrap_err(),
+        WireError::WrongMessageType {
+            expected: 3,
+            found: 7
+        }
+    );
+    assert!(matches!(
+        QuasarCertRef::parse(&cert),
         Err(WireError::WrongMessageType { .. })
     ));
 }
@@ -295,6 +315,23 @@ fn sync_response_items_must_be_proposals_or_certificates() {
         WireError::BadSyncItem {
             index: 1,
             reason: Box::new(WireError::TooShort { len: 4 })
+        }
+    );
+    // A QuasarCert is not a sync item (sync serves blocks with their BLS certificates).
+    let mut b = TxBatch {
+        txs: vec![common::quasar_cert().encode().unwrap()],
+    }
+    .encode()
+    .unwrap();
+    b[7] = MessageType::SyncResponse as u8;
+    assert_eq!(
+        decode(&b).unwrap_err(),
+        WireError::BadSyncItem {
+            index: 0,
+            reason: Box::new(WireError::WrongMessageType {
+                expected: 1,
+                found: 7
+            })
         }
     );
     // No nesting: a SyncResponse inside a SyncResponse is refused on both sides.

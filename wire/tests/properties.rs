@@ -88,6 +88,30 @@ fn certificate() -> impl Strategy<Value = Certificate> {
         })
 }
 
+fn leg_kind() -> impl Strategy<Value = LegKind> {
+    prop::sample::select(LegKind::ALL.to_vec())
+}
+
+/// Bundles of 1..=8 digests (the `MAX_BUNDLE` edge is a unit test) and 1..=`MAX_LEGS` legs of any
+/// kinds, duplicates included (they decode; the lane verifier rejects them), bodies possibly empty.
+fn quasar_cert() -> impl Strategy<Value = QuasarCert> {
+    (
+        any::<[u64; 4]>(),
+        hash(),
+        vec(hash(), 1..=8),
+        vec((leg_kind(), vec(any::<u8>(), 0..40)), 1..=MAX_LEGS),
+    )
+        .prop_map(|(n, block, bundle, legs)| QuasarCert {
+            chain_id: n[0],
+            epoch: n[1],
+            height: n[2],
+            view: n[3],
+            block,
+            bundle,
+            legs,
+        })
+}
+
 fn message() -> impl Strategy<Value = Message> {
     let item = prop_oneof![
         proposal().prop_map(|p| p.encode().unwrap()),
@@ -106,11 +130,15 @@ fn message() -> impl Strategy<Value = Message> {
             })
         }),
         vec(item, 0..4).prop_map(|items| Message::SyncResponse(SyncResponse { items })),
+        quasar_cert().prop_map(Message::QuasarCert),
     ]
 }
 
 /// Decoding must not panic; on success, to_owned → encode → decode gives the same value back.
+/// Also runs the fuzz entry point, whose per-schema checks (sync items, QuasarCert accessors and
+/// canonical re-encoding) go further.
 fn decode_is_total_and_stable(bytes: &[u8]) {
+    quasar_wire::fuzzing::decode(bytes);
     if let Ok(decoded) = decode(bytes) {
         let owned = decoded.to_owned();
         let again = owned.encode().expect("a decoded value re-encodes");
@@ -142,6 +170,25 @@ proptest! {
     }
 
     #[test]
+    fn quasar_cert_round_trips_with_borrowed_bundle_and_legs(q in quasar_cert()) {
+        let bytes = q.encode().unwrap();
+        let r = QuasarCertRef::parse(&bytes).unwrap();
+        prop_assert_eq!(
+            (r.chain_id(), r.epoch(), r.height(), r.view(), r.block()),
+            (q.chain_id, q.epoch, q.height, q.view, &q.block)
+        );
+        prop_assert_eq!(r.bundle_len(), q.bundle.len());
+        prop_assert!(r.bundle().eq(q.bundle.iter()));
+        prop_assert_eq!(r.bundle_bytes(), q.bundle.as_flattened());
+        prop_assert_eq!(r.leg_count(), q.legs.len());
+        prop_assert!(r.legs().eq(q.legs.iter().map(|(k, b)| (*k, b.as_slice()))));
+        prop_assert_eq!(r.to_owned(), q.clone());
+        // The encoding is a fixed point of decode → encode.
+        prop_assert_eq!(&r.to_owned().encode().unwrap(), &bytes);
+        quasar_wire::fuzzing::decode(&bytes);
+    }
+
+    #[test]
     fn arbitrary_bytes_never_panic(bytes in vec(any::<u8>(), 0..300)) {
         decode_is_total_and_stable(&bytes);
     }
@@ -150,7 +197,7 @@ proptest! {
     /// hostile pointers and counts.
     #[test]
     fn arbitrary_bodies_behind_valid_headers_never_panic(
-        ty in 0u8..8,
+        ty in 0u8..9,
         root in prop_oneof![Just(16u32), any::<u32>()],
         body in vec(any::<u8>(), 0..400),
     ) {

@@ -11,10 +11,13 @@
 //! - [`scheme`]: trusted-dealer key generation, round 1, round 2, combine, verification (single
 //!   and batched, with A expanded once per group key) and the compact encodings of keys,
 //!   signatures and round messages;
+//! - [`local`]: every party of a signing set in one process (tests, benchmarks, a dealer-held
+//!   committee);
 //! - [`encode`]: the bit packing under those encodings and their [`encode::EncodingError`].
 
 pub mod encode;
 pub mod hash;
+pub mod local;
 pub mod params;
 pub mod ring;
 pub mod sample;

@@ -7,8 +7,10 @@
 //!
 //! The ML-DSA threshold scheme of "Threshold Signatures Reloaded: ML-DSA and Enhanced Raccoon
 //! with Identifiable Aborts" (Borin, Celi, del Pino, Espitau, Niot, Prest; IACR ePrint
-//! 2025/1166), with the parameters its authors published for ML-DSA-65 ([`params`]). Section
-//! numbers of the paper are not cited here: only its abstract and its public parameter script
+//! 2025/1166), with the parameters its authors published for ML-DSA-65 ([`params`]). The
+//! authors' revised version, "Efficient Threshold ML-DSA" (Celi, del Pino, Espitau, Niot,
+//! Prest; IACR ePrint 2026/013, USENIX Security '26), supersedes that preprint. Section numbers
+//! of either paper are not cited here: only their abstracts and the public parameter script
 //! could be consulted when this was written, so the description below is of what this code
 //! does, checked against FIPS 204 by the tests, not a transcription of the paper.
 //!
@@ -98,11 +100,13 @@
 //! - Encodings are ours: 23-bit residues for w and z; signatures and public keys are FIPS 204's.
 
 pub mod committee;
+mod local;
 pub mod params;
 pub mod ring;
 mod scheme;
 pub mod sharing;
 
+pub use local::{sign_in_process, LocalSignature};
 pub use scheme::{
     combine, trusted_dealer_keygen, GroupKey, KeyShare, PulsarError, Round1Message, Round1State,
     Round2Message, Round2State, Round3Message, Session, SessionId, Signer, PUBLIC_KEY_BYTES,

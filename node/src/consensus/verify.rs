@@ -223,13 +223,18 @@ impl Verifier {
     }
 
     /// Verifies a consensus message into a core input. Returns `Ok(None)` for messages that are not
-    /// consensus inputs (transaction batches, sync traffic). Errors: see [`VerifyError`].
+    /// consensus inputs (transaction batches, sync traffic, QuasarCerts). Errors: see
+    /// [`VerifyError`].
     pub fn verify_message(&self, message: Message) -> Result<Option<Input>, VerifyError> {
         Ok(match message {
             Message::Proposal(p) => Some(Input::Proposal(Box::new(self.verify_proposal(p)?))),
             Message::Vote(v) => Some(Input::Vote(self.verify_vote(v)?)),
             Message::Certificate(c) => Some(Input::Certificate(self.verify_certificate(c)?)),
-            Message::TxBatch(_) | Message::SyncRequest(_) | Message::SyncResponse(_) => None,
+            // QuasarCerts are handled by the certificate path (issue 8).
+            Message::TxBatch(_)
+            | Message::SyncRequest(_)
+            | Message::SyncResponse(_)
+            | Message::QuasarCert(_) => None,
         })
     }
 

@@ -87,6 +87,22 @@ pub fn sync_response() -> SyncResponse {
     }
 }
 
+pub fn quasar_cert() -> QuasarCert {
+    QuasarCert {
+        chain_id: 7,
+        epoch: 3,
+        height: 41,
+        view: 42,
+        block: seq(0x30),
+        bundle: vec![seq(0x50), seq(0x70)],
+        legs: vec![
+            (LegKind::Bls, b"bls-agg".to_vec()),
+            (LegKind::Corona, b"corona".to_vec()),
+            (LegKind::Groth16, b"g16!".to_vec()),
+        ],
+    }
+}
+
 /// One sample of every schema, in type order.
 pub fn all() -> Vec<Message> {
     vec![
@@ -96,5 +112,6 @@ pub fn all() -> Vec<Message> {
         Message::TxBatch(tx_batch()),
         Message::SyncRequest(sync_request()),
         Message::SyncResponse(sync_response()),
+        Message::QuasarCert(quasar_cert()),
     ]
 }
