@@ -3,12 +3,13 @@
 //!
 //! # What a certificate covers
 //!
-//! - The **round digest** μ of a finalized block ([`round_digest`]) is TupleHash256 (NIST SP
-//!   800-185 §5.2) with customization [`ROUND_DIGEST_CUSTOMIZATION`] over the tuple (chain id,
-//!   epoch, height, view, validator-set root, block hash, profile id), the integers as 8-byte
-//!   little-endian strings and the profile id as its name ([`Profile::name`]). The view is the
-//!   consensus round in which the block was finalized. Finalize votes sign μ, so a block's Nova
-//!   finalization is its BLS leg.
+//! - The **round digest** μ of a finalized block ([`quasar_wire::round_digest`]) is
+//!   TupleHash256 (NIST SP 800-185 §5.2) with customization `QUASAR-ROUND-DIGEST-v1` over the
+//!   tuple (chain id, epoch, height, view, validator-set root, block hash, profile id), the
+//!   integers as 8-byte little-endian strings and the profile id as its name
+//!   ([`Profile::name`]). The view is the consensus round in which the block was finalized.
+//!   Finalize votes sign μ, so a block's Nova finalization (aggregate and bitmap) is its BLS
+//!   leg.
 //! - Post-quantum legs are too heavy for every block (Corona at large n, the Groth16 rollup):
 //!   they sign or prove the **bundle digest** ([`bundle_digest`]) over the round digests of k
 //!   consecutive finalized blocks of one epoch, oldest first: TupleHash256 with customization
@@ -57,7 +58,7 @@ use quasar_crypto::corona::scheme::GroupKey as CoronaGroupKey;
 use quasar_crypto::hash::Hash;
 use quasar_crypto::mldsa::{MlDsa65, PublicKey};
 use quasar_crypto::rollup::circuit::Statement;
-use quasar_wire::{LegKind, QuasarCertRef, WireError};
+use quasar_wire::{round_digest, EpochDomain, LegKind, QuasarCertRef, WireError};
 
 use crate::groth16::{
     field_element_from_bytes, field_element_to_bytes, Groth16Error, Proof, VerifyingKey,
@@ -66,8 +67,6 @@ use crate::groth16::{
 use crate::magnetar::{MagnetarKeys, MagnetarLeg};
 use crate::{bls, corona, magnetar, pulsar, LaneError, ValidatorSet};
 
-/// Customization string of the round digest μ (DESIGN.md §3).
-pub const ROUND_DIGEST_CUSTOMIZATION: &[u8] = b"QUASAR-ROUND-DIGEST-v1";
 /// Customization string of the bundle digest the post-quantum legs sign.
 pub const BUNDLE_DIGEST_CUSTOMIZATION: &[u8] = b"QUASAR-BUNDLE-DIGEST-v1";
 /// Length of a Groth16 leg body: proof (192) ‖ digest input (32) ‖ h_x (32).
@@ -188,40 +187,6 @@ impl std::str::FromStr for Profile {
     }
 }
 
-/// The fields μ binds (module docs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RoundDigestInput<'a> {
-    /// Chain identifier.
-    pub chain_id: u64,
-    /// Epoch of the validator set.
-    pub epoch: u64,
-    /// Height of the block.
-    pub height: u64,
-    /// View (consensus round) in which the block was finalized.
-    pub view: u64,
-    /// The epoch's validator-set root.
-    pub validator_set_root: &'a Hash,
-    /// The block hash.
-    pub block_hash: &'a Hash,
-    /// The epoch's profile.
-    pub profile: Profile,
-}
-
-/// The round digest μ (32 bytes): TupleHash256, customization [`ROUND_DIGEST_CUSTOMIZATION`],
-/// over (chain_id, epoch, height, view as u64 LE; validator-set root; block hash; profile name).
-/// Never fails.
-pub fn round_digest(input: &RoundDigestInput<'_>) -> Hash {
-    let mut h = TupleHash256::new(ROUND_DIGEST_CUSTOMIZATION);
-    h.part(&input.chain_id.to_le_bytes());
-    h.part(&input.epoch.to_le_bytes());
-    h.part(&input.height.to_le_bytes());
-    h.part(&input.view.to_le_bytes());
-    h.part(input.validator_set_root);
-    h.part(input.block_hash);
-    h.part(input.profile.name().as_bytes());
-    h.finalize()
-}
-
 /// The bundle digest (32 bytes) over round digests, oldest first: TupleHash256, customization
 /// [`BUNDLE_DIGEST_CUSTOMIZATION`], one tuple element per digest. Never fails.
 pub fn bundle_digest<'a>(round_digests: impl IntoIterator<Item = &'a Hash>) -> Hash {
@@ -265,7 +230,7 @@ pub struct CertPolicy {
     chain_id: u64,
     epoch: u64,
     profile: Profile,
-    validator_set_root: Hash,
+    domain: EpochDomain,
     bundle_size: usize,
     keys: EpochKeys,
 }
@@ -307,7 +272,10 @@ impl CertPolicy {
             chain_id,
             epoch,
             profile,
-            validator_set_root,
+            domain: EpochDomain {
+                validator_set_root,
+                profile_id: profile.name(),
+            },
             bundle_size,
             keys,
         })
@@ -325,9 +293,9 @@ impl CertPolicy {
     pub fn profile(&self) -> Profile {
         self.profile
     }
-    /// The validator-set root.
-    pub fn validator_set_root(&self) -> &Hash {
-        &self.validator_set_root
+    /// The validator-set root and profile id every vote and certificate of the epoch binds.
+    pub fn domain(&self) -> &EpochDomain {
+        &self.domain
     }
     /// The largest bundle a certificate may cover.
     pub fn bundle_size(&self) -> usize {
@@ -340,15 +308,14 @@ impl CertPolicy {
 
     /// μ of the block `block_hash` at `height`, finalized in `view`, under this policy.
     pub fn round_digest(&self, height: u64, view: u64, block_hash: &Hash) -> Hash {
-        round_digest(&RoundDigestInput {
-            chain_id: self.chain_id,
-            epoch: self.epoch,
+        round_digest(
+            self.chain_id,
+            self.epoch,
             height,
             view,
-            validator_set_root: &self.validator_set_root,
             block_hash,
-            profile: self.profile,
-        })
+            &self.domain,
+        )
     }
 }
 
@@ -788,45 +755,13 @@ mod tests {
     }
 
     #[test]
-    fn round_digest_binds_every_field() {
-        let root = [1u8; 32];
-        let block = [2u8; 32];
-        let base = RoundDigestInput {
-            chain_id: 1,
-            epoch: 2,
-            height: 3,
-            view: 4,
-            validator_set_root: &root,
-            block_hash: &block,
-            profile: Profile::Quasar,
-        };
-        let other = [9u8; 32];
-        let variants = [
-            RoundDigestInput {
-                chain_id: 9,
-                ..base
-            },
-            RoundDigestInput { epoch: 9, ..base },
-            RoundDigestInput { height: 9, ..base },
-            RoundDigestInput { view: 9, ..base },
-            RoundDigestInput {
-                validator_set_root: &other,
-                ..base
-            },
-            RoundDigestInput {
-                block_hash: &other,
-                ..base
-            },
-            RoundDigestInput {
-                profile: Profile::Aurora,
-                ..base
-            },
-        ];
-        let mu = round_digest(&base);
-        for v in &variants {
-            assert_ne!(round_digest(v), mu, "{v:?}");
-        }
+    fn the_bundle_digest_is_not_a_round_digest_and_binds_the_list() {
+        let mu = [3u8; 32];
         assert_ne!(bundle_digest([&mu]), mu);
         assert_ne!(bundle_digest([&mu, &mu]), bundle_digest([&mu]));
+        assert_ne!(
+            bundle_digest([&mu, &[4; 32]]),
+            bundle_digest([&[4; 32], &mu])
+        );
     }
 }

@@ -15,10 +15,17 @@
 
 use quasar_crypto::bls::{ProofOfPossession, SecretKey};
 use quasar_crypto::bls_cache::PublicKeyCache;
+use quasar_crypto::corona::scheme::GroupKey as CoronaGroupKey;
 use quasar_crypto::hash::{tagged_hash, Hash};
 use quasar_crypto::magnetar;
 use quasar_crypto::mldsa::{self, MlDsa65};
+use quasar_crypto::rollup::circuit::{commitment, Validator as RollupValidator};
+use quasar_crypto::rollup::native::{ExpandedKey, ML_DSA_65};
+use quasar_lanes::cert::{CertError, CertPolicy, EpochKeys, Profile, ProfileParseError, RollupKey};
+use quasar_lanes::groth16::VerifyingKey;
+use quasar_lanes::magnetar::MagnetarKeys;
 use quasar_lanes::{Validator, ValidatorSet};
+use quasar_wire::EpochDomain;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -72,6 +79,26 @@ fn read_bounded(path: &Path) -> Result<String, ConfigError> {
 
 fn decode_hex(field: &str, value: &str) -> Result<Vec<u8>, ConfigError> {
     hex::decode(value).map_err(|e| ConfigError::Invalid(format!("{field}: not hex: {e}")))
+}
+
+/// The validators of `file` as the rollup sees them (expanded ML-DSA-65 keys and stakes).
+fn rollup_validators(
+    file: &GenesisFile,
+    keys: &[mldsa::PublicKey<MlDsa65>],
+) -> Result<Vec<RollupValidator>, ConfigError> {
+    file.validators
+        .iter()
+        .zip(keys)
+        .map(|(v, key)| {
+            let key = ExpandedKey::from_public_key(&ML_DSA_65, key.as_bytes()).map_err(|e| {
+                ConfigError::Invalid(format!("validator {}: ML-DSA key: {e}", v.name))
+            })?;
+            Ok(RollupValidator {
+                key,
+                stake: v.stake,
+            })
+        })
+        .collect()
 }
 
 /// Secret half of a validator's keys (`validator.key.json`).
@@ -302,6 +329,35 @@ pub struct GenesisFile {
     pub genesis_time_us: u64,
     /// Validators of epoch 0, in index order.
     pub validators: Vec<GenesisValidator>,
+    /// The cert profile of epoch 0 (DESIGN.md §3): `quasar` (the default when absent),
+    /// `aurora`, `polaris`, `fast` or `hybrid-<deadline>`.
+    #[serde(default = "default_profile")]
+    pub profile: String,
+    /// Blocks per bundle of the post-quantum legs (1 ≤ k ≤ 1024; default 16; `fast` uses 1).
+    #[serde(default = "default_bundle_size")]
+    pub bundle_size: u64,
+    /// Epoch 0's Corona group key, hex (4,640 bytes), for profiles with a Corona leg.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corona_group_key: Option<String>,
+    /// Epoch 0's Pulsar group key (an ML-DSA-65 public key), hex (1,952 bytes), for profiles
+    /// with a Pulsar leg.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pulsar_group_key: Option<String>,
+    /// The Groth16 rollup verifying key for this validator set (`rollup.vk.json`'s
+    /// `verifying_key`), hex, for profiles with a Groth16 leg.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollup_verifying_key: Option<String>,
+}
+
+fn default_profile() -> String {
+    Profile::default().name()
+}
+
+/// Default blocks per bundle.
+pub const DEFAULT_BUNDLE_SIZE: u64 = 16;
+
+fn default_bundle_size() -> u64 {
+    DEFAULT_BUNDLE_SIZE
 }
 
 /// A checked genesis.
@@ -319,6 +375,69 @@ pub struct Genesis {
     pub mldsa_public_keys: Vec<mldsa::PublicKey<MlDsa65>>,
     /// SLH-DSA-SHAKE-192f Magnetar public keys, by validator index.
     pub slhdsa_public_keys: Vec<magnetar::PublicKey>,
+    /// The cert profile of epoch 0.
+    pub profile: Profile,
+    /// The validator-set root of epoch 0: `tagged_hash("QUASAR-VALIDATOR-SET-v1", [per
+    /// validator: BLS public key, ML-DSA-65 public key, SLH-DSA public key, stake])`.
+    pub validator_set_root: Hash,
+    /// Epoch 0's Corona group key, if the genesis has one.
+    pub corona_group_key: Option<CoronaGroupKey>,
+    /// Epoch 0's Pulsar group key, if the genesis has one.
+    pub pulsar_group_key: Option<mldsa::PublicKey<MlDsa65>>,
+    /// The rollup verifying key and the commitment h_x to this validator set, if the genesis
+    /// has a rollup key.
+    pub rollup: Option<RollupKey>,
+}
+
+impl Genesis {
+    /// The validators as the Groth16 rollup sees them: expanded ML-DSA-65 keys and stakes, in
+    /// index order. Errors: [`ConfigError::Invalid`] naming a key that does not expand.
+    pub fn rollup_validators(&self) -> Result<Vec<RollupValidator>, ConfigError> {
+        rollup_validators(&self.file, &self.mldsa_public_keys)
+    }
+
+    /// Epoch 0's certificate policy (profile, bundle size and the keys its legs need), or why
+    /// there is none: the profile needs a key the genesis does not carry.
+    pub fn cert_policy(&self) -> Result<CertPolicy, String> {
+        let magnetar = MagnetarKeys::new(
+            self.validators.clone(),
+            MAGNETAR_SET,
+            self.slhdsa_public_keys.clone(),
+        )
+        .map_err(|e| format!("Magnetar keys: {e}"))?;
+        let keys = EpochKeys {
+            validators: self.validators.clone(),
+            corona: self.corona_group_key.clone(),
+            rollup: self.rollup.clone(),
+            pulsar: self.pulsar_group_key.clone(),
+            magnetar: Some(magnetar),
+        };
+        let bundle_size = usize::try_from(self.file.bundle_size).unwrap_or(usize::MAX);
+        CertPolicy::new(
+            self.file.chain_id,
+            0,
+            self.profile,
+            self.validator_set_root,
+            bundle_size,
+            keys,
+        )
+        .map_err(|e| match e {
+            CertError::MissingKey { leg } => format!(
+                "profile {} needs a {leg} key, and the genesis has none",
+                self.profile
+            ),
+            other => other.to_string(),
+        })
+    }
+
+    /// What epoch 0's votes and certificates bind besides their own fields (the round digest
+    /// μ's validator-set root and profile id).
+    pub fn domain(&self) -> EpochDomain {
+        EpochDomain {
+            validator_set_root: self.validator_set_root,
+            profile_id: self.profile.name(),
+        }
+    }
 }
 
 impl GenesisFile {
@@ -344,13 +463,19 @@ impl GenesisFile {
                     stake,
                 })
                 .collect(),
+            profile: default_profile(),
+            bundle_size: DEFAULT_BUNDLE_SIZE,
+            corona_group_key: None,
+            pulsar_group_key: None,
+            rollup_verifying_key: None,
         }
     }
 
     /// Checks every key and proof of possession and computes the genesis hash:
-    /// `tagged_hash("QUASAR-GENESIS-v1", [chain_id, genesis_time_us, then per validator: BLS
-    /// public key, ML-DSA-65 public key, SLH-DSA-SHAKE-192f public key, TLS certificate,
-    /// stake])`. Errors: [`ConfigError::Invalid`] naming the validator (a repeated name, a bad
+    /// `tagged_hash("QUASAR-GENESIS-v1", [chain_id, genesis_time_us, profile name, then per
+    /// validator: BLS public key, ML-DSA-65 public key, SLH-DSA-SHAKE-192f public key, TLS
+    /// certificate, stake])`. Errors: [`ConfigError::Invalid`] for an unknown profile, or naming
+    /// the validator (a repeated name, a bad
     /// BLS key or proof of possession, an ML-DSA-65 key that is not 1952 bytes or repeats another
     /// validator's, an SLH-DSA key that is not 48 bytes or repeats another validator's, a bad or
     /// repeated TLS certificate) or the validator set.
@@ -367,10 +492,35 @@ impl GenesisFile {
         let mut mldsa_keys: Vec<mldsa::PublicKey<MlDsa65>> =
             Vec::with_capacity(self.validators.len());
         let mut slhdsa_keys: Vec<magnetar::PublicKey> = Vec::with_capacity(self.validators.len());
+        let profile: Profile = self
+            .profile
+            .parse()
+            .map_err(|e: ProfileParseError| ConfigError::Invalid(format!("profile: {e}")))?;
+        if !(1..=quasar_wire::MAX_BUNDLE as u64).contains(&self.bundle_size) {
+            return Err(ConfigError::Invalid(format!(
+                "bundle_size {} is outside 1..={}",
+                self.bundle_size,
+                quasar_wire::MAX_BUNDLE
+            )));
+        }
+        let optional = |field: &str, value: &Option<String>| -> Result<Vec<u8>, ConfigError> {
+            value
+                .as_deref()
+                .map_or(Ok(Vec::new()), |v| decode_hex(field, v))
+        };
+        let corona_bytes = optional("corona_group_key", &self.corona_group_key)?;
+        let pulsar_bytes = optional("pulsar_group_key", &self.pulsar_group_key)?;
+        let rollup_bytes = optional("rollup_verifying_key", &self.rollup_verifying_key)?;
         let mut parts: Vec<Vec<u8>> = vec![
             self.chain_id.to_le_bytes().to_vec(),
             self.genesis_time_us.to_le_bytes().to_vec(),
+            profile.name().into_bytes(),
+            self.bundle_size.to_le_bytes().to_vec(),
+            corona_bytes.clone(),
+            pulsar_bytes.clone(),
+            rollup_bytes.clone(),
         ];
+        let mut set_parts: Vec<Vec<u8>> = Vec::with_capacity(4 * self.validators.len());
         for (i, v) in self.validators.iter().enumerate() {
             let who = format!("validator {i} ({})", v.name);
             // Names identify validators to operators and to the rollup commands.
@@ -434,6 +584,10 @@ impl GenesisFile {
             parts.push(magnetar_key.as_bytes().to_vec());
             parts.push(cert.clone());
             parts.push(v.stake.to_le_bytes().to_vec());
+            set_parts.push(pk.to_bytes().to_vec());
+            set_parts.push(identity.as_bytes().to_vec());
+            set_parts.push(magnetar_key.as_bytes().to_vec());
+            set_parts.push(v.stake.to_le_bytes().to_vec());
             members.push(Validator {
                 public_key: pk,
                 stake: v.stake,
@@ -446,6 +600,31 @@ impl GenesisFile {
             .map_err(|e| ConfigError::Invalid(format!("validator set: {e}")))?;
         let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
         let hash = tagged_hash("QUASAR-GENESIS-v1", &refs);
+        let set_refs: Vec<&[u8]> = set_parts.iter().map(Vec::as_slice).collect();
+        let validator_set_root = tagged_hash("QUASAR-VALIDATOR-SET-v1", &set_refs);
+        let corona_group_key = match self.corona_group_key {
+            Some(_) => Some(
+                quasar_lanes::corona::decode_group_key(&corona_bytes)
+                    .map_err(|e| ConfigError::Invalid(format!("corona_group_key: {e}")))?,
+            ),
+            None => None,
+        };
+        let pulsar_group_key = match self.pulsar_group_key {
+            Some(_) => Some(
+                quasar_lanes::pulsar::decode_group_key(&pulsar_bytes)
+                    .map_err(|e| ConfigError::Invalid(format!("pulsar_group_key: {e}")))?,
+            ),
+            None => None,
+        };
+        let rollup = match self.rollup_verifying_key {
+            Some(_) => {
+                let verifying_key = VerifyingKey::from_bytes(&rollup_bytes)
+                    .map_err(|e| ConfigError::Invalid(format!("rollup_verifying_key: {e}")))?;
+                let h_x = commitment(&rollup_validators(&self, &mldsa_keys)?);
+                Some(RollupKey { verifying_key, h_x })
+            }
+            None => None,
+        };
         Ok(Genesis {
             file: self,
             hash,
@@ -453,6 +632,11 @@ impl GenesisFile {
             tls_certificates: certs,
             mldsa_public_keys: mldsa_keys,
             slhdsa_public_keys: slhdsa_keys,
+            profile,
+            validator_set_root,
+            corona_group_key,
+            pulsar_group_key,
+            rollup,
         })
     }
 

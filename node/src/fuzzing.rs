@@ -38,8 +38,8 @@ use quasar_lanes::{Validator, ValidatorSet};
 use quasar_storage::{GuardError, SigningGuard, VoteIntent};
 use quasar_wire::frame::MAX_FRAME_LEN;
 use quasar_wire::{
-    payload_root, vote_signing_message, BlockHeader, Certificate, CertificateKind, Message,
-    MessageRef, Proposal, Vote, VoteKind,
+    payload_root, vote_signing_message, BlockHeader, Certificate, CertificateKind, EpochDomain,
+    Message, MessageRef, Proposal, Vote, VoteKind,
 };
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -50,6 +50,14 @@ pub const VALIDATORS: usize = 4;
 pub const CHAIN_ID: u64 = 7;
 /// Genesis hash of the fixture (nonzero, as a real genesis hash is).
 pub const GENESIS: Hash = [0x47; 32];
+
+/// The fixture's epoch domain (finalize votes sign μ under it).
+pub fn domain() -> EpochDomain {
+    EpochDomain {
+        validator_set_root: [0x56; 32],
+        profile_id: quasar_lanes::cert::Profile::default().name(),
+    }
+}
 
 /// Most instructions [`core_inputs`] runs from one input: each may sign up to four votes and
 /// verify one message (about 1 ms of BLS each), so one input stays well under a second.
@@ -86,7 +94,7 @@ fn fixture() -> &'static Fixture {
             max_txs: 16,
             max_bytes: 4096,
         };
-        let verifier = Verifier::new(validators.clone(), GENESIS, CHAIN_ID, 0, limits);
+        let verifier = Verifier::new(validators.clone(), GENESIS, CHAIN_ID, 0, domain(), limits);
         Fixture {
             keys,
             validators,
@@ -438,6 +446,7 @@ impl CoreHarness {
             0,
             CHAIN_ID,
             0,
+            domain(),
             SigningGuard::in_memory(),
         );
         let mut run = CoreHarness {
@@ -501,7 +510,7 @@ impl CoreHarness {
             VoteKind::Nullify => ([0; 32], 0),
             _ => (block, height),
         };
-        let message = vote_signing_message(kind, CHAIN_ID, 0, view, height, &block);
+        let message = vote_signing_message(kind, CHAIN_ID, 0, view, height, &block, &domain());
         let vote = Vote {
             kind,
             chain_id: CHAIN_ID,
@@ -547,6 +556,7 @@ impl CoreHarness {
             proposer,
             CHAIN_ID,
             0,
+            domain(),
             SigningGuard::in_memory(),
         );
         let Ok(signed) = signer.sign_block(&slot, txs, self.now.saturating_add(late_us)) else {
@@ -586,7 +596,15 @@ impl CoreHarness {
         let set = bytes.byte();
         let flags = bytes.byte();
         let signers: Vec<usize> = (0..VALIDATORS).filter(|i| (set >> i) & 1 == 1).collect();
-        let message = vote_signing_message(kind.vote_kind(), CHAIN_ID, 0, view, height, &block);
+        let message = vote_signing_message(
+            kind.vote_kind(),
+            CHAIN_ID,
+            0,
+            view,
+            height,
+            &block,
+            &domain(),
+        );
         let signatures: Vec<Signature> = signers.iter().map(|&i| sign(i, &message)).collect();
         let Ok(aggregate) = Signature::aggregate(&signatures) else {
             return; // No signers.

@@ -11,6 +11,8 @@
 //! - [`testnet`]: the multi-process local network behind `quasar-node testnet`.
 //! - [`rollup`], [`rollup_job`]: the Groth16 rollup commands, and the signature collection and
 //!   asynchronous proving the node runs per window.
+//! - [`quasar`], [`quasar_service`]: Quasar finality: bundles of finalized blocks, their legs,
+//!   and the QuasarCerts that complete them.
 #![forbid(unsafe_code)]
 
 pub mod api;
@@ -21,6 +23,8 @@ pub mod fuzzing;
 pub mod mempool;
 pub mod metrics;
 pub mod p2p;
+pub mod quasar;
+pub mod quasar_service;
 pub mod rollup;
 pub mod rollup_job;
 pub mod runtime;

@@ -1,6 +1,7 @@
 //! `quasar-node`: the Quasar validator node command line.
 
 use clap::{Parser, Subcommand};
+use quasar_lanes::cert::Profile;
 use quasar_node::config::{keygen, load_public, GenesisFile, NodeConfig};
 use quasar_node::rollup;
 use quasar_node::runtime::now_us;
@@ -89,6 +90,10 @@ enum Command {
         /// Client transactions per second.
         #[arg(long, default_value_t = 100.0)]
         tx_rate: f64,
+        /// Cert profile of the genesis: quasar, aurora, polaris, fast or hybrid-<deadline>
+        /// (e.g. hybrid-1s).
+        #[arg(long, default_value = "quasar")]
+        profile: Profile,
     },
     /// Generate Groth16 keys of the ML-DSA-65 rollup for N validators and T signatures per
     /// proof into DIR (rollup.pk, rollup.vk.json). A single-party setup: fine for testnets, not
@@ -298,6 +303,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             dir,
             block_time_ms,
             tx_rate,
+            profile,
         } => {
             let binary = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
             let opts = TestnetOptions {
@@ -307,6 +313,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 block_time_ms,
                 tx_rate,
                 binary,
+                profile,
             };
             let report = runtime()?.block_on(async {
                 tokio::select! {

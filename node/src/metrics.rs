@@ -1,10 +1,12 @@
 //! Node metrics, exported in Prometheus text format at `GET /metrics`.
 
 use prometheus_client::collector::Collector;
+use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use quasar_crypto::bls_cache::PublicKeyCache;
 use std::sync::Arc;
@@ -34,6 +36,28 @@ pub struct NodeMetrics {
     pub mempool_size: Gauge,
     /// Seconds from a block's proposal timestamp to this node seeing its finalize quorum.
     pub finality_seconds: Histogram,
+    /// Highest height covered by a verified QuasarCert (Quasar finality).
+    pub quasar_finalized_height: Gauge,
+    /// Verified QuasarCerts stored.
+    pub quasar_certificates: Counter,
+    /// Bundles that stayed at Nova finality: hybrid deadline passed, or dropped unfinished.
+    pub quasar_bundles_abandoned: Counter,
+    /// Whole-certificate verification time (parallel max).
+    pub quasar_cert_verify_seconds: Histogram,
+    /// Per-leg verification time, labelled by leg.
+    pub quasar_leg_verify_seconds: Family<LegLabel, Histogram>,
+}
+
+/// The `leg` label of per-leg metrics.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LegLabel {
+    /// The leg's name (`bls`, `corona`, `groth16`, `pulsar`, `magnetar`).
+    pub leg: String,
+}
+
+/// Buckets for verification times: 100 µs to about 3 s.
+fn verify_buckets() -> impl Iterator<Item = f64> {
+    exponential_buckets(1e-4, 2.0, 16)
 }
 
 impl NodeMetrics {
@@ -54,6 +78,13 @@ impl NodeMetrics {
             finalized_height: Gauge::default(),
             mempool_size: Gauge::default(),
             finality_seconds: Histogram::new(buckets),
+            quasar_finalized_height: Gauge::default(),
+            quasar_certificates: Counter::default(),
+            quasar_bundles_abandoned: Counter::default(),
+            quasar_cert_verify_seconds: Histogram::new(verify_buckets()),
+            quasar_leg_verify_seconds: Family::new_with_constructor(|| {
+                Histogram::new(verify_buckets())
+            }),
         };
         let r = registry.sub_registry_with_prefix("quasar");
         r.register(
@@ -106,6 +137,31 @@ impl NodeMetrics {
             "consensus_finality_seconds",
             "Proposal timestamp to finalize quorum",
             m.finality_seconds.clone(),
+        );
+        r.register(
+            "cert_quasar_finalized_height",
+            "Highest height covered by a verified QuasarCert",
+            m.quasar_finalized_height.clone(),
+        );
+        r.register(
+            "cert_stored",
+            "Verified QuasarCerts stored",
+            m.quasar_certificates.clone(),
+        );
+        r.register(
+            "cert_bundles_abandoned",
+            "Bundles left at Nova finality (hybrid deadline passed, or dropped unfinished)",
+            m.quasar_bundles_abandoned.clone(),
+        );
+        r.register(
+            "cert_verify_seconds",
+            "Whole QuasarCert verification time (legs in parallel)",
+            m.quasar_cert_verify_seconds.clone(),
+        );
+        r.register(
+            "cert_leg_verify_seconds",
+            "QuasarCert leg verification time, by leg",
+            m.quasar_leg_verify_seconds.clone(),
         );
         m
     }

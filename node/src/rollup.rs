@@ -19,7 +19,7 @@ use quasar_crypto::rollup::circuit::{
     choose_signers, commitment, RollupError, RollupWitness, Shape, Statement, Validator,
     ROLLUP_CONTEXT,
 };
-use quasar_crypto::rollup::native::{DecodedSignature, ExpandedKey, ML_DSA_65};
+use quasar_crypto::rollup::native::{DecodedSignature, ML_DSA_65};
 use quasar_crypto::rollup::prover::{
     dev_setup, prove as groth16_prove, read_proving_key, read_proving_key_shape, write_proving_key,
     ProverError,
@@ -359,20 +359,14 @@ pub fn sign(keys: &Path, digest: [u8; 32]) -> Result<SignatureEntry, RollupComma
 
 /// The validator set of `genesis` as the rollup sees it, with names.
 fn validator_set(genesis: &Path) -> Result<(Vec<String>, Vec<Validator>), RollupCommandError> {
-    let file = GenesisFile::load(genesis)?;
-    let checked = file.clone().check()?;
-    let mut names = Vec::with_capacity(file.validators.len());
-    let mut validators = Vec::with_capacity(file.validators.len());
-    for (v, key) in file.validators.iter().zip(&checked.mldsa_public_keys) {
-        let key = ExpandedKey::from_public_key(&ML_DSA_65, key.as_bytes()).map_err(|e| {
-            RollupCommandError::Invalid(format!("validator {}: ML-DSA key: {e}", v.name))
-        })?;
-        names.push(v.name.clone());
-        validators.push(Validator {
-            key,
-            stake: v.stake,
-        });
-    }
+    let checked = GenesisFile::load(genesis)?.check()?;
+    let validators = checked.rollup_validators()?;
+    let names = checked
+        .file
+        .validators
+        .iter()
+        .map(|v| v.name.clone())
+        .collect();
     Ok((names, validators))
 }
 

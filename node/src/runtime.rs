@@ -23,14 +23,18 @@ use crate::engine::{Engine, EngineError, Host, Published};
 use crate::mempool::{Mempool, MempoolLimits};
 use crate::metrics::{KeyCacheMetrics, NodeMetrics};
 use crate::p2p::{Inbound, Network, NetworkConfig, P2pMetrics, PeerInfo};
+use crate::quasar::QuasarTracker;
+use crate::quasar_service::{self, Contributor, Finalized, QuasarHandle};
 use crate::signer::{SignError, VoteSigner};
 use crate::sync::{serve, MAX_SYNC_BLOCKS};
 use prometheus_client::registry::Registry;
 use quasar_crypto::bls_cache::PublicKeyCache;
 use quasar_crypto::hash::{tagged_hash, Hash};
+use quasar_lanes::cert::CertVerifier;
+use quasar_lanes::ValidatorSet;
 use quasar_storage::{SigningGuard, SledStore, Store};
 use quasar_wire::{decode, tx_hash, Message, MessageRef, SyncRequest, TxBatch};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -107,6 +111,16 @@ pub struct Shared {
     pub validators: usize,
     /// When this node saw each recent height finalized (µs since the Unix epoch).
     pub finalized_at: Mutex<HashMap<u64, u64>>,
+    /// Quasar finality: bundles waiting for their legs ([`crate::quasar_service`]).
+    pub quasar: Mutex<QuasarTracker>,
+    /// Highest height covered by a verified QuasarCert (0 when none).
+    pub quasar_height: AtomicU64,
+    /// Recent per-leg verification times of completed certificates, ms, by leg name.
+    pub leg_samples: Mutex<BTreeMap<String, VecDeque<f64>>>,
+    /// The Quasar finality service's input.
+    pub quasar_tx: QuasarHandle,
+    /// The current epoch's validator set.
+    pub validator_set: Arc<ValidatorSet>,
 }
 
 impl Shared {
@@ -196,7 +210,14 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         max_txs: cfg.max_block_txs,
         max_bytes: MAX_BLOCK_BYTES,
     };
-    let verifier = Verifier::new(validators.clone(), genesis.hash, chain_id, 0, limits);
+    let verifier = Verifier::new(
+        validators.clone(),
+        genesis.hash,
+        chain_id,
+        0,
+        genesis.domain(),
+        limits,
+    );
     let core_cfg = CoreConfig {
         chain_id,
         epoch: 0,
@@ -208,7 +229,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         max_future_views: 1_000,
         max_clock_drift_us: 5_000_000,
     };
-    let signer = VoteSigner::new(keys.bls, me, chain_id, 0, guard);
+    let signer = VoteSigner::new(keys.bls, me, chain_id, 0, genesis.domain(), guard);
     let (engine, recovery) = Engine::open(
         store.clone(),
         signer,
@@ -273,6 +294,16 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     )
     .await?;
 
+    let policy = genesis.cert_policy().map(Arc::new);
+    if let Err(reason) = &policy {
+        tracing::warn!(%reason, "Quasar finality unavailable: blocks reach Nova finality only");
+    }
+    let cert_verifier = Arc::new(
+        CertVerifier::new(0).map_err(|e| NodeError::Other(format!("certificate pool: {e}")))?,
+    );
+    let tracker = QuasarTracker::new(policy, genesis.profile, cert_verifier);
+    let quasar_height = store.quasar_tip()?.unwrap_or(0);
+    let (quasar, quasar_rx) = QuasarHandle::channel();
     let shared = Arc::new(Shared {
         validator: me,
         chain_id,
@@ -292,8 +323,27 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         registry,
         validators: validators.len(),
         finalized_at: Mutex::new(HashMap::new()),
+        quasar: Mutex::new(tracker),
+        quasar_height: AtomicU64::new(quasar_height),
+        leg_samples: Mutex::new(BTreeMap::new()),
+        quasar_tx: quasar.clone(),
+        validator_set: validators.clone(),
     });
     shared.metrics.finalized_height.set(tip.height as i64);
+    shared
+        .metrics
+        .quasar_finalized_height
+        .set(quasar_height as i64);
+    quasar_service::spawn(
+        shared.clone(),
+        Contributor {
+            index: me,
+            slhdsa: keys.slhdsa,
+            slhdsa_keys: genesis.slhdsa_public_keys.clone(),
+        },
+        quasar_rx,
+    )
+    .map_err(|e| NodeError::Other(format!("quasar finality thread: {e}")))?;
 
     let api_listener = tokio::net::TcpListener::bind(cfg.api_listen)
         .await
@@ -317,6 +367,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
             input_tx,
             max_block_txs: cfg.max_block_txs,
             span: tracing::Span::none(),
+            quasar,
         },
     };
     // Report the view consensus will resume at while it waits for peers.
@@ -384,10 +435,20 @@ async fn inbound_loop(
         let mut votes = Vec::new();
         for event in burst {
             match event {
-                Inbound::Gossip { message, .. } => {
-                    if let Ok(MessageRef::Vote(vote)) = decode(&message) {
-                        votes.push(vote.to_owned());
-                        continue;
+                Inbound::Gossip { message, from } => {
+                    match decode(&message) {
+                        Ok(MessageRef::Vote(vote)) => {
+                            votes.push(vote.to_owned());
+                            continue;
+                        }
+                        Ok(MessageRef::Lane(lane)) => {
+                            shared.quasar_tx.send(quasar_service::Input::Lane {
+                                from,
+                                message: lane.to_owned(),
+                            });
+                            continue;
+                        }
+                        _ => {}
                     }
                     let job = move |shared: &Shared, verifier: &Verifier| {
                         ingest(shared, verifier, &message).into_iter().collect()
@@ -561,6 +622,8 @@ struct RuntimeHost {
     max_block_txs: usize,
     /// The current view's span (every log line of the view carries it).
     span: tracing::Span,
+    /// The Quasar finality service.
+    quasar: QuasarHandle,
 }
 
 impl Host for RuntimeHost {
@@ -615,6 +678,14 @@ impl Host for RuntimeHost {
         self.shared
             .finalized_height
             .store(height, Ordering::Relaxed);
+        self.quasar
+            .send(quasar_service::Input::Finalized(Finalized {
+                height,
+                view: block.proposal.header.view,
+                hash: block.hash,
+                certificate: block.certificate.clone(),
+                seen_us: block.seen_us,
+            }));
         self.shared.height.fetch_max(height, Ordering::Relaxed);
         let m = &self.shared.metrics;
         m.blocks_finalized.inc();

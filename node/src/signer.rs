@@ -24,7 +24,7 @@ use crate::consensus::{ProposalSlot, VerifiedProposal, VerifiedVote};
 use quasar_crypto::bls::SecretKey;
 use quasar_crypto::hash::Hash;
 use quasar_storage::{GuardDecision, GuardError, SigningGuard, VoteIntent};
-use quasar_wire::{payload_root, BlockHeader, Proposal, Vote, VoteKind};
+use quasar_wire::{payload_root, BlockHeader, EpochDomain, Proposal, Vote, VoteKind};
 use rand::Rng;
 
 /// Test-only fault injection (module docs): `N` in `0..=1000`; a process with this variable set
@@ -85,6 +85,7 @@ pub struct VoteSigner {
     index: u32,
     chain_id: u64,
     epoch: u64,
+    domain: EpochDomain,
     guard: SigningGuard,
     /// Fault injection: abort with this probability (permille) after a fresh guard record.
     crash_after_guard: Option<u32>,
@@ -108,13 +109,15 @@ fn guard_kind(kind: VoteKind) -> quasar_storage::VoteKind {
 }
 
 impl VoteSigner {
-    /// A signer for validator `index` of `chain_id`/`epoch`. Reads [`CRASH_AFTER_GUARD_ENV`]
-    /// once (test-only fault injection, module docs; no effect when unset).
+    /// A signer for validator `index` of `chain_id`/`epoch`, whose finalize votes sign μ under
+    /// `domain`. Reads [`CRASH_AFTER_GUARD_ENV`] once (test-only fault injection, module docs;
+    /// no effect when unset).
     pub fn new(
         key: SecretKey,
         index: u32,
         chain_id: u64,
         epoch: u64,
+        domain: EpochDomain,
         guard: SigningGuard,
     ) -> VoteSigner {
         VoteSigner {
@@ -122,6 +125,7 @@ impl VoteSigner {
             index,
             chain_id,
             epoch,
+            domain,
             guard,
             crash_after_guard: crash_after_guard_permille(),
         }
@@ -191,7 +195,7 @@ impl VoteSigner {
             signer: self.index,
             signature: [0; 96],
         };
-        let signature = self.key.sign(&vote.signing_message());
+        let signature = self.key.sign(&vote.signing_message(&self.domain));
         vote.signature = signature.to_bytes();
         Ok((VerifiedVote::signed_locally(vote, signature), decision))
     }

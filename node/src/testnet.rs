@@ -40,7 +40,7 @@
 //! Processes are stopped with SIGKILL ([`std::process::Child::kill`]), never gracefully: a killed
 //! validator must come back from its durable state alone (DESIGN.md §2, signing guard).
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, UdpSocket};
@@ -55,6 +55,7 @@ use tokio::task::JoinSet;
 use tokio::time::{sleep, Instant};
 
 use crate::config::{self, ConfigError, GenesisFile, NodeConfig, PeerConfig};
+use quasar_lanes::cert::Profile;
 
 /// Chain id of every testnet genesis.
 pub const CHAIN_ID: u64 = 1;
@@ -225,6 +226,8 @@ pub struct TestnetOptions {
     pub tx_rate: f64,
     /// Path of the `quasar-node` binary to start for each validator.
     pub binary: PathBuf,
+    /// The cert profile written into the genesis (default `quasar`).
+    pub profile: Profile,
 }
 
 impl TestnetOptions {
@@ -238,6 +241,7 @@ impl TestnetOptions {
             block_time_ms: DEFAULT_BLOCK_TIME_MS,
             tx_rate: DEFAULT_TX_RATE,
             binary: binary.into(),
+            profile: Profile::default(),
         }
     }
 
@@ -277,6 +281,16 @@ pub struct TestnetReport {
     pub txs_submitted: u64,
     /// Of those, the ones found finalized.
     pub txs_finalized: u64,
+    /// The genesis cert profile.
+    pub profile: String,
+    /// The lowest height covered by a verified QuasarCert over all validators at the end of
+    /// the run (Quasar finality; 0 when none).
+    pub quasar_finalized_height: u64,
+    /// Why Quasar finality is unavailable (validator 0's answer), or `null`.
+    pub quasar_unavailable: Option<String>,
+    /// Validator 0's median verification time per certificate leg, ms (empty when no
+    /// certificate completed).
+    pub leg_verify_p50_ms: BTreeMap<String, f64>,
 }
 
 impl TestnetReport {
@@ -287,7 +301,7 @@ impl TestnetReport {
 }
 
 /// `GET /status` of a node.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Status {
     /// The node's validator index.
     pub validator: u32,
@@ -311,6 +325,18 @@ pub struct Status {
     pub votes_signed: u64,
     /// Votes the signing guard refused.
     pub guard_refusals: u64,
+    /// The cert profile.
+    #[serde(default)]
+    pub profile: String,
+    /// Highest height covered by a verified QuasarCert.
+    #[serde(default)]
+    pub quasar_finalized_height: u64,
+    /// Why Quasar finality is unavailable, if it is.
+    #[serde(default)]
+    pub quasar_unavailable: Option<String>,
+    /// Median verification time per leg, ms.
+    #[serde(default)]
+    pub leg_verify_p50_ms: BTreeMap<String, f64>,
 }
 
 /// The certificate part of [`BlockInfo`].
@@ -418,6 +444,18 @@ impl Testnet {
         validators: usize,
         block_time_ms: u64,
     ) -> Result<Testnet, TestnetError> {
+        Testnet::create_with_profile(dir, validators, block_time_ms, Profile::default())
+    }
+
+    /// [`Testnet::create`] with the genesis cert profile `profile`. The genesis carries no
+    /// Corona, Pulsar or rollup keys (the node does not produce those legs yet), so under any
+    /// profile but `fast` the validators report Quasar finality as unavailable.
+    pub fn create_with_profile(
+        dir: &Path,
+        validators: usize,
+        block_time_ms: u64,
+        profile: Profile,
+    ) -> Result<Testnet, TestnetError> {
         check_shape(validators, block_time_ms)?;
         std::fs::create_dir_all(dir).map_err(|source| TestnetError::Io {
             path: dir.to_path_buf(),
@@ -432,7 +470,10 @@ impl Testnet {
         }
         // The chain starts shortly after creation, so every process is up before block 1 is due.
         let start = now_us().saturating_add(GENESIS_DELAY_US);
-        let genesis = GenesisFile::from_public_keys(CHAIN_ID, start, &keys, STAKE);
+        let genesis = GenesisFile {
+            profile: profile.name(),
+            ..GenesisFile::from_public_keys(CHAIN_ID, start, &keys, STAKE)
+        };
         genesis.save(&dir.join(GENESIS_FILE))?;
 
         let nodes = reserve_ports(validators)?;
@@ -984,7 +1025,8 @@ impl Submissions {
 }
 
 async fn run_in(dir: &Path, opts: &TestnetOptions) -> Result<TestnetReport, TestnetError> {
-    let mut net = Testnet::create(dir, opts.validators, opts.block_time_ms)?;
+    let mut net =
+        Testnet::create_with_profile(dir, opts.validators, opts.block_time_ms, opts.profile)?;
     let result = drive(&mut net, opts).await;
     if result.is_err() {
         for i in 0..net.validators() {
@@ -1188,9 +1230,15 @@ async fn measure(
         _ => 0.0,
     };
     let mut finalized_height = u64::MAX;
+    let mut quasar_finalized_height = u64::MAX;
+    let mut first = None;
     for i in 0..n {
-        finalized_height = finalized_height.min(net.status(i).await?.finalized_height);
+        let status = net.status(i).await?;
+        finalized_height = finalized_height.min(status.finalized_height);
+        quasar_finalized_height = quasar_finalized_height.min(status.quasar_finalized_height);
+        first.get_or_insert(status);
     }
+    let first = first.ok_or_else(|| TestnetError::Options("no validators".into()))?;
     Ok(TestnetReport {
         validators: n,
         finalized_height,
@@ -1200,6 +1248,10 @@ async fn measure(
         finality_p99_ms: nearest_rank(&samples_ms, 99.0),
         txs_submitted,
         txs_finalized,
+        profile: first.profile,
+        quasar_finalized_height,
+        quasar_unavailable: first.quasar_unavailable,
+        leg_verify_p50_ms: first.leg_verify_p50_ms,
     })
 }
 

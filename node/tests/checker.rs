@@ -5,7 +5,7 @@ use quasar_crypto::bls::{SecretKey, Signature};
 use quasar_crypto::hash::Hash;
 use quasar_lanes::bls::bitmap_from_signers;
 use quasar_node::sim::checker::{check, ChainEntry, Observation, Violation};
-use quasar_wire::{Certificate, CertificateKind, Vote, VoteKind};
+use quasar_wire::{Certificate, CertificateKind, EpochDomain, Vote, VoteKind};
 
 const GENESIS: Hash = [0xee; 32];
 
@@ -31,7 +31,9 @@ fn vote(key: &SecretKey, signer: u32, kind: VoteKind, view: u64, block: Hash) ->
         signer,
         signature: [0; 96],
     };
-    v.signature = key.sign(&v.signing_message()).to_bytes();
+    v.signature = key
+        .sign(&v.signing_message(&EpochDomain::default()))
+        .to_bytes();
     v
 }
 
@@ -108,6 +110,7 @@ fn clean() -> Observation {
         validators: keys.iter().map(|k| (k.public_key(), 1)).collect(),
         honest: vec![true, true, true, false],
         genesis: GENESIS,
+        domain: EpochDomain::default(),
         chains: vec![
             ("a".into(), chain(&blocks)),
             ("b".into(), chain(&blocks[..2])),

@@ -10,7 +10,7 @@ use quasar_node::consensus::{
 };
 use quasar_node::signer::VoteSigner;
 use quasar_storage::SigningGuard;
-use quasar_wire::{CertificateKind, Message, VoteKind};
+use quasar_wire::{CertificateKind, EpochDomain, Message, VoteKind};
 use std::sync::Arc;
 
 const GENESIS: Hash = [42; 32];
@@ -40,13 +40,29 @@ fn net() -> Net {
     let signers = keys
         .into_iter()
         .enumerate()
-        .map(|(i, k)| VoteSigner::new(k, i as u32, CHAIN, 0, SigningGuard::in_memory()))
+        .map(|(i, k)| {
+            VoteSigner::new(
+                k,
+                i as u32,
+                CHAIN,
+                0,
+                EpochDomain::default(),
+                SigningGuard::in_memory(),
+            )
+        })
         .collect();
     let limits = BlockLimits {
         max_txs: 100,
         max_bytes: 1 << 20,
     };
-    let verifier = Verifier::new(validators.clone(), GENESIS, CHAIN, 0, limits);
+    let verifier = Verifier::new(
+        validators.clone(),
+        GENESIS,
+        CHAIN,
+        0,
+        EpochDomain::default(),
+        limits,
+    );
     Net {
         signers,
         verifier,
@@ -227,6 +243,7 @@ fn conflicting_votes_from_one_validator_become_evidence() {
         1,
         CHAIN,
         0,
+        EpochDomain::default(),
         SigningGuard::in_memory(),
     );
     let second = twin.sign_vote(VoteKind::Notarize, 1, 1, [2; 32]).unwrap().0;
@@ -250,6 +267,7 @@ fn conflicting_votes_from_one_validator_become_evidence() {
         1,
         CHAIN,
         0,
+        EpochDomain::default(),
         SigningGuard::in_memory(),
     );
     let null = twin2.sign_vote(VoteKind::Nullify, 1, 0, [0; 32]).unwrap().0;
@@ -401,8 +419,15 @@ fn signed_certificate(
     signers: &[usize],
 ) -> quasar_wire::Certificate {
     use quasar_crypto::bls::Signature;
-    let message =
-        quasar_wire::vote_signing_message(kind.vote_kind(), CHAIN, 0, view, height, &block);
+    let message = quasar_wire::vote_signing_message(
+        kind.vote_kind(),
+        CHAIN,
+        0,
+        view,
+        height,
+        &block,
+        &EpochDomain::default(),
+    );
     let signatures: Vec<Signature> = signers
         .iter()
         .map(|&i| SecretKey::from_seed(&[i as u8 + 1; 32]).sign(&message))
@@ -441,6 +466,7 @@ fn signed_above_guard(
         me,
         CHAIN,
         0,
+        EpochDomain::default(),
         guard,
     );
     let (_, recovery) = quasar_node::engine::Engine::open(

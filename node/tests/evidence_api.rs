@@ -13,7 +13,7 @@ use quasar_node::api::{
 use quasar_node::consensus::{Action, Core, CoreConfig, Evidence, EvidenceKind, Input, Tip};
 use quasar_node::signer::VoteSigner;
 use quasar_storage::{SigningGuard, SledStore, Store};
-use quasar_wire::{decode, Message, MessageRef, Vote, VoteKind};
+use quasar_wire::{decode, EpochDomain, Message, MessageRef, Vote, VoteKind};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -32,7 +32,9 @@ fn signed_vote(sk: &SecretKey, signer: u32, kind: VoteKind, view: u64, block: Ha
         signer,
         signature: [0; 96],
     };
-    vote.signature = sk.sign(&vote.signing_message()).to_bytes();
+    vote.signature = sk
+        .sign(&vote.signing_message(&EpochDomain::default()))
+        .to_bytes();
     vote
 }
 
@@ -48,7 +50,7 @@ fn audit(entry: &Value, pk: &PublicKey) -> (VoteKind, Hash, VoteKind, Hash) {
         assert_eq!(u64::from(v.signer()), entry["signer"].as_u64().unwrap());
         assert_eq!(v.view(), entry["view"].as_u64().unwrap());
         let sig = Signature::from_bytes(v.signature()).unwrap();
-        pk.verify(&v.signing_message(), &sig)
+        pk.verify(&v.signing_message(&EpochDomain::default()), &sig)
             .unwrap_or_else(|e| panic!("{field} signature does not verify: {e}"));
         seen.push((v.kind(), *v.block()));
     }
@@ -98,7 +100,9 @@ fn conflicting_notarize_votes_are_stored_and_served_as_checkable_json() {
         panic!("not a vote")
     };
     let sig = Signature::from_bytes(v.signature()).unwrap();
-    assert!(other.verify(&v.signing_message(), &sig).is_err());
+    assert!(other
+        .verify(&v.signing_message(&EpochDomain::default()), &sig)
+        .is_err());
 }
 
 #[test]
@@ -146,6 +150,7 @@ fn evidence_the_core_reports_goes_through_the_same_path() {
             2,
             CHAIN,
             0,
+            EpochDomain::default(),
             SigningGuard::in_memory(),
         )
     };

@@ -29,7 +29,15 @@ fn key(i: usize) -> SecretKey {
 }
 
 fn certificate(kind: CertificateKind, view: u64, height: u64, block: [u8; 32]) -> Certificate {
-    let message = vote_signing_message(kind.vote_kind(), CHAIN_ID, 0, view, height, &block);
+    let message = vote_signing_message(
+        kind.vote_kind(),
+        CHAIN_ID,
+        0,
+        view,
+        height,
+        &block,
+        &quasar_node::fuzzing::domain(),
+    );
     let signers = [0usize, 1, 2];
     let signatures: Vec<Signature> = signers.iter().map(|&i| key(i).sign(&message)).collect();
     Certificate {
@@ -71,6 +79,7 @@ fn seed_messages() -> Vec<Vec<u8>> {
                 1,
                 1,
                 &hash,
+                &quasar_node::fuzzing::domain(),
             ))
             .to_bytes(),
         header,
@@ -92,6 +101,7 @@ fn seed_messages() -> Vec<Vec<u8>> {
                 1,
                 1,
                 &hash,
+                &quasar_node::fuzzing::domain(),
             ))
             .to_bytes(),
     };

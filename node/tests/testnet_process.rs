@@ -8,6 +8,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
+use quasar_lanes::cert::Profile;
 use quasar_node::config::{self, GenesisFile, NodeConfig};
 use quasar_node::p2p::client_config;
 use quasar_node::p2p::tls::SERVER_NAME;
@@ -70,11 +71,17 @@ fn the_report_is_one_json_object_with_exactly_the_documented_keys_in_order() {
         finality_p99_ms: 300.0,
         txs_submitted: 10,
         txs_finalized: 10,
+        profile: "fast".into(),
+        quasar_finalized_height: 19,
+        quasar_unavailable: None,
+        leg_verify_p50_ms: [("bls".to_string(), 1.5)].into_iter().collect(),
     };
     assert_eq!(
         serde_json::to_string(&report).unwrap(),
         "{\"validators\":4,\"finalized_height\":20,\"agreement\":true,\"blocks_per_sec\":8.5,\
-         \"finality_p50_ms\":120.0,\"finality_p99_ms\":300.0,\"txs_submitted\":10,\"txs_finalized\":10}"
+         \"finality_p50_ms\":120.0,\"finality_p99_ms\":300.0,\"txs_submitted\":10,\"txs_finalized\":10,\
+         \"profile\":\"fast\",\"quasar_finalized_height\":19,\"quasar_unavailable\":null,\
+         \"leg_verify_p50_ms\":{\"bls\":1.5}}"
     );
     assert!(report.passed());
     assert!(!TestnetReport {
@@ -96,6 +103,28 @@ fn create_writes_keys_genesis_and_configs_with_distinct_ports_and_full_peer_list
     let genesis = GenesisFile::load(&dir.path().join(GENESIS_FILE)).unwrap();
     assert_eq!(genesis.chain_id, testnet::CHAIN_ID);
     assert!(genesis.validators.iter().all(|v| v.stake == testnet::STAKE));
+    // The default profile is `quasar`; the testnet genesis has no Corona or rollup key, so the
+    // node reports Quasar finality unavailable instead of pretending.
+    assert_eq!(genesis.profile, "quasar");
+    let checked = genesis.clone().check().unwrap();
+    let reason = checked.cert_policy().unwrap_err();
+    assert!(reason.contains("needs a corona key"), "{reason}");
+    // The profile and bundle size are checked and bound into the genesis hash.
+    for (profile, bundle_size) in [("fast", 16), ("quasar", 0), ("quasar", 1025), ("turbo", 16)] {
+        let edited = GenesisFile {
+            profile: profile.into(),
+            bundle_size,
+            ..genesis.clone()
+        };
+        match edited.check() {
+            Ok(g) => {
+                assert_eq!((profile, bundle_size), ("fast", 16));
+                assert_ne!(g.hash, checked.hash);
+                assert!(g.cert_policy().is_ok());
+            }
+            Err(e) => assert_ne!(profile, "fast", "{e}"),
+        }
+    }
     let mut ports = HashSet::new();
     for i in 0..4 {
         assert!(
@@ -150,6 +179,8 @@ async fn run_rejects_options_that_describe_no_network() {
 
 /// The `testnet` subcommand's job end to end: four honest validators finalize 20 blocks under a
 /// steady transaction load, agree on every block, and finalize every transaction they accepted.
+/// Under profile `fast` every block's finalization is its whole QuasarCert, so the blocks also
+/// reach Quasar finality, with the BLS leg's verification time reported.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn four_validators_finalize_with_agreement() {
     let _turn = one_network_at_a_time().await;
@@ -158,6 +189,7 @@ async fn four_validators_finalize_with_agreement() {
         blocks: 20,
         block_time_ms: 100,
         tx_rate: 50.0,
+        profile: Profile::Fast,
         ..TestnetOptions::new(binary())
     };
     let report = testnet::run(opts).await.unwrap();
@@ -176,6 +208,16 @@ async fn four_validators_finalize_with_agreement() {
         "{report:?}"
     );
     assert!(report.blocks_per_sec > 0.0, "{report:?}");
+    assert_eq!(report.profile, "fast");
+    assert_eq!(report.quasar_unavailable, None, "{report:?}");
+    assert!(report.quasar_finalized_height >= 15, "{report:?}");
+    assert!(
+        report
+            .leg_verify_p50_ms
+            .get("bls")
+            .is_some_and(|&ms| ms > 0.0),
+        "{report:?}"
+    );
 }
 
 /// Crash-recovery of the signing guard: validator 2 is SIGKILLed mid-run, the other three keep

@@ -56,6 +56,7 @@ enum Operation {
     PutViewCertificate(u64, u8, Vec<u8>),
     PruneViewCertificates(u64),
     PutEvidence(EvidenceRecord),
+    PutQuasarCert(u64, Vec<u8>),
 }
 
 impl Operation {
@@ -69,6 +70,9 @@ impl Operation {
             }
             Operation::PruneViewCertificates(below) => store.prune_view_certificates(*below),
             Operation::PutEvidence(record) => store.put_evidence(record).map(|_| ()),
+            Operation::PutQuasarCert(height, bytes) => {
+                store.put_quasar_cert(*height, bytes).map(|_| ())
+            }
         }
     }
 }
@@ -280,5 +284,20 @@ impl Store for SimStore {
 
     fn evidence_count(&self) -> Result<u64, StoreError> {
         self.disk().live.evidence_count()
+    }
+
+    fn put_quasar_cert(&self, height: u64, certificate: &[u8]) -> Result<bool, StoreError> {
+        self.write(
+            Operation::PutQuasarCert(height, certificate.to_vec()),
+            |s| s.put_quasar_cert(height, certificate),
+        )
+    }
+
+    fn quasar_cert_from(&self, height: u64) -> Result<Option<(u64, Vec<u8>)>, StoreError> {
+        self.disk().live.quasar_cert_from(height)
+    }
+
+    fn quasar_tip(&self) -> Result<Option<u64>, StoreError> {
+        self.disk().live.quasar_tip()
     }
 }

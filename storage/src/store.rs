@@ -15,6 +15,7 @@
 //! | `meta`    | `genesis`           | genesis hash the store is bound to (32 B)         |
 //! | `view_certs` | view (u64 BE) ‖ kind | certificate of a view above the finalized tip  |
 //! | `evidence` | view (u64 BE) ‖ signer (u32 BE) ‖ kind | an [`EvidenceRecord`] (see [`crate::evidence`]) |
+//! | `quasar`  | height (u64 BE)     | verified QuasarCert of the bundle that ends at that height |
 //!
 //! # Guarantees
 //!
@@ -192,6 +193,19 @@ pub trait Store: Send + Sync {
 
     /// Number of evidence records stored (at most [`crate::evidence::MAX_EVIDENCE_RECORDS`]).
     fn evidence_count(&self) -> Result<u64, StoreError>;
+
+    /// Keeps the verified QuasarCert (DESIGN.md §3) of the bundle that ends at finalized
+    /// `height`. The first certificate stored for a height stays: returns `true` when this one
+    /// was stored, `false` when the height already had one (nothing written). The caller
+    /// verifies the certificate; storage does not decode it.
+    fn put_quasar_cert(&self, height: u64, certificate: &[u8]) -> Result<bool, StoreError>;
+
+    /// The QuasarCert stored at the lowest height ≥ `height`, with that height, or `None`.
+    /// (Bundles are consecutive, so this is the certificate that would cover `height`.)
+    fn quasar_cert_from(&self, height: u64) -> Result<Option<(u64, Vec<u8>)>, StoreError>;
+
+    /// The highest height with a stored QuasarCert, or `None`.
+    fn quasar_tip(&self) -> Result<Option<u64>, StoreError>;
 }
 
 /// [`Store`] on a sled database (see the module docs for the layout).
@@ -204,6 +218,7 @@ pub struct SledStore {
     txs: sled::Tree,
     meta: sled::Tree,
     view_certs: sled::Tree,
+    quasar: sled::Tree,
     evidence: EvidenceLog,
 }
 
@@ -246,6 +261,7 @@ impl SledStore {
             txs: db.open_tree("txs")?,
             meta: db.open_tree("meta")?,
             view_certs: db.open_tree("view_certs")?,
+            quasar: db.open_tree("quasar")?,
             evidence: EvidenceLog::open(db.open_tree("evidence")?)?,
             db,
         })
@@ -453,5 +469,29 @@ impl Store for SledStore {
 
     fn evidence_count(&self) -> Result<u64, StoreError> {
         Ok(self.evidence.count())
+    }
+
+    fn put_quasar_cert(&self, height: u64, certificate: &[u8]) -> Result<bool, StoreError> {
+        let stored =
+            self.quasar
+                .compare_and_swap(height.to_be_bytes(), None::<&[u8]>, Some(certificate))?;
+        Ok(stored.is_ok())
+    }
+
+    fn quasar_cert_from(&self, height: u64) -> Result<Option<(u64, Vec<u8>)>, StoreError> {
+        match self.quasar.range(height.to_be_bytes()..).next() {
+            Some(entry) => {
+                let (key, value) = entry?;
+                Ok(Some((decode_height(&key, "quasar key")?, value.to_vec())))
+            }
+            None => Ok(None),
+        }
+    }
+
+    fn quasar_tip(&self) -> Result<Option<u64>, StoreError> {
+        match self.quasar.last()? {
+            Some((key, _)) => Ok(Some(decode_height(&key, "quasar key")?)),
+            None => Ok(None),
+        }
     }
 }

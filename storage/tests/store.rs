@@ -202,3 +202,38 @@ fn view_certificates_are_kept_in_view_order_and_pruned() {
     store.prune_view_certificates(10).unwrap();
     assert!(store.view_certificates().unwrap().is_empty());
 }
+
+#[test]
+fn quasar_certificates_keep_the_first_and_are_found_by_covering_height() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        assert_eq!(store.quasar_tip().unwrap(), None);
+        assert_eq!(store.quasar_cert_from(1).unwrap(), None);
+        assert!(store.put_quasar_cert(4, b"cert 4").unwrap());
+        assert!(store.put_quasar_cert(8, b"cert 8").unwrap());
+        // A second certificate for a height does not replace the first.
+        assert!(!store.put_quasar_cert(4, b"another").unwrap());
+        assert_eq!(
+            store.quasar_cert_from(1).unwrap(),
+            Some((4, b"cert 4".to_vec()))
+        );
+        assert_eq!(
+            store.quasar_cert_from(4).unwrap(),
+            Some((4, b"cert 4".to_vec()))
+        );
+        assert_eq!(
+            store.quasar_cert_from(5).unwrap(),
+            Some((8, b"cert 8".to_vec()))
+        );
+        assert_eq!(store.quasar_cert_from(9).unwrap(), None);
+        assert_eq!(store.quasar_tip().unwrap(), Some(8));
+        store.flush().unwrap();
+    }
+    let store = SledStore::open(dir.path()).unwrap();
+    assert_eq!(store.quasar_tip().unwrap(), Some(8));
+    assert_eq!(
+        store.quasar_cert_from(2).unwrap(),
+        Some((4, b"cert 4".to_vec()))
+    );
+}

@@ -4,8 +4,9 @@
 //! [`WireError::FieldOutsideObject`] means "the peer sent bytes that are not a valid message":
 //! drop the message (and, at the network layer, count it against the peer). A decoding error is
 //! never fatal to the node. From an encoder ([`WireError::MessageTooLarge`],
-//! [`WireError::BadSyncItem`], [`WireError::BundleLength`], [`WireError::LegCount`]) it means the
-//! local value cannot be sent as it is.
+//! [`WireError::BadSyncItem`], [`WireError::BundleLength`], [`WireError::LegCount`],
+//! [`WireError::LaneLeg`], [`WireError::PayloadTooLarge`]) it means the local value cannot be
+//! sent as it is.
 
 /// Why a byte string is not a valid ZAP message or frame, or why a value cannot be encoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -158,6 +159,47 @@ pub enum WireError {
     EmptyLeg {
         /// Position of the leg in the list.
         index: usize,
+    },
+
+    /// A lane message's kind byte is not a known [`crate::LaneKind`].
+    #[error("unknown lane message kind {found}")]
+    UnknownLaneKind {
+        /// Kind byte found.
+        found: u8,
+    },
+
+    /// A lane message's `leg` byte does not match its kind: for [`crate::LaneKind::Leg`] it is
+    /// not a [`crate::LegKind`] byte, for any other kind it is not 0. Returned by the decoder and
+    /// by [`crate::LaneMessage::encode`].
+    #[error(
+        "lane message of kind {kind} has leg byte {leg}: a `leg` message needs a leg kind \
+         1..=5, every other kind 0"
+    )]
+    LaneLeg {
+        /// The message's kind.
+        kind: crate::LaneKind,
+        /// The `leg` byte found.
+        leg: u8,
+    },
+
+    /// Reserved bytes of an object are not zero (they are kept for a future version, which will
+    /// bump the ZAP version or the message type).
+    #[error("reserved bytes at object offset {field} are {found:#x}, must be 0")]
+    ReservedNonZero {
+        /// Offset of the reserved bytes within their object (e.g.
+        /// [`crate::layout::lane_message::RESERVED`]).
+        field: usize,
+        /// The reserved bytes read as a little-endian integer.
+        found: u64,
+    },
+
+    /// A lane message's payload is longer than [`crate::MAX_LANE_PAYLOAD`]. Returned by the
+    /// decoder (on the announced length, before the pointer is followed) and by
+    /// [`crate::LaneMessage::encode`].
+    #[error("lane payload of {len} bytes exceeds the {max}-byte limit", max = crate::MAX_LANE_PAYLOAD)]
+    PayloadTooLarge {
+        /// Payload length in bytes (announced, for the decoder).
+        len: usize,
     },
 
     /// An item of a `SyncResponse` is not a valid encoded Proposal or Certificate.

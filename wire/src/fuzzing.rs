@@ -12,13 +12,16 @@ use crate::frame::{frame_len, FRAME_HEADER_LEN, MAX_FRAME_LEN};
 /// decodes re-encodes (`to_owned` then `encode`) to bytes that decode to the same value, and a
 /// sync response's items each decode as a Proposal or Certificate. A QuasarCert's accessors agree
 /// with its owned copy (bundle and legs within their bounds, every leg kind known), and its
-/// re-encoding is a fixed point: decoding and encoding it again gives equal bytes. (The input
-/// itself need not equal the re-encoding: ZAP does not require alignment or forbid unreferenced
-/// bytes, so one value has several valid encodings; the encoder's is the canonical one.)
+/// re-encoding is a fixed point: decoding and encoding it again gives equal bytes. A lane
+/// message's accessors agree with its owned copy (payload within [`crate::MAX_LANE_PAYLOAD`], the
+/// `leg` byte a leg kind exactly for [`crate::LaneKind::Leg`] and 0 otherwise), and its
+/// re-encoding is a fixed point too. (The input itself need not equal the re-encoding: ZAP does
+/// not require alignment or forbid unreferenced bytes, so one value has several valid encodings;
+/// the encoder's is the canonical one.)
 ///
 /// Panics: when a decoded message fails to re-encode, the re-encoding fails to decode or decodes
-/// to a different value, a sync response item does not decode, or a QuasarCert's view, owned copy
-/// and canonical bytes disagree.
+/// to a different value, a sync response item does not decode, or a QuasarCert's or lane
+/// message's view, owned copy and canonical bytes disagree.
 pub fn decode(data: &[u8]) {
     let Ok(decoded) = crate::decode(data) else {
         return;
@@ -35,8 +38,10 @@ pub fn decode(data: &[u8]) {
     let bytes = owned.encode().expect("a decoded message re-encodes");
     let again = crate::decode(&bytes).expect("a re-encoded message decodes");
     assert_eq!(again.to_owned(), owned, "re-encoding changed the message");
-    if let crate::MessageRef::QuasarCert(cert) = &decoded {
-        quasar_cert(cert, &bytes);
+    match &decoded {
+        crate::MessageRef::QuasarCert(cert) => quasar_cert(cert, &bytes),
+        crate::MessageRef::Lane(lane) => lane_message(lane, &bytes),
+        _ => {}
     }
 }
 
@@ -75,6 +80,67 @@ fn quasar_cert(cert: &crate::QuasarCertRef<'_>, canonical: &[u8]) {
     );
     assert_eq!(
         crate::QuasarCertRef::parse(canonical).map(|c| c.to_owned()),
+        Ok(owned),
+        "the typed reader and decode disagree"
+    );
+}
+
+/// The lane message part of [`decode`]: `lane` was decoded from the fuzz input and `canonical` is
+/// its re-encoding.
+fn lane_message(lane: &crate::LaneMessageRef<'_>, canonical: &[u8]) {
+    let owned = lane.to_owned();
+    assert!(
+        lane.payload().len() <= crate::MAX_LANE_PAYLOAD,
+        "payload of {} bytes decoded",
+        lane.payload().len()
+    );
+    match lane.kind() {
+        crate::LaneKind::Leg => {
+            let kind = lane.leg_kind().expect("a leg message names its leg kind");
+            assert_eq!(kind as u8, lane.leg(), "leg kind and leg byte disagree");
+        }
+        other => assert_eq!(
+            (lane.leg(), lane.leg_kind()),
+            (0, None),
+            "a {other} message carries a leg"
+        ),
+    }
+    assert_eq!(
+        (
+            lane.chain_id(),
+            lane.epoch(),
+            lane.height(),
+            lane.sender(),
+            lane.kind(),
+            lane.leg(),
+        ),
+        (
+            owned.chain_id,
+            owned.epoch,
+            owned.height,
+            owned.sender,
+            owned.kind,
+            owned.leg,
+        )
+    );
+    assert_eq!(lane.leg_kind(), owned.leg_kind());
+    assert_eq!(lane.session(), &owned.session);
+    assert_eq!(lane.payload(), owned.payload.as_slice());
+    let crate::MessageRef::Lane(again) =
+        crate::decode(canonical).expect("a re-encoded lane message decodes")
+    else {
+        panic!("a re-encoded lane message decodes to another type");
+    };
+    let twice = again
+        .to_owned()
+        .encode()
+        .expect("a lane message re-encodes");
+    assert_eq!(
+        twice, canonical,
+        "lane message re-encoding is not a fixed point"
+    );
+    assert_eq!(
+        crate::LaneMessageRef::parse(canonical).map(|m| m.to_owned()),
         Ok(owned),
         "the typed reader and decode disagree"
     );

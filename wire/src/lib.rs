@@ -1,9 +1,9 @@
 //! ZAP: the zero-copy wire format of every Quasar message (DESIGN.md §5).
 //!
-//! Every consensus, sync and QuasarCert message is one ZAP buffer; on a QUIC stream each buffer
-//! travels in one [`frame`] (`u32 LE length ‖ message`, at most 16 MiB). [`decode`] turns bytes
-//! into a validated [`MessageRef`] that borrows the buffer; owned values ([`Message`] and the
-//! per-schema structs) encode with their `encode` method. Nothing here verifies signatures or
+//! Every consensus, sync, QuasarCert and lane message is one ZAP buffer; on a QUIC stream each
+//! buffer travels in one [`frame`] (`u32 LE length ‖ message`, at most 16 MiB). [`decode`] turns
+//! bytes into a validated [`MessageRef`] that borrows the buffer; owned values ([`Message`] and
+//! the per-schema structs) encode with their `encode` method. Nothing here verifies signatures or
 //! checks consensus rules: a decoded message is *well-formed*, not *valid*.
 //!
 //! # Format (ZAP version 2)
@@ -35,11 +35,15 @@
 //! field different from the buffer length (a frame carries exactly one message); a root offset
 //! below 16 or a root object that does not fit; any pointer whose target starts below 16 or whose
 //! extent (`len`, or `count × 8` computed with checked arithmetic) ends past the message; unknown
-//! enum bytes (vote, certificate and QuasarCert leg kinds); a sync response item that is not itself
-//! a valid Proposal or Certificate; a QuasarCert whose bundle is not 1..=[`MAX_BUNDLE`] whole
-//! 32-byte digests, whose leg list is not 1..=[`MAX_LEGS`] entries (both checked on the announced
-//! length before the pointer is followed), or with an empty leg entry. Every length is checked
-//! against the message before it is used, and decoding allocates nothing (readers borrow).
+//! enum bytes (vote, certificate, QuasarCert leg and lane message kinds); a sync response item
+//! that is not itself a valid Proposal or Certificate; a QuasarCert whose bundle is not
+//! 1..=[`MAX_BUNDLE`] whole 32-byte digests, whose leg list is not 1..=[`MAX_LEGS`] entries (both
+//! checked on the announced length before the pointer is followed), or with an empty leg entry; a
+//! lane message whose `leg` byte does not match its kind (a [`LegKind`] byte for
+//! [`LaneKind::Leg`], 0 for every other kind), whose reserved bytes are not zero, or whose payload
+//! exceeds [`MAX_LANE_PAYLOAD`] (checked on the announced length before the pointer is
+//! followed). Every length is checked against the message before it is used, and decoding
+//! allocates nothing (readers borrow).
 //! Alignment is produced but not required, and unreferenced bytes are not rejected, so one value
 //! has several valid encodings: never hash or sign the encoded bytes; hash the fields
 //! ([`BlockHeader::hash`], [`vote_signing_message`]).
@@ -58,14 +62,22 @@
 //! | SyncRequest (5)       | 44   | from_height u64 @0, block \[32\] @8, max_blocks u32 @40                     |
 //! | SyncResponse (6)      | 8    | items list of bytes @0 (each a complete Proposal or Certificate message)    |
 //! | QuasarCert (7)        | 80   | chain_id u64 @0, epoch @8, height @16, view @24, block \[32\] @32, bundle bytes @64 (k × 32-byte round digests, 1 ≤ k ≤ 1024), legs list of bytes @72 (each kind u8 ‖ body, 1..=8 entries) |
+//! | LaneMessage (8)       | 72   | chain_id u64 @0, epoch @8, height @16, sender u32 @24, kind u8 @28, leg u8 @29, reserved \[2\] = 0 @30, session \[32\] @32, payload bytes @64 (≤ 8 MiB) |
 //!
-//! Fixed fields are ordered so that no object has internal padding.
+//! Fixed fields are ordered so that no object has internal padding (LaneMessage's two bytes at
+//! @30 are a reserved field the decoder requires to be zero, not padding).
 //!
 //! A [`QuasarCert`] is the post-quantum certificate of one finalized block (DESIGN.md §3): its
 //! bundle lists the round digests μ of the consecutive finalized blocks it covers, oldest first
 //! (this block's last), and each leg is a [`LegKind`] byte followed by an opaque body that the lane
 //! of that kind (`quasar-lanes`) decodes and verifies. Duplicated or unexpected leg kinds decode;
 //! the lane verifier rejects them.
+//!
+//! A [`LaneMessage`] is one validator's contribution to the post-quantum legs of the bundle that
+//! ends at its `height`: a finished leg body ([`LaneKind::Leg`], with the [`LegKind`] in its `leg`
+//! byte) or a signature or threshold-round message an aggregator combines into a leg. It travels
+//! as gossip over the authenticated transport; receivers check `sender` against the connection's
+//! peer, and the `session` id (threshold rounds) against their own session.
 //!
 //! # Hashes and signed bytes
 //!

@@ -8,6 +8,7 @@
 //! Decoding only checks the *shape* of a message. Whether a signature verifies, a signer is in the
 //! validator set, or `payload_root` matches the transactions is for the verifier above this crate.
 
+use quasar_crypto::corona::hash::TupleHash256;
 use quasar_crypto::hash::tagged_hash;
 
 use crate::zap::{Builder, BytesIter, BytesList, Object, Reader, Slot};
@@ -37,6 +38,10 @@ pub const MAX_BUNDLE: usize = 1024;
 /// duplicated or extra leg still decodes, so the lane verifier (`quasar-lanes`), not this decoder,
 /// reports it precisely; the bound only caps the work a hostile list can cause.
 pub const MAX_LEGS: usize = 8;
+/// Largest [`LaneMessage`] payload, in bytes (8 MiB). The largest payload is a finished Magnetar
+/// leg: 200 SLH-DSA-SHAKE-192f signatures (FIPS 205, 35 664 B each) are 7.1 MB. Half the 16 MiB
+/// frame bound ([`crate::frame::MAX_FRAME_LEN`]), so a lane message always fits one frame.
+pub const MAX_LANE_PAYLOAD: usize = 8 * 1024 * 1024;
 
 /// The message type, carried in the high byte of the header's flags.
 #[repr(u8)]
@@ -56,12 +61,14 @@ pub enum MessageType {
     SyncResponse = 6,
     /// The post-quantum certificate of a finalized block ([`QuasarCert`]).
     QuasarCert = 7,
+    /// One validator's contribution to the post-quantum legs of a bundle ([`LaneMessage`]).
+    Lane = 8,
 }
 
 impl TryFrom<u8> for MessageType {
     type Error = WireError;
 
-    /// Errors: [`WireError::UnknownMessageType`] for any byte outside 1..=7.
+    /// Errors: [`WireError::UnknownMessageType`] for any byte outside 1..=8.
     fn try_from(found: u8) -> Result<Self, WireError> {
         Ok(match found {
             1 => Self::Proposal,
@@ -71,6 +78,7 @@ impl TryFrom<u8> for MessageType {
             5 => Self::SyncRequest,
             6 => Self::SyncResponse,
             7 => Self::QuasarCert,
+            8 => Self::Lane,
             _ => return Err(WireError::UnknownMessageType { found }),
         })
     }
@@ -201,6 +209,100 @@ impl TryFrom<u8> for LegKind {
     }
 }
 
+/// What a [`LaneMessage`] carries (DESIGN.md §3): a finished leg body, or one validator's share of
+/// the work an aggregator combines into a leg. The discriminant is the kind byte on the wire.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LaneKind {
+    /// A finished leg body (its [`LegKind`] is the message's `leg` byte), for others to verify
+    /// and attach to the bundle's [`QuasarCert`].
+    Leg = 1,
+    /// One validator's SLH-DSA (FIPS 205) signature over the bundle digest, to be combined into a
+    /// Magnetar leg.
+    MagnetarSignature = 2,
+    /// One validator's ML-DSA-65 (FIPS 204) signature over the bundle digest, to be proven in the
+    /// Groth16 rollup leg.
+    RollupSignature = 3,
+    /// A Corona (Ringtail, IACR ePrint 2024/1113) round-1 message of threshold session `session`.
+    CoronaRound1 = 4,
+    /// A Corona round-2 message (signature share) of threshold session `session`.
+    CoronaRound2 = 5,
+    /// A Pulsar (threshold ML-DSA-65) round-1 message of threshold session `session`.
+    PulsarRound1 = 6,
+    /// A Pulsar round-2 message of threshold session `session`.
+    PulsarRound2 = 7,
+    /// A Pulsar round-3 message of threshold session `session`.
+    PulsarRound3 = 8,
+}
+
+impl LaneKind {
+    /// Every lane kind, in kind-byte order.
+    pub const ALL: [LaneKind; 8] = [
+        Self::Leg,
+        Self::MagnetarSignature,
+        Self::RollupSignature,
+        Self::CoronaRound1,
+        Self::CoronaRound2,
+        Self::PulsarRound1,
+        Self::PulsarRound2,
+        Self::PulsarRound3,
+    ];
+
+    /// Lowercase snake-case name: `"leg"`, `"magnetar_signature"`, `"rollup_signature"`,
+    /// `"corona_round1"`, `"corona_round2"`, `"pulsar_round1"`, `"pulsar_round2"` or
+    /// `"pulsar_round3"` (also the [`std::fmt::Display`] form; usable as a metrics label).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Leg => "leg",
+            Self::MagnetarSignature => "magnetar_signature",
+            Self::RollupSignature => "rollup_signature",
+            Self::CoronaRound1 => "corona_round1",
+            Self::CoronaRound2 => "corona_round2",
+            Self::PulsarRound1 => "pulsar_round1",
+            Self::PulsarRound2 => "pulsar_round2",
+            Self::PulsarRound3 => "pulsar_round3",
+        }
+    }
+
+    /// Whether this kind is a message of a threshold session (a Corona or Pulsar round), whose
+    /// [`LaneMessage::session`] names the session. For every other kind the session is all-zero.
+    pub const fn is_threshold_round(self) -> bool {
+        matches!(
+            self,
+            Self::CoronaRound1
+                | Self::CoronaRound2
+                | Self::PulsarRound1
+                | Self::PulsarRound2
+                | Self::PulsarRound3
+        )
+    }
+}
+
+impl std::fmt::Display for LaneKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl TryFrom<u8> for LaneKind {
+    type Error = WireError;
+
+    /// Errors: [`WireError::UnknownLaneKind`] for any byte outside 1..=8.
+    fn try_from(found: u8) -> Result<Self, WireError> {
+        Ok(match found {
+            1 => Self::Leg,
+            2 => Self::MagnetarSignature,
+            3 => Self::RollupSignature,
+            4 => Self::CoronaRound1,
+            5 => Self::CoronaRound2,
+            6 => Self::PulsarRound1,
+            7 => Self::PulsarRound2,
+            8 => Self::PulsarRound3,
+            _ => return Err(WireError::UnknownLaneKind { found }),
+        })
+    }
+}
+
 /// Field offsets (bytes from the object start) and fixed sizes of every schema object.
 /// Integers are little-endian; `ptr` = `(u32 rel offset, u32 len)`, `obj` = `i32 rel offset`.
 pub mod layout {
@@ -324,10 +426,36 @@ pub mod layout {
         /// Fixed size.
         pub const SIZE: usize = 80;
     }
+    /// `LaneMessage` root object, 72 bytes.
+    pub mod lane_message {
+        /// `chain_id: u64`.
+        pub const CHAIN_ID: usize = 0;
+        /// `epoch: u64`.
+        pub const EPOCH: usize = 8;
+        /// `height: u64`, the bundle's closing height.
+        pub const HEIGHT: usize = 16;
+        /// `sender: u32`, validator index.
+        pub const SENDER: usize = 24;
+        /// `kind: u8` (`LaneKind`).
+        pub const KIND: usize = 28;
+        /// `leg: u8`: the `LegKind` byte for kind `Leg`, 0 for every other kind.
+        pub const LEG: usize = 29;
+        /// Two reserved bytes, must be zero.
+        pub const RESERVED: usize = 30;
+        /// Width of the reserved field, in bytes.
+        pub const RESERVED_LEN: usize = 2;
+        /// `session: [u8; 32]`, threshold session id (all-zero for kinds that are not rounds).
+        pub const SESSION: usize = 32;
+        /// `payload: ptr → bytes`, at most `MAX_LANE_PAYLOAD` bytes, opaque.
+        pub const PAYLOAD: usize = 64;
+        /// Fixed size.
+        pub const SIZE: usize = 72;
+    }
 }
 
+use layout::vote as vo;
 use layout::{block_header as bh, certificate as ce, proposal as pr, sync_request as sq};
-use layout::{quasar_cert as qc, sync_response as ss, tx_batch as tb, vote as vo};
+use layout::{lane_message as lm, quasar_cert as qc, sync_response as ss, tx_batch as tb};
 
 /// Checks the header of `buf`, that its type is `expected`, and opens its root of `root_size` bytes.
 fn open(buf: &[u8], expected: MessageType, root_size: usize) -> Result<Object<'_>, WireError> {
@@ -386,14 +514,53 @@ fn unreachable_node() -> Hash {
     tagged_hash(MERKLE_TAG, &[])
 }
 
-/// The exact bytes a validator signs for a vote (BLS, DESIGN.md §4), always
-/// [`VOTE_SIGNING_MESSAGE_LEN`] = 79 bytes:
+/// Customization string of the round digest μ (DESIGN.md §3).
+pub const ROUND_DIGEST_CUSTOMIZATION: &[u8] = b"QUASAR-ROUND-DIGEST-v1";
+
+/// What every vote and certificate of an epoch binds besides its own fields: the epoch's
+/// validator-set root and its cert profile id (the profile's canonical name, e.g. `quasar`).
+/// Both enter the round digest μ that finalize votes sign.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct EpochDomain {
+    /// The epoch's validator-set root.
+    pub validator_set_root: Hash,
+    /// The epoch's cert profile id.
+    pub profile_id: String,
+}
+
+/// The round digest μ of block `block` at `height`, finalized in `view` of `epoch` on
+/// `chain_id` (DESIGN.md §3): TupleHash256 (NIST SP 800-185 §5.2), customization
+/// [`ROUND_DIGEST_CUSTOMIZATION`], over the tuple (chain_id, epoch, height, view as 8-byte
+/// little-endian strings; the validator-set root; the block hash; the profile id bytes).
+/// 32 bytes; never fails.
+pub fn round_digest(
+    chain_id: u64,
+    epoch: u64,
+    height: u64,
+    view: u64,
+    block: &Hash,
+    domain: &EpochDomain,
+) -> Hash {
+    let mut h = TupleHash256::new(ROUND_DIGEST_CUSTOMIZATION);
+    for value in [chain_id, epoch, height, view] {
+        h.part(&value.to_le_bytes());
+    }
+    h.part(&domain.validator_set_root);
+    h.part(block);
+    h.part(domain.profile_id.as_bytes());
+    h.finalize()
+}
+
+/// The exact bytes a validator signs for a vote (BLS, DESIGN.md §4).
 ///
-/// `"QUASAR-VOTE-v1" (14 ASCII bytes) ‖ kind (u8) ‖ chain_id ‖ epoch ‖ view ‖ height (u64 LE each) ‖
-/// block (32)`.
+/// - Finalize: the round digest μ ([`round_digest`], 32 bytes), so a finalization is the BLS leg
+///   of the block's QuasarCert.
+/// - Notarize and nullify: [`VOTE_SIGNING_MESSAGE_LEN`] = 79 bytes,
+///   `"QUASAR-VOTE-v1" (14 ASCII bytes) ‖ kind (u8) ‖ chain_id ‖ epoch ‖ view ‖ height (u64 LE
+///   each) ‖ block (32)`.
 ///
-/// The message is fixed-length, so the concatenation is unambiguous without length prefixes. The
-/// signer index is not signed (it is implied by the key).
+/// Each form is fixed-length and the two lengths differ, so no message of one kind is a
+/// message of another. The signer index is not signed (it is implied by the key).
 pub fn vote_signing_message(
     kind: VoteKind,
     chain_id: u64,
@@ -401,7 +568,11 @@ pub fn vote_signing_message(
     view: u64,
     height: u64,
     block: &Hash,
+    domain: &EpochDomain,
 ) -> Vec<u8> {
+    if kind == VoteKind::Finalize {
+        return round_digest(chain_id, epoch, height, view, block, domain).to_vec();
+    }
     let mut out = Vec::with_capacity(VOTE_SIGNING_MESSAGE_LEN);
     out.extend_from_slice(VOTE_TAG);
     out.push(kind as u8);
@@ -597,7 +768,7 @@ pub struct Vote {
 
 impl Vote {
     /// The bytes the signer signs; see [`vote_signing_message`].
-    pub fn signing_message(&self) -> Vec<u8> {
+    pub fn signing_message(&self, domain: &EpochDomain) -> Vec<u8> {
         vote_signing_message(
             self.kind,
             self.chain_id,
@@ -605,6 +776,7 @@ impl Vote {
             self.view,
             self.height,
             &self.block,
+            domain,
         )
     }
 
@@ -693,7 +865,7 @@ impl<'a> VoteRef<'a> {
         self.signature
     }
     /// The bytes the signer signed; see [`vote_signing_message`].
-    pub fn signing_message(&self) -> Vec<u8> {
+    pub fn signing_message(&self, domain: &EpochDomain) -> Vec<u8> {
         vote_signing_message(
             self.kind,
             self.chain_id,
@@ -701,6 +873,7 @@ impl<'a> VoteRef<'a> {
             self.view,
             self.height,
             self.block,
+            domain,
         )
     }
     /// Copies into an owned [`Vote`].
@@ -746,7 +919,7 @@ pub struct Certificate {
 
 impl Certificate {
     /// The bytes each signer signed: [`vote_signing_message`] with `kind.vote_kind()`.
-    pub fn signing_message(&self) -> Vec<u8> {
+    pub fn signing_message(&self, domain: &EpochDomain) -> Vec<u8> {
         vote_signing_message(
             self.kind.vote_kind(),
             self.chain_id,
@@ -754,6 +927,7 @@ impl Certificate {
             self.view,
             self.height,
             &self.block,
+            domain,
         )
     }
 
@@ -843,7 +1017,7 @@ impl<'a> CertificateRef<'a> {
         self.signature
     }
     /// The bytes each signer signed: [`vote_signing_message`] with `kind().vote_kind()`.
-    pub fn signing_message(&self) -> Vec<u8> {
+    pub fn signing_message(&self, domain: &EpochDomain) -> Vec<u8> {
         vote_signing_message(
             self.kind.vote_kind(),
             self.chain_id,
@@ -851,6 +1025,7 @@ impl<'a> CertificateRef<'a> {
             self.view,
             self.height,
             self.block,
+            domain,
         )
     }
     /// Copies into an owned [`Certificate`].
@@ -1338,6 +1513,215 @@ impl<'a> Iterator for LegIter<'a> {
 impl ExactSizeIterator for LegIter<'_> {}
 
 // ---------------------------------------------------------------------------------------------
+// LaneMessage
+// ---------------------------------------------------------------------------------------------
+
+/// One validator's contribution to the post-quantum legs of the bundle of finalized blocks that
+/// ends at `height` (DESIGN.md §3; the bundle digest and the leg bodies are defined by the
+/// `quasar-lanes` cert module): either a finished leg body for others to verify and attach to the
+/// bundle's [`QuasarCert`] ([`LaneKind::Leg`]), or one validator's signature or threshold-round
+/// message that an aggregator combines into a leg (every other [`LaneKind`]).
+///
+/// Lane messages travel as gossip over the authenticated transport. `sender` is the validator
+/// index in `epoch`'s set; the receiver checks it against the connection's authenticated peer
+/// before using the message. Decoding checks only the shape (kind, the `leg` byte rule, the
+/// reserved bytes, the payload bound); the session, the payload and whether the sender may
+/// contribute are the receiver's to check.
+///
+/// Encoding (root object, 72 bytes; offsets in [`layout::lane_message`]): `chain_id` u64 @0,
+/// `epoch` @8, `height` @16, `sender` u32 @24, `kind` u8 @28, `leg` u8 @29, two reserved bytes
+/// (zero) @30, `session` \[32\] @32, `payload` bytes @64 (at most [`MAX_LANE_PAYLOAD`] bytes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaneMessage {
+    /// Chain identifier.
+    pub chain_id: u64,
+    /// Epoch of the validator set the sender belongs to.
+    pub epoch: u64,
+    /// The bundle's closing height: the height of the last finalized block the bundle covers
+    /// (the block whose [`QuasarCert`] the legs attach to).
+    pub height: u64,
+    /// The sender's validator index in `epoch`'s set; the receiver checks it against the
+    /// connection's authenticated peer.
+    pub sender: u32,
+    /// What the payload is.
+    pub kind: LaneKind,
+    /// For [`LaneKind::Leg`], the [`LegKind`] byte of the body (must decode as a [`LegKind`]);
+    /// for every other kind 0. Any other value is refused by the encoder and the decoder
+    /// ([`WireError::LaneLeg`]).
+    pub leg: u8,
+    /// The threshold session id for Corona and Pulsar rounds ([`LaneKind::is_threshold_round`]);
+    /// all-zero for the other kinds. Not checked by the decoder: the receiver checks it against
+    /// the session it runs (and that it is all-zero for other kinds).
+    pub session: Hash,
+    /// The leg body, signature or round message, opaque here; at most [`MAX_LANE_PAYLOAD`]
+    /// bytes, possibly empty.
+    pub payload: Vec<u8>,
+}
+
+/// Checks a lane message's `leg` byte against its kind and returns the leg kind it names: for
+/// [`LaneKind::Leg`] the byte must be a [`LegKind`], for every other kind 0.
+///
+/// Errors: [`WireError::LaneLeg`].
+fn check_lane_leg(kind: LaneKind, leg: u8) -> Result<Option<LegKind>, WireError> {
+    match kind {
+        LaneKind::Leg => LegKind::try_from(leg)
+            .map(Some)
+            .map_err(|_| WireError::LaneLeg { kind, leg }),
+        _ if leg == 0 => Ok(None),
+        _ => Err(WireError::LaneLeg { kind, leg }),
+    }
+}
+
+/// Checks a lane payload length against [`MAX_LANE_PAYLOAD`].
+fn check_lane_payload(len: usize) -> Result<(), WireError> {
+    if len > MAX_LANE_PAYLOAD {
+        return Err(WireError::PayloadTooLarge { len });
+    }
+    Ok(())
+}
+
+impl LaneMessage {
+    /// The leg kind of a [`LaneKind::Leg`] message; `None` for every other kind (and for a `leg`
+    /// byte that is not a [`LegKind`], which [`LaneMessage::encode`] refuses).
+    pub fn leg_kind(&self) -> Option<LegKind> {
+        check_lane_leg(self.kind, self.leg).ok().flatten()
+    }
+
+    /// Encodes as a ZAP message of type [`MessageType::Lane`] (72-byte root, then the payload).
+    ///
+    /// Errors: [`WireError::LaneLeg`] when `leg` does not match `kind` (not a [`LegKind`] byte for
+    /// [`LaneKind::Leg`], non-zero otherwise); [`WireError::PayloadTooLarge`] when the payload
+    /// exceeds [`MAX_LANE_PAYLOAD`] (the receiver would reject either; checked before anything
+    /// is copied); [`WireError::MessageTooLarge`].
+    pub fn encode(&self) -> Result<Vec<u8>, WireError> {
+        check_lane_leg(self.kind, self.leg)?;
+        check_lane_payload(self.payload.len())?;
+        let (mut b, root) = Builder::new(MessageType::Lane as u8, lm::SIZE)?;
+        b.put_u64(root, lm::CHAIN_ID, self.chain_id)?;
+        b.put_u64(root, lm::EPOCH, self.epoch)?;
+        b.put_u64(root, lm::HEIGHT, self.height)?;
+        b.put_u32(root, lm::SENDER, self.sender)?;
+        b.put_u8(root, lm::KIND, self.kind as u8)?;
+        b.put_u8(root, lm::LEG, self.leg)?;
+        b.put(root, lm::RESERVED, &[0; lm::RESERVED_LEN])?;
+        b.put(root, lm::SESSION, &self.session)?;
+        b.put_bytes(root, lm::PAYLOAD, &self.payload)?;
+        b.finish()
+    }
+}
+
+/// A validated, zero-copy view of an encoded [`LaneMessage`]: the kind is known, the `leg` byte
+/// matches it, the reserved bytes are zero and the payload is at most [`MAX_LANE_PAYLOAD`] bytes
+/// within the message. Nothing is verified (sender, session, payload).
+#[derive(Clone, Debug)]
+pub struct LaneMessageRef<'a> {
+    chain_id: u64,
+    epoch: u64,
+    height: u64,
+    sender: u32,
+    kind: LaneKind,
+    leg: u8,
+    leg_kind: Option<LegKind>,
+    session: &'a Hash,
+    payload: &'a [u8],
+}
+
+impl<'a> LaneMessageRef<'a> {
+    /// Validates `buf` as a lane message. Allocates nothing; work is O(1) (the payload is
+    /// borrowed, not read).
+    ///
+    /// Errors, in the order checked: header errors, [`WireError::UnknownMessageType`],
+    /// [`WireError::WrongMessageType`], [`WireError::RootOutOfBounds`];
+    /// [`WireError::UnknownLaneKind`]; [`WireError::LaneLeg`] (for [`LaneKind::Leg`] a `leg` byte
+    /// that is not a [`LegKind`], for any other kind a non-zero one);
+    /// [`WireError::ReservedNonZero`] (bytes 30..32 of the root); [`WireError::PayloadTooLarge`]
+    /// (checked on the announced length, before the pointer is followed); then
+    /// [`WireError::PointerOutOfBounds`] / [`WireError::LengthOverflow`] (payload outside the
+    /// message).
+    pub fn parse(buf: &'a [u8]) -> Result<Self, WireError> {
+        Self::from_root(&open(buf, MessageType::Lane, lm::SIZE)?)
+    }
+
+    fn from_root(root: &Object<'a>) -> Result<Self, WireError> {
+        let kind = LaneKind::try_from(root.u8(lm::KIND)?)?;
+        let leg = root.u8(lm::LEG)?;
+        let leg_kind = check_lane_leg(kind, leg)?;
+        let reserved: &[u8; lm::RESERVED_LEN] = root.array(lm::RESERVED)?;
+        if reserved.iter().any(|&byte| byte != 0) {
+            return Err(WireError::ReservedNonZero {
+                field: lm::RESERVED,
+                found: u64::from(u16::from_le_bytes(*reserved)),
+            });
+        }
+        check_lane_payload(root.announced_len(lm::PAYLOAD)? as usize)?;
+        Ok(Self {
+            chain_id: root.u64(lm::CHAIN_ID)?,
+            epoch: root.u64(lm::EPOCH)?,
+            height: root.u64(lm::HEIGHT)?,
+            sender: root.u32(lm::SENDER)?,
+            kind,
+            leg,
+            leg_kind,
+            session: root.array(lm::SESSION)?,
+            payload: root.bytes(lm::PAYLOAD)?,
+        })
+    }
+
+    /// Chain identifier.
+    pub fn chain_id(&self) -> u64 {
+        self.chain_id
+    }
+    /// Epoch of the sender's validator set.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+    /// The bundle's closing height.
+    pub fn height(&self) -> u64 {
+        self.height
+    }
+    /// The sender's validator index (unverified; check it against the connection's peer).
+    pub fn sender(&self) -> u32 {
+        self.sender
+    }
+    /// What the payload is.
+    pub fn kind(&self) -> LaneKind {
+        self.kind
+    }
+    /// The raw `leg` byte: a [`LegKind`] byte for [`LaneKind::Leg`], 0 otherwise.
+    pub fn leg(&self) -> u8 {
+        self.leg
+    }
+    /// The leg kind of a [`LaneKind::Leg`] message (always `Some` for that kind); `None` for
+    /// every other kind.
+    pub fn leg_kind(&self) -> Option<LegKind> {
+        self.leg_kind
+    }
+    /// The threshold session id (32 bytes), borrowed; unchecked, all-zero by convention for kinds
+    /// that are not threshold rounds.
+    pub fn session(&self) -> &'a Hash {
+        self.session
+    }
+    /// The payload (leg body, signature or round message), at most [`MAX_LANE_PAYLOAD`] bytes,
+    /// borrowed.
+    pub fn payload(&self) -> &'a [u8] {
+        self.payload
+    }
+    /// Copies into an owned [`LaneMessage`].
+    pub fn to_owned(&self) -> LaneMessage {
+        LaneMessage {
+            chain_id: self.chain_id,
+            epoch: self.epoch,
+            height: self.height,
+            sender: self.sender,
+            kind: self.kind,
+            leg: self.leg,
+            session: *self.session,
+            payload: self.payload.to_vec(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Any message
 // ---------------------------------------------------------------------------------------------
 
@@ -1358,6 +1742,8 @@ pub enum Message {
     SyncResponse(SyncResponse),
     /// See [`QuasarCert`].
     QuasarCert(QuasarCert),
+    /// See [`LaneMessage`].
+    Lane(LaneMessage),
 }
 
 impl Message {
@@ -1365,7 +1751,9 @@ impl Message {
     ///
     /// Errors: [`WireError::MessageTooLarge`]; [`WireError::BadSyncItem`] for a SyncResponse with
     /// an invalid item; [`WireError::BundleLength`] or [`WireError::LegCount`] for a QuasarCert
-    /// whose bundle or leg list is empty or too long.
+    /// whose bundle or leg list is empty or too long; [`WireError::LaneLeg`] or
+    /// [`WireError::PayloadTooLarge`] for a lane message whose `leg` byte does not match its kind
+    /// or whose payload exceeds [`MAX_LANE_PAYLOAD`].
     pub fn encode(&self) -> Result<Vec<u8>, WireError> {
         match self {
             Self::Proposal(m) => m.encode(),
@@ -1375,6 +1763,7 @@ impl Message {
             Self::SyncRequest(m) => m.encode(),
             Self::SyncResponse(m) => m.encode(),
             Self::QuasarCert(m) => m.encode(),
+            Self::Lane(m) => m.encode(),
         }
     }
 
@@ -1388,6 +1777,7 @@ impl Message {
             Self::SyncRequest(_) => MessageType::SyncRequest,
             Self::SyncResponse(_) => MessageType::SyncResponse,
             Self::QuasarCert(_) => MessageType::QuasarCert,
+            Self::Lane(_) => MessageType::Lane,
         }
     }
 }
@@ -1409,6 +1799,8 @@ pub enum MessageRef<'a> {
     SyncResponse(SyncResponseRef<'a>),
     /// See [`QuasarCertRef`].
     QuasarCert(QuasarCertRef<'a>),
+    /// See [`LaneMessageRef`].
+    Lane(LaneMessageRef<'a>),
 }
 
 impl MessageRef<'_> {
@@ -1422,6 +1814,7 @@ impl MessageRef<'_> {
             Self::SyncRequest(_) => MessageType::SyncRequest,
             Self::SyncResponse(_) => MessageType::SyncResponse,
             Self::QuasarCert(_) => MessageType::QuasarCert,
+            Self::Lane(_) => MessageType::Lane,
         }
     }
 
@@ -1435,6 +1828,7 @@ impl MessageRef<'_> {
             Self::SyncRequest(m) => Message::SyncRequest(m.to_owned()),
             Self::SyncResponse(m) => Message::SyncResponse(m.to_owned()),
             Self::QuasarCert(m) => Message::QuasarCert(m.to_owned()),
+            Self::Lane(m) => Message::Lane(m.to_owned()),
         }
     }
 }
@@ -1468,5 +1862,6 @@ pub fn decode(buf: &[u8]) -> Result<MessageRef<'_>, WireError> {
         MessageType::QuasarCert => {
             MessageRef::QuasarCert(QuasarCertRef::from_root(&reader.root(qc::SIZE)?)?)
         }
+        MessageType::Lane => MessageRef::Lane(LaneMessageRef::from_root(&reader.root(lm::SIZE)?)?),
     })
 }

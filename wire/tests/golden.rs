@@ -14,6 +14,7 @@ const TX_BATCH: &str = "5a41500002000004100000003f000000080000000300000018000000
 const SYNC_REQUEST: &str = "5a41500002000005100000003c0000006400000000000000000000000000000000000000000000000000000000000000000000000000000010000000";
 const SYNC_RESPONSE: &str = "5a4150000200000610000000e1010000080000000200000010000000f800000000010000c10000005a4150000200000110000000f800000070000000e400000000000000a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebfc0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedfe0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff00000000070000000000000003000000000000002a000000000000002900000000000000280000000000000000401e18240a0600101112131415161718191a1b1c1d1e1f202122232425262728292a2b2c2d2e2fb6d0eec5d7dee48d6bea5e2aef9f98c7b9015f0b59c0ac5688b513038dfa375705000000000000005a4150000200000310000000c1000000070000000000000003000000000000002a000000000000002900000000000000303132333435363738393a3b3c3d3e3f404142434445464748494a4b4c4d4e4fc0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedfe0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f1000000001000000010000000000000001";
 const QUASAR_CERT: &str = "5a4150000200000710000000cd0000000700000000000000030000000000000029000000000000002a00000000000000303132333435363738393a3b3c3d3e3f404142434445464748494a4b4c4d4e4f10000000400000004800000003000000505152535455565758595a5b5c5d5e5f606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f808182838485868788898a8b8c8d8e8f18000000080000001800000007000000180000000500000001626c732d61676702636f726f6e61000367313621";
+const LANE_MESSAGE: &str = "5a4150000200000810000000610000000700000000000000030000000000000029000000000000000900000004000000909192939495969798999a9b9c9d9e9fa0a1a2a3a4a5a6a7a8a9aaabacadaeaf0800000009000000636f726f6e612d7231";
 
 /// Encodes `message`, compares with the pinned hex, and decodes the pinned bytes back to `message`.
 fn check_golden(message: Message, pinned: &str) {
@@ -55,7 +56,10 @@ fn vote_golden() {
         (r.kind(), r.signer(), r.view()),
         (VoteKind::Finalize, 9, 42)
     );
-    assert_eq!(r.signing_message(), v.signing_message());
+    assert_eq!(
+        r.signing_message(&common::domain()),
+        v.signing_message(&common::domain())
+    );
 }
 
 #[test]
@@ -66,7 +70,10 @@ fn certificate_golden() {
     let r = CertificateRef::parse(&bytes).unwrap();
     assert_eq!(r.signers(), &[0b1011_0111, 0b0000_0001]);
     assert_eq!(r.kind(), CertificateKind::Notarization);
-    assert_eq!(r.signing_message(), c.signing_message());
+    assert_eq!(
+        r.signing_message(&common::domain()),
+        c.signing_message(&common::domain())
+    );
 }
 
 #[test]
@@ -138,6 +145,34 @@ fn quasar_cert_golden() {
 }
 
 #[test]
+fn lane_message_golden() {
+    let m = common::lane_message();
+    check_golden(Message::Lane(m.clone()), LANE_MESSAGE);
+    let bytes = hex::decode(LANE_MESSAGE).unwrap();
+    // Root at 16 (72 B): kind 4 at 44, leg 0 at 45, reserved zero at 46..48, session at 48..80,
+    // payload pointer at 80 (rel 8, len 9); payload at 88..97.
+    assert_eq!(bytes.len(), 97);
+    assert_eq!(
+        (bytes[44], bytes[45], &bytes[46..48]),
+        (4, 0, &[0u8, 0][..])
+    );
+    assert_eq!(&bytes[48..80], &m.session);
+    assert_eq!(&bytes[88..], b"corona-r1");
+    let r = LaneMessageRef::parse(&bytes).unwrap();
+    assert_eq!(
+        (r.chain_id(), r.epoch(), r.height(), r.sender()),
+        (7, 3, 41, 9)
+    );
+    assert_eq!(
+        (r.kind(), r.leg(), r.leg_kind()),
+        (LaneKind::CoronaRound1, 0, None)
+    );
+    assert_eq!(r.session(), &m.session);
+    assert_eq!(r.payload(), b"corona-r1");
+    assert_eq!(r.to_owned(), m);
+}
+
+#[test]
 fn block_hash_golden() {
     let h = common::header();
     assert_eq!(
@@ -190,28 +225,38 @@ fn block_hash_golden() {
 
 #[test]
 fn vote_signing_message_golden() {
-    let v = common::vote();
-    let msg = v.signing_message();
+    let d = common::domain();
+    let notarize = Vote {
+        kind: VoteKind::Notarize,
+        ..common::vote()
+    };
+    let msg = notarize.signing_message(&d);
     assert_eq!(msg.len(), VOTE_SIGNING_MESSAGE_LEN);
     assert_eq!(msg.len(), 79);
     assert_eq!(
         hex::encode(&msg),
-        // "QUASAR-VOTE-v1" | kind 02 | chain_id 7 | epoch 3 | view 42 | height 41 | block 30..4f
+        // "QUASAR-VOTE-v1" | kind 01 | chain_id 7 | epoch 3 | view 42 | height 41 | block 30..4f
         "5155415341522d564f54452d7631\
-         02\
+         01\
          0700000000000000\
          0300000000000000\
          2a00000000000000\
          2900000000000000\
          303132333435363738393a3b3c3d3e3f404142434445464748494a4b4c4d4e4f"
     );
+    // A finalize vote signs the round digest μ.
+    let v = common::vote();
+    assert_eq!(v.kind, VoteKind::Finalize);
+    let mu = round_digest(v.chain_id, v.epoch, v.height, v.view, &v.block, &d);
+    assert_eq!(v.signing_message(&d), mu.to_vec());
+    assert_eq!(hex::encode(mu), ROUND_DIGEST_GOLDEN);
     let c = common::certificate();
     let as_vote = Vote {
         kind: VoteKind::Notarize,
         block: c.block,
         ..v
     };
-    assert_eq!(c.signing_message(), as_vote.signing_message());
+    assert_eq!(c.signing_message(&d), as_vote.signing_message(&d));
     assert_eq!(
         CertificateKind::Finalization.vote_kind(),
         VoteKind::Finalize
@@ -220,6 +265,43 @@ fn vote_signing_message_golden() {
         CertificateKind::Nullification.vote_kind(),
         VoteKind::Nullify
     );
+}
+
+/// μ of the sample finalize vote under the sample domain (TupleHash256, customization
+/// `QUASAR-ROUND-DIGEST-v1`).
+const ROUND_DIGEST_GOLDEN: &str =
+    "b3afb24ee7c0b11817aeb7fcf665f4eb50e0287de54d437943449353040a26ae";
+
+#[test]
+fn round_digest_binds_every_field() {
+    let d = common::domain();
+    let mu = round_digest(1, 2, 3, 4, &[5; 32], &d);
+    let other_root = EpochDomain {
+        validator_set_root: [9; 32],
+        ..d.clone()
+    };
+    let other_profile = EpochDomain {
+        profile_id: "aurora".to_string(),
+        ..d.clone()
+    };
+    for other in [
+        round_digest(9, 2, 3, 4, &[5; 32], &d),
+        round_digest(1, 9, 3, 4, &[5; 32], &d),
+        round_digest(1, 2, 9, 4, &[5; 32], &d),
+        round_digest(1, 2, 3, 9, &[5; 32], &d),
+        round_digest(1, 2, 3, 4, &[9; 32], &d),
+        round_digest(1, 2, 3, 4, &[5; 32], &other_root),
+        round_digest(1, 2, 3, 4, &[5; 32], &other_profile),
+    ] {
+        assert_ne!(other, mu);
+    }
+    // A notarize or nullify message is never a finalize message (79 vs 32 bytes).
+    for kind in [VoteKind::Notarize, VoteKind::Nullify] {
+        assert_ne!(
+            vote_signing_message(kind, 1, 2, 4, 3, &[5; 32], &d).len(),
+            32
+        );
+    }
 }
 
 #[test]

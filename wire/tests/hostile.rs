@@ -72,7 +72,8 @@ fn each_header_field_has_its_own_error() {
         WireError::ReservedFlags { found: 0x80 }
     );
 
-    for found in [0u8, 8, 0xff] {
+    // 9 is the first type byte after the last known type (8, LaneMessage).
+    for found in [0u8, 9, 0xff] {
         let mut b = vote.clone();
         b[7] = found; // message type, high byte of flags
         assert_eq!(
@@ -146,6 +147,13 @@ fn typed_readers_reject_other_types() {
             found: 2
         }
     );
+    assert_eq!(
+        LaneMessageRef::parse(&vote).unwrap_err(),
+        WireError::WrongMessageType {
+            expected: 8,
+            found: 2
+        }
+    );
     let cert = common::certificate().encode().unwrap();
     assert!(matches!(
         VoteRef::parse(&cert),
@@ -164,6 +172,15 @@ fn typed_readers_reject_other_types() {
         QuasarCertRef::parse(&cert),
         Err(WireError::WrongMessageType { .. })
     ));
+    // A lane message carrying a leg is not a QuasarCert.
+    let lane = common::lane_leg().encode().unwrap();
+    assert_eq!(
+        QuasarCertRef::parse(&lane).unwrap_err(),
+        WireError::WrongMessageType {
+            expected: 7,
+            found: 8
+        }
+    );
 }
 
 #[test]

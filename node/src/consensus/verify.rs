@@ -12,7 +12,9 @@ use super::Input;
 use quasar_crypto::bls::{batch_verify, BlsError, PublicKey, Signature};
 use quasar_crypto::hash::Hash;
 use quasar_lanes::{bls as bls_lane, LaneError, ValidatorSet};
-use quasar_wire::{payload_root, Certificate, CertificateKind, Message, Proposal, Vote, VoteKind};
+use quasar_wire::{
+    payload_root, Certificate, CertificateKind, EpochDomain, Message, Proposal, Vote, VoteKind,
+};
 use std::sync::Arc;
 
 /// Why a message was rejected before reaching the core. Every variant means: drop the message; a
@@ -180,16 +182,19 @@ pub struct Verifier {
     genesis: Hash,
     chain_id: u64,
     epoch: u64,
+    domain: EpochDomain,
     limits: BlockLimits,
 }
 
 impl Verifier {
-    /// A verifier for `chain_id`/`epoch` with the given set and genesis hash.
+    /// A verifier for `chain_id`/`epoch` with the given set, genesis hash and epoch domain (the
+    /// validator-set root and profile id that finalize votes sign inside μ).
     pub fn new(
         validators: Arc<ValidatorSet>,
         genesis: Hash,
         chain_id: u64,
         epoch: u64,
+        domain: EpochDomain,
         limits: BlockLimits,
     ) -> Verifier {
         Verifier {
@@ -197,8 +202,14 @@ impl Verifier {
             genesis,
             chain_id,
             epoch,
+            domain,
             limits,
         }
+    }
+
+    /// The epoch domain votes and certificates are checked under.
+    pub fn domain(&self) -> &EpochDomain {
+        &self.domain
     }
 
     /// The validator set.
@@ -234,14 +245,15 @@ impl Verifier {
             Message::TxBatch(_)
             | Message::SyncRequest(_)
             | Message::SyncResponse(_)
-            | Message::QuasarCert(_) => None,
+            | Message::QuasarCert(_)
+            | Message::Lane(_) => None,
         })
     }
 
     /// Verifies a vote. Errors: see [`VerifyError`].
     pub fn verify_vote(&self, vote: Vote) -> Result<VerifiedVote, VerifyError> {
         let (key, signature) = self.check_vote(&vote)?;
-        key.verify(&vote.signing_message(), &signature)?;
+        key.verify(&vote.signing_message(&self.domain), &signature)?;
         Ok(VerifiedVote { vote, signature })
     }
 
@@ -274,7 +286,10 @@ impl Verifier {
     pub fn verify_votes(&self, votes: Vec<Vote>) -> Vec<Result<VerifiedVote, VerifyError>> {
         let checked: Vec<Result<(PublicKey, Signature), VerifyError>> =
             votes.iter().map(|vote| self.check_vote(vote)).collect();
-        let messages: Vec<Vec<u8>> = votes.iter().map(Vote::signing_message).collect();
+        let messages: Vec<Vec<u8>> = votes
+            .iter()
+            .map(|v| v.signing_message(&self.domain))
+            .collect();
         // Positions in `votes` of the batch items: the votes that passed the cheap checks.
         let mut positions = Vec::with_capacity(votes.len());
         let mut items = Vec::with_capacity(votes.len());
@@ -371,7 +386,7 @@ impl Verifier {
         let checked = bls_lane::verify_aggregate(
             &self.validators,
             &certificate.signers,
-            &certificate.signing_message(),
+            &certificate.signing_message(&self.domain),
             &certificate.signature,
         )?;
         Ok(VerifiedCertificate {

@@ -8,7 +8,7 @@
 
 use quasar_crypto::bls::{SecretKey, Signature};
 use quasar_lanes::bls::bitmap_from_signers;
-use quasar_wire::{payload_root, Certificate, Message, Proposal, Vote, VoteKind};
+use quasar_wire::{payload_root, Certificate, EpochDomain, Message, Proposal, Vote, VoteKind};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -73,10 +73,12 @@ pub struct Context<'a> {
     pub validators: usize,
     /// The simulation's random source.
     pub rng: &'a mut ChaCha8Rng,
+    /// The epoch domain votes are signed under.
+    pub domain: &'a EpochDomain,
 }
 
-fn sign(key: &SecretKey, vote: &mut Vote) {
-    vote.signature = key.sign(&vote.signing_message()).to_bytes();
+fn sign(key: &SecretKey, vote: &mut Vote, domain: &EpochDomain) {
+    vote.signature = key.sign(&vote.signing_message(domain)).to_bytes();
 }
 
 fn halves(ctx: &Context<'_>) -> (Vec<usize>, Vec<usize>) {
@@ -114,7 +116,7 @@ pub fn outgoing(
         (Behavior::DoubleVoter, Message::Vote(v)) if v.kind == VoteKind::Notarize => {
             let mut other = v.clone();
             other.block = ctx.rng.gen();
-            sign(ctx.key, &mut other);
+            sign(ctx.key, &mut other, ctx.domain);
             (
                 vec![
                     (Target::All, Message::Vote(v)),
@@ -130,7 +132,7 @@ pub fn outgoing(
                 block: [0; 32],
                 ..v.clone()
             };
-            sign(ctx.key, &mut nullify);
+            sign(ctx.key, &mut nullify, ctx.domain);
             (
                 vec![
                     (Target::All, Message::Vote(v)),
@@ -144,12 +146,12 @@ pub fn outgoing(
                 epoch: v.epoch + 1,
                 ..v.clone()
             };
-            sign(ctx.key, &mut epoch);
+            sign(ctx.key, &mut epoch, ctx.domain);
             let mut chain = Vote {
                 chain_id: v.chain_id + 1,
                 ..v.clone()
             };
-            sign(ctx.key, &mut chain);
+            sign(ctx.key, &mut chain, ctx.domain);
             (
                 vec![
                     (Target::All, Message::Vote(v)),
@@ -204,7 +206,7 @@ fn conflicting_proposal(ctx: &Context<'_>, p: &Proposal) -> Proposal {
         signer: ctx.validator,
         signature: [0; 96],
     };
-    sign(ctx.key, &mut vote);
+    sign(ctx.key, &mut vote, ctx.domain);
     twin.signature = vote.signature;
     twin
 }

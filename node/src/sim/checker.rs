@@ -22,7 +22,7 @@
 
 use quasar_crypto::bls::{fast_aggregate_verify, PublicKey, Signature};
 use quasar_crypto::hash::Hash;
-use quasar_wire::{Certificate, CertificateKind, Vote, VoteKind};
+use quasar_wire::{Certificate, CertificateKind, EpochDomain, Vote, VoteKind};
 use std::collections::HashMap;
 
 /// A committed block as the checker needs it.
@@ -45,6 +45,8 @@ pub struct Observation {
     pub honest: Vec<bool>,
     /// The genesis hash.
     pub genesis: Hash,
+    /// The epoch domain votes and certificates are signed under.
+    pub domain: EpochDomain,
     /// Committed chains of honest nodes: (node label, chain in commit order).
     pub chains: Vec<(String, Vec<ChainEntry>)>,
     /// Every certificate an honest node accepted.
@@ -107,7 +109,7 @@ fn aggregate_verifies(obs: &Observation, c: &Certificate) -> Option<Vec<usize>> 
     }
     let keys: Vec<PublicKey> = who.iter().map(|&i| obs.validators[i].0).collect();
     let signature = Signature::from_bytes(&c.signature).ok()?;
-    fast_aggregate_verify(&keys, &c.signing_message(), &signature).ok()?;
+    fast_aggregate_verify(&keys, &c.signing_message(&obs.domain), &signature).ok()?;
     Some(who)
 }
 

@@ -34,9 +34,10 @@ use crate::signer::VoteSigner;
 use crate::sync::{serve, MAX_SYNC_BLOCKS};
 use quasar_crypto::bls::SecretKey;
 use quasar_crypto::hash::{tagged_hash, Hash};
+use quasar_lanes::cert::Profile;
 use quasar_lanes::{Validator, ValidatorSet};
 use quasar_storage::{Crash, SigningGuard, SimStore, Store};
-use quasar_wire::{decode, Certificate, Message, MessageRef, SyncRequest, Vote};
+use quasar_wire::{decode, Certificate, EpochDomain, Message, MessageRef, SyncRequest, Vote};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cmp::Reverse;
@@ -268,7 +269,14 @@ impl Simulation {
             max_txs: 10_000,
             max_bytes: 1 << 24,
         };
-        let verifier = Verifier::new(validators.clone(), genesis, SIM_CHAIN_ID, 0, limits);
+        let domain = EpochDomain {
+            validator_set_root: tagged_hash(
+                "QUASAR-SIM-VALIDATOR-SET-v1",
+                &[&cfg.seed.to_le_bytes()],
+            ),
+            profile_id: Profile::default().name(),
+        };
+        let verifier = Verifier::new(validators.clone(), genesis, SIM_CHAIN_ID, 0, domain, limits);
         let mut sim = Simulation {
             rng,
             now: 0,
@@ -370,6 +378,7 @@ impl Simulation {
             validator as u32,
             SIM_CHAIN_ID,
             0,
+            self.verifier.domain().clone(),
             guard,
         );
         Engine::open(
@@ -481,6 +490,7 @@ impl Simulation {
             me: from,
             validators: self.cfg.validators,
             rng: &mut self.rng,
+            domain: self.verifier.domain(),
         };
         let (messages, deviations) = outgoing(behavior, &mut ctx, message);
         self.byzantine_messages += deviations;
@@ -858,6 +868,7 @@ impl Simulation {
                 .collect(),
             honest,
             genesis: self.genesis,
+            domain: self.verifier.domain().clone(),
             chains,
             certificates: self.accepted_certificates.clone(),
             votes: self.sent_votes.clone(),

@@ -30,6 +30,14 @@ pub fn proposal() -> Proposal {
     }
 }
 
+/// The epoch domain the sample votes and certificates are signed under.
+pub fn domain() -> EpochDomain {
+    EpochDomain {
+        validator_set_root: seq(0x70),
+        profile_id: "quasar".to_string(),
+    }
+}
+
 pub fn vote() -> Vote {
     Vote {
         kind: VoteKind::Finalize,
@@ -103,6 +111,31 @@ pub fn quasar_cert() -> QuasarCert {
     }
 }
 
+/// A Corona round-1 contribution of validator 9 to the bundle closing at height 41.
+pub fn lane_message() -> LaneMessage {
+    LaneMessage {
+        chain_id: 7,
+        epoch: 3,
+        height: 41,
+        sender: 9,
+        kind: LaneKind::CoronaRound1,
+        leg: 0,
+        session: seq(0x90),
+        payload: b"corona-r1".to_vec(),
+    }
+}
+
+/// A finished Magnetar leg body from validator 9 for the same bundle (no session).
+pub fn lane_leg() -> LaneMessage {
+    LaneMessage {
+        kind: LaneKind::Leg,
+        leg: LegKind::Magnetar as u8,
+        session: [0; 32],
+        payload: b"magnetar-leg-body".to_vec(),
+        ..lane_message()
+    }
+}
+
 /// One sample of every schema, in type order.
 pub fn all() -> Vec<Message> {
     vec![
@@ -113,5 +146,6 @@ pub fn all() -> Vec<Message> {
         Message::SyncRequest(sync_request()),
         Message::SyncResponse(sync_response()),
         Message::QuasarCert(quasar_cert()),
+        Message::Lane(lane_message()),
     ]
 }

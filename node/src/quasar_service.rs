@@ -1,0 +1,477 @@
+//! The validator's Quasar finality service: a thread that feeds finalized blocks to the
+//! [`QuasarTracker`], stores the certificates it completes, and answers the API's questions
+//! about a block's finality tier (DESIGN.md §2–§3).
+//!
+//! It runs beside consensus, never in its way: the core task hands it each finalized block
+//! through a bounded queue and moves on (a full queue drops the event with a warning, which
+//! costs at most that bundle its Quasar tier), and a failure here is logged, never fatal.
+//!
+//! # What it exchanges with peers ([`LaneMessage`] gossip)
+//!
+//! - When a bundle closes and this node holds the closing block's own finalization, it gossips
+//!   that BLS leg, so peers that finalized the block through a descendant can complete it.
+//! - Under `polaris` each validator signs the bundle digest with its SLH-DSA key (context
+//!   `quasar-cert-v1`) and gossips the signature; every node checks each signature against the
+//!   sender's genesis key as it arrives and builds the Magnetar leg once the signers hold a quorum.
+//! - Finished legs from peers are verified alone and attached.
+//! - Messages for a bundle this node has not closed yet are held (at most
+//!   [`MAX_EARLY_BUNDLES`] bundles ahead, one message per sender, kind and leg) and replayed when
+//!   it closes. Corona, Pulsar and rollup messages are not handled yet (their signing services are
+//!   the next part of issue 8) and are dropped with a debug log.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::time::Duration;
+
+use quasar_crypto::hash::Hash;
+use quasar_crypto::magnetar;
+use quasar_lanes::magnetar::MagnetarLeg;
+use quasar_lanes::CERT_CONTEXT;
+use quasar_storage::Store;
+use quasar_wire::{Certificate, LaneKind, LaneMessage, LegKind, Message, QuasarCertRef};
+use rand::rngs::OsRng;
+use serde_json::{json, Map, Value};
+
+use crate::metrics::LegLabel;
+use crate::quasar::{
+    BundleStatus, FinalizedInfo, LegRefused, QuasarEvent, QuasarTracker, QuorumCollector,
+};
+use crate::runtime::{now_us, Shared};
+
+/// Finalized blocks the service may lag behind before events are dropped.
+pub const QUEUE: usize = 4096;
+
+/// Per-leg verification times kept for `GET /status` (the most recent ones).
+pub const LEG_SAMPLES: usize = 256;
+
+/// The median of each leg's recent verification times, ms, for `GET /status`.
+pub fn leg_verify_p50_ms(shared: &Shared) -> BTreeMap<String, f64> {
+    let Ok(samples) = shared.leg_samples.lock() else {
+        return BTreeMap::new();
+    };
+    samples
+        .iter()
+        .filter_map(|(leg, recent)| {
+            let mut sorted: Vec<f64> = recent.iter().copied().collect();
+            sorted.sort_by(f64::total_cmp);
+            let median = *sorted.get(sorted.len().checked_sub(1)? / 2)?;
+            Some((leg.clone(), median))
+        })
+        .collect()
+}
+
+/// How often hybrid deadlines are checked.
+const TICK: Duration = Duration::from_millis(100);
+
+/// Bundles ahead of this node's own closing height whose early messages are held.
+pub const MAX_EARLY_BUNDLES: u64 = 8;
+
+/// A finalized block for the service.
+#[derive(Debug)]
+pub struct Finalized {
+    /// Height.
+    pub height: u64,
+    /// The block's own view.
+    pub view: u64,
+    /// Hash.
+    pub hash: Hash,
+    /// The finalization that covered it.
+    pub certificate: Certificate,
+    /// When this node saw it final (µs).
+    pub seen_us: u64,
+}
+
+/// What the service is handed.
+#[derive(Debug)]
+pub enum Input {
+    /// A block this node finalized.
+    Finalized(Finalized),
+    /// A lane message from peer `from` (authenticated by the transport).
+    Lane {
+        /// The sending validator.
+        from: u32,
+        /// The message.
+        message: LaneMessage,
+    },
+}
+
+/// The handle other tasks use to reach the service.
+#[derive(Clone, Debug)]
+pub struct QuasarHandle {
+    tx: SyncSender<Input>,
+}
+
+impl QuasarHandle {
+    /// A handle and the receiving end for [`spawn`].
+    pub fn channel() -> (QuasarHandle, Receiver<Input>) {
+        let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
+        (QuasarHandle { tx }, rx)
+    }
+
+    /// Hands over an input without waiting; a full queue drops it with a warning.
+    pub fn send(&self, input: Input) {
+        match self.tx.try_send(input) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                tracing::warn!("quasar service queue full: input dropped");
+            }
+            Err(TrySendError::Disconnected(_)) => {
+                tracing::error!("quasar service stopped");
+            }
+        }
+    }
+}
+
+/// This validator's part in producing legs.
+pub struct Contributor {
+    /// Its validator index.
+    pub index: u32,
+    /// Its SLH-DSA key (Magnetar).
+    pub slhdsa: magnetar::SecretKey,
+    /// Every validator's SLH-DSA public key, by index (to check peers' signatures).
+    pub slhdsa_keys: Vec<magnetar::PublicKey>,
+}
+
+/// Starts the service thread over `shared` (its tracker, store, metrics and network), reading
+/// `rx`. Errors: the OS refuses the thread.
+pub fn spawn(
+    shared: Arc<Shared>,
+    contributor: Contributor,
+    rx: Receiver<Input>,
+) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("quasar-finality".into())
+        .spawn(move || {
+            let mut service = Service {
+                shared: &shared,
+                me: contributor,
+                magnetar: QuorumCollector::default(),
+                early: BTreeMap::new(),
+                closed: 0,
+            };
+            service.run(&rx);
+        })?;
+    Ok(())
+}
+
+struct Service<'a> {
+    shared: &'a Shared,
+    me: Contributor,
+    /// Checked Magnetar signatures per waiting bundle, by signer.
+    magnetar: QuorumCollector<magnetar::Signature>,
+    /// Messages for bundles this node has not closed yet.
+    early: BTreeMap<u64, Vec<(u32, LaneMessage)>>,
+    /// The highest closing height this node reached.
+    closed: u64,
+}
+
+impl Service<'_> {
+    fn run(&mut self, rx: &Receiver<Input>) {
+        loop {
+            let events = match rx.recv_timeout(TICK) {
+                Ok(Input::Finalized(block)) => self.tracker(|t| {
+                    t.on_finalized(&FinalizedInfo {
+                        height: block.height,
+                        view: block.view,
+                        hash: block.hash,
+                        certificate: &block.certificate,
+                        seen_us: block.seen_us,
+                    })
+                }),
+                Ok(Input::Lane { from, message }) => self.lane(from, message),
+                Err(RecvTimeoutError::Timeout) => self.tracker(|t| t.on_tick(now_us())),
+                Err(RecvTimeoutError::Disconnected) => return,
+            };
+            self.handle(events);
+        }
+    }
+
+    fn tracker<T: Default>(&self, f: impl FnOnce(&mut QuasarTracker) -> T) -> T {
+        match self.shared.quasar.lock() {
+            Ok(mut t) => f(&mut t),
+            Err(_) => T::default(),
+        }
+    }
+
+    fn handle(&mut self, events: Vec<QuasarEvent>) {
+        let mut events: VecDeque<QuasarEvent> = events.into();
+        while let Some(event) = events.pop_front() {
+            if let QuasarEvent::Closed {
+                height,
+                bundle_digest,
+                bls_leg,
+                ..
+            } = &event
+            {
+                let (height, digest) = (*height, *bundle_digest);
+                self.closed = self.closed.max(height);
+                if let Some(body) = bls_leg {
+                    self.broadcast(height, LaneKind::Leg, LegKind::Bls as u8, body.clone());
+                }
+                events.extend(self.contribute(height, &digest));
+                let early = self.early.remove(&height).unwrap_or_default();
+                for (from, message) in early {
+                    events.extend(self.lane(from, message));
+                }
+                self.early.retain(|&h, _| h > height);
+            }
+            record(self.shared, event);
+        }
+        // Collected signatures of bundles no longer waiting are dropped.
+        let Ok(tracker) = self.shared.quasar.lock() else {
+            return;
+        };
+        self.magnetar
+            .retain(|height| tracker.awaiting(height, LegKind::Magnetar).is_some());
+    }
+
+    /// Signs what this validator contributes to a closed bundle and gossips it.
+    fn contribute(&mut self, height: u64, digest: &Hash) -> Vec<QuasarEvent> {
+        if self
+            .tracker(|t| t.awaiting(height, LegKind::Magnetar))
+            .is_none()
+        {
+            return Vec::new();
+        }
+        let signature = match self.me.slhdsa.sign(digest, CERT_CONTEXT, &mut OsRng) {
+            Ok(s) => s,
+            Err(error) => {
+                tracing::error!(height, %error, "SLH-DSA signing failed");
+                return Vec::new();
+            }
+        };
+        self.broadcast(
+            height,
+            LaneKind::MagnetarSignature,
+            0,
+            signature.as_bytes().to_vec(),
+        );
+        self.add_magnetar(height, self.me.index as usize, signature)
+    }
+
+    fn broadcast(&self, height: u64, kind: LaneKind, leg: u8, payload: Vec<u8>) {
+        let message = Message::Lane(LaneMessage {
+            chain_id: self.shared.chain_id,
+            epoch: self.shared.epoch,
+            height,
+            sender: self.me.index,
+            kind,
+            leg,
+            session: [0; 32],
+            payload,
+        });
+        match message.encode() {
+            Ok(bytes) => self.shared.network.broadcast(Arc::new(bytes)),
+            Err(error) => tracing::error!(height, %error, "lane message does not encode"),
+        }
+    }
+
+    /// A peer's lane message: checked, then held (early), used, or dropped with a log line.
+    fn lane(&mut self, from: u32, message: LaneMessage) -> Vec<QuasarEvent> {
+        let height = message.height;
+        if message.sender != from
+            || message.chain_id != self.shared.chain_id
+            || message.epoch != self.shared.epoch
+        {
+            self.shared.metrics.invalid_messages.inc();
+            tracing::debug!(
+                from,
+                sender = message.sender,
+                "lane message with a wrong sender, chain or epoch"
+            );
+            return Vec::new();
+        }
+        if height > self.closed {
+            let horizon = MAX_EARLY_BUNDLES.saturating_mul(self.bundle_size());
+            if height <= self.closed.saturating_add(horizon) {
+                let held = self.early.entry(height).or_default();
+                let duplicate = held
+                    .iter()
+                    .any(|(f, m)| *f == from && m.kind == message.kind && m.leg == message.leg);
+                if !duplicate {
+                    held.push((from, message));
+                }
+            }
+            return Vec::new();
+        }
+        match message.kind {
+            LaneKind::Leg => {
+                let Ok(leg) = LegKind::try_from(message.leg) else {
+                    return Vec::new();
+                };
+                match self.tracker(|t| Some(t.on_leg(height, leg, message.payload))) {
+                    Some(Ok(event)) => event.into_iter().collect(),
+                    Some(Err(LegRefused::NoBundle(_))) | None => Vec::new(),
+                    Some(Err(error)) => {
+                        self.shared.metrics.invalid_messages.inc();
+                        tracing::warn!(from, height, %leg, %error, "leg from a peer refused");
+                        Vec::new()
+                    }
+                }
+            }
+            LaneKind::MagnetarSignature => self.peer_magnetar(from, height, &message.payload),
+            other => {
+                tracing::debug!(from, height, kind = %other, "lane message kind not handled yet");
+                Vec::new()
+            }
+        }
+    }
+
+    fn bundle_size(&self) -> u64 {
+        self.tracker(|t| t.closing_height(1)).max(1)
+    }
+
+    /// A peer's Magnetar signature on a waiting bundle: checked against its genesis key.
+    fn peer_magnetar(&mut self, from: u32, height: u64, bytes: &[u8]) -> Vec<QuasarEvent> {
+        let Some((_, digest)) = self.tracker(|t| t.awaiting(height, LegKind::Magnetar)) else {
+            return Vec::new();
+        };
+        let index = from as usize;
+        let Some(key) = self.me.slhdsa_keys.get(index) else {
+            return Vec::new();
+        };
+        let checked = magnetar::Signature::from_bytes(key.parameter_set(), bytes)
+            .and_then(|sig| key.verify(&digest, CERT_CONTEXT, &sig).map(|()| sig));
+        match checked {
+            Ok(signature) => self.add_magnetar(height, index, signature),
+            Err(error) => {
+                self.shared.metrics.invalid_messages.inc();
+                tracing::warn!(from, height, %error, "Magnetar signature refused");
+                Vec::new()
+            }
+        }
+    }
+
+    /// Adds a checked signature; once the signers hold a quorum, builds and attaches the leg.
+    fn add_magnetar(
+        &mut self,
+        height: u64,
+        index: usize,
+        signature: magnetar::Signature,
+    ) -> Vec<QuasarEvent> {
+        let Some(quorum) = self
+            .magnetar
+            .add(&self.shared.validator_set, height, index, signature)
+        else {
+            return Vec::new();
+        };
+        let leg = match MagnetarLeg::new(self.shared.validator_set.len(), quorum) {
+            Ok(leg) => leg.encode(),
+            Err(error) => {
+                tracing::error!(height, %error, "Magnetar leg does not assemble");
+                return Vec::new();
+            }
+        };
+        match self.tracker(|t| Some(t.on_leg(height, LegKind::Magnetar, leg))) {
+            Some(Ok(event)) => event.into_iter().collect(),
+            Some(Err(error)) => {
+                tracing::error!(height, %error, "assembled Magnetar leg refused");
+                Vec::new()
+            }
+            None => Vec::new(),
+        }
+    }
+}
+
+/// Stores a completed certificate and updates metrics; logs abandoned bundles.
+fn record(shared: &Shared, event: QuasarEvent) {
+    let m = &shared.metrics;
+    match event {
+        QuasarEvent::Closed { .. } => {}
+        QuasarEvent::Certified {
+            height,
+            certificate,
+            report,
+        } => {
+            if let Err(error) = shared.store.put_quasar_cert(height, &certificate) {
+                tracing::error!(height, %error, "could not store a QuasarCert");
+                return;
+            }
+            m.quasar_certificates.inc();
+            m.quasar_cert_verify_seconds
+                .observe(report.elapsed.as_secs_f64());
+            if let Ok(mut samples) = shared.leg_samples.lock() {
+                for leg in &report.legs {
+                    let recent = samples.entry(leg.leg.to_string()).or_default();
+                    if recent.len() == LEG_SAMPLES {
+                        recent.pop_front();
+                    }
+                    recent.push_back(leg.elapsed.as_secs_f64() * 1e3);
+                }
+            }
+            for leg in &report.legs {
+                m.quasar_leg_verify_seconds
+                    .get_or_create(&LegLabel {
+                        leg: leg.leg.to_string(),
+                    })
+                    .observe(leg.elapsed.as_secs_f64());
+            }
+            let previous = shared.quasar_height.fetch_max(height, Ordering::Relaxed);
+            m.quasar_finalized_height.set(previous.max(height) as i64);
+            tracing::debug!(height, bundle = report.bundle.len(), "Quasar finality");
+        }
+        QuasarEvent::Expired { height, missing } => {
+            m.quasar_bundles_abandoned.inc();
+            let missing: Vec<String> = missing.iter().map(LegKind::to_string).collect();
+            tracing::info!(
+                height,
+                ?missing,
+                "hybrid deadline passed: bundle stays at Nova finality"
+            );
+        }
+        QuasarEvent::Dropped { height } => {
+            m.quasar_bundles_abandoned.inc();
+            tracing::info!(height, "bundle dropped unfinished: stays at Nova finality");
+        }
+    }
+}
+
+/// The finality of finalized block `height` for `GET /block/{height}`: its tier (`nova` or
+/// `quasar`), the bundle it belongs to and the state of each leg of the profile (`verified`,
+/// or `missing`), with the reason Quasar finality is unavailable when it is.
+pub fn finality_json(shared: &Shared, height: u64) -> Value {
+    let Ok(tracker) = shared.quasar.lock() else {
+        return json!({ "tier": "nova" });
+    };
+    let profile = tracker.profile();
+    let closing = tracker.closing_height(height);
+    let mut legs = Map::new();
+    let mut tier = "nova";
+    let stored = shared.store.quasar_cert_from(height).ok().flatten();
+    match stored {
+        Some((at, bytes)) if at == closing => {
+            tier = "quasar";
+            if let Ok(cert) = QuasarCertRef::parse(&bytes) {
+                for (leg, _) in cert.legs() {
+                    legs.insert(leg.to_string(), json!("verified"));
+                }
+            }
+        }
+        _ => {
+            let held = match tracker.status(closing) {
+                BundleStatus::Waiting { held, .. } => held,
+                BundleStatus::Unknown => Vec::new(),
+            };
+            for leg in profile.legs() {
+                let state = if held.contains(leg) {
+                    "verified"
+                } else {
+                    "missing"
+                };
+                legs.insert(leg.to_string(), json!(state));
+            }
+        }
+    }
+    let mut out = json!({
+        "tier": tier,
+        "profile": profile.name(),
+        "bundle_end": closing,
+        "legs": legs,
+    });
+    if let (Some(reason), Some(map)) = (tracker.unavailable(), out.as_object_mut()) {
+        map.insert("unavailable".into(), json!(reason));
+    }
+    out
+}
