@@ -149,3 +149,14 @@ pub fn all() -> Vec<Message> {
         Message::Lane(lane_message()),
     ]
 }
+
+/// `typed`, a schema parser's error for `bytes`, after checking that the generic [`decode`]
+/// gives the same error.
+pub fn agreed_error(typed: WireError, bytes: &[u8]) -> WireError {
+    assert_eq!(
+        decode(bytes).unwrap_err(),
+        typed,
+        "decode and parse disagree"
+    );
+    typed
+}
