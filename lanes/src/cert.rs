@@ -98,7 +98,7 @@ pub enum Profile {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "unknown profile {0:?}: expected quasar, aurora, polaris, fast or hybrid-<deadline> \
-     (e.g. hybrid-1s, hybrid-500ms)"
+     (e.g. hybrid-1s, hybrid-500ms; the deadline is 1 ms to 1 day)"
 )]
 pub struct ProfileParseError(pub String);
 

@@ -442,3 +442,24 @@ fn a_192s_leg_verifies_under_192s_keys() {
         })
     );
 }
+
+/// Cancellation (the parallel-max verifier raises the flag when another leg fails): a raised
+/// flag stops verification before any signature is checked, and a valid leg is reported as
+/// cancelled, never as verified; a lowered flag changes nothing.
+#[test]
+fn a_raised_cancellation_flag_stops_verification() {
+    use quasar_lanes::magnetar::verify_leg_cancellable;
+    use std::sync::atomic::AtomicBool;
+    let f = fixture();
+    let valid = leg(f, &SIGNERS);
+    assert_eq!(
+        verify_leg_cancellable(&f.keys, &MU, &valid, &AtomicBool::new(true)),
+        Err(LaneError::Cancelled)
+    );
+    assert!(verify_leg_cancellable(&f.keys, &MU, &valid, &AtomicBool::new(false)).is_ok());
+    // Quorum and bitmap checks come first, so a leg without a quorum says so even when cancelled.
+    assert!(matches!(
+        verify_leg_cancellable(&f.keys, &MU, &leg(f, &[0]), &AtomicBool::new(true)),
+        Err(LaneError::NoQuorum { .. })
+    ));
+}

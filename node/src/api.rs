@@ -185,7 +185,7 @@ async fn status(State(shared): State<AppState>) -> Json<Value> {
         "guard_refusals": shared.metrics.guard_refusals.get(),
         "profile": shared.quasar.lock().map(|t| t.profile().name()).unwrap_or_default(),
         "quasar_finalized_height": shared.quasar_height.load(Ordering::Relaxed),
-        "quasar_unavailable": shared.quasar.lock().ok().and_then(|t| t.unavailable().map(str::to_string)),
+        "quasar_unavailable": shared.quasar.lock().ok().and_then(|t| t.unavailable()),
         "leg_verify_p50_ms": crate::quasar_service::leg_verify_p50_ms(&shared),
     }))
 }

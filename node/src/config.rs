@@ -19,13 +19,13 @@ use quasar_crypto::corona::scheme::GroupKey as CoronaGroupKey;
 use quasar_crypto::hash::{tagged_hash, Hash};
 use quasar_crypto::magnetar;
 use quasar_crypto::mldsa::{self, MlDsa65};
-use quasar_crypto::rollup::circuit::{commitment, Validator as RollupValidator};
+use quasar_crypto::rollup::circuit::{commitment, Statement, Validator as RollupValidator};
 use quasar_crypto::rollup::native::{ExpandedKey, ML_DSA_65};
-use quasar_lanes::cert::{CertError, CertPolicy, EpochKeys, Profile, ProfileParseError, RollupKey};
+use quasar_lanes::cert::{CertPolicy, EpochKeys, Profile, ProfileParseError, RollupKey};
 use quasar_lanes::groth16::VerifyingKey;
 use quasar_lanes::magnetar::MagnetarKeys;
 use quasar_lanes::{Validator, ValidatorSet};
-use quasar_wire::EpochDomain;
+use quasar_wire::{EpochDomain, LegKind};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -301,8 +301,9 @@ fn check_certificate(der: &[u8]) -> Result<(), String> {
         .map_err(|e| format!("{e:?}"))
 }
 
-/// One validator in `genesis.json`.
+/// One validator in `genesis.json` (unknown fields are refused).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct GenesisValidator {
     /// Name, informational.
     pub name: String,
@@ -320,8 +321,9 @@ pub struct GenesisValidator {
     pub stake: u64,
 }
 
-/// `genesis.json`.
+/// `genesis.json` (unknown fields are refused, so a misspelt field is not silently ignored).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct GenesisFile {
     /// Chain id all messages carry.
     pub chain_id: u64,
@@ -397,8 +399,27 @@ impl Genesis {
     }
 
     /// Epoch 0's certificate policy (profile, bundle size and the keys its legs need), or why
-    /// there is none: the profile needs a key the genesis does not carry.
+    /// there is none: the profile needs keys the genesis does not carry (every missing genesis
+    /// field is named).
     pub fn cert_policy(&self) -> Result<CertPolicy, String> {
+        let missing: Vec<&str> = self
+            .profile
+            .legs()
+            .iter()
+            .filter_map(|leg| match leg {
+                LegKind::Corona if self.corona_group_key.is_none() => Some("corona_group_key"),
+                LegKind::Pulsar if self.pulsar_group_key.is_none() => Some("pulsar_group_key"),
+                LegKind::Groth16 if self.rollup.is_none() => Some("rollup_verifying_key"),
+                _ => None,
+            })
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "profile {} needs {} in the genesis, which has none",
+                self.profile,
+                missing.join(" and ")
+            ));
+        }
         let magnetar = MagnetarKeys::new(
             self.validators.clone(),
             MAGNETAR_SET,
@@ -421,13 +442,7 @@ impl Genesis {
             bundle_size,
             keys,
         )
-        .map_err(|e| match e {
-            CertError::MissingKey { leg } => format!(
-                "profile {} needs a {leg} key, and the genesis has none",
-                self.profile
-            ),
-            other => other.to_string(),
-        })
+        .map_err(|e| e.to_string())
     }
 
     /// What epoch 0's votes and certificates bind besides their own fields (the round digest
@@ -492,13 +507,12 @@ impl GenesisFile {
         let mut mldsa_keys: Vec<mldsa::PublicKey<MlDsa65>> =
             Vec::with_capacity(self.validators.len());
         let mut slhdsa_keys: Vec<magnetar::PublicKey> = Vec::with_capacity(self.validators.len());
-        let profile: Profile = self
-            .profile
-            .parse()
-            .map_err(|e: ProfileParseError| ConfigError::Invalid(format!("profile: {e}")))?;
+        let profile: Profile = self.profile.parse().map_err(|e: ProfileParseError| {
+            ConfigError::Invalid(format!("genesis profile: {e}"))
+        })?;
         if !(1..=quasar_wire::MAX_BUNDLE as u64).contains(&self.bundle_size) {
             return Err(ConfigError::Invalid(format!(
-                "bundle_size {} is outside 1..={}",
+                "genesis bundle_size {} is outside 1..={}",
                 self.bundle_size,
                 quasar_wire::MAX_BUNDLE
             )));
@@ -602,24 +616,53 @@ impl GenesisFile {
         let hash = tagged_hash("QUASAR-GENESIS-v1", &refs);
         let set_refs: Vec<&[u8]> = set_parts.iter().map(Vec::as_slice).collect();
         let validator_set_root = tagged_hash("QUASAR-VALIDATOR-SET-v1", &set_refs);
+        // A key whose public part is all zeros (after the 32-byte seed ρ) is a valid encoding
+        // of t = 0 or b̃ = 0, under which anyone can sign: refused.
+        let degenerate = |field: &str, bytes: &[u8]| {
+            if bytes.iter().skip(32).all(|&b| b == 0) {
+                Err(ConfigError::Invalid(format!(
+                    "genesis {field}: the key is all zeros after its seed (anyone could sign)"
+                )))
+            } else {
+                Ok(())
+            }
+        };
         let corona_group_key = match self.corona_group_key {
-            Some(_) => Some(
-                quasar_lanes::corona::decode_group_key(&corona_bytes)
-                    .map_err(|e| ConfigError::Invalid(format!("corona_group_key: {e}")))?,
-            ),
+            Some(_) => {
+                let key = quasar_lanes::corona::decode_group_key(&corona_bytes)
+                    .map_err(|e| ConfigError::Invalid(format!("genesis corona_group_key: {e}")))?;
+                degenerate("corona_group_key", &corona_bytes)?;
+                Some(key)
+            }
             None => None,
         };
         let pulsar_group_key = match self.pulsar_group_key {
-            Some(_) => Some(
-                quasar_lanes::pulsar::decode_group_key(&pulsar_bytes)
-                    .map_err(|e| ConfigError::Invalid(format!("pulsar_group_key: {e}")))?,
-            ),
+            Some(_) => {
+                let key = quasar_lanes::pulsar::decode_group_key(&pulsar_bytes)
+                    .map_err(|e| ConfigError::Invalid(format!("genesis pulsar_group_key: {e}")))?;
+                degenerate("pulsar_group_key", &pulsar_bytes)?;
+                Some(key)
+            }
             None => None,
         };
         let rollup = match self.rollup_verifying_key {
             Some(_) => {
-                let verifying_key = VerifyingKey::from_bytes(&rollup_bytes)
-                    .map_err(|e| ConfigError::Invalid(format!("rollup_verifying_key: {e}")))?;
+                let verifying_key = VerifyingKey::from_bytes(&rollup_bytes).map_err(|e| {
+                    ConfigError::Invalid(format!("genesis rollup_verifying_key: {e}"))
+                })?;
+                let inputs = Statement {
+                    digest: [0; 32],
+                    h_x: Default::default(),
+                }
+                .public_inputs()
+                .len();
+                if verifying_key.num_inputs() != inputs {
+                    return Err(ConfigError::Invalid(format!(
+                        "genesis rollup_verifying_key: {} public inputs, the rollup statement has \
+                         {inputs}",
+                        verifying_key.num_inputs()
+                    )));
+                }
                 let h_x = commitment(&rollup_validators(&self, &mldsa_keys)?);
                 Some(RollupKey { verifying_key, h_x })
             }

@@ -145,9 +145,22 @@ pub enum BundleStatus {
         /// Legs missing.
         missing: Vec<LegKind>,
     },
-    /// Not tracked (complete, expired, dropped, or not yet closed).
+    /// Given up: its legs did not all arrive (`expired`: the hybrid deadline passed;
+    /// `dropped`: more than [`MAX_PENDING_BUNDLES`] newer bundles were waiting).
+    Abandoned {
+        /// `expired` or `dropped`.
+        reason: &'static str,
+    },
+    /// Not tracked (certified, not yet closed, or older than this process's memory).
     Unknown,
 }
+
+/// Abandoned bundles remembered for [`QuasarTracker::status`].
+const ABANDONED_MEMORY: usize = 1024;
+
+/// The legs this node produces or collects today; the others (Corona, Groth16, Pulsar) need the
+/// signing services that are the next part of issue 8.
+const PRODUCED: [LegKind; 2] = [LegKind::Bls, LegKind::Magnetar];
 
 /// The tracker (module docs). Pure: no I/O, no clock (times come in as arguments).
 pub struct QuasarTracker {
@@ -158,21 +171,23 @@ pub struct QuasarTracker {
     /// Round digests of the open bundle's heights, oldest first.
     open: VecDeque<(u64, Hash)>,
     pending: BTreeMap<u64, Pending>,
+    abandoned: BTreeMap<u64, &'static str>,
 }
 
 impl QuasarTracker {
     /// A tracker for the epoch's `policy`, or for a profile whose keys are missing
-    /// (`Err(reason)`, with the profile and bundle size still known): it then tracks nothing
-    /// and every leg is refused with [`LegRefused::Unavailable`].
+    /// (`Err(reason)`; the profile and the genesis `bundle_size` still give the bundles): it
+    /// then tracks nothing and every leg is refused with [`LegRefused::Unavailable`]. Under
+    /// `fast` bundles are one block whatever `bundle_size` says.
     pub fn new(
         policy: Result<Arc<CertPolicy>, String>,
         profile: Profile,
+        bundle_size: u64,
         verifier: Arc<CertVerifier>,
     ) -> QuasarTracker {
-        let bundle_size = match (&policy, profile) {
-            (_, Profile::Fast) => 1,
-            (Ok(p), _) => p.bundle_size() as u64,
-            (Err(_), _) => 1,
+        let bundle_size = match profile {
+            Profile::Fast => 1,
+            _ => bundle_size.max(1),
         };
         QuasarTracker {
             policy,
@@ -181,7 +196,13 @@ impl QuasarTracker {
             verifier,
             open: VecDeque::new(),
             pending: BTreeMap::new(),
+            abandoned: BTreeMap::new(),
         }
+    }
+
+    /// The bundle size.
+    pub fn bundle_size(&self) -> u64 {
+        self.bundle_size
     }
 
     /// The profile.
@@ -189,9 +210,27 @@ impl QuasarTracker {
         self.profile
     }
 
-    /// Why Quasar finality is unavailable in this epoch, if it is.
-    pub fn unavailable(&self) -> Option<&str> {
-        self.policy.as_ref().err().map(String::as_str)
+    /// Why Quasar finality is unavailable in this epoch, if it is: the genesis lacks keys the
+    /// profile needs, or the profile has legs that no node produces yet.
+    pub fn unavailable(&self) -> Option<String> {
+        if let Err(reason) = &self.policy {
+            return Some(reason.clone());
+        }
+        let unproduced: Vec<String> = self
+            .profile
+            .legs()
+            .iter()
+            .filter(|leg| !PRODUCED.contains(leg))
+            .map(LegKind::to_string)
+            .collect();
+        (!unproduced.is_empty()).then(|| {
+            format!(
+                "profile {} needs {} legs, which the nodes do not produce yet: bundles stay at \
+                 Nova finality",
+                self.profile,
+                unproduced.join(" and ")
+            )
+        })
     }
 
     /// The closing height of the bundle that contains `height`.
@@ -254,6 +293,7 @@ impl QuasarTracker {
         self.pending.insert(block.height, pending);
         while self.pending.len() > MAX_PENDING_BUNDLES {
             if let Some((height, _)) = self.pending.pop_first() {
+                self.abandon(height, "dropped");
                 events.push(QuasarEvent::Dropped { height });
             }
         }
@@ -312,6 +352,7 @@ impl QuasarTracker {
             .into_iter()
             .filter_map(|height| {
                 let p = self.pending.remove(&height)?;
+                self.abandon(height, "expired");
                 Some(QuasarEvent::Expired {
                     height,
                     missing: self.missing(&p),
@@ -327,7 +368,17 @@ impl QuasarTracker {
                 held: p.legs.keys().copied().collect(),
                 missing: self.missing(p),
             },
-            None => BundleStatus::Unknown,
+            None => match self.abandoned.get(&height) {
+                Some(&reason) => BundleStatus::Abandoned { reason },
+                None => BundleStatus::Unknown,
+            },
+        }
+    }
+
+    fn abandon(&mut self, height: u64, reason: &'static str) {
+        self.abandoned.insert(height, reason);
+        while self.abandoned.len() > ABANDONED_MEMORY {
+            self.abandoned.pop_first();
         }
     }
 

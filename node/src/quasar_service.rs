@@ -30,13 +30,16 @@ use quasar_crypto::magnetar;
 use quasar_lanes::magnetar::MagnetarLeg;
 use quasar_lanes::CERT_CONTEXT;
 use quasar_storage::Store;
-use quasar_wire::{Certificate, LaneKind, LaneMessage, LegKind, Message, QuasarCertRef};
+use quasar_wire::{
+    decode, Certificate, LaneKind, LaneMessage, LegKind, Message, MessageRef, QuasarCertRef,
+};
 use rand::rngs::OsRng;
 use serde_json::{json, Map, Value};
 
 use crate::metrics::LegLabel;
 use crate::quasar::{
     BundleStatus, FinalizedInfo, LegRefused, QuasarEvent, QuasarTracker, QuorumCollector,
+    MAX_PENDING_BUNDLES,
 };
 use crate::runtime::{now_us, Shared};
 
@@ -150,7 +153,9 @@ pub fn spawn(
                 magnetar: QuorumCollector::default(),
                 early: BTreeMap::new(),
                 closed: 0,
+                replayed: 0,
             };
+            service.replay();
             service.run(&rx);
         })?;
     Ok(())
@@ -165,12 +170,15 @@ struct Service<'a> {
     early: BTreeMap<u64, Vec<(u32, LaneMessage)>>,
     /// The highest closing height this node reached.
     closed: u64,
+    /// The highest height fed from the store at start ([`Service::replay`]).
+    replayed: u64,
 }
 
 impl Service<'_> {
     fn run(&mut self, rx: &Receiver<Input>) {
         loop {
             let events = match rx.recv_timeout(TICK) {
+                Ok(Input::Finalized(block)) if block.height <= self.replayed => Vec::new(),
                 Ok(Input::Finalized(block)) => self.tracker(|t| {
                     t.on_finalized(&FinalizedInfo {
                         height: block.height,
@@ -186,6 +194,51 @@ impl Service<'_> {
             };
             self.handle(events);
         }
+    }
+
+    /// Feeds the stored finalized blocks after the last stored QuasarCert (at most
+    /// [`MAX_PENDING_BUNDLES`] bundles back, from the start of a bundle) to the tracker, so the
+    /// bundles a crash interrupted are rebuilt. A block whose stored certificate is its own
+    /// finalization gives its bundle's BLS leg again; the other legs are produced again.
+    fn replay(&mut self) {
+        let store = &self.shared.store;
+        let Ok(Some((tip, _))) = store.finalized_tip() else {
+            return;
+        };
+        let size = self.bundle_size();
+        let certified = store.quasar_tip().ok().flatten().unwrap_or(0);
+        let horizon = tip.saturating_sub(MAX_PENDING_BUNDLES as u64 * size);
+        let start = certified.max(horizon / size * size).saturating_add(1);
+        let mut events = Vec::new();
+        for height in start..=tip {
+            let Ok(Some(stored)) = store.block_by_height(height) else {
+                break;
+            };
+            let (Ok(MessageRef::Proposal(p)), Ok(MessageRef::Certificate(c))) =
+                (decode(&stored.block), decode(&stored.certificate))
+            else {
+                break;
+            };
+            let certificate = c.to_owned();
+            events.extend(self.tracker(|t| {
+                t.on_finalized(&FinalizedInfo {
+                    height,
+                    view: p.header().view,
+                    hash: stored.hash,
+                    certificate: &certificate,
+                    seen_us: now_us(),
+                })
+            }));
+            self.replayed = height;
+        }
+        if self.replayed > 0 {
+            tracing::info!(
+                from = start,
+                to = self.replayed,
+                "replayed finalized blocks for Quasar finality"
+            );
+        }
+        self.handle(events);
     }
 
     fn tracker<T: Default>(&self, f: impl FnOnce(&mut QuasarTracker) -> T) -> T {
@@ -320,7 +373,7 @@ impl Service<'_> {
     }
 
     fn bundle_size(&self) -> u64 {
-        self.tracker(|t| t.closing_height(1)).max(1)
+        self.tracker(|t| t.bundle_size()).max(1)
     }
 
     /// A peer's Magnetar signature on a waiting bundle: checked against its genesis key.
@@ -385,7 +438,13 @@ fn record(shared: &Shared, event: QuasarEvent) {
             certificate,
             report,
         } => {
-            if let Err(error) = shared.store.put_quasar_cert(height, &certificate) {
+            // Flushed at once: a certificate lost in a crash would leave its blocks at Nova
+            // finality for good (the legs are not gossiped again).
+            let stored = shared
+                .store
+                .put_quasar_cert(height, &certificate)
+                .and_then(|_| shared.store.flush());
+            if let Err(error) = stored {
                 tracing::error!(height, %error, "could not store a QuasarCert");
                 return;
             }
@@ -429,8 +488,11 @@ fn record(shared: &Shared, event: QuasarEvent) {
 }
 
 /// The finality of finalized block `height` for `GET /block/{height}`: its tier (`nova` or
-/// `quasar`), the bundle it belongs to and the state of each leg of the profile (`verified`,
-/// or `missing`), with the reason Quasar finality is unavailable when it is.
+/// `quasar`), the bundle it belongs to and where that bundle stands (`state`: `certified`,
+/// `open` (not closed yet), `waiting` (for its legs), `expired`, `dropped`, or `unknown`: closed
+/// before this process started and not certified), each leg's state (`verified` or `missing`)
+/// while the bundle is certified or waiting, and the reason Quasar finality is unavailable when
+/// it is.
 pub fn finality_json(shared: &Shared, height: u64) -> Value {
     let Ok(tracker) = shared.quasar.lock() else {
         return json!({ "tier": "nova" });
@@ -438,34 +500,38 @@ pub fn finality_json(shared: &Shared, height: u64) -> Value {
     let profile = tracker.profile();
     let closing = tracker.closing_height(height);
     let mut legs = Map::new();
-    let mut tier = "nova";
     let stored = shared.store.quasar_cert_from(height).ok().flatten();
-    match stored {
+    let (tier, state) = match stored {
         Some((at, bytes)) if at == closing => {
-            tier = "quasar";
             if let Ok(cert) = QuasarCertRef::parse(&bytes) {
                 for (leg, _) in cert.legs() {
                     legs.insert(leg.to_string(), json!("verified"));
                 }
             }
+            ("quasar", "certified")
         }
-        _ => {
-            let held = match tracker.status(closing) {
-                BundleStatus::Waiting { held, .. } => held,
-                BundleStatus::Unknown => Vec::new(),
-            };
-            for leg in profile.legs() {
-                let state = if held.contains(leg) {
-                    "verified"
-                } else {
-                    "missing"
-                };
-                legs.insert(leg.to_string(), json!(state));
+        _ => match tracker.status(closing) {
+            BundleStatus::Waiting { held, .. } => {
+                for leg in profile.legs() {
+                    let state = if held.contains(leg) {
+                        "verified"
+                    } else {
+                        "missing"
+                    };
+                    legs.insert(leg.to_string(), json!(state));
+                }
+                ("nova", "waiting")
             }
-        }
-    }
+            BundleStatus::Abandoned { reason } => ("nova", reason),
+            BundleStatus::Unknown if closing > shared.finalized_height.load(Ordering::Relaxed) => {
+                ("nova", "open")
+            }
+            BundleStatus::Unknown => ("nova", "unknown"),
+        },
+    };
     let mut out = json!({
         "tier": tier,
+        "state": state,
         "profile": profile.name(),
         "bundle_end": closing,
         "legs": legs,

@@ -301,7 +301,12 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     let cert_verifier = Arc::new(
         CertVerifier::new(0).map_err(|e| NodeError::Other(format!("certificate pool: {e}")))?,
     );
-    let tracker = QuasarTracker::new(policy, genesis.profile, cert_verifier);
+    let tracker = QuasarTracker::new(
+        policy,
+        genesis.profile,
+        genesis.file.bundle_size,
+        cert_verifier,
+    );
     let quasar_height = store.quasar_tip()?.unwrap_or(0);
     let (quasar, quasar_rx) = QuasarHandle::channel();
     let shared = Arc::new(Shared {

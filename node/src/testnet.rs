@@ -470,9 +470,16 @@ impl Testnet {
         }
         // The chain starts shortly after creation, so every process is up before block 1 is due.
         let start = now_us().saturating_add(GENESIS_DELAY_US);
+        let base = GenesisFile::from_public_keys(CHAIN_ID, start, &keys, STAKE);
         let genesis = GenesisFile {
             profile: profile.name(),
-            ..GenesisFile::from_public_keys(CHAIN_ID, start, &keys, STAKE)
+            // `fast` bundles are one block; say so in the file too.
+            bundle_size: if profile == Profile::Fast {
+                1
+            } else {
+                base.bundle_size
+            },
+            ..base
         };
         genesis.save(&dir.join(GENESIS_FILE))?;
 

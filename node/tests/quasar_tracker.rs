@@ -25,6 +25,7 @@ fn tracker(f: &Fixture) -> QuasarTracker {
     QuasarTracker::new(
         Ok(Arc::new(f.policy().clone())),
         f.policy().profile(),
+        f.policy().bundle_size() as u64,
         Arc::new(CertVerifier::new(2).unwrap()),
     )
 }
@@ -202,7 +203,9 @@ fn hybrid_bundles_expire_after_their_deadline() {
         events.as_slice(),
         [QuasarEvent::Expired { height: 1, missing }] if missing == &[LegKind::Corona, LegKind::Groth16]
     ));
-    assert_eq!(t.status(1), BundleStatus::Unknown);
+    assert_eq!(t.status(1), BundleStatus::Abandoned { reason: "expired" });
+    // Its legs were not produced by any node: the tracker says so.
+    assert!(t.unavailable().unwrap().contains("corona and groth16"));
 }
 
 #[test]
@@ -220,6 +223,7 @@ fn waiting_bundles_are_bounded() {
         }
     }
     assert_eq!(dropped, vec![1, 2, 3]);
+    assert_eq!(t.status(2), BundleStatus::Abandoned { reason: "dropped" });
 }
 
 #[test]
@@ -228,9 +232,15 @@ fn without_the_profile_keys_every_leg_is_refused() {
     let mut t = QuasarTracker::new(
         Err("no Corona group key in genesis".into()),
         Profile::Quasar,
+        16,
         Arc::new(CertVerifier::new(1).unwrap()),
     );
-    assert_eq!(t.unavailable(), Some("no Corona group key in genesis"));
+    assert_eq!(
+        t.unavailable().as_deref(),
+        Some("no Corona group key in genesis")
+    );
+    // Bundles keep the genesis size even without a policy.
+    assert_eq!((t.closing_height(1), t.closing_height(17)), (16, 32));
     let cert = Certificate {
         kind: CertificateKind::Finalization,
         chain_id: f.policy().chain_id(),

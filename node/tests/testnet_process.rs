@@ -108,7 +108,10 @@ fn create_writes_keys_genesis_and_configs_with_distinct_ports_and_full_peer_list
     assert_eq!(genesis.profile, "quasar");
     let checked = genesis.clone().check().unwrap();
     let reason = checked.cert_policy().unwrap_err();
-    assert!(reason.contains("needs a corona key"), "{reason}");
+    assert!(
+        reason.contains("corona_group_key and rollup_verifying_key"),
+        "{reason}"
+    );
     // The profile and bundle size are checked and bound into the genesis hash.
     for (profile, bundle_size) in [("fast", 16), ("quasar", 0), ("quasar", 1025), ("turbo", 16)] {
         let edited = GenesisFile {
