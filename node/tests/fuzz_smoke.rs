@@ -18,8 +18,9 @@ use quasar_lanes::magnetar::MagnetarLeg;
 use quasar_node::fuzzing::{self, CHAIN_ID, VALIDATORS};
 use quasar_storage::{SigningGuard, VoteIntent, VoteKind as GuardVoteKind, GUARD_FILE};
 use quasar_wire::{
-    payload_root, vote_signing_message, BlockHeader, Certificate, CertificateKind, Message,
-    Proposal, SyncRequest, SyncResponse, TxBatch, Vote, VoteKind,
+    payload_root, vote_signing_message, BlockHeader, Certificate, CertificateKind, LaneKind,
+    LaneMessage, LegKind, Message, Proposal, QuasarCert, SyncRequest, SyncResponse, TxBatch, Vote,
+    VoteKind,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -137,6 +138,25 @@ fn seed_messages() -> Vec<Vec<u8>> {
             max_blocks: 4,
         }),
         Message::SyncResponse(sync_response),
+        Message::QuasarCert(QuasarCert {
+            chain_id: CHAIN_ID,
+            epoch: 0,
+            height: 1,
+            view: 1,
+            block: hash,
+            bundle: vec![[7; 32], [8; 32]],
+            legs: vec![(LegKind::Bls, vec![1; 100]), (LegKind::Corona, vec![2; 40])],
+        }),
+        Message::Lane(LaneMessage {
+            chain_id: CHAIN_ID,
+            epoch: 0,
+            height: 16,
+            sender: 2,
+            kind: LaneKind::Leg,
+            leg: LegKind::Magnetar as u8,
+            session: [0; 32],
+            payload: vec![3; 64],
+        }),
     ]
     .iter()
     .map(|m| m.encode().expect("a seed message encodes"))
