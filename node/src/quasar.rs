@@ -210,6 +210,12 @@ impl QuasarTracker {
         self.profile
     }
 
+    /// Whether bundles are tracked: false when the epoch has no certificate policy (its genesis
+    /// lacks keys the profile needs).
+    pub fn tracking(&self) -> bool {
+        self.policy.is_ok()
+    }
+
     /// Why Quasar finality is unavailable in this epoch, if it is: the genesis lacks keys the
     /// profile needs, or the profile has legs that no node produces yet.
     pub fn unavailable(&self) -> Option<String> {

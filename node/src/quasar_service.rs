@@ -489,8 +489,9 @@ fn record(shared: &Shared, event: QuasarEvent) {
 
 /// The finality of finalized block `height` for `GET /block/{height}`: its tier (`nova` or
 /// `quasar`), the bundle it belongs to and where that bundle stands (`state`: `certified`,
-/// `open` (not closed yet), `waiting` (for its legs), `expired`, `dropped`, or `unknown`: closed
-/// before this process started and not certified), each leg's state (`verified` or `missing`)
+/// `open` (not closed yet), `waiting` (for its legs), `expired`, `dropped`, `unavailable` (no
+/// certificate policy: bundles are not tracked), or `unknown`: closed before this process
+/// started and not certified), each leg's state (`verified` or `missing`)
 /// while the bundle is certified or waiting, and the reason Quasar finality is unavailable when
 /// it is.
 pub fn finality_json(shared: &Shared, height: u64) -> Value {
@@ -526,6 +527,7 @@ pub fn finality_json(shared: &Shared, height: u64) -> Value {
             BundleStatus::Unknown if closing > shared.finalized_height.load(Ordering::Relaxed) => {
                 ("nova", "open")
             }
+            BundleStatus::Unknown if !tracker.tracking() => ("nova", "unavailable"),
             BundleStatus::Unknown => ("nova", "unknown"),
         },
     };

@@ -22,12 +22,14 @@ fn fixture(profile: Profile, bundle_size: usize) -> Fixture {
 }
 
 fn tracker(f: &Fixture) -> QuasarTracker {
-    QuasarTracker::new(
+    let t = QuasarTracker::new(
         Ok(Arc::new(f.policy().clone())),
         f.policy().profile(),
         f.policy().bundle_size() as u64,
         Arc::new(CertVerifier::new(2).unwrap()),
-    )
+    );
+    assert!(t.tracking());
+    t
 }
 
 fn block_hash(height: u64) -> Hash {
@@ -239,6 +241,7 @@ fn without_the_profile_keys_every_leg_is_refused() {
         t.unavailable().as_deref(),
         Some("no Corona group key in genesis")
     );
+    assert!(!t.tracking());
     // Bundles keep the genesis size even without a policy.
     assert_eq!((t.closing_height(1), t.closing_height(17)), (16, 32));
     let cert = Certificate {
