@@ -201,14 +201,21 @@ pub fn corona_seeds() -> Result<Vec<(&'static str, Vec<u8>)>, CoronaError> {
     Ok(seeds)
 }
 
-/// Decodes `data` as a Corona group key, signature, round-1 message and round-2 message; each
-/// that decodes must re-encode to exactly `data`. A decoded signature is verified under a fixed
+/// Decodes `data` as a Corona group key, key share, signature, round-1 message and round-2
+/// message; each that decodes must re-encode to exactly `data`. A decoded signature is verified under a fixed
 /// group key (any verdict is fine; a panic is not).
 ///
 /// Panics if an encoding is not canonical (two byte strings for one value).
 pub fn corona_decode(data: &[u8]) {
     if let Ok(key) = GroupKey::from_bytes(data) {
         assert_eq!(key.to_bytes(), data, "non-canonical group key accepted");
+    }
+    if let Ok(share) = crate::corona::scheme::KeyShare::from_bytes(data) {
+        assert_eq!(
+            share.to_bytes().as_slice(),
+            data,
+            "non-canonical key share accepted"
+        );
     }
     if let Ok(signature) = CoronaSignature::from_bytes(data) {
         assert_eq!(
@@ -253,14 +260,24 @@ pub fn rollup_proving_key(data: &[u8]) {
     );
 }
 
-/// Decodes `data` as Pulsar round-1, round-2 and round-3 messages for a 2-of-3 key (K = 5
-/// attempts; the first byte picks 2-of-3 or 3-of-5, so both message sizes are reachable); what
-/// decodes must re-encode to exactly the bytes it came from.
+/// Decodes `data` as a Pulsar group key and key share, then (after a first byte that picks
+/// 2-of-3 or 3-of-5, so both message sizes are reachable) as round-1, round-2 and round-3
+/// messages; what decodes must re-encode to exactly the bytes it came from.
 ///
 /// Panics if an encoding is not canonical.
 pub fn pulsar_decode(data: &[u8]) {
     use crate::pulsar::params::Parameters;
     use crate::pulsar::{Round1Message, Round2Message, Round3Message};
+    if let Ok(group) = crate::pulsar::GroupKey::from_bytes(data) {
+        assert_eq!(group.to_bytes(), data, "non-canonical group key accepted");
+    }
+    if let Ok(share) = crate::pulsar::KeyShare::from_bytes(data) {
+        assert_eq!(
+            share.to_bytes().as_slice(),
+            data,
+            "non-canonical key share accepted"
+        );
+    }
     let Some((&shape, body)) = data.split_first() else {
         return;
     };

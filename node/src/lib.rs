@@ -16,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod ceremony;
 pub mod config;
 pub mod consensus;
 pub mod engine;

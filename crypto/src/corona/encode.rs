@@ -8,8 +8,9 @@
 //! Decoders take the exact length first (computed from public counts and widths, never from
 //! the input), so nothing is allocated from an attacker-chosen length.
 
-/// Why bytes are not a valid Corona encoding (group key, signature, round message). The input
-/// is malformed: drop it (and, for a peer's message, penalize the peer); never fatal.
+/// Why bytes are not a valid Corona encoding (group key, signature, round message, key share).
+/// The input is malformed: drop it (and, for a peer's message, penalize the peer); never fatal
+/// here (a node that cannot load its own key share decides what that means for it).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EncodingError {
     /// The input has the wrong length for its header.

@@ -92,6 +92,10 @@
 //!   values (so the encoding is unique). Size 28 + 224·w_z + 256·w_Δ: 12,764 B measured for 7
 //!   signers (w_z = 42, w_Δ = 13); w_z grows by one bit per 4× signers. A fixed 19-bit Δ and a
 //!   z width covering any t would not meet the 13.5 KB target (honest z has σ ≈ 2^37.6·√t).
+//! - Key share ([`KeyShare::to_bytes`], a validator's key file): version 0x01 ‖ index ‖ t ‖ n
+//!   (u16 BE each) ‖ group key (4,640 B) ‖ s_i at 49 bits/value in NTT form (10,976 B) ‖ the
+//!   n×32-byte tables sd_{i,·}, sd_{·,i} and k_{i,·}, own entry zero = 15,623 + 96·n B
+//!   ([`key_share_bytes`]); returned in a zeroizing buffer.
 //! - Round-1 message ([`Round1Message::to_bytes`]): sender (u16 BE) ‖ sid (32 B) ‖ number of
 //!   tags (u16 BE) ‖ (recipient u16 BE ‖ tag 32 B), recipients strictly increasing ‖ D_i at
 //!   49 bits/value in NTT form (614,656 B).
@@ -101,8 +105,9 @@
 //!
 //! # Secrets in memory
 //!
-//! Seeds, MAC keys, the share s_i and the round-1 randomness R_i are zeroized on drop
-//! (`Zeroizing`); temporaries inside one function call are not tracked individually.
+//! Seeds, MAC keys, the share s_i, the round-1 randomness R_i and a key share's encoding (and
+//! the buffers its decoder fills) are zeroized on drop (`Zeroizing`); temporaries inside one
+//! function call are not tracked individually.
 
 use std::collections::HashSet;
 
@@ -583,6 +588,199 @@ impl KeyShare {
     fn key(table: &[[u8; 32]], j: u16) -> [u8; 32] {
         table.get(usize::from(j)).copied().unwrap_or([0; 32])
     }
+}
+
+/// Version byte that opens a [`KeyShare::to_bytes`] encoding.
+const KEY_SHARE_VERSION: u8 = 1;
+/// Bytes of a key share's header: version ‖ index ‖ threshold ‖ parties.
+const KEY_SHARE_HEADER_BYTES: usize = 1 + 3 * 2;
+/// Bytes of s_i in a key share: 7 × 256 NTT values at 49 bits.
+const SECRET_BYTES: usize = packed_len(N * DEGREE, RESIDUE_BITS);
+
+/// Length of an encoded key share ([`KeyShare::to_bytes`]) of an n-party key:
+/// 7 + 4,640 + 10,976 + 96·n = 15,623 + 96·n bytes (15,911 at n = 3, 113,927 at n = 1024).
+/// Saturates instead of overflowing for absurd n.
+pub const fn key_share_bytes(parties: usize) -> usize {
+    parties
+        .saturating_mul(3 * 32)
+        .saturating_add(KEY_SHARE_HEADER_BYTES + GROUP_KEY_BYTES + SECRET_BYTES)
+}
+
+impl KeyShare {
+    /// The key-file encoding of this share, [`key_share_bytes`]`(n)` = 15,623 + 96·n bytes, in a
+    /// buffer zeroized on drop (it holds s_i, the PRF seeds and the MAC keys):
+    ///
+    /// | offset | bytes | field |
+    /// |---|---|---|
+    /// | 0 | 1 | version, 0x01 |
+    /// | 1 | 2 | index i (u16 big-endian, as in the round messages), i < n |
+    /// | 3 | 2 | threshold t (u16 BE), 1 ≤ t ≤ n |
+    /// | 5 | 2 | parties n (u16 BE), n ≤ [`MAX_PARTIES`] |
+    /// | 7 | 4,640 | group key ([`GroupKey::to_bytes`]) |
+    /// | 4,647 | 10,976 | s_i in NTT form: 7 polynomials × 256 values < q, 49 bits each (exactly 87,808 bits, no padding), packed as the round messages pack residues (encode.rs) |
+    /// | 15,623 | 32·n | PRF seeds sd_{i,j}, j = 0..n, entry j = i all zero |
+    /// | 15,623 + 32·n | 32·n | PRF seeds sd_{j,i}, j = 0..n, entry j = i all zero |
+    /// | 15,623 + 64·n | 32·n | MAC keys k_{i,j}, j = 0..n, entry j = i all zero |
+    ///
+    /// Residues take 49 bits, not 48: q = 2^48 + 18,945, and uniform NTT values in [2^48, q)
+    /// occur. The encoding is canonical: whatever [`KeyShare::from_bytes`] accepts re-encodes to
+    /// the same bytes.
+    pub fn to_bytes(&self) -> Zeroizing<Vec<u8>> {
+        // Exact capacity: the buffer never reallocates, so no unzeroized copy is left behind.
+        let mut out = Zeroizing::new(Vec::with_capacity(key_share_bytes(self.parties)));
+        out.push(KEY_SHARE_VERSION);
+        out.extend_from_slice(&self.index.to_be_bytes());
+        // t ≤ n ≤ MAX_PARTIES < 2^16 (keygen and from_bytes check it): the casts are lossless.
+        out.extend_from_slice(&(self.threshold as u16).to_be_bytes());
+        out.extend_from_slice(&(self.parties as u16).to_be_bytes());
+        out.extend_from_slice(&self.group_key.to_bytes());
+        pack(
+            self.secret
+                .as_slice()
+                .iter()
+                .flat_map(|p| p.coefficients().iter().copied()),
+            RESIDUE_BITS,
+            &mut out,
+        );
+        for table in [&self.prf_out, &self.prf_in, &self.mac_keys] {
+            for key in table.iter() {
+                out.extend_from_slice(key);
+            }
+        }
+        out
+    }
+
+    /// Decodes [`KeyShare::to_bytes`] (layout there). The header is checked and the exact length
+    /// computed from it before anything else is read or allocated; the group key is decoded
+    /// last (it expands A). Errors, with `what` naming the field:
+    /// - [`EncodingError::Truncated`] (`"key share"`): fewer than the 7 header bytes;
+    /// - [`EncodingError::OutOfRange`]: version ≠ 1 (`"key share version"`), n > [`MAX_PARTIES`]
+    ///   (`"key share parties"`), t = 0 or t > n (`"key share threshold"`), i ≥ n
+    ///   (`"key share index"`), a value of s_i ≥ q (`"key share secret"`);
+    /// - [`EncodingError::Length`] (`"key share"`): not exactly [`key_share_bytes`]`(n)` bytes
+    ///   (trailing bytes included);
+    /// - [`EncodingError::NonCanonical`]: a non-zero own entry j = i (`"key share prf_out"`,
+    ///   `"key share prf_in"`, `"key share mac_keys"`).
+    ///
+    /// A share cannot be checked against its group key alone (that needs t shares); a wrong or
+    /// corrupted s_i that decodes shows up as signatures that fail to combine.
+    pub fn from_bytes(bytes: &[u8]) -> Result<KeyShare, EncodingError> {
+        const WHAT: &str = "key share";
+        const SECRET: &str = "key share secret";
+        let truncated = EncodingError::Truncated { what: WHAT };
+        let (version, index, threshold, parties, rest) = match bytes {
+            [v, i0, i1, t0, t1, n0, n1, rest @ ..] => (
+                *v,
+                u16::from_be_bytes([*i0, *i1]),
+                usize::from(u16::from_be_bytes([*t0, *t1])),
+                usize::from(u16::from_be_bytes([*n0, *n1])),
+                rest,
+            ),
+            _ => return Err(truncated),
+        };
+        if version != KEY_SHARE_VERSION {
+            return Err(EncodingError::OutOfRange {
+                what: "key share version",
+            });
+        }
+        if parties > MAX_PARTIES {
+            return Err(EncodingError::OutOfRange {
+                what: "key share parties",
+            });
+        }
+        if threshold == 0 || threshold > parties {
+            return Err(EncodingError::OutOfRange {
+                what: "key share threshold",
+            });
+        }
+        if usize::from(index) >= parties {
+            return Err(EncodingError::OutOfRange {
+                what: "key share index",
+            });
+        }
+        let expected = key_share_bytes(parties);
+        if bytes.len() != expected {
+            return Err(EncodingError::Length {
+                what: WHAT,
+                expected,
+                got: bytes.len(),
+            });
+        }
+        let (group_bytes, rest) = rest
+            .split_at_checked(GROUP_KEY_BYTES)
+            .ok_or(truncated.clone())?;
+        let (secret_bytes, rest) = rest
+            .split_at_checked(SECRET_BYTES)
+            .ok_or(truncated.clone())?;
+        let table_bytes = 32 * parties;
+        let (out_bytes, rest) = rest
+            .split_at_checked(table_bytes)
+            .ok_or(truncated.clone())?;
+        let (in_bytes, mac_bytes) = rest.split_at_checked(table_bytes).ok_or(truncated)?;
+
+        let mut values = Zeroizing::new(Vec::with_capacity(N * DEGREE));
+        unpack(secret_bytes, N * DEGREE, RESIDUE_BITS, SECRET, |v| {
+            if v >= Q {
+                return Err(EncodingError::OutOfRange { what: SECRET });
+            }
+            values.push(v);
+            Ok(())
+        })?;
+        let mut polys = values.chunks_exact(DEGREE);
+        let mut failed = false;
+        let secret = Zeroizing::new(NttVec::from_fn(|_| {
+            match polys.next().map(NttPoly::from_coefficients) {
+                Some(Ok(p)) => p,
+                _ => {
+                    failed = true;
+                    NttPoly::ZERO
+                }
+            }
+        }));
+        if failed {
+            return Err(EncodingError::OutOfRange { what: SECRET });
+        }
+        let prf_out = decode_key_table(out_bytes, parties, index, "key share prf_out")?;
+        let prf_in = decode_key_table(in_bytes, parties, index, "key share prf_in")?;
+        let mac_keys = decode_key_table(mac_bytes, parties, index, "key share mac_keys")?;
+        let group_key = GroupKey::from_bytes(group_bytes)?;
+        Ok(KeyShare {
+            index,
+            threshold,
+            parties,
+            group_key,
+            secret,
+            prf_out,
+            prf_in,
+            mac_keys,
+        })
+    }
+}
+
+/// n 32-byte keys from exactly 32·n bytes, entry `own` all zero. Errors:
+/// [`EncodingError::Length`] (wrong size), [`EncodingError::NonCanonical`] (non-zero own entry).
+fn decode_key_table(
+    bytes: &[u8],
+    parties: usize,
+    own: u16,
+    what: &'static str,
+) -> Result<Zeroizing<Vec<[u8; 32]>>, EncodingError> {
+    if bytes.len() != 32 * parties {
+        return Err(EncodingError::Length {
+            what,
+            expected: 32 * parties,
+            got: bytes.len(),
+        });
+    }
+    let mut table = Zeroizing::new(Vec::with_capacity(parties));
+    for (j, chunk) in bytes.chunks_exact(32).enumerate() {
+        let key = <[u8; 32]>::try_from(chunk).map_err(|_| EncodingError::Truncated { what })?;
+        if j == usize::from(own) && key != [0; 32] {
+            return Err(EncodingError::NonCanonical { what });
+        }
+        table.push(key);
+    }
+    Ok(table)
 }
 
 /// Trusted-dealer key generation for a t-of-n key (module docs, Key generation): returns the

@@ -98,6 +98,11 @@
 //!   meaningless outside its session.
 //! - Keys come from a trusted dealer only (thresholdd runs it); no distributed key generation.
 //! - Encodings are ours: 23-bit residues for w and z; signatures and public keys are FIPS 204's.
+//!   Key files ([`GroupKey::to_bytes`], [`KeyShare::to_bytes`]): the group key is (t, n), the
+//!   FIPS 204 public key and every t_U at 23 bits; a share is (party, t, n) and its short
+//!   shares at 4 bits (η − c, as FIPS 204's BitPack). Decoding a group key checks that
+//!   Power2Round(Σ t_U).t1 is the public key's t1; a decoded share is bound to its key by
+//!   [`GroupKey::check_share`].
 
 pub mod committee;
 mod local;
@@ -110,5 +115,5 @@ pub use local::{sign_in_process, LocalSignature};
 pub use scheme::{
     combine, trusted_dealer_keygen, GroupKey, KeyShare, PulsarError, Round1Message, Round1State,
     Round2Message, Round2State, Round3Message, Session, SessionId, Signer, PUBLIC_KEY_BYTES,
-    SIGNATURE_BYTES,
+    SHARE_PUBLIC_BYTES, SHARE_SECRET_BYTES, SIGNATURE_BYTES,
 };

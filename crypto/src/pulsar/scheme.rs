@@ -1,5 +1,6 @@
-//! Pulsar key generation, the three signing rounds, combining, and the message encodings (see
-//! the module docs of [`crate::pulsar`] for the construction and its security argument).
+//! Pulsar key generation, the key and message encodings, the three signing rounds, and
+//! combining (see the module docs of [`crate::pulsar`] for the construction and its security
+//! argument).
 
 use std::collections::HashSet;
 
@@ -13,9 +14,11 @@ use thiserror::Error;
 use zeroize::{Zeroize, Zeroizing};
 
 use super::params::{Parameters, D, DIMENSION, ETA, ML_DSA, NU};
-use super::ring::{add, centered, matrix_vector, ntt_of, reduce, scalar_vector, sub, Poly, Q};
+use super::ring::{
+    add, centered, intt, matrix_vector, ntt_of, reduce, scalar_vector, sub, Poly, Q,
+};
 use super::sharing::{assign, share_subsets, Mask};
-use crate::corona::encode::{pack, unpack};
+use crate::corona::encode::{pack, unpack, EncodingError};
 use crate::hash::tagged_hash;
 use crate::mldsa::{MlDsa65, PublicKey, Signature};
 use crate::rollup::native::{rej_ntt_poly, sample_in_ball, use_hint, w1_encode, N};
@@ -261,13 +264,7 @@ pub fn trusted_dealer_keygen<R: RngCore + CryptoRng>(
         share_publics.push((mask, t.iter().map(ntt_of).collect()));
         secrets.push((mask, secret));
     }
-    let mut public_key_bytes = Vec::with_capacity(PUBLIC_KEY_BYTES);
-    public_key_bytes.extend_from_slice(&rho);
-    pack_bits(
-        total.iter().flatten().map(|&t| power2round(t) as u32),
-        10,
-        &mut public_key_bytes,
-    );
+    let public_key_bytes = encode_public_key(&rho, &total);
     let group = group_key(params, public_key_bytes, a_hat, share_publics)?;
     let shares = (0..parties as u16)
         .map(|party| KeyShare {
@@ -281,6 +278,19 @@ pub fn trusted_dealer_keygen<R: RngCore + CryptoRng>(
         })
         .collect();
     Ok((group, shares))
+}
+
+/// pkEncode(ρ, Power2Round(t).t1), FIPS 204 Algorithms 22 and 35: ρ ‖ SimpleBitPack(t1, 10),
+/// [`PUBLIC_KEY_BYTES`] bytes for a 32-byte ρ and k polynomials t in [0, q).
+fn encode_public_key(rho: &[u8], t: &[Poly]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(PUBLIC_KEY_BYTES);
+    out.extend_from_slice(rho);
+    pack_bits(
+        t.iter().flatten().map(|&c| power2round(c) as u32),
+        10,
+        &mut out,
+    );
+    out
 }
 
 /// Assembles a [`GroupKey`] from its public key bytes and share publics.
@@ -324,6 +334,224 @@ fn shake256(parts: &[&[u8]], out: &mut [u8]) {
         h.update(part);
     }
     h.finalize_xof().read(out);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Key encodings
+// ---------------------------------------------------------------------------------------------
+
+/// Bytes of one share public t_U in a [`GroupKey`] encoding: k = 6 polynomials of residues at
+/// 23 bits (6·736 = 4,416).
+pub const SHARE_PUBLIC_BYTES: usize = K * POLY_BYTES;
+
+/// Bits per coefficient c of a secret share in a [`KeyShare`] encoding: η − c ∈ [0, 2η] = [0, 8]
+/// (FIPS 204 BitPack(w, η, η), Algorithm 17, as pkEncode/skEncode pack s1 and s2).
+const SHORT_BITS: u32 = 4;
+
+/// Bytes of one secret share (s1_U, s2_U) in a [`KeyShare`] encoding: (l + k)·256 = 2,816
+/// coefficients at 4 bits (1,408).
+pub const SHARE_SECRET_BYTES: usize = (L + K) * N * SHORT_BITS as usize / 8;
+
+/// Bytes of a [`GroupKey`] encoding's header: t, n.
+const GROUP_KEY_HEADER_BYTES: usize = 2;
+
+/// Bytes of a [`KeyShare`] encoding's header: party (u16 big-endian), t, n.
+const KEY_SHARE_HEADER_BYTES: usize = 4;
+
+/// The parameters of the (t, n) of an encoding's header. Errors:
+/// [`PulsarError::UnsupportedShape`].
+fn header_shape(threshold: u8, parties: u8) -> Result<Parameters, PulsarError> {
+    let (threshold, parties) = (usize::from(threshold), usize::from(parties));
+    Parameters::new(threshold, parties).ok_or(PulsarError::UnsupportedShape { threshold, parties })
+}
+
+impl GroupKey {
+    /// The group key's encoding, for a key file or a genesis (ours; the public key inside is
+    /// FIPS 204's):
+    ///
+    /// ```text
+    /// t (1 byte) ‖ n (1 byte)
+    ///   ‖ pk (1,952 bytes: pkEncode(ρ, t1), FIPS 204 Algorithm 22)
+    ///   ‖ for every share subset U, in `share_subsets(t, n)` order (increasing masks):
+    ///       t_U = A·s1_U + s2_U, k = 6 polynomials in the normal (not NTT) domain,
+    ///       coefficients in [0, q) at 23 bits, packed least-significant bit first (4,416 bytes)
+    /// ```
+    ///
+    /// The masks are not stored: (t, n) determines them. Length 2 + 1,952 + C(n, t − 1)·4,416
+    /// bytes: 15,202 for 2-of-3, 28,450 for 3-of-4, at most 90,274 (4-of-6).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(
+            GROUP_KEY_HEADER_BYTES
+                + PUBLIC_KEY_BYTES
+                + self.share_publics.len() * SHARE_PUBLIC_BYTES,
+        );
+        // t ≤ n ≤ MAX_PARTIES = 6: both fit a byte.
+        out.push(self.params.threshold as u8);
+        out.push(self.params.parties as u8);
+        out.extend_from_slice(&self.public_key_bytes);
+        for (_, t_hat) in &self.share_publics {
+            let t: Vec<Poly> = t_hat
+                .iter()
+                .map(|image| {
+                    let mut p = *image;
+                    intt(&mut p);
+                    p
+                })
+                .collect();
+            pack_polys(&t, &mut out);
+        }
+        out
+    }
+
+    /// Decodes [`GroupKey::to_bytes`]: reads (t, n), requires the exact length for that shape
+    /// (before anything is allocated), every t_U coefficient below q, and that the share publics
+    /// belong to the public key: pkEncode(ρ, Power2Round(Σ_U t_U mod q).t1) must equal the stored
+    /// public key (how [`trusted_dealer_keygen`] derives it). Â is recomputed from ρ.
+    ///
+    /// Errors: [`PulsarError::UnsupportedShape`] for a (t, n) without parameters;
+    /// [`PulsarError::Encoding`] naming the field: `"group key header"` (under 2 bytes),
+    /// `"group key length"`, `"share public coefficient not below q"`, `"share publics do not
+    /// sum to the public key's t1"`, `"public key"`.
+    pub fn from_bytes(bytes: &[u8]) -> Result<GroupKey, PulsarError> {
+        let (&[threshold, parties], rest) = bytes
+            .split_first_chunk::<GROUP_KEY_HEADER_BYTES>()
+            .ok_or(PulsarError::Encoding("group key header"))?;
+        let params = header_shape(threshold, parties)?;
+        let subsets = share_subsets(params.threshold, params.parties);
+        if rest.len() != PUBLIC_KEY_BYTES + subsets.len() * SHARE_PUBLIC_BYTES {
+            return Err(PulsarError::Encoding("group key length"));
+        }
+        let (public_key_bytes, publics) = rest
+            .split_at_checked(PUBLIC_KEY_BYTES)
+            .ok_or(PulsarError::Encoding("group key length"))?;
+        let mut total = vec![[0i32; N]; K];
+        let mut share_publics = Vec::with_capacity(subsets.len());
+        for (mask, block) in subsets
+            .into_iter()
+            .zip(publics.chunks_exact(SHARE_PUBLIC_BYTES))
+        {
+            let t = unpack_polys(block, K)
+                .map_err(|_| PulsarError::Encoding("share public coefficient not below q"))?;
+            for (acc, part) in total.iter_mut().zip(&t) {
+                for (a, &b) in acc.iter_mut().zip(part) {
+                    *a = reduce(*a + b);
+                }
+            }
+            share_publics.push((mask, t.iter().map(ntt_of).collect()));
+        }
+        let rho = public_key_bytes
+            .get(..32)
+            .ok_or(PulsarError::Encoding("public key"))?;
+        if encode_public_key(rho, &total) != public_key_bytes {
+            return Err(PulsarError::Encoding(
+                "share publics do not sum to the public key's t1",
+            ));
+        }
+        group_key(
+            params,
+            public_key_bytes.to_vec(),
+            expand_a(rho),
+            share_publics,
+        )
+    }
+}
+
+impl KeyShare {
+    /// The share's encoding, for the party's key file (ours), zeroized on drop:
+    ///
+    /// ```text
+    /// party (u16 big-endian) ‖ t (1 byte) ‖ n (1 byte)
+    ///   ‖ for every share subset U ∋ party, in `share_subsets(t, n)` order (increasing masks):
+    ///       s1_U (l = 5 polynomials) then s2_U (k = 6 polynomials), each coefficient c in
+    ///       [−η, η] stored as η − c in 4 bits, packed least-significant bit first
+    ///       (FIPS 204 BitPack, Algorithm 17): 1,408 bytes
+    /// ```
+    ///
+    /// The masks are not stored: (party, t, n) determines them. Length 4 + C(n − 1, t − 1)·1,408
+    /// bytes: 2,820 for 2-of-3, 4,228 for 3-of-4, at most 14,084 (3-of-6 and 4-of-6).
+    pub fn to_bytes(&self) -> Zeroizing<Vec<u8>> {
+        // Exact capacity: packing never reallocates, so no copy of the secret is left behind.
+        let mut out = Zeroizing::new(Vec::with_capacity(
+            KEY_SHARE_HEADER_BYTES + self.shares.len() * SHARE_SECRET_BYTES,
+        ));
+        out.extend_from_slice(&self.party.to_be_bytes());
+        // t ≤ n ≤ MAX_PARTIES = 6: both fit a byte.
+        out.push(self.params.threshold as u8);
+        out.push(self.params.parties as u8);
+        for (_, secret) in &self.shares {
+            pack_bits(
+                secret.iter().flatten().map(|&c| (ETA - c) as u32),
+                SHORT_BITS,
+                &mut out,
+            );
+        }
+        out
+    }
+
+    /// Decodes [`KeyShare::to_bytes`]: reads (party, t, n), requires a supported shape, party
+    /// below n, the exact length for them (before anything is allocated) and every coefficient
+    /// in [−η, η]. The decoded secret is zeroized on drop. This checks the encoding only: bind
+    /// the share to its key with [`GroupKey::check_share`] before signing with it.
+    ///
+    /// Errors: [`PulsarError::UnsupportedShape`] for a (t, n) without parameters;
+    /// [`PulsarError::Encoding`] naming the field: `"key share header"` (under 4 bytes),
+    /// `"key share party not below n"`, `"key share length"`, `"key share coefficient outside
+    /// [-eta, eta]"`.
+    pub fn from_bytes(bytes: &[u8]) -> Result<KeyShare, PulsarError> {
+        let (&[p0, p1, threshold, parties], rest) = bytes
+            .split_first_chunk::<KEY_SHARE_HEADER_BYTES>()
+            .ok_or(PulsarError::Encoding("key share header"))?;
+        let party = u16::from_be_bytes([p0, p1]);
+        let params = header_shape(threshold, parties)?;
+        if usize::from(party) >= params.parties {
+            return Err(PulsarError::Encoding("key share party not below n"));
+        }
+        // party < n ≤ 6, so the shift stays inside a Mask.
+        let masks: Vec<Mask> = share_subsets(params.threshold, params.parties)
+            .into_iter()
+            .filter(|m| m & (1 << party) != 0)
+            .collect();
+        if rest.len() != masks.len() * SHARE_SECRET_BYTES {
+            return Err(PulsarError::Encoding("key share length"));
+        }
+        let shares = masks
+            .into_iter()
+            .zip(rest.chunks_exact(SHARE_SECRET_BYTES))
+            .map(|(mask, block)| Ok((mask, unpack_short_polys(block)?)))
+            .collect::<Result<_, PulsarError>>()?;
+        Ok(KeyShare {
+            party,
+            params,
+            shares,
+        })
+    }
+}
+
+/// One secret share of a [`KeyShare`] encoding ([`SHARE_SECRET_BYTES`] bytes): l + k
+/// polynomials, coefficient η − v for each 4-bit v, which must be at most 2η. Written straight
+/// into zeroized memory.
+fn unpack_short_polys(bytes: &[u8]) -> Result<Zeroizing<Vec<Poly>>, PulsarError> {
+    let mut polys = Zeroizing::new(vec![[0i32; N]; L + K]);
+    let mut slots = polys.iter_mut().flatten();
+    let max = (2 * ETA) as u64;
+    unpack(bytes, (L + K) * N, SHORT_BITS, "pulsar key share", |v| {
+        if v > max {
+            return Err(EncodingError::OutOfRange {
+                what: "pulsar key share",
+            });
+        }
+        if let Some(slot) = slots.next() {
+            *slot = ETA - v as i32;
+        }
+        Ok(())
+    })
+    .map_err(|e| match e {
+        EncodingError::OutOfRange { .. } => {
+            PulsarError::Encoding("key share coefficient outside [-eta, eta]")
+        }
+        _ => PulsarError::Encoding("key share length"),
+    })?;
+    Ok(polys)
 }
 
 // ---------------------------------------------------------------------------------------------
