@@ -58,9 +58,10 @@ const SESSION_TAG: &str = "QUASAR-CEREMONY-SESSION-v1";
 /// A 32-byte ceremony session id.
 pub type SessionId = [u8; 32];
 
-/// Durably records that this party used a session id; `false` when it was used before (then the
-/// party must not take part in that session).
-pub type Claim<'a> = &'a mut dyn FnMut(&SessionId) -> bool;
+/// Durably records that this party uses session id `id` of the bundle closing at `height`
+/// (arguments `(height, id)`); `false` when it was used before (then the party must not take
+/// part in that session).
+pub type Claim<'a> = &'a mut dyn FnMut(u64, &SessionId) -> bool;
 
 /// Why a scheme step failed.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -461,7 +462,7 @@ impl<S: Scheme> Ceremony<S> {
         }
         // Marked as sent before claiming, so a refused claim sits the attempt out for good.
         session.sent = 1;
-        if !claim(&id) {
+        if !claim(height, &id) {
             return;
         }
         match self.scheme.round1(&id, &set, digest.as_ref()) {

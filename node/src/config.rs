@@ -21,6 +21,7 @@ use quasar_crypto::magnetar;
 use quasar_crypto::mldsa::{self, MlDsa65};
 use quasar_crypto::rollup::circuit::{commitment, Statement, Validator as RollupValidator};
 use quasar_crypto::rollup::native::{ExpandedKey, ML_DSA_65};
+use quasar_crypto::{corona, pulsar};
 use quasar_lanes::cert::{CertPolicy, EpochKeys, Profile, ProfileParseError, RollupKey};
 use quasar_lanes::groth16::VerifyingKey;
 use quasar_lanes::magnetar::MagnetarKeys;
@@ -113,6 +114,17 @@ pub struct SecretKeyFile {
     pub slhdsa_seed: String,
     /// TLS private key, PKCS#8 DER, hex.
     pub tls_private_key: String,
+    /// This validator's Corona key share (`corona::scheme::KeyShare::to_bytes`), hex; party
+    /// index = validator index. Written by the dealer (`quasar-node deal`, `testnet`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corona_share: Option<String>,
+    /// This validator's Pulsar key share (`pulsar::KeyShare::to_bytes`), hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pulsar_share: Option<String>,
+    /// The full Pulsar group key (`pulsar::GroupKey::to_bytes`: the ML-DSA-65 public key plus
+    /// the share publics the signing rounds need), hex. Public.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pulsar_group: Option<String>,
 }
 
 /// Public half of a validator's keys (`validator.pub.json`), what genesis collects.
@@ -152,6 +164,10 @@ pub struct ValidatorKeys {
     pub tls: crate::p2p::TlsIdentity,
     /// The public file.
     pub public: PublicKeyFile,
+    /// Corona key share, when dealt.
+    pub corona: Option<corona::scheme::KeyShare>,
+    /// Pulsar group key and this validator's share (checked against each other), when dealt.
+    pub pulsar: Option<(pulsar::GroupKey, pulsar::KeyShare)>,
 }
 
 /// Generates fresh validator keys into `dir` (created if needed). The secret file is written with
@@ -187,6 +203,9 @@ pub fn keygen(dir: &Path, name: &str) -> Result<PublicKeyFile, ConfigError> {
         mldsa_seed: hex::encode(mldsa.seed()),
         slhdsa_seed: hex::encode(slhdsa.seed()),
         tls_private_key: hex::encode(tls.key_der()),
+        corona_share: None,
+        pulsar_share: None,
+        pulsar_group: None,
     };
     write_secret(&secret_path, &to_json(&secret)?)?;
     let public_path = dir.join(PUBLIC_KEY_FILE);
@@ -270,13 +289,135 @@ fn load_keys_unlabelled(dir: &Path) -> Result<ValidatorKeys, ConfigError> {
         decode_hex("tls_certificate", &public.tls_certificate)?,
         decode_hex("tls_private_key", &secret.tls_private_key)?,
     );
+    let corona = secret
+        .corona_share
+        .as_deref()
+        .map(|text| {
+            corona::scheme::KeyShare::from_bytes(&decode_hex("corona_share", text)?)
+                .map_err(|e| ConfigError::Invalid(format!("corona_share: {e}")))
+        })
+        .transpose()?;
+    let pulsar = match (&secret.pulsar_group, &secret.pulsar_share) {
+        (None, None) => None,
+        (Some(group), Some(share)) => {
+            let group = pulsar::GroupKey::from_bytes(&decode_hex("pulsar_group", group)?)
+                .map_err(|e| ConfigError::Invalid(format!("pulsar_group: {e}")))?;
+            let share = pulsar::KeyShare::from_bytes(&decode_hex("pulsar_share", share)?)
+                .map_err(|e| ConfigError::Invalid(format!("pulsar_share: {e}")))?;
+            if !group.check_share(&share) {
+                return Err(ConfigError::Invalid(
+                    "pulsar_share is not a share of pulsar_group".into(),
+                ));
+            }
+            Some((group, share))
+        }
+        _ => {
+            return Err(ConfigError::Invalid(
+                "pulsar_share and pulsar_group come together".into(),
+            ))
+        }
+    };
     Ok(ValidatorKeys {
         bls,
         mldsa,
         slhdsa,
         tls,
         public,
+        corona,
+        pulsar,
     })
+}
+
+/// The threshold t of the dealt Corona and Pulsar keys for `validators` validators of equal
+/// weight: n − ⌊(n − 1)/3⌋, so the f = ⌊(n − 1)/3⌋ faulty validators BFT tolerates can neither
+/// sign alone (t > f) nor stop the others from signing (n − f ≥ t).
+pub fn dealt_threshold(validators: usize) -> usize {
+    validators - validators.saturating_sub(1) / 3
+}
+
+/// Which threshold keys [`deal`] generates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dealt {
+    /// A Corona key (t-of-n, party i = validator i).
+    pub corona: bool,
+    /// A Pulsar key (t-of-n, n ≤ 6: the construction's committee limit).
+    pub pulsar: bool,
+}
+
+/// Trusted-dealer setup of the threshold keys (development and test networks; the dealer sees
+/// every share and must be trusted to forget them): generates a Corona and/or Pulsar key of
+/// t = [`dealt_threshold`] among the genesis validators, writes share i into the secret key file
+/// of `key_dirs[i]` (which must hold validator i of `genesis`, in genesis order; the file is
+/// replaced atomically, mode 0600) and the group keys into `genesis`. Save the genesis
+/// afterwards. Errors: [`ConfigError::Invalid`] when a key directory does not match its genesis
+/// validator, the set is too large for a Pulsar key (more than 6), or a share is already there;
+/// I/O errors.
+pub fn deal(
+    key_dirs: &[PathBuf],
+    genesis: &mut GenesisFile,
+    which: Dealt,
+    rng: &mut (impl rand::RngCore + rand::CryptoRng),
+) -> Result<(), ConfigError> {
+    let n = genesis.validators.len();
+    if key_dirs.len() != n {
+        return Err(ConfigError::Invalid(format!(
+            "{} key directories for {n} genesis validators",
+            key_dirs.len()
+        )));
+    }
+    for (i, (dir, v)) in key_dirs.iter().zip(&genesis.validators).enumerate() {
+        if load_public(dir)?.bls_public_key != v.bls_public_key {
+            return Err(ConfigError::Invalid(format!(
+                "{} does not hold genesis validator {i} ({})",
+                dir.display(),
+                v.name
+            )));
+        }
+    }
+    let t = dealt_threshold(n);
+    let corona_shares = if which.corona {
+        let (group, shares) = corona::scheme::trusted_dealer_keygen(t, n, rng)
+            .map_err(|e| ConfigError::Invalid(format!("Corona key for {n} validators: {e}")))?;
+        genesis.corona_group_key = Some(hex::encode(group.to_bytes()));
+        shares.into_iter().map(Some).collect()
+    } else {
+        vec![None; n]
+    };
+    let pulsar = if which.pulsar {
+        let (group, shares) = pulsar::trusted_dealer_keygen(t, n, rng).map_err(|e| {
+            ConfigError::Invalid(format!(
+                "Pulsar key for {n} validators: {e} (a Pulsar committee has at most 6 members)"
+            ))
+        })?;
+        genesis.pulsar_group_key = Some(hex::encode(group.public_key_bytes()));
+        let group = hex::encode(group.to_bytes());
+        shares
+            .into_iter()
+            .map(|s| Some((group.clone(), s)))
+            .collect()
+    } else {
+        (0..n).map(|_| None).collect::<Vec<_>>()
+    };
+    for ((dir, corona), pulsar) in key_dirs.iter().zip(corona_shares).zip(pulsar) {
+        let path = dir.join(SECRET_KEY_FILE);
+        let mut secret: SecretKeyFile = parse_json(&path)?;
+        if secret.corona_share.is_some() || secret.pulsar_share.is_some() {
+            return Err(ConfigError::Invalid(format!(
+                "{} already holds threshold key shares; refusing to replace them",
+                path.display()
+            )));
+        }
+        secret.corona_share = corona.map(|s| hex::encode(s.to_bytes().as_slice()));
+        if let Some((group, share)) = pulsar {
+            secret.pulsar_group = Some(group);
+            secret.pulsar_share = Some(hex::encode(share.to_bytes().as_slice()));
+        }
+        let staged = dir.join(format!("{SECRET_KEY_FILE}.new"));
+        let _ = std::fs::remove_file(&staged);
+        write_secret(&staged, &to_json(&secret)?)?;
+        std::fs::rename(&staged, &path).map_err(io_err(&path))?;
+    }
+    Ok(())
 }
 
 /// Logs a warning when a secret file can be read by other users (it should be mode 0600).

@@ -47,6 +47,19 @@ enum Command {
         #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=604_800))]
         start_delay_secs: u64,
     },
+    /// Trusted-dealer setup of the threshold keys the genesis profile needs (a Corona key for
+    /// quasar, aurora, polaris and hybrid; a Pulsar key for aurora and polaris, at most 6
+    /// validators), t = n − ⌊(n − 1)/3⌋: writes each validator's share into its secret key file
+    /// and the group keys into the genesis file. For development and test networks: the dealer
+    /// sees every share. Run before the chain starts (the group keys change the genesis hash).
+    Deal {
+        /// The genesis file to complete (rewritten in place).
+        #[arg(long)]
+        genesis: PathBuf,
+        /// Key directories of the genesis validators, in validator index order.
+        #[arg(long, num_args = 1.., required = true)]
+        validators: Vec<PathBuf>,
+    },
     /// Run a validator.
     Run {
         /// Path of node.toml.
@@ -246,6 +259,51 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 hex::encode(checked.hash),
                 keys.len(),
                 out.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Deal {
+            genesis: path,
+            validators,
+        } => {
+            let mut genesis = GenesisFile::load(&path).map_err(|e| e.to_string())?;
+            let profile: quasar_lanes::cert::Profile = genesis
+                .profile
+                .parse()
+                .map_err(|e| format!("genesis profile: {e}"))?;
+            let legs = profile.legs();
+            let which = quasar_node::config::Dealt {
+                corona: legs.contains(&quasar_wire::LegKind::Corona),
+                pulsar: legs.contains(&quasar_wire::LegKind::Pulsar),
+            };
+            if !which.corona && !which.pulsar {
+                return Err(format!(
+                    "profile {} has no threshold leg: nothing to deal",
+                    genesis.profile
+                ));
+            }
+            if genesis.corona_group_key.is_some() || genesis.pulsar_group_key.is_some() {
+                return Err(format!(
+                    "{} already has threshold group keys; refusing to deal again",
+                    path.display()
+                ));
+            }
+            quasar_node::config::deal(&validators, &mut genesis, which, &mut rand::rngs::OsRng)
+                .map_err(|e| e.to_string())?;
+            let checked = genesis.clone().check().map_err(|e| e.to_string())?;
+            genesis.save(&path).map_err(|e| e.to_string())?;
+            eprintln!(
+                "dealt {}{}{} keys of {} validators; genesis {} written to {}",
+                if which.corona { "Corona" } else { "" },
+                if which.corona && which.pulsar {
+                    " and "
+                } else {
+                    ""
+                },
+                if which.pulsar { "Pulsar" } else { "" },
+                validators.len(),
+                hex::encode(checked.hash),
+                path.display()
             );
             Ok(ExitCode::SUCCESS)
         }

@@ -158,9 +158,15 @@ pub enum BundleStatus {
 /// Abandoned bundles remembered for [`QuasarTracker::status`].
 const ABANDONED_MEMORY: usize = 1024;
 
-/// The legs this node produces or collects today; the others (Corona, Groth16, Pulsar) need the
-/// signing services that are the next part of issue 8.
-const PRODUCED: [LegKind; 2] = [LegKind::Bls, LegKind::Magnetar];
+/// The legs nodes produce today (BLS from votes, Magnetar from per-validator signatures, Corona
+/// and Pulsar from the threshold ceremonies); Groth16 needs the rollup service that is the next
+/// part of issue 8.
+const PRODUCED: [LegKind; 4] = [
+    LegKind::Bls,
+    LegKind::Corona,
+    LegKind::Pulsar,
+    LegKind::Magnetar,
+];
 
 /// The tracker (module docs). Pure: no I/O, no clock (times come in as arguments).
 pub struct QuasarTracker {

@@ -14,16 +14,19 @@
 //!   `quasar-cert-v1`) and gossips the signature; every node checks each signature against the
 //!   sender's genesis key as it arrives and builds the Magnetar leg once the signers hold a quorum.
 //! - Finished legs from peers are verified alone and attached.
+//! - Under profiles with a Corona or Pulsar leg, validators holding a share of the epoch's
+//!   threshold key run the signing rounds of every bundle ([`crate::ceremony`]); every node
+//!   collects the rounds' messages and combines the leg itself.
 //! - Messages for a bundle this node has not closed yet are held (at most
-//!   [`MAX_EARLY_BUNDLES`] bundles ahead, one message per sender, kind and leg) and replayed when
-//!   it closes. Corona, Pulsar and rollup messages are not handled yet (their signing services are
-//!   the next part of issue 8) and are dropped with a debug log.
+//!   [`MAX_EARLY_BUNDLES`] bundles ahead, one message per sender, kind, leg and session) and
+//!   replayed when it closes. Rollup (Groth16) messages are not handled yet (the rollup signing
+//!   service is the next part of issue 8) and are dropped with a debug log.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use quasar_crypto::hash::Hash;
 use quasar_crypto::magnetar;
@@ -36,6 +39,7 @@ use quasar_wire::{
 use rand::rngs::OsRng;
 use serde_json::{json, Map, Value};
 
+use crate::ceremony::{Action, Ceremony, CoronaParty, PulsarParty, Scheme};
 use crate::metrics::LegLabel;
 use crate::quasar::{
     BundleStatus, FinalizedInfo, LegRefused, QuasarEvent, QuasarTracker, QuorumCollector,
@@ -135,6 +139,10 @@ pub struct Contributor {
     pub slhdsa: magnetar::SecretKey,
     /// Every validator's SLH-DSA public key, by index (to check peers' signatures).
     pub slhdsa_keys: Vec<magnetar::PublicKey>,
+    /// Corona signing rounds, when the profile has a Corona leg and the epoch a Corona key.
+    pub corona: Option<Ceremony<CoronaParty>>,
+    /// Pulsar signing rounds, when the profile has a Pulsar leg and this node the full group key.
+    pub pulsar: Option<Ceremony<PulsarParty>>,
 }
 
 /// Starts the service thread over `shared` (its tracker, store, metrics and network), reading
@@ -176,7 +184,13 @@ struct Service<'a> {
 
 impl Service<'_> {
     fn run(&mut self, rx: &Receiver<Input>) {
+        let mut last_tick = Instant::now();
         loop {
+            if last_tick.elapsed() >= TICK {
+                last_tick = Instant::now();
+                let events = self.ceremony_tick();
+                self.handle(events);
+            }
             let events = match rx.recv_timeout(TICK) {
                 Ok(Input::Finalized(block)) if block.height <= self.replayed => Vec::new(),
                 Ok(Input::Finalized(block)) => self.tracker(|t| {
@@ -261,9 +275,11 @@ impl Service<'_> {
                 let (height, digest) = (*height, *bundle_digest);
                 self.closed = self.closed.max(height);
                 if let Some(body) = bls_leg {
-                    self.broadcast(height, LaneKind::Leg, LegKind::Bls as u8, body.clone());
+                    let bls = LegKind::Bls as u8;
+                    self.broadcast(height, LaneKind::Leg, bls, [0; 32], body.clone());
                 }
                 events.extend(self.contribute(height, &digest));
+                events.extend(self.ceremonies_closed(height, digest));
                 let early = self.early.remove(&height).unwrap_or_default();
                 for (from, message) in early {
                     events.extend(self.lane(from, message));
@@ -278,6 +294,134 @@ impl Service<'_> {
         };
         self.magnetar
             .retain(|height| tracker.awaiting(height, LegKind::Magnetar).is_some());
+        let closed = self.closed;
+        if let Some(c) = self.me.corona.as_mut() {
+            c.retain(|h| h > closed || tracker.awaiting(h, LegKind::Corona).is_some());
+        }
+        if let Some(c) = self.me.pulsar.as_mut() {
+            c.retain(|h| h > closed || tracker.awaiting(h, LegKind::Pulsar).is_some());
+        }
+    }
+
+    /// Starts (and for Corona, runs ahead) the threshold ceremonies of a closed bundle.
+    fn ceremonies_closed(&mut self, height: u64, digest: Hash) -> Vec<QuasarEvent> {
+        let store = &self.shared.store;
+        let mut claim = |h: u64, id: &[u8; 32]| claim_session(store, h, id);
+        let now = now_us();
+        let mut actions = Vec::new();
+        if let Some(c) = self.me.corona.as_mut() {
+            actions.push((
+                LegKind::Corona,
+                c.on_closed(height, digest, now, &mut claim),
+            ));
+        }
+        if let Some(c) = self.me.pulsar.as_mut() {
+            actions.push((
+                LegKind::Pulsar,
+                c.on_closed(height, digest, now, &mut claim),
+            ));
+        }
+        actions
+            .into_iter()
+            .flat_map(|(leg, a)| self.apply(leg, a))
+            .collect()
+    }
+
+    /// Moves timed-out ceremonies to their next attempt.
+    fn ceremony_tick(&mut self) -> Vec<QuasarEvent> {
+        let store = &self.shared.store;
+        let mut claim = |h: u64, id: &[u8; 32]| claim_session(store, h, id);
+        let now = now_us();
+        let mut actions = Vec::new();
+        if let Some(c) = self.me.corona.as_mut() {
+            actions.push((LegKind::Corona, c.on_tick(now, &mut claim)));
+        }
+        if let Some(c) = self.me.pulsar.as_mut() {
+            actions.push((LegKind::Pulsar, c.on_tick(now, &mut claim)));
+        }
+        actions
+            .into_iter()
+            .flat_map(|(leg, a)| self.apply(leg, a))
+            .collect()
+    }
+
+    /// A peer's round message for one of the ceremonies.
+    fn ceremony_message(&mut self, from: u32, message: LaneMessage) -> Vec<QuasarEvent> {
+        let store = &self.shared.store;
+        let mut claim = |h: u64, id: &[u8; 32]| claim_session(store, h, id);
+        let now = now_us();
+        let LaneMessage {
+            height,
+            kind,
+            session,
+            payload,
+            ..
+        } = message;
+        let result = if CoronaParty::KINDS.contains(&kind) {
+            self.me.corona.as_mut().map(|c| {
+                let r = c.on_message(now, height, from, kind, &session, payload, &mut claim);
+                (LegKind::Corona, r)
+            })
+        } else {
+            self.me.pulsar.as_mut().map(|c| {
+                let r = c.on_message(now, height, from, kind, &session, payload, &mut claim);
+                (LegKind::Pulsar, r)
+            })
+        };
+        match result {
+            Some((leg, Ok(actions))) => self.apply(leg, actions),
+            Some((leg, Err(error))) => {
+                self.shared.metrics.invalid_messages.inc();
+                tracing::debug!(from, height, %leg, %error, "ceremony message refused");
+                Vec::new()
+            }
+            None => Vec::new(),
+        }
+    }
+
+    /// Carries out a ceremony's actions.
+    fn apply(&mut self, leg: LegKind, actions: Vec<Action>) -> Vec<QuasarEvent> {
+        let mut events = Vec::new();
+        for action in actions {
+            match action {
+                Action::Send {
+                    height,
+                    kind,
+                    session,
+                    payload,
+                } => self.broadcast(height, kind, 0, session, payload),
+                Action::Leg {
+                    height,
+                    body,
+                    attempt,
+                } => {
+                    tracing::debug!(height, %leg, attempt, "threshold leg combined");
+                    match self.tracker(|t| Some(t.on_leg(height, leg, body))) {
+                        Some(Ok(event)) => events.extend(event),
+                        Some(Err(error)) => {
+                            tracing::error!(height, %leg, %error, "combined leg refused");
+                        }
+                        None => {}
+                    }
+                }
+                Action::Blame {
+                    height,
+                    party,
+                    reason,
+                } => {
+                    self.shared.metrics.invalid_messages.inc();
+                    tracing::warn!(height, %leg, validator = party, %reason, "threshold signer misbehaved");
+                }
+                Action::Failed {
+                    height,
+                    attempt,
+                    reason,
+                } => {
+                    tracing::debug!(height, %leg, attempt, %reason, "threshold signing attempt failed")
+                }
+            }
+        }
+        events
     }
 
     /// Signs what this validator contributes to a closed bundle and gossips it.
@@ -299,12 +443,13 @@ impl Service<'_> {
             height,
             LaneKind::MagnetarSignature,
             0,
+            [0; 32],
             signature.as_bytes().to_vec(),
         );
         self.add_magnetar(height, self.me.index as usize, signature)
     }
 
-    fn broadcast(&self, height: u64, kind: LaneKind, leg: u8, payload: Vec<u8>) {
+    fn broadcast(&self, height: u64, kind: LaneKind, leg: u8, session: [u8; 32], payload: Vec<u8>) {
         let message = Message::Lane(LaneMessage {
             chain_id: self.shared.chain_id,
             epoch: self.shared.epoch,
@@ -312,7 +457,7 @@ impl Service<'_> {
             sender: self.me.index,
             kind,
             leg,
-            session: [0; 32],
+            session,
             payload,
         });
         match message.encode() {
@@ -340,9 +485,12 @@ impl Service<'_> {
             let horizon = MAX_EARLY_BUNDLES.saturating_mul(self.bundle_size());
             if height <= self.closed.saturating_add(horizon) {
                 let held = self.early.entry(height).or_default();
-                let duplicate = held
-                    .iter()
-                    .any(|(f, m)| *f == from && m.kind == message.kind && m.leg == message.leg);
+                let duplicate = held.iter().any(|(f, m)| {
+                    *f == from
+                        && m.kind == message.kind
+                        && m.leg == message.leg
+                        && m.session == message.session
+                });
                 if !duplicate {
                     held.push((from, message));
                 }
@@ -365,6 +513,11 @@ impl Service<'_> {
                 }
             }
             LaneKind::MagnetarSignature => self.peer_magnetar(from, height, &message.payload),
+            LaneKind::CoronaRound1
+            | LaneKind::CoronaRound2
+            | LaneKind::PulsarRound1
+            | LaneKind::PulsarRound2
+            | LaneKind::PulsarRound3 => self.ceremony_message(from, message),
             other => {
                 tracing::debug!(from, height, kind = %other, "lane message kind not handled yet");
                 Vec::new()
@@ -424,6 +577,21 @@ impl Service<'_> {
                 Vec::new()
             }
             None => Vec::new(),
+        }
+    }
+}
+
+/// Claims a ceremony session durably (flushed before any message of it is sent); a storage
+/// failure refuses the claim, so the validator sits the session out.
+fn claim_session(store: &impl Store, height: u64, id: &[u8; 32]) -> bool {
+    match store
+        .claim_session(height, id)
+        .and_then(|fresh| store.flush().map(|()| fresh))
+    {
+        Ok(fresh) => fresh,
+        Err(error) => {
+            tracing::error!(height, %error, "could not record a signing session");
+            false
         }
     }
 }

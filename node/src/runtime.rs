@@ -15,7 +15,8 @@
 //! A storage write failure is fatal (the process exits with an error); a bad peer message never is.
 
 use crate::api;
-use crate::config::{load_keys, ConfigError, GenesisFile, NodeConfig};
+use crate::ceremony::{Ceremony, CoronaParty, PulsarParty};
+use crate::config::{self, load_keys, ConfigError, Genesis, GenesisFile, NodeConfig};
 use crate::consensus::{
     BlockLimits, CoreConfig, Evidence, Input, ProposalSlot, TimerKind, Verifier,
 };
@@ -33,7 +34,7 @@ use quasar_crypto::hash::{tagged_hash, Hash};
 use quasar_lanes::cert::CertVerifier;
 use quasar_lanes::ValidatorSet;
 use quasar_storage::{SigningGuard, SledStore, Store};
-use quasar_wire::{decode, tx_hash, Message, MessageRef, SyncRequest, TxBatch};
+use quasar_wire::{decode, tx_hash, LegKind, Message, MessageRef, SyncRequest, TxBatch};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -345,6 +346,8 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
             index: me,
             slhdsa: keys.slhdsa,
             slhdsa_keys: genesis.slhdsa_public_keys.clone(),
+            corona: corona_ceremony(&genesis, keys.corona),
+            pulsar: pulsar_ceremony(&genesis, keys.pulsar),
         },
         quasar_rx,
     )
@@ -828,6 +831,71 @@ fn check_identity(
         }
     }
     Ok(())
+}
+
+/// The Corona ceremonies this node runs: when the profile has a Corona leg and genesis a Corona
+/// group key. A node without a share (or with one of another key or shape) still collects the
+/// rounds and combines; the mismatch is logged.
+fn corona_ceremony(
+    genesis: &Genesis,
+    share: Option<quasar_crypto::corona::scheme::KeyShare>,
+) -> Option<Ceremony<CoronaParty>> {
+    let group = genesis.corona_group_key.clone()?;
+    if !genesis.profile.legs().contains(&LegKind::Corona) {
+        return None;
+    }
+    let n = genesis.validators.len();
+    let share = share.filter(|s| {
+        let fits = s.group_key() == &group && s.parties() == n;
+        if !fits {
+            tracing::error!("the Corona key share in the key file is not a share of the genesis Corona key for {n} validators: not signing");
+        }
+        fits
+    });
+    if share.is_none() {
+        tracing::warn!("no Corona key share: this node combines Corona legs but does not sign");
+    }
+    let threshold = share
+        .as_ref()
+        .map_or_else(|| config::dealt_threshold(n), |s| s.threshold());
+    Some(Ceremony::new(
+        CoronaParty::new(group, threshold, n, share),
+        genesis.file.chain_id,
+        0,
+        genesis.file.bundle_size,
+    ))
+}
+
+/// The Pulsar ceremonies this node runs: when the profile has a Pulsar leg and the key file the
+/// full group key of the genesis Pulsar key for this validator set (the rounds need it).
+fn pulsar_ceremony(
+    genesis: &Genesis,
+    keys: Option<(
+        quasar_crypto::pulsar::GroupKey,
+        quasar_crypto::pulsar::KeyShare,
+    )>,
+) -> Option<Ceremony<PulsarParty>> {
+    let expected = genesis.pulsar_group_key.as_ref()?;
+    if !genesis.profile.legs().contains(&LegKind::Pulsar) {
+        return None;
+    }
+    let Some((group, share)) = keys else {
+        tracing::warn!(
+            "no Pulsar key in the key file: this node does not take part in Pulsar signing"
+        );
+        return None;
+    };
+    let n = genesis.validators.len();
+    if group.public_key_bytes() != expected.as_bytes() || group.params().parties != n {
+        tracing::error!("the Pulsar key in the key file is not the genesis Pulsar key for {n} validators: not signing");
+        return None;
+    }
+    Some(Ceremony::new(
+        PulsarParty::new(group, Some(share)),
+        genesis.file.chain_id,
+        0,
+        genesis.file.bundle_size,
+    ))
 }
 
 #[cfg(test)]

@@ -56,6 +56,7 @@ use tokio::time::{sleep, Instant};
 
 use crate::config::{self, ConfigError, GenesisFile, NodeConfig, PeerConfig};
 use quasar_lanes::cert::Profile;
+use quasar_wire::LegKind;
 
 /// Chain id of every testnet genesis.
 pub const CHAIN_ID: u64 = 1;
@@ -471,7 +472,7 @@ impl Testnet {
         // The chain starts shortly after creation, so every process is up before block 1 is due.
         let start = now_us().saturating_add(GENESIS_DELAY_US);
         let base = GenesisFile::from_public_keys(CHAIN_ID, start, &keys, STAKE);
-        let genesis = GenesisFile {
+        let mut genesis = GenesisFile {
             profile: profile.name(),
             // `fast` bundles are one block; say so in the file too.
             bundle_size: if profile == Profile::Fast {
@@ -481,6 +482,16 @@ impl Testnet {
             },
             ..base
         };
+        // The testnet is its own trusted dealer of the threshold keys its profile needs.
+        let legs = profile.legs();
+        let which = config::Dealt {
+            corona: legs.contains(&LegKind::Corona),
+            pulsar: legs.contains(&LegKind::Pulsar),
+        };
+        if which.corona || which.pulsar {
+            let dirs: Vec<PathBuf> = (0..validators).map(|i| node_dir(dir, i)).collect();
+            config::deal(&dirs, &mut genesis, which, &mut rand::rngs::OsRng)?;
+        }
         genesis.save(&dir.join(GENESIS_FILE))?;
 
         let nodes = reserve_ports(validators)?;

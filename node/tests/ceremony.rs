@@ -71,7 +71,7 @@ impl<S: Scheme> Net<S> {
     fn close(&mut self, height: u64, digest: Hash, now: u64) {
         for i in 0..self.nodes.len() {
             let used = &mut self.used[i];
-            let mut claim = |id: &SessionId| used.insert(*id);
+            let mut claim = |_: u64, id: &SessionId| used.insert(*id);
             let actions = self.nodes[i].on_closed(height, digest, now, &mut claim);
             self.absorb(i, actions);
         }
@@ -80,7 +80,7 @@ impl<S: Scheme> Net<S> {
     fn tick(&mut self, now: u64) {
         for i in 0..self.nodes.len() {
             let used = &mut self.used[i];
-            let mut claim = |id: &SessionId| used.insert(*id);
+            let mut claim = |_: u64, id: &SessionId| used.insert(*id);
             let actions = self.nodes[i].on_tick(now, &mut claim);
             self.absorb(i, actions);
         }
@@ -94,7 +94,7 @@ impl<S: Scheme> Net<S> {
                     continue;
                 }
                 let used = &mut self.used[i];
-                let mut claim = |id: &SessionId| used.insert(*id);
+                let mut claim = |_: u64, id: &SessionId| used.insert(*id);
                 let result = self.nodes[i].on_message(
                     now,
                     height,
@@ -244,7 +244,7 @@ fn hostile_messages_are_refused() {
     net.close(BUNDLE, digest(5), 0);
     let (from, height, kind, session, payload) =
         net.queue.iter().find(|m| m.1 == BUNDLE).cloned().unwrap();
-    let mut claim = |_: &SessionId| true;
+    let mut claim = |_: u64, _: &SessionId| true;
     let node = &mut net.nodes[0];
     // Wrong kind for the scheme.
     let refused = node.on_message(

@@ -103,15 +103,23 @@ fn create_writes_keys_genesis_and_configs_with_distinct_ports_and_full_peer_list
     let genesis = GenesisFile::load(&dir.path().join(GENESIS_FILE)).unwrap();
     assert_eq!(genesis.chain_id, testnet::CHAIN_ID);
     assert!(genesis.validators.iter().all(|v| v.stake == testnet::STAKE));
-    // The default profile is `quasar`; the testnet genesis has no Corona or rollup key, so the
-    // node reports Quasar finality unavailable instead of pretending.
+    // The default profile is `quasar`: the testnet deals a Corona key (3-of-4, one share in
+    // each validator's key file) but has no rollup key yet, so the node reports Quasar finality
+    // unavailable instead of pretending.
     assert_eq!(genesis.profile, "quasar");
+    assert!(genesis.corona_group_key.is_some() && genesis.pulsar_group_key.is_none());
+    for i in 0..4 {
+        let keys = quasar_node::config::load_keys(&net.node_dir(i)).unwrap();
+        let share = keys.corona.expect("a Corona share");
+        assert_eq!(
+            (share.index(), share.threshold(), share.parties()),
+            (i as u16, 3, 4)
+        );
+        assert!(keys.pulsar.is_none());
+    }
     let checked = genesis.clone().check().unwrap();
     let reason = checked.cert_policy().unwrap_err();
-    assert!(
-        reason.contains("corona_group_key and rollup_verifying_key"),
-        "{reason}"
-    );
+    assert!(reason.contains("rollup_verifying_key"), "{reason}");
     // The profile and bundle size are checked and bound into the genesis hash.
     for (profile, bundle_size) in [("fast", 16), ("quasar", 0), ("quasar", 1025), ("turbo", 16)] {
         let edited = GenesisFile {
@@ -221,6 +229,38 @@ async fn four_validators_finalize_with_agreement() {
             .is_some_and(|&ms| ms > 0.0),
         "{report:?}"
     );
+}
+
+/// Every post-quantum leg the node produces, end to end between processes: under `polaris` the
+/// testnet deals Corona and Pulsar 3-of-4 keys into the validators' key files, the validators
+/// run the threshold ceremonies over QUIC for every 16-block bundle, each signs with its SLH-DSA
+/// key, and the bundles reach Quasar finality with all four legs verified.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn polaris_bundles_reach_quasar_finality_with_every_leg() {
+    let _turn = one_network_at_a_time().await;
+    let opts = TestnetOptions {
+        validators: 4,
+        blocks: 40,
+        block_time_ms: 100,
+        tx_rate: 20.0,
+        profile: Profile::Polaris,
+        ..TestnetOptions::new(binary())
+    };
+    let report = testnet::run(opts).await.unwrap();
+    eprintln!("{}", serde_json::to_string(&report).unwrap());
+    assert!(report.agreement, "validators disagree: {report:?}");
+    assert_eq!(report.profile, "polaris");
+    assert_eq!(report.quasar_unavailable, None, "{report:?}");
+    assert!(report.quasar_finalized_height >= 16, "{report:?}");
+    for leg in ["bls", "corona", "pulsar", "magnetar"] {
+        assert!(
+            report
+                .leg_verify_p50_ms
+                .get(leg)
+                .is_some_and(|&ms| ms > 0.0),
+            "no {leg} leg verified: {report:?}"
+        );
+    }
 }
 
 /// Crash-recovery of the signing guard: validator 2 is SIGKILLed mid-run, the other three keep

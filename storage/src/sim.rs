@@ -57,6 +57,7 @@ enum Operation {
     PruneViewCertificates(u64),
     PutEvidence(EvidenceRecord),
     PutQuasarCert(u64, Vec<u8>),
+    ClaimSession(u64, Hash),
 }
 
 impl Operation {
@@ -73,6 +74,7 @@ impl Operation {
             Operation::PutQuasarCert(height, bytes) => {
                 store.put_quasar_cert(*height, bytes).map(|_| ())
             }
+            Operation::ClaimSession(height, id) => store.claim_session(*height, id).map(|_| ()),
         }
     }
 }
@@ -295,6 +297,12 @@ impl Store for SimStore {
 
     fn quasar_cert_from(&self, height: u64) -> Result<Option<(u64, Vec<u8>)>, StoreError> {
         self.disk().live.quasar_cert_from(height)
+    }
+
+    fn claim_session(&self, height: u64, session: &Hash) -> Result<bool, StoreError> {
+        self.write(Operation::ClaimSession(height, *session), |s| {
+            s.claim_session(height, session)
+        })
     }
 
     fn quasar_tip(&self) -> Result<Option<u64>, StoreError> {

@@ -16,6 +16,7 @@
 //! | `view_certs` | view (u64 BE) ‖ kind | certificate of a view above the finalized tip  |
 //! | `evidence` | view (u64 BE) ‖ signer (u32 BE) ‖ kind | an [`EvidenceRecord`] (see [`crate::evidence`]) |
 //! | `quasar`  | height (u64 BE)     | verified QuasarCert of the bundle that ends at that height |
+//! | `sessions` | height (u64 BE) ‖ session id (32 B) | empty: a threshold-signing session this validator took part in |
 //!
 //! # Guarantees
 //!
@@ -206,6 +207,12 @@ pub trait Store: Send + Sync {
 
     /// The highest height with a stored QuasarCert, or `None`.
     fn quasar_tip(&self) -> Result<Option<u64>, StoreError>;
+
+    /// Records that this validator takes part in threshold-signing session `session` of the
+    /// bundle closing at `height` (a party must never answer two sessions with one id, even
+    /// across a restart): `true` the first time, `false` when it was recorded before (nothing
+    /// written). Flush before sending anything of the session.
+    fn claim_session(&self, height: u64, session: &Hash) -> Result<bool, StoreError>;
 }
 
 /// [`Store`] on a sled database (see the module docs for the layout).
@@ -219,6 +226,7 @@ pub struct SledStore {
     meta: sled::Tree,
     view_certs: sled::Tree,
     quasar: sled::Tree,
+    sessions: sled::Tree,
     evidence: EvidenceLog,
 }
 
@@ -262,6 +270,7 @@ impl SledStore {
             meta: db.open_tree("meta")?,
             view_certs: db.open_tree("view_certs")?,
             quasar: db.open_tree("quasar")?,
+            sessions: db.open_tree("sessions")?,
             evidence: EvidenceLog::open(db.open_tree("evidence")?)?,
             db,
         })
@@ -493,5 +502,16 @@ impl Store for SledStore {
             Some((key, _)) => Ok(Some(decode_height(&key, "quasar key")?)),
             None => Ok(None),
         }
+    }
+
+    fn claim_session(&self, height: u64, session: &Hash) -> Result<bool, StoreError> {
+        let mut key = [0u8; 40];
+        let (h, id) = key.split_at_mut(8);
+        h.copy_from_slice(&height.to_be_bytes());
+        id.copy_from_slice(session);
+        let stored = self
+            .sessions
+            .compare_and_swap(key, None::<&[u8]>, Some(&[][..]))?;
+        Ok(stored.is_ok())
     }
 }

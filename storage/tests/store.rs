@@ -237,3 +237,21 @@ fn quasar_certificates_keep_the_first_and_are_found_by_covering_height() {
         Some((4, b"cert 4".to_vec()))
     );
 }
+
+#[test]
+fn a_session_is_claimed_once_even_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        assert!(store.claim_session(4, &[1; 32]).unwrap());
+        assert!(!store.claim_session(4, &[1; 32]).unwrap());
+        // The same id under another bundle, and another id, are separate claims.
+        assert!(store.claim_session(8, &[1; 32]).unwrap());
+        assert!(store.claim_session(4, &[2; 32]).unwrap());
+        store.flush().unwrap();
+    }
+    let store = SledStore::open(dir.path()).unwrap();
+    assert!(!store.claim_session(4, &[1; 32]).unwrap());
+    assert!(!store.claim_session(8, &[1; 32]).unwrap());
+    assert!(store.claim_session(8, &[2; 32]).unwrap());
+}

@@ -1,0 +1,117 @@
+//! `quasar-node deal` on the real binary: `keygen` × 3, `genesis`, the profile set to `aurora`,
+//! then the dealer writes a Corona and a Pulsar 3-of-3 key: one share per validator key file
+//! (mode 0600, loadable, bound to its group key) and the group keys in the genesis file. Bad
+//! calls are refused without touching anything.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use quasar_node::config::{load_keys, GenesisFile, SECRET_KEY_FILE};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(common::binary()).args(args).output().unwrap()
+}
+
+fn ok(args: &[&str]) {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn fails(args: &[&str]) -> String {
+    let out = run(args);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn deal_writes_shares_and_group_keys_and_refuses_bad_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let dirs: Vec<PathBuf> = ["a", "b", "c"].iter().map(|n| dir.path().join(n)).collect();
+    for d in &dirs {
+        ok(&["keygen", "--out", s(d)]);
+    }
+    let genesis = dir.path().join("genesis.json");
+    let mut args = vec!["genesis", "--out", s(&genesis), "--validators"];
+    args.extend(dirs.iter().map(|d| s(d)));
+    ok(&args);
+    let deal = |genesis: &Path, order: &[&PathBuf]| {
+        let mut args = vec!["deal", "--genesis", s(genesis), "--validators"];
+        args.extend(order.iter().map(|d| s(d)));
+        run(&args)
+    };
+    let in_order: Vec<&PathBuf> = dirs.iter().collect();
+
+    // A `fast` genesis has no threshold leg: nothing to deal.
+    let mut file = GenesisFile::load(&genesis).unwrap();
+    file.profile = "fast".into();
+    file.save(&genesis).unwrap();
+    let out = deal(&genesis, &in_order);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing to deal"));
+
+    file.profile = "aurora".into();
+    file.save(&genesis).unwrap();
+    // Key directories out of genesis order are refused, and nothing is written.
+    let swapped = [&dirs[1], &dirs[0], &dirs[2]];
+    let out = deal(&genesis, &swapped);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("does not hold genesis validator 0"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(load_keys(&dirs[0]).unwrap().corona.is_none());
+    assert_eq!(GenesisFile::load(&genesis).unwrap(), file);
+
+    let out = deal(&genesis, &in_order);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dealt = GenesisFile::load(&genesis).unwrap();
+    let corona_key = dealt.corona_group_key.clone().expect("a Corona group key");
+    let pulsar_key = dealt.pulsar_group_key.clone().expect("a Pulsar group key");
+    let checked = dealt.clone().check().unwrap();
+    assert!(checked.cert_policy().is_ok(), "aurora has every key now");
+    for (i, d) in dirs.iter().enumerate() {
+        let keys = load_keys(d).unwrap();
+        let corona = keys.corona.expect("a Corona share");
+        assert_eq!(usize::from(corona.index()), i);
+        assert_eq!((corona.threshold(), corona.parties()), (3, 3));
+        assert_eq!(hex::encode(corona.group_key().to_bytes()), corona_key);
+        let (group, share) = keys.pulsar.expect("a Pulsar key");
+        assert_eq!(usize::from(share.party()), i);
+        assert_eq!(hex::encode(group.public_key_bytes()), pulsar_key);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(d.join(SECRET_KEY_FILE))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+    // Dealing twice would replace the keys of a chain: refused.
+    let err = fails(&[
+        "deal",
+        "--genesis",
+        s(&genesis),
+        "--validators",
+        s(&dirs[0]),
+        s(&dirs[1]),
+        s(&dirs[2]),
+    ]);
+    assert!(err.contains("already has threshold group keys"), "{err}");
+}
