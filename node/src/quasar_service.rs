@@ -50,12 +50,17 @@ use crate::runtime::{now_us, Shared};
 /// Finalized blocks the service may lag behind before events are dropped.
 pub const QUEUE: usize = 4096;
 
-/// Per-leg verification times kept for `GET /status` (the most recent ones).
+/// Per-leg verification and production times kept for `GET /status` (the most recent ones).
 pub const LEG_SAMPLES: usize = 256;
 
-/// The median of each leg's recent verification times, ms, for `GET /status`.
-pub fn leg_verify_p50_ms(shared: &Shared) -> BTreeMap<String, f64> {
-    let Ok(samples) = shared.leg_samples.lock() else {
+/// Recent times per leg name, ms ([`Shared::leg_samples`], [`Shared::sign_samples`]).
+pub type LegSamples = std::sync::Mutex<BTreeMap<String, VecDeque<f64>>>;
+
+/// The median of each leg's recent times in `samples`, ms, for `GET /status`
+/// (`leg_verify_p50_ms` from [`Shared::leg_samples`], `leg_sign_p50_ms` from
+/// [`Shared::sign_samples`]).
+pub fn leg_p50_ms(samples: &LegSamples) -> BTreeMap<String, f64> {
+    let Ok(samples) = samples.lock() else {
         return BTreeMap::new();
     };
     samples
@@ -162,6 +167,7 @@ pub fn spawn(
                 early: BTreeMap::new(),
                 closed: 0,
                 replayed: 0,
+                closed_at: BTreeMap::new(),
             };
             service.replay();
             service.run(&rx);
@@ -180,6 +186,8 @@ struct Service<'a> {
     closed: u64,
     /// The highest height fed from the store at start ([`Service::replay`]).
     replayed: u64,
+    /// When this node closed each recent bundle (µs), for the legs' production times.
+    closed_at: BTreeMap<u64, u64>,
 }
 
 impl Service<'_> {
@@ -274,6 +282,10 @@ impl Service<'_> {
             {
                 let (height, digest) = (*height, *bundle_digest);
                 self.closed = self.closed.max(height);
+                self.closed_at.insert(height, now_us());
+                while self.closed_at.len() > MAX_PENDING_BUNDLES + MAX_EARLY_BUNDLES as usize {
+                    self.closed_at.pop_first();
+                }
                 if let Some(body) = bls_leg {
                     let bls = LegKind::Bls as u8;
                     self.broadcast(height, LaneKind::Leg, bls, [0; 32], body.clone());
@@ -379,6 +391,14 @@ impl Service<'_> {
         }
     }
 
+    /// Records how long this node took to produce `leg` of the bundle closing at `height`.
+    fn produced(&self, height: u64, leg: LegKind) {
+        if let Some(&at) = self.closed_at.get(&height) {
+            let ms = now_us().saturating_sub(at) as f64 / 1e3;
+            add_sample(&self.shared.sign_samples, leg, ms);
+        }
+    }
+
     /// Carries out a ceremony's actions.
     fn apply(&mut self, leg: LegKind, actions: Vec<Action>) -> Vec<QuasarEvent> {
         let mut events = Vec::new();
@@ -396,6 +416,7 @@ impl Service<'_> {
                     attempt,
                 } => {
                     tracing::debug!(height, %leg, attempt, "threshold leg combined");
+                    self.produced(height, leg);
                     match self.tracker(|t| Some(t.on_leg(height, leg, body))) {
                         Some(Ok(event)) => events.extend(event),
                         Some(Err(error)) => {
@@ -563,6 +584,7 @@ impl Service<'_> {
         else {
             return Vec::new();
         };
+        self.produced(height, LegKind::Magnetar);
         let leg = match MagnetarLeg::new(self.shared.validator_set.len(), quorum) {
             Ok(leg) => leg.encode(),
             Err(error) => {
@@ -578,6 +600,17 @@ impl Service<'_> {
             }
             None => Vec::new(),
         }
+    }
+}
+
+/// Adds one time (ms) for `leg`, keeping the most recent [`LEG_SAMPLES`].
+fn add_sample(samples: &LegSamples, leg: LegKind, ms: f64) {
+    if let Ok(mut samples) = samples.lock() {
+        let recent = samples.entry(leg.to_string()).or_default();
+        if recent.len() == LEG_SAMPLES {
+            recent.pop_front();
+        }
+        recent.push_back(ms);
     }
 }
 
@@ -619,14 +652,12 @@ fn record(shared: &Shared, event: QuasarEvent) {
             m.quasar_certificates.inc();
             m.quasar_cert_verify_seconds
                 .observe(report.elapsed.as_secs_f64());
-            if let Ok(mut samples) = shared.leg_samples.lock() {
-                for leg in &report.legs {
-                    let recent = samples.entry(leg.leg.to_string()).or_default();
-                    if recent.len() == LEG_SAMPLES {
-                        recent.pop_front();
-                    }
-                    recent.push_back(leg.elapsed.as_secs_f64() * 1e3);
-                }
+            for leg in &report.legs {
+                add_sample(
+                    &shared.leg_samples,
+                    leg.leg,
+                    leg.elapsed.as_secs_f64() * 1e3,
+                );
             }
             for leg in &report.legs {
                 m.quasar_leg_verify_seconds

@@ -118,6 +118,8 @@ pub struct Shared {
     pub quasar_height: AtomicU64,
     /// Recent per-leg verification times of completed certificates, ms, by leg name.
     pub leg_samples: Mutex<BTreeMap<String, VecDeque<f64>>>,
+    /// Recent per-leg production times (bundle closed → leg attached here), ms, by leg name.
+    pub sign_samples: Mutex<BTreeMap<String, VecDeque<f64>>>,
     /// The Quasar finality service's input.
     pub quasar_tx: QuasarHandle,
     /// The current epoch's validator set.
@@ -332,6 +334,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         quasar: Mutex::new(tracker),
         quasar_height: AtomicU64::new(quasar_height),
         leg_samples: Mutex::new(BTreeMap::new()),
+        sign_samples: Mutex::new(BTreeMap::new()),
         quasar_tx: quasar.clone(),
         validator_set: validators.clone(),
     });

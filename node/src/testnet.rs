@@ -292,6 +292,9 @@ pub struct TestnetReport {
     /// Validator 0's median verification time per certificate leg, ms (empty when no
     /// certificate completed).
     pub leg_verify_p50_ms: BTreeMap<String, f64>,
+    /// Validator 0's median production time per post-quantum leg (bundle closed → leg
+    /// attached: the signing rounds, or the quorum of Magnetar signatures), ms.
+    pub leg_sign_p50_ms: BTreeMap<String, f64>,
 }
 
 impl TestnetReport {
@@ -338,6 +341,9 @@ pub struct Status {
     /// Median verification time per leg, ms.
     #[serde(default)]
     pub leg_verify_p50_ms: BTreeMap<String, f64>,
+    /// Median production time per post-quantum leg, ms.
+    #[serde(default)]
+    pub leg_sign_p50_ms: BTreeMap<String, f64>,
 }
 
 /// The certificate part of [`BlockInfo`].
@@ -1270,6 +1276,7 @@ async fn measure(
         quasar_finalized_height,
         quasar_unavailable: first.quasar_unavailable,
         leg_verify_p50_ms: first.leg_verify_p50_ms,
+        leg_sign_p50_ms: first.leg_sign_p50_ms,
     })
 }
 

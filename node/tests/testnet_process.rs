@@ -75,13 +75,14 @@ fn the_report_is_one_json_object_with_exactly_the_documented_keys_in_order() {
         quasar_finalized_height: 19,
         quasar_unavailable: None,
         leg_verify_p50_ms: [("bls".to_string(), 1.5)].into_iter().collect(),
+        leg_sign_p50_ms: [("corona".to_string(), 40.0)].into_iter().collect(),
     };
     assert_eq!(
         serde_json::to_string(&report).unwrap(),
         "{\"validators\":4,\"finalized_height\":20,\"agreement\":true,\"blocks_per_sec\":8.5,\
          \"finality_p50_ms\":120.0,\"finality_p99_ms\":300.0,\"txs_submitted\":10,\"txs_finalized\":10,\
          \"profile\":\"fast\",\"quasar_finalized_height\":19,\"quasar_unavailable\":null,\
-         \"leg_verify_p50_ms\":{\"bls\":1.5}}"
+         \"leg_verify_p50_ms\":{\"bls\":1.5},\"leg_sign_p50_ms\":{\"corona\":40.0}}"
     );
     assert!(report.passed());
     assert!(!TestnetReport {
@@ -259,6 +260,12 @@ async fn polaris_bundles_reach_quasar_finality_with_every_leg() {
                 .get(leg)
                 .is_some_and(|&ms| ms > 0.0),
             "no {leg} leg verified: {report:?}"
+        );
+    }
+    for leg in ["corona", "pulsar", "magnetar"] {
+        assert!(
+            report.leg_sign_p50_ms.get(leg).is_some_and(|&ms| ms > 0.0),
+            "no {leg} leg produced: {report:?}"
         );
     }
 }
