@@ -16,10 +16,11 @@
 //! - Finished legs from peers are verified alone and attached.
 //! - Under profiles with a Corona or Pulsar leg, validators holding a share of the epoch's
 //!   threshold key run the signing rounds of every bundle ([`crate::ceremony`]); every node
-//!   collects the rounds' messages and combines the leg itself.
+//!   collects the rounds' messages and combines the leg itself, and the first member of the set
+//!   that signed gossips the leg for nodes that missed a message.
 //! - Messages for a bundle this node has not closed yet are held (at most
-//!   [`MAX_EARLY_BUNDLES`] bundles ahead, one message per sender, kind, leg and session) and
-//!   replayed when it closes. Rollup (Groth16) messages are not handled yet (the rollup signing
+//!   [`MAX_EARLY_BUNDLES`] bundles ahead, one message per sender, kind, leg and session, and only
+//!   sessions of a bundle's first attempts) and replayed when it closes. Rollup (Groth16) messages are not handled yet (the rollup signing
 //!   service is the next part of issue 8) and are dropped with a debug log.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -39,7 +40,7 @@ use quasar_wire::{
 use rand::rngs::OsRng;
 use serde_json::{json, Map, Value};
 
-use crate::ceremony::{Action, Ceremony, CoronaParty, PulsarParty, Scheme};
+use crate::ceremony::{Action, Ceremony, CoronaParty, PulsarParty, Scheme, AHEAD};
 use crate::metrics::LegLabel;
 use crate::quasar::{
     BundleStatus, FinalizedInfo, LegRefused, QuasarEvent, QuasarTracker, QuorumCollector,
@@ -417,6 +418,24 @@ impl Service<'_> {
                 } => {
                     tracing::debug!(height, %leg, attempt, "threshold leg combined");
                     self.produced(height, leg);
+                    // The first member of the set that signed also gossips the leg, for nodes
+                    // that missed some of the rounds' messages.
+                    let set = match leg {
+                        LegKind::Corona => self
+                            .me
+                            .corona
+                            .as_ref()
+                            .map(|c| c.signing_set(height, attempt)),
+                        _ => self
+                            .me
+                            .pulsar
+                            .as_ref()
+                            .map(|c| c.signing_set(height, attempt)),
+                    };
+                    let me = u16::try_from(self.me.index).ok();
+                    if set.and_then(|s| s.first().copied()) == me {
+                        self.broadcast(height, LaneKind::Leg, leg as u8, [0; 32], body.clone());
+                    }
                     match self.tracker(|t| Some(t.on_leg(height, leg, body))) {
                         Some(Ok(event)) => events.extend(event),
                         Some(Err(error)) => {
@@ -504,7 +523,7 @@ impl Service<'_> {
         }
         if height > self.closed {
             let horizon = MAX_EARLY_BUNDLES.saturating_mul(self.bundle_size());
-            if height <= self.closed.saturating_add(horizon) {
+            if height <= self.closed.saturating_add(horizon) && self.plausible_session(&message) {
                 let held = self.early.entry(height).or_default();
                 let duplicate = held.iter().any(|(f, m)| {
                     *f == from
@@ -543,6 +562,27 @@ impl Service<'_> {
                 tracing::debug!(from, height, kind = %other, "lane message kind not handled yet");
                 Vec::new()
             }
+        }
+    }
+
+    /// Whether an early message's session can be one this node will use: a ceremony message's
+    /// must be the id of one of the bundle's first attempts (so a peer cannot fill the early
+    /// buffer with made-up sessions), every other message's is all zero.
+    fn plausible_session(&self, message: &LaneMessage) -> bool {
+        let first = |id: &dyn Fn(u32) -> [u8; 32]| (0..=AHEAD).any(|a| id(a) == message.session);
+        let height = message.height;
+        if CoronaParty::KINDS.contains(&message.kind) {
+            self.me
+                .corona
+                .as_ref()
+                .is_some_and(|c| first(&|a| c.session_id(height, a)))
+        } else if PulsarParty::KINDS.contains(&message.kind) {
+            self.me
+                .pulsar
+                .as_ref()
+                .is_some_and(|c| first(&|a| c.session_id(height, a)))
+        } else {
+            message.session == [0; 32]
         }
     }
 
