@@ -102,8 +102,10 @@ fn rollup_validators(
         .collect()
 }
 
-/// Secret half of a validator's keys (`validator.key.json`).
+/// Secret half of a validator's keys (`validator.key.json`; unknown fields are refused, so a
+/// misspelt share field is not silently taken for "no share").
 #[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SecretKeyFile {
     /// BLS12-381 secret key, 32 bytes big-endian, hex.
     pub bls_secret_key: String,
@@ -297,26 +299,30 @@ fn load_keys_unlabelled(dir: &Path) -> Result<ValidatorKeys, ConfigError> {
                 .map_err(|e| ConfigError::Invalid(format!("corona_share: {e}")))
         })
         .transpose()?;
-    let pulsar = match (&secret.pulsar_group, &secret.pulsar_share) {
-        (None, None) => None,
-        (Some(group), Some(share)) => {
-            let group = pulsar::GroupKey::from_bytes(&decode_hex("pulsar_group", group)?)
-                .map_err(|e| ConfigError::Invalid(format!("pulsar_group: {e}")))?;
-            let share = pulsar::KeyShare::from_bytes(&decode_hex("pulsar_share", share)?)
-                .map_err(|e| ConfigError::Invalid(format!("pulsar_share: {e}")))?;
-            if !group.check_share(&share) {
-                return Err(ConfigError::Invalid(
-                    "pulsar_share is not a share of pulsar_group".into(),
-                ));
+    let pulsar =
+        match (&secret.pulsar_group, &secret.pulsar_share) {
+            (None, None) => None,
+            (Some(group), Some(share)) => {
+                let group = pulsar::GroupKey::from_bytes(&decode_hex("pulsar_group", group)?)
+                    .map_err(|e| ConfigError::Invalid(format!("pulsar_group: {e}")))?;
+                let share = pulsar::KeyShare::from_bytes(&decode_hex("pulsar_share", share)?)
+                    .map_err(|e| ConfigError::Invalid(format!("pulsar_share: {e}")))?;
+                if !group.check_share(&share) {
+                    return Err(ConfigError::Invalid(
+                        "pulsar_share is not a share of pulsar_group".into(),
+                    ));
+                }
+                Some((group, share))
             }
-            Some((group, share))
-        }
-        _ => {
-            return Err(ConfigError::Invalid(
-                "pulsar_share and pulsar_group come together".into(),
-            ))
-        }
-    };
+            (Some(_), None) => return Err(ConfigError::Invalid(
+                "pulsar_group is missing: a Pulsar key needs both pulsar_share and pulsar_group"
+                    .into(),
+            )),
+            (None, Some(_)) => return Err(ConfigError::Invalid(
+                "pulsar_share is missing: a Pulsar key needs both pulsar_share and pulsar_group"
+                    .into(),
+            )),
+        };
     Ok(ValidatorKeys {
         bls,
         mldsa,
@@ -351,7 +357,8 @@ pub struct Dealt {
 /// replaced atomically, mode 0600) and the group keys into `genesis`. Save the genesis
 /// afterwards. Errors: [`ConfigError::Invalid`] when a key directory does not match its genesis
 /// validator, the set is too large for a Pulsar key (more than 6), or a share is already there;
-/// I/O errors.
+/// I/O errors. Every key file is checked before any is written, and all are staged before any
+/// is replaced, so a refusal changes nothing.
 pub fn deal(
     key_dirs: &[PathBuf],
     genesis: &mut GenesisFile,
@@ -374,49 +381,63 @@ pub fn deal(
             )));
         }
     }
-    let t = dealt_threshold(n);
-    let corona_shares = if which.corona {
-        let (group, shares) = corona::scheme::trusted_dealer_keygen(t, n, rng)
-            .map_err(|e| ConfigError::Invalid(format!("Corona key for {n} validators: {e}")))?;
-        genesis.corona_group_key = Some(hex::encode(group.to_bytes()));
-        shares.into_iter().map(Some).collect()
-    } else {
-        vec![None; n]
-    };
-    let pulsar = if which.pulsar {
-        let (group, shares) = pulsar::trusted_dealer_keygen(t, n, rng).map_err(|e| {
-            ConfigError::Invalid(format!(
-                "Pulsar key for {n} validators: {e} (a Pulsar committee has at most 6 members)"
-            ))
-        })?;
-        genesis.pulsar_group_key = Some(hex::encode(group.public_key_bytes()));
-        let group = hex::encode(group.to_bytes());
-        shares
-            .into_iter()
-            .map(|s| Some((group.clone(), s)))
-            .collect()
-    } else {
-        (0..n).map(|_| None).collect::<Vec<_>>()
-    };
-    for ((dir, corona), pulsar) in key_dirs.iter().zip(corona_shares).zip(pulsar) {
+    // Every key file is read and checked before anything is generated or written.
+    let mut secrets = Vec::with_capacity(n);
+    for dir in key_dirs {
         let path = dir.join(SECRET_KEY_FILE);
-        let mut secret: SecretKeyFile = parse_json(&path)?;
+        let secret: SecretKeyFile = parse_json(&path)?;
         if secret.corona_share.is_some() || secret.pulsar_share.is_some() {
             return Err(ConfigError::Invalid(format!(
                 "{} already holds threshold key shares; refusing to replace them",
                 path.display()
             )));
         }
-        secret.corona_share = corona.map(|s| hex::encode(s.to_bytes().as_slice()));
-        if let Some((group, share)) = pulsar {
-            secret.pulsar_group = Some(group);
+        secrets.push((path, secret));
+    }
+    let t = dealt_threshold(n);
+    let mut corona_group = None;
+    if which.corona {
+        let (group, shares) = corona::scheme::trusted_dealer_keygen(t, n, rng)
+            .map_err(|e| ConfigError::Invalid(format!("Corona key for {n} validators: {e}")))?;
+        for ((_, secret), share) in secrets.iter_mut().zip(shares) {
+            secret.corona_share = Some(hex::encode(share.to_bytes().as_slice()));
+        }
+        corona_group = Some(hex::encode(group.to_bytes()));
+    }
+    let mut pulsar_group = None;
+    if which.pulsar {
+        let (group, shares) = pulsar::trusted_dealer_keygen(t, n, rng).map_err(|e| {
+            ConfigError::Invalid(format!(
+                "Pulsar key for {n} validators: {e} (a Pulsar committee has at most 6 members)"
+            ))
+        })?;
+        let full = hex::encode(group.to_bytes());
+        for ((_, secret), share) in secrets.iter_mut().zip(shares) {
+            secret.pulsar_group = Some(full.clone());
             secret.pulsar_share = Some(hex::encode(share.to_bytes().as_slice()));
         }
-        let staged = dir.join(format!("{SECRET_KEY_FILE}.new"));
-        let _ = std::fs::remove_file(&staged);
-        write_secret(&staged, &to_json(&secret)?)?;
-        std::fs::rename(&staged, &path).map_err(io_err(&path))?;
+        pulsar_group = Some(hex::encode(group.public_key_bytes()));
     }
+    // All staged first (a failure removes them and changes nothing), then renamed into place.
+    let mut staged = Vec::with_capacity(n);
+    for (path, secret) in &secrets {
+        let next = path.with_extension("json.new");
+        let _ = std::fs::remove_file(&next);
+        let written = to_json(secret).and_then(|text| write_secret(&next, &text));
+        if let Err(error) = written {
+            for (file, _) in &staged {
+                let _ = std::fs::remove_file(file);
+            }
+            let _ = std::fs::remove_file(&next);
+            return Err(error);
+        }
+        staged.push((next, path));
+    }
+    for (next, path) in staged {
+        std::fs::rename(&next, path).map_err(io_err(path))?;
+    }
+    genesis.corona_group_key = corona_group.or(genesis.corona_group_key.take());
+    genesis.pulsar_group_key = pulsar_group.or(genesis.pulsar_group_key.take());
     Ok(())
 }
 

@@ -225,9 +225,6 @@ impl QuasarTracker {
     /// Why Quasar finality is unavailable in this epoch, if it is: the genesis lacks keys the
     /// profile needs, or the profile has legs that no node produces yet.
     pub fn unavailable(&self) -> Option<String> {
-        if let Err(reason) = &self.policy {
-            return Some(reason.clone());
-        }
         let unproduced: Vec<String> = self
             .profile
             .legs()
@@ -235,14 +232,19 @@ impl QuasarTracker {
             .filter(|leg| !PRODUCED.contains(leg))
             .map(LegKind::to_string)
             .collect();
-        (!unproduced.is_empty()).then(|| {
+        let unproduced = (!unproduced.is_empty()).then(|| {
             format!(
                 "profile {} needs {} legs, which the nodes do not produce yet: bundles stay at \
                  Nova finality",
                 self.profile,
                 unproduced.join(" and ")
             )
-        })
+        });
+        match (&self.policy, unproduced) {
+            (Err(reason), Some(legs)) => Some(format!("{reason}; {legs}")),
+            (Err(reason), None) => Some(reason.clone()),
+            (Ok(_), legs) => legs,
+        }
     }
 
     /// The closing height of the bundle that contains `height`.

@@ -349,8 +349,8 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
             index: me,
             slhdsa: keys.slhdsa,
             slhdsa_keys: genesis.slhdsa_public_keys.clone(),
-            corona: corona_ceremony(&genesis, keys.corona),
-            pulsar: pulsar_ceremony(&genesis, keys.pulsar),
+            corona: corona_ceremony(&genesis, me, keys.corona),
+            pulsar: pulsar_ceremony(&genesis, me, keys.pulsar),
         },
         quasar_rx,
     )
@@ -836,11 +836,13 @@ fn check_identity(
     Ok(())
 }
 
-/// The Corona ceremonies this node runs: when the profile has a Corona leg and genesis a Corona
-/// group key. A node without a share (or with one of another key or shape) still collects the
-/// rounds and combines; the mismatch is logged.
+/// The Corona ceremonies this node (validator `me`) runs: when the profile has a Corona leg and
+/// genesis a Corona group key. The share must be party `me`'s of the genesis key for this
+/// validator set with the dealt threshold; otherwise (or without a share) the node does not sign,
+/// says why, and still collects the rounds and combines the legs.
 fn corona_ceremony(
     genesis: &Genesis,
+    me: u32,
     share: Option<quasar_crypto::corona::scheme::KeyShare>,
 ) -> Option<Ceremony<CoronaParty>> {
     let group = genesis.corona_group_key.clone()?;
@@ -848,31 +850,54 @@ fn corona_ceremony(
         return None;
     }
     let n = genesis.validators.len();
-    let share = share.filter(|s| {
-        let fits = s.group_key() == &group && s.parties() == n;
-        if !fits {
-            tracing::error!("the Corona key share in the key file is not a share of the genesis Corona key for {n} validators: not signing");
+    let t = config::dealt_threshold(n);
+    let share = match share {
+        None => {
+            tracing::warn!(
+                "no corona_share in the key file: this node combines Corona legs but does not sign"
+            );
+            None
         }
-        fits
-    });
-    if share.is_none() {
-        tracing::warn!("no Corona key share: this node combines Corona legs but does not sign");
-    }
-    let threshold = share
-        .as_ref()
-        .map_or_else(|| config::dealt_threshold(n), |s| s.threshold());
+        Some(s) if s.group_key() != &group => {
+            tracing::error!(
+                "corona_share is a share of another Corona key than the genesis one: not signing"
+            );
+            None
+        }
+        Some(s) if (s.threshold(), s.parties()) != (t, n) => {
+            tracing::error!(
+                "corona_share is {}-of-{}, the genesis validator set needs {t}-of-{n}: not signing",
+                s.threshold(),
+                s.parties()
+            );
+            None
+        }
+        Some(s) if u32::from(s.index()) != me => {
+            tracing::error!(
+                "corona_share is party {}'s share, this is validator {me}: not signing",
+                s.index()
+            );
+            None
+        }
+        Some(s) => {
+            tracing::info!("Corona key share loaded: party {me}, {t}-of-{n}");
+            Some(s)
+        }
+    };
     Some(Ceremony::new(
-        CoronaParty::new(group, threshold, n, share),
+        CoronaParty::new(group, t, n, share),
         genesis.file.chain_id,
         0,
         genesis.file.bundle_size,
     ))
 }
 
-/// The Pulsar ceremonies this node runs: when the profile has a Pulsar leg and the key file the
-/// full group key of the genesis Pulsar key for this validator set (the rounds need it).
+/// The Pulsar ceremonies this node (validator `me`) runs: when the profile has a Pulsar leg and
+/// the key file holds the genesis Pulsar key for this validator set (the rounds need the full
+/// group key) with party `me`'s share; otherwise the node does not take part and says why.
 fn pulsar_ceremony(
     genesis: &Genesis,
+    me: u32,
     keys: Option<(
         quasar_crypto::pulsar::GroupKey,
         quasar_crypto::pulsar::KeyShare,
@@ -883,16 +908,32 @@ fn pulsar_ceremony(
         return None;
     }
     let Some((group, share)) = keys else {
-        tracing::warn!(
-            "no Pulsar key in the key file: this node does not take part in Pulsar signing"
-        );
+        tracing::warn!("no pulsar_share and pulsar_group in the key file: this node does not take part in Pulsar signing");
         return None;
     };
     let n = genesis.validators.len();
-    if group.public_key_bytes() != expected.as_bytes() || group.params().parties != n {
-        tracing::error!("the Pulsar key in the key file is not the genesis Pulsar key for {n} validators: not signing");
+    let t = config::dealt_threshold(n);
+    let params = group.params();
+    if group.public_key_bytes() != expected.as_bytes() {
+        tracing::error!("pulsar_group is not the genesis Pulsar key: not signing");
         return None;
     }
+    if (params.threshold, params.parties) != (t, n) {
+        tracing::error!(
+            "pulsar_group is {}-of-{}, the genesis validator set needs {t}-of-{n}: not signing",
+            params.threshold,
+            params.parties
+        );
+        return None;
+    }
+    if u32::from(share.party()) != me {
+        tracing::error!(
+            "pulsar_share is party {}'s share, this is validator {me}: not signing",
+            share.party()
+        );
+        return None;
+    }
+    tracing::info!("Pulsar key share loaded: party {me}, {t}-of-{n}");
     Some(Ceremony::new(
         PulsarParty::new(group, Some(share)),
         genesis.file.chain_id,

@@ -55,6 +55,7 @@ use tokio::task::JoinSet;
 use tokio::time::{sleep, Instant};
 
 use crate::config::{self, ConfigError, GenesisFile, NodeConfig, PeerConfig};
+use quasar_crypto::pulsar::params::MAX_PARTIES as PULSAR_MAX_PARTIES;
 use quasar_lanes::cert::Profile;
 use quasar_wire::LegKind;
 
@@ -464,6 +465,13 @@ impl Testnet {
         profile: Profile,
     ) -> Result<Testnet, TestnetError> {
         check_shape(validators, block_time_ms)?;
+        if profile.legs().contains(&LegKind::Pulsar) && validators > PULSAR_MAX_PARTIES {
+            return Err(TestnetError::Options(format!(
+                "profile {profile} has a Pulsar leg, and a Pulsar key has at most \
+                 {PULSAR_MAX_PARTIES} parties: use at most {PULSAR_MAX_PARTIES} validators, or \
+                 a profile without Pulsar (quasar, fast, hybrid-<deadline>)"
+            )));
+        }
         std::fs::create_dir_all(dir).map_err(|source| TestnetError::Io {
             path: dir.to_path_buf(),
             source,

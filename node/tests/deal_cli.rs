@@ -73,6 +73,20 @@ fn deal_writes_shares_and_group_keys_and_refuses_bad_calls() {
     assert!(load_keys(&dirs[0]).unwrap().corona.is_none());
     assert_eq!(GenesisFile::load(&genesis).unwrap(), file);
 
+    // A key file that already holds a share (the last one) refuses the deal before any other
+    // key file is written.
+    let last = dirs[2].join(SECRET_KEY_FILE);
+    let original = std::fs::read_to_string(&last).unwrap();
+    let mut edited: serde_json::Value = serde_json::from_str(&original).unwrap();
+    edited["corona_share"] = serde_json::Value::String("00".into());
+    std::fs::write(&last, edited.to_string()).unwrap();
+    let out = deal(&genesis, &in_order);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already holds threshold key shares"));
+    assert!(load_keys(&dirs[0]).unwrap().corona.is_none());
+    assert_eq!(GenesisFile::load(&genesis).unwrap(), file);
+    std::fs::write(&last, original).unwrap();
+
     let out = deal(&genesis, &in_order);
     assert!(
         out.status.success(),
