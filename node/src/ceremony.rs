@@ -612,6 +612,23 @@ fn report(height: u64, attempt: u32, error: StepError, actions: &mut Vec<Action>
     }
 }
 
+/// Checks a decoded round message's claimed sender against the validator that sent it and its
+/// session (when the message carries one) against the expected one.
+fn check_origin(
+    sender: u16,
+    party: u16,
+    session: Option<SessionId>,
+    expected: &SessionId,
+) -> Result<(), String> {
+    if sender != party {
+        return Err(format!("sent as party {sender}"));
+    }
+    if session.is_some_and(|id| id != *expected) {
+        return Err("another session".into());
+    }
+    Ok(())
+}
+
 /// Corona (module docs of `quasar_crypto::corona`) as a [`Scheme`]: two rounds, round 1
 /// independent of the message; the leg is the compact signature on the bundle digest.
 pub struct CoronaParty {
@@ -735,13 +752,7 @@ impl Scheme for CoronaParty {
             let m = corona::scheme::Round2Message::from_bytes(bytes).map_err(|e| e.to_string())?;
             (m.sender(), None)
         };
-        if sender != party {
-            return Err(format!("sent as party {sender}"));
-        }
-        if id.is_some_and(|id| id.0 != *session) {
-            return Err("another session".into());
-        }
-        Ok(())
+        check_origin(sender, party, id.map(|id| id.0), session)
     }
 
     fn combine(
@@ -936,13 +947,7 @@ impl Scheme for PulsarParty {
             _ => pulsar::Round3Message::from_bytes(bytes, params).map(|m| (m.party, m.session)),
         }
         .map_err(|e| e.to_string())?;
-        if sender != party {
-            return Err(format!("sent as party {sender}"));
-        }
-        if id.0 != *session {
-            return Err("another session".into());
-        }
-        Ok(())
+        check_origin(sender, party, Some(id.0), session)
     }
 
     fn combine(
