@@ -158,6 +158,9 @@ pub enum Action {
         body: Vec<u8>,
         /// The attempt that produced it (0-based).
         attempt: u32,
+        /// This party is the first member of the set that signed: it also gossips the leg, for
+        /// nodes that missed some of the rounds' messages.
+        gossip: bool,
     },
     /// A party misbehaved (a malformed or conflicting message, a bad contribution).
     Blame {
@@ -271,6 +274,12 @@ impl<S: Scheme> Ceremony<S> {
         let mut set: Vec<u16> = (0..t).map(|i| ((start + i) % n) as u16).collect();
         set.sort_unstable();
         set
+    }
+
+    /// Whether `session` is the id of one of the first [`AHEAD`] + 1 attempts of the bundle
+    /// closing at `height`: the sessions worth holding for a bundle not closed here yet.
+    pub fn is_early_session(&self, height: u64, session: &SessionId) -> bool {
+        (0..=AHEAD).any(|a| self.session_id(height, a) == *session)
     }
 
     /// The bundles with a ceremony in progress or finished and not yet forgotten.
@@ -578,6 +587,7 @@ impl<S: Scheme> Ceremony<S> {
                         height,
                         body,
                         attempt,
+                        gossip: session.set.first().copied() == me,
                     });
                     if let Some(bundle) = self.bundles.get_mut(&height) {
                         bundle.done = true;

@@ -20,8 +20,9 @@
 //!   that signed gossips the leg for nodes that missed a message.
 //! - Messages for a bundle this node has not closed yet are held (at most
 //!   [`MAX_EARLY_BUNDLES`] bundles ahead, one message per sender, kind, leg and session, and only
-//!   sessions of a bundle's first attempts) and replayed when it closes. Rollup (Groth16) messages are not handled yet (the rollup signing
-//!   service is the next part of issue 8) and are dropped with a debug log.
+//!   sessions of a bundle's first attempts) and replayed when it closes. Rollup (Groth16)
+//!   messages are not handled yet (the rollup signing service is the next part of issue 8) and
+//!   are dropped with a debug log.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::Ordering;
@@ -40,7 +41,7 @@ use quasar_wire::{
 use rand::rngs::OsRng;
 use serde_json::{json, Map, Value};
 
-use crate::ceremony::{Action, Ceremony, CoronaParty, PulsarParty, Scheme, AHEAD};
+use crate::ceremony::{Action, Ceremony, CoronaParty, PulsarParty, Scheme};
 use crate::metrics::LegLabel;
 use crate::quasar::{
     BundleStatus, FinalizedInfo, LegRefused, QuasarEvent, QuasarTracker, QuorumCollector,
@@ -415,25 +416,11 @@ impl Service<'_> {
                     height,
                     body,
                     attempt,
+                    gossip,
                 } => {
                     tracing::debug!(height, %leg, attempt, "threshold leg combined");
                     self.produced(height, leg);
-                    // The first member of the set that signed also gossips the leg, for nodes
-                    // that missed some of the rounds' messages.
-                    let set = match leg {
-                        LegKind::Corona => self
-                            .me
-                            .corona
-                            .as_ref()
-                            .map(|c| c.signing_set(height, attempt)),
-                        _ => self
-                            .me
-                            .pulsar
-                            .as_ref()
-                            .map(|c| c.signing_set(height, attempt)),
-                    };
-                    let me = u16::try_from(self.me.index).ok();
-                    if set.and_then(|s| s.first().copied()) == me {
+                    if gossip {
                         self.broadcast(height, LaneKind::Leg, leg as u8, [0; 32], body.clone());
                     }
                     match self.tracker(|t| Some(t.on_leg(height, leg, body))) {
@@ -569,18 +556,17 @@ impl Service<'_> {
     /// must be the id of one of the bundle's first attempts (so a peer cannot fill the early
     /// buffer with made-up sessions), every other message's is all zero.
     fn plausible_session(&self, message: &LaneMessage) -> bool {
-        let first = |id: &dyn Fn(u32) -> [u8; 32]| (0..=AHEAD).any(|a| id(a) == message.session);
-        let height = message.height;
+        let (height, session) = (message.height, &message.session);
         if CoronaParty::KINDS.contains(&message.kind) {
             self.me
                 .corona
                 .as_ref()
-                .is_some_and(|c| first(&|a| c.session_id(height, a)))
+                .is_some_and(|c| c.is_early_session(height, session))
         } else if PulsarParty::KINDS.contains(&message.kind) {
             self.me
                 .pulsar
                 .as_ref()
-                .is_some_and(|c| first(&|a| c.session_id(height, a)))
+                .is_some_and(|c| c.is_early_session(height, session))
         } else {
             message.session == [0; 32]
         }

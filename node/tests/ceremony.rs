@@ -62,6 +62,7 @@ impl<S: Scheme> Net<S> {
                     height,
                     body,
                     attempt,
+                    ..
                 } => self.legs.push((from, height, body, attempt)),
                 other => self.other.push(other),
             }
