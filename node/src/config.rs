@@ -315,11 +315,11 @@ fn load_keys_unlabelled(dir: &Path) -> Result<ValidatorKeys, ConfigError> {
                 Some((group, share))
             }
             (Some(_), None) => return Err(ConfigError::Invalid(
-                "pulsar_group is missing: a Pulsar key needs both pulsar_share and pulsar_group"
+                "pulsar_share is missing: a Pulsar key needs both pulsar_share and pulsar_group"
                     .into(),
             )),
             (None, Some(_)) => return Err(ConfigError::Invalid(
-                "pulsar_share is missing: a Pulsar key needs both pulsar_share and pulsar_group"
+                "pulsar_group is missing: a Pulsar key needs both pulsar_share and pulsar_group"
                     .into(),
             )),
         };

@@ -1016,7 +1016,8 @@ pub async fn run(opts: TestnetOptions) -> Result<TestnetReport, TestnetError> {
                 kept.display()
             );
         }
-        None if !passed => eprintln!(
+        // Options refused before any node directory was made have no logs to point at.
+        None if !passed && node_dir(&dir, 0).exists() => eprintln!(
             "testnet: run failed; logs in {}/v*/{NODE_LOG_FILE}",
             dir.display()
         ),

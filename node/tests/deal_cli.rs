@@ -117,6 +117,21 @@ fn deal_writes_shares_and_group_keys_and_refuses_bad_calls() {
             assert_eq!(mode & 0o777, 0o600);
         }
     }
+    // A key file missing one half of its Pulsar key names the missing half.
+    let first = dirs[0].join(SECRET_KEY_FILE);
+    let dealt_file = std::fs::read_to_string(&first).unwrap();
+    for (removed, named) in [
+        ("pulsar_group", "pulsar_group is missing"),
+        ("pulsar_share", "pulsar_share is missing"),
+    ] {
+        let mut edited: serde_json::Value = serde_json::from_str(&dealt_file).unwrap();
+        edited.as_object_mut().unwrap().remove(removed);
+        std::fs::write(&first, edited.to_string()).unwrap();
+        let err = load_keys(&dirs[0]).err().expect("refused").to_string();
+        assert!(err.contains(named), "{err}");
+    }
+    std::fs::write(&first, dealt_file).unwrap();
+    assert!(load_keys(&dirs[0]).is_ok());
     // Dealing twice would replace the keys of a chain: refused.
     let err = fails(&[
         "deal",
