@@ -902,6 +902,12 @@ pub struct NodeConfig {
     /// The other validators.
     #[serde(default)]
     pub peers: Vec<PeerConfig>,
+    /// The Groth16 rollup proving key (`rollup.pk` of `quasar-node rollup-setup`, for the
+    /// genesis's validator set), when this validator proves the rollup leg. Proving needs
+    /// minutes of every core and gigabytes of memory per proof, so a few validators are
+    /// enough: the first proof of a bundle serves every node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollup_proving_key: Option<PathBuf>,
 }
 
 /// Upper bound for configured durations (one hour), so arithmetic in microseconds cannot overflow.
@@ -937,7 +943,10 @@ impl NodeConfig {
             path: PathBuf::from("node.toml"),
             message: e.to_string(),
         })?;
-        for p in [&mut cfg.data_dir, &mut cfg.key_dir, &mut cfg.genesis] {
+        let paths = [&mut cfg.data_dir, &mut cfg.key_dir, &mut cfg.genesis]
+            .into_iter()
+            .chain(cfg.rollup_proving_key.as_mut());
+        for p in paths {
             if p.is_relative() {
                 *p = base.join(&*p);
             }
@@ -1201,5 +1210,31 @@ mod tests {
             let err = GenesisFile::from_json(&json.to_string()).unwrap_err();
             assert!(err.to_string().contains(field), "{err}");
         }
+    }
+
+    #[test]
+    fn node_toml_resolves_the_rollup_proving_key_against_its_directory() {
+        let base = Path::new("/srv/quasar/v0");
+        let text = "data_dir = \"data\"\nkey_dir = \".\"\ngenesis = \"/etc/genesis.json\"\n\
+                    p2p_listen = \"127.0.0.1:9000\"\napi_listen = \"127.0.0.1:8000\"\n";
+        let cfg = NodeConfig::from_toml(text, base).unwrap();
+        assert_eq!(cfg.rollup_proving_key, None);
+        assert_eq!(cfg.genesis, PathBuf::from("/etc/genesis.json"));
+        let with_key = format!("{text}rollup_proving_key = \"rollup/rollup.pk\"\n");
+        let cfg = NodeConfig::from_toml(&with_key, base).unwrap();
+        assert_eq!(
+            cfg.rollup_proving_key,
+            Some(base.join("rollup").join("rollup.pk"))
+        );
+        assert_eq!(cfg.data_dir, base.join("data"));
+        // Unset, the key is left out of a saved file; set, it survives the round trip.
+        let saved = toml::to_string_pretty(&NodeConfig {
+            rollup_proving_key: None,
+            ..cfg.clone()
+        })
+        .unwrap();
+        assert!(!saved.contains("rollup_proving_key"), "{saved}");
+        let again = NodeConfig::from_toml(&toml::to_string_pretty(&cfg).unwrap(), base).unwrap();
+        assert_eq!(again, cfg);
     }
 }

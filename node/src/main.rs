@@ -107,6 +107,15 @@ enum Command {
         /// (e.g. hybrid-1s).
         #[arg(long, default_value = "quasar")]
         profile: Profile,
+        /// A `rollup-setup` directory for this many validators, for profiles with a Groth16 leg
+        /// (quasar, hybrid-<deadline>): its verifying key goes into the genesis and its proving
+        /// key to the provers. Made there first when it holds no keys (minutes, gigabytes).
+        #[arg(long)]
+        rollup_setup: Option<PathBuf>,
+        /// How many validators prove the rollup leg (each proof takes minutes of every core
+        /// and gigabytes of memory).
+        #[arg(long, default_value_t = 1)]
+        rollup_provers: usize,
     },
     /// Generate Groth16 keys of the ML-DSA-65 rollup for N validators and T signatures per
     /// proof into DIR (rollup.pk, rollup.vk.json). A single-party setup: fine for testnets, not
@@ -362,6 +371,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             block_time_ms,
             tx_rate,
             profile,
+            rollup_setup,
+            rollup_provers,
         } => {
             let binary = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
             let opts = TestnetOptions {
@@ -372,6 +383,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 tx_rate,
                 binary,
                 profile,
+                rollup_setup,
+                rollup_provers,
             };
             let report = runtime()?.block_on(async {
                 tokio::select! {

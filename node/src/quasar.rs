@@ -16,10 +16,9 @@
 //!   waits for the leg from a peer ([`QuasarTracker::on_leg`]).
 //! - Post-quantum legs (Corona, Groth16, Pulsar, Magnetar) arrive through [`QuasarTracker::on_leg`];
 //!   each is verified on its own when it arrives ([`quasar_lanes::cert::verify_leg`]), so a bad
-//!   leg is dropped and blamed without waiting for the rest. The node does not produce them yet:
-//!   the signing services (Corona in epoch mode, Pulsar rounds, Magnetar and ML-DSA signatures,
-//!   the rollup prover) are the next part of issue 8, so under any profile but `fast` bundles
-//!   stay at Nova finality and [`QuasarTracker::status`] says which legs are missing.
+//!   leg is dropped and blamed without waiting for the rest. The Quasar service
+//!   (`crate::quasar_service`) produces them; [`QuasarTracker::status`] says which legs a
+//!   waiting bundle still misses.
 //! - When every leg of the profile is present the certificate is assembled and verified whole
 //!   by the parallel-max verifier, and reported ([`QuasarEvent::Certified`]) for storage.
 //!
@@ -158,16 +157,6 @@ pub enum BundleStatus {
 /// Abandoned bundles remembered for [`QuasarTracker::status`].
 const ABANDONED_MEMORY: usize = 1024;
 
-/// The legs nodes produce today (BLS from votes, Magnetar from per-validator signatures, Corona
-/// and Pulsar from the threshold ceremonies); Groth16 needs the rollup service that is the next
-/// part of issue 8.
-const PRODUCED: [LegKind; 4] = [
-    LegKind::Bls,
-    LegKind::Corona,
-    LegKind::Pulsar,
-    LegKind::Magnetar,
-];
-
 /// The tracker (module docs). Pure: no I/O, no clock (times come in as arguments).
 pub struct QuasarTracker {
     policy: Result<Arc<CertPolicy>, String>,
@@ -223,28 +212,9 @@ impl QuasarTracker {
     }
 
     /// Why Quasar finality is unavailable in this epoch, if it is: the genesis lacks keys the
-    /// profile needs, or the profile has legs that no node produces yet.
+    /// profile needs.
     pub fn unavailable(&self) -> Option<String> {
-        let unproduced: Vec<String> = self
-            .profile
-            .legs()
-            .iter()
-            .filter(|leg| !PRODUCED.contains(leg))
-            .map(LegKind::to_string)
-            .collect();
-        let unproduced = (!unproduced.is_empty()).then(|| {
-            format!(
-                "profile {} needs {} legs, which the nodes do not produce yet: bundles stay at \
-                 Nova finality",
-                self.profile,
-                unproduced.join(" and ")
-            )
-        });
-        match (&self.policy, unproduced) {
-            (Err(reason), Some(legs)) => Some(format!("{reason}; {legs}")),
-            (Err(reason), None) => Some(reason.clone()),
-            (Ok(_), legs) => legs,
-        }
+        self.policy.as_ref().err().cloned()
     }
 
     /// The closing height of the bundle that contains `height`.

@@ -20,9 +20,12 @@
 //!   that signed gossips the leg for nodes that missed a message.
 //! - Messages for a bundle this node has not closed yet are held (at most
 //!   [`MAX_EARLY_BUNDLES`] bundles ahead, one message per sender, kind, leg and session, and only
-//!   sessions of a bundle's first attempts) and replayed when it closes. Rollup (Groth16)
-//!   messages are not handled yet (the rollup signing service is the next part of issue 8) and
-//!   are dropped with a debug log.
+//!   sessions of a bundle's first attempts) and replayed when it closes.
+//! - Under profiles with a Groth16 leg each validator signs the bundle digest with its ML-DSA-65
+//!   identity key (context `QUASAR-ROLLUP-v1`) and gossips the signature. A validator configured
+//!   with a rollup proving key collects and checks the signatures of every waiting bundle
+//!   ([`WindowProver`]), proves the newest bundle whose signers hold a quorum off this thread,
+//!   and gossips the leg; validators without a proving key drop the signatures.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::Ordering;
@@ -32,6 +35,8 @@ use std::time::{Duration, Instant};
 
 use quasar_crypto::hash::Hash;
 use quasar_crypto::magnetar;
+use quasar_crypto::mldsa::{self, MlDsa65};
+use quasar_crypto::rollup::circuit::ROLLUP_CONTEXT;
 use quasar_lanes::magnetar::MagnetarLeg;
 use quasar_lanes::CERT_CONTEXT;
 use quasar_storage::Store;
@@ -47,6 +52,7 @@ use crate::quasar::{
     BundleStatus, FinalizedInfo, LegRefused, QuasarEvent, QuasarTracker, QuorumCollector,
     MAX_PENDING_BUNDLES,
 };
+use crate::rollup_job::{ProverEvent, WindowProver};
 use crate::runtime::{now_us, Shared};
 
 /// Finalized blocks the service may lag behind before events are dropped.
@@ -150,6 +156,10 @@ pub struct Contributor {
     pub corona: Option<Ceremony<CoronaParty>>,
     /// Pulsar signing rounds, when the profile has a Pulsar leg and this node the full group key.
     pub pulsar: Option<Ceremony<PulsarParty>>,
+    /// Its ML-DSA-65 identity key (signatures for the Groth16 rollup).
+    pub mldsa: mldsa::SecretKey<MlDsa65>,
+    /// The rollup prover, when the profile has a Groth16 leg and this node a proving key.
+    pub rollup: Option<WindowProver>,
 }
 
 /// Starts the service thread over `shared` (its tracker, store, metrics and network), reading
@@ -198,7 +208,8 @@ impl Service<'_> {
         loop {
             if last_tick.elapsed() >= TICK {
                 last_tick = Instant::now();
-                let events = self.ceremony_tick();
+                let mut events = self.ceremony_tick();
+                events.extend(self.rollup_poll());
                 self.handle(events);
             }
             let events = match rx.recv_timeout(TICK) {
@@ -314,6 +325,9 @@ impl Service<'_> {
         }
         if let Some(c) = self.me.pulsar.as_mut() {
             c.retain(|h| h > closed || tracker.awaiting(h, LegKind::Pulsar).is_some());
+        }
+        if let Some(r) = self.me.rollup.as_mut() {
+            r.retain(|h| tracker.awaiting(h, LegKind::Groth16).is_some());
         }
     }
 
@@ -453,6 +467,101 @@ impl Service<'_> {
 
     /// Signs what this validator contributes to a closed bundle and gossips it.
     fn contribute(&mut self, height: u64, digest: &Hash) -> Vec<QuasarEvent> {
+        self.contribute_rollup(height, digest);
+        self.contribute_magnetar(height, digest)
+    }
+
+    /// Signs a closed bundle's digest for the Groth16 rollup, gossips the signature and, when
+    /// this validator proves, opens the bundle's window with it.
+    fn contribute_rollup(&mut self, height: u64, digest: &Hash) {
+        if self
+            .tracker(|t| t.awaiting(height, LegKind::Groth16))
+            .is_none()
+        {
+            return;
+        }
+        let signature = match self.me.mldsa.sign(digest, ROLLUP_CONTEXT, &mut OsRng) {
+            Ok(s) => s.as_bytes().to_vec(),
+            Err(error) => {
+                tracing::error!(height, %error, "ML-DSA signing failed");
+                return;
+            }
+        };
+        self.broadcast(
+            height,
+            LaneKind::RollupSignature,
+            0,
+            [0; 32],
+            signature.clone(),
+        );
+        if let Some(prover) = self.me.rollup.as_mut() {
+            prover.open(height, *digest);
+            if let Err(error) = prover.add(height, self.me.index as usize, &signature) {
+                tracing::error!(height, %error, "own rollup signature refused");
+            }
+        }
+    }
+
+    /// A peer's rollup signature: checked and collected when this validator proves.
+    fn peer_rollup(&mut self, from: u32, height: u64, signature: &[u8]) {
+        let Some(prover) = self.me.rollup.as_mut() else {
+            return;
+        };
+        if let Err(error) = prover.add(height, from as usize, signature) {
+            self.shared.metrics.invalid_messages.inc();
+            tracing::warn!(from, height, %error, "rollup signature refused");
+        }
+    }
+
+    /// The rollup prover's news: the key loaded or refused, legs proved (attached and
+    /// gossiped), proofs failed.
+    fn rollup_poll(&mut self) -> Vec<QuasarEvent> {
+        let Some(prover) = self.me.rollup.as_mut() else {
+            return Vec::new();
+        };
+        let mut events = Vec::new();
+        for event in prover.poll() {
+            match event {
+                ProverEvent::Ready => tracing::info!("rollup proving key loaded: proving"),
+                ProverEvent::KeyRefused(reason) => {
+                    tracing::error!(%reason, "rollup proving key refused: this validator does not prove");
+                }
+                ProverEvent::Failed { window, reason } => {
+                    tracing::error!(height = window, %reason, "rollup proof failed");
+                }
+                ProverEvent::Proved(leg) => {
+                    tracing::info!(
+                        height = leg.window,
+                        synthesis_s = leg.timings.synthesis.as_secs_f64(),
+                        witness_map_s = leg.timings.witness_map.as_secs_f64(),
+                        msm_s = leg.timings.msm.as_secs_f64(),
+                        "rollup leg proved"
+                    );
+                    self.produced(leg.window, LegKind::Groth16);
+                    let groth16 = LegKind::Groth16 as u8;
+                    self.broadcast(
+                        leg.window,
+                        LaneKind::Leg,
+                        groth16,
+                        [0; 32],
+                        leg.body.clone(),
+                    );
+                    match self.tracker(|t| Some(t.on_leg(leg.window, LegKind::Groth16, leg.body))) {
+                        Some(Ok(event)) => events.extend(event),
+                        // Certified meanwhile by a peer's leg, or dropped.
+                        Some(Err(LegRefused::NoBundle(_))) | None => {}
+                        Some(Err(error)) => {
+                            tracing::error!(height = leg.window, %error, "proved rollup leg refused");
+                        }
+                    }
+                }
+            }
+        }
+        events
+    }
+
+    /// Signs a closed bundle's digest with SLH-DSA for the Magnetar leg and gossips it.
+    fn contribute_magnetar(&mut self, height: u64, digest: &Hash) -> Vec<QuasarEvent> {
         if self
             .tracker(|t| t.awaiting(height, LegKind::Magnetar))
             .is_none()
@@ -540,15 +649,15 @@ impl Service<'_> {
                 }
             }
             LaneKind::MagnetarSignature => self.peer_magnetar(from, height, &message.payload),
+            LaneKind::RollupSignature => {
+                self.peer_rollup(from, height, &message.payload);
+                Vec::new()
+            }
             LaneKind::CoronaRound1
             | LaneKind::CoronaRound2
             | LaneKind::PulsarRound1
             | LaneKind::PulsarRound2
             | LaneKind::PulsarRound3 => self.ceremony_message(from, message),
-            other => {
-                tracing::debug!(from, height, kind = %other, "lane message kind not handled yet");
-                Vec::new()
-            }
         }
     }
 

@@ -480,34 +480,13 @@ pub fn prove(
 /// proof file's copy is only compared with it). `Ok(false)` for a proof that does not verify
 /// or is for another validator set; errors for unreadable or malformed inputs.
 pub fn verify(setup_dir: &Path, genesis: &Path, proof: &Path) -> Result<bool, RollupCommandError> {
-    let vk_path = setup_dir.join(VERIFYING_KEY_FILE);
-    let vk_file: VerifyingKeyFile = read_json(&vk_path)?;
-    if vk_file.parameter_set != ML_DSA_65.name {
-        return Err(RollupCommandError::Invalid(format!(
-            "{}: parameter set {}, expected {}",
-            vk_path.display(),
-            vk_file.parameter_set,
-            ML_DSA_65.name
-        )));
-    }
-    let vk_bytes = hex::decode(vk_file.verifying_key.trim()).map_err(|_| {
-        RollupCommandError::Invalid(format!("{}: verifying_key is not hex", vk_path.display()))
-    })?;
-    let vk = VerifyingKey::from_bytes(&vk_bytes).map_err(|e| {
-        RollupCommandError::Invalid(format!("{}: verifying_key: {e}", vk_path.display()))
-    })?;
+    let (vk_file, vk) = read_verifying_key(setup_dir)?;
     let (_, validators) = validator_set(genesis)?;
     if validators.len() != vk_file.validators {
         return Err(RollupCommandError::Invalid(format!(
             "the keys are for {} validators, the genesis has {}",
             vk_file.validators,
             validators.len()
-        )));
-    }
-    if vk_file.slots == 0 || vk_file.slots > vk_file.validators {
-        return Err(RollupCommandError::Invalid(format!(
-            "{}: slots must be between 1 and validators",
-            vk_path.display()
         )));
     }
     let proof_file: ProofFile = read_json(proof)?;
@@ -526,6 +505,36 @@ pub fn verify(setup_dir: &Path, genesis: &Path, proof: &Path) -> Result<bool, Ro
         Err(Groth16Error::Invalid) => Ok(false),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Reads `rollup.vk.json` from `setup_dir`: the file and its verifying key, checked (ML-DSA-65,
+/// a well-formed key, 1 ≤ slots ≤ validators). Errors: unreadable or malformed file.
+pub fn read_verifying_key(
+    setup_dir: &Path,
+) -> Result<(VerifyingKeyFile, VerifyingKey), RollupCommandError> {
+    let vk_path = setup_dir.join(VERIFYING_KEY_FILE);
+    let vk_file: VerifyingKeyFile = read_json(&vk_path)?;
+    if vk_file.parameter_set != ML_DSA_65.name {
+        return Err(RollupCommandError::Invalid(format!(
+            "{}: parameter set {}, expected {}",
+            vk_path.display(),
+            vk_file.parameter_set,
+            ML_DSA_65.name
+        )));
+    }
+    let vk_bytes = hex::decode(vk_file.verifying_key.trim()).map_err(|_| {
+        RollupCommandError::Invalid(format!("{}: verifying_key is not hex", vk_path.display()))
+    })?;
+    let vk = VerifyingKey::from_bytes(&vk_bytes).map_err(|e| {
+        RollupCommandError::Invalid(format!("{}: verifying_key: {e}", vk_path.display()))
+    })?;
+    if vk_file.slots == 0 || vk_file.slots > vk_file.validators {
+        return Err(RollupCommandError::Invalid(format!(
+            "{}: slots must be between 1 and validators",
+            vk_path.display()
+        )));
+    }
+    Ok((vk_file, vk))
 }
 
 #[cfg(test)]

@@ -16,10 +16,17 @@
 //!   batched-arithmetic backend it is given (`quasar_crypto::accel`), so the GPU adapter can
 //!   take them over.
 //!
-//! Wiring both into consensus (who signs which window digest, gossip of the signatures,
-//! attaching the proof to the block that closes the window) is the QuasarCert issue's work.
+//! - [`WindowProver`] puts both together for a validator configured with a proving key: one
+//!   collector per bundle waiting for its Groth16 leg (a window is a bundle; its digest is the
+//!   bundle digest), the newest window that can prove a quorum sent to the prover, finished
+//!   proofs encoded as Groth16 legs. The Quasar service (`crate::quasar_service`) drives it:
+//!   every validator signs each closed bundle's digest and gossips the signature, and a
+//!   validator that proves gossips the leg.
 
 use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
@@ -27,13 +34,16 @@ use ark_bls12_381::Fr;
 use ark_relations::gr1cs::ConstraintSynthesizer;
 use quasar_crypto::accel::BatchArithmetic;
 use quasar_crypto::rollup::circuit::{
-    check_signature, choose_signers, is_quorum, total_stake, RollupCircuit, RollupError,
-    RollupWitness, Shape, Statement, Validator,
+    check_signature, choose_signers, commitment, is_quorum, total_stake, RollupCircuit,
+    RollupError, RollupWitness, Shape, Statement, Validator,
 };
-use quasar_crypto::rollup::native::DecodedSignature;
+use quasar_crypto::rollup::native::{DecodedSignature, ML_DSA_65};
 use quasar_crypto::rollup::prover::{
-    create_random_proof, Proof, ProveTimings, ProverError, ProvingKey,
+    create_random_proof, read_proving_key, read_proving_key_shape, Proof, ProveTimings,
+    ProverError, ProvingKey,
 };
+use quasar_lanes::cert::encode_groth16_leg;
+use quasar_lanes::groth16::{Proof as LegProof, VerifyingKey};
 use rand::rngs::OsRng;
 use thiserror::Error;
 use tokio::sync::mpsc;
@@ -311,5 +321,288 @@ fn run<C: ConstraintSynthesizer<Fr>>(
         if closed || results.blocking_send(outcome).is_err() {
             return;
         }
+    }
+}
+
+/// Why a validator's proving key cannot serve the genesis it runs under.
+#[derive(Debug, Error)]
+pub enum ProverSetupError {
+    /// The file cannot be read, or its header is not a rollup proving key.
+    #[error("rollup proving key {path}: {source}")]
+    Key {
+        /// The configured path.
+        path: PathBuf,
+        /// What went wrong.
+        source: ProverError,
+    },
+    /// The key is for another validator set shape or parameter set than the genesis's.
+    #[error("rollup proving key {path} is for {got}, the genesis has {expected}")]
+    Shape {
+        /// The configured path.
+        path: PathBuf,
+        /// The key's shape, in words.
+        got: String,
+        /// The genesis's, in words.
+        expected: String,
+    },
+}
+
+/// A Groth16 leg this validator proved: the bundle closing at `window` and the leg body
+/// (`quasar_lanes::cert::encode_groth16_leg`).
+#[derive(Debug)]
+pub struct ProvedLeg {
+    /// The window (closing height of the bundle).
+    pub window: u64,
+    /// The leg body.
+    pub body: Vec<u8>,
+    /// The phase times of the proof.
+    pub timings: ProveTimings,
+}
+
+/// What [`WindowProver::poll`] reports.
+#[derive(Debug)]
+pub enum ProverEvent {
+    /// The proving key finished loading and matches the genesis: proving starts.
+    Ready,
+    /// The proving key cannot be used (wrong file, or a key for another setup); this validator
+    /// does not prove.
+    KeyRefused(String),
+    /// A leg was proved.
+    Proved(ProvedLeg),
+    /// Proving window `window` failed.
+    Failed {
+        /// The window.
+        window: u64,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// A loaded proving key's prover, or why the key was refused.
+type Loaded = Result<AsyncProver<RollupCircuit>, String>;
+
+/// The proving side of the Groth16 leg for a validator configured with a proving key: one
+/// [`WindowCollector`] per bundle waiting for the leg, and the [`AsyncProver`] that proves the
+/// newest bundle whose signatures hold a quorum (module docs). Windows are identified by their
+/// bundle's closing height.
+///
+/// The key (gigabytes) loads on its own thread, so the node starts at once; signatures are
+/// collected meanwhile, and the newest ready window is proved when the key is ready. A key
+/// whose verifying key is not the genesis's is refused then ([`ProverEvent::KeyRefused`]).
+pub struct WindowProver {
+    shape: Shape,
+    validators: Arc<[Validator]>,
+    h_x: Fr,
+    collectors: BTreeMap<u64, WindowCollector>,
+    /// Windows handed to the prover, with their digests.
+    submitted: BTreeMap<u64, [u8; 32]>,
+    prover: Option<AsyncProver<RollupCircuit>>,
+    loading: Option<std::sync::mpsc::Receiver<Loaded>>,
+    results: mpsc::Receiver<ProofOutcome>,
+}
+
+impl WindowProver {
+    /// Checks the header of the proving key at `path` against `validators` (the genesis set, in
+    /// h_x order) and ML-DSA-65, then starts loading the key on its own thread; the loaded key
+    /// must have the verifying key `verifying_key` (the genesis's). Proofs run on `backend`.
+    /// Errors: [`ProverSetupError`]; a thread the OS refuses is reported as a key error.
+    pub fn start(
+        path: &Path,
+        validators: Vec<Validator>,
+        verifying_key: &VerifyingKey,
+        backend: Arc<dyn BatchArithmetic>,
+    ) -> Result<WindowProver, ProverSetupError> {
+        let key_error = |source| ProverSetupError::Key {
+            path: path.to_path_buf(),
+            source,
+        };
+        let open = || File::open(path).map_err(|e| key_error(ProverError::Io(e)));
+        let shape = read_proving_key_shape(BufReader::new(open()?)).map_err(key_error)?;
+        if shape.params != ML_DSA_65 || shape.validators != validators.len() {
+            return Err(ProverSetupError::Shape {
+                path: path.to_path_buf(),
+                got: format!("{} validators of {}", shape.validators, shape.params.name),
+                expected: format!("{} validators of {}", validators.len(), ML_DSA_65.name),
+            });
+        }
+        let validators: Arc<[Validator]> = validators.into();
+        let h_x = commitment(&validators);
+        let (results_tx, results) = mpsc::channel(4);
+        let (loaded_tx, loading) = std::sync::mpsc::sync_channel(1);
+        let file = open()?;
+        let expected = verifying_key.as_ark().clone();
+        let shown = path.display().to_string();
+        std::thread::Builder::new()
+            .name("rollup-key-loader".into())
+            .spawn(move || {
+                let loaded = read_proving_key(BufReader::new(file))
+                    .map_err(|e| format!("{shown}: {e}"))
+                    .and_then(|(_, pk)| {
+                        if pk.vk != expected {
+                            return Err(format!(
+                                "{shown} is not the proving key of the genesis's \
+                                 rollup_verifying_key (another setup)"
+                            ));
+                        }
+                        AsyncProver::start(Arc::new(pk), backend, results_tx)
+                            .map_err(|e| format!("prover thread: {e}"))
+                    });
+                // The receiver is gone only when the node is stopping.
+                let _ = loaded_tx.send(loaded);
+            })
+            .map_err(|e| key_error(ProverError::Io(e)))?;
+        Ok(WindowProver {
+            shape,
+            validators,
+            h_x,
+            collectors: BTreeMap::new(),
+            submitted: BTreeMap::new(),
+            prover: None,
+            loading: Some(loading),
+            results,
+        })
+    }
+
+    /// Opens window `window` (a bundle waiting for its Groth16 leg) with round digest `digest`.
+    /// Opening an open, submitted or older-than-proving window does nothing.
+    pub fn open(&mut self, window: u64, digest: [u8; 32]) {
+        if !self.is_active()
+            || self.collectors.contains_key(&window)
+            || self.submitted.contains_key(&window)
+        {
+            return;
+        }
+        match WindowCollector::new(self.shape, Arc::clone(&self.validators), window, digest) {
+            Ok(collector) => {
+                self.collectors.insert(window, collector);
+            }
+            // Unreachable: `start` checked the set against the shape.
+            Err(error) => tracing::error!(window, %error, "rollup window not opened"),
+        }
+    }
+
+    /// Whether `window` is open (collecting signatures).
+    pub fn is_open(&self, window: u64) -> bool {
+        self.collectors.contains_key(&window)
+    }
+
+    /// Adds validator `validator`'s signature on window `window`'s digest; a window whose
+    /// signatures now hold a quorum goes to the prover (once the key is loaded). A signature
+    /// for a window that is not open (already submitted, never opened) is ignored: `Ok(())`.
+    /// Errors: [`CollectError`] (the sender's fault; nothing changed).
+    pub fn add(
+        &mut self,
+        window: u64,
+        validator: usize,
+        signature: &[u8],
+    ) -> Result<(), CollectError> {
+        let Some(collector) = self.collectors.get_mut(&window) else {
+            return Ok(());
+        };
+        if collector.add(validator, signature)? {
+            self.submit_ready();
+        }
+        Ok(())
+    }
+
+    /// Hands the newest window that can prove a quorum to the prover, if the key is loaded;
+    /// older ready windows are given up (the prover could not catch up with them).
+    fn submit_ready(&mut self) {
+        let Some(prover) = &self.prover else {
+            return;
+        };
+        let Some(&window) = self
+            .collectors
+            .iter()
+            .rev()
+            .find(|(_, c)| c.is_ready())
+            .map(|(w, _)| w)
+        else {
+            return;
+        };
+        let Some(collector) = self.collectors.remove(&window) else {
+            return;
+        };
+        let digest = collector.digest;
+        match collector.into_request() {
+            Ok((request, _)) => match prover.submit(request) {
+                Submitted::Stale => {
+                    tracing::debug!(window, "rollup window older than the one being proved");
+                }
+                Submitted::Queued => {
+                    self.submitted.insert(window, digest);
+                }
+                Submitted::Replaced(older) => {
+                    tracing::debug!(
+                        window,
+                        older,
+                        "rollup window replaces one still waiting to be proved"
+                    );
+                    self.submitted.remove(&older);
+                    self.submitted.insert(window, digest);
+                }
+            },
+            Err(error) => tracing::error!(window, %error, "rollup witness refused"),
+        }
+    }
+
+    /// Collects what happened since the last call: the key loading, finished proofs.
+    pub fn poll(&mut self) -> Vec<ProverEvent> {
+        let mut events = Vec::new();
+        if let Some(loading) = &self.loading {
+            match loading.try_recv() {
+                Ok(Ok(prover)) => {
+                    self.prover = Some(prover);
+                    self.loading = None;
+                    events.push(ProverEvent::Ready);
+                    self.submit_ready();
+                }
+                Ok(Err(reason)) => {
+                    self.loading = None;
+                    self.collectors.clear();
+                    events.push(ProverEvent::KeyRefused(reason));
+                }
+                Err(std::sync::mpsc::TryRecvError::Empty) => {}
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                    self.loading = None;
+                    events.push(ProverEvent::KeyRefused("the key loader stopped".into()));
+                }
+            }
+        }
+        while let Ok(outcome) = self.results.try_recv() {
+            let Some(digest) = self.submitted.remove(&outcome.window) else {
+                continue;
+            };
+            events.push(
+                match outcome
+                    .result
+                    .map_err(|e| e.to_string())
+                    .and_then(|(proof, timings)| {
+                        let proof = LegProof::from_ark(&proof).map_err(|e| e.to_string())?;
+                        Ok(ProvedLeg {
+                            window: outcome.window,
+                            body: encode_groth16_leg(&proof, &digest, &self.h_x),
+                            timings,
+                        })
+                    }) {
+                    Ok(leg) => ProverEvent::Proved(leg),
+                    Err(reason) => ProverEvent::Failed {
+                        window: outcome.window,
+                        reason,
+                    },
+                },
+            );
+        }
+        events
+    }
+
+    /// Whether this validator can still prove (its key is loading or loaded).
+    pub fn is_active(&self) -> bool {
+        self.loading.is_some() || self.prover.is_some()
+    }
+
+    /// Keeps the open windows for which `keep` holds (those still waiting for the leg).
+    pub fn retain(&mut self, mut keep: impl FnMut(u64) -> bool) {
+        self.collectors.retain(|&w, _| keep(w));
     }
 }

@@ -26,9 +26,11 @@ use crate::metrics::{KeyCacheMetrics, NodeMetrics};
 use crate::p2p::{Inbound, Network, NetworkConfig, P2pMetrics, PeerInfo};
 use crate::quasar::QuasarTracker;
 use crate::quasar_service::{self, Contributor, Finalized, QuasarHandle};
+use crate::rollup_job::WindowProver;
 use crate::signer::{SignError, VoteSigner};
 use crate::sync::{serve, MAX_SYNC_BLOCKS};
 use prometheus_client::registry::Registry;
+use quasar_crypto::accel::CpuBackend;
 use quasar_crypto::bls_cache::PublicKeyCache;
 use quasar_crypto::hash::{tagged_hash, Hash};
 use quasar_lanes::cert::CertVerifier;
@@ -297,6 +299,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     )
     .await?;
 
+    let rollup = rollup_prover(&cfg, &genesis)?;
     let policy = genesis.cert_policy().map(Arc::new);
     if let Err(reason) = &policy {
         tracing::warn!(%reason, "Quasar finality unavailable: blocks reach Nova finality only");
@@ -351,6 +354,8 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
             slhdsa_keys: genesis.slhdsa_public_keys.clone(),
             corona: corona_ceremony(&genesis, me, keys.corona),
             pulsar: pulsar_ceremony(&genesis, me, keys.pulsar),
+            mldsa: keys.mldsa,
+            rollup,
         },
         quasar_rx,
     )
@@ -940,6 +945,37 @@ fn pulsar_ceremony(
         0,
         genesis.file.bundle_size,
     ))
+}
+
+/// The rollup prover of a validator configured with `rollup_proving_key`, when the profile has
+/// a Groth16 leg and the genesis a rollup verifying key (otherwise the key is not used, and the
+/// node says so). Errors: a proving key that cannot be read or is for another validator set
+/// shape (the key's own verifying key is compared with the genesis's once it has loaded, in
+/// the background).
+fn rollup_prover(cfg: &NodeConfig, genesis: &Genesis) -> Result<Option<WindowProver>, NodeError> {
+    let Some(path) = &cfg.rollup_proving_key else {
+        return Ok(None);
+    };
+    let key = match &genesis.rollup {
+        Some(key) if genesis.profile.legs().contains(&LegKind::Groth16) => key,
+        _ => {
+            tracing::warn!(
+                profile = %genesis.profile,
+                "rollup_proving_key is set, but the genesis profile has no Groth16 leg or no \
+                 rollup_verifying_key: not proving"
+            );
+            return Ok(None);
+        }
+    };
+    let prover = WindowProver::start(
+        path,
+        genesis.rollup_validators()?,
+        &key.verifying_key,
+        Arc::new(CpuBackend),
+    )
+    .map_err(|e| NodeError::Other(e.to_string()))?;
+    tracing::info!(path = %path.display(), "loading the rollup proving key");
+    Ok(Some(prover))
 }
 
 #[cfg(test)]

@@ -24,7 +24,12 @@
 //!    `blocks` and every submitted transaction is finalized (`GET /tx/{hash}` on validator 0,
 //!    pending ones re-checked every 200 ms). If only transactions are missing when the time is up,
 //!    the report says so (`txs_finalized < txs_submitted`); missing heights are an error.
-//! 4. Read `GET /block/h` for `h = 1..=blocks` from every validator:
+//! 4. Unless the profile is `hybrid-…` (whose late bundles expire anyway), wait until every
+//!    validator reports a Quasar-finalized height above 0 or Quasar finality unavailable: at
+//!    most [`QUASAR_WAIT`], or [`ROLLUP_QUASAR_WAIT`] with a rollup prover
+//!    ([`TestnetOptions::rollup_setup`], [`Testnet::add_rollup`]). Running out of time is not an
+//!    error; the report shows the heights reached.
+//! 5. Read `GET /block/h` for `h = 1..=blocks` from every validator:
 //!    - `agreement`: every validator returns the same block hash at every height;
 //!    - finality samples: `finalized_at_us − timestamp_us` for each (validator, block), in ms,
 //!      i.e. from the proposer stamping the block to that validator seeing its finalize quorum.
@@ -55,6 +60,7 @@ use tokio::task::JoinSet;
 use tokio::time::{sleep, Instant};
 
 use crate::config::{self, ConfigError, GenesisFile, NodeConfig, PeerConfig};
+use crate::rollup::{self, RollupCommandError, PROVING_KEY_FILE, VERIFYING_KEY_FILE};
 use quasar_crypto::pulsar::params::MAX_PARTIES as PULSAR_MAX_PARTIES;
 use quasar_lanes::cert::Profile;
 use quasar_wire::LegKind;
@@ -125,6 +131,9 @@ pub enum TestnetError {
     /// nothing was created.
     #[error("invalid testnet options: {0}")]
     Options(String),
+    /// The rollup keys cannot be read or made.
+    #[error("rollup keys: {0}")]
+    Rollup(#[from] RollupCommandError),
     /// A directory or log file of the testnet could not be created or written.
     #[error("{path}: {source}")]
     Io {
@@ -230,6 +239,13 @@ pub struct TestnetOptions {
     pub binary: PathBuf,
     /// The cert profile written into the genesis (default `quasar`).
     pub profile: Profile,
+    /// A `rollup-setup` directory for this validator count (made there first when it holds no
+    /// keys): its verifying key goes into the genesis and its proving key to the first
+    /// `rollup_provers` validators, so profiles with a Groth16 leg reach Quasar finality.
+    pub rollup_setup: Option<PathBuf>,
+    /// How many validators prove the rollup leg (default 1; each proof takes minutes of every
+    /// core and gigabytes of memory).
+    pub rollup_provers: usize,
 }
 
 impl TestnetOptions {
@@ -244,6 +260,8 @@ impl TestnetOptions {
             tx_rate: DEFAULT_TX_RATE,
             binary: binary.into(),
             profile: Profile::default(),
+            rollup_setup: None,
+            rollup_provers: 1,
         }
     }
 
@@ -455,9 +473,11 @@ impl Testnet {
         Testnet::create_with_profile(dir, validators, block_time_ms, Profile::default())
     }
 
-    /// [`Testnet::create`] with the genesis cert profile `profile`. The genesis carries no
-    /// Corona, Pulsar or rollup keys (the node does not produce those legs yet), so under any
-    /// profile but `fast` the validators report Quasar finality as unavailable.
+    /// [`Testnet::create`] with the genesis cert profile `profile`. The testnet deals the
+    /// Corona and Pulsar keys the profile needs (shares into the key files, group keys into the
+    /// genesis); a Groth16 leg needs rollup keys too ([`Testnet::add_rollup`]), without which
+    /// the validators report Quasar finality unavailable. Errors as [`Testnet::create`], and
+    /// [`TestnetError::Options`] for a Pulsar profile above its party limit.
     pub fn create_with_profile(
         dir: &Path,
         validators: usize,
@@ -531,6 +551,7 @@ impl Testnet {
                 mempool_max_txs: MEMPOOL_MAX_TXS,
                 max_block_txs: MAX_BLOCK_TXS,
                 peers,
+                rollup_proving_key: None,
             };
             cfg.save(&node_dir(dir, i).join(NODE_CONFIG_FILE))?;
         }
@@ -550,6 +571,62 @@ impl Testnet {
             children: Mutex::new((0..validators).map(|_| None).collect()),
             http,
         })
+    }
+
+    /// Gives the network a Groth16 rollup before it starts: the verifying key of `setup` (a
+    /// `rollup-setup` directory for this many validators) goes into the genesis, and its
+    /// proving key into the `node.toml` of validators `0..provers`. A `setup` without keys is
+    /// made first with a quorum of ⌊2n/3⌋ + 1 equal stakes and fresh randomness (minutes and
+    /// gigabytes; `rollup-setup` prints its estimate). Errors: keys for another validator
+    /// count, unreadable keys, `provers` not in `1..=n`, files.
+    pub fn add_rollup(&self, setup: &Path, provers: usize) -> Result<(), TestnetError> {
+        let n = self.validators();
+        if !(1..=n).contains(&provers) {
+            return Err(TestnetError::Options(format!(
+                "rollup provers must be between 1 and {n}, got {provers}"
+            )));
+        }
+        if !setup.join(VERIFYING_KEY_FILE).exists() && !setup.join(PROVING_KEY_FILE).exists() {
+            eprintln!(
+                "testnet: no rollup keys in {}: running the setup for {n} validators",
+                setup.display()
+            );
+            rollup::setup(setup, n, 2 * n / 3 + 1, None)?;
+        }
+        let (vk_file, _) = rollup::read_verifying_key(setup)?;
+        if vk_file.validators != n {
+            return Err(TestnetError::Options(format!(
+                "the rollup keys in {} are for {} validators, the testnet has {n}",
+                setup.display(),
+                vk_file.validators
+            )));
+        }
+        let genesis_path = self.dir.join(GENESIS_FILE);
+        let genesis = GenesisFile {
+            rollup_verifying_key: Some(vk_file.verifying_key),
+            ..GenesisFile::load(&genesis_path)?
+        };
+        genesis.save(&genesis_path)?;
+        let proving_key = std::path::absolute(setup.join(PROVING_KEY_FILE)).map_err(|source| {
+            TestnetError::Io {
+                path: setup.to_path_buf(),
+                source,
+            }
+        })?;
+        for i in 0..provers {
+            let path = self.node_dir(i).join(NODE_CONFIG_FILE);
+            let text = std::fs::read_to_string(&path).map_err(|source| TestnetError::Io {
+                path: path.clone(),
+                source,
+            })?;
+            // Parsed against an empty base, so the relative paths stay relative.
+            let cfg = NodeConfig {
+                rollup_proving_key: Some(proving_key.clone()),
+                ..NodeConfig::from_toml(&text, Path::new(""))?
+            };
+            cfg.save(&path)?;
+        }
+        Ok(())
     }
 
     /// The testnet directory.
@@ -1060,6 +1137,9 @@ impl Submissions {
 async fn run_in(dir: &Path, opts: &TestnetOptions) -> Result<TestnetReport, TestnetError> {
     let mut net =
         Testnet::create_with_profile(dir, opts.validators, opts.block_time_ms, opts.profile)?;
+    if let Some(setup) = &opts.rollup_setup {
+        net.add_rollup(setup, opts.rollup_provers)?;
+    }
     let result = drive(&mut net, opts).await;
     if result.is_err() {
         for i in 0..net.validators() {
@@ -1097,6 +1177,15 @@ async fn drive(net: &mut Testnet, opts: &TestnetOptions) -> Result<TestnetReport
     );
 
     let txs_finalized = wait_for_finality(net, opts.blocks, &subs.accepted, budget).await?;
+    let quasar_budget = match (opts.profile, &opts.rollup_setup) {
+        // Hybrid bundles expire when their legs are late: waiting longer changes nothing.
+        (Profile::Hybrid { .. }, _) => None,
+        (_, Some(_)) => Some(ROLLUP_QUASAR_WAIT),
+        (_, None) => Some(QUASAR_WAIT),
+    };
+    if let Some(quasar_budget) = quasar_budget {
+        wait_for_quasar(net, quasar_budget).await?;
+    }
     let report = measure(net, opts.blocks, subs.accepted.len() as u64, txs_finalized).await?;
     eprintln!(
         "testnet: agreement {}, {:.2} blocks/s, finality p50 {:.1} ms p99 {:.1} ms, {}/{} transactions finalized",
@@ -1213,6 +1302,48 @@ async fn wait_for_finality(
         sleep(STATUS_POLL).await;
     }
     Ok(accepted.len().saturating_sub(pending.len()) as u64)
+}
+
+/// How long [`run`] waits for every validator to reach Quasar finality once the blocks are
+/// final, without a rollup prover.
+pub const QUASAR_WAIT: Duration = Duration::from_secs(60);
+/// The same with a rollup prover: the first Groth16 proof takes minutes.
+pub const ROLLUP_QUASAR_WAIT: Duration = Duration::from_secs(30 * 60);
+
+/// Waits (at most `budget`) until every validator reports a Quasar-finalized height above 0,
+/// or one reports Quasar finality unavailable. Running out of time is not an error: the report
+/// shows the heights reached.
+async fn wait_for_quasar(net: &Testnet, budget: Duration) -> Result<(), TestnetError> {
+    let start = Instant::now();
+    let mut next_note = start + Duration::from_secs(30);
+    loop {
+        net.check_running()?;
+        let mut heights = Vec::with_capacity(net.validators());
+        for i in 0..net.validators() {
+            let status = net.status(i).await?;
+            if status.quasar_unavailable.is_some() {
+                return Ok(());
+            }
+            heights.push(status.quasar_finalized_height);
+        }
+        if heights.iter().all(|&h| h > 0) {
+            return Ok(());
+        }
+        if start.elapsed() >= budget {
+            eprintln!(
+                "testnet: no Quasar finality on every validator after {budget:?}: {heights:?}"
+            );
+            return Ok(());
+        }
+        if Instant::now() >= next_note {
+            next_note = Instant::now() + Duration::from_secs(30);
+            eprintln!(
+                "testnet: waiting for Quasar finality ({:.0} s; Quasar-finalized heights {heights:?})",
+                start.elapsed().as_secs_f64()
+            );
+        }
+        sleep(STATUS_POLL).await;
+    }
 }
 
 /// Reads blocks `1..=blocks` from every validator and computes the report.

@@ -202,6 +202,7 @@ block_time_ms = 500
 view_timeout_ms = 2000
 mempool_max_txs = 1000
 max_block_txs = 100
+rollup_proving_key = "rollup/rollup.pk"
 
 [[peers]]
 bls_public_key = "aa"

@@ -15,11 +15,12 @@ use quasar_crypto::accel::CpuBackend;
 use quasar_crypto::mldsa::{MlDsa65, SecretKey};
 use quasar_crypto::rollup::circuit::{commitment, RollupError, Shape, Validator, ROLLUP_CONTEXT};
 use quasar_crypto::rollup::native::{ExpandedKey, ML_DSA_65};
-use quasar_crypto::rollup::prover::ProverError;
+use quasar_crypto::rollup::prover::{write_proving_key, ProverError};
 use quasar_crypto::rollup::test_circuit::SquaringChain;
 use quasar_lanes::groth16::{Proof, VerifyingKey};
 use quasar_node::rollup_job::{
-    AsyncProver, CollectError, ProofOutcome, ProofRequest, Submitted, WindowCollector,
+    AsyncProver, CollectError, ProofOutcome, ProofRequest, ProverEvent, ProverSetupError,
+    Submitted, WindowCollector, WindowProver,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -222,4 +223,117 @@ fn async_prover_proves_the_newest_window_and_drops_the_superseded_one() {
     // Dropping the prover stops the thread, which closes the channel.
     drop(prover);
     assert!(results.blocking_recv().is_none());
+}
+
+// --- WindowProver: the proving key a validator is configured with -------------------------
+
+/// A proving key file for `shape` holding a real Groth16 key (of the small test circuit, whose
+/// statement has the rollup's three public inputs) and that key's verifying key.
+fn key_file(dir: &std::path::Path, shape: &Shape, seed: u64) -> (std::path::PathBuf, VerifyingKey) {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let (pk, vk) = SquaringChain::setup(CHAIN, &mut rng).unwrap();
+    let path = dir.join(format!("rollup-{seed}.pk"));
+    write_proving_key(shape, &pk, std::fs::File::create(&path).unwrap()).unwrap();
+    (path, VerifyingKey::new(vk).unwrap())
+}
+
+/// Polls `prover` until it reports something about its key (the loader runs on its thread).
+fn key_news(prover: &mut WindowProver) -> ProverEvent {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(event) = prover.poll().into_iter().next() {
+            return event;
+        }
+        assert!(Instant::now() < deadline, "the key loader never answered");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn window_prover_refuses_a_key_it_cannot_read_or_of_another_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let (shape, validators, _) = validator_set(&[1, 1, 1, 1], 3);
+    let (path, vk) = key_file(dir.path(), &shape, 1);
+    let start = |path: &std::path::Path| {
+        WindowProver::start(path, validators.to_vec(), &vk, Arc::new(CpuBackend))
+    };
+    assert!(matches!(
+        start(&dir.path().join("absent.pk")),
+        Err(ProverSetupError::Key { .. })
+    ));
+    let junk = dir.path().join("junk.pk");
+    std::fs::write(&junk, [7u8; 64]).unwrap();
+    assert!(matches!(start(&junk), Err(ProverSetupError::Key { .. })));
+    // Keys for another n, or another parameter set, are refused from the header alone.
+    for other in [
+        Shape {
+            validators: 5,
+            ..shape
+        },
+        Shape {
+            params: quasar_crypto::rollup::native::ML_DSA_44,
+            ..shape
+        },
+    ] {
+        let (other_path, _) = key_file(dir.path(), &other, 2);
+        let error = start(&other_path).err().expect("a key of another shape");
+        assert!(matches!(error, ProverSetupError::Shape { .. }), "{error}");
+    }
+    assert!(start(&path).is_ok());
+}
+
+#[test]
+fn window_prover_refuses_the_key_of_another_setup_and_stops_collecting() {
+    let dir = tempfile::tempdir().unwrap();
+    let (shape, validators, keys) = validator_set(&[1, 1, 1, 1], 3);
+    let (path, _) = key_file(dir.path(), &shape, 1);
+    let (_, genesis_vk) = key_file(dir.path(), &shape, 2);
+    let mut prover = WindowProver::start(
+        &path,
+        validators.to_vec(),
+        &genesis_vk,
+        Arc::new(CpuBackend),
+    )
+    .unwrap();
+    // Signatures are collected while the key loads.
+    prover.open(16, DIGEST);
+    assert!(prover.is_open(16));
+    assert!(matches!(
+        prover.add(16, 1, &sign(&keys[0], &DIGEST)),
+        Err(CollectError::Rejected(RollupError::BadSignature(1)))
+    ));
+    prover.add(16, 0, &sign(&keys[0], &DIGEST)).unwrap();
+    match key_news(&mut prover) {
+        ProverEvent::KeyRefused(reason) => assert!(reason.contains("another setup"), "{reason}"),
+        other => panic!("expected the key refused, got {other:?}"),
+    }
+    assert!(!prover.is_active());
+    assert!(!prover.is_open(16));
+    prover.open(32, DIGEST);
+    assert!(!prover.is_open(32));
+    // Signatures for windows it no longer collects are ignored, not blamed on the sender.
+    prover.add(32, 0, &sign(&keys[0], &DIGEST)).unwrap();
+}
+
+#[test]
+fn window_prover_starts_proving_with_the_genesis_key_and_keeps_collecting() {
+    let dir = tempfile::tempdir().unwrap();
+    let (shape, validators, keys) = validator_set(&[1, 1, 1, 1], 3);
+    let (path, vk) = key_file(dir.path(), &shape, 1);
+    let mut prover =
+        WindowProver::start(&path, validators.to_vec(), &vk, Arc::new(CpuBackend)).unwrap();
+    prover.open(16, DIGEST);
+    prover.add(16, 2, &sign(&keys[2], &DIGEST)).unwrap();
+    assert!(matches!(key_news(&mut prover), ProverEvent::Ready));
+    assert!(prover.is_active());
+    // Two of the three signatures τ = 3 needs: still collecting, nothing sent to the prover.
+    prover.add(16, 3, &sign(&keys[3], &DIGEST)).unwrap();
+    assert!(prover.is_open(16));
+    assert_eq!(
+        prover.add(16, 3, &sign(&keys[3], &DIGEST)),
+        Err(CollectError::Duplicate(3))
+    );
+    prover.retain(|w| w != 16);
+    assert!(!prover.is_open(16));
+    assert!(prover.poll().is_empty());
 }

@@ -270,6 +270,132 @@ async fn polaris_bundles_reach_quasar_finality_with_every_leg() {
     }
 }
 
+/// The rollup keys a testnet is given must fit it, and a validator configured with a proving
+/// key for another validator set refuses to start, naming the key (checked from the key file's
+/// header before anything gigabyte-sized is read).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proving_key_for_another_validator_set_stops_the_node_at_start() {
+    use quasar_crypto::rollup::test_circuit::SquaringChain;
+    use quasar_node::rollup::VerifyingKeyFile;
+    use rand::SeedableRng;
+
+    let _turn = one_network_at_a_time().await;
+    let mut fx = Fixture::create("quasar-testnet-test-", 4, 100);
+    let setup = fx.net.dir().join("rollup");
+    std::fs::create_dir_all(&setup).unwrap();
+    // A real verifying key with the rollup statement's three public inputs.
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(9);
+    let (_, vk) = SquaringChain::setup(4, &mut rng).unwrap();
+    let vk_bytes = quasar_lanes::groth16::VerifyingKey::new(vk)
+        .unwrap()
+        .to_bytes();
+    let write_vk = |validators: usize| {
+        let file = VerifyingKeyFile {
+            parameter_set: "ML-DSA-65".into(),
+            validators,
+            slots: 3,
+            verifying_key: hex::encode(&vk_bytes),
+        };
+        std::fs::write(
+            setup.join("rollup.vk.json"),
+            serde_json::to_string(&file).unwrap(),
+        )
+        .unwrap();
+    };
+    // Keys for five validators do not fit a testnet of four.
+    write_vk(5);
+    let error = fx.net.add_rollup(&setup, 1).unwrap_err();
+    assert!(error.to_string().contains("for 5 validators"), "{error}");
+    assert!(fx.net.add_rollup(&setup, 0).is_err());
+    // Verifying key for four, but the proving key's header says five.
+    write_vk(4);
+    let mut header = b"QUASAR-ROLLUP-PK-v1\n".to_vec();
+    header.push(65);
+    header.extend_from_slice(&5u32.to_le_bytes());
+    header.extend_from_slice(&3u32.to_le_bytes());
+    std::fs::write(setup.join("rollup.pk"), header).unwrap();
+    fx.net.add_rollup(&setup, 1).unwrap();
+    let genesis = GenesisFile::load(&fx.net.dir().join(GENESIS_FILE)).unwrap();
+    assert_eq!(genesis.rollup_verifying_key, Some(hex::encode(&vk_bytes)));
+    let config = |i: usize| {
+        let text = std::fs::read_to_string(fx.net.node_dir(i).join(NODE_CONFIG_FILE)).unwrap();
+        NodeConfig::from_toml(&text, std::path::Path::new("")).unwrap()
+    };
+    assert_eq!(config(0).rollup_proving_key, Some(setup.join("rollup.pk")));
+    assert_eq!(config(1).rollup_proving_key, None);
+    // Paths stay relative, so the testnet directory can still be moved.
+    assert_eq!(config(0).data_dir, std::path::PathBuf::from("data"));
+
+    fx.net.spawn(0, &binary()).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match fx.net.check_running() {
+            Err(TestnetError::Exited { validator: 0, .. }) => break,
+            Err(other) => panic!("{other}"),
+            Ok(()) => assert!(
+                std::time::Instant::now() < deadline,
+                "validator 0 kept running with a proving key for 5 validators"
+            ),
+        }
+        sleep(Duration::from_millis(50)).await;
+    }
+    let log = fx.net.log_tail(0, 20);
+    assert!(
+        log.contains("rollup.pk is for 5 validators of ML-DSA-65, the genesis has 4"),
+        "{log}"
+    );
+}
+
+/// The `quasar` profile end to end with the Groth16 rollup (heavy: `#[ignore]`). Validator 0
+/// holds the rollup proving key; every validator signs each bundle's digest with its ML-DSA-65
+/// key and gossips it; validator 0 proves a quorum's signatures in the Groth16 circuit (minutes
+/// and about 13 GB at n = 4) and gossips the leg; every node verifies it and the bundle reaches
+/// Quasar finality with BLS, Corona and Groth16. The setup (n = 4, τ = 3: about 8 minutes and
+/// 9 GB) is read from `QUASAR_ROLLUP_SETUP` when set (made there when empty), else made in a
+/// temporary directory. Run with
+/// `cargo test --release -p quasar-node --test testnet_process -- --ignored --nocapture quasar_profile`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a rollup setup and proof take minutes and gigabytes"]
+async fn quasar_profile_reaches_quasar_finality_with_a_rollup_proof() {
+    let _turn = one_network_at_a_time().await;
+    let temp = tempfile::tempdir().unwrap();
+    let setup = std::env::var_os("QUASAR_ROLLUP_SETUP")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| temp.path().join("rollup"));
+    let opts = TestnetOptions {
+        validators: 4,
+        blocks: 40,
+        block_time_ms: 250,
+        tx_rate: 20.0,
+        profile: Profile::Quasar,
+        rollup_setup: Some(setup),
+        ..TestnetOptions::new(binary())
+    };
+    let report = testnet::run(opts).await.unwrap();
+    eprintln!("{}", serde_json::to_string(&report).unwrap());
+    assert!(report.agreement, "validators disagree: {report:?}");
+    assert_eq!(report.profile, "quasar");
+    assert_eq!(report.quasar_unavailable, None, "{report:?}");
+    assert!(report.quasar_finalized_height >= 16, "{report:?}");
+    for leg in ["bls", "corona", "groth16"] {
+        assert!(
+            report
+                .leg_verify_p50_ms
+                .get(leg)
+                .is_some_and(|&ms| ms > 0.0),
+            "no {leg} leg verified: {report:?}"
+        );
+    }
+    // Validator 0 is the prover, and the report is validator 0's.
+    assert!(
+        report
+            .leg_sign_p50_ms
+            .get("groth16")
+            .is_some_and(|&ms| ms > 0.0),
+        "no groth16 leg produced: {report:?}"
+    );
+}
+
 /// Crash-recovery of the signing guard: validator 2 is SIGKILLed mid-run, the other three keep
 /// finalizing, and the restarted process (same data directory) catches up and votes again
 /// without ever signing a vote that conflicts with one it signed before the crash — the other
