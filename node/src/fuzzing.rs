@@ -39,7 +39,7 @@ use quasar_storage::{GuardError, SigningGuard, VoteIntent};
 use quasar_wire::frame::MAX_FRAME_LEN;
 use quasar_wire::{
     payload_root, vote_signing_message, BlockHeader, Certificate, CertificateKind, EpochDomain,
-    Message, MessageRef, Proposal, Vote, VoteKind,
+    LegKind, Message, MessageRef, Proposal, QuasarCert, Vote, VoteKind,
 };
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -158,9 +158,9 @@ pub fn certificate(data: &[u8]) {
     );
 }
 
-/// Any bytes: when they decode as a SyncResponse, every item decodes as a Proposal or a
-/// Certificate (the decoder checked them) and verifying the first [`MAX_SYNC_ITEMS`] against the
-/// fixture set never panics.
+/// Any bytes: when they decode as a SyncResponse, every item decodes as a Proposal, a
+/// Certificate or a QuasarCert (the decoder checked them) and verifying the first
+/// [`MAX_SYNC_ITEMS`] blocks and certificates against the fixture set never panics.
 ///
 /// Panics: when an item of a decoded response does not decode, or decodes as another type.
 pub fn sync_response(data: &[u8]) {
@@ -171,6 +171,7 @@ pub fn sync_response(data: &[u8]) {
     for (index, item) in response.items().enumerate() {
         let message = match quasar_wire::decode(item) {
             Ok(m @ (MessageRef::Proposal(_) | MessageRef::Certificate(_))) => m.to_owned(),
+            Ok(MessageRef::QuasarCert(_)) => continue,
             other => panic!("sync item {index} of a decoded response: {other:?}"),
         };
         if index < MAX_SYNC_ITEMS {
@@ -179,8 +180,11 @@ pub fn sync_response(data: &[u8]) {
     }
 }
 
-/// A finalized chain of heights 1..=300 of small blocks, each proposal paired with a certificate.
+/// A finalized chain of heights 1..=300 of small blocks, each proposal paired with a certificate,
+/// and a QuasarCert for every bundle of [`FIXTURE_BUNDLE`] blocks.
 struct FixtureChain;
+
+const FIXTURE_BUNDLE: u64 = 50;
 
 const FIXTURE_CHAIN_LEN: u64 = 300;
 
@@ -222,6 +226,23 @@ impl SyncSource for FixtureChain {
         Some((block.encode().ok()?, certificate.encode().ok()?))
     }
 
+    fn quasar_cert_from(&self, height: u64) -> Option<(u64, Vec<u8>)> {
+        let closing = height.max(1).div_ceil(FIXTURE_BUNDLE) * FIXTURE_BUNDLE;
+        if closing > FIXTURE_CHAIN_LEN {
+            return None;
+        }
+        let cert = QuasarCert {
+            chain_id: CHAIN_ID,
+            epoch: 0,
+            height: closing,
+            view: closing,
+            block: chain_block(closing).header.hash(),
+            bundle: vec![[closing as u8; 32]; FIXTURE_BUNDLE as usize],
+            legs: vec![(LegKind::Bls, vec![0xb5; 100])],
+        };
+        Some((closing, cert.encode().ok()?))
+    }
+
     fn block_by_hash(&self, hash: &Hash) -> Option<Vec<u8>> {
         // Hashes whose first byte names a height are "known" (any other byte is arbitrary).
         let height = u64::from(hash[0]);
@@ -233,7 +254,8 @@ impl SyncSource for FixtureChain {
 
 /// Any bytes: when they decode as a SyncRequest, serving it from a 300-block chain returns at
 /// most one block by hash, at most [`MAX_SYNC_BLOCKS`] consecutive blocks from
-/// `max(from_height, 1)` and one certificate, and the reply encodes within one frame.
+/// `max(from_height, 1)` and one certificate, then the QuasarCerts of bundles closing among
+/// those blocks in increasing order, and the reply encodes within one frame.
 ///
 /// Panics: when the reply breaks one of those bounds or fails to encode.
 pub fn sync_request(data: &[u8]) {
@@ -244,12 +266,20 @@ pub fn sync_request(data: &[u8]) {
     let response = serve(&request, &FixtureChain);
     let by_hash = request.block != [0; 32] && FixtureChain.block_by_hash(&request.block).is_some();
     let extra = usize::from(by_hash);
+    let first = request.from_height.max(1);
+    let quasar: Vec<u64> = response
+        .items
+        .iter()
+        .filter_map(|item| match quasar_wire::decode(item) {
+            Ok(MessageRef::QuasarCert(c)) => Some(c.height()),
+            _ => None,
+        })
+        .collect();
     assert!(
-        response.items.len() <= MAX_SYNC_BLOCKS as usize + 1 + extra,
+        response.items.len() <= MAX_SYNC_BLOCKS as usize + 1 + extra + quasar.len(),
         "{} items for {request:?}",
         response.items.len()
     );
-    let first = request.from_height.max(1);
     let blocks: Vec<u64> = response
         .items
         .iter()
@@ -266,6 +296,12 @@ pub fn sync_request(data: &[u8]) {
             "blocks out of order for {request:?}"
         );
     }
+    let expected: Vec<u64> = by_height
+        .iter()
+        .copied()
+        .filter(|h| h % FIXTURE_BUNDLE == 0)
+        .collect();
+    assert_eq!(quasar, expected, "QuasarCerts for {request:?}");
     let bytes = Message::SyncResponse(response)
         .encode()
         .expect("a served reply encodes");

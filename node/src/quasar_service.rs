@@ -19,8 +19,12 @@
 //!   collects the rounds' messages and combines the leg itself, and the first member of the set
 //!   that signed gossips the leg for nodes that missed a message.
 //! - Messages for a bundle this node has not closed yet are held (at most
-//!   [`MAX_EARLY_BUNDLES`] bundles ahead, one message per sender, kind, leg and session, and only
-//!   sessions of a bundle's first attempts) and replayed when it closes.
+//!   [`MAX_EARLY_BUNDLES`] bundles ahead, one message per sender, kind, leg and session, only
+//!   sessions of a bundle's first attempts, at most [`MAX_EARLY_BYTES`] in all) and replayed
+//!   when it closes.
+//! - QuasarCerts that a peer serves through sync (`crate::sync`) are taken apart into that
+//!   peer's legs and handled like gossiped legs (held up to one sync reply's reach ahead), so a
+//!   node that fell behind certifies the bundles it missed with its own finalized blocks.
 //! - Under profiles with a Groth16 leg each validator signs the bundle digest with its ML-DSA-65
 //!   identity key (context `QUASAR-ROLLUP-v1`) and gossips the signature. A validator configured
 //!   with a rollup proving key collects and checks the signatures of every waiting bundle
@@ -41,7 +45,8 @@ use quasar_lanes::magnetar::MagnetarLeg;
 use quasar_lanes::CERT_CONTEXT;
 use quasar_storage::Store;
 use quasar_wire::{
-    decode, Certificate, LaneKind, LaneMessage, LegKind, Message, MessageRef, QuasarCertRef,
+    decode, Certificate, LaneKind, LaneMessage, LegKind, Message, MessageRef, QuasarCert,
+    QuasarCertRef,
 };
 use rand::rngs::OsRng;
 use serde_json::{json, Map, Value};
@@ -85,8 +90,13 @@ pub fn leg_p50_ms(samples: &LegSamples) -> BTreeMap<String, f64> {
 /// How often hybrid deadlines are checked.
 const TICK: Duration = Duration::from_millis(100);
 
-/// Bundles ahead of this node's own closing height whose early messages are held.
+/// Bundles ahead of this node's own closing height whose early messages are held (legs of
+/// certificates from sync: as far as one sync reply reaches).
 pub const MAX_EARLY_BUNDLES: u64 = 8;
+
+/// Most payload bytes of early messages held at once; later ones are dropped (their senders'
+/// bundles then wait for a leg from another peer or expire).
+pub const MAX_EARLY_BYTES: usize = 64 << 20;
 
 /// A finalized block for the service.
 #[derive(Debug)]
@@ -114,6 +124,14 @@ pub enum Input {
         from: u32,
         /// The message.
         message: LaneMessage,
+    },
+    /// A QuasarCert peer `from` served through sync. Nothing in it is trusted: each leg is
+    /// checked like a leg from gossip, and the bundle is this node's own.
+    Certificate {
+        /// The serving validator.
+        from: u32,
+        /// The certificate.
+        certificate: QuasarCert,
     },
 }
 
@@ -177,6 +195,7 @@ pub fn spawn(
                 me: contributor,
                 magnetar: QuorumCollector::default(),
                 early: BTreeMap::new(),
+                early_bytes: 0,
                 closed: 0,
                 replayed: 0,
                 closed_at: BTreeMap::new(),
@@ -194,6 +213,8 @@ struct Service<'a> {
     magnetar: QuorumCollector<magnetar::Signature>,
     /// Messages for bundles this node has not closed yet.
     early: BTreeMap<u64, Vec<(u32, LaneMessage)>>,
+    /// Payload bytes held in `early` (at most [`MAX_EARLY_BYTES`]).
+    early_bytes: usize,
     /// The highest closing height this node reached.
     closed: u64,
     /// The highest height fed from the store at start ([`Service::replay`]).
@@ -224,6 +245,7 @@ impl Service<'_> {
                     })
                 }),
                 Ok(Input::Lane { from, message }) => self.lane(from, message),
+                Ok(Input::Certificate { from, certificate }) => self.synced(from, certificate),
                 Err(RecvTimeoutError::Timeout) => self.tracker(|t| t.on_tick(now_us())),
                 Err(RecvTimeoutError::Disconnected) => return,
             };
@@ -305,11 +327,20 @@ impl Service<'_> {
                 }
                 events.extend(self.contribute(height, &digest));
                 events.extend(self.ceremonies_closed(height, digest));
-                let early = self.early.remove(&height).unwrap_or_default();
-                for (from, message) in early {
+                // Held messages of this bundle are released, of older ones dropped.
+                let later = self.early.split_off(&height.saturating_add(1));
+                let released = std::mem::replace(&mut self.early, later)
+                    .remove(&height)
+                    .unwrap_or_default();
+                self.early_bytes = self
+                    .early
+                    .values()
+                    .flatten()
+                    .map(|(_, m)| m.payload.len())
+                    .sum();
+                for (from, message) in released {
                     events.extend(self.lane(from, message));
                 }
-                self.early.retain(|&h, _| h > height);
             }
             record(self.shared, event);
         }
@@ -604,6 +635,13 @@ impl Service<'_> {
 
     /// A peer's lane message: checked, then held (early), used, or dropped with a log line.
     fn lane(&mut self, from: u32, message: LaneMessage) -> Vec<QuasarEvent> {
+        let horizon = MAX_EARLY_BUNDLES.saturating_mul(self.bundle_size());
+        self.lane_within(from, message, horizon)
+    }
+
+    /// [`Service::lane`] holding messages for bundles up to `horizon` heights past this node's
+    /// last closed one.
+    fn lane_within(&mut self, from: u32, message: LaneMessage, horizon: u64) -> Vec<QuasarEvent> {
         let height = message.height;
         if message.sender != from
             || message.chain_id != self.shared.chain_id
@@ -618,8 +656,11 @@ impl Service<'_> {
             return Vec::new();
         }
         if height > self.closed {
-            let horizon = MAX_EARLY_BUNDLES.saturating_mul(self.bundle_size());
-            if height <= self.closed.saturating_add(horizon) && self.plausible_session(&message) {
+            let size = message.payload.len();
+            if height <= self.closed.saturating_add(horizon)
+                && self.early_bytes.saturating_add(size) <= MAX_EARLY_BYTES
+                && self.plausible_session(&message)
+            {
                 let held = self.early.entry(height).or_default();
                 let duplicate = held.iter().any(|(f, m)| {
                     *f == from
@@ -629,6 +670,7 @@ impl Service<'_> {
                 });
                 if !duplicate {
                     held.push((from, message));
+                    self.early_bytes += size;
                 }
             }
             return Vec::new();
@@ -659,6 +701,37 @@ impl Service<'_> {
             | LaneKind::PulsarRound2
             | LaneKind::PulsarRound3 => self.ceremony_message(from, message),
         }
+    }
+
+    /// A certificate from sync: its legs go through [`Service::lane`] as the serving peer's
+    /// `Leg` messages (held when this node has not closed the bundle yet, verified one by one
+    /// against this epoch's keys, blamed on the peer when bad); a certificate of another chain
+    /// or epoch is refused there.
+    fn synced(&mut self, from: u32, certificate: QuasarCert) -> Vec<QuasarEvent> {
+        let QuasarCert {
+            chain_id,
+            epoch,
+            height,
+            legs,
+            ..
+        } = certificate;
+        // One sync reply covers at most this many heights past the tip.
+        let horizon = u64::from(crate::sync::MAX_SYNC_BLOCKS).saturating_add(self.bundle_size());
+        let mut events = Vec::new();
+        for (leg, payload) in legs {
+            let message = LaneMessage {
+                chain_id,
+                epoch,
+                height,
+                sender: from,
+                kind: LaneKind::Leg,
+                leg: leg as u8,
+                session: [0; 32],
+                payload,
+            };
+            events.extend(self.lane_within(from, message, horizon));
+        }
+        events
     }
 
     /// Whether an early message's session can be one this node will use: a ceremony message's

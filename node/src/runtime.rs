@@ -779,14 +779,20 @@ fn fetch(
             tracing::debug!(peer, from_height, bytes = reply.len(), "sync reply");
             let shared2 = shared.clone();
             let verifier2 = verifier.clone();
-            let inputs = tokio::task::spawn_blocking(move || {
+            let (inputs, quasar_certs) = tokio::task::spawn_blocking(move || {
                 let Ok(MessageRef::SyncResponse(resp)) = decode(&reply) else {
                     shared2.p2p_metrics.record_malformed();
-                    return Vec::new();
+                    return (Vec::new(), Vec::new());
                 };
-                resp.items()
-                    .filter_map(|item| ingest(&shared2, &verifier2, item))
-                    .collect::<Vec<_>>()
+                let mut quasar_certs = Vec::new();
+                let mut inputs = Vec::new();
+                for item in resp.items() {
+                    match decode(item) {
+                        Ok(MessageRef::QuasarCert(cert)) => quasar_certs.push(cert.to_owned()),
+                        _ => inputs.extend(ingest(&shared2, &verifier2, item)),
+                    }
+                }
+                (inputs, quasar_certs)
             })
             .await
             .unwrap_or_default();
@@ -795,6 +801,13 @@ fn fetch(
                 if input_tx.send(input).await.is_err() {
                     return;
                 }
+            }
+            // After the blocks: the service holds legs of bundles it has not closed yet.
+            for certificate in quasar_certs {
+                shared.quasar_tx.send(quasar_service::Input::Certificate {
+                    from: peer,
+                    certificate,
+                });
             }
             if useful {
                 return;

@@ -4,7 +4,11 @@
 //! when `block` is nonzero, for that one block by hash (finalized or still pending). The reply is a
 //! [`SyncResponse`] whose items are complete encoded messages: the proposals in height order, then
 //! the finalization certificate of the last finalized block returned, so the requester can verify
-//! the whole range through hash links from one certificate.
+//! the whole range through hash links from one certificate, then the stored QuasarCerts of the
+//! bundles that close within the range (oldest first, at most [`MAX_SYNC_QUASAR_BYTES`]), so a
+//! node that fell behind also reaches Quasar finality for what it missed: it checks each leg
+//! against its epoch's keys like a leg from gossip, and the whole certificate once its own
+//! finalized blocks give the bundle.
 
 use quasar_crypto::hash::Hash;
 use quasar_storage::Store;
@@ -17,12 +21,20 @@ pub const MAX_SYNC_BLOCKS: u32 = 128;
 /// 8 MiB of transactions plus its header, so a reply always has room for at least one block).
 pub const MAX_SYNC_BYTES: usize = 10 * 1024 * 1024;
 
+/// Most bytes of QuasarCerts one reply carries beyond the blocks (a `polaris` certificate at
+/// n = 100 holds 67 SLH-DSA signatures, about 2.4 MB), so blocks, their certificate and these
+/// stay within the 16 MiB frame.
+pub const MAX_SYNC_QUASAR_BYTES: usize = 4 * 1024 * 1024;
+
 /// Where a node looks up what it serves.
 pub trait SyncSource {
     /// The encoded proposal and encoded finalizing certificate of the finalized block at `height`.
     fn finalized_at(&self, height: u64) -> Option<(Vec<u8>, Vec<u8>)>;
     /// An encoded proposal by hash, finalized or pending.
     fn block_by_hash(&self, hash: &Hash) -> Option<Vec<u8>>;
+    /// The first stored QuasarCert whose bundle closes at or above `height`: its closing height
+    /// and encoding.
+    fn quasar_cert_from(&self, height: u64) -> Option<(u64, Vec<u8>)>;
 }
 
 /// Every block store serves sync: finalized blocks by height, any kept block by hash. A store
@@ -35,10 +47,14 @@ impl<S: Store + ?Sized> SyncSource for S {
     fn block_by_hash(&self, hash: &Hash) -> Option<Vec<u8>> {
         Store::block_by_hash(self, hash).ok()?
     }
+    fn quasar_cert_from(&self, height: u64) -> Option<(u64, Vec<u8>)> {
+        Store::quasar_cert_from(self, height).ok()?
+    }
 }
 
-/// Builds the reply to `request` from `source`: never more than [`MAX_SYNC_BLOCKS`] blocks, and
-/// no more than [`MAX_SYNC_BYTES`] of them beyond the first, so the encoded reply fits a frame.
+/// Builds the reply to `request` from `source`: never more than [`MAX_SYNC_BLOCKS`] blocks, no
+/// more than [`MAX_SYNC_BYTES`] of them beyond the first, and QuasarCerts of bundles closing in
+/// the served range up to [`MAX_SYNC_QUASAR_BYTES`], so the encoded reply fits a frame.
 pub fn serve(request: &SyncRequest, source: &impl SyncSource) -> SyncResponse {
     let mut items = Vec::new();
     let mut bytes = 0usize;
@@ -51,6 +67,7 @@ pub fn serve(request: &SyncRequest, source: &impl SyncSource) -> SyncResponse {
     let count = request.max_blocks.min(MAX_SYNC_BLOCKS);
     let first = request.from_height.max(1);
     let mut last_certificate = None;
+    let mut last_height = None;
     for height in first..first.saturating_add(u64::from(count)) {
         let Some((block, certificate)) = source.finalized_at(height) else {
             break;
@@ -62,9 +79,30 @@ pub fn serve(request: &SyncRequest, source: &impl SyncSource) -> SyncResponse {
         bytes += size;
         items.push(block);
         last_certificate = Some(certificate);
+        last_height = Some(height);
     }
     if let Some(certificate) = last_certificate {
         items.push(certificate);
+    }
+    if let Some(last) = last_height {
+        // Closing heights strictly increase and stay within the served range: at most one
+        // certificate per served block.
+        let mut quasar_bytes = 0usize;
+        let mut next = first;
+        while let Some((closing, cert)) = source.quasar_cert_from(next) {
+            if closing < next
+                || closing > last
+                || quasar_bytes.saturating_add(cert.len()) > MAX_SYNC_QUASAR_BYTES
+            {
+                break;
+            }
+            quasar_bytes += cert.len();
+            items.push(cert);
+            match closing.checked_add(1) {
+                Some(after) => next = after,
+                None => break,
+            }
+        }
     }
     SyncResponse { items }
 }
@@ -73,8 +111,9 @@ pub fn serve(request: &SyncRequest, source: &impl SyncSource) -> SyncResponse {
 mod tests {
     use super::*;
 
-    /// Finalized blocks of a fixed size at heights 1..=100.
-    struct Blocks(usize);
+    /// Finalized blocks of a fixed size at heights 1..=100, and QuasarCerts of `.1` bytes (none
+    /// when 0) for the bundles of 16 closing at 16, 32, …, 96.
+    struct Blocks(usize, usize);
 
     impl SyncSource for Blocks {
         fn finalized_at(&self, height: u64) -> Option<(Vec<u8>, Vec<u8>)> {
@@ -85,6 +124,35 @@ mod tests {
         fn block_by_hash(&self, _: &Hash) -> Option<Vec<u8>> {
             None
         }
+        fn quasar_cert_from(&self, height: u64) -> Option<(u64, Vec<u8>)> {
+            let closing = height.max(1).div_ceil(16) * 16;
+            (self.1 > 0 && closing <= 96).then(|| (closing, vec![closing as u8; self.1]))
+        }
+    }
+
+    #[test]
+    fn replies_carry_the_quasar_certs_of_bundles_closing_in_the_range_within_their_budget() {
+        let request = |from_height, max_blocks| SyncRequest {
+            from_height,
+            max_blocks,
+            block: [0; 32],
+        };
+        let closings = |reply: &SyncResponse, blocks: usize| -> Vec<u8> {
+            reply.items[blocks + 1..].iter().map(|c| c[0]).collect()
+        };
+        // Heights 20..=39: one bundle closes inside (32).
+        let reply = serve(&request(20, 20), &Blocks(100, 1000));
+        assert_eq!(reply.items.len(), 20 + 1 + 1);
+        assert_eq!(closings(&reply, 20), vec![32]);
+        // Heights 1..=100: six bundles close inside; 1 MiB certificates stop at the 4 MiB budget.
+        let reply = serve(&request(1, 128), &Blocks(100, 1 << 20));
+        assert_eq!(closings(&reply, 100), vec![16, 32, 48, 64]);
+        // Nothing served, nothing certified: no certificates either.
+        assert!(serve(&request(101, 10), &Blocks(100, 1000))
+            .items
+            .is_empty());
+        // Heights 1..=15: no bundle closes inside.
+        assert_eq!(serve(&request(1, 15), &Blocks(100, 1000)).items.len(), 16);
     }
 
     // Regression: a node with an empty store never caught up because a reply of 128 large blocks
@@ -96,7 +164,7 @@ mod tests {
             max_blocks: 128,
             block: [0; 32],
         };
-        let big = serve(&request, &Blocks(4 * 1024 * 1024));
+        let big = serve(&request, &Blocks(4 * 1024 * 1024, 0));
         let blocks = big.items.len() - 1;
         assert_eq!(
             blocks, 2,
@@ -107,13 +175,13 @@ mod tests {
             Some(&vec![0xce; 10]),
             "ends with the last block's certificate"
         );
-        let huge = serve(&request, &Blocks(12 * 1024 * 1024));
+        let huge = serve(&request, &Blocks(12 * 1024 * 1024, 0));
         assert_eq!(
             huge.items.len(),
             2,
             "one oversized block still goes out alone"
         );
-        let small = serve(&request, &Blocks(100));
+        let small = serve(&request, &Blocks(100, 0));
         assert_eq!(
             small.items.len(),
             101,

@@ -402,6 +402,20 @@ pub struct BlockInfo {
     pub finalized_at_us: Option<u64>,
     /// The certificate that finalized it.
     pub certificate: CertificateInfo,
+    /// Its finality tier and the state of its bundle.
+    #[serde(default)]
+    pub finality: FinalityInfo,
+}
+
+/// The `finality` object of `GET /block/{height}` (the fields the testnet reads).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FinalityInfo {
+    /// `nova` or `quasar`.
+    pub tier: String,
+    /// Where its bundle stands: `certified`, `open`, `waiting`, `expired`, `dropped`,
+    /// `unavailable` or `unknown`.
+    #[serde(default)]
+    pub state: String,
 }
 
 /// Where a transaction stands (`GET /tx/{hash}`).

@@ -396,6 +396,63 @@ async fn quasar_profile_reaches_quasar_finality_with_a_rollup_proof() {
     );
 }
 
+/// A validator that was down while its peers certified blocks fetches their QuasarCerts with
+/// the blocks through sync and checks them itself: under `fast` every block is its own bundle,
+/// and a block this node finalized through sync has no finalization of its own here, so without
+/// the synced certificates those blocks would stay at Nova finality on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_validator_that_fell_behind_fetches_the_quasar_certs_it_missed() {
+    let _turn = one_network_at_a_time().await;
+    let mut fx = Fixture::with_profile("quasar-testnet-test-", 4, 100, Profile::Fast);
+    fx.spawn_all();
+    let all = [0, 1, 2, 3];
+    let others = [0, 1, 2];
+    fx.net
+        .wait_finalized(&all, 3, Duration::from_secs(30))
+        .await
+        .unwrap();
+    fx.net.kill(3);
+    let at_kill = max_finalized(
+        &fx.net
+            .wait_finalized(&others, 0, Duration::from_secs(5))
+            .await
+            .unwrap(),
+    );
+    let missed = at_kill + 15;
+    fx.net
+        .wait_finalized(&others, missed, Duration::from_secs(30))
+        .await
+        .unwrap();
+    fx.net.spawn(3, &binary()).unwrap();
+    fx.net
+        .wait_finalized(&all, missed + 5, Duration::from_secs(30))
+        .await
+        .unwrap();
+    // The certificates arrive with the blocks; give the service a moment to verify them.
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    let mut nova = Vec::new();
+    loop {
+        nova.clear();
+        for height in at_kill + 2..=missed {
+            let block = fx.net.block(3, height).await.unwrap().unwrap();
+            if block.finality.tier != "quasar" {
+                nova.push((height, block.finality.state));
+            }
+        }
+        if nova.is_empty() || std::time::Instant::now() >= deadline {
+            break;
+        }
+        sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        nova.is_empty(),
+        "blocks finalized while validator 3 was down are not Quasar-final on it: {nova:?}"
+    );
+    let status = fx.net.status(3).await.unwrap();
+    assert!(status.quasar_finalized_height >= missed, "{status:?}");
+    assert_same_chain(&fx.net, missed).await;
+}
+
 /// Crash-recovery of the signing guard: validator 2 is SIGKILLed mid-run, the other three keep
 /// finalizing, and the restarted process (same data directory) catches up and votes again
 /// without ever signing a vote that conflicts with one it signed before the crash — the other

@@ -202,7 +202,7 @@ pub enum WireError {
         len: usize,
     },
 
-    /// An item of a `SyncResponse` is not a valid encoded Proposal or Certificate.
+    /// An item of a `SyncResponse` is not a valid encoded Proposal, Certificate or QuasarCert.
     #[error("sync response item {index} is invalid: {reason}")]
     BadSyncItem {
         /// Position of the item in the list.

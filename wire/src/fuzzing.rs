@@ -30,6 +30,10 @@ pub fn decode(data: &[u8]) {
         for item in response.items() {
             match crate::decode(item) {
                 Ok(crate::MessageRef::Proposal(_)) | Ok(crate::MessageRef::Certificate(_)) => {}
+                Ok(crate::MessageRef::QuasarCert(cert)) => {
+                    let canonical = cert.to_owned().encode().expect("a checked item re-encodes");
+                    quasar_cert(&cert, &canonical);
+                }
                 other => panic!("a checked sync item decodes to {other:?}"),
             }
         }

@@ -402,7 +402,8 @@ pub mod layout {
     }
     /// `SyncResponse` root object, 8 bytes.
     pub mod sync_response {
-        /// `items: ptr → list of bytes` (each a complete ZAP Proposal or Certificate).
+        /// `items: ptr → list of bytes` (each a complete ZAP Proposal, Certificate or
+        /// QuasarCert).
         pub const ITEMS: usize = 0;
         /// Fixed size.
         pub const SIZE: usize = 8;
@@ -1190,17 +1191,19 @@ impl<'a> SyncRequestRef<'a> {
 /// Blocks and certificates answering a [`SyncRequest`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SyncResponse {
-    /// Each item is a complete encoded ZAP message of type Proposal or Certificate.
+    /// Each item is a complete encoded ZAP message of type Proposal, Certificate or QuasarCert.
     pub items: Vec<Vec<u8>>,
 }
 
-/// Checks that `item` is a valid encoded Proposal or Certificate (no deeper nesting is allowed).
+/// Checks that `item` is a valid encoded Proposal, Certificate or QuasarCert (no deeper nesting
+/// is allowed).
 fn check_sync_item(index: usize, item: &[u8]) -> Result<(), WireError> {
     let check = || -> Result<(), WireError> {
         let reader = Reader::new(item)?;
         match MessageType::try_from(reader.message_type())? {
             MessageType::Proposal => ProposalRef::parse(item).map(drop),
             MessageType::Certificate => CertificateRef::parse(item).map(drop),
+            MessageType::QuasarCert => QuasarCertRef::parse(item).map(drop),
             other => Err(WireError::WrongMessageType {
                 expected: MessageType::Proposal as u8,
                 found: other as u8,
@@ -1216,8 +1219,8 @@ fn check_sync_item(index: usize, item: &[u8]) -> Result<(), WireError> {
 impl SyncResponse {
     /// Encodes as a ZAP message of type [`MessageType::SyncResponse`].
     ///
-    /// Errors: [`WireError::BadSyncItem`] when an item is not a valid encoded Proposal or
-    /// Certificate (the receiver would reject it); [`WireError::MessageTooLarge`].
+    /// Errors: [`WireError::BadSyncItem`] when an item is not a valid encoded Proposal,
+    /// Certificate or QuasarCert (the receiver would reject it); [`WireError::MessageTooLarge`].
     pub fn encode(&self) -> Result<Vec<u8>, WireError> {
         for (index, item) in self.items.iter().enumerate() {
             check_sync_item(index, item)?;
@@ -1229,7 +1232,7 @@ impl SyncResponse {
 }
 
 /// A validated, zero-copy view of an encoded [`SyncResponse`]; every item has been checked to be a
-/// valid Proposal or Certificate message.
+/// valid Proposal, Certificate or QuasarCert message.
 #[derive(Clone, Debug)]
 pub struct SyncResponseRef<'a> {
     items: BytesList<'a>,
@@ -1241,8 +1244,8 @@ impl<'a> SyncResponseRef<'a> {
     /// Errors: header errors, [`WireError::UnknownMessageType`], [`WireError::WrongMessageType`],
     /// [`WireError::RootOutOfBounds`], [`WireError::PointerOutOfBounds`],
     /// [`WireError::LengthOverflow`], [`WireError::BadSyncItem`] (an item that is not a valid
-    /// Proposal or Certificate; its `reason` is `WrongMessageType { expected: 1, .. }` for a valid
-    /// message of another type).
+    /// Proposal, Certificate or QuasarCert; its `reason` is `WrongMessageType { expected: 1, .. }`
+    /// for a valid message of another type).
     pub fn parse(buf: &'a [u8]) -> Result<Self, WireError> {
         Self::from_root(&open(buf, MessageType::SyncResponse, ss::SIZE)?)
     }

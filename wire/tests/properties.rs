@@ -144,6 +144,7 @@ fn message() -> impl Strategy<Value = Message> {
     let item = prop_oneof![
         proposal().prop_map(|p| p.encode().unwrap()),
         certificate().prop_map(|c| c.encode().unwrap()),
+        quasar_cert().prop_map(|c| c.encode().unwrap()),
     ];
     prop_oneof![
         proposal().prop_map(Message::Proposal),

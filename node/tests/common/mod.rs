@@ -2,6 +2,7 @@
 //! network in a temporary directory that is kept (with log tails printed) when a test fails.
 #![allow(dead_code)] // each test binary uses a different subset
 
+use quasar_lanes::cert::Profile;
 use quasar_node::testnet::Testnet;
 use std::path::PathBuf;
 use tokio::sync::{Mutex, MutexGuard};
@@ -26,8 +27,19 @@ pub struct Fixture {
 impl Fixture {
     /// Creates `validators` validators under a fresh temporary directory named `prefix…`.
     pub fn create(prefix: &str, validators: usize, block_time_ms: u64) -> Fixture {
+        Fixture::with_profile(prefix, validators, block_time_ms, Profile::default())
+    }
+
+    /// [`Fixture::create`] under the genesis cert profile `profile`.
+    pub fn with_profile(
+        prefix: &str,
+        validators: usize,
+        block_time_ms: u64,
+        profile: Profile,
+    ) -> Fixture {
         let dir = tempfile::Builder::new().prefix(prefix).tempdir().unwrap();
-        let net = Testnet::create(dir.path(), validators, block_time_ms).unwrap();
+        let net =
+            Testnet::create_with_profile(dir.path(), validators, block_time_ms, profile).unwrap();
         Fixture {
             net,
             dir: Some(dir),
