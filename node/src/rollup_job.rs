@@ -418,11 +418,21 @@ impl WindowProver {
         };
         let open = || File::open(path).map_err(|e| key_error(ProverError::Io(e)));
         let shape = read_proving_key_shape(BufReader::new(open()?)).map_err(key_error)?;
-        if shape.params != ML_DSA_65 || shape.validators != validators.len() {
+        if shape.params != ML_DSA_65
+            || shape.validators != validators.len()
+            || !(1..=shape.validators).contains(&shape.slots)
+        {
             return Err(ProverSetupError::Shape {
                 path: path.to_path_buf(),
-                got: format!("{} validators of {}", shape.validators, shape.params.name),
-                expected: format!("{} validators of {}", validators.len(), ML_DSA_65.name),
+                got: format!(
+                    "{} validators of {} with {} signature slots",
+                    shape.validators, shape.params.name, shape.slots
+                ),
+                expected: format!(
+                    "{} validators of {} (1 to {0} slots)",
+                    validators.len(),
+                    ML_DSA_65.name
+                ),
             });
         }
         let validators: Arc<[Validator]> = validators.into();

@@ -270,6 +270,12 @@ impl TestnetOptions {
         if self.blocks == 0 {
             return Err(TestnetError::Options("blocks must be at least 1".into()));
         }
+        if self.rollup_setup.is_some() && !(1..=self.validators).contains(&self.rollup_provers) {
+            return Err(TestnetError::Options(format!(
+                "rollup provers must be between 1 and {}, got {}",
+                self.validators, self.rollup_provers
+            )));
+        }
         if !self.tx_rate.is_finite() || self.tx_rate < 0.0 {
             return Err(TestnetError::Options(format!(
                 "tx_rate must be a finite number >= 0, got {}",

@@ -264,12 +264,15 @@ fn window_prover_refuses_a_key_it_cannot_read_or_of_another_shape() {
     let junk = dir.path().join("junk.pk");
     std::fs::write(&junk, [7u8; 64]).unwrap();
     assert!(matches!(start(&junk), Err(ProverSetupError::Key { .. })));
-    // Keys for another n, or another parameter set, are refused from the header alone.
+    // Keys for another n, an impossible τ, or another parameter set, are refused from the header
+    // alone.
     for other in [
         Shape {
             validators: 5,
             ..shape
         },
+        Shape { slots: 0, ..shape },
+        Shape { slots: 5, ..shape },
         Shape {
             params: quasar_crypto::rollup::native::ML_DSA_44,
             ..shape

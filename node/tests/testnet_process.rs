@@ -201,6 +201,19 @@ async fn run_rejects_options_that_describe_no_network() {
         testnet::run(opts).await,
         Err(TestnetError::Options(_))
     ));
+    // Provers are checked before anything is written (the directory stays empty).
+    let dir = tempfile::tempdir().unwrap();
+    for provers in [0, 5] {
+        let mut opts = TestnetOptions::new(binary());
+        opts.dir = Some(dir.path().to_path_buf());
+        opts.rollup_setup = Some(dir.path().join("rollup"));
+        opts.rollup_provers = provers;
+        assert!(matches!(
+            testnet::run(opts).await,
+            Err(TestnetError::Options(_))
+        ));
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 
 // --- Whole processes -----------------------------------------------------------------------
@@ -347,7 +360,7 @@ async fn a_proving_key_for_another_validator_set_stops_the_node_at_start() {
     }
     let log = fx.net.log_tail(0, 20);
     assert!(
-        log.contains("rollup.pk is for 5 validators of ML-DSA-65, the genesis has 4"),
+        log.contains("rollup.pk is for 5 validators of ML-DSA-65 with 3 signature slots"),
         "{log}"
     );
 }
