@@ -34,16 +34,16 @@ use ark_bls12_381::Fr;
 use ark_relations::gr1cs::ConstraintSynthesizer;
 use quasar_crypto::accel::BatchArithmetic;
 use quasar_crypto::rollup::circuit::{
-    check_signature, choose_signers, commitment, is_quorum, total_stake, RollupCircuit,
-    RollupError, RollupWitness, Shape, Statement, Validator,
+    check_signature, choose_signers, is_quorum, total_stake, RollupCircuit, RollupError,
+    RollupWitness, Shape, Statement, Validator,
 };
 use quasar_crypto::rollup::native::{DecodedSignature, ML_DSA_65};
 use quasar_crypto::rollup::prover::{
     create_random_proof, read_proving_key, read_proving_key_shape, Proof, ProveTimings,
     ProverError, ProvingKey,
 };
-use quasar_lanes::cert::encode_groth16_leg;
-use quasar_lanes::groth16::{Proof as LegProof, VerifyingKey};
+use quasar_lanes::cert::{encode_groth16_leg, RollupKey};
+use quasar_lanes::groth16::Proof as LegProof;
 use rand::rngs::OsRng;
 use thiserror::Error;
 use tokio::sync::mpsc;
@@ -404,12 +404,13 @@ pub struct WindowProver {
 impl WindowProver {
     /// Checks the header of the proving key at `path` against `validators` (the genesis set, in
     /// h_x order) and ML-DSA-65, then starts loading the key on its own thread; the loaded key
-    /// must have the verifying key `verifying_key` (the genesis's). Proofs run on `backend`.
+    /// must have the verifying key of `rollup` (the genesis's, whose h_x the legs carry). Proofs
+    /// run on `backend`.
     /// Errors: [`ProverSetupError`]; a thread the OS refuses is reported as a key error.
     pub fn start(
         path: &Path,
         validators: Vec<Validator>,
-        verifying_key: &VerifyingKey,
+        rollup: &RollupKey,
         backend: Arc<dyn BatchArithmetic>,
     ) -> Result<WindowProver, ProverSetupError> {
         let key_error = |source| ProverSetupError::Key {
@@ -436,11 +437,11 @@ impl WindowProver {
             });
         }
         let validators: Arc<[Validator]> = validators.into();
-        let h_x = commitment(&validators);
+        let h_x = rollup.h_x;
         let (results_tx, results) = mpsc::channel(4);
         let (loaded_tx, loading) = std::sync::mpsc::sync_channel(1);
         let file = open()?;
-        let expected = verifying_key.as_ark().clone();
+        let expected = rollup.verifying_key.as_ark().clone();
         let shown = path.display().to_string();
         std::thread::Builder::new()
             .name("rollup-key-loader".into())

@@ -983,7 +983,7 @@ fn rollup_prover(cfg: &NodeConfig, genesis: &Genesis) -> Result<Option<WindowPro
     let prover = WindowProver::start(
         path,
         genesis.rollup_validators()?,
-        &key.verifying_key,
+        key,
         Arc::new(CpuBackend),
     )
     .map_err(|e| NodeError::Other(e.to_string()))?;

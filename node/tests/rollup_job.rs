@@ -17,6 +17,7 @@ use quasar_crypto::rollup::circuit::{commitment, RollupError, Shape, Validator, 
 use quasar_crypto::rollup::native::{ExpandedKey, ML_DSA_65};
 use quasar_crypto::rollup::prover::{write_proving_key, ProverError};
 use quasar_crypto::rollup::test_circuit::SquaringChain;
+use quasar_lanes::cert::RollupKey;
 use quasar_lanes::groth16::{Proof, VerifyingKey};
 use quasar_node::rollup_job::{
     AsyncProver, CollectError, ProofOutcome, ProofRequest, ProverEvent, ProverSetupError,
@@ -228,13 +229,23 @@ fn async_prover_proves_the_newest_window_and_drops_the_superseded_one() {
 // --- WindowProver: the proving key a validator is configured with -------------------------
 
 /// A proving key file for `shape` holding a real Groth16 key (of the small test circuit, whose
-/// statement has the rollup's three public inputs) and that key's verifying key.
-fn key_file(dir: &std::path::Path, shape: &Shape, seed: u64) -> (std::path::PathBuf, VerifyingKey) {
+/// statement has the rollup's three public inputs), and the rollup key of `validators` with that
+/// key's verifying key.
+fn key_file(
+    dir: &std::path::Path,
+    shape: &Shape,
+    seed: u64,
+    validators: &[Validator],
+) -> (std::path::PathBuf, RollupKey) {
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let (pk, vk) = SquaringChain::setup(CHAIN, &mut rng).unwrap();
     let path = dir.join(format!("rollup-{seed}.pk"));
     write_proving_key(shape, &pk, std::fs::File::create(&path).unwrap()).unwrap();
-    (path, VerifyingKey::new(vk).unwrap())
+    let rollup = RollupKey {
+        verifying_key: VerifyingKey::new(vk).unwrap(),
+        h_x: commitment(validators),
+    };
+    (path, rollup)
 }
 
 /// Polls `prover` until it reports something about its key (the loader runs on its thread).
@@ -253,7 +264,7 @@ fn key_news(prover: &mut WindowProver) -> ProverEvent {
 fn window_prover_refuses_a_key_it_cannot_read_or_of_another_shape() {
     let dir = tempfile::tempdir().unwrap();
     let (shape, validators, _) = validator_set(&[1, 1, 1, 1], 3);
-    let (path, vk) = key_file(dir.path(), &shape, 1);
+    let (path, vk) = key_file(dir.path(), &shape, 1, &validators);
     let start = |path: &std::path::Path| {
         WindowProver::start(path, validators.to_vec(), &vk, Arc::new(CpuBackend))
     };
@@ -278,7 +289,7 @@ fn window_prover_refuses_a_key_it_cannot_read_or_of_another_shape() {
             ..shape
         },
     ] {
-        let (other_path, _) = key_file(dir.path(), &other, 2);
+        let (other_path, _) = key_file(dir.path(), &other, 2, &validators);
         let error = start(&other_path).err().expect("a key of another shape");
         assert!(matches!(error, ProverSetupError::Shape { .. }), "{error}");
     }
@@ -289,8 +300,8 @@ fn window_prover_refuses_a_key_it_cannot_read_or_of_another_shape() {
 fn window_prover_refuses_the_key_of_another_setup_and_stops_collecting() {
     let dir = tempfile::tempdir().unwrap();
     let (shape, validators, keys) = validator_set(&[1, 1, 1, 1], 3);
-    let (path, _) = key_file(dir.path(), &shape, 1);
-    let (_, genesis_vk) = key_file(dir.path(), &shape, 2);
+    let (path, _) = key_file(dir.path(), &shape, 1, &validators);
+    let (_, genesis_vk) = key_file(dir.path(), &shape, 2, &validators);
     let mut prover = WindowProver::start(
         &path,
         validators.to_vec(),
@@ -322,7 +333,7 @@ fn window_prover_refuses_the_key_of_another_setup_and_stops_collecting() {
 fn window_prover_starts_proving_with_the_genesis_key_and_keeps_collecting() {
     let dir = tempfile::tempdir().unwrap();
     let (shape, validators, keys) = validator_set(&[1, 1, 1, 1], 3);
-    let (path, vk) = key_file(dir.path(), &shape, 1);
+    let (path, vk) = key_file(dir.path(), &shape, 1, &validators);
     let mut prover =
         WindowProver::start(&path, validators.to_vec(), &vk, Arc::new(CpuBackend)).unwrap();
     prover.open(16, DIGEST);
