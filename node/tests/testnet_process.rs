@@ -38,6 +38,17 @@ fn assert_legs(report: &TestnetReport, verified: &[&str], produced: &[&str]) {
     }
 }
 
+/// Kills validator `victim` and returns the highest height `others` have finalized right after.
+async fn kill_and_note_height(fx: &mut Fixture, victim: usize, others: &[usize]) -> u64 {
+    fx.net.kill(victim);
+    max_finalized(
+        &fx.net
+            .wait_finalized(others, 0, Duration::from_secs(5))
+            .await
+            .unwrap(),
+    )
+}
+
 fn max_finalized(statuses: &[Status]) -> u64 {
     statuses
         .iter()
@@ -419,13 +430,7 @@ async fn a_validator_that_fell_behind_fetches_the_quasar_certs_it_missed() {
         .wait_finalized(&all, 3, Duration::from_secs(30))
         .await
         .unwrap();
-    fx.net.kill(3);
-    let at_kill = max_finalized(
-        &fx.net
-            .wait_finalized(&others, 0, Duration::from_secs(5))
-            .await
-            .unwrap(),
-    );
+    let at_kill = kill_and_note_height(&mut fx, 3, &others).await;
     let missed = at_kill + 15;
     fx.net
         .wait_finalized(&others, missed, Duration::from_secs(30))
@@ -477,13 +482,7 @@ async fn killed_validator_restarts_catches_up_and_never_equivocates() {
         .await
         .unwrap();
 
-    fx.net.kill(2);
-    let at_kill = max_finalized(
-        &fx.net
-            .wait_finalized(&others, 0, Duration::from_secs(5))
-            .await
-            .unwrap(),
-    );
+    let at_kill = kill_and_note_height(&mut fx, 2, &others).await;
     // Three of four keep finalizing (allow for view timeouts of the dead leader and a busy CPU).
     let before_restart = fx
         .net
