@@ -106,6 +106,8 @@ pub trait Host {
 pub struct Recovery {
     /// The finalized tip (genesis on an empty store).
     pub tip: Tip,
+    /// The epoch the engine runs: the one deciding the height above the tip.
+    pub epoch: u64,
     /// Kept view certificates restored into the core.
     pub restored: usize,
     /// Kept view certificates that no longer verify and were ignored.
@@ -131,6 +133,9 @@ pub struct Engine<S: Store> {
     core: Core,
     signer: VoteSigner,
     store: S,
+    /// The core's configuration (the next epoch's core is built from it).
+    cfg: CoreConfig,
+    validators: Arc<ValidatorSet>,
 }
 
 fn encode(what: &'static str, message: &Message) -> Result<Vec<u8>, EngineError> {
@@ -193,15 +198,17 @@ fn stored_certificate<S: Store>(store: &S, height: u64) -> Result<Certificate, E
 impl<S: Store> Engine<S> {
     /// Rebuilds a validator from its store and signing guard (first start or restart): binds the
     /// store to `genesis`, resumes from the stored finalized tip and restores the kept view
-    /// certificates that still verify under `verifier`. Call [`Engine::start`] next.
+    /// certificates that still verify under `verifier`. The engine runs the epoch that decides
+    /// the height above the tip (`cfg.epoch` is replaced), and moves on to the next epoch by
+    /// itself when a boundary block is final. Call [`Engine::start`] next.
     ///
     /// Errors: [`EngineError::Storage`] (including [`StoreError::WrongGenesis`]);
     /// [`EngineError::Inconsistent`] for a finalized block or kept certificate that does not
     /// decode.
     pub fn open(
         store: S,
-        signer: VoteSigner,
-        cfg: CoreConfig,
+        mut signer: VoteSigner,
+        mut cfg: CoreConfig,
         validators: Arc<ValidatorSet>,
         verifier: &Verifier,
         genesis_time_us: u64,
@@ -233,7 +240,9 @@ impl<S: Store> Engine<S> {
                 break;
             }
         }
-        let mut core = Core::new(cfg, validators.clone(), tip);
+        cfg.epoch = cfg.schedule.epoch_of(tip.height.saturating_add(1));
+        signer.enter_epoch(cfg.epoch);
+        let mut core = Core::new(cfg.clone(), validators.clone(), tip);
         if let Some(certificate) = tip_certificate {
             core.set_tip_certificate(certificate);
         }
@@ -256,13 +265,17 @@ impl<S: Store> Engine<S> {
                 Err(_) => dropped += 1,
             }
         }
+        let epoch = cfg.epoch;
         let engine = Engine {
             core,
             signer,
             store,
+            cfg,
+            validators,
         };
         let recovery = Recovery {
             tip,
+            epoch,
             restored,
             dropped,
             signed_above_guard,
@@ -331,7 +344,11 @@ impl<S: Store> Engine<S> {
                 Action::Propose(slot) => {
                     // Blocks finalized earlier in this batch leave the mempool first.
                     self.publish(host, &mut finalized)?;
-                    let txs = host.block_txs(&slot);
+                    let txs = if slot.seal {
+                        Vec::new()
+                    } else {
+                        host.block_txs(&slot)
+                    };
                     match self.signer.sign_block(&slot, txs, host.now_us()) {
                         Ok(proposal) => {
                             host.signed();
@@ -359,6 +376,15 @@ impl<S: Store> Engine<S> {
                 }
                 Action::Fetch { block, from_height } => host.fetch(block, from_height),
                 Action::EnteredView { view, leader } => host.entered_view(view, leader),
+                Action::EpochEnded {
+                    boundary,
+                    certificate,
+                    seals,
+                } => {
+                    self.publish(host, &mut finalized)?;
+                    let actions = self.next_epoch(host.now_us(), boundary, certificate, &seals)?;
+                    queue.extend(actions);
+                }
                 Action::Evidence(evidence) => {
                     let stored = evidence_record(&evidence)
                         .map_err(|e| format!("encode: {e}"))
@@ -370,6 +396,37 @@ impl<S: Store> Engine<S> {
             }
         }
         self.publish(host, &mut finalized)
+    }
+
+    /// Replaces the finished core with the next epoch's, started on `boundary`: keeps the
+    /// `seals` (sync serves them with the boundary block), drops the view certificates of the
+    /// epoch left behind, and returns the new core's first actions.
+    fn next_epoch(
+        &mut self,
+        now_us: u64,
+        boundary: Tip,
+        certificate: Certificate,
+        seals: &[Proposal],
+    ) -> Result<Vec<Action>, EngineError> {
+        for seal in seals {
+            let bytes = encode("seal", &Message::Proposal(seal.clone()))?;
+            self.store.put_block(&seal.header.hash(), &bytes)?;
+        }
+        let epoch = self.cfg.epoch + 1;
+        self.store
+            .prune_view_certificates(self.cfg.schedule.first_view(epoch))?;
+        self.store.flush()?;
+        tracing::info!(
+            epoch,
+            boundary_height = boundary.height,
+            seals = seals.len(),
+            "epoch boundary final, entering the next epoch"
+        );
+        self.cfg.epoch = epoch;
+        self.signer.enter_epoch(epoch);
+        self.core = Core::new(self.cfg.clone(), self.validators.clone(), boundary);
+        self.core.set_tip_certificate(certificate);
+        Ok(self.core.start(now_us, self.signer.highest_view()))
     }
 
     /// Commits one finalized block (not yet flushed) and drops the view certificates it makes

@@ -19,7 +19,8 @@
 
 use crate::config::{GenesisFile, NodeConfig};
 use crate::consensus::{
-    Action, BlockLimits, Core, CoreConfig, Input, ProposalSlot, TimerKind, Tip, Verifier,
+    Action, BlockLimits, Core, CoreConfig, EpochSchedule, Input, ProposalSlot, TimerKind, Tip,
+    Verifier,
 };
 use crate::rollup_job::{CollectError, WindowCollector};
 use crate::signer::{SignError, VoteSigner};
@@ -94,7 +95,14 @@ fn fixture() -> &'static Fixture {
             max_txs: 16,
             max_bytes: 4096,
         };
-        let verifier = Verifier::new(validators.clone(), GENESIS, CHAIN_ID, 0, domain(), limits);
+        let verifier = Verifier::new(
+            validators.clone(),
+            GENESIS,
+            CHAIN_ID,
+            EpochSchedule::SINGLE,
+            domain(),
+            limits,
+        );
         Fixture {
             keys,
             validators,
@@ -463,6 +471,7 @@ impl CoreHarness {
         let cfg = CoreConfig {
             chain_id: CHAIN_ID,
             epoch: 0,
+            schedule: EpochSchedule::SINGLE,
             genesis: GENESIS,
             me: Some(0),
             block_time_us: 1_000,
@@ -585,6 +594,7 @@ impl CoreHarness {
             },
             parent_timestamp_us: parent.timestamp_us,
             exclude: Vec::new(),
+            seal: false,
         };
         // A fresh signer may sign anything, as a Byzantine leader would.
         let mut signer = VoteSigner::new(
@@ -772,6 +782,7 @@ impl CoreHarness {
                     self.check_certificate(c);
                 }
                 Action::Broadcast(_) | Action::Fetch { .. } | Action::Evidence(_) => {}
+                Action::EpochEnded { .. } => panic!("an epoch ended on a chain with one epoch"),
                 Action::SetTimer { view, kind, at_us } => {
                     self.timers.retain(|t| (t.0, t.1) != (view, kind));
                     if self.timers.len() < 64 {

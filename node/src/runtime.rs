@@ -18,7 +18,7 @@ use crate::api;
 use crate::ceremony::{Ceremony, CoronaParty, PulsarParty};
 use crate::config::{self, load_keys, ConfigError, Genesis, GenesisFile, NodeConfig};
 use crate::consensus::{
-    BlockLimits, CoreConfig, Evidence, Input, ProposalSlot, TimerKind, Verifier,
+    BlockLimits, CoreConfig, EpochSchedule, Evidence, Input, ProposalSlot, TimerKind, Verifier,
 };
 use crate::engine::{Engine, EngineError, Host, Published};
 use crate::mempool::{Mempool, MempoolLimits};
@@ -219,13 +219,14 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         validators.clone(),
         genesis.hash,
         chain_id,
-        0,
+        EpochSchedule::SINGLE,
         genesis.domain(),
         limits,
     );
     let core_cfg = CoreConfig {
         chain_id,
         epoch: 0,
+        schedule: EpochSchedule::SINGLE,
         genesis: genesis.hash,
         me: Some(me),
         block_time_us: cfg.block_time_ms * 1000,

@@ -147,6 +147,13 @@ impl VoteSigner {
         self.index
     }
 
+    /// Signs in `epoch` from now on (the engine moves on when an epoch's boundary block is
+    /// final). The signing guard still refuses views below its highest record, and a later
+    /// epoch's views are all higher ([`crate::consensus::epoch`]).
+    pub fn enter_epoch(&mut self, epoch: u64) {
+        self.epoch = epoch;
+    }
+
     /// The highest view the guard has a record for (where a restarted validator resumes).
     pub fn highest_view(&self) -> u64 {
         self.guard.highest_view()

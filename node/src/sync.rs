@@ -12,7 +12,7 @@
 
 use quasar_crypto::hash::Hash;
 use quasar_storage::Store;
-use quasar_wire::{SyncRequest, SyncResponse};
+use quasar_wire::{decode, BlockHeader, MessageRef, SyncRequest, SyncResponse};
 
 /// Most finalized blocks one reply carries.
 pub const MAX_SYNC_BLOCKS: u32 = 128;
@@ -20,6 +20,10 @@ pub const MAX_SYNC_BLOCKS: u32 = 128;
 /// Most bytes of blocks one reply carries (the frame limit is 16 MiB; one block is at most
 /// 8 MiB of transactions plus its header, so a reply always has room for at least one block).
 pub const MAX_SYNC_BYTES: usize = 10 * 1024 * 1024;
+
+/// Most seals one reply carries after an epoch's boundary block (a boundary block finalized
+/// through more seals than this is served without them, and the requester asks again).
+pub const MAX_SYNC_SEALS: usize = 64;
 
 /// Most bytes of QuasarCerts one reply carries beyond the blocks (a `polaris` certificate at
 /// n = 100 holds 67 SLH-DSA signatures, about 2.4 MB), so blocks, their certificate and these
@@ -68,20 +72,32 @@ pub fn serve(request: &SyncRequest, source: &impl SyncSource) -> SyncResponse {
     let first = request.from_height.max(1);
     let mut last_certificate = None;
     let mut last_height = None;
+    let mut first_epoch = None;
+    let mut last_header = None;
     for height in first..first.saturating_add(u64::from(count)) {
         let Some((block, certificate)) = source.finalized_at(height) else {
             break;
         };
+        let header = header_of(&block);
+        let epoch = header.as_ref().map(|h| h.epoch);
+        if first_epoch.is_some() && epoch != first_epoch {
+            break; // One epoch per reply: the requester verifies it under that epoch's set.
+        }
         let size = block.len() + certificate.len();
         if !items.is_empty() && bytes.saturating_add(size) > MAX_SYNC_BYTES {
             break;
         }
+        first_epoch = first_epoch.or(epoch);
         bytes += size;
         items.push(block);
         last_certificate = Some(certificate);
         last_height = Some(height);
+        last_header = header;
     }
     if let Some(certificate) = last_certificate {
+        if let Some(header) = &last_header {
+            items.extend(seals_above(source, header, &certificate));
+        }
         items.push(certificate);
     }
     if let Some(last) = last_height {
@@ -105,6 +121,42 @@ pub fn serve(request: &SyncRequest, source: &impl SyncSource) -> SyncResponse {
         }
     }
     SyncResponse { items }
+}
+
+/// The header of an encoded proposal (`None` when it does not decode).
+fn header_of(block: &[u8]) -> Option<BlockHeader> {
+    match decode(block) {
+        Ok(MessageRef::Proposal(p)) => Some(p.header()),
+        _ => None,
+    }
+}
+
+/// When `certificate` finalized the block of `header` through seals (the block is its epoch's
+/// boundary, see [`crate::consensus::epoch`]), the seals from just above the block up to the
+/// certified one, lowest first; empty otherwise, or when a seal is missing or they are more
+/// than [`MAX_SYNC_SEALS`].
+fn seals_above(source: &impl SyncSource, header: &BlockHeader, certificate: &[u8]) -> Vec<Vec<u8>> {
+    let Ok(MessageRef::Certificate(certificate)) = decode(certificate) else {
+        return Vec::new();
+    };
+    let below = header.hash();
+    let mut cursor = *certificate.block();
+    let mut seals = Vec::new();
+    while cursor != below {
+        if seals.len() == MAX_SYNC_SEALS {
+            return Vec::new();
+        }
+        let Some(seal) = source.block_by_hash(&cursor) else {
+            return Vec::new();
+        };
+        let Some(seal_header) = header_of(&seal) else {
+            return Vec::new();
+        };
+        cursor = seal_header.parent;
+        seals.push(seal);
+    }
+    seals.reverse();
+    seals
 }
 
 #[cfg(test)]

@@ -5,8 +5,8 @@ use quasar_crypto::bls::SecretKey;
 use quasar_crypto::hash::Hash;
 use quasar_lanes::{Validator, ValidatorSet};
 use quasar_node::consensus::{
-    Action, BlockLimits, Core, CoreConfig, EvidenceKind, Input, ProposalSlot, TimerKind, Tip,
-    VerifiedVote, Verifier,
+    Action, BlockLimits, Core, CoreConfig, EpochSchedule, EvidenceKind, Input, ProposalSlot,
+    TimerKind, Tip, VerifiedVote, Verifier,
 };
 use quasar_node::signer::VoteSigner;
 use quasar_storage::SigningGuard;
@@ -23,6 +23,10 @@ struct Net {
 }
 
 fn net() -> Net {
+    net_with(EpochSchedule::SINGLE)
+}
+
+fn net_with(schedule: EpochSchedule) -> Net {
     let keys: Vec<SecretKey> = (0..4u8)
         .map(|i| SecretKey::from_seed(&[i + 1; 32]))
         .collect();
@@ -59,7 +63,7 @@ fn net() -> Net {
         validators.clone(),
         GENESIS,
         CHAIN,
-        0,
+        schedule,
         EpochDomain::default(),
         limits,
     );
@@ -71,8 +75,15 @@ fn net() -> Net {
 }
 
 fn core_for(net: &Net, me: u32) -> Core {
+    core_in(net, me, EpochSchedule::SINGLE)
+}
+
+fn core_in(net: &Net, me: u32, schedule: EpochSchedule) -> Core {
     Core::new(
-        config(me),
+        CoreConfig {
+            schedule,
+            ..config(me)
+        },
         net.validators.clone(),
         Tip {
             height: 0,
@@ -87,6 +98,7 @@ fn config(me: u32) -> CoreConfig {
     CoreConfig {
         chain_id: CHAIN,
         epoch: 0,
+        schedule: EpochSchedule::SINGLE,
         genesis: GENESIS,
         me: Some(me),
         block_time_us: 1_000,
@@ -105,6 +117,7 @@ fn slot(view: u64, height: u64, parent: Hash, parent_view: u64) -> ProposalSlot 
         parent_view,
         parent_timestamp_us: 0,
         exclude: vec![],
+        seal: false,
     }
 }
 
@@ -578,4 +591,149 @@ fn recovery_finds_an_own_signature_below_the_tip() {
         None,
         "guard current"
     );
+}
+
+/// Epochs of one block: height 1 is epoch 0's boundary block.
+const ONE_BLOCK_EPOCHS: EpochSchedule = EpochSchedule::new(1);
+
+/// A core of `me` under one-block epochs, with block B (height 1, view 1) notarized: `me`
+/// notarized and finalized it and entered view 2, where B's finalize votes stall. Returns the
+/// core and B's hash.
+fn boundary_notarized(net: &mut Net, me: u32) -> (Core, Hash) {
+    let mut core = core_in(net, me, ONE_BLOCK_EPOCHS);
+    core.start(0, 0);
+    let leader = core.leader_of(1) as usize;
+    let b = net.signers[leader]
+        .sign_block(&slot(1, 1, GENESIS, 0), vec![b"tx".to_vec()], 11)
+        .unwrap();
+    let hash = *b.hash();
+    let b = net.verifier.verify_proposal(b.proposal().clone()).unwrap();
+    core.handle(100, Input::Proposal(Box::new(b)));
+    for s in (0..4).filter(|&s| s != me as usize && s != leader) {
+        let v = vote(net, s, VoteKind::Notarize, 1, 1, hash);
+        core.handle(200, Input::Vote(v));
+    }
+    assert_eq!(core.view(), 2, "B's notarization moves the core on");
+    (core, hash)
+}
+
+#[test]
+fn above_an_epoch_boundary_leaders_propose_seals_without_transactions() {
+    let mut net = net_with(ONE_BLOCK_EPOCHS);
+    let leader2 = core_in(&net, 0, ONE_BLOCK_EPOCHS).leader_of(2);
+    let (mut core, b) = boundary_notarized(&mut net, leader2);
+    let actions = core.handle(
+        10_000,
+        Input::Timer {
+            view: 2,
+            kind: TimerKind::Propose,
+        },
+    );
+    let slot = actions
+        .iter()
+        .find_map(|a| match a {
+            Action::Propose(slot) => Some(slot.clone()),
+            _ => None,
+        })
+        .expect("the leader of view 2 proposes");
+    assert_eq!((slot.height, slot.parent, slot.seal), (2, b, true));
+}
+
+#[test]
+fn a_finalized_seal_finalizes_the_boundary_block_and_ends_the_epoch() {
+    let mut net = net_with(ONE_BLOCK_EPOCHS);
+    let me = follower(&core_in(&net, 0, ONE_BLOCK_EPOCHS), 2);
+    let (mut core, b) = boundary_notarized(&mut net, me);
+    let leader = core.leader_of(2) as usize;
+    // A block above the boundary with transactions is not notarized …
+    let full = net.signers[leader]
+        .sign_block(&slot(2, 2, b, 1), vec![b"tx2".to_vec()], 12)
+        .unwrap();
+    let full = net
+        .verifier
+        .verify_proposal(full.proposal().clone())
+        .unwrap();
+    let mut other = boundary_notarized(&mut net_with(ONE_BLOCK_EPOCHS), me).0;
+    let actions = other.handle(300, Input::Proposal(Box::new(full)));
+    assert!(votes(&actions)
+        .iter()
+        .all(|(k, _)| *k != VoteKind::Notarize));
+    // … a seal is.
+    let mut leader_signer = VoteSigner::new(
+        SecretKey::from_seed(&[leader as u8 + 1; 32]),
+        leader as u32,
+        CHAIN,
+        0,
+        EpochDomain::default(),
+        SigningGuard::in_memory(),
+    );
+    let seal = leader_signer
+        .sign_block(
+            &ProposalSlot {
+                seal: true,
+                ..slot(2, 2, b, 1)
+            },
+            vec![],
+            12,
+        )
+        .unwrap();
+    let seal_hash = *seal.hash();
+    let seal = net
+        .verifier
+        .verify_proposal(seal.proposal().clone())
+        .unwrap();
+    let actions = core.handle(300, Input::Proposal(Box::new(seal)));
+    assert_eq!(votes(&actions), vec![(VoteKind::Notarize, 2)]);
+    let mut actions = Vec::new();
+    for s in (0..4).filter(|&s| s != me as usize) {
+        let v = vote(&mut net, s, VoteKind::Finalize, 2, 2, seal_hash);
+        actions.extend(core.handle(400, Input::Vote(v)));
+    }
+    let finalized: Vec<u64> = actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Finalized(f) => Some(f.proposal.header.height),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(finalized, vec![1], "the boundary block, never the seal");
+    match actions.last() {
+        Some(Action::EpochEnded {
+            boundary,
+            certificate,
+            seals,
+        }) => {
+            assert_eq!((boundary.height, boundary.hash), (1, b));
+            assert_eq!(certificate.block, seal_hash);
+            assert_eq!(seals.len(), 1);
+            assert_eq!(seals[0].header.hash(), seal_hash);
+        }
+        other => panic!("the epoch ends last, got {other:?}"),
+    }
+    assert!(core.ended());
+    let late = vote(&mut net, me as usize, VoteKind::Notarize, 2, 2, seal_hash);
+    assert!(
+        core.handle(500, Input::Vote(late)).is_empty(),
+        "a finished core handles nothing"
+    );
+}
+
+#[test]
+fn a_message_of_a_later_epoch_makes_a_core_fetch_what_it_missed() {
+    let mut net = net_with(ONE_BLOCK_EPOCHS);
+    let mut core = core_in(&net, 0, ONE_BLOCK_EPOCHS);
+    core.start(0, 0);
+    let view = ONE_BLOCK_EPOCHS.first_view(1);
+    net.signers[1].enter_epoch(1);
+    let ahead = vote(&mut net, 1, VoteKind::Nullify, view, 0, [0; 32]);
+    let ahead = net.verifier.verify_vote(ahead.vote().clone()).unwrap();
+    let actions = core.handle(10, Input::Vote(ahead));
+    assert!(
+        matches!(actions.as_slice(), [Action::Fetch { from_height: 1, .. }]),
+        "{actions:?}"
+    );
+    // A vote whose view lies outside its epoch never verifies.
+    net.signers[2].enter_epoch(1);
+    let misplaced = vote(&mut net, 2, VoteKind::Nullify, 3, 0, [0; 32]);
+    assert!(net.verifier.verify_vote(misplaced.vote().clone()).is_err());
 }

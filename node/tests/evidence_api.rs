@@ -10,7 +10,9 @@ use quasar_node::api::{
     self, evidence_json, evidence_record, parse_evidence_query, EvidenceQuery,
     DEFAULT_EVIDENCE_LIMIT, MAX_EVIDENCE_LIMIT,
 };
-use quasar_node::consensus::{Action, Core, CoreConfig, Evidence, EvidenceKind, Input, Tip};
+use quasar_node::consensus::{
+    Action, Core, CoreConfig, EpochSchedule, Evidence, EvidenceKind, Input, Tip,
+};
 use quasar_node::signer::VoteSigner;
 use quasar_storage::{SigningGuard, SledStore, Store};
 use quasar_wire::{decode, EpochDomain, Message, MessageRef, Vote, VoteKind};
@@ -127,6 +129,7 @@ fn evidence_the_core_reports_goes_through_the_same_path() {
     let cfg = CoreConfig {
         chain_id: CHAIN,
         epoch: 0,
+        schedule: EpochSchedule::SINGLE,
         genesis: GENESIS,
         me: Some(0),
         block_time_us: 1_000,

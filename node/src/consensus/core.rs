@@ -1,5 +1,6 @@
 //! The state machine. See the module docs of [`crate::consensus`] for the protocol.
 
+use super::epoch::EpochSchedule;
 use super::leader::leader;
 use super::verify::{VerifiedCertificate, VerifiedProposal, VerifiedVote};
 use quasar_crypto::bls::Signature;
@@ -16,6 +17,10 @@ pub struct CoreConfig {
     pub chain_id: u64,
     /// The epoch this core runs.
     pub epoch: u64,
+    /// How the chain divides into epochs: this core decides the heights and runs the views of
+    /// `epoch` only, and stops once the epoch's boundary block is final
+    /// ([`Action::EpochEnded`]).
+    pub schedule: EpochSchedule,
     /// Hash of the genesis block (height 0, view 0).
     pub genesis: Hash,
     /// This validator's index, or `None` for a non-voting observer.
@@ -120,6 +125,9 @@ pub struct ProposalSlot {
     pub parent_timestamp_us: u64,
     /// Hashes of transactions in non-finalized ancestors.
     pub exclude: Vec<Hash>,
+    /// The block lies above its epoch's boundary block: it must carry no transactions (a seal,
+    /// see [`crate::consensus::epoch`]).
+    pub seal: bool,
 }
 
 /// A block the core has finalized.
@@ -187,6 +195,18 @@ pub enum Action {
     },
     /// Someone equivocated.
     Evidence(Box<Evidence>),
+    /// The epoch's boundary block is final (it was reported by [`Action::Finalized`] just
+    /// before): this core is done and handles nothing more. Keep `seals` (servable by hash, as
+    /// sync sends them after the boundary block) and run the next epoch's core from `boundary`.
+    EpochEnded {
+        /// The boundary block, the next epoch's tip.
+        boundary: Tip,
+        /// The finalization that committed it: its own, or a seal's.
+        certificate: Certificate,
+        /// The seals between the boundary block and `certificate`'s block, lowest first (empty
+        /// when the boundary block was finalized in its own view).
+        seals: Vec<Proposal>,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -243,6 +263,8 @@ pub struct Core {
     entry_certificate: Option<Certificate>,
     /// The finalization that committed the tip (`None` at genesis).
     tip_certificate: Option<Certificate>,
+    /// The epoch's boundary block is final; see [`Action::EpochEnded`].
+    ended: bool,
 }
 
 impl Core {
@@ -262,13 +284,19 @@ impl Core {
             fetching: HashMap::new(),
             entry_certificate: None,
             tip_certificate: None,
+            ended: false,
         }
     }
 
-    /// Sets the finalization that committed `tip` (loaded from the store on restart), which this
-    /// node sends as justification when it proposes on its tip.
+    /// Sets the finalization that committed `tip` (loaded from the store on restart, or the
+    /// closing certificate of the epoch before), which this node sends as justification when it
+    /// proposes on its tip. It certifies the tip itself, or a seal above it when the tip is an
+    /// epoch's boundary block.
     pub fn set_tip_certificate(&mut self, certificate: Certificate) {
-        if certificate.block == self.tip.hash {
+        let covers_tip = certificate.block == self.tip.hash
+            || (certificate.height > self.tip.height
+                && self.cfg.schedule.last_height(certificate.epoch) == self.tip.height);
+        if certificate.kind == CertificateKind::Finalization && covers_tip {
             self.tip_certificate = Some(certificate);
         }
     }
@@ -277,7 +305,7 @@ impl Core {
     /// [`Core::start`]. Nothing is signed or sent.
     pub fn restore(&mut self, certificate: VerifiedCertificate) {
         let cert = certificate.certificate().clone();
-        if cert.view <= self.tip.view {
+        if cert.view <= self.tip.view || cert.epoch != self.cfg.epoch {
             return;
         }
         let state = self.state(cert.view);
@@ -307,10 +335,29 @@ impl Core {
         self.now = now_us;
         let mut out = Vec::new();
         let restored = self.entry_certificate.as_ref().map_or(0, |c| c.view + 1);
-        let first = start_view.max(self.tip.view + 1).max(restored);
+        let first = start_view
+            .max(self.tip.view + 1)
+            .max(restored)
+            .max(self.first_view());
         self.try_commit(&mut out);
-        self.enter_view(first, &mut out);
+        if !self.ended {
+            self.enter_view(first, &mut out);
+        }
         out
+    }
+
+    /// Whether the epoch's boundary block is final and this core is done
+    /// ([`Action::EpochEnded`]).
+    pub fn ended(&self) -> bool {
+        self.ended
+    }
+
+    fn first_view(&self) -> u64 {
+        self.cfg.schedule.first_view(self.cfg.epoch)
+    }
+
+    fn last_height(&self) -> u64 {
+        self.cfg.schedule.last_height(self.cfg.epoch)
     }
 
     /// The current view.
@@ -374,20 +421,50 @@ impl Core {
     }
 
     /// Feeds one input stamped with the caller's time; returns the actions to perform in order.
+    ///
+    /// Messages of another epoch are ignored; one of a later epoch means the others have moved
+    /// on, so it asks peers for the finalized blocks this node lacks ([`Action::Fetch`], at most
+    /// once per retry interval). After [`Action::EpochEnded`] nothing is handled.
     pub fn handle(&mut self, now_us: u64, input: Input) -> Vec<Action> {
         self.now = self.now.max(now_us);
         let mut out = Vec::new();
+        if self.ended {
+            return out;
+        }
+        let epoch = match &input {
+            Input::Proposal(p) => Some(p.proposal().header.epoch),
+            Input::Vote(v) => Some(v.vote().epoch),
+            Input::Certificate(c) => Some(c.certificate().epoch),
+            Input::Timer { .. } => None,
+        };
+        match epoch {
+            Some(e) if e > self.cfg.epoch => {
+                self.fetch([0; 32], &mut out);
+                return out;
+            }
+            Some(e) if e < self.cfg.epoch => return out,
+            _ => {}
+        }
         match input {
             Input::Proposal(p) => self.on_proposal(*p, &mut out),
             Input::Vote(v) => self.on_vote(v, &mut out),
             Input::Certificate(c) => self.on_certificate(c.certificate().clone(), false, &mut out),
             Input::Timer { view, kind } => self.on_timer(view, kind, &mut out),
         }
+        if let Some(end) = out
+            .iter()
+            .position(|a| matches!(a, Action::EpochEnded { .. }))
+        {
+            // Whatever the finished core asked for after its last commit belongs to no epoch.
+            out.truncate(end + 1);
+        }
         out
     }
 
     fn accepts_view(&self, view: u64) -> bool {
-        view > self.tip.view && view <= self.view.saturating_add(self.cfg.max_future_views)
+        view > self.tip.view
+            && self.cfg.schedule.holds_view(self.cfg.epoch, view)
+            && view <= self.view.saturating_add(self.cfg.max_future_views)
     }
 
     fn state(&mut self, view: u64) -> &mut ViewState {
@@ -395,7 +472,7 @@ impl Core {
     }
 
     fn enter_view(&mut self, view: u64, out: &mut Vec<Action>) {
-        if view <= self.view {
+        if view <= self.view || !self.cfg.schedule.holds_view(self.cfg.epoch, view) {
             return;
         }
         self.view = view;
@@ -426,7 +503,7 @@ impl Core {
     fn select_parent(&self) -> Option<(Hash, u64, u64, u64)> {
         let mut v = self.view.checked_sub(1)?;
         loop {
-            if v <= self.tip.view {
+            if v <= self.tip.view || v < self.first_view() {
                 return Some((
                     self.tip.hash,
                     self.tip.view,
@@ -638,6 +715,7 @@ impl Core {
             parent_view,
             parent_timestamp_us: parent_ts,
             exclude,
+            seal: parent_height >= self.last_height(),
         }));
     }
 
@@ -656,7 +734,7 @@ impl Core {
         certificates.extend(parent_certificate);
         certificates.extend(
             self.views
-                .range(parent_view + 1..view)
+                .range(parent_view.saturating_add(1).max(self.first_view())..view)
                 .filter_map(|(_, s)| s.nullification.clone()),
         );
         certificates
@@ -667,6 +745,10 @@ impl Core {
         let hash = *p.hash();
         if !self.accepts_view(view) {
             return;
+        }
+        let header = &p.proposal().header;
+        if header.height > self.last_height() && !p.proposal().txs.is_empty() {
+            return; // Above the boundary only seals are proposed.
         }
         let leader_vote = p.leader_vote().clone();
         let state = self.state(view);
@@ -745,8 +827,8 @@ impl Core {
         if h.parent_view == self.tip.view && h.timestamp_us <= self.tip.timestamp_us {
             return;
         }
-        // Every view strictly between the parent's and this one must be nullified.
-        for v in h.parent_view + 1..view {
+        // Every view of this epoch strictly between the parent's and this one must be nullified.
+        for v in (h.parent_view + 1).max(self.first_view())..view {
             let nullified = self
                 .views
                 .get(&v)
@@ -986,10 +1068,16 @@ impl Core {
             }
             self.pending.remove(&view);
             self.tip_certificate = Some(cert.clone());
+            let last_height = self.last_height();
+            let mut seals = Vec::new();
             for hash in chain.into_iter().rev() {
                 let Some(block) = self.blocks.remove(&hash) else {
                     return;
                 };
+                if block.height() > last_height {
+                    seals.push(block.proposal);
+                    continue;
+                }
                 let h = &block.proposal.header;
                 self.tip = Tip {
                     height: h.height,
@@ -1002,6 +1090,16 @@ impl Core {
                     hash,
                     certificate: cert.clone(),
                 })));
+            }
+            if self.tip.height == last_height {
+                self.ended = true;
+                self.pending.clear();
+                out.push(Action::EpochEnded {
+                    boundary: self.tip,
+                    certificate: cert,
+                    seals,
+                });
+                return;
             }
             self.prune();
         }

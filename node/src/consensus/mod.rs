@@ -53,6 +53,7 @@
 //! than round-robin, so no validator can predict or bias more than its stake share.
 
 mod core;
+pub mod epoch;
 pub mod leader;
 pub mod verify;
 
@@ -60,6 +61,7 @@ pub use self::core::{
     Action, Core, CoreConfig, Evidence, EvidenceKind, FinalizedBlock, Input, ProposalSlot,
     TimerKind, Tip,
 };
+pub use epoch::EpochSchedule;
 pub use leader::leader;
 pub use verify::{
     BlockLimits, VerifiedCertificate, VerifiedProposal, VerifiedVote, Verifier, VerifyError,

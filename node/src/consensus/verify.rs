@@ -7,6 +7,7 @@
 //! matches the transactions. Verification is pure CPU work with no shared state, so the runtime
 //! runs it off the core's thread.
 
+use super::epoch::EpochSchedule;
 use super::leader::leader;
 use super::Input;
 use quasar_crypto::bls::{batch_verify, BlsError, PublicKey, Signature};
@@ -24,9 +25,12 @@ pub enum VerifyError {
     /// The message is for another chain.
     #[error("chain id {got} is not this chain's {expected}")]
     WrongChain { expected: u64, got: u64 },
-    /// The message is for another epoch.
-    #[error("epoch {got} is not the current epoch {expected}")]
-    WrongEpoch { expected: u64, got: u64 },
+    /// The message is for an epoch this chain's schedule does not have.
+    #[error("epoch {0} is not an epoch of this chain")]
+    UnknownEpoch(u64),
+    /// The message's view is not one of its epoch's views.
+    #[error("view {view} is not a view of epoch {epoch}")]
+    ViewOutsideEpoch { epoch: u64, view: u64 },
     /// The signer or proposer index is not in the validator set.
     #[error("index {0} is not a validator")]
     UnknownValidator(u32),
@@ -175,25 +179,27 @@ pub struct BlockLimits {
     pub max_bytes: usize,
 }
 
-/// Checks messages against one epoch's validator set.
+/// Checks messages of every epoch of the chain's schedule against the validator set. The
+/// epoch a message names must be one of the schedule's and its view one of that epoch's views;
+/// which epoch the node is in is the core's business (it ignores other epochs' messages).
 #[derive(Debug, Clone)]
 pub struct Verifier {
     validators: Arc<ValidatorSet>,
     genesis: Hash,
     chain_id: u64,
-    epoch: u64,
+    schedule: EpochSchedule,
     domain: EpochDomain,
     limits: BlockLimits,
 }
 
 impl Verifier {
-    /// A verifier for `chain_id`/`epoch` with the given set, genesis hash and epoch domain (the
-    /// validator-set root and profile id that finalize votes sign inside μ).
+    /// A verifier for `chain_id` with the given set, genesis hash, epoch schedule and epoch
+    /// domain (the validator-set root and profile id that finalize votes sign inside μ).
     pub fn new(
         validators: Arc<ValidatorSet>,
         genesis: Hash,
         chain_id: u64,
-        epoch: u64,
+        schedule: EpochSchedule,
         domain: EpochDomain,
         limits: BlockLimits,
     ) -> Verifier {
@@ -201,7 +207,7 @@ impl Verifier {
             validators,
             genesis,
             chain_id,
-            epoch,
+            schedule,
             domain,
             limits,
         }
@@ -217,18 +223,22 @@ impl Verifier {
         &self.validators
     }
 
-    fn check_domain(&self, chain_id: u64, epoch: u64) -> Result<(), VerifyError> {
+    /// The chain, epoch and view checks every message passes first.
+    fn check_domain(&self, chain_id: u64, epoch: u64, view: u64) -> Result<(), VerifyError> {
         if chain_id != self.chain_id {
             return Err(VerifyError::WrongChain {
                 expected: self.chain_id,
                 got: chain_id,
             });
         }
-        if epoch != self.epoch {
-            return Err(VerifyError::WrongEpoch {
-                expected: self.epoch,
-                got: epoch,
-            });
+        if !self.schedule.contains(epoch) {
+            return Err(VerifyError::UnknownEpoch(epoch));
+        }
+        if view == 0 {
+            return Err(VerifyError::GenesisView);
+        }
+        if !self.schedule.holds_view(epoch, view) {
+            return Err(VerifyError::ViewOutsideEpoch { epoch, view });
         }
         Ok(())
     }
@@ -260,10 +270,7 @@ impl Verifier {
     /// Everything [`Verifier::verify_vote`] checks except the pairing: domain, view, fields,
     /// membership, signature encoding. Returns the signer's key and the decoded signature.
     fn check_vote(&self, vote: &Vote) -> Result<(PublicKey, Signature), VerifyError> {
-        self.check_domain(vote.chain_id, vote.epoch)?;
-        if vote.view == 0 {
-            return Err(VerifyError::GenesisView);
-        }
+        self.check_domain(vote.chain_id, vote.epoch, vote.view)?;
         let nullify = vote.kind == VoteKind::Nullify;
         if nullify != (vote.height == 0) || nullify != (vote.block == [0u8; 32]) {
             return Err(VerifyError::BadVoteFields);
@@ -324,12 +331,14 @@ impl Verifier {
     /// Verifies a proposal: domain, leader, header sanity, limits, payload root, signature.
     pub fn verify_proposal(&self, proposal: Proposal) -> Result<VerifiedProposal, VerifyError> {
         let h = &proposal.header;
-        self.check_domain(h.chain_id, h.epoch)?;
-        if h.view == 0 {
-            return Err(VerifyError::GenesisView);
-        }
+        self.check_domain(h.chain_id, h.epoch, h.view)?;
         if h.height == 0 {
             return Err(VerifyError::BadHeader("height 0 is genesis"));
+        }
+        if h.height < self.schedule.first_height(h.epoch) {
+            return Err(VerifyError::BadHeader(
+                "height below its epoch's first height",
+            ));
         }
         if h.parent_view >= h.view {
             return Err(VerifyError::BadHeader("parent view must precede the view"));
@@ -338,7 +347,7 @@ impl Verifier {
             &self.validators,
             &self.genesis,
             self.chain_id,
-            self.epoch,
+            h.epoch,
             h.view,
         );
         if h.proposer != expected {
@@ -373,10 +382,7 @@ impl Verifier {
         &self,
         certificate: Certificate,
     ) -> Result<VerifiedCertificate, VerifyError> {
-        self.check_domain(certificate.chain_id, certificate.epoch)?;
-        if certificate.view == 0 {
-            return Err(VerifyError::GenesisView);
-        }
+        self.check_domain(certificate.chain_id, certificate.epoch, certificate.view)?;
         let nullification = certificate.kind == CertificateKind::Nullification;
         if nullification != (certificate.height == 0)
             || nullification != (certificate.block == [0u8; 32])

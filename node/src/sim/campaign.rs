@@ -143,6 +143,12 @@ pub fn run_one(cfg: &CampaignConfig, seed: u64) -> RunOutcome {
         store_write_failures: rng.gen_range(0.0..0.002),
         store_flush_failures: rng.gen_range(0.0..0.002),
         byzantine: byzantine.clone(),
+        // Half the runs cross epoch boundaries every few blocks.
+        epoch_length: if rng.gen_bool(0.5) {
+            0
+        } else {
+            rng.gen_range(2..=6)
+        },
         ..SimConfig::default()
     };
     let mut sim = Simulation::new(sim_cfg);

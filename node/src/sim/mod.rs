@@ -27,7 +27,7 @@ use byzantine::{outgoing, Context, Target};
 use checker::{ChainEntry, Observation, Violation};
 
 use crate::consensus::{
-    BlockLimits, CoreConfig, Evidence, Input, ProposalSlot, TimerKind, Verifier,
+    BlockLimits, CoreConfig, EpochSchedule, Evidence, Input, ProposalSlot, TimerKind, Verifier,
 };
 use crate::engine::{Engine, EngineError, Host, Published};
 use crate::signer::VoteSigner;
@@ -79,6 +79,9 @@ pub struct SimConfig {
     /// Probability, per event a node handles, that its store's next flush (fsync) fails; fatal
     /// in the same way.
     pub store_flush_failures: f64,
+    /// Blocks per epoch (0: one endless epoch). Every epoch has the same validators; at each
+    /// boundary every node moves to the next epoch's core (see [`crate::consensus::epoch`]).
+    pub epoch_length: u64,
 }
 
 impl Default for SimConfig {
@@ -98,6 +101,7 @@ impl Default for SimConfig {
             guard_failures: 0.0,
             store_write_failures: 0.0,
             store_flush_failures: 0.0,
+            epoch_length: 0,
         }
     }
 }
@@ -276,7 +280,14 @@ impl Simulation {
             ),
             profile_id: Profile::default().name(),
         };
-        let verifier = Verifier::new(validators.clone(), genesis, SIM_CHAIN_ID, 0, domain, limits);
+        let verifier = Verifier::new(
+            validators.clone(),
+            genesis,
+            SIM_CHAIN_ID,
+            EpochSchedule::new(cfg.epoch_length),
+            domain,
+            limits,
+        );
         let mut sim = Simulation {
             rng,
             now: 0,
@@ -365,6 +376,7 @@ impl Simulation {
         let cfg = CoreConfig {
             chain_id: SIM_CHAIN_ID,
             epoch: 0,
+            schedule: EpochSchedule::new(self.cfg.epoch_length),
             genesis: self.genesis,
             me: Some(validator as u32),
             block_time_us: self.cfg.block_time_us,

@@ -1,0 +1,138 @@
+//! Epochs: how the chain's heights and views divide into epochs (DESIGN.md §2, §6).
+//!
+//! With epoch length `L` blocks, epoch `e` decides heights `e·L + 1 ..= (e + 1)·L`; height
+//! `(e + 1)·L` is its **boundary block**. Epoch `e`'s views are numbered from `e·2^32 + 1` up to
+//! (not including) `(e + 1)·2^32 + 1`, so a view number names its epoch, views grow
+//! monotonically along the chain, and a validator's signing guard (which refuses to sign below
+//! its highest view) never lets it sign in an epoch it has left. A chain without epochs
+//! ([`EpochSchedule::SINGLE`]) runs epoch 0 for ever, over every view from 1.
+//!
+//! # Closing an epoch
+//!
+//! Epoch `e` ends when its boundary block is final, and epoch `e + 1` starts from that block at
+//! its first view. No block of epoch `e` above the boundary ever becomes part of the chain, but
+//! a Simplex chain finalizes a block either by a finalize quorum in its own view or through a
+//! finalized descendant: when the boundary block is notarized and its view then stalls
+//! (finalize votes short of a quorum, nullify votes too), only a descendant can finalize it.
+//! Leaders of epoch `e` therefore keep proposing above the boundary, but only **seals**: blocks
+//! without transactions that the core never commits. A finalized seal finalizes the boundary
+//! block beneath it, and the seals travel with the epoch's closing certificate so that a node
+//! syncing the boundary can check the hash links. (Commonware's simplex reaches the same end by
+//! re-proposing the boundary block in later views.)
+
+/// How many views each epoch numbers: epoch `e`'s views start at `e · VIEWS_PER_EPOCH + 1`.
+pub const VIEWS_PER_EPOCH: u64 = 1 << 32;
+
+/// Epochs of at most this number exist (so every epoch's view range fits in a `u64`).
+pub const MAX_EPOCH: u64 = u32::MAX as u64 - 1;
+
+/// The division of heights into epochs of a fixed length (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EpochSchedule {
+    /// Blocks per epoch; 0 for a single endless epoch.
+    length: u64,
+}
+
+impl EpochSchedule {
+    /// One epoch (0) for ever: every height and every view from 1 belongs to it.
+    pub const SINGLE: EpochSchedule = EpochSchedule { length: 0 };
+
+    /// Epochs of `length` blocks each; `length` 0 is [`EpochSchedule::SINGLE`].
+    pub const fn new(length: u64) -> EpochSchedule {
+        EpochSchedule { length }
+    }
+
+    /// Blocks per epoch, or `None` for a single endless epoch.
+    pub fn length(&self) -> Option<u64> {
+        (self.length != 0).then_some(self.length)
+    }
+
+    /// Whether `epoch` is an epoch of this schedule: 0 for [`EpochSchedule::SINGLE`], otherwise
+    /// any epoch up to [`MAX_EPOCH`].
+    pub fn contains(&self, epoch: u64) -> bool {
+        if self.length == 0 {
+            epoch == 0
+        } else {
+            epoch <= MAX_EPOCH
+        }
+    }
+
+    /// The epoch that decides `height` (genesis, height 0, counts as epoch 0).
+    pub fn epoch_of(&self, height: u64) -> u64 {
+        if self.length == 0 || height == 0 {
+            0
+        } else {
+            (height - 1) / self.length
+        }
+    }
+
+    /// The first height `epoch` decides.
+    pub fn first_height(&self, epoch: u64) -> u64 {
+        epoch.saturating_mul(self.length).saturating_add(1)
+    }
+
+    /// `epoch`'s boundary block height, its last height (`u64::MAX` without epochs).
+    pub fn last_height(&self, epoch: u64) -> u64 {
+        if self.length == 0 {
+            u64::MAX
+        } else {
+            epoch.saturating_add(1).saturating_mul(self.length)
+        }
+    }
+
+    /// `epoch`'s first view.
+    pub fn first_view(&self, epoch: u64) -> u64 {
+        if self.length == 0 {
+            1
+        } else {
+            epoch.saturating_mul(VIEWS_PER_EPOCH).saturating_add(1)
+        }
+    }
+
+    /// The first view after `epoch`'s views (`u64::MAX` without epochs).
+    pub fn view_end(&self, epoch: u64) -> u64 {
+        if self.length == 0 {
+            u64::MAX
+        } else {
+            self.first_view(epoch.saturating_add(1))
+        }
+    }
+
+    /// Whether `view` is one of `epoch`'s views.
+    pub fn holds_view(&self, epoch: u64, view: u64) -> bool {
+        view >= self.first_view(epoch) && view < self.view_end(epoch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heights_and_views_divide_into_epochs() {
+        let s = EpochSchedule::new(10);
+        assert_eq!(s.epoch_of(0), 0);
+        assert_eq!(s.epoch_of(1), 0);
+        assert_eq!(s.epoch_of(10), 0);
+        assert_eq!(s.epoch_of(11), 1);
+        assert_eq!((s.first_height(1), s.last_height(1)), (11, 20));
+        assert_eq!(s.first_view(0), 1);
+        assert_eq!(s.first_view(2), 2 * VIEWS_PER_EPOCH + 1);
+        assert!(s.holds_view(1, VIEWS_PER_EPOCH + 1));
+        assert!(!s.holds_view(1, VIEWS_PER_EPOCH));
+        assert!(!s.holds_view(1, 2 * VIEWS_PER_EPOCH + 1));
+        assert!(s.contains(MAX_EPOCH) && !s.contains(MAX_EPOCH + 1));
+        assert!(s.view_end(MAX_EPOCH) > s.first_view(MAX_EPOCH));
+    }
+
+    #[test]
+    fn a_single_epoch_holds_every_height_and_view() {
+        let s = EpochSchedule::SINGLE;
+        assert_eq!(s.length(), None);
+        assert_eq!(s.epoch_of(u64::MAX), 0);
+        assert_eq!(s.last_height(0), u64::MAX);
+        assert!(s.holds_view(0, 1) && s.holds_view(0, u64::MAX - 1));
+        assert!(!s.holds_view(0, 0));
+        assert!(s.contains(0) && !s.contains(1));
+    }
+}
