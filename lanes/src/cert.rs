@@ -281,6 +281,15 @@ impl CertPolicy {
         })
     }
 
+    /// This policy carried into `epoch`: the same profile, validator set, bundle size and keys
+    /// (a chain whose validator set and keys did not change at the epoch boundary).
+    pub fn with_epoch(&self, epoch: u64) -> CertPolicy {
+        CertPolicy {
+            epoch,
+            ..self.clone()
+        }
+    }
+
     /// The chain.
     pub fn chain_id(&self) -> u64 {
         self.chain_id

@@ -176,7 +176,9 @@ async fn status(State(shared): State<AppState>) -> Json<Value> {
         "height": shared.height.load(Ordering::Relaxed),
         "finalized_height": shared.finalized_height.load(Ordering::Relaxed),
         "view": shared.view.load(Ordering::Relaxed),
-        "epoch": shared.epoch,
+        "epoch": shared
+            .schedule
+            .epoch_of(shared.finalized_height.load(Ordering::Relaxed).saturating_add(1)),
         "peers": shared.network.connected_peers(),
         "mempool": mempool,
         "chain_id": shared.chain_id,

@@ -13,6 +13,7 @@
 //! - `node.toml` says where this node keeps its data, which key directory and genesis it uses,
 //!   where it listens, and where its peers are.
 
+use crate::consensus::EpochSchedule;
 use quasar_crypto::bls::{ProofOfPossession, SecretKey};
 use quasar_crypto::bls_cache::PublicKeyCache;
 use quasar_crypto::corona::scheme::GroupKey as CoronaGroupKey;
@@ -500,6 +501,11 @@ pub struct GenesisFile {
     /// Blocks per bundle of the post-quantum legs (1 ≤ k ≤ 1024; default 16; `fast` uses 1).
     #[serde(default = "default_bundle_size")]
     pub bundle_size: u64,
+    /// Blocks per epoch (default 7,200: an hour at 500 ms blocks; 0 runs one endless epoch). A
+    /// multiple of `bundle_size` (no bundle crosses an epoch boundary) unless the profile is
+    /// `fast`. Every epoch has this genesis's validator set and keys.
+    #[serde(default = "default_epoch_length")]
+    pub epoch_length: u64,
     /// Epoch 0's Corona group key, hex (4,640 bytes), for profiles with a Corona leg.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub corona_group_key: Option<String>,
@@ -522,6 +528,13 @@ pub const DEFAULT_BUNDLE_SIZE: u64 = 16;
 
 fn default_bundle_size() -> u64 {
     DEFAULT_BUNDLE_SIZE
+}
+
+/// Default blocks per epoch.
+pub const DEFAULT_EPOCH_LENGTH: u64 = 7_200;
+
+fn default_epoch_length() -> u64 {
+    DEFAULT_EPOCH_LENGTH
 }
 
 /// A checked genesis.
@@ -554,6 +567,11 @@ pub struct Genesis {
 }
 
 impl Genesis {
+    /// How the chain divides into epochs.
+    pub fn schedule(&self) -> EpochSchedule {
+        EpochSchedule::new(self.file.epoch_length)
+    }
+
     /// The validators as the Groth16 rollup sees them: expanded ML-DSA-65 keys and stakes, in
     /// index order. Errors: [`ConfigError::Invalid`] naming a key that does not expand.
     pub fn rollup_validators(&self) -> Result<Vec<RollupValidator>, ConfigError> {
@@ -642,6 +660,7 @@ impl GenesisFile {
                 .collect(),
             profile: default_profile(),
             bundle_size: DEFAULT_BUNDLE_SIZE,
+            epoch_length: DEFAULT_EPOCH_LENGTH,
             corona_group_key: None,
             pulsar_group_key: None,
             rollup_verifying_key: None,
@@ -649,10 +668,12 @@ impl GenesisFile {
     }
 
     /// Checks every key and proof of possession and computes the genesis hash:
-    /// `tagged_hash("QUASAR-GENESIS-v1", [chain_id, genesis_time_us, profile name, then per
+    /// `tagged_hash("QUASAR-GENESIS-v1", [chain_id, genesis_time_us, profile name, bundle_size,
+    /// epoch_length, the Corona, Pulsar and rollup keys (empty when absent), then per
     /// validator: BLS public key, ML-DSA-65 public key, SLH-DSA-SHAKE-192f public key, TLS
-    /// certificate, stake])`. Errors: [`ConfigError::Invalid`] for an unknown profile, or naming
-    /// the validator (a repeated name, a bad
+    /// certificate, stake])`. Errors: [`ConfigError::Invalid`] for an unknown profile, a
+    /// bundle size outside 1..=1024, an epoch length that is not a multiple of the bundle size,
+    /// or naming the validator (a repeated name, a bad
     /// BLS key or proof of possession, an ML-DSA-65 key that is not 1952 bytes or repeats another
     /// validator's, an SLH-DSA key that is not 48 bytes or repeats another validator's, a bad or
     /// repeated TLS certificate) or the validator set.
@@ -679,6 +700,13 @@ impl GenesisFile {
                 quasar_wire::MAX_BUNDLE
             )));
         }
+        if profile != Profile::Fast && !self.epoch_length.is_multiple_of(self.bundle_size) {
+            return Err(ConfigError::Invalid(format!(
+                "genesis epoch_length {} is not a multiple of bundle_size {}: a bundle would \
+                 cross an epoch boundary",
+                self.epoch_length, self.bundle_size
+            )));
+        }
         let optional = |field: &str, value: &Option<String>| -> Result<Vec<u8>, ConfigError> {
             value
                 .as_deref()
@@ -692,6 +720,7 @@ impl GenesisFile {
             self.genesis_time_us.to_le_bytes().to_vec(),
             profile.name().into_bytes(),
             self.bundle_size.to_le_bytes().to_vec(),
+            self.epoch_length.to_le_bytes().to_vec(),
             corona_bytes.clone(),
             pulsar_bytes.clone(),
             rollup_bytes.clone(),
@@ -1141,6 +1170,28 @@ mod tests {
             repeated.contains("validator 1 (v1): SLH-DSA public key repeats"),
             "{repeated}"
         );
+    }
+
+    #[test]
+    fn genesis_epochs_hold_whole_bundles_and_bind_into_the_hash() {
+        let (_dir, _keys, genesis) = two_validators();
+        let checked = genesis.clone().check().unwrap();
+        assert_eq!(checked.schedule().length(), Some(DEFAULT_EPOCH_LENGTH));
+        let with = |epoch_length: u64, profile: &str| GenesisFile {
+            epoch_length,
+            profile: profile.into(),
+            ..genesis.clone()
+        };
+        let error = with(40, "quasar").check().unwrap_err().to_string();
+        assert!(
+            error.contains("not a multiple of bundle_size 16"),
+            "{error}"
+        );
+        let fast = with(40, "fast").check().unwrap();
+        assert_eq!(fast.schedule().epoch_of(41), 1);
+        let single = with(0, "quasar").check().unwrap();
+        assert_eq!(single.schedule().length(), None);
+        assert_ne!(with(32, "quasar").check().unwrap().hash, checked.hash);
     }
 
     #[test]

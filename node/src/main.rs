@@ -116,6 +116,9 @@ enum Command {
         /// and gigabytes of memory).
         #[arg(long, default_value_t = 1)]
         rollup_provers: usize,
+        /// Blocks per epoch (default 7200; a multiple of the bundle size, 16).
+        #[arg(long)]
+        epoch_length: Option<u64>,
     },
     /// Generate Groth16 keys of the ML-DSA-65 rollup for N validators and T signatures per
     /// proof into DIR (rollup.pk, rollup.vk.json). A single-party setup: fine for testnets, not
@@ -373,6 +376,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             profile,
             rollup_setup,
             rollup_provers,
+            epoch_length,
         } => {
             let binary = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
             let opts = TestnetOptions {
@@ -385,6 +389,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 profile,
                 rollup_setup,
                 rollup_provers,
+                epoch_length,
             };
             let report = runtime()?.block_on(async {
                 tokio::select! {

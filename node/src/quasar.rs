@@ -6,8 +6,9 @@
 //! With bundle size k (the epoch policy's, 1 under `fast`), heights (j·k, (j+1)·k] form bundle
 //! j+1; the block at height (j+1)·k closes it. Each finalized block's round digest μ is computed
 //! with its own view (a finalize vote is cast in the view of the block it finalizes), so every
-//! node derives the same bundle from the same finalized chain. A bundle that the epoch's end cuts
-//! short is not built yet (epochs are a later part of issue 8).
+//! node derives the same bundle from the same finalized chain. The epoch length is a multiple of
+//! k, so no bundle crosses an epoch boundary; each bundle is certified under its epoch's policy
+//! (μ and the QuasarCert header name that epoch).
 //!
 //! # Legs
 //!
@@ -40,6 +41,8 @@ use quasar_lanes::cert::{
     Profile,
 };
 use quasar_lanes::LaneError;
+
+use crate::consensus::EpochSchedule;
 use quasar_wire::{Certificate, CertificateKind, LegKind, QuasarCert};
 
 /// Most bundles waiting for legs at once.
@@ -154,12 +157,18 @@ pub enum BundleStatus {
     Unknown,
 }
 
+/// Epochs whose carried-over policy the tracker keeps (waiting bundles span at most two).
+const POLICY_CACHE: usize = 4;
+
 /// Abandoned bundles remembered for [`QuasarTracker::status`].
 const ABANDONED_MEMORY: usize = 1024;
 
 /// The tracker (module docs). Pure: no I/O, no clock (times come in as arguments).
 pub struct QuasarTracker {
     policy: Result<Arc<CertPolicy>, String>,
+    schedule: EpochSchedule,
+    /// `policy` carried into the recent epochs it was asked for (at most [`POLICY_CACHE`]).
+    epoch_policies: BTreeMap<u64, Arc<CertPolicy>>,
     profile: Profile,
     bundle_size: u64,
     verifier: Arc<CertVerifier>,
@@ -170,12 +179,16 @@ pub struct QuasarTracker {
 }
 
 impl QuasarTracker {
-    /// A tracker for the epoch's `policy`, or for a profile whose keys are missing
+    /// A tracker for the chain's `policy`, or for a profile whose keys are missing
     /// (`Err(reason)`; the profile and the genesis `bundle_size` still give the bundles): it
     /// then tracks nothing and every leg is refused with [`LegRefused::Unavailable`]. Under
-    /// `fast` bundles are one block whatever `bundle_size` says.
+    /// `fast` bundles are one block whatever `bundle_size` says. Each bundle is certified under
+    /// `policy` carried into the epoch that decides it (`schedule`; the validator set and keys
+    /// stay the same); bundles never cross an epoch boundary (the genesis checks that the
+    /// epoch length is a multiple of the bundle size).
     pub fn new(
         policy: Result<Arc<CertPolicy>, String>,
+        schedule: EpochSchedule,
         profile: Profile,
         bundle_size: u64,
         verifier: Arc<CertVerifier>,
@@ -186,6 +199,8 @@ impl QuasarTracker {
         };
         QuasarTracker {
             policy,
+            schedule,
+            epoch_policies: BTreeMap::new(),
             profile,
             bundle_size,
             verifier,
@@ -193,6 +208,24 @@ impl QuasarTracker {
             pending: BTreeMap::new(),
             abandoned: BTreeMap::new(),
         }
+    }
+
+    /// The policy of the epoch that decides `height`, or why there is none.
+    fn policy_at(&mut self, height: u64) -> Result<Arc<CertPolicy>, String> {
+        let base = self.policy.clone()?;
+        let epoch = self.schedule.epoch_of(height);
+        if base.epoch() == epoch || self.schedule.length().is_none() {
+            return Ok(base);
+        }
+        if let Some(policy) = self.epoch_policies.get(&epoch) {
+            return Ok(policy.clone());
+        }
+        let policy = Arc::new(base.with_epoch(epoch));
+        self.epoch_policies.insert(epoch, policy.clone());
+        while self.epoch_policies.len() > POLICY_CACHE {
+            self.epoch_policies.pop_first();
+        }
+        Ok(policy)
     }
 
     /// The bundle size.
@@ -228,7 +261,7 @@ impl QuasarTracker {
     /// bundle, the bundle starts waiting for its legs; the BLS leg is taken from the block's own
     /// finalization when this node holds it. Returns what completed.
     pub fn on_finalized(&mut self, block: &FinalizedInfo<'_>) -> Vec<QuasarEvent> {
-        let Ok(policy) = self.policy.clone() else {
+        let Ok(policy) = self.policy_at(block.height) else {
             return Vec::new();
         };
         let mu = policy.round_digest(block.height, block.view, &block.hash);
@@ -303,7 +336,7 @@ impl QuasarTracker {
         kind: LegKind,
         body: Vec<u8>,
     ) -> Result<Option<QuasarEvent>, LegRefused> {
-        let policy = self.policy.clone().map_err(LegRefused::Unavailable)?;
+        let policy = self.policy_at(height).map_err(LegRefused::Unavailable)?;
         if !self.profile.legs().contains(&kind) {
             return Err(LegRefused::NotInProfile(kind));
         }
@@ -391,7 +424,7 @@ impl QuasarTracker {
 
     /// Assembles and verifies the certificate of `height` if every leg is present.
     fn try_complete(&mut self, height: u64) -> Result<Option<QuasarEvent>, LegRefused> {
-        let policy = self.policy.clone().map_err(LegRefused::Unavailable)?;
+        let policy = self.policy_at(height).map_err(LegRefused::Unavailable)?;
         let Some(p) = self.pending.get(&height) else {
             return Ok(None);
         };

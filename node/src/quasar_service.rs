@@ -316,6 +316,7 @@ impl Service<'_> {
             } = &event
             {
                 let (height, digest) = (*height, *bundle_digest);
+                self.prune_sessions(height);
                 self.closed = self.closed.max(height);
                 self.closed_at.insert(height, now_us());
                 while self.closed_at.len() > MAX_PENDING_BUNDLES + MAX_EARLY_BUNDLES as usize {
@@ -619,7 +620,7 @@ impl Service<'_> {
     fn broadcast(&self, height: u64, kind: LaneKind, leg: u8, session: [u8; 32], payload: Vec<u8>) {
         let message = Message::Lane(LaneMessage {
             chain_id: self.shared.chain_id,
-            epoch: self.shared.epoch,
+            epoch: self.shared.schedule.epoch_of(height),
             height,
             sender: self.me.index,
             kind,
@@ -645,7 +646,7 @@ impl Service<'_> {
         let height = message.height;
         if message.sender != from
             || message.chain_id != self.shared.chain_id
-            || message.epoch != self.shared.epoch
+            || message.epoch != self.shared.schedule.epoch_of(height)
         {
             self.shared.metrics.invalid_messages.inc();
             tracing::debug!(
@@ -705,8 +706,8 @@ impl Service<'_> {
 
     /// A certificate from sync: its legs go through [`Service::lane`] as the serving peer's
     /// `Leg` messages (held when this node has not closed the bundle yet, verified one by one
-    /// against this epoch's keys, blamed on the peer when bad); a certificate of another chain
-    /// or epoch is refused there.
+    /// against its epoch's keys, blamed on the peer when bad); a certificate of another chain, or
+    /// naming an epoch that does not decide its height, is refused there.
     fn synced(&mut self, from: u32, certificate: QuasarCert) -> Vec<QuasarEvent> {
         let QuasarCert {
             chain_id,
@@ -819,6 +820,25 @@ fn add_sample(samples: &LegSamples, leg: LegKind, ms: f64) {
             recent.pop_front();
         }
         recent.push_back(ms);
+    }
+}
+
+impl Service<'_> {
+    /// When the bundle closing at `height` ends an epoch, forgets the signing-session claims of
+    /// the epochs that the next one leaves past retention
+    /// ([`crate::consensus::epoch::RETAINED_EPOCHS`]).
+    fn prune_sessions(&self, height: u64) {
+        let schedule = self.shared.schedule;
+        let epoch = schedule.epoch_of(height);
+        if schedule.length().is_none() || height != schedule.last_height(epoch) {
+            return;
+        }
+        let below = schedule.retained_from(epoch + 1);
+        match self.shared.store.prune_sessions(below) {
+            Ok(0) => {}
+            Ok(removed) => tracing::debug!(below, removed, "pruned signing-session claims"),
+            Err(error) => tracing::warn!(below, %error, "could not prune signing-session claims"),
+        }
     }
 }
 

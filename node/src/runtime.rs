@@ -90,8 +90,9 @@ pub struct Shared {
     pub validator: u32,
     /// Chain id.
     pub chain_id: u64,
-    /// Current epoch.
-    pub epoch: u64,
+    /// How the chain divides into epochs (the current one decides the height above the
+    /// finalized tip).
+    pub schedule: EpochSchedule,
     /// Current view.
     pub view: AtomicU64,
     /// Finalized height.
@@ -219,14 +220,14 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         validators.clone(),
         genesis.hash,
         chain_id,
-        EpochSchedule::SINGLE,
+        genesis.schedule(),
         genesis.domain(),
         limits,
     );
     let core_cfg = CoreConfig {
         chain_id,
         epoch: 0,
-        schedule: EpochSchedule::SINGLE,
+        schedule: genesis.schedule(),
         genesis: genesis.hash,
         me: Some(me),
         block_time_us: cfg.block_time_ms * 1000,
@@ -310,6 +311,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     );
     let tracker = QuasarTracker::new(
         policy,
+        genesis.schedule(),
         genesis.profile,
         genesis.file.bundle_size,
         cert_verifier,
@@ -319,7 +321,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     let shared = Arc::new(Shared {
         validator: me,
         chain_id,
-        epoch: 0,
+        schedule: genesis.schedule(),
         view: AtomicU64::new(tip.view),
         finalized_height: AtomicU64::new(tip.height),
         height: AtomicU64::new(tip.height),

@@ -246,6 +246,9 @@ pub struct TestnetOptions {
     /// How many validators prove the rollup leg (default 1; each proof takes minutes of every
     /// core and gigabytes of memory).
     pub rollup_provers: usize,
+    /// Blocks per epoch written into the genesis (`None`: the genesis default,
+    /// [`crate::config::DEFAULT_EPOCH_LENGTH`]).
+    pub epoch_length: Option<u64>,
 }
 
 impl TestnetOptions {
@@ -262,6 +265,7 @@ impl TestnetOptions {
             profile: Profile::default(),
             rollup_setup: None,
             rollup_provers: 1,
+            epoch_length: None,
         }
     }
 
@@ -591,6 +595,19 @@ impl Testnet {
             children: Mutex::new((0..validators).map(|_| None).collect()),
             http,
         })
+    }
+
+    /// Sets the genesis epoch length to `blocks` (before the validators start). Errors: a
+    /// length the genesis refuses (not a multiple of the bundle size), files.
+    pub fn set_epoch_length(&self, blocks: u64) -> Result<(), TestnetError> {
+        let path = self.dir.join(GENESIS_FILE);
+        let genesis = GenesisFile {
+            epoch_length: blocks,
+            ..GenesisFile::load(&path)?
+        };
+        genesis.clone().check()?;
+        genesis.save(&path)?;
+        Ok(())
     }
 
     /// Gives the network a Groth16 rollup before it starts: the verifying key of `setup` (a
@@ -1157,6 +1174,9 @@ impl Submissions {
 async fn run_in(dir: &Path, opts: &TestnetOptions) -> Result<TestnetReport, TestnetError> {
     let mut net =
         Testnet::create_with_profile(dir, opts.validators, opts.block_time_ms, opts.profile)?;
+    if let Some(blocks) = opts.epoch_length {
+        net.set_epoch_length(blocks)?;
+    }
     if let Some(setup) = &opts.rollup_setup {
         net.add_rollup(setup, opts.rollup_provers)?;
     }

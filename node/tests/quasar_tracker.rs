@@ -8,10 +8,11 @@ use std::sync::Arc;
 use quasar_crypto::hash::Hash;
 use quasar_lanes::cert::{bundle_digest, CertVerifier, Profile, BLS_SIGNATURE_LEN};
 use quasar_lanes::cert_fixture::{Fixture, FixtureConfig};
+use quasar_node::consensus::EpochSchedule;
 use quasar_node::quasar::{
     BundleStatus, FinalizedInfo, LegRefused, QuasarEvent, QuasarTracker, MAX_PENDING_BUNDLES,
 };
-use quasar_wire::{Certificate, CertificateKind, LegKind};
+use quasar_wire::{decode, Certificate, CertificateKind, LegKind, MessageRef};
 
 fn fixture(profile: Profile, bundle_size: usize) -> Fixture {
     Fixture::new(FixtureConfig {
@@ -22,8 +23,13 @@ fn fixture(profile: Profile, bundle_size: usize) -> Fixture {
 }
 
 fn tracker(f: &Fixture) -> QuasarTracker {
+    tracker_with(f, EpochSchedule::SINGLE)
+}
+
+fn tracker_with(f: &Fixture, schedule: EpochSchedule) -> QuasarTracker {
     let t = QuasarTracker::new(
         Ok(Arc::new(f.policy().clone())),
+        schedule,
         f.policy().profile(),
         f.policy().bundle_size() as u64,
         Arc::new(CertVerifier::new(2).unwrap()),
@@ -38,15 +44,21 @@ fn block_hash(height: u64) -> Hash {
 
 /// The finalization certificate of `height` (view = height + 1) signed by the fixture's quorum.
 fn own_finalization(f: &mut Fixture, height: u64) -> Certificate {
+    own_finalization_in(f, height, f.policy().epoch())
+}
+
+/// [`own_finalization`] in `epoch`.
+fn own_finalization_in(f: &mut Fixture, height: u64, epoch: u64) -> Certificate {
     let mu = f
         .policy()
+        .with_epoch(epoch)
         .round_digest(height, height + 1, &block_hash(height));
     let body = f.leg(LegKind::Bls, &mu, &[0; 32]).unwrap();
     let (signature, bitmap) = body.split_at(BLS_SIGNATURE_LEN);
     Certificate {
         kind: CertificateKind::Finalization,
         chain_id: f.policy().chain_id(),
-        epoch: f.policy().epoch(),
+        epoch,
         view: height + 1,
         height,
         block: block_hash(height),
@@ -95,6 +107,37 @@ fn under_fast_every_block_with_its_own_finalization_is_certified_at_once() {
         assert_eq!(*h, height);
         assert_eq!(report.block, block_hash(height));
         assert_eq!(t.status(height), BundleStatus::Unknown);
+    }
+}
+
+#[test]
+fn each_bundle_is_certified_under_the_epoch_that_decides_it() {
+    let mut f = fixture(Profile::Fast, 1);
+    let schedule = EpochSchedule::new(2);
+    let mut t = tracker_with(&f, schedule);
+    for height in 1..=5 {
+        let epoch = schedule.epoch_of(height);
+        if epoch > 0 {
+            // A finalization signed over another epoch's μ gives no BLS leg.
+            let stale = own_finalization_in(&mut f, height, epoch - 1);
+            let mut other = tracker_with(&f, schedule);
+            let events = finalize(&mut other, height, &stale, 0);
+            assert!(
+                !events
+                    .iter()
+                    .any(|e| matches!(e, QuasarEvent::Certified { .. })),
+                "height {height}: {events:?}"
+            );
+        }
+        let cert = own_finalization_in(&mut f, height, epoch);
+        let events = finalize(&mut t, height, &cert, 0);
+        let Some(QuasarEvent::Certified { certificate, .. }) = events.last() else {
+            panic!("height {height}: {events:?}");
+        };
+        let Ok(MessageRef::QuasarCert(c)) = decode(certificate) else {
+            panic!("a QuasarCert");
+        };
+        assert_eq!((c.height(), c.epoch()), (height, epoch));
     }
 }
 
@@ -233,6 +276,7 @@ fn without_the_profile_keys_every_leg_is_refused() {
     let f = fixture(Profile::Fast, 1);
     let mut t = QuasarTracker::new(
         Err("no Corona group key in genesis".into()),
+        EpochSchedule::SINGLE,
         Profile::Quasar,
         16,
         Arc::new(CertVerifier::new(1).unwrap()),

@@ -58,6 +58,7 @@ enum Operation {
     PutEvidence(EvidenceRecord),
     PutQuasarCert(u64, Vec<u8>),
     ClaimSession(u64, Hash),
+    PruneSessions(u64),
 }
 
 impl Operation {
@@ -75,6 +76,7 @@ impl Operation {
                 store.put_quasar_cert(*height, bytes).map(|_| ())
             }
             Operation::ClaimSession(height, id) => store.claim_session(*height, id).map(|_| ()),
+            Operation::PruneSessions(below) => store.prune_sessions(*below).map(|_| ()),
         }
     }
 }
@@ -307,5 +309,11 @@ impl Store for SimStore {
 
     fn quasar_tip(&self) -> Result<Option<u64>, StoreError> {
         self.disk().live.quasar_tip()
+    }
+
+    fn prune_sessions(&self, below_height: u64) -> Result<u64, StoreError> {
+        self.write(Operation::PruneSessions(below_height), |s| {
+            s.prune_sessions(below_height)
+        })
     }
 }

@@ -17,6 +17,7 @@
 //! | `evidence` | view (u64 BE) ‖ signer (u32 BE) ‖ kind | an [`EvidenceRecord`] (see [`crate::evidence`]) |
 //! | `quasar`  | height (u64 BE)     | verified QuasarCert of the bundle that ends at that height |
 //! | `sessions` | height (u64 BE) ‖ session id (32 B) | empty: a threshold-signing session this validator took part in |
+//! | `meta`    | `sessions_floor`    | claims below this height (u64 BE) are pruned and refused |
 //!
 //! # Guarantees
 //!
@@ -28,8 +29,9 @@
 //! - Durability: sled makes writes durable on [`Store::flush`] (and periodically in the background).
 //!   The signing guard does *not* rely on this; see [`crate::guard`].
 //!
-//! Equivocation evidence is a bounded log of its own, described in [`crate::evidence`]. Epochs
-//! and pruning (DESIGN.md §6) are not implemented yet.
+//! Equivocation evidence is a bounded log of its own, described in [`crate::evidence`]. Session
+//! claims are pruned by epoch ([`Store::prune_sessions`]); blocks, their certificates and
+//! QuasarCerts are kept (pruning them needs the epoch-transition sync of a later change).
 
 use std::path::Path;
 
@@ -44,6 +46,9 @@ const FINALIZED_KEY: &[u8] = b"finalized";
 
 /// Key of the genesis hash the store is bound to, in the `meta` tree.
 const GENESIS_KEY: &[u8] = b"genesis";
+
+/// Key of the pruned line of the `sessions` tree (u64 BE), in the `meta` tree.
+const SESSIONS_FLOOR_KEY: &[u8] = b"sessions_floor";
 
 fn view_key(view: u64, kind: u8) -> [u8; 9] {
     let mut key = [0u8; 9];
@@ -211,8 +216,15 @@ pub trait Store: Send + Sync {
     /// Records that this validator takes part in threshold-signing session `session` of the
     /// bundle closing at `height` (a party must never answer two sessions with one id, even
     /// across a restart): `true` the first time, `false` when it was recorded before (nothing
-    /// written). Flush before sending anything of the session.
+    /// written, and always for a height below the pruned line of [`Store::prune_sessions`]).
+    /// Flush before sending anything of the session.
     fn claim_session(&self, height: u64, session: &Hash) -> Result<bool, StoreError>;
+
+    /// Forgets the session claims of bundles closing below `below_height` (their epochs are
+    /// past retention) and refuses every later claim below that line, so no session id is
+    /// ever answered twice. Returns how many claims were removed. A lower line than an earlier
+    /// call's changes nothing.
+    fn prune_sessions(&self, below_height: u64) -> Result<u64, StoreError>;
 }
 
 /// [`Store`] on a sled database (see the module docs for the layout).
@@ -509,9 +521,38 @@ impl Store for SledStore {
         let (h, id) = key.split_at_mut(8);
         h.copy_from_slice(&height.to_be_bytes());
         id.copy_from_slice(session);
+        if height < self.sessions_floor()? {
+            return Ok(false);
+        }
         let stored = self
             .sessions
             .compare_and_swap(key, None::<&[u8]>, Some(&[][..]))?;
         Ok(stored.is_ok())
+    }
+
+    fn prune_sessions(&self, below_height: u64) -> Result<u64, StoreError> {
+        if below_height <= self.sessions_floor()? {
+            return Ok(0);
+        }
+        // The line first, so a crash between the two steps still refuses the pruned heights.
+        self.meta
+            .insert(SESSIONS_FLOOR_KEY, &below_height.to_be_bytes())?;
+        let mut removed = 0;
+        for entry in self.sessions.range(..below_height.to_be_bytes().to_vec()) {
+            let (key, _) = entry?;
+            self.sessions.remove(key)?;
+            removed += 1;
+        }
+        Ok(removed)
+    }
+}
+
+impl SledStore {
+    /// The pruned line of the `sessions` tree (0 when nothing was pruned).
+    fn sessions_floor(&self) -> Result<u64, StoreError> {
+        match self.meta.get(SESSIONS_FLOOR_KEY)? {
+            Some(value) => decode_height(&value, "sessions floor"),
+            None => Ok(0),
+        }
     }
 }

@@ -255,3 +255,27 @@ fn a_session_is_claimed_once_even_across_a_restart() {
     assert!(!store.claim_session(8, &[1; 32]).unwrap());
     assert!(store.claim_session(8, &[2; 32]).unwrap());
 }
+
+#[test]
+fn pruned_sessions_are_forgotten_and_never_claimed_again() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        for height in [4, 8, 12] {
+            assert!(store.claim_session(height, &[1; 32]).unwrap());
+        }
+        assert_eq!(store.prune_sessions(9).unwrap(), 2);
+        assert_eq!(
+            store.prune_sessions(5).unwrap(),
+            0,
+            "a lower line changes nothing"
+        );
+        store.flush().unwrap();
+    }
+    let store = SledStore::open(dir.path()).unwrap();
+    // Below the line every claim is refused, new ids included; above it claims stand.
+    assert!(!store.claim_session(4, &[1; 32]).unwrap());
+    assert!(!store.claim_session(8, &[9; 32]).unwrap());
+    assert!(!store.claim_session(12, &[1; 32]).unwrap());
+    assert!(store.claim_session(12, &[2; 32]).unwrap());
+}

@@ -20,6 +20,10 @@
 //! syncing the boundary can check the hash links. (Commonware's simplex reaches the same end by
 //! re-proposing the boundary block in later views.)
 
+/// Epochs of history a validator keeps (DESIGN.md §6): once epoch `e` starts, what only
+/// epochs before `e + 1 - RETAINED_EPOCHS` needed is pruned.
+pub const RETAINED_EPOCHS: u64 = 6;
+
 /// How many views each epoch numbers: epoch `e`'s views start at `e · VIEWS_PER_EPOCH + 1`.
 pub const VIEWS_PER_EPOCH: u64 = 1 << 32;
 
@@ -98,6 +102,16 @@ impl EpochSchedule {
         }
     }
 
+    /// The first height still retained while `epoch` runs: the first height of the oldest of
+    /// the last [`RETAINED_EPOCHS`] epochs (1 without epochs: nothing is pruned).
+    pub fn retained_from(&self, epoch: u64) -> u64 {
+        if self.length == 0 {
+            1
+        } else {
+            self.first_height((epoch + 1).saturating_sub(RETAINED_EPOCHS))
+        }
+    }
+
     /// Whether `view` is one of `epoch`'s views.
     pub fn holds_view(&self, epoch: u64, view: u64) -> bool {
         view >= self.first_view(epoch) && view < self.view_end(epoch)
@@ -123,6 +137,13 @@ mod tests {
         assert!(!s.holds_view(1, 2 * VIEWS_PER_EPOCH + 1));
         assert!(s.contains(MAX_EPOCH) && !s.contains(MAX_EPOCH + 1));
         assert!(s.view_end(MAX_EPOCH) > s.first_view(MAX_EPOCH));
+        assert_eq!(s.retained_from(5), 1, "six epochs, 0 to 5");
+        assert_eq!(
+            s.retained_from(6),
+            11,
+            "epoch 0 is past retention once epoch 6 runs"
+        );
+        assert_eq!(EpochSchedule::SINGLE.retained_from(0), 1);
     }
 
     #[test]

@@ -39,6 +39,15 @@
 //! nullified; (3) a block of a later view must name a certified parent with every view in between
 //! nullified, so it descends from `B`. Two finalized blocks therefore never conflict.
 //!
+//! # Epochs
+//!
+//! A core runs one epoch ([`epoch`]): it accepts only that epoch's messages and views, decides
+//! heights up to the epoch's boundary block, proposes only transaction-free seals above it, and
+//! reports [`Action::EpochEnded`] once the boundary is final. The next epoch's core starts from
+//! the boundary block as its finalized tip. Views of different epochs never overlap and every
+//! vote signs its epoch, so the argument above holds within each epoch, and the boundary block,
+//! final in its own epoch, is the one tip every next-epoch core starts from.
+//!
 //! # Purity
 //!
 //! [`Core`] performs no I/O and reads no clock: inputs are verified messages and timer expiries,
