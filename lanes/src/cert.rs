@@ -49,7 +49,7 @@
 //! gives each leg's wall time, for the node's per-leg latency histograms.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ark_bls12_381::Fr;
@@ -232,7 +232,9 @@ pub struct CertPolicy {
     profile: Profile,
     domain: EpochDomain,
     bundle_size: usize,
-    keys: EpochKeys,
+    /// Shared by the policies one policy is carried into ([`CertPolicy::with_epoch`]): a
+    /// Corona group key alone takes over a megabyte in memory.
+    keys: Arc<EpochKeys>,
 }
 
 impl CertPolicy {
@@ -277,12 +279,13 @@ impl CertPolicy {
                 profile_id: profile.name(),
             },
             bundle_size,
-            keys,
+            keys: Arc::new(keys),
         })
     }
 
     /// This policy carried into `epoch`: the same profile, validator set, bundle size and keys
-    /// (a chain whose validator set and keys did not change at the epoch boundary).
+    /// (a chain whose validator set and keys did not change at the epoch boundary). The keys
+    /// are shared, not copied.
     pub fn with_epoch(&self, epoch: u64) -> CertPolicy {
         CertPolicy {
             epoch,
