@@ -9,7 +9,8 @@
 //! # How a bundle is signed
 //!
 //! - Party p of the threshold key is validator p: a key of n parties serves a set of n
-//!   validators.
+//!   validators; or, for a committee ([`Ceremony::with_members`]: a Pulsar key of at most 6
+//!   parties serving a larger set), party p is the committee's p-th member.
 //! - Attempt a of the bundle closing at height h uses the signing set of t consecutive parties
 //!   starting at (h / k + a) mod n (k the bundle size), so consecutive bundles and consecutive
 //!   attempts rotate the set, and a set with an offline member is left behind by the next
@@ -166,8 +167,8 @@ pub enum Action {
     Blame {
         /// The bundle's closing height.
         height: u64,
-        /// The party (= validator index).
-        party: u16,
+        /// The party's validator index.
+        validator: u32,
         /// What it did.
         reason: String,
     },
@@ -229,6 +230,8 @@ struct Bundle<St> {
 /// The ceremonies of one scheme for the bundles the caller keeps (module docs).
 pub struct Ceremony<S: Scheme> {
     scheme: S,
+    /// Party p's validator index (p itself unless a committee was given).
+    members: Vec<u32>,
     chain_id: u64,
     epoch: u64,
     bundle_size: u64,
@@ -241,14 +244,31 @@ impl<S: Scheme> Ceremony<S> {
     /// Ceremonies of `scheme` for chain `chain_id`, epoch `epoch`, bundles of `bundle_size`
     /// blocks (at least 1).
     pub fn new(scheme: S, chain_id: u64, epoch: u64, bundle_size: u64) -> Self {
+        let members = (0..scheme.parties() as u32).collect();
         Ceremony {
             scheme,
+            members,
             chain_id,
             epoch,
             bundle_size: bundle_size.max(1),
             bundles: BTreeMap::new(),
             now_us: 0,
         }
+    }
+
+    /// The same ceremonies with party p played by validator `members[p]` (a committee, in
+    /// increasing validator order, with one member per party of the key). Errors: a member
+    /// count that is not the key's party count.
+    pub fn with_members(mut self, members: Vec<u32>) -> Result<Self, String> {
+        if members.len() != self.scheme.parties() {
+            return Err(format!(
+                "{} committee members for a key of {} parties",
+                members.len(),
+                self.scheme.parties()
+            ));
+        }
+        self.members = members;
+        Ok(self)
     }
 
     /// The session id of `attempt` for the bundle closing at `height`.
@@ -339,8 +359,11 @@ impl<S: Scheme> Ceremony<S> {
             .find(|&a| self.session_id(height, a) == *session)
             .ok_or(MessageRefused::UnknownSession)?;
         let set = self.signing_set(height, attempt);
-        let party = u16::try_from(from)
-            .ok()
+        let party = self
+            .members
+            .iter()
+            .position(|&v| v == from)
+            .and_then(|p| u16::try_from(p).ok())
             .filter(|p| set.contains(p))
             .ok_or(MessageRefused::NotMember(from))?;
         self.scheme
@@ -558,7 +581,7 @@ impl<S: Scheme> Ceremony<S> {
                     }
                     Err(error) => {
                         session.over = true;
-                        report(height, attempt, error, actions);
+                        report(&self.members, height, attempt, error, actions);
                         restart |= attempt == current;
                         break;
                     }
@@ -596,7 +619,7 @@ impl<S: Scheme> Ceremony<S> {
                     return;
                 }
                 Err(error) => {
-                    report(height, attempt, error, actions);
+                    report(&self.members, height, attempt, error, actions);
                     restart |= attempt == current;
                 }
             }
@@ -607,11 +630,16 @@ impl<S: Scheme> Ceremony<S> {
     }
 }
 
-fn report(height: u64, attempt: u32, error: StepError, actions: &mut Vec<Action>) {
+/// Reports a failed step: a misbehaving party (as its validator, through `members`) or a
+/// failed attempt.
+fn report(members: &[u32], height: u64, attempt: u32, error: StepError, actions: &mut Vec<Action>) {
     match error {
         StepError::Misbehaved { party, reason } => actions.push(Action::Blame {
             height,
-            party,
+            validator: members
+                .get(usize::from(party))
+                .copied()
+                .unwrap_or(u32::from(party)),
             reason,
         }),
         other => actions.push(Action::Failed {

@@ -347,18 +347,30 @@ pub fn dealt_threshold(validators: usize) -> usize {
 pub struct Dealt {
     /// A Corona key (t-of-n, party i = validator i).
     pub corona: bool,
-    /// A Pulsar key (t-of-n, n ≤ 6: the construction's committee limit).
+    /// A Pulsar key: t-of-n among the validators when they are at most
+    /// [`PULSAR_COMMITTEE_SIZE`], else among a committee of that many sampled by stake (the
+    /// genesis names it).
     pub pulsar: bool,
 }
+
+/// Members of a dealt Pulsar committee. Pulsar signs with K parallel attempts per session, and
+/// K grows steeply with the threshold (`quasar_crypto::pulsar::params`): 3-of-4 needs 20,
+/// 4-of-5 205 and 5-of-6 1,200, whose round messages and work no bundle interval absorbs. A
+/// 3-of-4 committee signs in about a second; at a Byzantine stake just under 1/3 it is
+/// captured with probability about 0.11 (`quasar_crypto::pulsar::committee`), which the BLS
+/// and Corona legs beside it cover.
+pub const PULSAR_COMMITTEE_SIZE: usize = 4;
 
 /// Trusted-dealer setup of the threshold keys (development and test networks; the dealer sees
 /// every share and must be trusted to forget them): generates a Corona and/or Pulsar key of
 /// t = [`dealt_threshold`] among the genesis validators, writes share i into the secret key file
 /// of `key_dirs[i]` (which must hold validator i of `genesis`, in genesis order; the file is
-/// replaced atomically, mode 0600) and the group keys into `genesis`. Save the genesis
+/// replaced atomically, mode 0600) and the group keys into `genesis`. A set of more than
+/// [`PULSAR_COMMITTEE_SIZE`] validators gets a Pulsar key among a committee of that many drawn
+/// by stake ([`pulsar::committee::sample_committee`], seeded by [`committee_seed`]); t then
+/// counts committee members, and the committee goes into `genesis.pulsar_committee`. Save the genesis
 /// afterwards. Errors: [`ConfigError::Invalid`] when a key directory does not match its genesis
-/// validator, the set is too large for a Pulsar key (more than 6), or a share is already there;
-/// I/O errors. Every key file is checked before any is written, and all are staged before any
+/// validator or a share is already there; I/O errors. Every key file is checked before any is written, and all are staged before any
 /// is replaced, so a refusal changes nothing.
 pub fn deal(
     key_dirs: &[PathBuf],
@@ -406,16 +418,30 @@ pub fn deal(
         corona_group = Some(hex::encode(group.to_bytes()));
     }
     let mut pulsar_group = None;
+    let mut pulsar_committee = None;
     if which.pulsar {
-        let (group, shares) = pulsar::trusted_dealer_keygen(t, n, rng).map_err(|e| {
-            ConfigError::Invalid(format!(
-                "Pulsar key for {n} validators: {e} (a Pulsar committee has at most 6 members)"
-            ))
-        })?;
+        let members: Vec<usize> = if n <= PULSAR_COMMITTEE_SIZE {
+            (0..n).collect()
+        } else {
+            let stakes: Vec<u64> = genesis.validators.iter().map(|v| v.stake).collect();
+            let members = pulsar::committee::sample_committee(
+                &committee_seed(genesis),
+                &stakes,
+                PULSAR_COMMITTEE_SIZE,
+            )
+            .map_err(|e| ConfigError::Invalid(format!("Pulsar committee: {e}")))?;
+            pulsar_committee = Some(members.iter().map(|&m| m as u32).collect());
+            members
+        };
+        let size = members.len();
+        let (group, shares) = pulsar::trusted_dealer_keygen(dealt_threshold(size), size, rng)
+            .map_err(|e| ConfigError::Invalid(format!("Pulsar key for {size} parties: {e}")))?;
         let full = hex::encode(group.to_bytes());
-        for ((_, secret), share) in secrets.iter_mut().zip(shares) {
-            secret.pulsar_group = Some(full.clone());
-            secret.pulsar_share = Some(hex::encode(share.to_bytes().as_slice()));
+        for (&member, share) in members.iter().zip(shares) {
+            if let Some((_, secret)) = secrets.get_mut(member) {
+                secret.pulsar_group = Some(full.clone());
+                secret.pulsar_share = Some(hex::encode(share.to_bytes().as_slice()));
+            }
         }
         pulsar_group = Some(hex::encode(group.public_key_bytes()));
     }
@@ -439,6 +465,53 @@ pub fn deal(
     }
     genesis.corona_group_key = corona_group.or(genesis.corona_group_key.take());
     genesis.pulsar_group_key = pulsar_group.or(genesis.pulsar_group_key.take());
+    genesis.pulsar_committee = pulsar_committee.or(genesis.pulsar_committee.take());
+    Ok(())
+}
+
+/// The public seed a Pulsar committee is drawn with:
+/// `tagged_hash("QUASAR-PULSAR-COMMITTEE-SEED-v1", [chain_id, genesis_time_us, every
+/// validator's BLS public key (hex text bytes) in order])`, fixed before any key is dealt.
+pub fn committee_seed(genesis: &GenesisFile) -> Hash {
+    let mut parts: Vec<Vec<u8>> = vec![
+        genesis.chain_id.to_le_bytes().to_vec(),
+        genesis.genesis_time_us.to_le_bytes().to_vec(),
+    ];
+    parts.extend(
+        genesis
+            .validators
+            .iter()
+            .map(|v| v.bls_public_key.clone().into_bytes()),
+    );
+    let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+    tagged_hash("QUASAR-PULSAR-COMMITTEE-SEED-v1", &refs)
+}
+
+/// Checks a genesis `pulsar_committee` for `validators` validators: 2 to
+/// [`pulsar::params::MAX_PARTIES`] members, increasing, each a validator index.
+fn check_committee(members: &[u32], validators: usize) -> Result<(), ConfigError> {
+    let invalid = |why: String| {
+        Err(ConfigError::Invalid(format!(
+            "genesis pulsar_committee: {why}"
+        )))
+    };
+    if !(2..=pulsar::params::MAX_PARTIES).contains(&members.len()) {
+        return invalid(format!(
+            "{} members, a Pulsar key has 2 to {}",
+            members.len(),
+            pulsar::params::MAX_PARTIES
+        ));
+    }
+    if members.windows(2).any(|w| w[0] >= w[1]) {
+        return invalid("members must be increasing validator indices".into());
+    }
+    if let Some(&last) = members.last() {
+        if last as usize >= validators {
+            return invalid(format!(
+                "validator {last} does not exist ({validators} validators)"
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -513,6 +586,12 @@ pub struct GenesisFile {
     /// with a Pulsar leg.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pulsar_group_key: Option<String>,
+    /// The validators holding the Pulsar key's shares, by index, increasing: party p is the
+    /// p-th. 2 to 6 members (a Pulsar key's limit); absent means every validator, which needs
+    /// at most 6. `quasar-node deal` samples [`PULSAR_COMMITTEE_SIZE`] members by stake for
+    /// larger sets (`quasar_crypto::pulsar::committee`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pulsar_committee: Option<Vec<u32>>,
     /// The Groth16 rollup verifying key for this validator set (`rollup.vk.json`'s
     /// `verifying_key`), hex, for profiles with a Groth16 leg.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -567,6 +646,15 @@ pub struct Genesis {
 }
 
 impl Genesis {
+    /// The validators holding the Pulsar key's shares, increasing (party p is the p-th): the
+    /// genesis `pulsar_committee`, or every validator.
+    pub fn pulsar_committee(&self) -> Vec<u32> {
+        match &self.file.pulsar_committee {
+            Some(members) => members.clone(),
+            None => (0..self.validators.len() as u32).collect(),
+        }
+    }
+
     /// How the chain divides into epochs.
     pub fn schedule(&self) -> EpochSchedule {
         EpochSchedule::new(self.file.epoch_length)
@@ -663,6 +751,7 @@ impl GenesisFile {
             epoch_length: DEFAULT_EPOCH_LENGTH,
             corona_group_key: None,
             pulsar_group_key: None,
+            pulsar_committee: None,
             rollup_verifying_key: None,
         }
     }
@@ -714,6 +803,23 @@ impl GenesisFile {
         };
         let corona_bytes = optional("corona_group_key", &self.corona_group_key)?;
         let pulsar_bytes = optional("pulsar_group_key", &self.pulsar_group_key)?;
+        let committee_bytes: Vec<u8> = match &self.pulsar_committee {
+            Some(members) => {
+                check_committee(members, self.validators.len())?;
+                members.iter().flat_map(|m| m.to_le_bytes()).collect()
+            }
+            None if self.pulsar_group_key.is_some()
+                && self.validators.len() > pulsar::params::MAX_PARTIES =>
+            {
+                return Err(ConfigError::Invalid(format!(
+                    "genesis has a Pulsar key and {} validators but no pulsar_committee: a \
+                     Pulsar key has at most {} parties",
+                    self.validators.len(),
+                    pulsar::params::MAX_PARTIES
+                )));
+            }
+            None => Vec::new(),
+        };
         let rollup_bytes = optional("rollup_verifying_key", &self.rollup_verifying_key)?;
         let mut parts: Vec<Vec<u8>> = vec![
             self.chain_id.to_le_bytes().to_vec(),
@@ -723,6 +829,7 @@ impl GenesisFile {
             self.epoch_length.to_le_bytes().to_vec(),
             corona_bytes.clone(),
             pulsar_bytes.clone(),
+            committee_bytes,
             rollup_bytes.clone(),
         ];
         let mut set_parts: Vec<Vec<u8>> = Vec::with_capacity(4 * self.validators.len());
@@ -1192,6 +1299,67 @@ mod tests {
         let single = with(0, "quasar").check().unwrap();
         assert_eq!(single.schedule().length(), None);
         assert_ne!(with(32, "quasar").check().unwrap().hash, checked.hash);
+    }
+
+    #[test]
+    fn above_four_validators_the_pulsar_key_goes_to_a_stake_sampled_committee() {
+        let dir = tempfile::tempdir().unwrap();
+        let dirs: Vec<PathBuf> = (0..8).map(|i| dir.path().join(format!("v{i}"))).collect();
+        let keys: Vec<PublicKeyFile> = dirs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| keygen(d, &format!("v{i}")).unwrap())
+            .collect();
+        let mut genesis = GenesisFile {
+            profile: "aurora".into(),
+            ..GenesisFile::from_public_keys(7, 1_000, &keys, 10)
+        };
+        let which = Dealt {
+            corona: true,
+            pulsar: true,
+        };
+        deal(&dirs, &mut genesis, which, &mut rand::rngs::OsRng).unwrap();
+        let committee = genesis.pulsar_committee.clone().expect("a committee");
+        assert_eq!(committee.len(), PULSAR_COMMITTEE_SIZE);
+        let checked = genesis.clone().check().unwrap();
+        assert_eq!(checked.pulsar_committee(), committee);
+        assert!(checked.cert_policy().is_ok());
+        for (i, d) in dirs.iter().enumerate() {
+            let loaded = load_keys(d).unwrap();
+            assert!(
+                loaded.corona.is_some(),
+                "every validator holds a Corona share"
+            );
+            match committee.iter().position(|&m| m as usize == i) {
+                Some(party) => {
+                    let (group, share) = loaded.pulsar.expect("members hold Pulsar shares");
+                    assert_eq!(usize::from(share.party()), party);
+                    assert_eq!((group.params().threshold, group.params().parties), (3, 4));
+                }
+                None => assert!(loaded.pulsar.is_none(), "validator {i} is no member"),
+            }
+        }
+        // The committee is part of the genesis; a bad one, or none, is refused.
+        let with = |committee: Option<Vec<u32>>| GenesisFile {
+            pulsar_committee: committee,
+            ..genesis.clone()
+        };
+        // Another committee: the non-members and the first member.
+        let mut other: Vec<u32> = (0..8)
+            .filter(|i| !committee.contains(i))
+            .chain([committee[0]])
+            .collect();
+        other.sort_unstable();
+        assert_ne!(with(Some(other)).check().unwrap().hash, checked.hash);
+        for (bad, why) in [
+            (Some(vec![0, 1, 2, 3, 4, 5, 6]), "7 members"),
+            (Some(vec![1, 0]), "increasing"),
+            (Some(vec![1, 8]), "validator 8 does not exist"),
+            (None, "no pulsar_committee"),
+        ] {
+            let error = invalid_message(with(bad).check());
+            assert!(error.contains(why), "{error}");
+        }
     }
 
     #[test]

@@ -48,9 +48,10 @@ enum Command {
         start_delay_secs: u64,
     },
     /// Trusted-dealer setup of the threshold keys the genesis profile needs (a Corona key for
-    /// quasar, aurora, polaris and hybrid; a Pulsar key for aurora and polaris, at most 6
-    /// validators), t = n − ⌊(n − 1)/3⌋: writes each validator's share into its secret key file
-    /// and the group keys into the genesis file. For development and test networks: the dealer
+    /// quasar, aurora, polaris and hybrid; a Pulsar key for aurora and polaris, among a
+    /// committee of 4 drawn by stake above 4 validators), t = n − ⌊(n − 1)/3⌋ of the key's
+    /// parties: writes each share into its validator's secret key file and the group keys (and
+    /// any Pulsar committee) into the genesis file. For development and test networks: the dealer
     /// sees every share. Run before the chain starts (the group keys change the genesis hash).
     Deal {
         /// The genesis file to complete (rewritten in place).

@@ -479,11 +479,11 @@ impl Service<'_> {
                 }
                 Action::Blame {
                     height,
-                    party,
+                    validator,
                     reason,
                 } => {
                     self.shared.metrics.invalid_messages.inc();
-                    tracing::warn!(height, %leg, validator = party, %reason, "threshold signer misbehaved");
+                    tracing::warn!(height, %leg, validator, %reason, "threshold signer misbehaved");
                 }
                 Action::Failed {
                     height,

@@ -913,9 +913,11 @@ fn corona_ceremony(
     ))
 }
 
-/// The Pulsar ceremonies this node (validator `me`) runs: when the profile has a Pulsar leg and
-/// the key file holds the genesis Pulsar key for this validator set (the rounds need the full
-/// group key) with party `me`'s share; otherwise the node does not take part and says why.
+/// The Pulsar ceremonies this node (validator `me`) runs: when the profile has a Pulsar leg,
+/// `me` is a member of the genesis Pulsar committee (every validator of a set of at most 6),
+/// and the key file holds the genesis Pulsar key (the rounds need the full group key) with
+/// `me`'s party share; otherwise the node does not take part (it takes the Pulsar legs the
+/// committee gossips) and says why.
 fn pulsar_ceremony(
     genesis: &Genesis,
     me: u32,
@@ -928,11 +930,16 @@ fn pulsar_ceremony(
     if !genesis.profile.legs().contains(&LegKind::Pulsar) {
         return None;
     }
+    let committee = genesis.pulsar_committee();
+    let Some(party) = committee.iter().position(|&v| v == me) else {
+        tracing::info!("not a member of the Pulsar committee: Pulsar legs come from its gossip");
+        return None;
+    };
     let Some((group, share)) = keys else {
         tracing::warn!("no pulsar_share and pulsar_group in the key file: this node does not take part in Pulsar signing");
         return None;
     };
-    let n = genesis.validators.len();
+    let n = committee.len();
     let t = config::dealt_threshold(n);
     let params = group.params();
     if group.public_key_bytes() != expected.as_bytes() {
@@ -941,26 +948,34 @@ fn pulsar_ceremony(
     }
     if (params.threshold, params.parties) != (t, n) {
         tracing::error!(
-            "pulsar_group is {}-of-{}, the genesis validator set needs {t}-of-{n}: not signing",
+            "pulsar_group is {}-of-{}, the genesis Pulsar committee needs {t}-of-{n}: not signing",
             params.threshold,
             params.parties
         );
         return None;
     }
-    if u32::from(share.party()) != me {
+    if usize::from(share.party()) != party {
         tracing::error!(
-            "pulsar_share is party {}'s share, this is validator {me}: not signing",
+            "pulsar_share is party {}'s share, validator {me} is party {party}: not signing",
             share.party()
         );
         return None;
     }
-    tracing::info!("Pulsar key share loaded: party {me}, {t}-of-{n}");
-    Some(Ceremony::new(
+    tracing::info!("Pulsar key share loaded: validator {me} is party {party}, {t}-of-{n}");
+    let ceremony = Ceremony::new(
         PulsarParty::new(group, Some(share)),
         genesis.file.chain_id,
         0,
         genesis.file.bundle_size,
-    ))
+    )
+    .with_members(committee);
+    match ceremony {
+        Ok(ceremony) => Some(ceremony),
+        Err(reason) => {
+            tracing::error!(%reason, "Pulsar committee does not fit the key: not signing");
+            None
+        }
+    }
 }
 
 /// The rollup prover of a validator configured with `rollup_proving_key`, when the profile has

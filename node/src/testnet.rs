@@ -61,7 +61,6 @@ use tokio::time::{sleep, Instant};
 
 use crate::config::{self, ConfigError, GenesisFile, NodeConfig, PeerConfig};
 use crate::rollup::{self, RollupCommandError, PROVING_KEY_FILE, VERIFYING_KEY_FILE};
-use quasar_crypto::pulsar::params::MAX_PARTIES as PULSAR_MAX_PARTIES;
 use quasar_lanes::cert::Profile;
 use quasar_wire::LegKind;
 
@@ -318,11 +317,13 @@ pub struct TestnetReport {
     pub quasar_finalized_height: u64,
     /// Why Quasar finality is unavailable (validator 0's answer), or `null`.
     pub quasar_unavailable: Option<String>,
-    /// Validator 0's median verification time per certificate leg, ms (empty when no
-    /// certificate completed).
+    /// Per certificate leg, the median over the validators reporting it of their median
+    /// verification times, ms (empty when no certificate completed).
     pub leg_verify_p50_ms: BTreeMap<String, f64>,
-    /// Validator 0's median production time per post-quantum leg (bundle closed → leg
-    /// attached: the signing rounds, or the quorum of Magnetar signatures), ms.
+    /// Per post-quantum leg, the median over the validators reporting it of their median
+    /// production times (bundle closed → leg attached: the signing rounds, or the quorum of
+    /// Magnetar signatures), ms. A validator outside a leg's signers (a Pulsar committee)
+    /// reports none for it.
     pub leg_sign_p50_ms: BTreeMap<String, f64>,
 }
 
@@ -500,8 +501,8 @@ impl Testnet {
     /// [`Testnet::create`] with the genesis cert profile `profile`. The testnet deals the
     /// Corona and Pulsar keys the profile needs (shares into the key files, group keys into the
     /// genesis); a Groth16 leg needs rollup keys too ([`Testnet::add_rollup`]), without which
-    /// the validators report Quasar finality unavailable. Errors as [`Testnet::create`], and
-    /// [`TestnetError::Options`] for a Pulsar profile above its party limit.
+    /// the validators report Quasar finality unavailable. Above 4 validators the Pulsar key is
+    /// a committee's (see [`config::deal`]). Errors as [`Testnet::create`].
     pub fn create_with_profile(
         dir: &Path,
         validators: usize,
@@ -509,13 +510,6 @@ impl Testnet {
         profile: Profile,
     ) -> Result<Testnet, TestnetError> {
         check_shape(validators, block_time_ms)?;
-        if profile.legs().contains(&LegKind::Pulsar) && validators > PULSAR_MAX_PARTIES {
-            return Err(TestnetError::Options(format!(
-                "profile {profile} has a Pulsar leg, and a Pulsar key has at most \
-                 {PULSAR_MAX_PARTIES} parties: use at most {PULSAR_MAX_PARTIES} validators, or \
-                 a profile without Pulsar (quasar, fast, hybrid-<deadline>)"
-            )));
-        }
         std::fs::create_dir_all(dir).map_err(|source| TestnetError::Io {
             path: dir.to_path_buf(),
             source,
@@ -1436,10 +1430,13 @@ async fn measure(
     let mut finalized_height = u64::MAX;
     let mut quasar_finalized_height = u64::MAX;
     let mut first = None;
+    let (mut verify_ms, mut sign_ms) = (Vec::new(), Vec::new());
     for i in 0..n {
         let status = net.status(i).await?;
         finalized_height = finalized_height.min(status.finalized_height);
         quasar_finalized_height = quasar_finalized_height.min(status.quasar_finalized_height);
+        verify_ms.push(status.leg_verify_p50_ms.clone());
+        sign_ms.push(status.leg_sign_p50_ms.clone());
         first.get_or_insert(status);
     }
     let first = first.ok_or_else(|| TestnetError::Options("no validators".into()))?;
@@ -1455,9 +1452,26 @@ async fn measure(
         profile: first.profile,
         quasar_finalized_height,
         quasar_unavailable: first.quasar_unavailable,
-        leg_verify_p50_ms: first.leg_verify_p50_ms,
-        leg_sign_p50_ms: first.leg_sign_p50_ms,
+        leg_verify_p50_ms: median_per_leg(&verify_ms),
+        leg_sign_p50_ms: median_per_leg(&sign_ms),
     })
+}
+
+/// Per leg, the median of the values the validators' maps give for it.
+fn median_per_leg(per_validator: &[BTreeMap<String, f64>]) -> BTreeMap<String, f64> {
+    let mut by_leg: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for times in per_validator {
+        for (leg, &ms) in times {
+            by_leg.entry(leg.clone()).or_default().push(ms);
+        }
+    }
+    by_leg
+        .into_iter()
+        .map(|(leg, mut values)| {
+            values.sort_by(f64::total_cmp);
+            (leg, nearest_rank(&values, 50.0))
+        })
+        .collect()
 }
 
 /// The `p`-th percentile (0 < p ≤ 100) of ascending `sorted` by the nearest-rank method: the

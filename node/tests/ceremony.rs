@@ -23,6 +23,8 @@ type Wire = (u32, u64, LaneKind, SessionId, Vec<u8>);
 
 struct Net<S: Scheme> {
     nodes: Vec<Ceremony<S>>,
+    /// Node i's validator index (i itself unless the key is a committee's).
+    ids: Vec<u32>,
     used: Vec<HashSet<SessionId>>,
     /// Parties whose messages are dropped (offline).
     silent: HashSet<u32>,
@@ -35,6 +37,7 @@ impl<S: Scheme> Net<S> {
     fn new(nodes: Vec<Ceremony<S>>) -> Self {
         let n = nodes.len();
         Net {
+            ids: (0..n as u32).collect(),
             nodes,
             used: vec![HashSet::new(); n],
             silent: HashSet::new(),
@@ -53,9 +56,9 @@ impl<S: Scheme> Net<S> {
                     session,
                     payload,
                 } => {
-                    if !self.silent.contains(&(from as u32)) {
-                        self.queue
-                            .push_back((from as u32, height, kind, session, payload));
+                    let id = self.ids[from];
+                    if !self.silent.contains(&id) {
+                        self.queue.push_back((id, height, kind, session, payload));
                     }
                 }
                 Action::Leg {
@@ -91,7 +94,7 @@ impl<S: Scheme> Net<S> {
     fn deliver(&mut self, now: u64) {
         while let Some((from, height, kind, session, payload)) = self.queue.pop_front() {
             for i in 0..self.nodes.len() {
-                if i as u32 == from {
+                if self.ids[i] == from {
                     continue;
                 }
                 let used = &mut self.used[i];
@@ -301,6 +304,45 @@ fn hostile_messages_are_refused() {
         node.on_message(1, height, from, kind, &session, payload, &mut claim),
         Ok(Vec::new())
     );
+}
+
+#[test]
+fn a_committee_key_is_signed_by_its_members_under_their_validator_indices() {
+    let (group, mut net) = pulsar_net(3, 2, 6);
+    let members = vec![2, 5, 9];
+    net.nodes = std::mem::take(&mut net.nodes)
+        .into_iter()
+        .map(|c| c.with_members(members.clone()).unwrap())
+        .collect();
+    net.ids = members;
+    net.close(BUNDLE, digest(7), BUNDLE);
+    // Messages travel as the members' validators; a validator outside the committee is no
+    // party, and neither is the index a member has as a party.
+    let (from, height, kind, session, payload) = net.queue.front().cloned().unwrap();
+    assert!([2, 5, 9].contains(&from));
+    let mut claim = |_: u64, _: &SessionId| true;
+    for outsider in [0, 1] {
+        let refused = net.nodes[0].on_message(
+            1,
+            height,
+            outsider,
+            kind,
+            &session,
+            payload.clone(),
+            &mut claim,
+        );
+        assert_eq!(refused, Err(MessageRefused::NotMember(outsider)));
+    }
+    net.deliver(BUNDLE);
+    let legs: Vec<_> = net.legs.iter().filter(|l| l.1 == BUNDLE).collect();
+    assert_eq!(legs.len(), 3, "{:?}", net.other);
+    assert!(legs
+        .iter()
+        .all(|(_, _, body, _)| pulsar_verifies(&group, &digest(7), body)));
+    // A committee must match the key's parties.
+    let (_, net) = pulsar_net(3, 2, 6);
+    let ceremony = net.nodes.into_iter().next().unwrap();
+    assert!(ceremony.with_members(vec![1, 2]).is_err());
 }
 
 #[test]

@@ -303,6 +303,29 @@ async fn polaris_bundles_reach_quasar_finality_with_every_leg() {
     );
 }
 
+/// Seven validators under `aurora`: the Pulsar key belongs to a committee of four drawn by
+/// stake (the testnet deals it and names it in the genesis), the committee's members sign the
+/// Pulsar leg under their party indices, and every validator, the one outside included,
+/// certifies the bundles.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aurora_with_seven_validators_signs_pulsar_through_a_committee() {
+    let _turn = one_network_at_a_time().await;
+    let opts = TestnetOptions {
+        validators: 7,
+        blocks: 36,
+        block_time_ms: 150,
+        tx_rate: 10.0,
+        profile: Profile::Aurora,
+        ..TestnetOptions::new(binary())
+    };
+    let report = testnet::run(opts).await.unwrap();
+    eprintln!("{}", serde_json::to_string(&report).unwrap());
+    assert!(report.agreement, "validators disagree: {report:?}");
+    assert_eq!(report.quasar_unavailable, None, "{report:?}");
+    assert!(report.quasar_finalized_height >= 16, "{report:?}");
+    assert_legs(&report, &["bls", "corona", "pulsar"], &["corona", "pulsar"]);
+}
+
 /// The rollup keys a testnet is given must fit it, and a validator configured with a proving
 /// key for another validator set refuses to start, naming the key (checked from the key file's
 /// header before anything gigabyte-sized is read).
