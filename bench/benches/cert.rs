@@ -36,6 +36,10 @@
 //! are printed as tables and written as JSON to `target/criterion/cert-summary.json`. With c
 //! cores and legs that are each single-threaded, whole / sum cannot go below 1/c; a ratio above
 //! 1 against the slowest leg is the cost of the other legs sharing the cores and of the dispatch.
+//! To tell the two apart, each round also runs the slowest leg on two threads at once and
+//! reports that time over the leg alone (`slowest leg twice side by side / alone`): the machine's
+//! own price for two single-threaded legs running together, which bounds whole / slowest from
+//! below when two legs cost about the same (as BLS and Groth16 do under `quasar`).
 //! Other processes busy on the same cores take them from the verifier's pool: on a loaded
 //! machine the legs run one after another and whole / sum approaches 1. To run only the
 //! summary, pass a filter that matches no group:
@@ -91,6 +95,8 @@ struct Rows {
     whole: &'static str,
     per_slowest: &'static str,
     per_sum: &'static str,
+    /// The slowest leg run on two threads at once, each call's time over the call alone.
+    side_by_side: &'static str,
 }
 
 /// One (profile, n, bundle length) certificate with its policy, built once.
@@ -144,6 +150,7 @@ impl Case {
             whole: name(format!("{label}: whole cert (CertVerifier)")),
             per_slowest: name(format!("{label}: whole / slowest leg")),
             per_sum: name(format!("{label}: whole / sum of legs")),
+            side_by_side: name(format!("{label}: slowest leg twice side by side / alone")),
             label,
         };
         let mut case = Case {
@@ -267,6 +274,25 @@ fn print_case_row(case: &Case, medians: &[(&'static str, f64)], leg_rows: &[&str
     println!("{row}{tail}");
 }
 
+/// Seconds per call of `work` while a second thread runs the same calls at the same time: what
+/// this machine does to one leg when another runs beside it on the other core (shared caches,
+/// memory bandwidth, a shared physical core, clock limits). The whole certificate cannot do
+/// better than this for two legs of similar cost.
+fn side_by_side(calls: u32, work: impl Fn() + Sync) -> f64 {
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for _ in 0..calls {
+                work();
+            }
+        });
+        for _ in 0..calls {
+            work();
+        }
+    });
+    start.elapsed().as_secs_f64() / f64::from(calls)
+}
+
 fn summary(cases: &[Case], verifier: &CertVerifier) {
     let (mut ms, mut ratios, mut in_cert) =
         (Samples::default(), Samples::default(), Samples::default());
@@ -277,6 +303,9 @@ fn summary(cases: &[Case], verifier: &CertVerifier) {
                 .collect();
             let whole = time(case.calls, || case.whole(verifier));
             let slowest = legs.iter().copied().fold(0.0, f64::max);
+            let slowest_leg = legs.iter().position(|&t| t == slowest).unwrap_or_default();
+            let pair = side_by_side(case.calls, || case.leg(slowest_leg));
+            ratios.push(case.rows.side_by_side, pair / slowest);
             let sum: f64 = legs.iter().sum();
             for (row, t) in case.rows.legs.iter().zip(&legs) {
                 ms.push(row, t * 1e3);
@@ -352,6 +381,7 @@ fn summary(cases: &[Case], verifier: &CertVerifier) {
             [
                 (case.rows.per_slowest, Some(TARGET), true),
                 (case.rows.per_sum, None, true),
+                (case.rows.side_by_side, None, true),
             ]
         })
         .collect();

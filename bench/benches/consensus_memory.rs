@@ -170,11 +170,28 @@ impl Chain {
     }
 }
 
+/// Events to drive: `QUASAR_MEMORY_EVENTS`, 10^3 (the baseline) to 10^9, default 10^6.
+fn events() -> Result<u64, String> {
+    let Ok(text) = std::env::var("QUASAR_MEMORY_EVENTS") else {
+        return Ok(1_000_000);
+    };
+    match text.trim().parse::<u64>() {
+        Ok(n) if (1_000..=1_000_000_000).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "QUASAR_MEMORY_EVENTS={text:?}: give a whole number of events from 1000 (the \
+             baseline) to 1000000000"
+        )),
+    }
+}
+
 fn main() {
-    let events: u64 = std::env::var("QUASAR_MEMORY_EVENTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000);
+    let events = match events() {
+        Ok(n) => n,
+        Err(message) => {
+            eprintln!("consensus_memory: {message}");
+            std::process::exit(2);
+        }
+    };
     let keys: Vec<SecretKey> = (0..VALIDATORS as u8)
         .map(|i| SecretKey::from_seed(&[i + 1; 32]))
         .collect();
@@ -252,7 +269,7 @@ fn main() {
     println!(
         "\nconsensus memory: {events} finality events over {} epochs of {EPOCH_LENGTH} blocks \
          in {elapsed:.1} s",
-        events / EPOCH_LENGTH
+        events.div_ceil(EPOCH_LENGTH)
     );
     println!("| after events | live heap MB | / after 10^3 |\n|---|---|---|");
     for &(event, live) in &rows {

@@ -612,6 +612,23 @@ fn default_bundle_size() -> u64 {
 /// Default blocks per epoch.
 pub const DEFAULT_EPOCH_LENGTH: u64 = 7_200;
 
+/// Checks that epochs of `epoch_length` blocks hold whole bundles of `bundle_size` (any length
+/// under `fast`, whose bundles are single blocks; 0 is one endless epoch). Errors: a message
+/// naming both values.
+pub fn check_epoch_length(
+    epoch_length: u64,
+    bundle_size: u64,
+    profile: Profile,
+) -> Result<(), String> {
+    if profile != Profile::Fast && !epoch_length.is_multiple_of(bundle_size.max(1)) {
+        return Err(format!(
+            "epoch_length {epoch_length} is not a multiple of bundle_size {bundle_size}: a \
+             bundle would cross an epoch boundary"
+        ));
+    }
+    Ok(())
+}
+
 fn default_epoch_length() -> u64 {
     DEFAULT_EPOCH_LENGTH
 }
@@ -789,13 +806,8 @@ impl GenesisFile {
                 quasar_wire::MAX_BUNDLE
             )));
         }
-        if profile != Profile::Fast && !self.epoch_length.is_multiple_of(self.bundle_size) {
-            return Err(ConfigError::Invalid(format!(
-                "genesis epoch_length {} is not a multiple of bundle_size {}: a bundle would \
-                 cross an epoch boundary",
-                self.epoch_length, self.bundle_size
-            )));
-        }
+        check_epoch_length(self.epoch_length, self.bundle_size, profile)
+            .map_err(|e| ConfigError::Invalid(format!("genesis {e}")))?;
         let optional = |field: &str, value: &Option<String>| -> Result<Vec<u8>, ConfigError> {
             value
                 .as_deref()

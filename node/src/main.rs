@@ -117,7 +117,8 @@ enum Command {
         /// and gigabytes of memory).
         #[arg(long, default_value_t = 1)]
         rollup_provers: usize,
-        /// Blocks per epoch (default 7200; a multiple of the bundle size, 16).
+        /// Blocks per epoch (default 7200; a multiple of the bundle size, 16, except under
+        /// `fast`; 0 runs one endless epoch).
         #[arg(long)]
         epoch_length: Option<u64>,
     },
@@ -280,6 +281,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             validators,
         } => {
             let mut genesis = GenesisFile::load(&path).map_err(|e| e.to_string())?;
+            // The genesis is checked before any share is written: a refusal changes nothing.
+            genesis.clone().check().map_err(|e| e.to_string())?;
             let profile: quasar_lanes::cert::Profile = genesis
                 .profile
                 .parse()

@@ -279,6 +279,10 @@ impl TestnetOptions {
                 self.validators, self.rollup_provers
             )));
         }
+        if let Some(blocks) = self.epoch_length {
+            config::check_epoch_length(blocks, config::DEFAULT_BUNDLE_SIZE, self.profile)
+                .map_err(TestnetError::Options)?;
+        }
         if !self.tx_rate.is_finite() || self.tx_rate < 0.0 {
             return Err(TestnetError::Options(format!(
                 "tx_rate must be a finite number >= 0, got {}",

@@ -87,6 +87,17 @@ fn deal_writes_shares_and_group_keys_and_refuses_bad_calls() {
     assert_eq!(GenesisFile::load(&genesis).unwrap(), file);
     std::fs::write(&last, original).unwrap();
 
+    // A genesis that does not check (epochs cutting bundles in two) is refused before any key
+    // file is written.
+    let mut bad = file.clone();
+    bad.epoch_length = 10;
+    bad.save(&genesis).unwrap();
+    let out = deal(&genesis, &in_order);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a multiple of bundle_size"));
+    assert!(load_keys(&dirs[0]).unwrap().corona.is_none());
+    file.save(&genesis).unwrap();
+
     let out = deal(&genesis, &in_order);
     assert!(
         out.status.success(),

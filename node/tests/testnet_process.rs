@@ -224,6 +224,14 @@ async fn run_rejects_options_that_describe_no_network() {
             Err(TestnetError::Options(_))
         ));
     }
+    // So are epochs that would cut bundles (16 blocks) in two.
+    let mut opts = TestnetOptions::new(binary());
+    opts.dir = Some(dir.path().to_path_buf());
+    opts.epoch_length = Some(10);
+    match testnet::run(opts).await {
+        Err(TestnetError::Options(why)) => assert!(why.contains("not a multiple"), "{why}"),
+        other => panic!("expected an options error, got {other:?}"),
+    }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 

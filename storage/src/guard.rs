@@ -128,7 +128,12 @@ pub enum GuardError {
     Corrupt(String),
     /// The guard file belongs to another owner (another validator key or another chain). Fatal:
     /// put this validator's own guard file back.
-    #[error("signing guard file belongs to owner {found}, not to this validator ({expected})")]
+    #[error(
+        "signing guard file belongs to owner {found}, not to this validator ({expected}): the \
+         owner binds the validator key and the genesis, so either the key or the genesis file \
+         changed since this data directory was made (a changed genesis is a new chain and needs \
+         a new data directory)"
+    )]
     Foreign {
         /// Hex of the owner recorded in the file.
         found: String,
