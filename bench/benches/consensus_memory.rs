@@ -30,7 +30,7 @@ use quasar_crypto::bls::{SecretKey, Signature};
 use quasar_crypto::hash::Hash;
 use quasar_lanes::cert::{CertVerifier, Profile};
 use quasar_lanes::cert_fixture::{Fixture, FixtureConfig};
-use quasar_lanes::{Validator, ValidatorSet};
+use quasar_lanes::ValidatorSet;
 use quasar_node::consensus::{
     Action, Core, CoreConfig, EpochSchedule, Input, Tip, VerifiedProposal, VerifiedVote,
 };
@@ -196,15 +196,8 @@ fn main() {
         .map(|i| SecretKey::from_seed(&[i + 1; 32]))
         .collect();
     let validators = Arc::new(
-        ValidatorSet::new(
-            keys.iter()
-                .map(|k| Validator {
-                    public_key: k.public_key(),
-                    stake: 1,
-                })
-                .collect(),
-        )
-        .expect("a validator set of four"),
+        ValidatorSet::equal_stake(keys.iter().map(SecretKey::public_key))
+            .expect("a validator set of four"),
     );
     let schedule = EpochSchedule::new(EPOCH_LENGTH);
     let cfg = CoreConfig {

@@ -54,6 +54,22 @@ impl ValidatorSet {
         })
     }
 
+    /// A set of `public_keys` with stake 1 each, in order (tests, benchmarks, simulations).
+    /// Errors: as [`ValidatorSet::new`].
+    pub fn equal_stake(
+        public_keys: impl IntoIterator<Item = PublicKey>,
+    ) -> Result<ValidatorSet, LaneError> {
+        ValidatorSet::new(
+            public_keys
+                .into_iter()
+                .map(|public_key| Validator {
+                    public_key,
+                    stake: 1,
+                })
+                .collect(),
+        )
+    }
+
     /// Number of validators `n`.
     pub fn len(&self) -> usize {
         self.validators.len()

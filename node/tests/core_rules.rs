@@ -3,7 +3,7 @@
 
 use quasar_crypto::bls::SecretKey;
 use quasar_crypto::hash::Hash;
-use quasar_lanes::{Validator, ValidatorSet};
+use quasar_lanes::ValidatorSet;
 use quasar_node::consensus::{
     Action, BlockLimits, Core, CoreConfig, EpochSchedule, EvidenceKind, Input, ProposalSlot,
     TimerKind, Tip, VerifiedVote, Verifier,
@@ -30,17 +30,8 @@ fn net_with(schedule: EpochSchedule) -> Net {
     let keys: Vec<SecretKey> = (0..4u8)
         .map(|i| SecretKey::from_seed(&[i + 1; 32]))
         .collect();
-    let validators = Arc::new(
-        ValidatorSet::new(
-            keys.iter()
-                .map(|k| Validator {
-                    public_key: k.public_key(),
-                    stake: 1,
-                })
-                .collect(),
-        )
-        .unwrap(),
-    );
+    let validators =
+        Arc::new(ValidatorSet::equal_stake(keys.iter().map(SecretKey::public_key)).unwrap());
     let signers = keys
         .into_iter()
         .enumerate()

@@ -5,7 +5,7 @@
 
 use quasar_crypto::bls::{PublicKey, SecretKey, Signature};
 use quasar_crypto::hash::Hash;
-use quasar_lanes::{Validator, ValidatorSet};
+use quasar_lanes::ValidatorSet;
 use quasar_node::api::{
     self, evidence_json, evidence_record, parse_evidence_query, EvidenceQuery,
     DEFAULT_EVIDENCE_LIMIT, MAX_EVIDENCE_LIMIT,
@@ -115,17 +115,8 @@ fn evidence_the_core_reports_goes_through_the_same_path() {
     let keys: Vec<SecretKey> = (0..4u8)
         .map(|i| SecretKey::from_seed(&[i + 1; 32]))
         .collect();
-    let validators = Arc::new(
-        ValidatorSet::new(
-            keys.iter()
-                .map(|k| Validator {
-                    public_key: k.public_key(),
-                    stake: 1,
-                })
-                .collect(),
-        )
-        .unwrap(),
-    );
+    let validators =
+        Arc::new(ValidatorSet::equal_stake(keys.iter().map(SecretKey::public_key)).unwrap());
     let cfg = CoreConfig {
         chain_id: CHAIN,
         epoch: 0,
