@@ -179,7 +179,7 @@ pub struct QuasarTracker {
 }
 
 impl QuasarTracker {
-    /// A tracker for the chain's `policy`, or for a profile whose keys are missing
+    /// A tracker for the chain's `policy` (the genesis epoch's), or for a profile whose keys are missing
     /// (`Err(reason)`; the profile and the genesis `bundle_size` still give the bundles): it
     /// then tracks nothing and every leg is refused with [`LegRefused::Unavailable`]. Under
     /// `fast` bundles are one block whatever `bundle_size` says. Each bundle is certified under
@@ -214,7 +214,7 @@ impl QuasarTracker {
     fn policy_at(&mut self, height: u64) -> Result<Arc<CertPolicy>, String> {
         let base = self.policy.clone()?;
         let epoch = self.schedule.epoch_of(height);
-        if base.epoch() == epoch || self.schedule.length().is_none() {
+        if base.epoch() == epoch {
             return Ok(base);
         }
         if let Some(policy) = self.epoch_policies.get(&epoch) {

@@ -15,8 +15,10 @@ use quasar_node::quasar::{
 use quasar_wire::{decode, Certificate, CertificateKind, LegKind, MessageRef};
 
 fn fixture(profile: Profile, bundle_size: usize) -> Fixture {
+    // Epoch 0: the genesis epoch, the one a chain without epochs runs for ever.
     Fixture::new(FixtureConfig {
         bundle_size,
+        epoch: 0,
         ..FixtureConfig::new(4, profile)
     })
     .unwrap()
