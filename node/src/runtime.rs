@@ -255,6 +255,11 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
             guard_path.display()
         )));
     }
+    tracing::info!(
+        finalized_height = tip.height,
+        epoch = recovery.epoch,
+        "resuming from the finalized tip"
+    );
     if recovery.restored > 0 || recovery.dropped > 0 {
         tracing::info!(
             restored = recovery.restored,
