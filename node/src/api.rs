@@ -4,7 +4,7 @@
 //! |---|---|
 //! | `POST /tx` (body: raw bytes, ≤ 64 KiB) | `200 {"hash"}`; `400` empty or too large; `409` duplicate; `503` mempool full |
 //! | `GET /tx/{hash}` | `200 {"hash","status":"pending"|"finalized","height"}`; `400` bad hash; `404` unknown |
-//! | `GET /status` | `{"validator","height","finalized_height","view","epoch","peers","mempool","chain_id","evidence","votes_signed","guard_refusals","profile","quasar_finalized_height","quasar_unavailable","leg_verify_p50_ms","leg_sign_p50_ms"}` |
+//! | `GET /status` | `{"validator","height","finalized_height","view","epoch","history_floor","peers","mempool","chain_id","evidence","votes_signed","guard_refusals","profile","quasar_finalized_height","quasar_unavailable","leg_verify_p50_ms","leg_sign_p50_ms"}` |
 //! | `GET /block/{height}` | finalized block summary with its certificate and `"finality"`: `{"tier": "nova"\|"quasar", "profile", "bundle_end", "legs": {leg: "verified"\|"missing"}, "unavailable"?}`; `404` if not finalized |
 //! | `GET /evidence?from_view=V&limit=N` | `200 {"count","evidence":[{"kind","signer","view","first","second"}]}` (see [`evidence_json`]); `400` bad query |
 //! | `GET /metrics` | Prometheus text format |
@@ -179,6 +179,7 @@ async fn status(State(shared): State<AppState>) -> Json<Value> {
         "epoch": shared
             .schedule
             .epoch_of(shared.finalized_height.load(Ordering::Relaxed).saturating_add(1)),
+        "history_floor": shared.store.history_floor().unwrap_or(1),
         "peers": shared.network.connected_peers(),
         "mempool": mempool,
         "chain_id": shared.chain_id,
@@ -202,11 +203,16 @@ fn kind_name(kind: CertificateKind) -> &'static str {
 }
 
 async fn block(State(shared): State<AppState>, Path(height): Path<u64>) -> Response {
-    let stored = match shared.store.block_by_height(height) {
-        Ok(Some(b)) => b,
-        Ok(None) => return error(StatusCode::NOT_FOUND, "no finalized block at this height"),
-        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-    };
+    let stored =
+        match shared.store.block_by_height(height) {
+            Ok(Some(b)) => b,
+            Ok(None) if height < shared.store.history_floor().unwrap_or(1) => return error(
+                StatusCode::GONE,
+                "pruned: this node keeps the last 6 epochs and the boundary blocks of older ones",
+            ),
+            Ok(None) => return error(StatusCode::NOT_FOUND, "no finalized block at this height"),
+            Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        };
     let (Ok(MessageRef::Proposal(p)), Ok(MessageRef::Certificate(c))) =
         (decode(&stored.block), decode(&stored.certificate))
     else {

@@ -67,6 +67,9 @@ pub struct Published {
     pub tx_hashes: Vec<Hash>,
     /// When this node saw the finalize quorum (host clock, µs), before any storage work.
     pub seen_us: u64,
+    /// It is a checkpoint ([`crate::consensus::Checkpoint`]): the blocks between the previous
+    /// tip and this one were skipped, and are not stored here.
+    pub checkpoint: bool,
 }
 
 /// What the engine needs from its surroundings: a clock, the network, timers, block contents,
@@ -230,7 +233,7 @@ impl<S: Store> Engine<S> {
         // grow with height, so the scan stops at once when the guard is current).
         let guard_view = signer.highest_view();
         let mut signed_above_guard = None;
-        for height in (1..=tip.height).rev() {
+        for height in (store.history_floor()?.max(1)..=tip.height).rev() {
             let certificate = stored_certificate(&store, height)?;
             if certificate.view <= guard_view {
                 break;
@@ -400,7 +403,9 @@ impl<S: Store> Engine<S> {
 
     /// Replaces the finished core with the next epoch's, started on `boundary`: keeps the
     /// `seals` (sync serves them with the boundary block), drops the view certificates of the
-    /// epoch left behind, and returns the new core's first actions.
+    /// epoch left behind and the history past retention (all but the boundary blocks of epochs
+    /// before the last [`crate::consensus::epoch::RETAINED_EPOCHS`]), and returns the new
+    /// core's first actions.
     fn next_epoch(
         &mut self,
         now_us: u64,
@@ -413,13 +418,19 @@ impl<S: Store> Engine<S> {
             self.store.put_block(&seal.header.hash(), &bytes)?;
         }
         let epoch = self.cfg.epoch + 1;
+        let schedule = self.cfg.schedule;
         self.store
-            .prune_view_certificates(self.cfg.schedule.first_view(epoch))?;
+            .prune_view_certificates(schedule.first_view(epoch))?;
+        let pruned = self.store.prune_history(
+            schedule.retained_from(epoch),
+            schedule.length().unwrap_or(0),
+        )?;
         self.store.flush()?;
         tracing::info!(
             epoch,
             boundary_height = boundary.height,
             seals = seals.len(),
+            pruned_blocks = pruned,
             "epoch boundary final, entering the next epoch"
         );
         self.cfg.epoch = epoch;
@@ -436,19 +447,24 @@ impl<S: Store> Engine<S> {
             proposal,
             hash,
             certificate,
+            checkpoint,
         } = block;
         let tx_hashes: Vec<Hash> = proposal.txs.iter().map(|tx| tx_hash(tx)).collect();
         let (height, view) = (proposal.header.height, proposal.header.view);
         let block_bytes = encode("finalized block", &Message::Proposal(proposal.clone()))?;
         let certificate_bytes = encode("certificate", &Message::Certificate(certificate.clone()))?;
-        self.store
-            .commit_finalized(&quasar_storage::FinalizedBlock {
-                height,
-                hash,
-                block: block_bytes,
-                certificate: certificate_bytes,
-                tx_hashes: tx_hashes.clone(),
-            })?;
+        let stored = quasar_storage::FinalizedBlock {
+            height,
+            hash,
+            block: block_bytes,
+            certificate: certificate_bytes,
+            tx_hashes: tx_hashes.clone(),
+        };
+        if checkpoint {
+            self.store.commit_checkpoint(&stored)?;
+        } else {
+            self.store.commit_finalized(&stored)?;
+        }
         self.store.prune_view_certificates(view.saturating_add(1))?;
         Ok(Published {
             proposal,
@@ -456,6 +472,7 @@ impl<S: Store> Engine<S> {
             certificate,
             tx_hashes,
             seen_us,
+            checkpoint,
         })
     }
 

@@ -234,6 +234,10 @@ impl SyncSource for FixtureChain {
         Some((block.encode().ok()?, certificate.encode().ok()?))
     }
 
+    fn history_floor(&self) -> u64 {
+        1
+    }
+
     fn quasar_cert_from(&self, height: u64) -> Option<(u64, Vec<u8>)> {
         let closing = height.max(1).div_ceil(FIXTURE_BUNDLE) * FIXTURE_BUNDLE;
         if closing > FIXTURE_CHAIN_LEN {
@@ -271,7 +275,7 @@ pub fn sync_request(data: &[u8]) {
         return;
     };
     let request = decoded.to_owned();
-    let response = serve(&request, &FixtureChain);
+    let response = serve(&request, &FixtureChain, &EpochSchedule::SINGLE);
     let by_hash = request.block != [0; 32] && FixtureChain.block_by_hash(&request.block).is_some();
     let extra = usize::from(by_hash);
     let first = request.from_height.max(1);

@@ -265,7 +265,13 @@ impl Service<'_> {
         let size = self.bundle_size();
         let certified = store.quasar_tip().ok().flatten().unwrap_or(0);
         let horizon = tip.saturating_sub(MAX_PENDING_BUNDLES as u64 * size);
-        let start = certified.max(horizon / size * size).saturating_add(1);
+        // Below the history floor only boundary blocks are left (pruned, or skipped by a
+        // checkpoint): nothing to rebuild there.
+        let floor = store.history_floor().unwrap_or(1);
+        let start = certified
+            .max(horizon / size * size)
+            .saturating_add(1)
+            .max(floor);
         let mut events = Vec::new();
         for height in start..=tip {
             let Ok(Some(stored)) = store.block_by_height(height) else {

@@ -28,7 +28,7 @@ use crate::quasar::QuasarTracker;
 use crate::quasar_service::{self, Contributor, Finalized, QuasarHandle};
 use crate::rollup_job::WindowProver;
 use crate::signer::{SignError, VoteSigner};
-use crate::sync::{serve, MAX_SYNC_BLOCKS};
+use crate::sync::{checkpoint_inputs, serve, MAX_SYNC_BLOCKS};
 use prometheus_client::registry::Registry;
 use quasar_crypto::accel::CpuBackend;
 use quasar_crypto::bls_cache::PublicKeyCache;
@@ -485,10 +485,12 @@ async fn inbound_loop(
                     let shared = shared.clone();
                     tokio::task::spawn_blocking(move || {
                         let response = match decode(&message) {
-                            Ok(MessageRef::SyncRequest(req)) => {
-                                Message::SyncResponse(serve(&req.to_owned(), &shared.store))
-                                    .encode()
-                            }
+                            Ok(MessageRef::SyncRequest(req)) => Message::SyncResponse(serve(
+                                &req.to_owned(),
+                                &shared.store,
+                                &shared.schedule,
+                            ))
+                            .encode(),
                             _ => {
                                 shared.p2p_metrics.record_malformed();
                                 return;
@@ -800,6 +802,7 @@ fn fetch(
                         _ => inputs.extend(ingest(&shared2, &verifier2, item)),
                     }
                 }
+                let inputs = checkpoint_inputs(inputs, from_height, &shared2.schedule);
                 (inputs, quasar_certs)
             })
             .await

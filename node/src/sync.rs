@@ -9,10 +9,22 @@
 //! node that fell behind also reaches Quasar finality for what it missed: it checks each leg
 //! against its epoch's keys like a leg from gossip, and the whole certificate once its own
 //! finalized blocks give the bundle.
+//!
+//! # Pruned history: checkpoints
+//!
+//! Validators keep the last [`crate::consensus::epoch::RETAINED_EPOCHS`] epochs and, of older
+//! ones, only each epoch's boundary block with its closing certificate (and seals). Asked for
+//! a height below what it still holds, a node serves the **checkpoint** of that height's epoch
+//! instead: the boundary block, its seals and its certificate, and nothing else.
+//! [`checkpoint_inputs`] recognizes such a reply (it skips the height asked for), and the core
+//! takes the boundary as its tip ([`Checkpoint`]) and asks for the next epoch: a late joiner
+//! walks the chain of epoch transitions, one reply per epoch, until it reaches blocks its peers
+//! kept.
 
+use crate::consensus::{Checkpoint, EpochSchedule, Input};
 use quasar_crypto::hash::Hash;
 use quasar_storage::Store;
-use quasar_wire::{decode, BlockHeader, MessageRef, SyncRequest, SyncResponse};
+use quasar_wire::{decode, BlockHeader, CertificateKind, MessageRef, SyncRequest, SyncResponse};
 
 /// Most finalized blocks one reply carries.
 pub const MAX_SYNC_BLOCKS: u32 = 128;
@@ -39,6 +51,9 @@ pub trait SyncSource {
     /// The first stored QuasarCert whose bundle closes at or above `height`: its closing height
     /// and encoding.
     fn quasar_cert_from(&self, height: u64) -> Option<(u64, Vec<u8>)>;
+    /// The lowest height from which every finalized block up to the tip is held (below it,
+    /// only epoch boundary blocks).
+    fn history_floor(&self) -> u64;
 }
 
 /// Every block store serves sync: finalized blocks by height, any kept block by hash. A store
@@ -54,12 +69,27 @@ impl<S: Store + ?Sized> SyncSource for S {
     fn quasar_cert_from(&self, height: u64) -> Option<(u64, Vec<u8>)> {
         Store::quasar_cert_from(self, height).ok()?
     }
+    fn history_floor(&self) -> u64 {
+        Store::history_floor(self).unwrap_or(1)
+    }
 }
 
 /// Builds the reply to `request` from `source`: never more than [`MAX_SYNC_BLOCKS`] blocks, no
 /// more than [`MAX_SYNC_BYTES`] of them beyond the first, and QuasarCerts of bundles closing in
-/// the served range up to [`MAX_SYNC_QUASAR_BYTES`], so the encoded reply fits a frame.
-pub fn serve(request: &SyncRequest, source: &impl SyncSource) -> SyncResponse {
+/// the served range up to [`MAX_SYNC_QUASAR_BYTES`], so the encoded reply fits a frame. Below
+/// the source's history floor the reply is the checkpoint of the asked height's epoch under
+/// `schedule` (see the module docs), or empty when that is not held either.
+pub fn serve(
+    request: &SyncRequest,
+    source: &impl SyncSource,
+    schedule: &EpochSchedule,
+) -> SyncResponse {
+    let first = request.from_height.max(1);
+    if first < source.history_floor() {
+        return SyncResponse {
+            items: checkpoint_reply(source, schedule, first),
+        };
+    }
     let mut items = Vec::new();
     let mut bytes = 0usize;
     if request.block != [0u8; 32] {
@@ -69,7 +99,6 @@ pub fn serve(request: &SyncRequest, source: &impl SyncSource) -> SyncResponse {
         }
     }
     let count = request.max_blocks.min(MAX_SYNC_BLOCKS);
-    let first = request.from_height.max(1);
     let mut last_certificate = None;
     let mut last_height = None;
     let mut first_epoch = None;
@@ -123,6 +152,68 @@ pub fn serve(request: &SyncRequest, source: &impl SyncSource) -> SyncResponse {
     SyncResponse { items }
 }
 
+/// The checkpoint of the epoch deciding `height`: its boundary block, the seals above it, and
+/// its closing certificate; empty without epochs or when the boundary is not held.
+fn checkpoint_reply(
+    source: &impl SyncSource,
+    schedule: &EpochSchedule,
+    height: u64,
+) -> Vec<Vec<u8>> {
+    if schedule.length().is_none() {
+        return Vec::new();
+    }
+    let boundary = schedule.last_height(schedule.epoch_of(height));
+    let Some((block, certificate)) = source.finalized_at(boundary) else {
+        return Vec::new();
+    };
+    let seals = header_of(&block)
+        .map(|header| seals_above(source, &header, &certificate))
+        .unwrap_or_default();
+    let mut items = vec![block];
+    items.extend(seals);
+    items.push(certificate);
+    items
+}
+
+/// The verified items of a sync reply as the core takes them. A reply that holds no block at
+/// `from_height` (the height asked for) but an epoch's boundary block above it and a
+/// finalization is a checkpoint reply (see the module docs): it becomes one
+/// [`Input::Checkpoint`], with the lowest block as the boundary and the others as its seals
+/// (the core checks the links). Any other reply stays as it is.
+pub fn checkpoint_inputs(
+    inputs: Vec<Input>,
+    from_height: u64,
+    schedule: &EpochSchedule,
+) -> Vec<Input> {
+    let mut proposals = Vec::new();
+    let mut certificate = None;
+    for input in &inputs {
+        match input {
+            Input::Proposal(p) => proposals.push(p.as_ref().clone()),
+            Input::Certificate(c) if c.certificate().kind == CertificateKind::Finalization => {
+                certificate = Some(c.clone());
+            }
+            _ => {}
+        }
+    }
+    proposals.sort_by_key(|p| p.proposal().header.height);
+    let boundary_height = proposals.first().map(|p| p.proposal().header.height);
+    let is_checkpoint = schedule.length().is_some()
+        && boundary_height
+            .is_some_and(|h| h > from_height && schedule.last_height(schedule.epoch_of(h)) == h);
+    match certificate {
+        Some(certificate) if is_checkpoint => {
+            let boundary = proposals.remove(0);
+            vec![Input::Checkpoint(Box::new(Checkpoint {
+                boundary,
+                seals: proposals,
+                certificate,
+            }))]
+        }
+        _ => inputs,
+    }
+}
+
 /// The header of an encoded proposal (`None` when it does not decode).
 fn header_of(block: &[u8]) -> Option<BlockHeader> {
     match decode(block) {
@@ -164,17 +255,25 @@ mod tests {
     use super::*;
 
     /// Finalized blocks of a fixed size at heights 1..=100, and QuasarCerts of `.1` bytes (none
-    /// when 0) for the bundles of 16 closing at 16, 32, …, 96.
-    struct Blocks(usize, usize);
+    /// when 0) for the bundles of 16 closing at 16, 32, …, 96. Below height `.2`, only the
+    /// multiples of 10 are held (pruned history, epochs of 10 blocks).
+    struct Blocks(usize, usize, u64);
+
+    fn serve_all(request: &SyncRequest, source: &Blocks) -> SyncResponse {
+        serve(request, source, &EpochSchedule::SINGLE)
+    }
 
     impl SyncSource for Blocks {
         fn finalized_at(&self, height: u64) -> Option<(Vec<u8>, Vec<u8>)> {
-            (1..=100)
-                .contains(&height)
-                .then(|| (vec![height as u8; self.0], vec![0xce; 10]))
+            let held =
+                (1..=100).contains(&height) && (height >= self.2 || height.is_multiple_of(10));
+            held.then(|| (vec![height as u8; self.0], vec![0xce; 10]))
         }
         fn block_by_hash(&self, _: &Hash) -> Option<Vec<u8>> {
             None
+        }
+        fn history_floor(&self) -> u64 {
+            self.2
         }
         fn quasar_cert_from(&self, height: u64) -> Option<(u64, Vec<u8>)> {
             let closing = height.max(1).div_ceil(16) * 16;
@@ -193,18 +292,51 @@ mod tests {
             reply.items[blocks + 1..].iter().map(|c| c[0]).collect()
         };
         // Heights 20..=39: one bundle closes inside (32).
-        let reply = serve(&request(20, 20), &Blocks(100, 1000));
+        let reply = serve_all(&request(20, 20), &Blocks(100, 1000, 1));
         assert_eq!(reply.items.len(), 20 + 1 + 1);
         assert_eq!(closings(&reply, 20), vec![32]);
         // Heights 1..=100: six bundles close inside; 1 MiB certificates stop at the 4 MiB budget.
-        let reply = serve(&request(1, 128), &Blocks(100, 1 << 20));
+        let reply = serve_all(&request(1, 128), &Blocks(100, 1 << 20, 1));
         assert_eq!(closings(&reply, 100), vec![16, 32, 48, 64]);
         // Nothing served, nothing certified: no certificates either.
-        assert!(serve(&request(101, 10), &Blocks(100, 1000))
+        assert!(serve_all(&request(101, 10), &Blocks(100, 1000, 1))
             .items
             .is_empty());
         // Heights 1..=15: no bundle closes inside.
-        assert_eq!(serve(&request(1, 15), &Blocks(100, 1000)).items.len(), 16);
+        assert_eq!(
+            serve_all(&request(1, 15), &Blocks(100, 1000, 1))
+                .items
+                .len(),
+            16
+        );
+    }
+
+    #[test]
+    fn below_the_history_floor_the_reply_is_the_checkpoint_of_the_heights_epoch() {
+        let pruned = Blocks(100, 1000, 50);
+        let epochs = EpochSchedule::new(10);
+        let request = |from_height| SyncRequest {
+            from_height,
+            max_blocks: 128,
+            block: [7; 32],
+        };
+        // Heights 21..=30 are epoch 2: its boundary block 30 and its certificate, nothing else.
+        let reply = serve(&request(23), &pruned, &epochs);
+        assert_eq!(reply.items, vec![vec![30; 100], vec![0xce; 10]]);
+        let reply = serve(&request(40), &pruned, &epochs);
+        assert_eq!(
+            reply.items[0],
+            vec![40; 100],
+            "a boundary asked for is its own epoch's"
+        );
+        // From the floor up, blocks as usual: 50..=100, their certificate, and the QuasarCerts
+        // of the bundles closing at 64, 80 and 96.
+        let reply = serve(&request(50), &pruned, &epochs);
+        assert_eq!(reply.items.len(), 51 + 1 + 3);
+        // Without epochs there is no checkpoint to serve.
+        assert!(serve(&request(23), &pruned, &EpochSchedule::SINGLE)
+            .items
+            .is_empty());
     }
 
     // Regression: a node with an empty store never caught up because a reply of 128 large blocks
@@ -216,7 +348,7 @@ mod tests {
             max_blocks: 128,
             block: [0; 32],
         };
-        let big = serve(&request, &Blocks(4 * 1024 * 1024, 0));
+        let big = serve_all(&request, &Blocks(4 * 1024 * 1024, 0, 1));
         let blocks = big.items.len() - 1;
         assert_eq!(
             blocks, 2,
@@ -227,13 +359,13 @@ mod tests {
             Some(&vec![0xce; 10]),
             "ends with the last block's certificate"
         );
-        let huge = serve(&request, &Blocks(12 * 1024 * 1024, 0));
+        let huge = serve_all(&request, &Blocks(12 * 1024 * 1024, 0, 1));
         assert_eq!(
             huge.items.len(),
             2,
             "one oversized block still goes out alone"
         );
-        let small = serve(&request, &Blocks(100, 0));
+        let small = serve_all(&request, &Blocks(100, 0, 1));
         assert_eq!(
             small.items.len(),
             101,

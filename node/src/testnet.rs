@@ -30,7 +30,8 @@
 //!    ([`TestnetOptions::rollup_setup`], [`Testnet::add_rollup`]). Running out of time is not an
 //!    error; the report shows the heights reached.
 //! 5. Read `GET /block/h` for `h = 1..=blocks` from every validator:
-//!    - `agreement`: every validator returns the same block hash at every height;
+//!    - `agreement`: every validator returns the same block hash at every height it still
+//!      holds (a height it pruned, `410 Gone`, is left out for it);
 //!    - finality samples: `finalized_at_us − timestamp_us` for each (validator, block), in ms,
 //!      i.e. from the proposer stamping the block to that validator seeing its finalize quorum.
 //!      All processes share the host clock, so the difference is meaningful; p50/p99 use the
@@ -202,6 +203,12 @@ pub enum TestnetError {
         /// The start of the response body.
         body: String,
     },
+    /// The node pruned what was asked for (`410 Gone`: a block of an epoch past retention).
+    #[error("{url}: pruned")]
+    Pruned {
+        /// The URL.
+        url: String,
+    },
     /// A node contradicted itself, e.g. a height at or below its finalized height has no block.
     #[error("validator {validator}: {message}")]
     Inconsistent {
@@ -351,6 +358,10 @@ pub struct Status {
     pub view: u64,
     /// Current epoch.
     pub epoch: u64,
+    /// Every block from this height to the tip is stored (older epochs are pruned to their
+    /// boundary blocks).
+    #[serde(default)]
+    pub history_floor: u64,
     /// Connected peers.
     pub peers: usize,
     /// Pending transactions.
@@ -877,6 +888,11 @@ impl Testnet {
         if status == reqwest::StatusCode::NOT_FOUND {
             return Ok(None);
         }
+        if status == reqwest::StatusCode::GONE {
+            return Err(TestnetError::Pruned {
+                url: url.to_string(),
+            });
+        }
         if !status.is_success() {
             return Err(status_error(url, response).await);
         }
@@ -906,14 +922,18 @@ impl Testnet {
         self.get_json(i, &format!("/block/{height}")).await
     }
 
-    /// Whether every validator holds the same block hash at every height `1..=up_to`.
+    /// Whether every validator holds the same block hash at every height `1..=up_to` (heights
+    /// a validator pruned, or skipped through a checkpoint, are compared among the others).
     /// Errors: [`TestnetError::Inconsistent`] when a validator has no block at one of those
     /// heights; HTTP errors as [`Testnet::block`].
     pub async fn same_chain(&self, up_to: u64) -> Result<bool, TestnetError> {
         for h in 1..=up_to {
             let mut reference: Option<String> = None;
             for i in 0..self.validators() {
-                let Some(block) = self.block(i, h).await? else {
+                let Some(block) = held(self.block(i, h).await)? else {
+                    continue;
+                };
+                let Some(block) = block else {
                     return Err(TestnetError::Inconsistent {
                         validator: i,
                         message: format!("has no finalized block at height {h}"),
@@ -1384,7 +1404,17 @@ async fn wait_for_quasar(net: &Testnet, budget: Duration) -> Result<(), TestnetE
     }
 }
 
-/// Reads blocks `1..=blocks` from every validator and computes the report.
+/// A lookup's result, with `None` for what the validator pruned.
+fn held<T>(result: Result<T, TestnetError>) -> Result<Option<T>, TestnetError> {
+    match result {
+        Ok(found) => Ok(Some(found)),
+        Err(TestnetError::Pruned { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Reads blocks `1..=blocks` from every validator (but the ones it pruned) and computes the
+/// report.
 async fn measure(
     net: &Testnet,
     blocks: u64,
@@ -1399,7 +1429,10 @@ async fn measure(
     for h in 1..=blocks {
         let mut reference: Option<String> = None;
         for i in 0..n {
-            let Some(block) = net.block(i, h).await? else {
+            let Some(block) = held(net.block(i, h).await)? else {
+                continue;
+            };
+            let Some(block) = block else {
                 return Err(TestnetError::Inconsistent {
                     validator: i,
                     message: format!(

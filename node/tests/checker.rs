@@ -71,6 +71,7 @@ fn chain(hashes: &[Hash]) -> Vec<ChainEntry> {
         .enumerate()
         .map(|(k, h)| {
             let e = ChainEntry {
+                checkpoint: false,
                 height: k as u64 + 1,
                 hash: *h,
                 parent,
@@ -156,6 +157,7 @@ fn planted_broken_chain_is_caught() {
     obs.chains.push((
         "d".into(),
         vec![ChainEntry {
+            checkpoint: false,
             height: 2,
             hash: [2; 32],
             parent: [1; 32],

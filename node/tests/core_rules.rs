@@ -5,8 +5,8 @@ use quasar_crypto::bls::SecretKey;
 use quasar_crypto::hash::Hash;
 use quasar_lanes::ValidatorSet;
 use quasar_node::consensus::{
-    Action, BlockLimits, Core, CoreConfig, EpochSchedule, EvidenceKind, Input, ProposalSlot,
-    TimerKind, Tip, VerifiedVote, Verifier,
+    Action, BlockLimits, Checkpoint, Core, CoreConfig, EpochSchedule, EvidenceKind, Input,
+    ProposalSlot, TimerKind, Tip, VerifiedVote, Verifier,
 };
 use quasar_node::signer::VoteSigner;
 use quasar_storage::SigningGuard;
@@ -727,4 +727,148 @@ fn a_message_of_a_later_epoch_makes_a_core_fetch_what_it_missed() {
     net.signers[2].enter_epoch(1);
     let misplaced = vote(&mut net, 2, VoteKind::Nullify, 3, 0, [0; 32]);
     assert!(net.verifier.verify_vote(misplaced.vote().clone()).is_err());
+}
+
+/// Epoch 0's checkpoint under two-block epochs: boundary block B (height 2, view 2, over a
+/// parent this node never saw), a seal S above it (height 3, view 3), and the finalization of
+/// S, each verified alone.
+fn checkpoint_parts(
+    net: &mut Net,
+) -> (
+    quasar_node::consensus::VerifiedProposal,
+    quasar_node::consensus::VerifiedProposal,
+    quasar_node::consensus::VerifiedCertificate,
+) {
+    let schedule = EpochSchedule::new(2);
+    let probe = core_in(net, 0, schedule);
+    let sign = |net: &mut Net, slot: ProposalSlot| {
+        let leader = probe.leader_of(slot.view) as usize;
+        let block = net.signers[leader].sign_block(&slot, vec![], 20).unwrap();
+        net.verifier
+            .verify_proposal(block.proposal().clone())
+            .unwrap()
+    };
+    let boundary = sign(net, slot(2, 2, [7; 32], 1));
+    let seal = sign(
+        net,
+        ProposalSlot {
+            seal: true,
+            ..slot(3, 3, *boundary.hash(), 2)
+        },
+    );
+    let certificate = signed_certificate(
+        CertificateKind::Finalization,
+        3,
+        3,
+        *seal.hash(),
+        &[0, 1, 2],
+    );
+    let certificate = net.verifier.verify_certificate(certificate).unwrap();
+    (boundary, seal, certificate)
+}
+
+#[test]
+fn a_checkpoint_takes_the_boundary_block_without_its_ancestors_and_ends_the_epoch() {
+    let schedule = EpochSchedule::new(2);
+    let mut net = net_with(schedule);
+    let (boundary, seal, certificate) = checkpoint_parts(&mut net);
+    let mut core = core_in(&net, 3, schedule);
+    core.start(0, 0);
+    let checkpoint = Checkpoint {
+        boundary: boundary.clone(),
+        seals: vec![seal.clone()],
+        certificate,
+    };
+    let actions = core.handle(100, Input::Checkpoint(Box::new(checkpoint)));
+    match actions.as_slice() {
+        [Action::Finalized(block), Action::Fetch { from_height: 3, .. }, Action::EpochEnded {
+            boundary: tip,
+            seals,
+            ..
+        }] => {
+            assert!(block.checkpoint);
+            assert_eq!(block.hash, *boundary.hash());
+            assert_eq!((tip.height, tip.hash), (2, *boundary.hash()));
+            assert_eq!(seals.len(), 1);
+            assert_eq!(seals[0].header.hash(), *seal.hash());
+        }
+        other => panic!("checkpoint, fetch, epoch end: got {other:?}"),
+    }
+    assert!(core.ended());
+}
+
+#[test]
+fn a_checkpoint_whose_links_or_certificate_do_not_hold_is_ignored() {
+    let schedule = EpochSchedule::new(2);
+    let mut net = net_with(schedule);
+    let (boundary, seal, finalization) = checkpoint_parts(&mut net);
+    let notarization = net
+        .verifier
+        .verify_certificate(signed_certificate(
+            CertificateKind::Notarization,
+            3,
+            3,
+            *seal.hash(),
+            &[0, 1, 2],
+        ))
+        .unwrap();
+    let cases = [
+        (
+            "the seal between is missing",
+            boundary.clone(),
+            vec![],
+            finalization.clone(),
+        ),
+        (
+            "a notarization finalizes nothing",
+            boundary.clone(),
+            vec![seal.clone()],
+            notarization,
+        ),
+        (
+            "the seal is no boundary block",
+            seal.clone(),
+            vec![boundary.clone()],
+            finalization.clone(),
+        ),
+    ];
+    for (what, boundary, seals, certificate) in cases {
+        let mut core = core_in(&net, 3, schedule);
+        core.start(0, 0);
+        let checkpoint = Checkpoint {
+            boundary,
+            seals,
+            certificate,
+        };
+        let actions = core.handle(100, Input::Checkpoint(Box::new(checkpoint)));
+        assert!(
+            !actions
+                .iter()
+                .any(|a| matches!(a, Action::Finalized(_) | Action::EpochEnded { .. })),
+            "{what}: {actions:?}"
+        );
+        assert!(!core.ended(), "{what}");
+    }
+    // A node one block below the boundary syncs it as a block: no checkpoint is needed.
+    let mut core = Core::new(
+        CoreConfig {
+            schedule,
+            ..config(3)
+        },
+        net.validators.clone(),
+        Tip {
+            height: 1,
+            hash: [7; 32],
+            view: 1,
+            timestamp_us: 0,
+        },
+    );
+    core.start(0, 0);
+    let checkpoint = Checkpoint {
+        boundary,
+        seals: vec![seal],
+        certificate: finalization,
+    };
+    let actions = core.handle(100, Input::Checkpoint(Box::new(checkpoint)));
+    assert!(!actions.iter().any(|a| matches!(a, Action::Finalized(_))));
 }

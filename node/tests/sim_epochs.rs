@@ -134,3 +134,77 @@ fn a_validator_down_across_boundaries_catches_up_through_sync() {
     s.check_safety().unwrap();
     check_epochs(&s, 3, schedule);
 }
+
+/// Validators keep six epochs of blocks and the boundary blocks of older ones; a validator that
+/// was down longer than that, and one that lost its disk, walk the epoch transitions
+/// (checkpoints) up to the blocks their peers kept, and agree with them from there.
+#[test]
+fn late_joiners_walk_the_checkpoints_of_pruned_epochs() {
+    let schedule = EpochSchedule::new(4);
+    let mut s = Simulation::new(SimConfig {
+        seed: 37,
+        epoch_length: 4,
+        ..SimConfig::default()
+    });
+    assert!(s.run_until_height(2, 30 * SECOND));
+    s.crash(3);
+    assert!(
+        s.run_until_height(48, s.now() + 600 * SECOND),
+        "{}",
+        s.describe()
+    );
+    // Epoch 11 or later runs: epochs 0 to 4 at least are past retention.
+    let store = s.store(0);
+    let floor = store.history_floor().unwrap();
+    assert!(floor >= schedule.first_height(5), "floor {floor}");
+    for height in 1..floor {
+        assert_eq!(
+            store.block_by_height(height).unwrap().is_some(),
+            height % 4 == 0,
+            "only the boundary blocks stay below the floor (height {height})"
+        );
+    }
+    assert!(store
+        .quasar_cert_from(1)
+        .unwrap()
+        .is_none_or(|(h, _)| h >= floor));
+
+    s.restart(3);
+    s.restart_with_empty_store(2);
+    let target = s.finalized_height(0) + 4;
+    assert!(
+        s.run_until_height(target, s.now() + 300 * SECOND),
+        "{}",
+        s.describe()
+    );
+    s.check_safety().unwrap();
+    for late in [2, 3] {
+        assert!(s.finalized_height(late) >= target);
+        let checkpoints: Vec<u64> = s
+            .committed(late)
+            .iter()
+            .filter(|b| b.checkpoint)
+            .map(|b| b.proposal.header.height)
+            .collect();
+        assert!(!checkpoints.is_empty(), "node {late} skipped pruned epochs");
+        assert!(
+            checkpoints.iter().all(|h| h % 4 == 0),
+            "checkpoints are boundary blocks: {checkpoints:?}"
+        );
+        let store = s.store(late);
+        assert!(store.history_floor().unwrap() > 1);
+        // Each boundary it walked is kept, so it can serve the transitions in turn.
+        for height in checkpoints {
+            assert!(store.block_by_height(height).unwrap().is_some());
+        }
+    }
+    // The node that lost its disk reached every boundary through the chain of transitions.
+    let walked: Vec<u64> = s
+        .committed(2)
+        .iter()
+        .map(|b| b.proposal.header.height)
+        .filter(|h| h % 4 == 0)
+        .collect();
+    let boundaries: Vec<u64> = (1..=walked.len() as u64).map(|e| 4 * e).collect();
+    assert_eq!(walked, boundaries);
+}

@@ -640,3 +640,55 @@ async fn malformed_frames_are_counted_and_the_node_keeps_finalizing() {
     fx.net.check_running().unwrap();
     endpoint.wait_idle().await;
 }
+
+/// Retention and late joiners with real processes: under two-block epochs (profile `fast`)
+/// validators keep six epochs and older epochs' boundary blocks. Validator 3 is down for more
+/// than that; restarted on its data directory, it walks the checkpoints of the pruned epochs
+/// (its peers answer `410 Gone` below their history floor) and finalizes with the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_validator_down_past_retention_rejoins_through_checkpoints() {
+    let _turn = one_network_at_a_time().await;
+    let mut fx = Fixture::with_profile("quasar-testnet-test-", 4, 100, Profile::Fast);
+    fx.net.set_epoch_length(2).unwrap();
+    fx.spawn_all();
+    let others = [0, 1, 2];
+    fx.net
+        .wait_finalized(&[0, 1, 2, 3], 2, Duration::from_secs(30))
+        .await
+        .unwrap();
+    let at_kill = kill_and_note_height(&mut fx, 3, &others).await;
+    // Ten epochs later, the first five past the victim's tip are pruned.
+    let statuses = fx
+        .net
+        .wait_finalized(&others, at_kill + 22, Duration::from_secs(60))
+        .await
+        .unwrap();
+    for s in &statuses {
+        assert!(s.history_floor > at_kill + 2, "pruned: {s:?}");
+    }
+    let pruned = at_kill + 1 + at_kill % 2; // not a boundary block
+    assert!(matches!(
+        fx.net.block(0, pruned).await,
+        Err(TestnetError::Pruned { .. })
+    ));
+    assert!(
+        fx.net.block(0, pruned + 1).await.unwrap().is_some(),
+        "boundary blocks stay"
+    );
+
+    fx.net.spawn(3, &binary()).unwrap();
+    let target = max_finalized(&statuses) + 4;
+    let statuses = fx
+        .net
+        .wait_finalized(&[0, 1, 2, 3], target, Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert!(statuses[3].history_floor > at_kill + 2, "{:?}", statuses[3]);
+    assert_same_chain(&fx.net, target).await;
+    assert!(
+        fx.net
+            .log_tail(3, 400)
+            .contains("checkpoint: took the epoch's boundary block"),
+        "validator 3 took checkpoints"
+    );
+}

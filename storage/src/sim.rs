@@ -51,6 +51,8 @@ pub enum Crash {
 #[derive(Debug, Clone)]
 enum Operation {
     Commit(FinalizedBlock),
+    Checkpoint(FinalizedBlock),
+    PruneHistory(u64, u64),
     PutBlock(Hash, Vec<u8>),
     BindGenesis(Hash),
     PutViewCertificate(u64, u8, Vec<u8>),
@@ -65,6 +67,8 @@ impl Operation {
     fn apply(&self, store: &SledStore) -> Result<(), StoreError> {
         match self {
             Operation::Commit(block) => store.commit_finalized(block),
+            Operation::Checkpoint(block) => store.commit_checkpoint(block),
+            Operation::PruneHistory(below, keep) => store.prune_history(*below, *keep).map(|_| ()),
             Operation::PutBlock(hash, block) => store.put_block(hash, block),
             Operation::BindGenesis(genesis) => store.bind_genesis(genesis),
             Operation::PutViewCertificate(view, kind, bytes) => {
@@ -202,6 +206,22 @@ impl Store for SimStore {
     fn commit_finalized(&self, block: &FinalizedBlock) -> Result<(), StoreError> {
         self.write(Operation::Commit(block.clone()), |s| {
             s.commit_finalized(block)
+        })
+    }
+
+    fn commit_checkpoint(&self, block: &FinalizedBlock) -> Result<(), StoreError> {
+        self.write(Operation::Checkpoint(block.clone()), |s| {
+            s.commit_checkpoint(block)
+        })
+    }
+
+    fn history_floor(&self) -> Result<u64, StoreError> {
+        self.disk().live.history_floor()
+    }
+
+    fn prune_history(&self, below_height: u64, keep_every: u64) -> Result<u64, StoreError> {
+        self.write(Operation::PruneHistory(below_height, keep_every), |s| {
+            s.prune_history(below_height, keep_every)
         })
     }
 

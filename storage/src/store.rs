@@ -11,6 +11,7 @@
 //! | `heights` | height (u64 BE)     | hash of the finalized block at that height (32 B) |
 //! | `certs`   | height (u64 BE)     | encoded certificate that finalized that height    |
 //! | `txs`     | tx hash (32 B)      | height (u64 BE) of the finalized block holding it |
+//! | `block_txs` | height (u64 BE)   | the block's tx hashes, 32 B each (to prune `txs`) |
 //! | `meta`    | `finalized`         | finalized tip: height (u64 BE) ‖ hash (32 B)      |
 //! | `meta`    | `genesis`           | genesis hash the store is bound to (32 B)         |
 //! | `view_certs` | view (u64 BE) ‖ kind | certificate of a view above the finalized tip  |
@@ -18,20 +19,26 @@
 //! | `quasar`  | height (u64 BE)     | verified QuasarCert of the bundle that ends at that height |
 //! | `sessions` | height (u64 BE) ‖ session id (32 B) | empty: a threshold-signing session this validator took part in |
 //! | `meta`    | `sessions_floor`    | claims below this height (u64 BE) are pruned and refused |
+//! | `meta`    | `history_floor`     | every finalized height from this one (u64 BE) to the tip is stored |
 //!
 //! # Guarantees
 //!
-//! - [`Store::commit_finalized`] writes all five trees in one sled transaction: a crash leaves either
-//!   none or all of a height's entries, and the finalized pointer never points past the index.
+//! - [`Store::commit_finalized`] writes a height's entries in every tree in one sled transaction:
+//!   a crash leaves either none or all of them, and the finalized pointer never points past the
+//!   index.
 //! - Heights are committed densely and in order (1, 2, 3, …); anything else is
-//!   [`StoreError::OutOfOrder`].
+//!   [`StoreError::OutOfOrder`]. The one exception is a checkpoint
+//!   ([`Store::commit_checkpoint`]): a finalized epoch boundary above a gap, for a node that
+//!   joins after its peers pruned the blocks in between. From the **history floor**
+//!   ([`Store::history_floor`]) to the tip every height is stored; below it only what was kept.
 //! - A stored value with the wrong length is reported as [`StoreError::Corrupt`], never a panic.
 //! - Durability: sled makes writes durable on [`Store::flush`] (and periodically in the background).
 //!   The signing guard does *not* rely on this; see [`crate::guard`].
 //!
 //! Equivocation evidence is a bounded log of its own, described in [`crate::evidence`]. Session
-//! claims are pruned by epoch ([`Store::prune_sessions`]); blocks, their certificates and
-//! QuasarCerts are kept (pruning them needs the epoch-transition sync of a later change).
+//! claims ([`Store::prune_sessions`]) and finalized history ([`Store::prune_history`]: blocks,
+//! their certificates, their transaction index and QuasarCerts, except the epoch boundary
+//! blocks a late joiner needs) are pruned by epoch.
 
 use std::path::Path;
 
@@ -49,6 +56,10 @@ const GENESIS_KEY: &[u8] = b"genesis";
 
 /// Key of the pruned line of the `sessions` tree (u64 BE), in the `meta` tree.
 const SESSIONS_FLOOR_KEY: &[u8] = b"sessions_floor";
+
+/// Key of the history floor (u64 BE), in the `meta` tree: every finalized height from it up to
+/// the tip is stored.
+const HISTORY_FLOOR_KEY: &[u8] = b"history_floor";
 
 fn view_key(view: u64, kind: u8) -> [u8; 9] {
     let mut key = [0u8; 9];
@@ -137,6 +148,28 @@ pub trait Store: Send + Sync {
     /// or 1 when nothing is finalized yet; otherwise [`StoreError::OutOfOrder`] and nothing is
     /// written (so re-committing the tip is also `OutOfOrder`).
     fn commit_finalized(&self, block: &FinalizedBlock) -> Result<(), StoreError>;
+
+    /// Persists a finalized block above a gap, like [`Store::commit_finalized`] but without its
+    /// ancestors: a **checkpoint**, the boundary block of an epoch whose blocks the peers have
+    /// pruned (the caller verified its finalization). `block.height` must be above the
+    /// finalized tip (or ≥ 1 on an empty store), else [`StoreError::OutOfOrder`] and nothing is
+    /// written; above a gap the history floor moves up to `block.height`, in the same
+    /// transaction.
+    fn commit_checkpoint(&self, block: &FinalizedBlock) -> Result<(), StoreError>;
+
+    /// The history floor: every finalized height from it up to the tip is stored (1 when
+    /// nothing was pruned or skipped). Below it only the heights kept by
+    /// [`Store::prune_history`] and earlier checkpoints remain.
+    fn history_floor(&self) -> Result<u64, StoreError>;
+
+    /// Prunes the finalized history below `below_height` (clamped to the finalized tip, which
+    /// always stays): blocks, their certificates and transaction index entries, except heights
+    /// that are multiples of `keep_every` (the epoch boundary blocks, with their certificates,
+    /// which late joiners walk; 0 keeps none), and every QuasarCert closing below the line. The
+    /// history floor moves up to the line. Returns how many blocks were removed. A crash
+    /// midway leaves unreachable entries at worst, never a dangling index; a later call
+    /// removes them.
+    fn prune_history(&self, below_height: u64, keep_every: u64) -> Result<u64, StoreError>;
 
     /// The finalized tip `(height, hash)`, or `None` when nothing has been finalized.
     fn finalized_tip(&self) -> Result<Option<(u64, Hash)>, StoreError>;
@@ -235,6 +268,7 @@ pub struct SledStore {
     heights: sled::Tree,
     certs: sled::Tree,
     txs: sled::Tree,
+    block_txs: sled::Tree,
     meta: sled::Tree,
     view_certs: sled::Tree,
     quasar: sled::Tree,
@@ -279,6 +313,7 @@ impl SledStore {
             heights: db.open_tree("heights")?,
             certs: db.open_tree("certs")?,
             txs: db.open_tree("txs")?,
+            block_txs: db.open_tree("block_txs")?,
             meta: db.open_tree("meta")?,
             view_certs: db.open_tree("view_certs")?,
             quasar: db.open_tree("quasar")?,
@@ -334,49 +369,73 @@ fn encode_tip(height: u64, hash: &Hash) -> [u8; 40] {
 
 impl Store for SledStore {
     fn commit_finalized(&self, block: &FinalizedBlock) -> Result<(), StoreError> {
-        let height_key = block.height.to_be_bytes();
-        let result = (
-            &self.blocks,
-            &self.heights,
-            &self.certs,
-            &self.txs,
-            &self.meta,
-        )
-            .transaction(|(blocks, heights, certs, txs, meta)| {
-                let tip = match meta.get(FINALIZED_KEY)? {
-                    Some(v) => Some(decode_tip(&v).map_err(ConflictableTransactionError::Abort)?),
-                    None => None,
-                };
-                let expected = match tip {
-                    Some((h, _)) => h.checked_add(1).ok_or_else(|| {
-                        ConflictableTransactionError::Abort(StoreError::Corrupt(
-                            "finalized height is u64::MAX".into(),
-                        ))
-                    })?,
-                    None => 1,
-                };
-                if block.height != expected {
-                    return Err(ConflictableTransactionError::Abort(
-                        StoreError::OutOfOrder {
-                            expected,
-                            got: block.height,
-                        },
-                    ));
-                }
-                blocks.insert(&block.hash[..], block.block.as_slice())?;
-                heights.insert(&height_key[..], &block.hash[..])?;
-                certs.insert(&height_key[..], block.certificate.as_slice())?;
-                for tx in &block.tx_hashes {
-                    txs.insert(&tx[..], &height_key[..])?;
-                }
-                meta.insert(FINALIZED_KEY, &encode_tip(block.height, &block.hash)[..])?;
-                Ok(())
-            });
-        match result {
-            Ok(()) => Ok(()),
-            Err(TransactionError::Abort(e)) => Err(e),
-            Err(TransactionError::Storage(e)) => Err(StoreError::Backend(e)),
+        self.commit(block, false)
+    }
+
+    fn commit_checkpoint(&self, block: &FinalizedBlock) -> Result<(), StoreError> {
+        self.commit(block, true)
+    }
+
+    fn history_floor(&self) -> Result<u64, StoreError> {
+        self.floor(HISTORY_FLOOR_KEY, 1)
+    }
+
+    fn prune_history(&self, below_height: u64, keep_every: u64) -> Result<u64, StoreError> {
+        let Some((tip, _)) = self.finalized_tip()? else {
+            return Ok(0);
+        };
+        let line = below_height.min(tip);
+        if line > self.history_floor()? {
+            self.meta.insert(HISTORY_FLOOR_KEY, &line.to_be_bytes())?;
         }
+        let kept = |height: u64| keep_every != 0 && height.is_multiple_of(keep_every);
+        // The height index goes first: a crash after it leaves unreachable entries, which the
+        // loop below removes on the next call, never an index pointing at nothing.
+        let mut pruned = Vec::new();
+        let mut index = sled::Batch::default();
+        for entry in self.heights.range(..line.to_be_bytes()) {
+            let (key, hash) = entry?;
+            let height = decode_height(&key, "heights key")?;
+            if !kept(height) {
+                index.remove(key);
+                pruned.push((height, hash));
+            }
+        }
+        self.heights.apply_batch(index)?;
+        let mut blocks = sled::Batch::default();
+        let mut certs = sled::Batch::default();
+        let mut txs = sled::Batch::default();
+        let mut block_txs = sled::Batch::default();
+        for (height, hash) in &pruned {
+            let key = height.to_be_bytes();
+            blocks.remove(hash.clone());
+            certs.remove(&key);
+            if let Some(hashes) = self.block_txs.get(key)? {
+                for tx in hashes.chunks(32) {
+                    if self.txs.get(tx)?.as_deref() == Some(&key[..]) {
+                        txs.remove(tx);
+                    }
+                }
+                block_txs.remove(&key);
+            }
+        }
+        // Left behind by an interrupted call: certificates without an index entry.
+        for entry in self.certs.range(..line.to_be_bytes()) {
+            let (key, _) = entry?;
+            if !kept(decode_height(&key, "certs key")?) && !self.heights.contains_key(&key)? {
+                certs.remove(key);
+            }
+        }
+        self.blocks.apply_batch(blocks)?;
+        self.certs.apply_batch(certs)?;
+        self.txs.apply_batch(txs)?;
+        self.block_txs.apply_batch(block_txs)?;
+        let mut quasar = sled::Batch::default();
+        for key in self.quasar.range(..line.to_be_bytes()).keys() {
+            quasar.remove(key?);
+        }
+        self.quasar.apply_batch(quasar)?;
+        Ok(pruned.len() as u64)
     }
 
     fn finalized_tip(&self) -> Result<Option<(u64, Hash)>, StoreError> {
@@ -550,9 +609,74 @@ impl Store for SledStore {
 impl SledStore {
     /// The pruned line of the `sessions` tree (0 when nothing was pruned).
     fn sessions_floor(&self) -> Result<u64, StoreError> {
-        match self.meta.get(SESSIONS_FLOOR_KEY)? {
-            Some(value) => decode_height(&value, "sessions floor"),
-            None => Ok(0),
+        self.floor(SESSIONS_FLOOR_KEY, 0)
+    }
+
+    /// The height stored under the `meta` key `key`, or `default`.
+    fn floor(&self, key: &[u8], default: u64) -> Result<u64, StoreError> {
+        match self.meta.get(key)? {
+            Some(value) => decode_height(&value, "meta floor"),
+            None => Ok(default),
+        }
+    }
+
+    /// [`Store::commit_finalized`], or with `checkpoint` [`Store::commit_checkpoint`].
+    fn commit(&self, block: &FinalizedBlock, checkpoint: bool) -> Result<(), StoreError> {
+        let height_key = block.height.to_be_bytes();
+        let tx_list: Vec<u8> = block.tx_hashes.iter().flatten().copied().collect();
+        let result = (
+            &self.blocks,
+            &self.heights,
+            &self.certs,
+            &self.txs,
+            &self.block_txs,
+            &self.meta,
+        )
+            .transaction(|(blocks, heights, certs, txs, block_txs, meta)| {
+                let tip = match meta.get(FINALIZED_KEY)? {
+                    Some(v) => Some(decode_tip(&v).map_err(ConflictableTransactionError::Abort)?),
+                    None => None,
+                };
+                let expected = match tip {
+                    Some((h, _)) => h.checked_add(1).ok_or_else(|| {
+                        ConflictableTransactionError::Abort(StoreError::Corrupt(
+                            "finalized height is u64::MAX".into(),
+                        ))
+                    })?,
+                    None => 1,
+                };
+                let in_order = if checkpoint {
+                    block.height >= expected
+                } else {
+                    block.height == expected
+                };
+                if !in_order {
+                    return Err(ConflictableTransactionError::Abort(
+                        StoreError::OutOfOrder {
+                            expected,
+                            got: block.height,
+                        },
+                    ));
+                }
+                if block.height > expected {
+                    meta.insert(HISTORY_FLOOR_KEY, &height_key[..])?;
+                }
+                blocks.insert(&block.hash[..], block.block.as_slice())?;
+                heights.insert(&height_key[..], &block.hash[..])?;
+                certs.insert(&height_key[..], block.certificate.as_slice())?;
+                for tx in &block.tx_hashes {
+                    txs.insert(&tx[..], &height_key[..])?;
+                }
+                if !tx_list.is_empty() {
+                    block_txs.insert(&height_key[..], tx_list.as_slice())?;
+                }
+                meta.insert(FINALIZED_KEY, &encode_tip(block.height, &block.hash)[..])?;
+                Ok(())
+            });
+        match result {
+            Ok(()) => Ok(()),
+            Err(TransactionError::Abort(e)) => Err(e),
+            Err(TransactionError::Storage(e)) => Err(StoreError::Backend(e)),
         }
     }
 }

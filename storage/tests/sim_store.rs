@@ -141,3 +141,20 @@ fn a_lying_flush_acknowledges_and_keeps_nothing() {
     store.crash(Crash::LoseUnflushed).unwrap();
     assert_eq!(tip(&store), 0);
 }
+
+#[test]
+fn checkpoints_and_history_prunes_replay_after_a_crash() {
+    let store = SimStore::new().unwrap();
+    store.commit_checkpoint(&finalized(4)).unwrap();
+    commit(&store, 5..=9);
+    store.prune_history(9, 4).unwrap();
+    store.flush().unwrap();
+    store.commit_checkpoint(&finalized(12)).unwrap();
+    store.crash(Crash::LoseUnflushed).unwrap();
+    assert_eq!(tip(&store), 9, "the unflushed checkpoint is lost");
+    assert_eq!(store.history_floor().unwrap(), 9);
+    let kept: Vec<u64> = (1..=9)
+        .filter(|&h| store.block_by_height(h).unwrap().is_some())
+        .collect();
+    assert_eq!(kept, vec![4, 8, 9]);
+}

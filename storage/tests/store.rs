@@ -279,3 +279,88 @@ fn pruned_sessions_are_forgotten_and_never_claimed_again() {
     assert!(!store.claim_session(12, &[1; 32]).unwrap());
     assert!(store.claim_session(12, &[2; 32]).unwrap());
 }
+
+#[test]
+fn pruned_history_keeps_the_boundaries_and_the_tip() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        for height in 1..=20 {
+            store.commit_finalized(&finalized(height)).unwrap();
+            store.put_quasar_cert(height, b"quasar").unwrap();
+        }
+        assert_eq!(store.history_floor().unwrap(), 1);
+        // Below 13, every height but the boundaries 4, 8, 12 goes: nine blocks.
+        assert_eq!(store.prune_history(13, 4).unwrap(), 9);
+        assert_eq!(
+            store.prune_history(13, 4).unwrap(),
+            0,
+            "pruning twice removes nothing more"
+        );
+        store.flush().unwrap();
+    }
+    let store = SledStore::open(dir.path()).unwrap();
+    assert_eq!(store.history_floor().unwrap(), 13);
+    for height in 1..=20 {
+        let kept = height >= 13 || height % 4 == 0;
+        assert_eq!(
+            store.block_by_height(height).unwrap().is_some(),
+            kept,
+            "height {height}"
+        );
+        assert_eq!(
+            store.block_by_hash(&h(height as u8)).unwrap().is_some(),
+            kept
+        );
+        assert_eq!(
+            store.tx_height(&h(100 + height as u8)).unwrap().is_some(),
+            kept,
+            "tx of height {height}"
+        );
+    }
+    assert_eq!(
+        store.quasar_cert_from(1).unwrap().map(|(h, _)| h),
+        Some(13),
+        "QuasarCerts below the line are gone, boundaries' too"
+    );
+    // The tip always stays, whatever line is asked for.
+    assert_eq!(store.prune_history(u64::MAX, 0).unwrap(), 3 + 7);
+    assert_eq!(store.history_floor().unwrap(), 20);
+    assert!(store.block_by_height(20).unwrap().is_some());
+    assert!(
+        store.block_by_height(8).unwrap().is_none(),
+        "keep_every 0 keeps none"
+    );
+    store.commit_finalized(&finalized(21)).unwrap();
+}
+
+#[test]
+fn a_checkpoint_commits_above_a_gap_and_moves_the_floor() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        store.commit_checkpoint(&finalized(8)).unwrap();
+        assert_eq!(store.finalized_tip().unwrap(), Some((8, h(8))));
+        assert_eq!(store.history_floor().unwrap(), 8);
+        assert_eq!(store.block_by_height(7).unwrap(), None);
+        assert_eq!(store.tx_height(&h(108)).unwrap(), Some(8));
+        // At or below the tip is out of order, checkpoint or not; nothing is written.
+        for height in [5, 8] {
+            assert!(matches!(
+                store.commit_checkpoint(&finalized(height)),
+                Err(StoreError::OutOfOrder { expected: 9, got }) if got == height
+            ));
+        }
+        // Dense commits go on from the checkpoint; a checkpoint right above the tip is one.
+        store.commit_finalized(&finalized(9)).unwrap();
+        store.commit_checkpoint(&finalized(10)).unwrap();
+        assert_eq!(store.history_floor().unwrap(), 8);
+        store.commit_checkpoint(&finalized(16)).unwrap();
+        store.flush().unwrap();
+    }
+    let store = SledStore::open(dir.path()).unwrap();
+    assert_eq!(store.finalized_tip().unwrap(), Some((16, h(16))));
+    assert_eq!(store.history_floor().unwrap(), 16);
+    assert!(store.block_by_height(8).unwrap().is_some());
+    assert!(store.block_by_height(12).unwrap().is_none());
+}

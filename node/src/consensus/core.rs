@@ -73,6 +73,9 @@ pub enum Input {
     Vote(VerifiedVote),
     /// A verified certificate.
     Certificate(VerifiedCertificate),
+    /// An epoch transition that sync served in place of blocks its peers pruned (see
+    /// [`crate::sync`]).
+    Checkpoint(Box<Checkpoint>),
     /// A timer set by [`Action::SetTimer`] fired.
     Timer {
         /// The view it was set for.
@@ -80,6 +83,21 @@ pub enum Input {
         /// Which timer.
         kind: TimerKind,
     },
+}
+
+/// An epoch's **checkpoint**: its boundary block, the seals above it, and a finalization of the
+/// last of them (or of the boundary block itself), each verified alone. A node whose peers
+/// pruned the blocks between its tip and the boundary of its epoch takes the boundary as its
+/// new finalized tip without them, and goes on with the next epoch: the chain of epoch
+/// transitions, one checkpoint at a time, each certified by the epoch that ends there.
+#[derive(Debug, Clone)]
+pub struct Checkpoint {
+    /// The epoch's boundary block.
+    pub boundary: VerifiedProposal,
+    /// The seals between the boundary block and the certified block, in any order.
+    pub seals: Vec<VerifiedProposal>,
+    /// The finalization of the boundary block or of a seal above it.
+    pub certificate: VerifiedCertificate,
 }
 
 /// Kinds of equivocation the core detects.
@@ -139,6 +157,9 @@ pub struct FinalizedBlock {
     pub hash: Hash,
     /// The finalization that covers it (its own, or a descendant's).
     pub certificate: Certificate,
+    /// It came from a [`Checkpoint`]: the blocks between the previous tip and this one were
+    /// skipped.
+    pub checkpoint: bool,
 }
 
 /// What the runtime must do, in order.
@@ -435,6 +456,7 @@ impl Core {
             Input::Proposal(p) => Some(p.proposal().header.epoch),
             Input::Vote(v) => Some(v.vote().epoch),
             Input::Certificate(c) => Some(c.certificate().epoch),
+            Input::Checkpoint(c) => Some(c.certificate.certificate().epoch),
             Input::Timer { .. } => None,
         };
         match epoch {
@@ -449,6 +471,7 @@ impl Core {
             Input::Proposal(p) => self.on_proposal(*p, &mut out),
             Input::Vote(v) => self.on_vote(v, &mut out),
             Input::Certificate(c) => self.on_certificate(c.certificate().clone(), false, &mut out),
+            Input::Checkpoint(c) => self.on_checkpoint(*c, &mut out),
             Input::Timer { view, kind } => self.on_timer(view, kind, &mut out),
         }
         if let Some(end) = out
@@ -558,9 +581,15 @@ impl Core {
 
     /// When the notarized block of an earlier view is unknown, ask for it.
     fn fetch_missing_parent(&mut self, out: &mut Vec<Action>) {
+        // Before the core entered a view of its epoch (a restarted node whose signing guard is
+        // past the epoch its store reached), there is no earlier view to look at.
+        let from = self.tip.view + 1;
+        if from >= self.view {
+            return;
+        }
         let missing: Vec<Hash> = self
             .views
-            .range(self.tip.view + 1..self.view)
+            .range(from..self.view)
             .filter_map(|(_, s)| {
                 s.notarization
                     .as_ref()
@@ -1089,6 +1118,7 @@ impl Core {
                     proposal: block.proposal,
                     hash,
                     certificate: cert.clone(),
+                    checkpoint: false,
                 })));
             }
             if self.tip.height == last_height {
@@ -1103,6 +1133,80 @@ impl Core {
             }
             self.prune();
         }
+    }
+
+    /// Takes this epoch's boundary block as the finalized tip without the blocks between (see
+    /// [`Checkpoint`]) and ends the epoch, then asks for what follows. Ignored unless the
+    /// certificate finalizes, through hash links of consecutive heights over the seals, this
+    /// epoch's boundary block, and that block is more than one height above the tip (right
+    /// above it, ordinary sync commits it).
+    fn on_checkpoint(&mut self, checkpoint: Checkpoint, out: &mut Vec<Action>) {
+        let Checkpoint {
+            boundary,
+            seals,
+            certificate,
+        } = checkpoint;
+        let last_height = self.last_height();
+        let cert = certificate.certificate();
+        let header = &boundary.proposal().header;
+        if cert.kind != CertificateKind::Finalization
+            || header.epoch != self.cfg.epoch
+            || header.height != last_height
+            || header.height <= self.tip.height.saturating_add(1)
+        {
+            return;
+        }
+        let mut by_hash: HashMap<Hash, Proposal> = seals
+            .into_iter()
+            .filter(|s| s.proposal().header.epoch == self.cfg.epoch)
+            .map(|s| (*s.hash(), s.proposal().clone()))
+            .collect();
+        let mut chain = Vec::new();
+        let (mut cursor, mut height) = (cert.block, cert.height);
+        while cursor != *boundary.hash() {
+            let Some(seal) = by_hash.remove(&cursor) else {
+                return;
+            };
+            if seal.header.height != height || height <= last_height {
+                return;
+            }
+            cursor = seal.header.parent;
+            height -= 1;
+            chain.push(seal);
+        }
+        if height != last_height {
+            return;
+        }
+        chain.reverse();
+        self.tip = Tip {
+            height: header.height,
+            hash: *boundary.hash(),
+            view: header.view,
+            timestamp_us: header.timestamp_us,
+        };
+        self.tip_certificate = Some(cert.clone());
+        self.ended = true;
+        self.pending.clear();
+        tracing::info!(
+            epoch = self.cfg.epoch,
+            height = self.tip.height,
+            "checkpoint: took the epoch's boundary block without the pruned blocks below it"
+        );
+        out.push(Action::Finalized(Box::new(FinalizedBlock {
+            proposal: boundary.proposal().clone(),
+            hash: self.tip.hash,
+            certificate: cert.clone(),
+            checkpoint: true,
+        })));
+        out.push(Action::Fetch {
+            block: [0; 32],
+            from_height: self.tip.height + 1,
+        });
+        out.push(Action::EpochEnded {
+            boundary: self.tip,
+            certificate: cert.clone(),
+            seals: chain,
+        });
     }
 
     /// Drops state the finalized tip makes irrelevant, so memory stays bounded.

@@ -67,8 +67,8 @@ pub mod leader;
 pub mod verify;
 
 pub use self::core::{
-    Action, Core, CoreConfig, Evidence, EvidenceKind, FinalizedBlock, Input, ProposalSlot,
-    TimerKind, Tip,
+    Action, Checkpoint, Core, CoreConfig, Evidence, EvidenceKind, FinalizedBlock, Input,
+    ProposalSlot, TimerKind, Tip,
 };
 pub use epoch::EpochSchedule;
 pub use leader::leader;

@@ -31,7 +31,7 @@ use crate::consensus::{
 };
 use crate::engine::{Engine, EngineError, Host, Published};
 use crate::signer::VoteSigner;
-use crate::sync::{serve, MAX_SYNC_BLOCKS};
+use crate::sync::{checkpoint_inputs, serve, MAX_SYNC_BLOCKS};
 use quasar_crypto::bls::SecretKey;
 use quasar_crypto::hash::{tagged_hash, Hash};
 use quasar_lanes::cert::Profile;
@@ -41,7 +41,7 @@ use quasar_wire::{decode, Certificate, EpochDomain, Message, MessageRef, SyncReq
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 use std::sync::Arc;
 
 /// Network and protocol parameters of a simulation. Times are microseconds.
@@ -131,8 +131,9 @@ struct SimNode {
     alive: bool,
     /// Down after a fatal storage error, waiting for its scheduled restart.
     failed: bool,
-    /// The blocks this node reported final, in height order (what the checker compares).
-    published: Vec<Published>,
+    /// The blocks this node reported final, by height (what the checker compares); heights a
+    /// checkpoint skipped are absent.
+    published: BTreeMap<u64, Published>,
     timers: HashMap<(u64, u8), u64>,
     evidence: Vec<Evidence>,
 }
@@ -328,7 +329,7 @@ impl Simulation {
                 engine,
                 alive: true,
                 failed: false,
-                published: Vec::new(),
+                published: BTreeMap::new(),
                 timers: HashMap::new(),
                 evidence: Vec::new(),
             });
@@ -565,14 +566,14 @@ impl Simulation {
     /// (else its store lost or changed a final block: a durability violation).
     fn published(&mut self, i: usize, block: Published) {
         let height = block.proposal.header.height;
-        let reported = self.nodes[i].published.len() as u64;
-        if height == reported + 1 {
-            self.nodes[i].published.push(block);
+        let reported = self.finalized_height(i);
+        if height == reported + 1 || (block.checkpoint && height > reported) {
+            self.nodes[i].published.insert(height, block);
             return;
         }
-        let same = usize::try_from(height.wrapping_sub(1))
-            .ok()
-            .and_then(|k| self.nodes[i].published.get(k))
+        let same = self.nodes[i]
+            .published
+            .get(&height)
             .is_some_and(|earlier| earlier.hash == block.hash);
         if !same {
             self.durability_violations.push(Violation::LostFinalized {
@@ -588,42 +589,62 @@ impl Simulation {
         };
         match message {
             Message::SyncRequest(req) => {
-                let response = serve(&req, self.nodes[to].engine.store());
+                let schedule = EpochSchedule::new(self.cfg.epoch_length);
+                let response = serve(&req, self.nodes[to].engine.store(), &schedule);
                 if let Ok(bytes) = Message::SyncResponse(response).encode() {
                     self.send(to, from, bytes);
                 }
             }
             Message::SyncResponse(resp) => {
-                for item in resp.items {
-                    self.deliver(to, from, &item);
+                let inputs: Vec<Input> = resp
+                    .items
+                    .iter()
+                    .filter_map(|item| {
+                        let message = decode(item).ok()?.to_owned();
+                        self.verified_input(to, item, message)
+                    })
+                    .collect();
+                let from_height = self.nodes[to].engine.core().tip().height + 1;
+                let schedule = EpochSchedule::new(self.cfg.epoch_length);
+                for input in checkpoint_inputs(inputs, from_height, &schedule) {
+                    self.drive(to, Some(input));
                 }
             }
+            // Gossip of a certificate the node holds is skipped unverified (a sync reply's is
+            // not: a checkpoint carries it with the blocks it certifies).
             Message::Certificate(c)
                 if self.nodes[to].engine.core().has_certificate(c.view, c.kind) => {}
             other => {
-                let digest = quasar_crypto::hash::sha3_256(bytes);
-                let input = match self.verified.get(&digest) {
-                    Some(cached) => cached.clone(),
-                    None => {
-                        let result = self.verifier.verify_message(other).ok().flatten();
-                        if self.verified.len() > 200_000 {
-                            self.verified.clear();
-                        }
-                        self.verified.insert(digest, result.clone());
-                        result
-                    }
-                };
-                let Some(input) = input else {
-                    return;
-                };
-                if let Input::Proposal(p) = &input {
-                    // Kept to serve peers, as the runtime's ingestion does (a failure only
-                    // means this node cannot serve it).
-                    let _ = self.nodes[to].engine.store().put_block(p.hash(), bytes);
+                if let Some(input) = self.verified_input(to, bytes, other) {
+                    self.drive(to, Some(input));
                 }
-                self.drive(to, Some(input));
             }
         }
+    }
+
+    /// `message` (encoded as `bytes`) verified for node `to` (verdicts are cached by digest), or
+    /// `None` when it does not verify. A proposal is stored to be served, as the runtime's
+    /// ingestion does.
+    fn verified_input(&mut self, to: usize, bytes: &[u8], message: Message) -> Option<Input> {
+        let digest = quasar_crypto::hash::sha3_256(bytes);
+        let input = match self.verified.get(&digest) {
+            Some(cached) => cached.clone(),
+            None => {
+                let result = self.verifier.verify_message(message).ok().flatten();
+                if self.verified.len() > 200_000 {
+                    self.verified.clear();
+                }
+                self.verified.insert(digest, result.clone());
+                result
+            }
+        };
+        let input = input?;
+        if let Input::Proposal(p) = &input {
+            // Kept to serve peers, as the runtime's ingestion does (a failure only
+            // means this node cannot serve it).
+            let _ = self.nodes[to].engine.store().put_block(p.hash(), bytes);
+        }
+        Some(input)
     }
 
     fn step(&mut self) -> bool {
@@ -685,7 +706,7 @@ impl Simulation {
                 .nodes
                 .iter()
                 .filter(|n| n.alive && n.behavior == Behavior::Honest)
-                .all(|n| n.published.len() as u64 >= height);
+                .all(|n| n.published.last_key_value().map_or(0, |(h, _)| *h) >= height);
             if reached {
                 return true;
             }
@@ -754,16 +775,24 @@ impl Simulation {
                 return;
             }
         };
-        let reported = self.nodes[i].published.len() as u64;
+        let reported = self.finalized_height(i);
         if recovery.tip.height < reported {
             self.durability_violations.push(Violation::LostFinalized {
                 node: format!("node {i}"),
                 height: recovery.tip.height + 1,
             });
         }
+        let floor = engine.store().history_floor().unwrap_or(1);
+        let mut previous = reported;
         for height in reported + 1..=recovery.tip.height {
             match durable_block(engine.store(), height, self.now) {
-                Some(block) => self.nodes[i].published.push(block),
+                Some(mut block) => {
+                    block.checkpoint = height != previous + 1;
+                    previous = height;
+                    self.nodes[i].published.insert(height, block);
+                }
+                // Skipped by a checkpoint this node took before the crash.
+                None if height < floor => {}
                 None => {
                     self.durability_violations.push(Violation::Unrecoverable {
                         node: format!("node {i}"),
@@ -812,12 +841,16 @@ impl Simulation {
 
     /// Height finalized by node `i`.
     pub fn finalized_height(&self, i: usize) -> u64 {
-        self.nodes[i].published.len() as u64
+        self.nodes[i]
+            .published
+            .last_key_value()
+            .map_or(0, |(height, _)| *height)
     }
 
-    /// The blocks node `i` reported final, in height order.
-    pub fn committed(&self, i: usize) -> &[Published] {
-        &self.nodes[i].published
+    /// The blocks node `i` reported final, in height order (without the heights a checkpoint
+    /// skipped).
+    pub fn committed(&self, i: usize) -> Vec<&Published> {
+        self.nodes[i].published.values().collect()
     }
 
     /// Equivocation evidence node `i` collected.
@@ -861,11 +894,12 @@ impl Simulation {
             .map(|(slot, n)| {
                 let chain = n
                     .published
-                    .iter()
+                    .values()
                     .map(|c| ChainEntry {
                         height: c.proposal.header.height,
                         hash: c.hash,
                         parent: c.proposal.header.parent,
+                        checkpoint: c.checkpoint,
                     })
                     .collect();
                 (format!("node {slot}"), chain)
@@ -907,7 +941,7 @@ impl Simulation {
                 "; slot {slot} ({:?}{}) height {} timers {:?} {}",
                 n.behavior,
                 if n.alive { "" } else { ", down" },
-                n.published.len(),
+                n.published.last_key_value().map_or(0, |(h, _)| *h),
                 n.timers.keys().collect::<Vec<_>>(),
                 n.engine.core().describe_view(n.engine.core().view()),
             ));
@@ -955,5 +989,6 @@ fn durable_block(store: &SimStore, height: u64, now: u64) -> Option<Published> {
         hash: stored.hash,
         certificate: c.to_owned(),
         seen_us: now,
+        checkpoint: false,
     })
 }
