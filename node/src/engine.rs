@@ -357,7 +357,7 @@ impl<S: Store> Engine<S> {
                             host.signed();
                             let message = Message::Proposal(proposal.proposal().clone());
                             let bytes = encode("own proposal", &message)?;
-                            self.store.put_block(proposal.hash(), &bytes)?;
+                            self.store.put_block(slot.height, proposal.hash(), &bytes)?;
                             host.broadcast(message, bytes);
                             let input = Input::Proposal(Box::new(proposal));
                             queue.extend(self.core.handle(host.now_us(), input));
@@ -403,9 +403,9 @@ impl<S: Store> Engine<S> {
 
     /// Replaces the finished core with the next epoch's, started on `boundary`: keeps the
     /// `seals` (sync serves them with the boundary block), drops the view certificates of the
-    /// epoch left behind and the history past retention (all but the boundary blocks of epochs
-    /// before the last [`crate::consensus::epoch::RETAINED_EPOCHS`]), and returns the new
-    /// core's first actions.
+    /// epoch left behind and the history and evidence past retention (of epochs before the last
+    /// [`crate::consensus::epoch::RETAINED_EPOCHS`], all but the boundary blocks and seals),
+    /// and returns the new core's first actions.
     fn next_epoch(
         &mut self,
         now_us: u64,
@@ -415,16 +415,18 @@ impl<S: Store> Engine<S> {
     ) -> Result<Vec<Action>, EngineError> {
         for seal in seals {
             let bytes = encode("seal", &Message::Proposal(seal.clone()))?;
-            self.store.put_block(&seal.header.hash(), &bytes)?;
+            self.store.put_seal(&seal.header.hash(), &bytes)?;
         }
         let epoch = self.cfg.epoch + 1;
         let schedule = self.cfg.schedule;
         self.store
             .prune_view_certificates(schedule.first_view(epoch))?;
-        let pruned = self.store.prune_history(
-            schedule.retained_from(epoch),
-            schedule.length().unwrap_or(0),
-        )?;
+        let retained_from = schedule.retained_from(epoch);
+        let pruned = self
+            .store
+            .prune_history(retained_from, schedule.length().unwrap_or(0))?;
+        let oldest_view = schedule.first_view(schedule.epoch_of(retained_from));
+        self.store.prune_evidence(oldest_view)?;
         self.store.flush()?;
         tracing::info!(
             epoch,

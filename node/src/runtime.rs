@@ -586,14 +586,14 @@ fn ingest(shared: &Shared, verifier: &Verifier, bytes: &[u8]) -> Option<Input> {
     }
     let owned = message.to_owned();
     let proposal_hash = match &owned {
-        Message::Proposal(p) => Some(p.header.hash()),
+        Message::Proposal(p) => Some((p.header.height, p.header.hash())),
         _ => None,
     };
     match verifier.verify_message(owned) {
         Ok(Some(input)) => {
-            if let Some(hash) = proposal_hash {
+            if let Some((height, hash)) = proposal_hash {
                 // Kept so this node can serve the block to peers that fetch it.
-                let _ = shared.store.put_block(&hash, bytes);
+                let _ = shared.store.put_block(height, &hash, bytes);
             }
             Some(input)
         }

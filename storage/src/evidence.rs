@@ -387,6 +387,26 @@ impl EvidenceLog {
         Ok(out)
     }
 
+    /// Removes the records of views below `below_view`; returns how many.
+    pub(crate) fn prune(&self, below_view: u64) -> Result<u64, StoreError> {
+        let mut tally = self.lock();
+        let end = evidence_key(below_view, 0, 0);
+        let keys = self
+            .tree
+            .range(..end)
+            .keys()
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut removed = 0;
+        for key in keys {
+            if let Some(old) = self.tree.remove(key)? {
+                tally.records = tally.records.saturating_sub(1);
+                tally.bytes = tally.bytes.saturating_sub(old.len() as u64);
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
     /// Records held.
     pub(crate) fn count(&self) -> u64 {
         self.lock().records

@@ -53,11 +53,13 @@ enum Operation {
     Commit(FinalizedBlock),
     Checkpoint(FinalizedBlock),
     PruneHistory(u64, u64),
-    PutBlock(Hash, Vec<u8>),
+    PutBlock(u64, Hash, Vec<u8>),
+    PutSeal(Hash, Vec<u8>),
     BindGenesis(Hash),
     PutViewCertificate(u64, u8, Vec<u8>),
     PruneViewCertificates(u64),
     PutEvidence(EvidenceRecord),
+    PruneEvidence(u64),
     PutQuasarCert(u64, Vec<u8>),
     ClaimSession(u64, Hash),
     PruneSessions(u64),
@@ -69,13 +71,15 @@ impl Operation {
             Operation::Commit(block) => store.commit_finalized(block),
             Operation::Checkpoint(block) => store.commit_checkpoint(block),
             Operation::PruneHistory(below, keep) => store.prune_history(*below, *keep).map(|_| ()),
-            Operation::PutBlock(hash, block) => store.put_block(hash, block),
+            Operation::PutBlock(height, hash, block) => store.put_block(*height, hash, block),
+            Operation::PutSeal(hash, block) => store.put_seal(hash, block),
             Operation::BindGenesis(genesis) => store.bind_genesis(genesis),
             Operation::PutViewCertificate(view, kind, bytes) => {
                 store.put_view_certificate(*view, *kind, bytes)
             }
             Operation::PruneViewCertificates(below) => store.prune_view_certificates(*below),
             Operation::PutEvidence(record) => store.put_evidence(record).map(|_| ()),
+            Operation::PruneEvidence(below) => store.prune_evidence(*below).map(|_| ()),
             Operation::PutQuasarCert(height, bytes) => {
                 store.put_quasar_cert(*height, bytes).map(|_| ())
             }
@@ -237,9 +241,15 @@ impl Store for SimStore {
         self.disk().live.block_by_hash(hash)
     }
 
-    fn put_block(&self, hash: &Hash, block: &[u8]) -> Result<(), StoreError> {
-        self.write(Operation::PutBlock(*hash, block.to_vec()), |s| {
-            s.put_block(hash, block)
+    fn put_block(&self, height: u64, hash: &Hash, block: &[u8]) -> Result<(), StoreError> {
+        self.write(Operation::PutBlock(height, *hash, block.to_vec()), |s| {
+            s.put_block(height, hash, block)
+        })
+    }
+
+    fn put_seal(&self, hash: &Hash, block: &[u8]) -> Result<(), StoreError> {
+        self.write(Operation::PutSeal(*hash, block.to_vec()), |s| {
+            s.put_seal(hash, block)
         })
     }
 
@@ -308,6 +318,12 @@ impl Store for SimStore {
 
     fn evidence_count(&self) -> Result<u64, StoreError> {
         self.disk().live.evidence_count()
+    }
+
+    fn prune_evidence(&self, below_view: u64) -> Result<u64, StoreError> {
+        self.write(Operation::PruneEvidence(below_view), |s| {
+            s.prune_evidence(below_view)
+        })
     }
 
     fn put_quasar_cert(&self, height: u64, certificate: &[u8]) -> Result<bool, StoreError> {

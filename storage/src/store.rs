@@ -8,6 +8,8 @@
 //! | tree      | key                 | value                                             |
 //! |-----------|---------------------|---------------------------------------------------|
 //! | `blocks`  | block hash (32 B)   | encoded block (finalized or merely notarized)     |
+//! | `pending` | height (u64 BE) ‖ block hash (32 B) | empty: a block stored by [`Store::put_block`] |
+//! | `seals`   | block hash (32 B)   | empty: the block is a seal, kept with its boundary block |
 //! | `heights` | height (u64 BE)     | hash of the finalized block at that height (32 B) |
 //! | `certs`   | height (u64 BE)     | encoded certificate that finalized that height    |
 //! | `txs`     | tx hash (32 B)      | height (u64 BE) of the finalized block holding it |
@@ -36,9 +38,10 @@
 //!   The signing guard does *not* rely on this; see [`crate::guard`].
 //!
 //! Equivocation evidence is a bounded log of its own, described in [`crate::evidence`]. Session
-//! claims ([`Store::prune_sessions`]) and finalized history ([`Store::prune_history`]: blocks,
+//! claims ([`Store::prune_sessions`]) and history ([`Store::prune_history`]: finalized blocks,
 //! their certificates, their transaction index and QuasarCerts, except the epoch boundary
-//! blocks a late joiner needs) are pruned by epoch.
+//! blocks and seals a late joiner needs, and blocks that were never finalized) are pruned by
+//! epoch.
 
 use std::path::Path;
 
@@ -65,6 +68,15 @@ fn view_key(view: u64, kind: u8) -> [u8; 9] {
     let mut key = [0u8; 9];
     key[..8].copy_from_slice(&view.to_be_bytes());
     key[8] = kind;
+    key
+}
+
+/// Key of the `pending` tree: height (u64 BE) ‖ block hash.
+fn pending_key(height: u64, hash: &Hash) -> [u8; 40] {
+    let mut key = [0u8; 40];
+    let (h, rest) = key.split_at_mut(8);
+    h.copy_from_slice(&height.to_be_bytes());
+    rest.copy_from_slice(hash);
     key
 }
 
@@ -162,10 +174,12 @@ pub trait Store: Send + Sync {
     /// [`Store::prune_history`] and earlier checkpoints remain.
     fn history_floor(&self) -> Result<u64, StoreError>;
 
-    /// Prunes the finalized history below `below_height` (clamped to the finalized tip, which
-    /// always stays): blocks, their certificates and transaction index entries, except heights
-    /// that are multiples of `keep_every` (the epoch boundary blocks, with their certificates,
-    /// which late joiners walk; 0 keeps none), and every QuasarCert closing below the line. The
+    /// Prunes the history below `below_height` (clamped to the finalized tip, which always
+    /// stays): finalized blocks, their certificates and transaction index entries, except
+    /// heights that are multiples of `keep_every` (the epoch boundary blocks, with their
+    /// certificates, which late joiners walk; 0 keeps none), blocks stored by
+    /// [`Store::put_block`] that were not finalized (seals excepted), and every QuasarCert
+    /// closing below the line. The
     /// history floor moves up to the line. Returns how many blocks were removed. A crash
     /// midway leaves unreachable entries at worst, never a dangling index; a later call
     /// removes them.
@@ -181,9 +195,15 @@ pub trait Store: Send + Sync {
     /// The encoded block with this hash, finalized or not, or `None` if unknown.
     fn block_by_hash(&self, hash: &Hash) -> Result<Option<Vec<u8>>, StoreError>;
 
-    /// Stores a not-yet-finalized (e.g. notarized) block, kept so a restarted node can serve it.
-    /// Overwrites any block stored under the same hash.
-    fn put_block(&self, hash: &Hash, block: &[u8]) -> Result<(), StoreError>;
+    /// Stores a not-yet-finalized (e.g. notarized) block of `height`, kept so a restarted node
+    /// can serve it. Overwrites any block stored under the same hash. Unless it is finalized at
+    /// that height or kept as a seal ([`Store::put_seal`]), it goes when
+    /// [`Store::prune_history`] passes its height.
+    fn put_block(&self, height: u64, hash: &Hash, block: &[u8]) -> Result<(), StoreError>;
+
+    /// Stores a seal (a block above an epoch's boundary block that finalized it, DESIGN.md §2)
+    /// for as long as the boundary block is kept: pruning never removes it.
+    fn put_seal(&self, hash: &Hash, block: &[u8]) -> Result<(), StoreError>;
 
     /// Height of the finalized block containing the transaction, or `None` if not finalized.
     fn tx_height(&self, tx_hash: &Hash) -> Result<Option<u64>, StoreError>;
@@ -233,6 +253,10 @@ pub trait Store: Send + Sync {
     /// Number of evidence records stored (at most [`crate::evidence::MAX_EVIDENCE_RECORDS`]).
     fn evidence_count(&self) -> Result<u64, StoreError>;
 
+    /// Drops the evidence of views below `below_view` (their epochs are past retention);
+    /// returns how many records went.
+    fn prune_evidence(&self, below_view: u64) -> Result<u64, StoreError>;
+
     /// Keeps the verified QuasarCert (DESIGN.md §3) of the bundle that ends at finalized
     /// `height`. The first certificate stored for a height stays: returns `true` when this one
     /// was stored, `false` when the height already had one (nothing written). The caller
@@ -269,6 +293,8 @@ pub struct SledStore {
     certs: sled::Tree,
     txs: sled::Tree,
     block_txs: sled::Tree,
+    pending: sled::Tree,
+    seals: sled::Tree,
     meta: sled::Tree,
     view_certs: sled::Tree,
     quasar: sled::Tree,
@@ -314,6 +340,8 @@ impl SledStore {
             certs: db.open_tree("certs")?,
             txs: db.open_tree("txs")?,
             block_txs: db.open_tree("block_txs")?,
+            pending: db.open_tree("pending")?,
+            seals: db.open_tree("seals")?,
             meta: db.open_tree("meta")?,
             view_certs: db.open_tree("view_certs")?,
             quasar: db.open_tree("quasar")?,
@@ -426,7 +454,20 @@ impl Store for SledStore {
                 certs.remove(key);
             }
         }
+        // Blocks that were stored but never finalized at their height (proposals of views that
+        // failed, or the losing side of an equivocation): nothing can finalize them any more.
+        let mut pending = sled::Batch::default();
+        for key in self.pending.range(..line.to_be_bytes()).keys() {
+            let key = key?;
+            let (height, hash) = key.split_at(8.min(key.len()));
+            let finalized = self.heights.get(height)?.is_some_and(|h| h == hash);
+            if !finalized && !self.seals.contains_key(hash)? {
+                blocks.remove(hash);
+            }
+            pending.remove(key);
+        }
         self.blocks.apply_batch(blocks)?;
+        self.pending.apply_batch(pending)?;
         self.certs.apply_batch(certs)?;
         self.txs.apply_batch(txs)?;
         self.block_txs.apply_batch(block_txs)?;
@@ -470,7 +511,14 @@ impl Store for SledStore {
         Ok(self.blocks.get(hash)?.map(|v| v.to_vec()))
     }
 
-    fn put_block(&self, hash: &Hash, block: &[u8]) -> Result<(), StoreError> {
+    fn put_block(&self, height: u64, hash: &Hash, block: &[u8]) -> Result<(), StoreError> {
+        self.blocks.insert(hash, block)?;
+        self.pending.insert(pending_key(height, hash), &[][..])?;
+        Ok(())
+    }
+
+    fn put_seal(&self, hash: &Hash, block: &[u8]) -> Result<(), StoreError> {
+        self.seals.insert(hash, &[][..])?;
         self.blocks.insert(hash, block)?;
         Ok(())
     }
@@ -549,6 +597,10 @@ impl Store for SledStore {
 
     fn evidence_count(&self) -> Result<u64, StoreError> {
         Ok(self.evidence.count())
+    }
+
+    fn prune_evidence(&self, below_view: u64) -> Result<u64, StoreError> {
+        self.evidence.prune(below_view)
     }
 
     fn put_quasar_cert(&self, height: u64, certificate: &[u8]) -> Result<bool, StoreError> {

@@ -160,6 +160,27 @@ fn oversized_or_unknown_records_are_refused_and_nothing_is_written() {
 }
 
 #[test]
+fn evidence_of_views_past_retention_is_pruned() {
+    let store = SledStore::temporary().unwrap();
+    for view in [3, 7, 7, 12] {
+        let signer = store.evidence_count().unwrap() as u32;
+        store
+            .put_evidence(&record(view, signer, kind::CONFLICTING_NOTARIZE))
+            .unwrap();
+    }
+    assert_eq!(store.prune_evidence(8).unwrap(), 3);
+    assert_eq!(store.prune_evidence(8).unwrap(), 0);
+    assert_eq!(store.evidence_count().unwrap(), 1, "the tally follows");
+    let left: Vec<u64> = store
+        .evidence(10, 0)
+        .unwrap()
+        .iter()
+        .map(|r| r.view)
+        .collect();
+    assert_eq!(left, vec![12]);
+}
+
+#[test]
 fn evidence_survives_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let a = record(4, 2, kind::CONFLICTING_FINALIZE);

@@ -32,7 +32,7 @@ fn flushed_operations_survive_and_unflushed_ones_are_lost() {
     store.put_view_certificate(5, 1, b"cert").unwrap();
     store.flush().unwrap();
     commit(&store, 3..=4);
-    store.put_block(&[0xbb; 32], b"pending").unwrap();
+    store.put_block(1, &[0xbb; 32], b"pending").unwrap();
     assert_eq!(tip(&store), 4, "reads see unflushed writes");
     assert_eq!(store.unflushed(), 3);
     store.crash(Crash::LoseUnflushed).unwrap();
@@ -76,7 +76,7 @@ fn a_failed_write_writes_nothing() {
         Err(StoreError::Backend(_))
     ));
     assert!(matches!(
-        store.put_block(&[0xee; 32], b"x"),
+        store.put_block(1, &[0xee; 32], b"x"),
         Err(StoreError::Backend(_))
     ));
     assert_eq!(tip(&store), 1);

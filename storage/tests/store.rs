@@ -52,7 +52,7 @@ fn commit_finalized_round_trips_every_index() {
 #[test]
 fn put_block_keeps_unfinalized_blocks() {
     let store = SledStore::temporary().unwrap();
-    store.put_block(&h(9), b"notarized").unwrap();
+    store.put_block(9, &h(9), b"notarized").unwrap();
     assert_eq!(
         store.block_by_hash(&h(9)).unwrap(),
         Some(b"notarized".to_vec())
@@ -93,7 +93,7 @@ fn reopen_after_drop_keeps_data() {
         let store = SledStore::open(dir.path()).unwrap();
         store.commit_finalized(&finalized(1)).unwrap();
         store.commit_finalized(&finalized(2)).unwrap();
-        store.put_block(&h(50), b"pending").unwrap();
+        store.put_block(50, &h(50), b"pending").unwrap();
         store.flush().unwrap();
     }
     let store = SledStore::open(dir.path()).unwrap();
@@ -286,9 +286,19 @@ fn pruned_history_keeps_the_boundaries_and_the_tip() {
     {
         let store = SledStore::open(dir.path()).unwrap();
         for height in 1..=20 {
+            // Every block arrived as a proposal before it was finalized.
+            store
+                .put_block(height, &h(height as u8), b"proposal")
+                .unwrap();
             store.commit_finalized(&finalized(height)).unwrap();
             store.put_quasar_cert(height, b"quasar").unwrap();
         }
+        // Never finalized: a failed view's proposal below the line and one above it, and a
+        // seal above boundary 8 (received as a proposal first).
+        store.put_block(5, &h(77), b"orphan").unwrap();
+        store.put_block(15, &h(78), b"orphan").unwrap();
+        store.put_block(9, &h(79), b"seal").unwrap();
+        store.put_seal(&h(79), b"seal").unwrap();
         assert_eq!(store.history_floor().unwrap(), 1);
         // Below 13, every height but the boundaries 4, 8, 12 goes: nine blocks.
         assert_eq!(store.prune_history(13, 4).unwrap(), 9);
@@ -318,6 +328,16 @@ fn pruned_history_keeps_the_boundaries_and_the_tip() {
             "tx of height {height}"
         );
     }
+    assert_eq!(
+        store.block_by_hash(&h(77)).unwrap(),
+        None,
+        "orphan below the line"
+    );
+    assert!(
+        store.block_by_hash(&h(78)).unwrap().is_some(),
+        "above the line"
+    );
+    assert!(store.block_by_hash(&h(79)).unwrap().is_some(), "seals stay");
     assert_eq!(
         store.quasar_cert_from(1).unwrap().map(|(h, _)| h),
         Some(13),

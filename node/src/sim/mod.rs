@@ -642,7 +642,11 @@ impl Simulation {
         if let Input::Proposal(p) = &input {
             // Kept to serve peers, as the runtime's ingestion does (a failure only
             // means this node cannot serve it).
-            let _ = self.nodes[to].engine.store().put_block(p.hash(), bytes);
+            let height = p.proposal().header.height;
+            let _ = self.nodes[to]
+                .engine
+                .store()
+                .put_block(height, p.hash(), bytes);
         }
         Some(input)
     }
