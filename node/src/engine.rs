@@ -437,7 +437,9 @@ impl<S: Store> Engine<S> {
         );
         self.cfg.epoch = epoch;
         self.signer.enter_epoch(epoch);
+        let certified_epoch = self.core.certified_epoch();
         self.core = Core::new(self.cfg.clone(), self.validators.clone(), boundary);
+        self.core.saw_certified_epoch(certified_epoch);
         self.core.set_tip_certificate(certificate);
         Ok(self.core.start(now_us, self.signer.highest_view()))
     }

@@ -238,6 +238,10 @@ impl SyncSource for FixtureChain {
         1
     }
 
+    fn tip_certificate(&self) -> Option<Vec<u8>> {
+        self.finalized_at(FIXTURE_CHAIN_LEN).map(|(_, c)| c)
+    }
+
     fn quasar_cert_from(&self, height: u64) -> Option<(u64, Vec<u8>)> {
         let closing = height.max(1).div_ceil(FIXTURE_BUNDLE) * FIXTURE_BUNDLE;
         if closing > FIXTURE_CHAIN_LEN {

@@ -15,7 +15,8 @@
 //! Validators keep the last [`crate::consensus::epoch::RETAINED_EPOCHS`] epochs and, of older
 //! ones, only each epoch's boundary block with its closing certificate (and seals). Asked for
 //! a height below what it still holds, a node serves the **checkpoint** of that height's epoch
-//! instead: the boundary block, its seals and its certificate, and nothing else.
+//! instead: the boundary block, its seals and its certificate, then the certificate of its own
+//! finalized tip (proof that the chain is far enough ahead for that epoch to be pruned).
 //! [`checkpoint_inputs`] recognizes such a reply (it skips the height asked for), and the core
 //! takes the boundary as its tip ([`Checkpoint`]) and asks for the next epoch: a late joiner
 //! walks the chain of epoch transitions, one reply per epoch, until it reaches blocks its peers
@@ -54,6 +55,8 @@ pub trait SyncSource {
     /// The lowest height from which every finalized block up to the tip is held (below it,
     /// only epoch boundary blocks).
     fn history_floor(&self) -> u64;
+    /// The encoded certificate that finalized the tip.
+    fn tip_certificate(&self) -> Option<Vec<u8>>;
 }
 
 /// Every block store serves sync: finalized blocks by height, any kept block by hash. A store
@@ -71,6 +74,10 @@ impl<S: Store + ?Sized> SyncSource for S {
     }
     fn history_floor(&self) -> u64 {
         Store::history_floor(self).unwrap_or(1)
+    }
+    fn tip_certificate(&self) -> Option<Vec<u8>> {
+        let (height, _) = self.finalized_tip().ok()??;
+        Some(self.block_by_height(height).ok()??.certificate)
     }
 }
 
@@ -152,8 +159,9 @@ pub fn serve(
     SyncResponse { items }
 }
 
-/// The checkpoint of the epoch deciding `height`: its boundary block, the seals above it, and
-/// its closing certificate; empty without epochs or when the boundary is not held.
+/// The checkpoint of the epoch deciding `height`: its boundary block, the seals above it, its
+/// closing certificate and the tip's certificate; empty without epochs or when the boundary is
+/// not held.
 fn checkpoint_reply(
     source: &impl SyncSource,
     schedule: &EpochSchedule,
@@ -172,46 +180,63 @@ fn checkpoint_reply(
     let mut items = vec![block];
     items.extend(seals);
     items.push(certificate);
+    items.extend(source.tip_certificate());
     items
 }
 
 /// The verified items of a sync reply as the core takes them. A reply that holds no block at
 /// `from_height` (the height asked for) but an epoch's boundary block above it and a
-/// finalization is a checkpoint reply (see the module docs): it becomes one
-/// [`Input::Checkpoint`], with the lowest block as the boundary and the others as its seals
-/// (the core checks the links). Any other reply stays as it is.
+/// finalization of that epoch is a checkpoint reply (see the module docs): it becomes the
+/// finalizations of later epochs, then one [`Input::Checkpoint`] with the lowest block as the
+/// boundary and the others as its seals (the core checks the links). Any other reply stays as
+/// it is.
 pub fn checkpoint_inputs(
     inputs: Vec<Input>,
     from_height: u64,
     schedule: &EpochSchedule,
 ) -> Vec<Input> {
     let mut proposals = Vec::new();
-    let mut certificate = None;
+    let mut finalizations = Vec::new();
     for input in &inputs {
         match input {
             Input::Proposal(p) => proposals.push(p.as_ref().clone()),
             Input::Certificate(c) if c.certificate().kind == CertificateKind::Finalization => {
-                certificate = Some(c.clone());
+                finalizations.push(c.clone());
             }
             _ => {}
         }
     }
     proposals.sort_by_key(|p| p.proposal().header.height);
-    let boundary_height = proposals.first().map(|p| p.proposal().header.height);
-    let is_checkpoint = schedule.length().is_some()
-        && boundary_height
-            .is_some_and(|h| h > from_height && schedule.last_height(schedule.epoch_of(h)) == h);
-    match certificate {
-        Some(certificate) if is_checkpoint => {
-            let boundary = proposals.remove(0);
-            vec![Input::Checkpoint(Box::new(Checkpoint {
-                boundary,
-                seals: proposals,
-                certificate,
-            }))]
-        }
-        _ => inputs,
-    }
+    let Some(epoch) = proposals
+        .first()
+        .map(|p| &p.proposal().header)
+        .and_then(|h| {
+            let boundary = schedule.length().is_some()
+                && h.height > from_height
+                && schedule.last_height(schedule.epoch_of(h.height)) == h.height;
+            boundary.then_some(h.epoch)
+        })
+    else {
+        return inputs;
+    };
+    let (own, later): (Vec<_>, Vec<_>) = finalizations
+        .into_iter()
+        .partition(|c| c.certificate().epoch == epoch);
+    let Some(certificate) = own.into_iter().next() else {
+        return inputs;
+    };
+    let boundary = proposals.remove(0);
+    let mut out: Vec<Input> = later
+        .into_iter()
+        .filter(|c| c.certificate().epoch > epoch)
+        .map(Input::Certificate)
+        .collect();
+    out.push(Input::Checkpoint(Box::new(Checkpoint {
+        boundary,
+        seals: proposals,
+        certificate,
+    })));
+    out
 }
 
 /// The header of an encoded proposal (`None` when it does not decode).
@@ -275,6 +300,9 @@ mod tests {
         fn history_floor(&self) -> u64 {
             self.2
         }
+        fn tip_certificate(&self) -> Option<Vec<u8>> {
+            Some(vec![0xcf; 10])
+        }
         fn quasar_cert_from(&self, height: u64) -> Option<(u64, Vec<u8>)> {
             let closing = height.max(1).div_ceil(16) * 16;
             (self.1 > 0 && closing <= 96).then(|| (closing, vec![closing as u8; self.1]))
@@ -322,7 +350,11 @@ mod tests {
         };
         // Heights 21..=30 are epoch 2: its boundary block 30 and its certificate, nothing else.
         let reply = serve(&request(23), &pruned, &epochs);
-        assert_eq!(reply.items, vec![vec![30; 100], vec![0xce; 10]]);
+        assert_eq!(
+            reply.items,
+            vec![vec![30; 100], vec![0xce; 10], vec![0xcf; 10]],
+            "the tip's certificate last"
+        );
         let reply = serve(&request(40), &pruned, &epochs);
         assert_eq!(
             reply.items[0],

@@ -422,11 +422,23 @@ fn signed_certificate(
     block: Hash,
     signers: &[usize],
 ) -> quasar_wire::Certificate {
+    signed_certificate_in(0, kind, view, height, block, signers)
+}
+
+/// [`signed_certificate`] in `epoch`.
+fn signed_certificate_in(
+    epoch: u64,
+    kind: CertificateKind,
+    view: u64,
+    height: u64,
+    block: Hash,
+    signers: &[usize],
+) -> quasar_wire::Certificate {
     use quasar_crypto::bls::Signature;
     let message = quasar_wire::vote_signing_message(
         kind.vote_kind(),
         CHAIN,
-        0,
+        epoch,
         view,
         height,
         &block,
@@ -439,7 +451,7 @@ fn signed_certificate(
     quasar_wire::Certificate {
         kind,
         chain_id: CHAIN,
-        epoch: 0,
+        epoch,
         view,
         height,
         block,
@@ -767,13 +779,32 @@ fn checkpoint_parts(
     (boundary, seal, certificate)
 }
 
+/// A core of validator 3 under two-block epochs at genesis that has seen a finalization of
+/// epoch 5: the chain is far enough ahead for its peers to have pruned epoch 0.
+fn core_behind_by_five_epochs(net: &Net) -> Core {
+    let schedule = EpochSchedule::new(2);
+    let mut core = core_in(net, 3, schedule);
+    core.start(0, 0);
+    let ahead = signed_certificate_in(
+        5,
+        CertificateKind::Finalization,
+        schedule.first_view(5),
+        11,
+        [9; 32],
+        &[0, 1, 2],
+    );
+    let ahead = net.verifier.verify_certificate(ahead).unwrap();
+    core.handle(50, Input::Certificate(ahead));
+    assert_eq!(core.certified_epoch(), 5);
+    core
+}
+
 #[test]
 fn a_checkpoint_takes_the_boundary_block_without_its_ancestors_and_ends_the_epoch() {
     let schedule = EpochSchedule::new(2);
     let mut net = net_with(schedule);
     let (boundary, seal, certificate) = checkpoint_parts(&mut net);
-    let mut core = core_in(&net, 3, schedule);
-    core.start(0, 0);
+    let mut core = core_behind_by_five_epochs(&net);
     let checkpoint = Checkpoint {
         boundary: boundary.clone(),
         seals: vec![seal.clone()],
@@ -833,8 +864,7 @@ fn a_checkpoint_whose_links_or_certificate_do_not_hold_is_ignored() {
         ),
     ];
     for (what, boundary, seals, certificate) in cases {
-        let mut core = core_in(&net, 3, schedule);
-        core.start(0, 0);
+        let mut core = core_behind_by_five_epochs(&net);
         let checkpoint = Checkpoint {
             boundary,
             seals,
@@ -849,6 +879,17 @@ fn a_checkpoint_whose_links_or_certificate_do_not_hold_is_ignored() {
         );
         assert!(!core.ended(), "{what}");
     }
+    // Without proof that the chain is five epochs ahead, no honest peer has pruned epoch 0: a
+    // checkpoint offered that early would only make this node skip blocks.
+    let mut core = core_in(&net, 3, schedule);
+    core.start(0, 0);
+    let checkpoint = Checkpoint {
+        boundary: boundary.clone(),
+        seals: vec![seal.clone()],
+        certificate: finalization.clone(),
+    };
+    let actions = core.handle(100, Input::Checkpoint(Box::new(checkpoint)));
+    assert!(!actions.iter().any(|a| matches!(a, Action::Finalized(_))));
     // A node one block below the boundary syncs it as a block: no checkpoint is needed.
     let mut core = Core::new(
         CoreConfig {
@@ -864,6 +905,7 @@ fn a_checkpoint_whose_links_or_certificate_do_not_hold_is_ignored() {
         },
     );
     core.start(0, 0);
+    core.saw_certified_epoch(5);
     let checkpoint = Checkpoint {
         boundary,
         seals: vec![seal],

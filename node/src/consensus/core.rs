@@ -1,6 +1,6 @@
 //! The state machine. See the module docs of [`crate::consensus`] for the protocol.
 
-use super::epoch::EpochSchedule;
+use super::epoch::{EpochSchedule, RETAINED_EPOCHS};
 use super::leader::leader;
 use super::verify::{VerifiedCertificate, VerifiedProposal, VerifiedVote};
 use quasar_crypto::bls::Signature;
@@ -286,6 +286,9 @@ pub struct Core {
     tip_certificate: Option<Certificate>,
     /// The epoch's boundary block is final; see [`Action::EpochEnded`].
     ended: bool,
+    /// The highest epoch of a verified certificate seen: a quorum, so honest validators, got
+    /// that far.
+    certified_epoch: u64,
 }
 
 impl Core {
@@ -306,7 +309,19 @@ impl Core {
             entry_certificate: None,
             tip_certificate: None,
             ended: false,
+            certified_epoch: 0,
         }
+    }
+
+    /// The highest epoch of a verified certificate this core (or one it was told of through
+    /// [`Core::saw_certified_epoch`]) has seen.
+    pub fn certified_epoch(&self) -> u64 {
+        self.certified_epoch
+    }
+
+    /// Records that a certificate of `epoch` was seen (the previous epoch's core saw it).
+    pub fn saw_certified_epoch(&mut self, epoch: u64) {
+        self.certified_epoch = self.certified_epoch.max(epoch);
     }
 
     /// Sets the finalization that committed `tip` (loaded from the store on restart, or the
@@ -459,6 +474,9 @@ impl Core {
             Input::Checkpoint(c) => Some(c.certificate.certificate().epoch),
             Input::Timer { .. } => None,
         };
+        if let Input::Certificate(c) = &input {
+            self.saw_certified_epoch(c.certificate().epoch);
+        }
         match epoch {
             Some(e) if e > self.cfg.epoch => {
                 self.fetch([0; 32], &mut out);
@@ -1138,8 +1156,12 @@ impl Core {
     /// Takes this epoch's boundary block as the finalized tip without the blocks between (see
     /// [`Checkpoint`]) and ends the epoch, then asks for what follows. Ignored unless the
     /// certificate finalizes, through hash links of consecutive heights over the seals, this
-    /// epoch's boundary block, and that block is more than one height above the tip (right
-    /// above it, ordinary sync commits it).
+    /// epoch's boundary block, that block is more than one height above the tip (right above
+    /// it, ordinary sync commits it), and a certificate of an epoch at least
+    /// [`RETAINED_EPOCHS`] − 1 later was seen (an honest peer that pruned this epoch runs
+    /// [`RETAINED_EPOCHS`] epochs later and holds such a certificate, and sends it with the
+    /// checkpoint): a peer that offers a checkpoint sooner only tries to make this node skip
+    /// blocks.
     fn on_checkpoint(&mut self, checkpoint: Checkpoint, out: &mut Vec<Action>) {
         let Checkpoint {
             boundary,
@@ -1150,6 +1172,7 @@ impl Core {
         let cert = certificate.certificate();
         let header = &boundary.proposal().header;
         if cert.kind != CertificateKind::Finalization
+            || self.certified_epoch < self.cfg.epoch.saturating_add(RETAINED_EPOCHS - 1)
             || header.epoch != self.cfg.epoch
             || header.height != last_height
             || header.height <= self.tip.height.saturating_add(1)
