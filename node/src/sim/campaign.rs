@@ -12,8 +12,10 @@
 //!   with a torn prefix of its unflushed writes and is restarted 0.2–1 s later;
 //! - during an 8-second fault window, 1–4 faults strike at random times: an honest validator
 //!   crashes and restarts 0.2–2 s later from its durable state (a crash keeps a random prefix of
-//!   the unflushed store writes; half of the crashes lose all of them), or the network splits
-//!   into two random groups and heals 0.5–3 s later;
+//!   the unflushed store writes; half of the crashes lose all of them; one in five loses the
+//!   whole disk but the signing guard, so the validator syncs the chain again from genesis, by
+//!   checkpoints where its peers pruned it), or the network splits into two random groups and
+//!   heals 0.5–3 s later;
 //! - after the window every link heals and every crashed validator restarts; the run must then
 //!   reach `heights` finalized blocks on every honest node within `10 s + 2 s × heights` of
 //!   simulated time (a liveness failure otherwise), and the checker must find no violation.
@@ -108,12 +110,23 @@ enum Fault {
         slot: usize,
         back: u64,
         torn: bool,
+        disk_lost: bool,
     },
     Split {
         at: u64,
         groups: (Vec<usize>, Vec<usize>),
         heal: u64,
     },
+}
+
+/// Brings a crashed slot back, on its durable state or, when its disk was lost, on an empty
+/// store (the signing guard survives either way).
+fn restart(sim: &mut Simulation, slot: usize, disk_lost: bool) {
+    if disk_lost {
+        sim.restart_with_empty_store(slot);
+    } else {
+        sim.restart(slot);
+    }
 }
 
 /// Runs one seeded simulation and checks it.
@@ -163,6 +176,7 @@ pub fn run_one(cfg: &CampaignConfig, seed: u64) -> RunOutcome {
                     slot,
                     back: at + rng.gen_range(200_000..2 * SECOND),
                     torn: rng.gen_bool(0.5),
+                    disk_lost: rng.gen_bool(0.2),
                 }
             } else {
                 let (a, b): (Vec<usize>, Vec<usize>) =
@@ -188,19 +202,29 @@ pub fn run_one(cfg: &CampaignConfig, seed: u64) -> RunOutcome {
     }
     events.sort();
     let mut crashed = vec![false; sim.slots()];
+    let mut disk_lost = vec![false; sim.slots()];
     for (at, k, starts) in events {
         sim.run_until(at);
         match (&mut faults[k], starts) {
-            (Fault::Crash { slot, torn, .. }, true) if !crashed[*slot] => {
+            (
+                Fault::Crash {
+                    slot,
+                    torn,
+                    disk_lost: lost,
+                    ..
+                },
+                true,
+            ) if !crashed[*slot] => {
                 if *torn {
                     sim.crash_losing_unflushed(*slot);
                 } else {
                     sim.crash(*slot);
                 }
                 crashed[*slot] = true;
+                disk_lost[*slot] = *lost;
             }
             (Fault::Crash { slot, .. }, false) if crashed[*slot] => {
-                sim.restart(*slot);
+                restart(&mut sim, *slot, disk_lost[*slot]);
                 crashed[*slot] = false;
             }
             (Fault::Split { groups, .. }, true) => {
@@ -216,7 +240,7 @@ pub fn run_one(cfg: &CampaignConfig, seed: u64) -> RunOutcome {
     sim.heal();
     for (slot, down) in crashed.iter().enumerate() {
         if *down {
-            sim.restart(slot);
+            restart(&mut sim, slot, disk_lost[slot]);
         }
     }
     let deadline = FAULT_WINDOW_US + 10 * SECOND + 2 * SECOND * cfg.heights;
