@@ -162,7 +162,16 @@ async fn get_tx(State(shared): State<AppState>, Path(hash_hex): Path<String>) ->
                 Json(json!({ "hash": hash_hex, "status": "pending", "height": Value::Null }))
                     .into_response()
             } else {
-                error(StatusCode::NOT_FOUND, "unknown transaction")
+                match shared.store.history_floor() {
+                    Ok(floor) if floor > 1 => error(
+                        StatusCode::NOT_FOUND,
+                        format!(
+                            "unknown transaction: not pending, and not in a finalized block from \
+                             height {floor} (older blocks are pruned)"
+                        ),
+                    ),
+                    _ => error(StatusCode::NOT_FOUND, "unknown transaction"),
+                }
             }
         }
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
@@ -203,16 +212,17 @@ fn kind_name(kind: CertificateKind) -> &'static str {
 }
 
 async fn block(State(shared): State<AppState>, Path(height): Path<u64>) -> Response {
-    let stored =
-        match shared.store.block_by_height(height) {
-            Ok(Some(b)) => b,
-            Ok(None) if height < shared.store.history_floor().unwrap_or(1) => return error(
+    let stored = match shared.store.block_by_height(height) {
+        Ok(Some(b)) => b,
+        Ok(None) if height > 0 && height < shared.store.history_floor().unwrap_or(1) => {
+            return error(
                 StatusCode::GONE,
                 "pruned: this node keeps the last 6 epochs and the boundary blocks of older ones",
-            ),
-            Ok(None) => return error(StatusCode::NOT_FOUND, "no finalized block at this height"),
-            Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-        };
+            )
+        }
+        Ok(None) => return error(StatusCode::NOT_FOUND, "no finalized block at this height"),
+        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    };
     let (Ok(MessageRef::Proposal(p)), Ok(MessageRef::Certificate(c))) =
         (decode(&stored.block), decode(&stored.certificate))
     else {

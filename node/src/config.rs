@@ -1056,6 +1056,11 @@ pub struct NodeConfig {
     /// enough: the first proof of a bundle serves every node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollup_proving_key: Option<PathBuf>,
+    /// Keep the whole history: never prune blocks, certificates, QuasarCerts or evidence past
+    /// the last 6 epochs (an archive node, e.g. for an explorer; `testnet` runs its validators
+    /// so, as its report reads every block of the run). Default false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub archive: bool,
 }
 
 /// Upper bound for configured durations (one hour), so arithmetic in microseconds cannot overflow.
@@ -1461,6 +1466,7 @@ mod tests {
         // Unset, the key is left out of a saved file; set, it survives the round trip.
         let saved = toml::to_string_pretty(&NodeConfig {
             rollup_proving_key: None,
+            archive: false,
             ..cfg.clone()
         })
         .unwrap();

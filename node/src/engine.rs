@@ -131,6 +131,11 @@ pub struct GenesisPoint {
     pub time_us: u64,
 }
 
+/// Most entries of each kind [`Store::prune_history`] removes per finalized block: a 7200-block
+/// epoch goes in about 113 steps of a couple of milliseconds each, instead of one pause of a
+/// quarter second at the boundary (`cargo bench -p quasar-bench --bench storage`).
+pub const PRUNE_STEP: usize = 64;
+
 /// A validator's core, signer and store; see the module docs.
 pub struct Engine<S: Store> {
     core: Core,
@@ -139,6 +144,11 @@ pub struct Engine<S: Store> {
     /// The core's configuration (the next epoch's core is built from it).
     cfg: CoreConfig,
     validators: Arc<ValidatorSet>,
+    /// History below this height is still being pruned, [`PRUNE_STEP`] entries per finalized
+    /// block.
+    prune_below: Option<u64>,
+    /// An archive node: nothing is pruned ([`Engine::keep_history`]).
+    archive: bool,
 }
 
 fn encode(what: &'static str, message: &Message) -> Result<Vec<u8>, EngineError> {
@@ -269,12 +279,19 @@ impl<S: Store> Engine<S> {
             }
         }
         let epoch = cfg.epoch;
+        // Whatever an interrupted run left to prune is finished as blocks come.
+        let prune_below = cfg
+            .schedule
+            .length()
+            .map(|_| cfg.schedule.retained_from(epoch));
         let engine = Engine {
             core,
             signer,
             store,
             cfg,
             validators,
+            prune_below,
+            archive: false,
         };
         let recovery = Recovery {
             tip,
@@ -300,6 +317,14 @@ impl<S: Store> Engine<S> {
     pub fn handle(&mut self, host: &mut impl Host, input: Input) -> Result<(), EngineError> {
         let actions = self.core.handle(host.now_us(), input);
         self.perform(host, actions)
+    }
+
+    /// Makes this an archive node: it keeps its whole history (blocks, certificates,
+    /// QuasarCerts, evidence) instead of pruning past retention. Call before
+    /// [`Engine::start`].
+    pub fn keep_history(&mut self) {
+        self.archive = true;
+        self.prune_below = None;
     }
 
     /// The consensus core (read-only).
@@ -366,7 +391,10 @@ impl<S: Store> Engine<S> {
                     }
                 }
                 Action::SetTimer { view, kind, at_us } => host.set_timer(view, kind, at_us),
-                Action::Finalized(block) => finalized.push(self.commit(host.now_us(), *block)?),
+                Action::Finalized(block) => {
+                    finalized.push(self.commit(host.now_us(), *block)?);
+                    self.prune_step()?;
+                }
                 Action::Certified(certificate) => {
                     let bytes = encode("certificate", &Message::Certificate(certificate.clone()))?;
                     self.store.put_view_certificate(
@@ -422,17 +450,18 @@ impl<S: Store> Engine<S> {
         self.store
             .prune_view_certificates(schedule.first_view(epoch))?;
         let retained_from = schedule.retained_from(epoch);
-        let pruned = self
-            .store
-            .prune_history(retained_from, schedule.length().unwrap_or(0))?;
-        let oldest_view = schedule.first_view(schedule.epoch_of(retained_from));
-        self.store.prune_evidence(oldest_view)?;
+        if !self.archive {
+            let oldest_view = schedule.first_view(schedule.epoch_of(retained_from));
+            self.store.prune_evidence(oldest_view)?;
+            self.prune_below = schedule.length().map(|_| retained_from);
+            self.prune_step()?;
+        }
         self.store.flush()?;
         tracing::info!(
             epoch,
             boundary_height = boundary.height,
             seals = seals.len(),
-            pruned_blocks = pruned,
+            history_floor = self.store.history_floor()?,
             "epoch boundary final, entering the next epoch"
         );
         self.cfg.epoch = epoch;
@@ -442,6 +471,20 @@ impl<S: Store> Engine<S> {
         self.core.saw_certified_epoch(certified_epoch);
         self.core.set_tip_certificate(certificate);
         Ok(self.core.start(now_us, self.signer.highest_view()))
+    }
+
+    /// Removes the next [`PRUNE_STEP`] entries of each kind of history below the retention line,
+    /// if any are left.
+    fn prune_step(&mut self) -> Result<(), EngineError> {
+        let Some(line) = self.prune_below else {
+            return Ok(());
+        };
+        let keep_every = self.cfg.schedule.length().unwrap_or(0);
+        if self.store.prune_history(line, keep_every, PRUNE_STEP)? == 0 {
+            self.prune_below = None;
+            tracing::debug!(history_floor = line, "history past retention pruned");
+        }
+        Ok(())
     }
 
     /// Commits one finalized block (not yet flushed) and drops the view certificates it makes

@@ -237,7 +237,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         max_clock_drift_us: 5_000_000,
     };
     let signer = VoteSigner::new(keys.bls, me, chain_id, 0, genesis.domain(), guard);
-    let (engine, recovery) = Engine::open(
+    let (mut engine, recovery) = Engine::open(
         store.clone(),
         signer,
         core_cfg,
@@ -245,6 +245,9 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         &verifier,
         genesis.file.genesis_time_us,
     )?;
+    if cfg.archive {
+        engine.keep_history();
+    }
     let tip = recovery.tip;
     if let Some(view) = recovery.signed_above_guard {
         return Err(NodeError::Other(format!(

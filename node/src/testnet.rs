@@ -585,6 +585,7 @@ impl Testnet {
                 max_block_txs: MAX_BLOCK_TXS,
                 peers,
                 rollup_proving_key: None,
+                archive: false,
             };
             cfg.save(&node_dir(dir, i).join(NODE_CONFIG_FILE))?;
         }
@@ -660,18 +661,39 @@ impl Testnet {
             }
         })?;
         for i in 0..provers {
-            let path = self.node_dir(i).join(NODE_CONFIG_FILE);
-            let text = std::fs::read_to_string(&path).map_err(|source| TestnetError::Io {
-                path: path.clone(),
-                source,
-            })?;
-            // Parsed against an empty base, so the relative paths stay relative.
-            let cfg = NodeConfig {
+            self.update_node_config(i, |cfg| NodeConfig {
                 rollup_proving_key: Some(proving_key.clone()),
-                ..NodeConfig::from_toml(&text, Path::new(""))?
-            };
-            cfg.save(&path)?;
+                ..cfg
+            })?;
         }
+        Ok(())
+    }
+
+    /// Makes every validator an archive node (`archive = true` in its `node.toml`, before it
+    /// starts): it keeps every block, so the whole run can be read back. Errors: files.
+    pub fn keep_history(&self) -> Result<(), TestnetError> {
+        for i in 0..self.validators() {
+            self.update_node_config(i, |cfg| NodeConfig {
+                archive: true,
+                ..cfg
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Rewrites validator `i`'s `node.toml` through `change`.
+    fn update_node_config(
+        &self,
+        i: usize,
+        change: impl FnOnce(NodeConfig) -> NodeConfig,
+    ) -> Result<(), TestnetError> {
+        let path = self.node_dir(i).join(NODE_CONFIG_FILE);
+        let text = std::fs::read_to_string(&path).map_err(|source| TestnetError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        // Parsed against an empty base, so the relative paths stay relative.
+        change(NodeConfig::from_toml(&text, Path::new(""))?).save(&path)?;
         Ok(())
     }
 
@@ -1192,6 +1214,8 @@ impl Submissions {
 async fn run_in(dir: &Path, opts: &TestnetOptions) -> Result<TestnetReport, TestnetError> {
     let mut net =
         Testnet::create_with_profile(dir, opts.validators, opts.block_time_ms, opts.profile)?;
+    // The report reads every block of the run, and transactions by their index.
+    net.keep_history()?;
     if let Some(blocks) = opts.epoch_length {
         net.set_epoch_length(blocks)?;
     }

@@ -190,6 +190,14 @@ fn create_writes_keys_genesis_and_configs_with_distinct_ports_and_full_peer_list
             assert_eq!(peer.address, net.p2p(j));
         }
         GenesisFile::load(&cfg.genesis).unwrap().check().unwrap();
+        assert!(!cfg.archive, "validators prune unless told otherwise");
+    }
+    // `testnet run` keeps every block for its report.
+    net.keep_history().unwrap();
+    for i in 0..4 {
+        let cfg = NodeConfig::load(&net.node_dir(i).join(NODE_CONFIG_FILE)).unwrap();
+        assert!(cfg.archive);
+        assert_eq!(cfg.block_time_ms, 100, "the rest of node.toml stays");
     }
     // Validator keys are never overwritten: creating again in the same directory fails.
     assert!(matches!(
@@ -642,14 +650,22 @@ async fn malformed_frames_are_counted_and_the_node_keeps_finalizing() {
 }
 
 /// Retention and late joiners with real processes: under two-block epochs (profile `fast`)
-/// validators keep six epochs and older epochs' boundary blocks. Validator 3 is down for more
-/// than that; restarted on its data directory, it walks the checkpoints of the pruned epochs
-/// (its peers answer `410 Gone` below their history floor) and finalizes with the others.
+/// validators keep six epochs and older epochs' boundary blocks, except validator 1, an archive
+/// node. Validator 3 is down for more than that; restarted on its data directory while the
+/// archive node is away, it walks the checkpoints of the pruned epochs (its peers answer `410
+/// Gone` below their history floor) and finalizes with the others.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_validator_down_past_retention_rejoins_through_checkpoints() {
     let _turn = one_network_at_a_time().await;
     let mut fx = Fixture::with_profile("quasar-testnet-test-", 4, 100, Profile::Fast);
     fx.net.set_epoch_length(2).unwrap();
+    // Validator 1 is an archive node: it keeps every block.
+    let path = fx.net.node_dir(1).join(NODE_CONFIG_FILE);
+    let archive = NodeConfig {
+        archive: true,
+        ..NodeConfig::load(&path).unwrap()
+    };
+    archive.save(&path).unwrap();
     fx.spawn_all();
     let others = [0, 1, 2];
     fx.net
@@ -663,27 +679,41 @@ async fn a_validator_down_past_retention_rejoins_through_checkpoints() {
         .wait_finalized(&others, at_kill + 22, Duration::from_secs(60))
         .await
         .unwrap();
-    for s in &statuses {
+    for s in [&statuses[0], &statuses[2]] {
         assert!(s.history_floor > at_kill + 2, "pruned: {s:?}");
     }
+    assert_eq!(
+        statuses[1].history_floor, 1,
+        "the archive node prunes nothing"
+    );
     let pruned = at_kill + 1 + at_kill % 2; // not a boundary block
     assert!(matches!(
         fx.net.block(0, pruned).await,
         Err(TestnetError::Pruned { .. })
     ));
+    assert!(fx.net.block(1, pruned).await.unwrap().is_some());
     assert!(
         fx.net.block(0, pruned + 1).await.unwrap().is_some(),
         "boundary blocks stay"
     );
 
+    // The archive node steps out, so validator 3 can only learn the old epochs from pruning
+    // peers; the chain waits for it (two of four are no quorum).
+    fx.net.kill(1);
     fx.net.spawn(3, &binary()).unwrap();
     let target = max_finalized(&statuses) + 4;
     let statuses = fx
         .net
+        .wait_finalized(&[0, 2, 3], target, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let late = statuses.iter().find(|s| s.validator == 3).unwrap();
+    assert!(late.history_floor > at_kill + 2, "{late:?}");
+    fx.net.spawn(1, &binary()).unwrap();
+    fx.net
         .wait_finalized(&[0, 1, 2, 3], target, Duration::from_secs(60))
         .await
         .unwrap();
-    assert!(statuses[3].history_floor > at_kill + 2, "{:?}", statuses[3]);
     assert_same_chain(&fx.net, target).await;
     assert!(
         fx.net

@@ -52,7 +52,7 @@ pub enum Crash {
 enum Operation {
     Commit(FinalizedBlock),
     Checkpoint(FinalizedBlock),
-    PruneHistory(u64, u64),
+    PruneHistory(u64, u64, usize),
     PutBlock(u64, Hash, Vec<u8>),
     PutSeal(Hash, Vec<u8>),
     BindGenesis(Hash),
@@ -70,7 +70,9 @@ impl Operation {
         match self {
             Operation::Commit(block) => store.commit_finalized(block),
             Operation::Checkpoint(block) => store.commit_checkpoint(block),
-            Operation::PruneHistory(below, keep) => store.prune_history(*below, *keep).map(|_| ()),
+            Operation::PruneHistory(below, keep, max) => {
+                store.prune_history(*below, *keep, *max).map(|_| ())
+            }
             Operation::PutBlock(height, hash, block) => store.put_block(*height, hash, block),
             Operation::PutSeal(hash, block) => store.put_seal(hash, block),
             Operation::BindGenesis(genesis) => store.bind_genesis(genesis),
@@ -223,10 +225,16 @@ impl Store for SimStore {
         self.disk().live.history_floor()
     }
 
-    fn prune_history(&self, below_height: u64, keep_every: u64) -> Result<u64, StoreError> {
-        self.write(Operation::PruneHistory(below_height, keep_every), |s| {
-            s.prune_history(below_height, keep_every)
-        })
+    fn prune_history(
+        &self,
+        below_height: u64,
+        keep_every: u64,
+        max_entries: usize,
+    ) -> Result<u64, StoreError> {
+        self.write(
+            Operation::PruneHistory(below_height, keep_every, max_entries),
+            |s| s.prune_history(below_height, keep_every, max_entries),
+        )
     }
 
     fn finalized_tip(&self) -> Result<Option<(u64, Hash)>, StoreError> {

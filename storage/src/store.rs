@@ -179,11 +179,17 @@ pub trait Store: Send + Sync {
     /// heights that are multiples of `keep_every` (the epoch boundary blocks, with their
     /// certificates, which late joiners walk; 0 keeps none), blocks stored by
     /// [`Store::put_block`] that were not finalized (seals excepted), and every QuasarCert
-    /// closing below the line. The
-    /// history floor moves up to the line. Returns how many blocks were removed. A crash
-    /// midway leaves unreachable entries at worst, never a dangling index; a later call
-    /// removes them.
-    fn prune_history(&self, below_height: u64, keep_every: u64) -> Result<u64, StoreError>;
+    /// closing below the line. The history floor moves up to the line at once; the entries go
+    /// lowest first, at most `max_entries` of each kind per call (so a large epoch is pruned in
+    /// steps, between other writes): call again until it returns 0. Returns how many entries
+    /// it removed. A crash midway leaves unreachable entries at worst, never a dangling index;
+    /// a later call removes them.
+    fn prune_history(
+        &self,
+        below_height: u64,
+        keep_every: u64,
+        max_entries: usize,
+    ) -> Result<u64, StoreError>;
 
     /// The finalized tip `(height, hash)`, or `None` when nothing has been finalized.
     fn finalized_tip(&self) -> Result<Option<(u64, Hash)>, StoreError>;
@@ -408,7 +414,12 @@ impl Store for SledStore {
         self.floor(HISTORY_FLOOR_KEY, 1)
     }
 
-    fn prune_history(&self, below_height: u64, keep_every: u64) -> Result<u64, StoreError> {
+    fn prune_history(
+        &self,
+        below_height: u64,
+        keep_every: u64,
+        max_entries: usize,
+    ) -> Result<u64, StoreError> {
         let Some((tip, _)) = self.finalized_tip()? else {
             return Ok(0);
         };
@@ -427,6 +438,9 @@ impl Store for SledStore {
             if !kept(height) {
                 index.remove(key);
                 pruned.push((height, hash));
+                if pruned.len() == max_entries {
+                    break;
+                }
             }
         }
         self.heights.apply_batch(index)?;
@@ -447,18 +461,35 @@ impl Store for SledStore {
                 block_txs.remove(&key);
             }
         }
-        // Left behind by an interrupted call: certificates without an index entry.
-        for entry in self.certs.range(..line.to_be_bytes()) {
-            let (key, _) = entry?;
-            if !kept(decode_height(&key, "certs key")?) && !self.heights.contains_key(&key)? {
-                certs.remove(key);
+        let mut removed = pruned.len();
+        // Left behind by an interrupted call: certificates without an index entry (looked for
+        // once the index below the line is done).
+        if pruned.len() < max_entries {
+            let this_call: std::collections::HashSet<u64> =
+                pruned.iter().map(|(h, _)| *h).collect();
+            for entry in self.certs.range(..line.to_be_bytes()) {
+                let (key, _) = entry?;
+                let height = decode_height(&key, "certs key")?;
+                if !kept(height)
+                    && !this_call.contains(&height)
+                    && !self.heights.contains_key(&key)?
+                {
+                    certs.remove(key);
+                    removed += 1;
+                }
             }
         }
         // Blocks that were stored but never finalized at their height (proposals of views that
         // failed, or the losing side of an equivocation): nothing can finalize them any more.
         let mut pending = sled::Batch::default();
-        for key in self.pending.range(..line.to_be_bytes()).keys() {
+        for key in self
+            .pending
+            .range(..line.to_be_bytes())
+            .keys()
+            .take(max_entries)
+        {
             let key = key?;
+            removed += 1;
             let (height, hash) = key.split_at(8.min(key.len()));
             let finalized = self.heights.get(height)?.is_some_and(|h| h == hash);
             if !finalized && !self.seals.contains_key(hash)? {
@@ -472,11 +503,17 @@ impl Store for SledStore {
         self.txs.apply_batch(txs)?;
         self.block_txs.apply_batch(block_txs)?;
         let mut quasar = sled::Batch::default();
-        for key in self.quasar.range(..line.to_be_bytes()).keys() {
+        for key in self
+            .quasar
+            .range(..line.to_be_bytes())
+            .keys()
+            .take(max_entries)
+        {
             quasar.remove(key?);
+            removed += 1;
         }
         self.quasar.apply_batch(quasar)?;
-        Ok(pruned.len() as u64)
+        Ok(removed as u64)
     }
 
     fn finalized_tip(&self) -> Result<Option<(u64, Hash)>, StoreError> {

@@ -1,6 +1,8 @@
 //! Equivocation evidence in `SledStore`: round trips, replays overwrite, the log stays bounded,
 //! corrupt records are typed errors (never panics), records survive a reopen.
 
+mod common;
+use common::reopen;
 use proptest::prelude::*;
 use quasar_storage::evidence::{
     evidence_key, kind, MAX_EVIDENCE_BYTES, MAX_EVIDENCE_MESSAGE_LEN, MAX_EVIDENCE_RECORDS,
@@ -186,12 +188,12 @@ fn evidence_survives_reopen() {
     let a = record(4, 2, kind::CONFLICTING_FINALIZE);
     let b = record(9, 0, kind::CONFLICTING_PROPOSAL);
     {
-        let store = SledStore::open(dir.path()).unwrap();
+        let store = reopen(dir.path());
         store.put_evidence(&a).unwrap();
         store.put_evidence(&b).unwrap();
         store.flush().unwrap();
     }
-    let store = SledStore::open(dir.path()).unwrap();
+    let store = reopen(dir.path());
     assert_eq!(
         store.evidence_count().unwrap(),
         2,
@@ -206,7 +208,7 @@ fn corrupt_stored_record_is_an_error_not_a_panic() {
     let dir = tempfile::tempdir().unwrap();
     let good = record(2, 1, kind::CONFLICTING_NOTARIZE);
     {
-        let store = SledStore::open(dir.path()).unwrap();
+        let store = reopen(dir.path());
         store.put_evidence(&good).unwrap();
         store.flush().unwrap();
     }
@@ -219,7 +221,7 @@ fn corrupt_stored_record_is_an_error_not_a_panic() {
         tree.insert(good.key(), value).unwrap();
         db.flush().unwrap();
     }
-    let store = SledStore::open(dir.path()).unwrap();
+    let store = reopen(dir.path());
     assert!(matches!(
         store.evidence(10, 0),
         Err(StoreError::Evidence(EvidenceError::Truncated { .. }))

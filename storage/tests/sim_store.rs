@@ -147,7 +147,7 @@ fn checkpoints_and_history_prunes_replay_after_a_crash() {
     let store = SimStore::new().unwrap();
     store.commit_checkpoint(&finalized(4)).unwrap();
     commit(&store, 5..=9);
-    store.prune_history(9, 4).unwrap();
+    store.prune_history(9, 4, usize::MAX).unwrap();
     store.flush().unwrap();
     store.commit_checkpoint(&finalized(12)).unwrap();
     store.crash(Crash::LoseUnflushed).unwrap();

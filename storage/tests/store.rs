@@ -1,5 +1,7 @@
 //! `SledStore` behaviour: round trips, persistence across reopen, ordering, corruption reports.
 
+mod common;
+use common::reopen;
 use quasar_storage::{FinalizedBlock, SledStore, Store, StoreError, StoredBlock};
 
 fn h(byte: u8) -> [u8; 32] {
@@ -90,13 +92,13 @@ fn out_of_order_commit_is_rejected_and_writes_nothing() {
 fn reopen_after_drop_keeps_data() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let store = SledStore::open(dir.path()).unwrap();
+        let store = reopen(dir.path());
         store.commit_finalized(&finalized(1)).unwrap();
         store.commit_finalized(&finalized(2)).unwrap();
         store.put_block(50, &h(50), b"pending").unwrap();
         store.flush().unwrap();
     }
-    let store = SledStore::open(dir.path()).unwrap();
+    let store = reopen(dir.path());
     assert_eq!(store.finalized_tip().unwrap(), Some((2, h(2))));
     assert_eq!(
         store.block_by_height(1).unwrap().unwrap().certificate,
@@ -113,7 +115,7 @@ fn reopen_after_drop_keeps_data() {
 
 /// Writes raw bytes into a tree behind the store's back (simulating disk corruption / a bug).
 fn corrupt(dir: &std::path::Path, tree: &str, key: &[u8], value: &[u8]) {
-    let db = sled::open(dir).unwrap();
+    let db = common::retry_locked(|| sled::open(dir));
     db.open_tree(tree).unwrap().insert(key, value).unwrap();
     db.flush().unwrap();
 }
@@ -129,7 +131,7 @@ fn assert_corrupt<T: std::fmt::Debug>(result: Result<T, StoreError>) {
 fn corrupt_values_are_reported_not_panicked_on() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let store = SledStore::open(dir.path()).unwrap();
+        let store = reopen(dir.path());
         store.commit_finalized(&finalized(1)).unwrap();
         store.commit_finalized(&finalized(2)).unwrap();
         store.flush().unwrap();
@@ -147,7 +149,7 @@ fn corrupt_values_are_reported_not_panicked_on() {
             .unwrap();
         db.flush().unwrap();
     }
-    let store = SledStore::open(dir.path()).unwrap();
+    let store = reopen(dir.path());
     assert_corrupt(store.finalized_tip());
     assert_corrupt(store.commit_finalized(&finalized(3)));
     assert_corrupt(store.block_by_height(1));
@@ -163,13 +165,13 @@ fn corrupt_values_are_reported_not_panicked_on() {
 fn a_store_is_bound_to_its_first_genesis() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let store = SledStore::open(dir.path()).unwrap();
+        let store = reopen(dir.path());
         assert!(store.is_empty().unwrap());
         store.bind_genesis(&[1; 32]).unwrap();
         store.bind_genesis(&[1; 32]).unwrap();
         assert!(!store.is_empty().unwrap());
     }
-    let store = SledStore::open(dir.path()).unwrap();
+    let store = reopen(dir.path());
     store.bind_genesis(&[1; 32]).unwrap();
     assert!(matches!(
         store.bind_genesis(&[2; 32]),
@@ -207,7 +209,7 @@ fn view_certificates_are_kept_in_view_order_and_pruned() {
 fn quasar_certificates_keep_the_first_and_are_found_by_covering_height() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let store = SledStore::open(dir.path()).unwrap();
+        let store = reopen(dir.path());
         assert_eq!(store.quasar_tip().unwrap(), None);
         assert_eq!(store.quasar_cert_from(1).unwrap(), None);
         assert!(store.put_quasar_cert(4, b"cert 4").unwrap());
@@ -230,7 +232,7 @@ fn quasar_certificates_keep_the_first_and_are_found_by_covering_height() {
         assert_eq!(store.quasar_tip().unwrap(), Some(8));
         store.flush().unwrap();
     }
-    let store = SledStore::open(dir.path()).unwrap();
+    let store = reopen(dir.path());
     assert_eq!(store.quasar_tip().unwrap(), Some(8));
     assert_eq!(
         store.quasar_cert_from(2).unwrap(),
@@ -242,7 +244,7 @@ fn quasar_certificates_keep_the_first_and_are_found_by_covering_height() {
 fn a_session_is_claimed_once_even_across_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let store = SledStore::open(dir.path()).unwrap();
+        let store = reopen(dir.path());
         assert!(store.claim_session(4, &[1; 32]).unwrap());
         assert!(!store.claim_session(4, &[1; 32]).unwrap());
         // The same id under another bundle, and another id, are separate claims.
@@ -250,7 +252,7 @@ fn a_session_is_claimed_once_even_across_a_restart() {
         assert!(store.claim_session(4, &[2; 32]).unwrap());
         store.flush().unwrap();
     }
-    let store = SledStore::open(dir.path()).unwrap();
+    let store = reopen(dir.path());
     assert!(!store.claim_session(4, &[1; 32]).unwrap());
     assert!(!store.claim_session(8, &[1; 32]).unwrap());
     assert!(store.claim_session(8, &[2; 32]).unwrap());
@@ -260,7 +262,7 @@ fn a_session_is_claimed_once_even_across_a_restart() {
 fn pruned_sessions_are_forgotten_and_never_claimed_again() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let store = SledStore::open(dir.path()).unwrap();
+        let store = reopen(dir.path());
         for height in [4, 8, 12] {
             assert!(store.claim_session(height, &[1; 32]).unwrap());
         }
@@ -272,7 +274,7 @@ fn pruned_sessions_are_forgotten_and_never_claimed_again() {
         );
         store.flush().unwrap();
     }
-    let store = SledStore::open(dir.path()).unwrap();
+    let store = reopen(dir.path());
     // Below the line every claim is refused, new ids included; above it claims stand.
     assert!(!store.claim_session(4, &[1; 32]).unwrap());
     assert!(!store.claim_session(8, &[9; 32]).unwrap());
@@ -284,7 +286,7 @@ fn pruned_sessions_are_forgotten_and_never_claimed_again() {
 fn pruned_history_keeps_the_boundaries_and_the_tip() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let store = SledStore::open(dir.path()).unwrap();
+        let store = reopen(dir.path());
         for height in 1..=20 {
             // Every block arrived as a proposal before it was finalized.
             store
@@ -301,15 +303,33 @@ fn pruned_history_keeps_the_boundaries_and_the_tip() {
         store.put_seal(&h(79), b"seal").unwrap();
         assert_eq!(store.history_floor().unwrap(), 1);
         // Below 13, every height but the boundaries 4, 8, 12 goes: nine blocks.
-        assert_eq!(store.prune_history(13, 4).unwrap(), 9);
+        // Below 13: the nine heights but the boundaries 4, 8, 12, the proposals of heights
+        // 1..=12 and the orphan and seal entries (14), and twelve QuasarCerts, two of each kind
+        // per call.
+        let mut calls = 0;
+        let mut removed = 0;
+        loop {
+            let n = store.prune_history(13, 4, 2).unwrap();
+            assert!(n <= 3 * 2);
+            if n == 0 {
+                break;
+            }
+            removed += n;
+            calls += 1;
+        }
+        assert_eq!(removed, 9 + 14 + 12);
         assert_eq!(
-            store.prune_history(13, 4).unwrap(),
+            calls, 7,
+            "the twelve QuasarCerts and the fourteen pending entries take 7"
+        );
+        assert_eq!(
+            store.prune_history(13, 4, usize::MAX).unwrap(),
             0,
             "pruning twice removes nothing more"
         );
         store.flush().unwrap();
     }
-    let store = SledStore::open(dir.path()).unwrap();
+    let store = reopen(dir.path());
     assert_eq!(store.history_floor().unwrap(), 13);
     for height in 1..=20 {
         let kept = height >= 13 || height % 4 == 0;
@@ -344,7 +364,12 @@ fn pruned_history_keeps_the_boundaries_and_the_tip() {
         "QuasarCerts below the line are gone, boundaries' too"
     );
     // The tip always stays, whatever line is asked for.
-    assert_eq!(store.prune_history(u64::MAX, 0).unwrap(), 3 + 7);
+    // Heights 4, 8, 12 and 13..=19, the pending entries of 13..=19 and of the orphan at 15,
+    // QuasarCerts 13..=19.
+    assert_eq!(
+        store.prune_history(u64::MAX, 0, usize::MAX).unwrap(),
+        (3 + 7) + 8 + 7
+    );
     assert_eq!(store.history_floor().unwrap(), 20);
     assert!(store.block_by_height(20).unwrap().is_some());
     assert!(
@@ -358,7 +383,7 @@ fn pruned_history_keeps_the_boundaries_and_the_tip() {
 fn a_checkpoint_commits_above_a_gap_and_moves_the_floor() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let store = SledStore::open(dir.path()).unwrap();
+        let store = reopen(dir.path());
         store.commit_checkpoint(&finalized(8)).unwrap();
         assert_eq!(store.finalized_tip().unwrap(), Some((8, h(8))));
         assert_eq!(store.history_floor().unwrap(), 8);
@@ -378,7 +403,7 @@ fn a_checkpoint_commits_above_a_gap_and_moves_the_floor() {
         store.commit_checkpoint(&finalized(16)).unwrap();
         store.flush().unwrap();
     }
-    let store = SledStore::open(dir.path()).unwrap();
+    let store = reopen(dir.path());
     assert_eq!(store.finalized_tip().unwrap(), Some((16, h(16))));
     assert_eq!(store.history_floor().unwrap(), 16);
     assert!(store.block_by_height(8).unwrap().is_some());
