@@ -202,6 +202,19 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
             cfg.data_dir.join("db").display()
         )));
     }
+    // A new guard on a chain that has been running for a while: either this validator joins
+    // late for the first time, or its data directory was wiped, and then nothing here can tell
+    // which views it signed before.
+    let running_for_us = now_us().saturating_sub(genesis.file.genesis_time_us);
+    if !guard_path.exists() && running_for_us > 60_000_000 {
+        tracing::warn!(
+            guard = %guard_path.display(),
+            chain_running_s = running_for_us / 1_000_000,
+            "starting with a new signing guard on a chain that is already running: if this key \
+             ever signed on this chain (a wiped or lost data directory), stop now and restore \
+             the original data directory, or it may sign conflicting votes"
+        );
+    }
     // The guard file is bound to this validator's key and this chain: another validator's or
     // another chain's guard is refused rather than adopted.
     let owner = tagged_hash(
