@@ -138,6 +138,15 @@ struct SimNode {
     evidence: Vec<Evidence>,
 }
 
+impl SimNode {
+    /// The highest height this node reported final (0 before any).
+    fn reported_height(&self) -> u64 {
+        self.published
+            .last_key_value()
+            .map_or(0, |(height, _)| *height)
+    }
+}
+
 /// What the engine asked of one node during one event, performed by the simulation afterwards
 /// in the same order.
 enum Effect {
@@ -377,7 +386,7 @@ impl Simulation {
         let cfg = CoreConfig {
             chain_id: SIM_CHAIN_ID,
             epoch: 0,
-            schedule: EpochSchedule::new(self.cfg.epoch_length),
+            schedule: self.schedule(),
             genesis: self.genesis,
             me: Some(validator as u32),
             block_time_us: self.cfg.block_time_us,
@@ -453,6 +462,11 @@ impl Simulation {
             let back = self.now + self.rng.gen_range(200_000..1_000_000);
             self.push(back, Event::Restart { node: i });
         }
+    }
+
+    /// The epoch schedule every node runs.
+    fn schedule(&self) -> EpochSchedule {
+        EpochSchedule::new(self.cfg.epoch_length)
     }
 
     /// Current simulated time.
@@ -589,8 +603,7 @@ impl Simulation {
         };
         match message {
             Message::SyncRequest(req) => {
-                let schedule = EpochSchedule::new(self.cfg.epoch_length);
-                let response = serve(&req, self.nodes[to].engine.store(), &schedule);
+                let response = serve(&req, self.nodes[to].engine.store(), &self.schedule());
                 if let Ok(bytes) = Message::SyncResponse(response).encode() {
                     self.send(to, from, bytes);
                 }
@@ -605,8 +618,7 @@ impl Simulation {
                     })
                     .collect();
                 let from_height = self.nodes[to].engine.core().tip().height + 1;
-                let schedule = EpochSchedule::new(self.cfg.epoch_length);
-                for input in checkpoint_inputs(inputs, from_height, &schedule) {
+                for input in checkpoint_inputs(inputs, from_height, &self.schedule()) {
                     self.drive(to, Some(input));
                 }
             }
@@ -710,7 +722,7 @@ impl Simulation {
                 .nodes
                 .iter()
                 .filter(|n| n.alive && n.behavior == Behavior::Honest)
-                .all(|n| n.published.last_key_value().map_or(0, |(h, _)| *h) >= height);
+                .all(|n| n.reported_height() >= height);
             if reached {
                 return true;
             }
@@ -845,10 +857,7 @@ impl Simulation {
 
     /// Height finalized by node `i`.
     pub fn finalized_height(&self, i: usize) -> u64 {
-        self.nodes[i]
-            .published
-            .last_key_value()
-            .map_or(0, |(height, _)| *height)
+        self.nodes[i].reported_height()
     }
 
     /// The blocks node `i` reported final, in height order (without the heights a checkpoint
@@ -945,7 +954,7 @@ impl Simulation {
                 "; slot {slot} ({:?}{}) height {} timers {:?} {}",
                 n.behavior,
                 if n.alive { "" } else { ", down" },
-                n.published.last_key_value().map_or(0, |(h, _)| *h),
+                n.reported_height(),
                 n.timers.keys().collect::<Vec<_>>(),
                 n.engine.core().describe_view(n.engine.core().view()),
             ));
