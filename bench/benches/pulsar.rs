@@ -16,6 +16,13 @@
 //! number of sessions per signature (the expected restarts), and the verify ratio, as a table and as
 //! JSON in `target/criterion/pulsar-summary.json`. To run only the summary, pass a filter that
 //! matches no group: `cargo bench -p quasar-bench --bench pulsar -- summary-only`.
+//!
+//! **Calibration of K** (the parallel attempts per session, `quasar_crypto::pulsar::params`):
+//! with `PULSAR_CALIBRATE=t-n:signatures,…` (for instance `2-3:1000,4-6:100`) the summary also
+//! signs that many signatures per shape and prints the mean sessions per signature, the session
+//! success rate s, the per-attempt success p = 1 − (1 − s)^(1/K), and the smallest K whose
+//! sessions succeed with probability ≥ 1/2 at that p. `params.rs` records the measurements its
+//! table rests on.
 
 use criterion::{Criterion, SamplingMode};
 use quasar_bench::summary::{report, run_with_summary, time, Samples, Target};
@@ -223,7 +230,43 @@ fn summary(f: &mut Fixture, small: &mut Fixture, v: &VerifyFixture) {
     );
 }
 
+/// The shapes and signature counts of `PULSAR_CALIBRATE` (module docs); an entry that does not
+/// parse stops the run with a message.
+fn calibration_shapes() -> Vec<(usize, usize, u32)> {
+    let Ok(spec) = std::env::var("PULSAR_CALIBRATE") else {
+        return Vec::new();
+    };
+    spec.split(',')
+        .map(|entry| {
+            let parsed = entry.split_once(':').and_then(|(shape, count)| {
+                let (t, n) = shape.split_once('-')?;
+                Some((t.parse().ok()?, n.parse().ok()?, count.parse().ok()?))
+            });
+            parsed.unwrap_or_else(|| panic!("PULSAR_CALIBRATE entry {entry:?} is not t-n:count"))
+        })
+        .collect()
+}
+
+/// Measures restarts per shape (module docs, calibration of K).
+fn calibrate(shapes: &[(usize, usize, u32)]) {
+    println!("\n| t-of-n | K | signatures | sessions per signature | session success | per-attempt p | smallest K for ≥ 1/2 |");
+    println!("|---|---|---|---|---|---|---|");
+    for &(t, n, signatures) in shapes {
+        let mut f = Fixture::new(t, n);
+        let sessions: u32 = (0..signatures).map(|_| f.sign().1).sum();
+        let attempts = f.group.params().attempts;
+        let success = f64::from(signatures) / f64::from(sessions);
+        let p = 1.0 - (1.0 - success).powf(1.0 / attempts as f64);
+        let needed = (0.5f64.ln() / (1.0 - p).ln()).ceil();
+        println!(
+            "| {t}-of-{n} | {attempts} | {signatures} | {:.3} | {success:.3} | {p:.5} | {needed} |",
+            f64::from(sessions) / f64::from(signatures)
+        );
+    }
+}
+
 fn main() {
+    let shapes = calibration_shapes();
     let mut f = Fixture::new(3, 5);
     let small = Fixture::new(2, 3);
     let v = VerifyFixture::new(&mut f);
@@ -236,7 +279,8 @@ fn main() {
         },
         || {
             let (f, small) = &mut *cell.borrow_mut();
-            summary(f, small, &v)
+            summary(f, small, &v);
+            calibrate(&shapes);
         },
     );
 }

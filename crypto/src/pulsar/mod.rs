@@ -81,9 +81,9 @@
 //!
 //! # Limits and costs
 //!
-//! n ≤ [`params::MAX_PARTIES`] = 6: the shares grow as C(n, t−1) and K with them (K = 5 for
-//! 2-of-3, 62 for 3-of-5, 804 for 4-of-6). Messages: round 2 is K·4,416 bytes and round 3 up to
-//! K·3,681 bytes per party (3-of-5: about 274 KB and 228 KB).
+//! n ≤ [`params::MAX_PARTIES`] = 6: the shares grow as C(n, t−1) and K with them (K = 6 for
+//! 2-of-3, 62 for 3-of-5, 1,070 for 4-of-6; [`params`] says how K was measured). Messages:
+//! round 2 is K·4,416 bytes and round 3 up to K·3,681 bytes per party (3-of-5: about 274 KB and 228 KB).
 //!
 //! # Committees for large validator sets
 //!
