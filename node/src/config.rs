@@ -1,24 +1,41 @@
 //! Files an operator handles: validator key files, the genesis file, and `node.toml`.
 //!
-//! - `keygen --out DIR` writes `DIR/validator.key.json` (secret: the BLS secret key, the 32-byte
-//!   seeds of the ML-DSA-65 identity key and of the SLH-DSA-SHAKE-192f Magnetar key, and the TLS
-//!   private key, mode 0600) and `DIR/validator.pub.json` (public: BLS public key, its proof of
-//!   possession, the ML-DSA-65 public key, the SLH-DSA-SHAKE-192f public key, the self-signed TLS
-//!   certificate that pins this validator's QUIC identity).
-//! - `genesis` collects public files into `genesis.json`: chain id, genesis time, and the
-//!   validators with their stake. Loading a genesis checks every BLS key's subgroup membership
-//!   and proof of possession (DESIGN.md §4), so a rogue-key attack cannot enter through genesis,
-//!   and decodes every ML-DSA-65 identity key (FIPS 204; exactly 1952 bytes, no two alike) and
-//!   every SLH-DSA-SHAKE-192f Magnetar key (FIPS 205; exactly 48 bytes, no two alike).
+//! - `keygen --out DIR [--slhdsa-set 192f|192s]` writes `DIR/validator.key.json` (secret: the
+//!   BLS secret key, the 32-byte seeds of the ML-DSA-65 identity key and of the SLH-DSA Magnetar
+//!   key, and the TLS private key, mode 0600) and `DIR/validator.pub.json` (public: BLS public
+//!   key, its proof of possession, the ML-DSA-65 public key, the SLH-DSA public key and its
+//!   parameter set, the self-signed TLS certificate that pins this validator's QUIC identity).
+//! - `genesis` collects public files into `genesis.json`: chain id, genesis time, the Magnetar
+//!   parameter set the files share, and the validators with their stake. Loading a genesis
+//!   checks every BLS key's subgroup membership and proof of possession (DESIGN.md §4), so a
+//!   rogue-key attack cannot enter through genesis, and decodes every ML-DSA-65 identity key
+//!   (FIPS 204; exactly 1952 bytes, no two alike) and every SLH-DSA Magnetar key of the
+//!   genesis's parameter set (FIPS 205; exactly 48 bytes, no two alike).
 //! - `node.toml` says where this node keeps its data, which key directory and genesis it uses,
 //!   where it listens, and where its peers are.
+//!
+//! # Magnetar parameter sets
+//!
+//! A network's Magnetar keys all belong to one SLH-DSA parameter set (FIPS 205 §11, Table 2),
+//! spelt `"192f"` or `"192s"` in the files and on the command line ([`parse_magnetar_set`]):
+//!
+//! | spelling | set | public key | signature | signing, one core | verification |
+//! |---|---|---|---|---|---|
+//! | `192f` (default) | SLH-DSA-SHAKE-192f | 48 B | 35,664 B | about 0.3 s | about 7.5 ms |
+//! | `192s` | SLH-DSA-SHAKE-192s | 48 B | 16,224 B | about 5 s | about 2.5 ms |
+//!
+//! (timings: `quasar_crypto::magnetar`, release build, the 2-vCPU machine). Both sets have
+//! 48-byte public keys, so the bytes alone do not say which set a key belongs to: the public key
+//! file carries `slhdsa_parameter_set` and the genesis `magnetar_parameter_set`, each absent for
+//! the default 192f, so files written before the set was selectable read as 192f and a 192f
+//! genesis keeps its hash ([`GenesisFile::check`]).
 
 use crate::consensus::EpochSchedule;
 use quasar_crypto::bls::{ProofOfPossession, SecretKey};
 use quasar_crypto::bls_cache::PublicKeyCache;
 use quasar_crypto::corona::scheme::GroupKey as CoronaGroupKey;
 use quasar_crypto::hash::{tagged_hash, Hash};
-use quasar_crypto::magnetar;
+use quasar_crypto::magnetar::{self, ParameterSet};
 use quasar_crypto::mldsa::{self, MlDsa65};
 use quasar_crypto::rollup::circuit::{commitment, Statement, Validator as RollupValidator};
 use quasar_crypto::rollup::native::{ExpandedKey, ML_DSA_65};
@@ -141,14 +158,77 @@ pub struct PublicKeyFile {
     pub proof_of_possession: String,
     /// ML-DSA-65 identity public key (FIPS 204), 1952 bytes, hex.
     pub mldsa_public_key: String,
-    /// SLH-DSA-SHAKE-192f Magnetar public key (FIPS 205), PK.seed ‖ PK.root, 48 bytes, hex.
+    /// SLH-DSA Magnetar public key (FIPS 205), PK.seed ‖ PK.root, 48 bytes, hex, of the set
+    /// `slhdsa_parameter_set`.
     pub slhdsa_public_key: String,
+    /// The SLH-DSA parameter set of `slhdsa_public_key` (and of the seed in the secret file):
+    /// `"192f"` or `"192s"` ([`parse_magnetar_set`]). Absent means 192f, the default, which is
+    /// left out when written, as in every file from before the set was selectable.
+    #[serde(
+        default,
+        skip_serializing_if = "is_default_set",
+        serialize_with = "serialize_magnetar_set",
+        deserialize_with = "deserialize_key_file_set"
+    )]
+    pub slhdsa_parameter_set: ParameterSet,
     /// Self-signed TLS certificate (DER, hex) pinning the validator's QUIC identity.
     pub tls_certificate: String,
 }
 
-/// The SLH-DSA parameter set of validators' Magnetar keys (DESIGN.md §4: SHAKE-192f by default).
-pub const MAGNETAR_SET: magnetar::ParameterSet = magnetar::ParameterSet::Shake192f;
+/// How operator files and the command line spell a Magnetar parameter set: `"192f"` for
+/// SLH-DSA-SHAKE-192f, `"192s"` for SLH-DSA-SHAKE-192s (FIPS 205 Table 2).
+pub fn magnetar_set_name(set: ParameterSet) -> &'static str {
+    match set {
+        ParameterSet::Shake192f => "192f",
+        ParameterSet::Shake192s => "192s",
+    }
+}
+
+/// Parses a Magnetar parameter set as [`magnetar_set_name`] spells it (exactly `"192f"` or
+/// `"192s"`). Errors: a message quoting `name` and listing the two spellings.
+pub fn parse_magnetar_set(name: &str) -> Result<ParameterSet, String> {
+    [ParameterSet::Shake192f, ParameterSet::Shake192s]
+        .into_iter()
+        .find(|&set| magnetar_set_name(set) == name)
+        .ok_or_else(|| {
+            format!(
+                "{name:?} is not a Magnetar parameter set: expected \"192f\" \
+                 (SLH-DSA-SHAKE-192f, the default) or \"192s\" (SLH-DSA-SHAKE-192s)"
+            )
+        })
+}
+
+fn is_default_set(set: &ParameterSet) -> bool {
+    *set == ParameterSet::default()
+}
+
+fn serialize_magnetar_set<S: serde::Serializer>(
+    set: &ParameterSet,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(magnetar_set_name(*set))
+}
+
+/// Reads a set spelt as [`parse_magnetar_set`] wants it; an error names `field`.
+fn deserialize_magnetar_set<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+    field: &str,
+) -> Result<ParameterSet, D::Error> {
+    let name = String::deserialize(deserializer)?;
+    parse_magnetar_set(&name).map_err(|e| serde::de::Error::custom(format!("{field}: {e}")))
+}
+
+fn deserialize_key_file_set<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<ParameterSet, D::Error> {
+    deserialize_magnetar_set(deserializer, "slhdsa_parameter_set")
+}
+
+fn deserialize_genesis_set<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<ParameterSet, D::Error> {
+    deserialize_magnetar_set(deserializer, "magnetar_parameter_set")
+}
 
 /// Key file names inside a key directory.
 pub const SECRET_KEY_FILE: &str = "validator.key.json";
@@ -161,7 +241,7 @@ pub struct ValidatorKeys {
     pub bls: SecretKey,
     /// ML-DSA-65 identity key.
     pub mldsa: mldsa::SecretKey<MlDsa65>,
-    /// SLH-DSA-SHAKE-192f Magnetar key.
+    /// SLH-DSA Magnetar key, of the public file's `slhdsa_parameter_set`.
     pub slhdsa: magnetar::SecretKey,
     /// QUIC/TLS identity.
     pub tls: crate::p2p::TlsIdentity,
@@ -173,9 +253,22 @@ pub struct ValidatorKeys {
     pub pulsar: Option<(pulsar::GroupKey, pulsar::KeyShare)>,
 }
 
-/// Generates fresh validator keys into `dir` (created if needed). The secret file is written with
-/// mode 0600 and never overwritten. Errors: [`ConfigError`].
+/// Generates fresh validator keys into `dir` (created if needed), the Magnetar key of the default
+/// set (SLH-DSA-SHAKE-192f): [`keygen_with_set`] with [`ParameterSet::default`].
 pub fn keygen(dir: &Path, name: &str) -> Result<PublicKeyFile, ConfigError> {
+    keygen_with_set(dir, name, ParameterSet::default())
+}
+
+/// Generates fresh validator keys into `dir` (created if needed), the Magnetar key of
+/// `slhdsa_set` (its 32-byte seed goes into the secret file, its 48-byte public key and the set
+/// into the public file). The secret file is written with mode 0600 and never overwritten.
+/// Expanding an SLH-DSA-SHAKE-192s seed takes about 0.2 s (its top hypertree layer has 2^9
+/// leaves, 192f's 2^3). Errors: [`ConfigError`].
+pub fn keygen_with_set(
+    dir: &Path,
+    name: &str,
+    slhdsa_set: ParameterSet,
+) -> Result<PublicKeyFile, ConfigError> {
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
     let secret_path = dir.join(SECRET_KEY_FILE);
     if secret_path.exists() {
@@ -190,7 +283,7 @@ pub fn keygen(dir: &Path, name: &str) -> Result<PublicKeyFile, ConfigError> {
     rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut *seed);
     let mldsa = mldsa::SecretKey::<MlDsa65>::from_seed(&seed);
     rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut *seed);
-    let slhdsa = magnetar::SecretKey::from_seed(MAGNETAR_SET, &seed);
+    let slhdsa = magnetar::SecretKey::from_seed(slhdsa_set, &seed);
     let tls = crate::p2p::TlsIdentity::generate(name)
         .map_err(|e| ConfigError::Invalid(format!("TLS identity: {e}")))?;
     let public = PublicKeyFile {
@@ -199,6 +292,7 @@ pub fn keygen(dir: &Path, name: &str) -> Result<PublicKeyFile, ConfigError> {
         proof_of_possession: hex::encode(bls.prove_possession().to_bytes()),
         mldsa_public_key: hex::encode(mldsa.public_key().as_bytes()),
         slhdsa_public_key: hex::encode(slhdsa.public_key().as_bytes()),
+        slhdsa_parameter_set: slhdsa_set,
         tls_certificate: hex::encode(&tls.cert_der),
     };
     let secret = SecretKeyFile {
@@ -247,7 +341,9 @@ pub fn load_public(dir: &Path) -> Result<PublicKeyFile, ConfigError> {
     parse_json(&dir.join(PUBLIC_KEY_FILE))
 }
 
-/// Reads and checks a key directory: the secret key must match the public file.
+/// Reads and checks a key directory: the secret key must match the public file. The SLH-DSA
+/// seed is expanded under the public file's `slhdsa_parameter_set` (192f when absent) and must
+/// give its `slhdsa_public_key`. Errors: [`ConfigError`], naming the directory and the field.
 pub fn load_keys(dir: &Path) -> Result<ValidatorKeys, ConfigError> {
     load_keys_unlabelled(dir).map_err(|e| match e {
         ConfigError::Invalid(m) => ConfigError::Invalid(format!("{}: {m}", dir.display())),
@@ -278,14 +374,17 @@ fn load_keys_unlabelled(dir: &Path) -> Result<ValidatorKeys, ConfigError> {
         )));
     }
     let slhdsa = magnetar::SecretKey::from_bytes(
-        MAGNETAR_SET,
+        public.slhdsa_parameter_set,
         &decode_hex("slhdsa_seed", &secret.slhdsa_seed)?,
     )
     .map_err(|e| ConfigError::Invalid(format!("slhdsa_seed: {e}")))?;
     if hex::encode(slhdsa.public_key().as_bytes()) != public.slhdsa_public_key {
         return Err(ConfigError::Invalid(format!(
-            "{}: SLH-DSA seed does not match slhdsa_public_key in {PUBLIC_KEY_FILE}",
-            dir.display()
+            "{}: SLH-DSA seed does not match slhdsa_public_key in {PUBLIC_KEY_FILE} (expanded \
+             as {}, its slhdsa_parameter_set {:?})",
+            dir.display(),
+            public.slhdsa_parameter_set,
+            magnetar_set_name(public.slhdsa_parameter_set)
         )));
     }
     let tls = crate::p2p::TlsIdentity::from_der(
@@ -354,7 +453,7 @@ pub struct Dealt {
 }
 
 /// Members of a dealt Pulsar committee. Pulsar signs with K parallel attempts per session, and
-/// K grows steeply with the threshold (`quasar_crypto::pulsar::params`): 3-of-4 needs 20,
+/// K grows steeply with the threshold (`quasar_crypto::pulsar::params`): 3-of-4 needs 21,
 /// 4-of-5 205 and 5-of-6 1,200, whose round messages and work no bundle interval absorbs. A
 /// 3-of-4 committee signs in about a second; at a Byzantine stake just under 1/3 it is
 /// captured with probability about 0.11 (`quasar_crypto::pulsar::committee`), which the BLS
@@ -549,7 +648,7 @@ pub struct GenesisValidator {
     pub proof_of_possession: String,
     /// ML-DSA-65 identity public key, hex (1952 bytes).
     pub mldsa_public_key: String,
-    /// SLH-DSA-SHAKE-192f Magnetar public key, hex (48 bytes).
+    /// SLH-DSA Magnetar public key of the genesis's `magnetar_parameter_set`, hex (48 bytes).
     pub slhdsa_public_key: String,
     /// TLS certificate, DER hex.
     pub tls_certificate: String,
@@ -596,6 +695,18 @@ pub struct GenesisFile {
     /// `verifying_key`), hex, for profiles with a Groth16 leg.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollup_verifying_key: Option<String>,
+    /// The SLH-DSA parameter set of every validator's Magnetar key (FIPS 205 Table 2): `"192f"`
+    /// (SLH-DSA-SHAKE-192f, 35,664-byte signatures; the default, meant when absent and left out
+    /// when written) or `"192s"` (SLH-DSA-SHAKE-192s, 16,224-byte signatures, signing about 5 s
+    /// instead of 0.3 s per signature and core); anything else is refused when the file is
+    /// read, naming this field. Bound into the genesis hash when not the default.
+    #[serde(
+        default,
+        skip_serializing_if = "is_default_set",
+        serialize_with = "serialize_magnetar_set",
+        deserialize_with = "deserialize_genesis_set"
+    )]
+    pub magnetar_parameter_set: ParameterSet,
 }
 
 fn default_profile() -> String {
@@ -646,7 +757,7 @@ pub struct Genesis {
     pub tls_certificates: Vec<Vec<u8>>,
     /// ML-DSA-65 identity public keys, by validator index.
     pub mldsa_public_keys: Vec<mldsa::PublicKey<MlDsa65>>,
-    /// SLH-DSA-SHAKE-192f Magnetar public keys, by validator index.
+    /// SLH-DSA Magnetar public keys, by validator index, all of [`Genesis::magnetar_set`].
     pub slhdsa_public_keys: Vec<magnetar::PublicKey>,
     /// The cert profile of epoch 0.
     pub profile: Profile,
@@ -670,6 +781,12 @@ impl Genesis {
             Some(members) => members.clone(),
             None => (0..self.validators.len() as u32).collect(),
         }
+    }
+
+    /// The SLH-DSA parameter set of every Magnetar key and signature of this chain (the
+    /// genesis `magnetar_parameter_set`).
+    pub fn magnetar_set(&self) -> ParameterSet {
+        self.file.magnetar_parameter_set
     }
 
     /// How the chain divides into epochs.
@@ -707,7 +824,7 @@ impl Genesis {
         }
         let magnetar = MagnetarKeys::new(
             self.validators.clone(),
-            MAGNETAR_SET,
+            self.magnetar_set(),
             self.slhdsa_public_keys.clone(),
         )
         .map_err(|e| format!("Magnetar keys: {e}"))?;
@@ -741,7 +858,53 @@ impl Genesis {
 }
 
 impl GenesisFile {
-    /// Builds a genesis from public key files with equal `stake`.
+    /// Builds a genesis from the public key files of `key_dirs` (in validator index order) with
+    /// equal `stake`; its Magnetar parameter set is the one the files share (what the `genesis`
+    /// command does). Errors: [`ConfigError`] reading a file; [`ConfigError::Invalid`] naming
+    /// the first validator (index, name and directory) whose `slhdsa_parameter_set` differs from
+    /// validator 0's, as a genesis has one set for all its validators.
+    pub fn from_key_dirs(
+        key_dirs: &[PathBuf],
+        chain_id: u64,
+        genesis_time_us: u64,
+        stake: u64,
+    ) -> Result<GenesisFile, ConfigError> {
+        let keys = key_dirs
+            .iter()
+            .map(|dir| load_public(dir))
+            .collect::<Result<Vec<_>, _>>()?;
+        if let Some(first) = keys.first() {
+            let differs = keys
+                .iter()
+                .zip(key_dirs)
+                .enumerate()
+                .find(|(_, (k, _))| k.slhdsa_parameter_set != first.slhdsa_parameter_set);
+            if let Some((i, (k, dir))) = differs {
+                return Err(ConfigError::Invalid(format!(
+                    "validator {i} ({}, {}): slhdsa_parameter_set is {:?} but validator 0 ({})'s \
+                     is {:?}; every validator of a genesis has a Magnetar key of the same set \
+                     (make its keys again with `keygen --slhdsa-set {}`)",
+                    k.name,
+                    dir.display(),
+                    magnetar_set_name(k.slhdsa_parameter_set),
+                    first.name,
+                    magnetar_set_name(first.slhdsa_parameter_set),
+                    magnetar_set_name(first.slhdsa_parameter_set),
+                )));
+            }
+        }
+        Ok(GenesisFile::from_public_keys(
+            chain_id,
+            genesis_time_us,
+            &keys,
+            stake,
+        ))
+    }
+
+    /// Builds a genesis from public key files with equal `stake`. Its Magnetar parameter set is
+    /// validator 0's (the default when `keys` is empty); the others are not compared:
+    /// [`GenesisFile::from_key_dirs`] refuses files of different sets, and a validator whose key
+    /// is of another set than its genesis is refused when it starts.
     pub fn from_public_keys(
         chain_id: u64,
         genesis_time_us: u64,
@@ -770,14 +933,22 @@ impl GenesisFile {
             pulsar_group_key: None,
             pulsar_committee: None,
             rollup_verifying_key: None,
+            magnetar_parameter_set: keys
+                .first()
+                .map_or_else(ParameterSet::default, |k| k.slhdsa_parameter_set),
         }
     }
 
     /// Checks every key and proof of possession and computes the genesis hash:
     /// `tagged_hash("QUASAR-GENESIS-v1", [chain_id, genesis_time_us, profile name, bundle_size,
-    /// epoch_length, the Corona, Pulsar and rollup keys (empty when absent), then per
-    /// validator: BLS public key, ML-DSA-65 public key, SLH-DSA-SHAKE-192f public key, TLS
-    /// certificate, stake])`. Errors: [`ConfigError::Invalid`] for an unknown profile, a
+    /// epoch_length, the Corona and Pulsar keys, the Pulsar committee, the rollup key (each
+    /// empty when absent), the FIPS 205 name of the Magnetar parameter set (e.g.
+    /// `SLH-DSA-SHAKE-192s`) only when it is not the default 192f, then per validator: BLS
+    /// public key, ML-DSA-65 public key, SLH-DSA public key, TLS certificate, stake])`. Leaving
+    /// the default set out keeps the hash of every 192f genesis what it was before the set was
+    /// selectable, and the encoding stays injective (a 192f genesis of n validators hashes
+    /// 9 + 5n parts, a 192s one 10 + 5n). Every SLH-DSA key is decoded under
+    /// `magnetar_parameter_set`. Errors: [`ConfigError::Invalid`] for an unknown profile, a
     /// bundle size outside 1..=1024, an epoch length that is not a multiple of the bundle size,
     /// or naming the validator (a repeated name, a bad
     /// BLS key or proof of possession, an ML-DSA-65 key that is not 1952 bytes or repeats another
@@ -844,6 +1015,9 @@ impl GenesisFile {
             committee_bytes,
             rollup_bytes.clone(),
         ];
+        if self.magnetar_parameter_set != ParameterSet::default() {
+            parts.push(self.magnetar_parameter_set.name().as_bytes().to_vec());
+        }
         let mut set_parts: Vec<Vec<u8>> = Vec::with_capacity(4 * self.validators.len());
         for (i, v) in self.validators.iter().enumerate() {
             let who = format!("validator {i} ({})", v.name);
@@ -883,7 +1057,7 @@ impl GenesisFile {
                 )));
             }
             let magnetar_key = magnetar::PublicKey::from_bytes(
-                MAGNETAR_SET,
+                self.magnetar_parameter_set,
                 &hex("slhdsa_public_key", &v.slhdsa_public_key)?,
             )
             .map_err(|e| ConfigError::Invalid(format!("{who}: SLH-DSA public key: {e}")))?;
@@ -1175,7 +1349,7 @@ mod tests {
         );
         assert_eq!(
             loaded.slhdsa.public_key().parameter_set(),
-            magnetar::ParameterSet::Shake192f
+            ParameterSet::Shake192f
         );
         assert_eq!(keys[0].slhdsa_public_key.len(), 2 * 48);
         assert_ne!(keys[0].slhdsa_public_key, keys[1].slhdsa_public_key);
@@ -1257,16 +1431,127 @@ mod tests {
         assert!(checked
             .slhdsa_public_keys
             .iter()
-            .all(|k| k.parameter_set() == MAGNETAR_SET));
+            .all(|k| k.parameter_set() == ParameterSet::Shake192f));
 
         // Another (valid) Magnetar key gives another chain.
         let mut other = genesis.clone();
         other.validators[1].slhdsa_public_key = hex::encode(
-            magnetar::SecretKey::from_seed(MAGNETAR_SET, &[9; 32])
+            magnetar::SecretKey::from_seed(ParameterSet::Shake192f, &[9; 32])
                 .public_key()
                 .as_bytes(),
         );
         assert_ne!(other.check().unwrap().hash, checked.hash);
+    }
+
+    /// Key files written before the Magnetar set was selectable have no `slhdsa_parameter_set`
+    /// and must keep loading, as 192f; keygen leaves the default out, so a 192f file still has
+    /// that shape. A file that names the other set than its seed was expanded under is refused.
+    #[test]
+    fn a_public_key_file_without_a_parameter_set_is_a_192f_key() {
+        let (dir, keys, _) = two_validators();
+        let v0 = dir.path().join("v0");
+        let text = std::fs::read_to_string(v0.join(PUBLIC_KEY_FILE)).unwrap();
+        assert!(!text.contains("slhdsa_parameter_set"), "{text}");
+        assert_eq!(keys[0].slhdsa_parameter_set, ParameterSet::Shake192f);
+        let loaded = load_keys(&v0).unwrap();
+        assert_eq!(
+            loaded.slhdsa.public_key().parameter_set(),
+            ParameterSet::Shake192f
+        );
+
+        let with_set = |name: &str| {
+            let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
+            json["slhdsa_parameter_set"] = name.into();
+            std::fs::write(v0.join(PUBLIC_KEY_FILE), json.to_string()).unwrap();
+        };
+        with_set("192f");
+        assert_eq!(load_keys(&v0).unwrap().public, keys[0]);
+        with_set("192s");
+        let Err(ConfigError::Invalid(message)) = load_keys(&v0) else {
+            panic!("a 192f seed under a file that says 192s must be refused");
+        };
+        assert!(
+            message.contains("SLH-DSA seed does not match slhdsa_public_key")
+                && message.contains("SLH-DSA-SHAKE-192s"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_magnetar_parameter_set_is_refused_naming_the_field() {
+        for set in [ParameterSet::Shake192f, ParameterSet::Shake192s] {
+            assert_eq!(parse_magnetar_set(magnetar_set_name(set)), Ok(set));
+        }
+        for name in ["192F", "SLH-DSA-SHAKE-192s", "256s", ""] {
+            let error = parse_magnetar_set(name).unwrap_err();
+            assert!(
+                error.contains("\"192f\"") && error.contains("\"192s\""),
+                "{error}"
+            );
+        }
+
+        let (dir, _keys, genesis) = two_validators();
+        let v0 = dir.path().join("v0");
+        let mut json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(v0.join(PUBLIC_KEY_FILE)).unwrap())
+                .unwrap();
+        json["slhdsa_parameter_set"] = "shake-192s".into();
+        std::fs::write(v0.join(PUBLIC_KEY_FILE), json.to_string()).unwrap();
+        let Err(ConfigError::Parse { message, .. }) = load_public(&v0) else {
+            panic!("an unknown slhdsa_parameter_set must be refused");
+        };
+        assert!(
+            message.contains("slhdsa_parameter_set: \"shake-192s\" is not a Magnetar"),
+            "{message}"
+        );
+
+        let mut json = serde_json::to_value(&genesis).unwrap();
+        json["magnetar_parameter_set"] = "192x".into();
+        let error = GenesisFile::from_json(&json.to_string())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("magnetar_parameter_set: \"192x\" is not a Magnetar"),
+            "{error}"
+        );
+    }
+
+    /// The set is part of the chain: the keys are decoded under it, the hash binds it, the file
+    /// names it (192s only), and the policy's Magnetar keys are of it.
+    #[test]
+    fn the_genesis_magnetar_set_decodes_the_keys_and_binds_into_the_hash() {
+        let (_dir, _keys, genesis) = two_validators();
+        let text = serde_json::to_string(&genesis).unwrap();
+        assert!(!text.contains("magnetar_parameter_set"), "{text}");
+        let f = genesis.clone().check().unwrap();
+        assert_eq!(f.magnetar_set(), ParameterSet::Shake192f);
+
+        let small = GenesisFile {
+            magnetar_parameter_set: ParameterSet::Shake192s,
+            profile: "fast".into(),
+            bundle_size: 1,
+            ..genesis.clone()
+        };
+        let text = serde_json::to_string(&small).unwrap();
+        assert!(
+            text.contains(r#""magnetar_parameter_set":"192s""#),
+            "{text}"
+        );
+        assert_eq!(GenesisFile::from_json(&text).unwrap(), small);
+        let s = small.clone().check().unwrap();
+        assert_eq!(s.magnetar_set(), ParameterSet::Shake192s);
+        assert!(s
+            .slhdsa_public_keys
+            .iter()
+            .all(|k| k.parameter_set() == ParameterSet::Shake192s));
+        let policy = s.cert_policy().unwrap();
+        let keys = policy.keys().magnetar.as_ref().expect("Magnetar keys");
+        assert_eq!(keys.parameter_set(), ParameterSet::Shake192s);
+        let same_but_192f = GenesisFile {
+            magnetar_parameter_set: ParameterSet::Shake192f,
+            ..small
+        };
+        assert_ne!(s.hash, same_but_192f.check().unwrap().hash);
     }
 
     #[test]

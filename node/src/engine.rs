@@ -22,17 +22,15 @@
 
 use crate::api::evidence_record;
 use crate::consensus::{
-    Action, Core, CoreConfig, Evidence, FinalizedBlock, Input, ProposalSlot, TimerKind, Tip,
-    Verifier,
+    Action, Core, CoreConfig, EpochSets, Evidence, FinalizedBlock, Input, ProposalSlot, TimerKind,
+    Tip, Verifier,
 };
 use crate::signer::{SignError, VoteSigner};
 use quasar_crypto::hash::Hash;
 use quasar_lanes::bls::signers_from_bitmap;
-use quasar_lanes::ValidatorSet;
 use quasar_storage::{Store, StoreError};
 use quasar_wire::{decode, tx_hash, Certificate, Message, MessageRef, Proposal};
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 /// Why the engine stopped. Every variant is fatal to the validator process.
 #[derive(Debug, thiserror::Error)]
@@ -143,7 +141,8 @@ pub struct Engine<S: Store> {
     store: S,
     /// The core's configuration (the next epoch's core is built from it).
     cfg: CoreConfig,
-    validators: Arc<ValidatorSet>,
+    /// Every epoch's validators; each epoch's core gets its own.
+    sets: EpochSets,
     /// History below this height is still being pruned, [`PRUNE_STEP`] entries per finalized
     /// block.
     prune_below: Option<u64>,
@@ -213,7 +212,10 @@ impl<S: Store> Engine<S> {
     /// store to `genesis`, resumes from the stored finalized tip and restores the kept view
     /// certificates that still verify under `verifier`. The engine runs the epoch that decides
     /// the height above the tip (`cfg.epoch` is replaced), and moves on to the next epoch by
-    /// itself when a boundary block is final. Call [`Engine::start`] next.
+    /// itself when a boundary block is final. Each epoch's core runs with that epoch's
+    /// validator set from `verifier` ([`Verifier::sets`]), and `cfg.me` is replaced by the
+    /// signer key's index in it (`None` in epochs where it is not a member: the node follows
+    /// the chain without signing). Call [`Engine::start`] next.
     ///
     /// Errors: [`EngineError::Storage`] (including [`StoreError::WrongGenesis`]);
     /// [`EngineError::Inconsistent`] for a finalized block or kept certificate that does not
@@ -222,7 +224,6 @@ impl<S: Store> Engine<S> {
         store: S,
         mut signer: VoteSigner,
         mut cfg: CoreConfig,
-        validators: Arc<ValidatorSet>,
         verifier: &Verifier,
         genesis_time_us: u64,
     ) -> Result<(Engine<S>, Recovery), EngineError> {
@@ -232,11 +233,13 @@ impl<S: Store> Engine<S> {
         };
         store.bind_genesis(&genesis.hash)?;
         let (tip, tip_certificate) = stored_tip(&store, genesis)?;
-        let me = cfg.me.map(|i| i as usize);
+        let sets = verifier.sets().clone();
+        let key = signer.public_key();
         let signed_by_me = |c: &Certificate| {
-            me.is_some_and(|me| {
-                signers_from_bitmap(&c.signers, validators.len())
-                    .is_ok_and(|signers| signers.contains(&me))
+            let members = sets.at(c.epoch);
+            members.index_of(&key).is_some_and(|me| {
+                signers_from_bitmap(&c.signers, members.validators.len())
+                    .is_ok_and(|signers| signers.contains(&(me as usize)))
             })
         };
         // Finalized certificates from the tip down while their view is above the guard's (views
@@ -254,8 +257,10 @@ impl<S: Store> Engine<S> {
             }
         }
         cfg.epoch = cfg.schedule.epoch_of(tip.height.saturating_add(1));
-        signer.enter_epoch(cfg.epoch);
-        let mut core = Core::new(cfg.clone(), validators.clone(), tip);
+        let members = sets.at(cfg.epoch).clone();
+        cfg.me = members.index_of(&key);
+        signer.enter_epoch(cfg.epoch, cfg.me, members.domain.clone());
+        let mut core = Core::new(cfg.clone(), members.validators.clone(), tip);
         if let Some(certificate) = tip_certificate {
             core.set_tip_certificate(certificate);
         }
@@ -289,7 +294,7 @@ impl<S: Store> Engine<S> {
             signer,
             store,
             cfg,
-            validators,
+            sets,
             prune_below,
             archive: false,
         };
@@ -464,10 +469,21 @@ impl<S: Store> Engine<S> {
             history_floor = self.store.history_floor()?,
             "epoch boundary final, entering the next epoch"
         );
+        let members = self.sets.at(epoch).clone();
+        let me = members.index_of(&self.signer.public_key());
+        if me != self.cfg.me {
+            tracing::info!(
+                epoch,
+                validators = members.validators.len(),
+                index = ?me,
+                "the validator set changes: this node's index (none: it follows without signing)"
+            );
+        }
         self.cfg.epoch = epoch;
-        self.signer.enter_epoch(epoch);
+        self.cfg.me = me;
+        self.signer.enter_epoch(epoch, me, members.domain.clone());
         let certified_epoch = self.core.certified_epoch();
-        self.core = Core::new(self.cfg.clone(), self.validators.clone(), boundary);
+        self.core = Core::new(self.cfg.clone(), members.validators.clone(), boundary);
         self.core.saw_certified_epoch(certified_epoch);
         self.core.set_tip_certificate(certificate);
         Ok(self.core.start(now_us, self.signer.highest_view()))

@@ -186,7 +186,12 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         .ok_or_else(|| {
             NodeError::Other("this key directory's validator is not in genesis".into())
         })?;
-    check_identity(&genesis.file.validators, me, &keys.public)?;
+    check_identity(
+        &genesis.file.validators,
+        genesis.magnetar_set(),
+        me,
+        &keys.public,
+    )?;
     let me = me as u32;
     std::fs::create_dir_all(&cfg.data_dir)
         .map_err(|e| NodeError::Other(format!("{}: {e}", cfg.data_dir.display())))?;
@@ -254,7 +259,6 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         store.clone(),
         signer,
         core_cfg,
-        validators.clone(),
         &verifier,
         genesis.file.genesis_time_us,
     )?;
@@ -776,7 +780,7 @@ fn fetch(
     block: Hash,
     from_height: u64,
 ) {
-    let n = verifier.validators().len() as u32;
+    let n = shared.validators as u32;
     let me = shared.validator;
     tokio::spawn(async move {
         let request = Message::SyncRequest(SyncRequest {
@@ -848,10 +852,13 @@ fn signal(kind: tokio::signal::unix::SignalKind) -> Result<tokio::signal::unix::
 }
 
 /// Refuses a key directory whose post-quantum identity keys differ from its genesis entry
-/// (entry `me`, found by its BLS key): the node would sign rollup and Magnetar legs that nobody
-/// can verify under the keys the chain knows.
+/// (entry `me`, found by its BLS key), or whose Magnetar key is of another SLH-DSA parameter set
+/// than the genesis's `magnetar_set` (both sets have 48-byte keys, so equal bytes are not
+/// enough): the node would sign rollup and Magnetar legs that nobody can verify under the keys
+/// the chain knows. Errors: [`NodeError::Other`] naming the field that differs.
 fn check_identity(
     validators: &[crate::config::GenesisValidator],
+    magnetar_set: quasar_crypto::magnetar::ParameterSet,
     me: usize,
     keys: &crate::config::PublicKeyFile,
 ) -> Result<(), NodeError> {
@@ -877,6 +884,15 @@ fn check_identity(
                 entry.name
             )));
         }
+    }
+    if keys.slhdsa_parameter_set != magnetar_set {
+        return Err(NodeError::Other(format!(
+            "this key directory's slhdsa_parameter_set is {:?} but the genesis \
+             magnetar_parameter_set is {:?}: its Magnetar key is of another SLH-DSA parameter set \
+             than the chain's; use the key directory the genesis was made from",
+            config::magnetar_set_name(keys.slhdsa_parameter_set),
+            config::magnetar_set_name(magnetar_set)
+        )));
     }
     Ok(())
 }
@@ -1037,18 +1053,22 @@ fn rollup_prover(cfg: &NodeConfig, genesis: &Genesis) -> Result<Option<WindowPro
 mod tests {
     use super::*;
     use crate::config::{GenesisValidator, PublicKeyFile};
+    use quasar_crypto::magnetar::ParameterSet;
 
-    #[test]
-    fn a_key_directory_whose_pq_keys_differ_from_its_genesis_entry_is_refused() {
-        let keys = PublicKeyFile {
+    fn public_key_file(slhdsa_parameter_set: ParameterSet) -> PublicKeyFile {
+        PublicKeyFile {
             name: "v1".into(),
             bls_public_key: "aa".into(),
             proof_of_possession: "bb".into(),
             mldsa_public_key: "cc".into(),
             slhdsa_public_key: "dd".into(),
+            slhdsa_parameter_set,
             tls_certificate: "ee".into(),
-        };
-        let entry = |mldsa: &str, slhdsa: &str| GenesisValidator {
+        }
+    }
+
+    fn genesis_entry(mldsa: &str, slhdsa: &str) -> GenesisValidator {
+        GenesisValidator {
             name: "v1".into(),
             bls_public_key: "AA".into(),
             proof_of_possession: "bb".into(),
@@ -1056,17 +1076,44 @@ mod tests {
             slhdsa_public_key: slhdsa.into(),
             tls_certificate: "ee".into(),
             stake: 1,
-        };
-        assert!(check_identity(&[entry("CC", "dd")], 0, &keys).is_ok());
+        }
+    }
+
+    #[test]
+    fn a_key_directory_whose_pq_keys_differ_from_its_genesis_entry_is_refused() {
+        let keys = public_key_file(ParameterSet::Shake192f);
+        let f = ParameterSet::Shake192f;
+        assert!(check_identity(&[genesis_entry("CC", "dd")], f, 0, &keys).is_ok());
         for (genesis, field) in [
-            (entry("c0", "dd"), "mldsa_public_key"),
-            (entry("cc", "d0"), "slhdsa_public_key"),
+            (genesis_entry("c0", "dd"), "mldsa_public_key"),
+            (genesis_entry("cc", "d0"), "slhdsa_public_key"),
         ] {
-            let error = check_identity(&[genesis], 0, &keys)
+            let error = check_identity(&[genesis], f, 0, &keys)
                 .unwrap_err()
                 .to_string();
             assert!(error.contains(field) && error.contains("v1"), "{error}");
         }
-        assert!(check_identity(&[], 0, &keys).is_err());
+        assert!(check_identity(&[], f, 0, &keys).is_err());
+    }
+
+    /// SHAKE-192f and 192s keys are both 48 bytes: a key directory whose public key bytes match
+    /// its genesis entry but whose set is the other one would sign Magnetar legs the chain
+    /// decodes under its own set and never verifies. Refused, naming both fields, either way.
+    #[test]
+    fn a_magnetar_key_of_the_other_parameter_set_than_the_genesis_is_refused() {
+        let entry = [genesis_entry("cc", "dd")];
+        let (f, s) = (ParameterSet::Shake192f, ParameterSet::Shake192s);
+        assert!(check_identity(&entry, s, 0, &public_key_file(s)).is_ok());
+        for (genesis_set, key_set) in [(f, s), (s, f)] {
+            let error = check_identity(&entry, genesis_set, 0, &public_key_file(key_set))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                error.contains("slhdsa_parameter_set")
+                    && error.contains("magnetar_parameter_set")
+                    && error.contains(config::magnetar_set_name(key_set)),
+                "{error}"
+            );
+        }
     }
 }

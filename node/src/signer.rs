@@ -74,6 +74,9 @@ pub enum SignError {
     /// The guard refused (conflicting or too old) or could not persist; nothing was signed.
     #[error("signing guard refused: {0}")]
     Guard(#[from] GuardError),
+    /// This validator is not a member of the epoch's validator set; nothing was signed.
+    #[error("not a member of epoch {0}'s validator set")]
+    NotMember(u64),
 }
 
 /// Signs this validator's votes and proposals behind its signing guard.
@@ -82,7 +85,8 @@ pub enum SignError {
 /// signer may abort the process between the durable guard record and the signature (module docs).
 pub struct VoteSigner {
     key: SecretKey,
-    index: u32,
+    /// This validator's index in the current epoch's set; `None` while it is not a member.
+    index: Option<u32>,
     chain_id: u64,
     epoch: u64,
     domain: EpochDomain,
@@ -122,7 +126,7 @@ impl VoteSigner {
     ) -> VoteSigner {
         VoteSigner {
             key,
-            index,
+            index: Some(index),
             chain_id,
             epoch,
             domain,
@@ -142,16 +146,24 @@ impl VoteSigner {
         &mut self.guard
     }
 
-    /// This validator's index.
-    pub fn index(&self) -> u32 {
+    /// This validator's index in the current epoch's set (`None`: not a member).
+    pub fn index(&self) -> Option<u32> {
         self.index
     }
 
-    /// Signs in `epoch` from now on (the engine moves on when an epoch's boundary block is
-    /// final). The signing guard still refuses views below its highest record, and a later
+    /// The BLS public key of this validator's signing key.
+    pub fn public_key(&self) -> quasar_crypto::bls::PublicKey {
+        self.key.public_key()
+    }
+
+    /// Signs in `epoch` from now on, as validator `index` of its set (`None`: not a member, so
+    /// nothing is signed), binding `domain` (the engine moves on when an epoch's boundary block
+    /// is final). The signing guard still refuses views below its highest record, and a later
     /// epoch's views are all higher ([`crate::consensus::epoch`]).
-    pub fn enter_epoch(&mut self, epoch: u64) {
+    pub fn enter_epoch(&mut self, epoch: u64, index: Option<u32>, domain: EpochDomain) {
         self.epoch = epoch;
+        self.index = index;
+        self.domain = domain;
     }
 
     /// The highest view the guard has a record for (where a restarted validator resumes).
@@ -176,7 +188,8 @@ impl VoteSigner {
         }
     }
 
-    /// Records the intent durably, then signs the vote. Errors: [`SignError::Guard`].
+    /// Records the intent durably, then signs the vote. Errors: [`SignError::Guard`];
+    /// [`SignError::NotMember`] outside the epoch's set (nothing recorded).
     pub fn sign_vote(
         &mut self,
         kind: VoteKind,
@@ -184,6 +197,7 @@ impl VoteSigner {
         height: u64,
         block: Hash,
     ) -> Result<(VerifiedVote, GuardDecision), SignError> {
+        let signer = self.index.ok_or(SignError::NotMember(self.epoch))?;
         let decision = self.guard.check_and_record(&VoteIntent {
             view,
             kind: guard_kind(kind),
@@ -199,7 +213,7 @@ impl VoteSigner {
             view,
             height,
             block,
-            signer: self.index,
+            signer,
             signature: [0; 96],
         };
         let signature = self.key.sign(&vote.signing_message(&self.domain));
@@ -209,13 +223,14 @@ impl VoteSigner {
 
     /// Builds the block for `slot` with `txs` and timestamp `max(now_us, parent timestamp + 1)`,
     /// records a notarize intent for it durably, then signs it (the proposal's signature is our
-    /// notarize vote). Errors: [`SignError::Guard`].
+    /// notarize vote). Errors: [`SignError::Guard`]; [`SignError::NotMember`].
     pub fn sign_block(
         &mut self,
         slot: &ProposalSlot,
         txs: Vec<Vec<u8>>,
         now_us: u64,
     ) -> Result<VerifiedProposal, SignError> {
+        let proposer = self.index.ok_or(SignError::NotMember(self.epoch))?;
         let header = BlockHeader {
             chain_id: self.chain_id,
             epoch: self.epoch,
@@ -223,7 +238,7 @@ impl VoteSigner {
             height: slot.height,
             parent_view: slot.parent_view,
             parent: slot.parent,
-            proposer: self.index,
+            proposer,
             timestamp_us: now_us.max(slot.parent_timestamp_us.saturating_add(1)),
             payload_root: payload_root(txs.iter().map(Vec::as_slice)),
         };

@@ -4,7 +4,7 @@
 use quasar_crypto::bls::{SecretKey, Signature};
 use quasar_crypto::hash::Hash;
 use quasar_lanes::bls::bitmap_from_signers;
-use quasar_node::sim::checker::{check, ChainEntry, Observation, Violation};
+use quasar_node::sim::checker::{check, ChainEntry, Observation, ObservedSet, Violation};
 use quasar_wire::{Certificate, CertificateKind, EpochDomain, Vote, VoteKind};
 
 const GENESIS: Hash = [0xee; 32];
@@ -108,10 +108,13 @@ fn clean() -> Observation {
         }
     }
     Observation {
-        validators: keys.iter().map(|k| (k.public_key(), 1)).collect(),
+        sets: vec![ObservedSet {
+            first_epoch: 0,
+            validators: keys.iter().map(|k| (k.public_key(), 1)).collect(),
+            domain: EpochDomain::default(),
+        }],
         honest: vec![true, true, true, false],
         genesis: GENESIS,
-        domain: EpochDomain::default(),
         chains: vec![
             ("a".into(), chain(&blocks)),
             ("b".into(), chain(&blocks[..2])),
@@ -244,6 +247,65 @@ fn planted_minority_certificate_is_caught() {
             stake: 2,
             total: 4
         }]
+    );
+}
+
+/// Certificates are checked against the set of their own epoch: after a change at epoch 1 that
+/// gives validator 3 most of the stake and a new domain, three of the old members are no longer
+/// a quorum, and a signature under epoch 0's domain no longer verifies.
+#[test]
+fn certificates_are_checked_against_their_epochs_set() {
+    let keys = keys();
+    let mut obs = clean();
+    let domain = EpochDomain {
+        validator_set_root: [5; 32],
+        profile_id: "fast".into(),
+    };
+    obs.sets.push(ObservedSet {
+        first_epoch: 1,
+        validators: keys
+            .iter()
+            .zip([1, 1, 1, 10])
+            .map(|(k, stake)| (k.public_key(), stake))
+            .collect(),
+        domain: domain.clone(),
+    });
+    assert_eq!(
+        check(&obs),
+        vec![],
+        "epoch 0's certificates keep epoch 0's set"
+    );
+    let view = 9;
+    let signed = |under: &EpochDomain| {
+        let sigs: Vec<Signature> = [0usize, 1, 2]
+            .iter()
+            .map(|&i| {
+                let mut v = vote(&keys[i], i as u32, VoteKind::Finalize, view, [9; 32]);
+                v.epoch = 1;
+                Signature::from_bytes(&keys[i].sign(&v.signing_message(under)).to_bytes()).unwrap()
+            })
+            .collect();
+        let mut c = certificate(CertificateKind::Finalization, view, [9; 32], &[0, 1, 2]);
+        c.epoch = 1;
+        c.signature = Signature::aggregate(&sigs).unwrap().to_bytes();
+        c
+    };
+    obs.certificates.push(signed(&domain));
+    obs.certificates.push(signed(&EpochDomain::default()));
+    assert_eq!(
+        check(&obs),
+        vec![
+            Violation::NotAQuorum {
+                view,
+                kind: CertificateKind::Finalization,
+                stake: 3,
+                total: 13
+            },
+            Violation::BadCertificate {
+                view,
+                kind: CertificateKind::Finalization
+            }
+        ]
     );
 }
 

@@ -485,15 +485,9 @@ fn signed_above_guard(
         EpochDomain::default(),
         guard,
     );
-    let (_, recovery) = quasar_node::engine::Engine::open(
-        store.clone(),
-        signer,
-        config(me),
-        net.validators.clone(),
-        &net.verifier,
-        0,
-    )
-    .unwrap();
+    let (_, recovery) =
+        quasar_node::engine::Engine::open(store.clone(), signer, config(me), &net.verifier, 0)
+            .unwrap();
     recovery.signed_above_guard
 }
 
@@ -727,7 +721,7 @@ fn a_message_of_a_later_epoch_makes_a_core_fetch_what_it_missed() {
     let mut core = core_in(&net, 0, ONE_BLOCK_EPOCHS);
     core.start(0, 0);
     let view = ONE_BLOCK_EPOCHS.first_view(1);
-    net.signers[1].enter_epoch(1);
+    net.signers[1].enter_epoch(1, Some(1), EpochDomain::default());
     let ahead = vote(&mut net, 1, VoteKind::Nullify, view, 0, [0; 32]);
     let ahead = net.verifier.verify_vote(ahead.vote().clone()).unwrap();
     let actions = core.handle(10, Input::Vote(ahead));
@@ -736,7 +730,7 @@ fn a_message_of_a_later_epoch_makes_a_core_fetch_what_it_missed() {
         "{actions:?}"
     );
     // A vote whose view lies outside its epoch never verifies.
-    net.signers[2].enter_epoch(1);
+    net.signers[2].enter_epoch(1, Some(2), EpochDomain::default());
     let misplaced = vote(&mut net, 2, VoteKind::Nullify, 3, 0, [0; 32]);
     assert!(net.verifier.verify_vote(misplaced.vote().clone()).is_err());
 }

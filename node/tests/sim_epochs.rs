@@ -208,3 +208,72 @@ fn late_joiners_walk_the_checkpoints_of_pruned_epochs() {
     let boundaries: Vec<u64> = (1..=walked.len() as u64).map(|e| 4 * e).collect();
     assert_eq!(walked, boundaries);
 }
+
+/// Validator-set changes at epoch boundaries: validator 4 joins at epoch 2 while validator 0
+/// leaves, and epoch 4 runs all five (a quorum is then 4 of 5). Every node runs throughout; a
+/// node outside its epoch's set follows the chain without signing. Each vote carries its
+/// signer's index in its own epoch's set, and the independent checker verifies every
+/// certificate against its epoch's set and stakes.
+#[test]
+fn validator_sets_change_at_epoch_boundaries() {
+    let schedule = EpochSchedule::new(4);
+    let sets = vec![
+        (0, vec![0, 1, 2, 3]),
+        (2, vec![1, 2, 3, 4]),
+        (4, vec![0, 1, 2, 3, 4]),
+    ];
+    let mut s = Simulation::new(SimConfig {
+        seed: 31,
+        validators: 5,
+        epoch_length: 4,
+        sets: sets.clone(),
+        ..SimConfig::default()
+    });
+    assert!(s.run_until_height(26, 180 * SECOND), "{}", s.describe());
+    s.check_safety().unwrap();
+    for i in 0..5 {
+        check_epochs(&s, i, schedule);
+    }
+    let members = |epoch: u64| {
+        &sets
+            .iter()
+            .rev()
+            .find(|(first, _)| *first <= epoch)
+            .unwrap()
+            .1
+    };
+    let observation = s.observation();
+    for (validator, vote) in &observation.votes {
+        let index = members(vote.epoch)
+            .iter()
+            .position(|m| *m == *validator as usize);
+        assert_eq!(
+            index,
+            Some(vote.signer as usize),
+            "validator {validator} signed in epoch {} as {}",
+            vote.epoch,
+            vote.signer
+        );
+    }
+    let voted = |validator: u32, epoch: u64| {
+        observation
+            .votes
+            .iter()
+            .any(|(v, vote)| *v == validator && vote.epoch == epoch)
+    };
+    assert!(!voted(4, 0) && !voted(4, 1) && voted(4, 2) && voted(4, 3));
+    assert!(voted(0, 1) && !voted(0, 2) && !voted(0, 3) && voted(0, 4));
+    let bitmaps = |epoch: u64| {
+        observation
+            .certificates
+            .iter()
+            .filter(|c| c.epoch == epoch)
+            .map(|c| c.signers.iter().map(|b| b.count_ones()).sum::<u32>())
+            .min()
+            .expect("the epoch has certificates")
+    };
+    assert!(
+        bitmaps(2) >= 3 && bitmaps(5) >= 4,
+        "quorums of 3 of 4, then 4 of 5"
+    );
+}

@@ -313,6 +313,11 @@ impl Core {
         }
     }
 
+    /// The epoch this core runs.
+    pub fn epoch(&self) -> u64 {
+        self.cfg.epoch
+    }
+
     /// The highest epoch of a verified certificate this core (or one it was told of through
     /// [`Core::saw_certified_epoch`]) has seen.
     pub fn certified_epoch(&self) -> u64 {

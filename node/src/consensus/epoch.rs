@@ -20,6 +20,11 @@
 //! syncing the boundary can check the hash links. (Commonware's simplex reaches the same end by
 //! re-proposing the boundary block in later views.)
 
+use quasar_crypto::bls::PublicKey;
+use quasar_lanes::ValidatorSet;
+use quasar_wire::EpochDomain;
+use std::sync::Arc;
+
 /// Epochs of history a validator keeps (DESIGN.md §6): once epoch `e` starts, what only
 /// epochs before `e + 1 - RETAINED_EPOCHS` needed is pruned.
 pub const RETAINED_EPOCHS: u64 = 6;
@@ -118,6 +123,96 @@ impl EpochSchedule {
     }
 }
 
+/// One epoch's validators and what their votes bind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EpochMembers {
+    /// The validator set: indices, keys and stakes of the epoch's votes and certificates.
+    pub validators: Arc<ValidatorSet>,
+    /// The validator-set root and profile id the epoch's finalize votes sign inside μ.
+    pub domain: EpochDomain,
+}
+
+impl EpochMembers {
+    /// The index of the validator with BLS key `key` in this epoch's set, if it is a member.
+    pub fn index_of(&self, key: &PublicKey) -> Option<u32> {
+        let position = self
+            .validators
+            .validators()
+            .iter()
+            .position(|v| v.public_key == *key)?;
+        u32::try_from(position).ok()
+    }
+}
+
+/// Why a validator-set change was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SetChangeError {
+    /// Changes must come in increasing epoch order, each after the one before.
+    #[error("a validator-set change at epoch {epoch} does not come after the change at epoch {previous}")]
+    OutOfOrder {
+        /// The refused change's first epoch.
+        epoch: u64,
+        /// The first epoch of the change before it.
+        previous: u64,
+    },
+    /// The schedule has no such epoch (a single endless epoch never changes its set).
+    #[error("epoch {0} is not an epoch of this chain's schedule")]
+    UnknownEpoch(u64),
+}
+
+/// The validator set of every epoch: the genesis set from epoch 0, replaced from each scheduled
+/// change's first epoch on (DESIGN.md §6). Sets change only at epoch boundaries: epoch `e`'s
+/// boundary block is finalized by epoch `e`'s set, and epoch `e + 1`'s core starts from it with
+/// epoch `e + 1`'s set, so no certificate mixes two sets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EpochSets {
+    /// (first epoch, members), increasing; the first entry is epoch 0's.
+    changes: Vec<(u64, Arc<EpochMembers>)>,
+}
+
+impl EpochSets {
+    /// One set for every epoch.
+    pub fn fixed(members: EpochMembers) -> EpochSets {
+        EpochSets {
+            changes: vec![(0, Arc::new(members))],
+        }
+    }
+
+    /// Adds a change: `members` from `epoch` on, until a later change. Errors:
+    /// [`SetChangeError::OutOfOrder`] unless `epoch` is above every earlier change's;
+    /// [`SetChangeError::UnknownEpoch`] for an epoch `schedule` does not have.
+    pub fn change_at(
+        &mut self,
+        schedule: &EpochSchedule,
+        epoch: u64,
+        members: EpochMembers,
+    ) -> Result<(), SetChangeError> {
+        let previous = self.changes.last().map_or(0, |(first, _)| *first);
+        if epoch <= previous {
+            return Err(SetChangeError::OutOfOrder { epoch, previous });
+        }
+        if !schedule.contains(epoch) {
+            return Err(SetChangeError::UnknownEpoch(epoch));
+        }
+        self.changes.push((epoch, Arc::new(members)));
+        Ok(())
+    }
+
+    /// The members of `epoch`.
+    pub fn at(&self, epoch: u64) -> &Arc<EpochMembers> {
+        let after = self.changes.partition_point(|(first, _)| *first <= epoch);
+        // `changes[0]` starts at epoch 0, so at least one entry is at or below any epoch.
+        &self.changes[after.saturating_sub(1)].1
+    }
+
+    /// Every set with its first epoch, increasing.
+    pub fn changes(&self) -> impl Iterator<Item = (u64, &Arc<EpochMembers>)> {
+        self.changes
+            .iter()
+            .map(|(first, members)| (*first, members))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,6 +239,66 @@ mod tests {
             "epoch 0 is past retention once epoch 6 runs"
         );
         assert_eq!(EpochSchedule::SINGLE.retained_from(0), 1);
+    }
+
+    fn members(seeds: &[u8]) -> EpochMembers {
+        use quasar_crypto::bls::SecretKey;
+        let keys = seeds
+            .iter()
+            .map(|&s| SecretKey::from_seed(&[s; 32]).public_key());
+        EpochMembers {
+            validators: Arc::new(ValidatorSet::equal_stake(keys).unwrap()),
+            domain: EpochDomain {
+                validator_set_root: [seeds[0]; 32],
+                profile_id: "fast".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn each_epoch_gets_the_set_of_the_last_change_at_or_before_it() {
+        let schedule = EpochSchedule::new(10);
+        let mut sets = EpochSets::fixed(members(&[1, 2, 3]));
+        sets.change_at(&schedule, 2, members(&[2, 3, 4])).unwrap();
+        sets.change_at(&schedule, 5, members(&[3, 4, 5, 6]))
+            .unwrap();
+        let root = |epoch| sets.at(epoch).domain.validator_set_root[0];
+        assert_eq!(
+            [root(0), root(1), root(2), root(4), root(5), root(99)],
+            [1, 1, 2, 2, 3, 3]
+        );
+        assert_eq!(sets.at(7).validators.len(), 4);
+        let key = quasar_crypto::bls::SecretKey::from_seed(&[4; 32]).public_key();
+        assert_eq!(
+            sets.at(1).index_of(&key),
+            None,
+            "validator 4 joins at epoch 2"
+        );
+        assert_eq!(sets.at(2).index_of(&key), Some(2));
+        assert_eq!(sets.at(5).index_of(&key), Some(1));
+        assert_eq!(
+            sets.changes().map(|(e, _)| e).collect::<Vec<_>>(),
+            vec![0, 2, 5]
+        );
+        assert_eq!(
+            sets.change_at(&schedule, 5, members(&[7])),
+            Err(SetChangeError::OutOfOrder {
+                epoch: 5,
+                previous: 5
+            })
+        );
+        assert_eq!(
+            sets.change_at(&schedule, 3, members(&[7])),
+            Err(SetChangeError::OutOfOrder {
+                epoch: 3,
+                previous: 5
+            })
+        );
+        let mut single = EpochSets::fixed(members(&[1]));
+        assert_eq!(
+            single.change_at(&EpochSchedule::SINGLE, 1, members(&[2])),
+            Err(SetChangeError::UnknownEpoch(1))
+        );
     }
 
     #[test]

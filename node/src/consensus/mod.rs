@@ -44,7 +44,8 @@
 //! A core runs one epoch ([`epoch`]): it accepts only that epoch's messages and views, decides
 //! heights up to the epoch's boundary block, proposes only transaction-free seals above it, and
 //! reports [`Action::EpochEnded`] once the boundary is final. The next epoch's core starts from
-//! the boundary block as its finalized tip. Views of different epochs never overlap and every
+//! the boundary block as its finalized tip, with the next epoch's validator set
+//! ([`EpochSets`]), which may differ: sets change only at boundaries. Views of different epochs never overlap and every
 //! vote signs its epoch, so the argument above holds within each epoch, and the boundary block,
 //! final in its own epoch, is the one tip every next-epoch core starts from.
 //!
@@ -70,7 +71,7 @@ pub use self::core::{
     Action, Checkpoint, Core, CoreConfig, Evidence, EvidenceKind, FinalizedBlock, Input,
     ProposalSlot, TimerKind, Tip,
 };
-pub use epoch::EpochSchedule;
+pub use epoch::{EpochMembers, EpochSchedule, EpochSets, SetChangeError};
 pub use leader::leader;
 pub use verify::{
     BlockLimits, VerifiedCertificate, VerifiedProposal, VerifiedVote, Verifier, VerifyError,

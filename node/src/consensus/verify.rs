@@ -7,7 +7,7 @@
 //! matches the transactions. Verification is pure CPU work with no shared state, so the runtime
 //! runs it off the core's thread.
 
-use super::epoch::EpochSchedule;
+use super::epoch::{EpochMembers, EpochSchedule, EpochSets};
 use super::leader::leader;
 use super::Input;
 use quasar_crypto::bls::{batch_verify, BlsError, PublicKey, Signature};
@@ -179,22 +179,22 @@ pub struct BlockLimits {
     pub max_bytes: usize,
 }
 
-/// Checks messages of every epoch of the chain's schedule against the validator set. The
-/// epoch a message names must be one of the schedule's and its view one of that epoch's views;
-/// which epoch the node is in is the core's business (it ignores other epochs' messages).
+/// Checks messages of every epoch of the chain's schedule, each against its own epoch's
+/// validator set and domain ([`EpochSets`]). The epoch a message names must be one of the
+/// schedule's and its view one of that epoch's views; which epoch the node is in is the core's
+/// business (it ignores other epochs' messages).
 #[derive(Debug, Clone)]
 pub struct Verifier {
-    validators: Arc<ValidatorSet>,
+    sets: EpochSets,
     genesis: Hash,
     chain_id: u64,
     schedule: EpochSchedule,
-    domain: EpochDomain,
     limits: BlockLimits,
 }
 
 impl Verifier {
-    /// A verifier for `chain_id` with the given set, genesis hash, epoch schedule and epoch
-    /// domain (the validator-set root and profile id that finalize votes sign inside μ).
+    /// A verifier for `chain_id` with one validator set and epoch domain (the validator-set root
+    /// and profile id that finalize votes sign inside μ) for every epoch.
     pub fn new(
         validators: Arc<ValidatorSet>,
         genesis: Hash,
@@ -203,24 +203,36 @@ impl Verifier {
         domain: EpochDomain,
         limits: BlockLimits,
     ) -> Verifier {
+        let sets = EpochSets::fixed(EpochMembers { validators, domain });
+        Verifier::with_sets(sets, genesis, chain_id, schedule, limits)
+    }
+
+    /// A verifier for `chain_id` whose validator set and domain change at epoch boundaries as
+    /// `sets` says.
+    pub fn with_sets(
+        sets: EpochSets,
+        genesis: Hash,
+        chain_id: u64,
+        schedule: EpochSchedule,
+        limits: BlockLimits,
+    ) -> Verifier {
         Verifier {
-            validators,
+            sets,
             genesis,
             chain_id,
             schedule,
-            domain,
             limits,
         }
     }
 
-    /// The epoch domain votes and certificates are checked under.
-    pub fn domain(&self) -> &EpochDomain {
-        &self.domain
+    /// The validator sets of every epoch.
+    pub fn sets(&self) -> &EpochSets {
+        &self.sets
     }
 
-    /// The validator set.
-    pub fn validators(&self) -> &Arc<ValidatorSet> {
-        &self.validators
+    /// `epoch`'s validators and domain.
+    pub fn members(&self, epoch: u64) -> &EpochMembers {
+        self.sets.at(epoch)
     }
 
     /// The chain, epoch and view checks every message passes first.
@@ -263,7 +275,10 @@ impl Verifier {
     /// Verifies a vote. Errors: see [`VerifyError`].
     pub fn verify_vote(&self, vote: Vote) -> Result<VerifiedVote, VerifyError> {
         let (key, signature) = self.check_vote(&vote)?;
-        key.verify(&vote.signing_message(&self.domain), &signature)?;
+        key.verify(
+            &vote.signing_message(&self.members(vote.epoch).domain),
+            &signature,
+        )?;
         Ok(VerifiedVote { vote, signature })
     }
 
@@ -276,6 +291,7 @@ impl Verifier {
             return Err(VerifyError::BadVoteFields);
         }
         let key = self
+            .members(vote.epoch)
             .validators
             .get(vote.signer as usize)
             .ok_or(VerifyError::UnknownValidator(vote.signer))?
@@ -295,7 +311,7 @@ impl Verifier {
             votes.iter().map(|vote| self.check_vote(vote)).collect();
         let messages: Vec<Vec<u8>> = votes
             .iter()
-            .map(|v| v.signing_message(&self.domain))
+            .map(|v| v.signing_message(&self.members(v.epoch).domain))
             .collect();
         // Positions in `votes` of the batch items: the votes that passed the cheap checks.
         let mut positions = Vec::with_capacity(votes.len());
@@ -344,7 +360,7 @@ impl Verifier {
             return Err(VerifyError::BadHeader("parent view must precede the view"));
         }
         let expected = leader(
-            &self.validators,
+            &self.members(h.epoch).validators,
             &self.genesis,
             self.chain_id,
             h.epoch,
@@ -389,10 +405,11 @@ impl Verifier {
         {
             return Err(VerifyError::BadVoteFields);
         }
+        let members = self.members(certificate.epoch);
         let checked = bls_lane::verify_aggregate(
-            &self.validators,
+            &members.validators,
             &certificate.signers,
-            &certificate.signing_message(&self.domain),
+            &certificate.signing_message(&members.domain),
             &certificate.signature,
         )?;
         Ok(VerifiedCertificate {

@@ -3,6 +3,10 @@
 //!
 //! One run, fully determined by its seed:
 //! - `byzantine` distinct validators get a random [`Behavior`] each (Twins included);
+//! - half the runs cross epoch boundaries every 2–6 blocks, and half of those change the
+//!   validator set at random boundaries: the run then has one spare honest validator, and each
+//!   change leaves out one randomly chosen honest validator (the spare at genesis), so every set
+//!   has `validators` members with the Byzantine ones among them;
 //! - the network gets random latency (1 ms to 5–60 ms, so messages reorder), loss (0–5 %) and
 //!   duplication (0–2 %);
 //! - the signing guard's write fails for up to 1 % of the events a node handles (that vote is
@@ -145,8 +149,31 @@ pub fn run_one(cfg: &CampaignConfig, seed: u64) -> RunOutcome {
             )
         })
         .collect();
+    // Half the runs cross epoch boundaries every few blocks.
+    let epoch_length = if rng.gen_bool(0.5) {
+        0
+    } else {
+        rng.gen_range(2..=6)
+    };
+    let (validators, sets) = if epoch_length > 0 && rng.gen_bool(0.5) {
+        let universe = cfg.validators + 1;
+        let honest: Vec<usize> = (0..universe)
+            .filter(|v| byzantine.iter().all(|(b, _)| b != v))
+            .collect();
+        let without = |left_out: usize| (0..universe).filter(|&v| v != left_out).collect();
+        let mut sets = vec![(0, without(cfg.validators))];
+        for epoch in 1..=cfg.heights / epoch_length + 1 {
+            if rng.gen_bool(0.5) {
+                let left_out = honest[rng.gen_range(0..honest.len())];
+                sets.push((epoch, without(left_out)));
+            }
+        }
+        (universe, sets)
+    } else {
+        (cfg.validators, Vec::new())
+    };
     let sim_cfg = SimConfig {
-        validators: cfg.validators,
+        validators,
         seed,
         min_latency_us: 1_000,
         max_latency_us: rng.gen_range(5_000..=60_000),
@@ -156,12 +183,8 @@ pub fn run_one(cfg: &CampaignConfig, seed: u64) -> RunOutcome {
         store_write_failures: rng.gen_range(0.0..0.002),
         store_flush_failures: rng.gen_range(0.0..0.002),
         byzantine: byzantine.clone(),
-        // Half the runs cross epoch boundaries every few blocks.
-        epoch_length: if rng.gen_bool(0.5) {
-            0
-        } else {
-            rng.gen_range(2..=6)
-        },
+        epoch_length,
+        sets,
         ..SimConfig::default()
     };
     let mut sim = Simulation::new(sim_cfg);

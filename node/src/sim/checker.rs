@@ -40,17 +40,26 @@ pub struct ChainEntry {
     pub checkpoint: bool,
 }
 
+/// The validator set of the epochs from `first_epoch` until the next set's.
+#[derive(Debug, Clone, Default)]
+pub struct ObservedSet {
+    /// The first epoch this set signs.
+    pub first_epoch: u64,
+    /// Validator public keys and stakes, by index in this set.
+    pub validators: Vec<(PublicKey, u64)>,
+    /// The epoch domain its votes and certificates are signed under.
+    pub domain: EpochDomain,
+}
+
 /// Everything the checker looks at.
 #[derive(Debug, Clone, Default)]
 pub struct Observation {
-    /// Validator public keys and stakes, by index.
-    pub validators: Vec<(PublicKey, u64)>,
-    /// Whether each validator is honest.
+    /// The validator sets, by increasing first epoch (the first is epoch 0's).
+    pub sets: Vec<ObservedSet>,
+    /// Whether each validator (the node's number, not its index in a set) is honest.
     pub honest: Vec<bool>,
     /// The genesis hash.
     pub genesis: Hash,
-    /// The epoch domain votes and certificates are signed under.
-    pub domain: EpochDomain,
     /// Committed chains of honest nodes: (node label, chain in commit order).
     pub chains: Vec<(String, Vec<ChainEntry>)>,
     /// Every certificate an honest node accepted.
@@ -106,14 +115,19 @@ fn signers(bitmap: &[u8], n: usize) -> Option<Vec<usize>> {
 }
 
 /// The signers of a certificate whose bitmap is canonical and whose aggregate verifies for them.
-fn aggregate_verifies(obs: &Observation, c: &Certificate) -> Option<Vec<usize>> {
-    let who = signers(&c.signers, obs.validators.len())?;
-    if who.is_empty() || c.signers.len() != obs.validators.len().div_ceil(8) {
+/// The set that signs `epoch`: the last one starting at or before it.
+fn set_of(obs: &Observation, epoch: u64) -> Option<&ObservedSet> {
+    obs.sets.iter().rev().find(|s| s.first_epoch <= epoch)
+}
+
+fn aggregate_verifies(set: &ObservedSet, c: &Certificate) -> Option<Vec<usize>> {
+    let who = signers(&c.signers, set.validators.len())?;
+    if who.is_empty() || c.signers.len() != set.validators.len().div_ceil(8) {
         return None;
     }
-    let keys: Vec<PublicKey> = who.iter().map(|&i| obs.validators[i].0).collect();
+    let keys: Vec<PublicKey> = who.iter().map(|&i| set.validators[i].0).collect();
     let signature = Signature::from_bytes(&c.signature).ok()?;
-    fast_aggregate_verify(&keys, &c.signing_message(&obs.domain), &signature).ok()?;
+    fast_aggregate_verify(&keys, &c.signing_message(&set.domain), &signature).ok()?;
     Some(who)
 }
 
@@ -159,18 +173,20 @@ fn check_chains(obs: &Observation, out: &mut Vec<Violation>) {
 }
 
 fn check_certificates(obs: &Observation, out: &mut Vec<Violation>) {
-    let total: u128 = obs.validators.iter().map(|(_, s)| u128::from(*s)).sum();
     let mut seen: HashMap<(u64, u8), Hash> = HashMap::new();
     let mut reported: Vec<(u64, u8)> = Vec::new();
     for c in &obs.certificates {
-        let Some(who) = aggregate_verifies(obs, c) else {
+        let verified =
+            set_of(obs, c.epoch).and_then(|set| Some((set, aggregate_verifies(set, c)?)));
+        let Some((set, who)) = verified else {
             out.push(Violation::BadCertificate {
                 view: c.view,
                 kind: c.kind,
             });
             continue;
         };
-        let stake: u128 = who.iter().map(|&i| u128::from(obs.validators[i].1)).sum();
+        let total: u128 = set.validators.iter().map(|(_, s)| u128::from(*s)).sum();
+        let stake: u128 = who.iter().map(|&i| u128::from(set.validators[i].1)).sum();
         if stake * 3 <= total * 2 {
             out.push(Violation::NotAQuorum {
                 view: c.view,

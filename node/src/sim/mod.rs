@@ -24,10 +24,11 @@ pub mod checker;
 
 pub use byzantine::Behavior;
 use byzantine::{outgoing, Context, Target};
-use checker::{ChainEntry, Observation, Violation};
+use checker::{ChainEntry, Observation, ObservedSet, Violation};
 
 use crate::consensus::{
-    BlockLimits, CoreConfig, EpochSchedule, Evidence, Input, ProposalSlot, TimerKind, Verifier,
+    BlockLimits, CoreConfig, EpochMembers, EpochSchedule, EpochSets, Evidence, Input, ProposalSlot,
+    TimerKind, Verifier,
 };
 use crate::engine::{Engine, EngineError, Host, Published};
 use crate::signer::VoteSigner;
@@ -79,9 +80,14 @@ pub struct SimConfig {
     /// Probability, per event a node handles, that its store's next flush (fsync) fails; fatal
     /// in the same way.
     pub store_flush_failures: f64,
-    /// Blocks per epoch (0: one endless epoch). Every epoch has the same validators; at each
-    /// boundary every node moves to the next epoch's core (see [`crate::consensus::epoch`]).
+    /// Blocks per epoch (0: one endless epoch). At each boundary every node moves to the next
+    /// epoch's core (see [`crate::consensus::epoch`]).
     pub epoch_length: u64,
+    /// Validator sets by first epoch: (epoch, the validators in the set, by number, in index
+    /// order), epochs increasing, the first entry epoch 0's; stake 100 each. Empty: validators
+    /// `0..validators` in every epoch. Every validator runs a node, so one outside an epoch's set
+    /// follows the chain without signing until a set names it.
+    pub sets: Vec<(u64, Vec<usize>)>,
 }
 
 impl Default for SimConfig {
@@ -102,6 +108,7 @@ impl Default for SimConfig {
             store_write_failures: 0.0,
             store_flush_failures: 0.0,
             epoch_length: 0,
+            sets: Vec::new(),
         }
     }
 }
@@ -221,6 +228,50 @@ fn timer_kind(code: u8) -> TimerKind {
 /// The chain id simulations use.
 pub const SIM_CHAIN_ID: u64 = 7;
 
+/// One epoch's members in a simulation: `members` (validator numbers) with stake 100 each; the
+/// set root hashes the seed and, when sets change, the members' keys.
+fn sim_members(cfg: &SimConfig, keys: &[SecretKey], members: &[usize]) -> EpochMembers {
+    let public: Vec<_> = members.iter().map(|&v| keys[v].public_key()).collect();
+    let validators = ValidatorSet::new(
+        public
+            .iter()
+            .map(|&public_key| Validator {
+                public_key,
+                stake: 100,
+            })
+            .collect(),
+    )
+    .expect("simulation validator sets are well formed");
+    let seed = cfg.seed.to_le_bytes();
+    let encoded: Vec<[u8; 48]> = public.iter().map(|k| k.to_bytes()).collect();
+    let mut parts: Vec<&[u8]> = vec![&seed];
+    if !cfg.sets.is_empty() {
+        parts.extend(encoded.iter().map(|k| k.as_slice()));
+    }
+    EpochMembers {
+        validators: Arc::new(validators),
+        domain: EpochDomain {
+            validator_set_root: tagged_hash("QUASAR-SIM-VALIDATOR-SET-v1", &parts),
+            profile_id: Profile::default().name(),
+        },
+    }
+}
+
+/// The validator sets of `cfg` ([`SimConfig::sets`]).
+fn sim_sets(cfg: &SimConfig, keys: &[SecretKey], schedule: &EpochSchedule) -> EpochSets {
+    let everyone: Vec<usize> = (0..cfg.validators).collect();
+    let Some(((first, genesis), later)) = cfg.sets.split_first() else {
+        return EpochSets::fixed(sim_members(cfg, keys, &everyone));
+    };
+    assert_eq!(*first, 0, "the first simulated set is epoch 0's");
+    let mut sets = EpochSets::fixed(sim_members(cfg, keys, genesis));
+    for (epoch, members) in later {
+        sets.change_at(schedule, *epoch, sim_members(cfg, keys, members))
+            .expect("simulated set changes come in epoch order");
+    }
+    sets
+}
+
 /// A simulated network of validators.
 pub struct Simulation {
     cfg: SimConfig,
@@ -232,7 +283,6 @@ pub struct Simulation {
     seeds: Vec<[u8; 32]>,
     /// Each validator's key (the honest signer holds its own copy behind the guard).
     keys: Vec<SecretKey>,
-    validators: Arc<ValidatorSet>,
     verifier: Verifier,
     genesis: Hash,
     blocked: HashSet<(usize, usize)>,
@@ -267,35 +317,17 @@ impl Simulation {
             })
             .collect();
         let keys: Vec<SecretKey> = seeds.iter().map(SecretKey::from_seed).collect();
-        let validators = Arc::new(
-            ValidatorSet::new(
-                keys.iter()
-                    .map(|k| Validator {
-                        public_key: k.public_key(),
-                        stake: 100,
-                    })
-                    .collect(),
-            )
-            .expect("simulation validator set is well formed"),
-        );
         let genesis = tagged_hash("QUASAR-SIM-GENESIS-v1", &[&cfg.seed.to_le_bytes()]);
         let limits = BlockLimits {
             max_txs: 10_000,
             max_bytes: 1 << 24,
         };
-        let domain = EpochDomain {
-            validator_set_root: tagged_hash(
-                "QUASAR-SIM-VALIDATOR-SET-v1",
-                &[&cfg.seed.to_le_bytes()],
-            ),
-            profile_id: Profile::default().name(),
-        };
-        let verifier = Verifier::new(
-            validators.clone(),
+        let schedule = EpochSchedule::new(cfg.epoch_length);
+        let verifier = Verifier::with_sets(
+            sim_sets(&cfg, &keys, &schedule),
             genesis,
             SIM_CHAIN_ID,
-            EpochSchedule::new(cfg.epoch_length),
-            domain,
+            schedule,
             limits,
         );
         let mut sim = Simulation {
@@ -306,7 +338,6 @@ impl Simulation {
             nodes: Vec::new(),
             seeds,
             keys,
-            validators,
             verifier,
             genesis,
             blocked: HashSet::new(),
@@ -395,22 +426,16 @@ impl Simulation {
             max_future_views: 1_000,
             max_clock_drift_us: 5_000_000,
         };
+        // The engine sets the index and domain of the epoch it resumes in.
         let signer = VoteSigner::new(
             SecretKey::from_seed(&self.seeds[validator]),
             validator as u32,
             SIM_CHAIN_ID,
             0,
-            self.verifier.domain().clone(),
+            EpochDomain::default(),
             guard,
         );
-        Engine::open(
-            store,
-            signer,
-            cfg,
-            self.validators.clone(),
-            &self.verifier,
-            0,
-        )
+        Engine::open(store, signer, cfg, &self.verifier, 0)
     }
 
     /// Lets node `i`'s engine start (`None`) or handle `input`, with this event's faults armed,
@@ -510,14 +535,22 @@ impl Simulation {
     fn emit(&mut self, from: usize, message: Message) {
         let node = &self.nodes[from];
         let (validator, behavior) = (node.validator, node.behavior);
+        let epoch = match &message {
+            Message::Proposal(p) => p.header.epoch,
+            Message::Vote(v) => v.epoch,
+            Message::Certificate(c) => c.epoch,
+            _ => node.engine.core().epoch(),
+        };
+        let members = self.verifier.members(epoch);
+        let key = &self.keys[validator];
         let mut ctx = Context {
-            validator: validator as u32,
-            key: &self.keys[validator],
+            validator: members.index_of(&key.public_key()).unwrap_or(u32::MAX),
+            key,
             slots: self.nodes.len(),
             me: from,
-            validators: self.cfg.validators,
+            validators: members.validators.len(),
             rng: &mut self.rng,
-            domain: self.verifier.domain(),
+            domain: &members.domain,
         };
         let (messages, deviations) = outgoing(behavior, &mut ctx, message);
         self.byzantine_messages += deviations;
@@ -918,16 +951,25 @@ impl Simulation {
                 (format!("node {slot}"), chain)
             })
             .collect();
+        let sets = self
+            .verifier
+            .sets()
+            .changes()
+            .map(|(first_epoch, members)| ObservedSet {
+                first_epoch,
+                validators: members
+                    .validators
+                    .validators()
+                    .iter()
+                    .map(|v| (v.public_key, v.stake))
+                    .collect(),
+                domain: members.domain.clone(),
+            })
+            .collect();
         Observation {
-            validators: self
-                .validators
-                .validators()
-                .iter()
-                .map(|v| (v.public_key, v.stake))
-                .collect(),
+            sets,
             honest,
             genesis: self.genesis,
-            domain: self.verifier.domain().clone(),
             chains,
             certificates: self.accepted_certificates.clone(),
             votes: self.sent_votes.clone(),
