@@ -197,7 +197,9 @@ async fn status(State(shared): State<AppState>) -> Json<Value> {
         "guard_refusals": shared.metrics.guard_refusals.get(),
         "profile": shared.quasar.lock().map(|t| t.profile().name()).unwrap_or_default(),
         "quasar_finalized_height": shared.quasar_height.load(Ordering::Relaxed),
-        "quasar_unavailable": shared.quasar.lock().ok().and_then(|t| t.unavailable()),
+        "quasar_unavailable": shared.quasar.lock().ok().and_then(|t| {
+            t.unavailable_at(shared.finalized_height.load(Ordering::Relaxed).saturating_add(1))
+        }),
         "leg_verify_p50_ms": crate::quasar_service::leg_p50_ms(&shared.leg_samples),
         "leg_sign_p50_ms": crate::quasar_service::leg_p50_ms(&shared.sign_samples),
     }))

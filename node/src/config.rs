@@ -10,7 +10,9 @@
 //!   checks every BLS key's subgroup membership and proof of possession (DESIGN.md §4), so a
 //!   rogue-key attack cannot enter through genesis, and decodes every ML-DSA-65 identity key
 //!   (FIPS 204; exactly 1952 bytes, no two alike) and every SLH-DSA Magnetar key of the
-//!   genesis's parameter set (FIPS 205; exactly 48 bytes, no two alike).
+//!   genesis's parameter set (FIPS 205; exactly 48 bytes, no two alike). A genesis may also
+//!   schedule validator-set changes at later epochs (`validator_changes`, profile `fast` only
+//!   for now), each set checked as the genesis set is ([`GenesisFile::check`]).
 //! - `node.toml` says where this node keeps its data, which key directory and genesis it uses,
 //!   where it listens, and where its peers are.
 //!
@@ -30,7 +32,7 @@
 //! the default 192f, so files written before the set was selectable read as 192f and a 192f
 //! genesis keeps its hash ([`GenesisFile::check`]).
 
-use crate::consensus::EpochSchedule;
+use crate::consensus::{EpochMembers, EpochSchedule, EpochSets};
 use quasar_crypto::bls::{ProofOfPossession, SecretKey};
 use quasar_crypto::bls_cache::PublicKeyCache;
 use quasar_crypto::corona::scheme::GroupKey as CoronaGroupKey;
@@ -46,8 +48,10 @@ use quasar_lanes::magnetar::MagnetarKeys;
 use quasar_lanes::{Validator, ValidatorSet};
 use quasar_wire::{EpochDomain, LegKind};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Failures reading or writing operator files; each names the file and what is wrong.
 #[derive(Debug, thiserror::Error)]
@@ -675,7 +679,8 @@ pub struct GenesisFile {
     pub bundle_size: u64,
     /// Blocks per epoch (default 7,200: an hour at 500 ms blocks; 0 runs one endless epoch). A
     /// multiple of `bundle_size` (no bundle crosses an epoch boundary) unless the profile is
-    /// `fast`. Every epoch has this genesis's validator set and keys.
+    /// `fast`. Every epoch has this genesis's validator set and keys unless `validator_changes`
+    /// replaces the set.
     #[serde(default = "default_epoch_length")]
     pub epoch_length: u64,
     /// Epoch 0's Corona group key, hex (4,640 bytes), for profiles with a Corona leg.
@@ -707,6 +712,29 @@ pub struct GenesisFile {
         deserialize_with = "deserialize_genesis_set"
     )]
     pub magnetar_parameter_set: ParameterSet,
+    /// Scheduled validator-set changes, by increasing `epoch` (each at least 1 and above the one
+    /// before): from a change's epoch on, until the next change, its `validators` are the
+    /// validator set. Absent or empty (left out when written, so the genesis keeps its hash)
+    /// means every epoch has `validators`. Needs an `epoch_length` above 0 and, for now, profile
+    /// `fast`: a changed set would need its own Corona and Pulsar group keys and rollup
+    /// verifying key, which the dealer does not produce yet. See [`GenesisFile::check`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub validator_changes: Vec<ValidatorChange>,
+}
+
+/// A validator-set change scheduled in `genesis.json` (unknown fields are refused).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ValidatorChange {
+    /// The first epoch of the new set: at least 1 (epoch 0's set is the genesis `validators`),
+    /// above the previous change's, at most [`crate::consensus::epoch::MAX_EPOCH`].
+    pub epoch: u64,
+    /// The validator set from `epoch` on, until the next change, in index order (the index is
+    /// the signer bitmap position in that set's certificates). Each is checked as a genesis
+    /// validator is; a validator also in another set of the genesis (the same BLS key) keeps
+    /// its name, ML-DSA-65 key, SLH-DSA key and TLS certificate there (its stake and position
+    /// may differ).
+    pub validators: Vec<GenesisValidator>,
 }
 
 fn default_profile() -> String {
@@ -744,6 +772,31 @@ fn default_epoch_length() -> u64 {
     DEFAULT_EPOCH_LENGTH
 }
 
+/// One validator set of a genesis, checked ([`GenesisFile::check`]): epoch 0's (the genesis
+/// `validators`) or a scheduled change's. Every list is by validator index in this set.
+#[derive(Debug, Clone)]
+pub struct CheckedSet {
+    /// The set's first epoch: 0 for the genesis set, else its change's `epoch`.
+    pub first_epoch: u64,
+    /// BLS keys (subgroup-checked, proof of possession verified) and stakes.
+    pub validators: ValidatorSet,
+    /// The set's root, which its epochs' finalize votes bind inside μ:
+    /// `tagged_hash("QUASAR-VALIDATOR-SET-v1", [per validator, in index order: BLS public key
+    /// (48 bytes compressed), ML-DSA-65 public key (1952 bytes), SLH-DSA public key (48
+    /// bytes), stake (8 bytes LE)])`, the same for every set.
+    pub validator_set_root: Hash,
+    /// TLS certificates (DER), each a well-formed X.509 certificate.
+    pub tls_certificates: Vec<Vec<u8>>,
+    /// ML-DSA-65 identity public keys (1952 bytes each).
+    pub mldsa_public_keys: Vec<mldsa::PublicKey<MlDsa65>>,
+    /// SLH-DSA Magnetar public keys, of the genesis's Magnetar parameter set.
+    pub slhdsa_public_keys: Vec<magnetar::PublicKey>,
+}
+
+/// Where a validator first appears in a genesis: its set (0 for the genesis set, k for
+/// `validator_changes[k - 1]`) and its index in that set.
+type RosterPosition = (usize, usize);
+
 /// A checked genesis.
 #[derive(Debug, Clone)]
 pub struct Genesis {
@@ -753,29 +806,36 @@ pub struct Genesis {
     pub hash: Hash,
     /// The validator set of epoch 0.
     pub validators: ValidatorSet,
-    /// TLS certificates (DER), by validator index.
+    /// TLS certificates (DER), by validator index in epoch 0's set.
     pub tls_certificates: Vec<Vec<u8>>,
-    /// ML-DSA-65 identity public keys, by validator index.
+    /// ML-DSA-65 identity public keys, by validator index in epoch 0's set.
     pub mldsa_public_keys: Vec<mldsa::PublicKey<MlDsa65>>,
-    /// SLH-DSA Magnetar public keys, by validator index, all of [`Genesis::magnetar_set`].
+    /// SLH-DSA Magnetar public keys, by validator index in epoch 0's set, all of
+    /// [`Genesis::magnetar_set`].
     pub slhdsa_public_keys: Vec<magnetar::PublicKey>,
-    /// The cert profile of epoch 0.
+    /// The cert profile of every epoch.
     pub profile: Profile,
-    /// The validator-set root of epoch 0: `tagged_hash("QUASAR-VALIDATOR-SET-v1", [per
-    /// validator: BLS public key, ML-DSA-65 public key, SLH-DSA public key, stake])`.
+    /// The validator-set root of epoch 0 (as [`CheckedSet::validator_set_root`]).
     pub validator_set_root: Hash,
     /// Epoch 0's Corona group key, if the genesis has one.
     pub corona_group_key: Option<CoronaGroupKey>,
     /// Epoch 0's Pulsar group key, if the genesis has one.
     pub pulsar_group_key: Option<mldsa::PublicKey<MlDsa65>>,
-    /// The rollup verifying key and the commitment h_x to this validator set, if the genesis
-    /// has a rollup key.
+    /// The rollup verifying key and the commitment h_x to epoch 0's validator set, if the
+    /// genesis has a rollup key.
     pub rollup: Option<RollupKey>,
+    /// The scheduled validator-set changes (the genesis `validator_changes`), checked, by
+    /// increasing first epoch; empty when every epoch has epoch 0's set.
+    pub changes: Vec<CheckedSet>,
+    /// Every epoch's validator set and domain, built once by the check.
+    epoch_sets: EpochSets,
+    /// Every distinct validator's first appearance, in order ([`Genesis::roster`]).
+    roster: Vec<RosterPosition>,
 }
 
 impl Genesis {
-    /// The validators holding the Pulsar key's shares, increasing (party p is the p-th): the
-    /// genesis `pulsar_committee`, or every validator.
+    /// The validators holding epoch 0's Pulsar key shares, increasing (party p is the p-th):
+    /// the genesis `pulsar_committee`, or every validator of epoch 0's set.
     pub fn pulsar_committee(&self) -> Vec<u32> {
         match &self.file.pulsar_committee {
             Some(members) => members.clone(),
@@ -794,53 +854,135 @@ impl Genesis {
         EpochSchedule::new(self.file.epoch_length)
     }
 
-    /// The validators as the Groth16 rollup sees them: expanded ML-DSA-65 keys and stakes, in
-    /// index order. Errors: [`ConfigError::Invalid`] naming a key that does not expand.
+    /// Epoch 0's validators as the Groth16 rollup sees them: expanded ML-DSA-65 keys and
+    /// stakes, in index order. Errors: [`ConfigError::Invalid`] naming a key that does not
+    /// expand.
     pub fn rollup_validators(&self) -> Result<Vec<RollupValidator>, ConfigError> {
         rollup_validators(&self.file, &self.mldsa_public_keys)
     }
 
+    /// The validator set and domain of every epoch: epoch 0's set with [`Genesis::domain`]
+    /// from epoch 0, then each change's set from its first epoch, with an [`EpochDomain`] of
+    /// that set's root and the genesis profile's name.
+    pub fn epoch_sets(&self) -> EpochSets {
+        self.epoch_sets.clone()
+    }
+
+    /// Every distinct validator of the chain (by BLS public key), in order of first appearance:
+    /// epoch 0's set in index order, then each change's newcomers in that change's index
+    /// order. Each entry is the validator's first appearance in the file (the check made sure
+    /// that its later appearances carry the same name, ML-DSA-65 and SLH-DSA keys and TLS
+    /// certificate; stakes may differ).
+    ///
+    /// A validator's roster position is its network identity for the life of the chain (its
+    /// peer index on the validator network, its TLS certificate pinned there), unlike its
+    /// index in a set, which is its signer bitmap position in that set's epochs only and
+    /// changes between sets. Without changes the roster is epoch 0's set, positions equal to
+    /// indices.
+    pub fn roster(&self) -> Vec<&GenesisValidator> {
+        self.roster
+            .iter()
+            .filter_map(|&(set, index)| {
+                let validators = match set.checked_sub(1) {
+                    None => &self.file.validators,
+                    Some(change) => &self.file.validator_changes.get(change)?.validators,
+                };
+                validators.get(index)
+            })
+            .collect()
+    }
+
     /// Epoch 0's certificate policy (profile, bundle size and the keys its legs need), or why
     /// there is none: the profile needs keys the genesis does not carry (every missing genesis
-    /// field is named).
+    /// field is named). The first entry of [`Genesis::cert_policies`].
     pub fn cert_policy(&self) -> Result<CertPolicy, String> {
-        let missing: Vec<&str> = self
-            .profile
-            .legs()
-            .iter()
-            .filter_map(|leg| match leg {
-                LegKind::Corona if self.corona_group_key.is_none() => Some("corona_group_key"),
-                LegKind::Pulsar if self.pulsar_group_key.is_none() => Some("pulsar_group_key"),
-                LegKind::Groth16 if self.rollup.is_none() => Some("rollup_verifying_key"),
-                _ => None,
-            })
-            .collect();
-        if !missing.is_empty() {
-            return Err(format!(
-                "profile {} needs {} in the genesis, which has none",
-                self.profile,
-                missing.join(" and ")
-            ));
-        }
-        let magnetar = MagnetarKeys::new(
-            self.validators.clone(),
-            self.magnetar_set(),
-            self.slhdsa_public_keys.clone(),
-        )
-        .map_err(|e| format!("Magnetar keys: {e}"))?;
         let keys = EpochKeys {
             validators: self.validators.clone(),
             corona: self.corona_group_key.clone(),
             rollup: self.rollup.clone(),
             pulsar: self.pulsar_group_key.clone(),
-            magnetar: Some(magnetar),
+            magnetar: None,
         };
+        self.set_policy(0, self.validator_set_root, keys, &self.slhdsa_public_keys)
+    }
+
+    /// The certificate policy of every validator set, with the set's first epoch, by increasing
+    /// epoch: epoch 0's ([`Genesis::cert_policy`]), then each change's (`CertPolicy::new(chain
+    /// id, first epoch, …)` over that set's validators, root and Magnetar keys). A policy
+    /// covers its epoch and, carried with `CertPolicy::with_epoch`, every epoch up to the next
+    /// entry's. A changed set has no threshold or rollup keys, so its policy is an error
+    /// unless the profile is BLS-only (`fast`, the only profile [`GenesisFile::check`] lets
+    /// schedule changes).
+    pub fn cert_policies(&self) -> Vec<(u64, Result<CertPolicy, String>)> {
+        let changes = self.changes.iter().map(|set| {
+            let keys = EpochKeys {
+                validators: set.validators.clone(),
+                corona: None,
+                rollup: None,
+                pulsar: None,
+                magnetar: None,
+            };
+            let policy = self.set_policy(
+                set.first_epoch,
+                set.validator_set_root,
+                keys,
+                &set.slhdsa_public_keys,
+            );
+            (set.first_epoch, policy)
+        });
+        std::iter::once((0, self.cert_policy()))
+            .chain(changes)
+            .collect()
+    }
+
+    /// The policy of the set first used at `first_epoch` with root `root`, `keys` (Magnetar
+    /// keys are built here from `keys.validators` and `slhdsa`). Errors: a message naming the
+    /// missing keys, bad Magnetar keys, or [`CertPolicy::new`]'s error.
+    fn set_policy(
+        &self,
+        first_epoch: u64,
+        root: Hash,
+        mut keys: EpochKeys,
+        slhdsa: &[magnetar::PublicKey],
+    ) -> Result<CertPolicy, String> {
+        let missing: Vec<&str> = self
+            .profile
+            .legs()
+            .iter()
+            .filter_map(|leg| match leg {
+                LegKind::Corona if keys.corona.is_none() => Some("corona_group_key"),
+                LegKind::Pulsar if keys.pulsar.is_none() => Some("pulsar_group_key"),
+                LegKind::Groth16 if keys.rollup.is_none() => Some("rollup_verifying_key"),
+                _ => None,
+            })
+            .collect();
+        if !missing.is_empty() {
+            return Err(if first_epoch == 0 {
+                format!(
+                    "profile {} needs {} in the genesis, which has none",
+                    self.profile,
+                    missing.join(" and ")
+                )
+            } else {
+                format!(
+                    "the validator set of epoch {first_epoch}: {}",
+                    changed_sets_need_fast(self.profile)
+                )
+            });
+        }
+        let magnetar = MagnetarKeys::new(
+            keys.validators.clone(),
+            self.magnetar_set(),
+            slhdsa.to_vec(),
+        )
+        .map_err(|e| format!("Magnetar keys: {e}"))?;
+        keys.magnetar = Some(magnetar);
         let bundle_size = usize::try_from(self.file.bundle_size).unwrap_or(usize::MAX);
         CertPolicy::new(
             self.file.chain_id,
-            0,
+            first_epoch,
             self.profile,
-            self.validator_set_root,
+            root,
             bundle_size,
             keys,
         )
@@ -850,11 +992,238 @@ impl Genesis {
     /// What epoch 0's votes and certificates bind besides their own fields (the round digest
     /// μ's validator-set root and profile id).
     pub fn domain(&self) -> EpochDomain {
-        EpochDomain {
-            validator_set_root: self.validator_set_root,
-            profile_id: self.profile.name(),
+        epoch_domain(self.validator_set_root, self.profile)
+    }
+}
+
+/// What the votes of the epochs of a set with root `root` bind under `profile`.
+fn epoch_domain(root: Hash, profile: Profile) -> EpochDomain {
+    EpochDomain {
+        validator_set_root: root,
+        profile_id: profile.name(),
+    }
+}
+
+/// Why a genesis under `profile` cannot change its validator set (yet).
+fn changed_sets_need_fast(profile: Profile) -> String {
+    format!(
+        "profile {profile} has threshold or rollup legs, but per-epoch threshold and rollup keys \
+         for changed sets are not built yet; use profile fast (BLS only) to schedule \
+         validator_changes"
+    )
+}
+
+/// A validator set's root, which the finalize votes of its epochs bind inside μ:
+/// `tagged_hash("QUASAR-VALIDATOR-SET-v1", [per validator, in index order: BLS public key (48
+/// bytes compressed), ML-DSA-65 public key (1952 bytes), SLH-DSA public key (48 bytes), stake
+/// (8 bytes LE)])`. `mldsa` and `slhdsa` are by validator index, as long as the set.
+fn validator_set_root(
+    validators: &ValidatorSet,
+    mldsa: &[mldsa::PublicKey<MlDsa65>],
+    slhdsa: &[magnetar::PublicKey],
+) -> Hash {
+    let mut parts: Vec<Vec<u8>> = Vec::with_capacity(4 * validators.len());
+    for ((v, identity), magnetar_key) in validators.validators().iter().zip(mldsa).zip(slhdsa) {
+        parts.push(v.public_key.to_bytes().to_vec());
+        parts.push(identity.as_bytes().to_vec());
+        parts.push(magnetar_key.as_bytes().to_vec());
+        parts.push(v.stake.to_le_bytes().to_vec());
+    }
+    let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+    tagged_hash("QUASAR-VALIDATOR-SET-v1", &refs)
+}
+
+/// How errors about the set first used at `first_epoch` begin: nothing for the genesis set (its
+/// errors read `validator 1 (v1): …`), `validator change at epoch E: ` for a change's.
+fn set_label(first_epoch: u64) -> String {
+    if first_epoch == 0 {
+        String::new()
+    } else {
+        format!("validator change at epoch {first_epoch}: ")
+    }
+}
+
+/// Checks one validator set of a genesis (the genesis `validators`, or a change's, first used
+/// at `first_epoch`) and appends its part of the genesis hash to `parts`: per validator, in
+/// index order, its BLS public key (48 bytes compressed), ML-DSA-65 public key (1952 bytes),
+/// SLH-DSA public key (48 bytes), TLS certificate (DER) and stake (8 bytes LE). BLS keys are
+/// decoded through `cache`, SLH-DSA keys under `magnetar_set`.
+///
+/// Errors: [`ConfigError::Invalid`], beginning with [`set_label`], naming the validator (a name
+/// that repeats one of the set, a BLS key that does not decode or whose proof of possession does
+/// not verify, an ML-DSA-65 key that is not 1952 bytes or repeats another of the set, an
+/// SLH-DSA key that is not 48 bytes or repeats, a TLS certificate that is not X.509 or repeats,
+/// bad hex) or the set (empty, a zero stake, stakes above `u64::MAX` in all, a repeated BLS
+/// key).
+fn check_set(
+    first_epoch: u64,
+    validators: &[GenesisValidator],
+    magnetar_set: ParameterSet,
+    cache: &PublicKeyCache,
+    parts: &mut Vec<Vec<u8>>,
+) -> Result<CheckedSet, ConfigError> {
+    let label = set_label(first_epoch);
+    let mut members = Vec::with_capacity(validators.len());
+    let mut certs: Vec<Vec<u8>> = Vec::with_capacity(validators.len());
+    let mut mldsa_keys: Vec<mldsa::PublicKey<MlDsa65>> = Vec::with_capacity(validators.len());
+    let mut slhdsa_keys: Vec<magnetar::PublicKey> = Vec::with_capacity(validators.len());
+    for (i, v) in validators.iter().enumerate() {
+        let who = format!("{label}validator {i} ({})", v.name);
+        // Names identify validators to operators and to the rollup commands.
+        if validators
+            .iter()
+            .take(i)
+            .any(|earlier| earlier.name == v.name)
+        {
+            return Err(ConfigError::Invalid(format!(
+                "{who}: the name repeats an earlier validator's"
+            )));
+        }
+        let hex = |field: &str, value: &str| {
+            decode_hex(field, value).map_err(|e| ConfigError::Invalid(format!("{who}: {e}")))
+        };
+        let pk = cache
+            .get_or_decode(&hex("bls_public_key", &v.bls_public_key)?)
+            .map_err(|e| ConfigError::Invalid(format!("{who}: public key: {e}")))?;
+        let pop =
+            ProofOfPossession::from_bytes(&hex("proof_of_possession", &v.proof_of_possession)?)
+                .map_err(|e| ConfigError::Invalid(format!("{who}: proof of possession: {e}")))?;
+        pk.verify_possession(&pop).map_err(|e| {
+            ConfigError::Invalid(format!("{who}: proof of possession does not verify: {e}"))
+        })?;
+        let identity =
+            mldsa::PublicKey::<MlDsa65>::from_bytes(&hex("mldsa_public_key", &v.mldsa_public_key)?)
+                .map_err(|e| ConfigError::Invalid(format!("{who}: ML-DSA-65 public key: {e}")))?;
+        if mldsa_keys.contains(&identity) {
+            return Err(ConfigError::Invalid(format!(
+                "{who}: ML-DSA-65 public key repeats an earlier validator's"
+            )));
+        }
+        let magnetar_key = magnetar::PublicKey::from_bytes(
+            magnetar_set,
+            &hex("slhdsa_public_key", &v.slhdsa_public_key)?,
+        )
+        .map_err(|e| ConfigError::Invalid(format!("{who}: SLH-DSA public key: {e}")))?;
+        if slhdsa_keys.contains(&magnetar_key) {
+            return Err(ConfigError::Invalid(format!(
+                "{who}: SLH-DSA public key repeats an earlier validator's"
+            )));
+        }
+        let cert = hex("tls_certificate", &v.tls_certificate)?;
+        check_certificate(&cert).map_err(|e| {
+            ConfigError::Invalid(format!(
+                "{who}: TLS certificate is not a valid X.509 certificate: {e}"
+            ))
+        })?;
+        if certs.contains(&cert) {
+            return Err(ConfigError::Invalid(format!(
+                "{who}: TLS certificate repeats an earlier validator's"
+            )));
+        }
+        parts.push(pk.to_bytes().to_vec());
+        parts.push(identity.as_bytes().to_vec());
+        parts.push(magnetar_key.as_bytes().to_vec());
+        parts.push(cert.clone());
+        parts.push(v.stake.to_le_bytes().to_vec());
+        members.push(Validator {
+            public_key: pk,
+            stake: v.stake,
+        });
+        certs.push(cert);
+        mldsa_keys.push(identity);
+        slhdsa_keys.push(magnetar_key);
+    }
+    let validators = ValidatorSet::new(members)
+        .map_err(|e| ConfigError::Invalid(format!("{label}validator set: {e}")))?;
+    let validator_set_root = validator_set_root(&validators, &mldsa_keys, &slhdsa_keys);
+    Ok(CheckedSet {
+        first_epoch,
+        validators,
+        validator_set_root,
+        tls_certificates: certs,
+        mldsa_public_keys: mldsa_keys,
+        slhdsa_public_keys: slhdsa_keys,
+    })
+}
+
+/// Checks that every validator keeps its identity across the sets of a genesis (each set with
+/// the file's validators it was checked from; the genesis set first) and returns each distinct
+/// validator's first appearance, in order ([`Genesis::roster`]). A validator is its BLS key: a
+/// key in several sets must carry the same name, ML-DSA-65 key, SLH-DSA key and TLS certificate
+/// in each, and no two keys may share any of those four. Errors: [`ConfigError::Invalid`] naming
+/// the validator and the earlier one it clashes with.
+fn check_identities(
+    sets: &[(&[GenesisValidator], &CheckedSet)],
+) -> Result<Vec<RosterPosition>, ConfigError> {
+    const KINDS: [&str; 4] = [
+        "name",
+        "ML-DSA-65 public key",
+        "SLH-DSA public key",
+        "TLS certificate",
+    ];
+    let describe = |(set, index): RosterPosition| {
+        let (file, first_epoch) = sets
+            .get(set)
+            .map_or((&[][..], 0), |(f, s)| (*f, s.first_epoch));
+        let name = file.get(index).map_or("", |v| v.name.as_str());
+        match first_epoch {
+            0 => format!("validator {index} ({name}) of the genesis set"),
+            epoch => format!("validator {index} ({name}) of the change at epoch {epoch}"),
+        }
+    };
+    let mut roster: Vec<RosterPosition> = Vec::new();
+    let mut by_bls: HashMap<[u8; 48], usize> = HashMap::new();
+    // For each of KINDS: the identity bytes → the roster entry holding them.
+    let mut owners: [HashMap<&[u8], usize>; 4] = Default::default();
+    for (s, &(file, set)) in sets.iter().enumerate() {
+        let label = set_label(set.first_epoch);
+        let members = file
+            .iter()
+            .zip(set.validators.validators())
+            .zip(&set.mldsa_public_keys)
+            .zip(&set.slhdsa_public_keys)
+            .zip(&set.tls_certificates);
+        for (i, ((((v, member), mldsa_key), slhdsa_key), cert)) in members.enumerate() {
+            let who = || format!("{label}validator {i} ({})", v.name);
+            let identity: [&[u8]; 4] = [
+                v.name.as_bytes(),
+                mldsa_key.as_bytes(),
+                slhdsa_key.as_bytes(),
+                cert.as_slice(),
+            ];
+            let next = roster.len();
+            let entry = *by_bls.entry(member.public_key.to_bytes()).or_insert(next);
+            if entry != next {
+                let differs = KINDS
+                    .iter()
+                    .zip(&owners)
+                    .zip(identity)
+                    .find(|((_, owner), bytes)| owner.get(bytes) != Some(&entry));
+                if let Some(((kind, _), _)) = differs {
+                    return Err(ConfigError::Invalid(format!(
+                        "{}: has the BLS public key of {} but another {kind}; a validator \
+                         keeps its name, ML-DSA-65 and SLH-DSA keys and TLS certificate in \
+                         every set",
+                        who(),
+                        roster.get(entry).map_or_else(String::new, |&p| describe(p))
+                    )));
+                }
+                continue;
+            }
+            for ((kind, owner), bytes) in KINDS.iter().zip(&mut owners).zip(identity) {
+                if let Some(&other) = owner.get(bytes) {
+                    return Err(ConfigError::Invalid(format!(
+                        "{}: {kind} is that of {}, another validator (another BLS public key)",
+                        who(),
+                        roster.get(other).map_or_else(String::new, |&p| describe(p))
+                    )));
+                }
+                owner.insert(bytes, next);
+            }
+            roster.push((s, i));
         }
     }
+    Ok(roster)
 }
 
 impl GenesisFile {
@@ -936,6 +1305,7 @@ impl GenesisFile {
             magnetar_parameter_set: keys
                 .first()
                 .map_or_else(ParameterSet::default, |k| k.slhdsa_parameter_set),
+            validator_changes: Vec::new(),
         }
     }
 
@@ -944,16 +1314,30 @@ impl GenesisFile {
     /// epoch_length, the Corona and Pulsar keys, the Pulsar committee, the rollup key (each
     /// empty when absent), the FIPS 205 name of the Magnetar parameter set (e.g.
     /// `SLH-DSA-SHAKE-192s`) only when it is not the default 192f, then per validator: BLS
-    /// public key, ML-DSA-65 public key, SLH-DSA public key, TLS certificate, stake])`. Leaving
-    /// the default set out keeps the hash of every 192f genesis what it was before the set was
-    /// selectable, and the encoding stays injective (a 192f genesis of n validators hashes
-    /// 9 + 5n parts, a 192s one 10 + 5n). Every SLH-DSA key is decoded under
-    /// `magnetar_parameter_set`. Errors: [`ConfigError::Invalid`] for an unknown profile, a
-    /// bundle size outside 1..=1024, an epoch length that is not a multiple of the bundle size,
-    /// or naming the validator (a repeated name, a bad
-    /// BLS key or proof of possession, an ML-DSA-65 key that is not 1952 bytes or repeats another
+    /// public key, ML-DSA-65 public key, SLH-DSA public key, TLS certificate, stake, then per
+    /// validator change (only when there are any): its epoch (8 bytes LE), its number of
+    /// validators (8 bytes LE), and per validator the same five parts])`. Leaving the default
+    /// set and an empty `validator_changes` out keeps the hash of every genesis what it was
+    /// before either existed, and the encoding stays injective: `tagged_hash` length-prefixes
+    /// every part, the set name (18 bytes) and every validator's first part (a 48-byte BLS key)
+    /// differ in length from each other and from a change's 8-byte epoch, so the header, the
+    /// genesis validators and each change (which says how many validators follow) split in one
+    /// way only. Every SLH-DSA key is decoded under `magnetar_parameter_set`.
+    ///
+    /// Each change's set is checked exactly as the genesis set is. A change identical to the
+    /// set before it is allowed (its epochs then bind the same validator-set root). A validator
+    /// in several sets (the same BLS key) must carry the same name, ML-DSA-65 key, SLH-DSA key
+    /// and TLS certificate in each, and two validators may not share any of them in any sets.
+    ///
+    /// Errors: [`ConfigError::Invalid`] for an unknown profile, a bundle size outside
+    /// 1..=1024, an epoch length that is not a multiple of the bundle size; naming the validator
+    /// (after `validator change at epoch E: ` for a change's: a repeated name, a bad BLS key or
+    /// proof of possession, an ML-DSA-65 key that is not 1952 bytes or repeats another
     /// validator's, an SLH-DSA key that is not 48 bytes or repeats another validator's, a bad or
-    /// repeated TLS certificate) or the validator set.
+    /// repeated TLS certificate, an identity that differs from its earlier appearance or is
+    /// another validator's) or the validator set (empty, zero stake, repeated BLS key); for
+    /// `validator_changes` under a profile other than `fast`, with `epoch_length` 0, at epoch
+    /// 0, out of increasing epoch order or past the last epoch.
     pub fn check(self) -> Result<Genesis, ConfigError> {
         self.check_with(&PublicKeyCache::new())
     }
@@ -962,11 +1346,6 @@ impl GenesisFile {
     /// decompression and subgroup check; a miss decodes and inserts). A validator process keeps
     /// one cache for its lifetime, exported in `/metrics`.
     pub fn check_with(self, cache: &PublicKeyCache) -> Result<Genesis, ConfigError> {
-        let mut members = Vec::with_capacity(self.validators.len());
-        let mut certs = Vec::with_capacity(self.validators.len());
-        let mut mldsa_keys: Vec<mldsa::PublicKey<MlDsa65>> =
-            Vec::with_capacity(self.validators.len());
-        let mut slhdsa_keys: Vec<magnetar::PublicKey> = Vec::with_capacity(self.validators.len());
         let profile: Profile = self.profile.parse().map_err(|e: ProfileParseError| {
             ConfigError::Invalid(format!("genesis profile: {e}"))
         })?;
@@ -979,6 +1358,27 @@ impl GenesisFile {
         }
         check_epoch_length(self.epoch_length, self.bundle_size, profile)
             .map_err(|e| ConfigError::Invalid(format!("genesis {e}")))?;
+        if let Some(first) = self.validator_changes.first() {
+            let refuse = |why: String| {
+                Err(ConfigError::Invalid(format!(
+                    "genesis validator_changes: {why}"
+                )))
+            };
+            if profile.legs() != [LegKind::Bls] {
+                return refuse(changed_sets_need_fast(profile));
+            }
+            if self.epoch_length == 0 {
+                return refuse(
+                    "epoch_length 0 runs one endless epoch, whose validator set never changes"
+                        .into(),
+                );
+            }
+            if first.epoch == 0 {
+                return refuse(
+                    "a change at epoch 0: epoch 0's set is the genesis validators".into(),
+                );
+            }
+        }
         let optional = |field: &str, value: &Option<String>| -> Result<Vec<u8>, ConfigError> {
             value
                 .as_deref()
@@ -1018,88 +1418,48 @@ impl GenesisFile {
         if self.magnetar_parameter_set != ParameterSet::default() {
             parts.push(self.magnetar_parameter_set.name().as_bytes().to_vec());
         }
-        let mut set_parts: Vec<Vec<u8>> = Vec::with_capacity(4 * self.validators.len());
-        for (i, v) in self.validators.iter().enumerate() {
-            let who = format!("validator {i} ({})", v.name);
-            // Names identify validators to operators and to the rollup commands.
-            if self
-                .validators
-                .iter()
-                .take(i)
-                .any(|earlier| earlier.name == v.name)
-            {
-                return Err(ConfigError::Invalid(format!(
-                    "{who}: the name repeats an earlier validator's"
-                )));
-            }
-            let hex = |field: &str, value: &str| {
-                decode_hex(field, value).map_err(|e| ConfigError::Invalid(format!("{who}: {e}")))
-            };
-            let pk = cache
-                .get_or_decode(&hex("bls_public_key", &v.bls_public_key)?)
-                .map_err(|e| ConfigError::Invalid(format!("{who}: public key: {e}")))?;
-            let pop =
-                ProofOfPossession::from_bytes(&hex("proof_of_possession", &v.proof_of_possession)?)
-                    .map_err(|e| {
-                        ConfigError::Invalid(format!("{who}: proof of possession: {e}"))
-                    })?;
-            pk.verify_possession(&pop).map_err(|e| {
-                ConfigError::Invalid(format!("{who}: proof of possession does not verify: {e}"))
-            })?;
-            let identity = mldsa::PublicKey::<MlDsa65>::from_bytes(&hex(
-                "mldsa_public_key",
-                &v.mldsa_public_key,
-            )?)
-            .map_err(|e| ConfigError::Invalid(format!("{who}: ML-DSA-65 public key: {e}")))?;
-            if mldsa_keys.contains(&identity) {
-                return Err(ConfigError::Invalid(format!(
-                    "{who}: ML-DSA-65 public key repeats an earlier validator's"
-                )));
-            }
-            let magnetar_key = magnetar::PublicKey::from_bytes(
+        let genesis_set = check_set(
+            0,
+            &self.validators,
+            self.magnetar_parameter_set,
+            cache,
+            &mut parts,
+        )?;
+        let mut changes = Vec::with_capacity(self.validator_changes.len());
+        for change in &self.validator_changes {
+            parts.push(change.epoch.to_le_bytes().to_vec());
+            parts.push((change.validators.len() as u64).to_le_bytes().to_vec());
+            changes.push(check_set(
+                change.epoch,
+                &change.validators,
                 self.magnetar_parameter_set,
-                &hex("slhdsa_public_key", &v.slhdsa_public_key)?,
-            )
-            .map_err(|e| ConfigError::Invalid(format!("{who}: SLH-DSA public key: {e}")))?;
-            if slhdsa_keys.contains(&magnetar_key) {
-                return Err(ConfigError::Invalid(format!(
-                    "{who}: SLH-DSA public key repeats an earlier validator's"
-                )));
-            }
-            let cert = hex("tls_certificate", &v.tls_certificate)?;
-            check_certificate(&cert).map_err(|e| {
-                ConfigError::Invalid(format!(
-                    "{who}: TLS certificate is not a valid X.509 certificate: {e}"
-                ))
-            })?;
-            if certs.contains(&cert) {
-                return Err(ConfigError::Invalid(format!(
-                    "{who}: TLS certificate repeats an earlier validator's"
-                )));
-            }
-            parts.push(pk.to_bytes().to_vec());
-            parts.push(identity.as_bytes().to_vec());
-            parts.push(magnetar_key.as_bytes().to_vec());
-            parts.push(cert.clone());
-            parts.push(v.stake.to_le_bytes().to_vec());
-            set_parts.push(pk.to_bytes().to_vec());
-            set_parts.push(identity.as_bytes().to_vec());
-            set_parts.push(magnetar_key.as_bytes().to_vec());
-            set_parts.push(v.stake.to_le_bytes().to_vec());
-            members.push(Validator {
-                public_key: pk,
-                stake: v.stake,
-            });
-            certs.push(cert);
-            mldsa_keys.push(identity);
-            slhdsa_keys.push(magnetar_key);
+                cache,
+                &mut parts,
+            )?);
         }
-        let validators = ValidatorSet::new(members)
-            .map_err(|e| ConfigError::Invalid(format!("validator set: {e}")))?;
+        let schedule = EpochSchedule::new(self.epoch_length);
+        let members = |set: &CheckedSet| EpochMembers {
+            validators: Arc::new(set.validators.clone()),
+            domain: epoch_domain(set.validator_set_root, profile),
+        };
+        let mut epoch_sets = EpochSets::fixed(members(&genesis_set));
+        for set in &changes {
+            epoch_sets
+                .change_at(&schedule, set.first_epoch, members(set))
+                .map_err(|e| ConfigError::Invalid(format!("genesis validator_changes: {e}")))?;
+        }
+        let sets: Vec<(&[GenesisValidator], &CheckedSet)> =
+            std::iter::once((self.validators.as_slice(), &genesis_set))
+                .chain(
+                    self.validator_changes
+                        .iter()
+                        .map(|c| c.validators.as_slice())
+                        .zip(&changes),
+                )
+                .collect();
+        let roster = check_identities(&sets)?;
         let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
         let hash = tagged_hash("QUASAR-GENESIS-v1", &refs);
-        let set_refs: Vec<&[u8]> = set_parts.iter().map(Vec::as_slice).collect();
-        let validator_set_root = tagged_hash("QUASAR-VALIDATOR-SET-v1", &set_refs);
         // A key whose public part is all zeros (after the 32-byte seed ρ) is a valid encoding
         // of t = 0 or b̃ = 0, under which anyone can sign: refused.
         let degenerate = |field: &str, bytes: &[u8]| {
@@ -1147,7 +1507,7 @@ impl GenesisFile {
                         verifying_key.num_inputs()
                     )));
                 }
-                let h_x = commitment(&rollup_validators(&self, &mldsa_keys)?);
+                let h_x = commitment(&rollup_validators(&self, &genesis_set.mldsa_public_keys)?);
                 Some(RollupKey { verifying_key, h_x })
             }
             None => None,
@@ -1155,15 +1515,18 @@ impl GenesisFile {
         Ok(Genesis {
             file: self,
             hash,
-            validators,
-            tls_certificates: certs,
-            mldsa_public_keys: mldsa_keys,
-            slhdsa_public_keys: slhdsa_keys,
+            validators: genesis_set.validators,
+            tls_certificates: genesis_set.tls_certificates,
+            mldsa_public_keys: genesis_set.mldsa_public_keys,
+            slhdsa_public_keys: genesis_set.slhdsa_public_keys,
             profile,
-            validator_set_root,
+            validator_set_root: genesis_set.validator_set_root,
             corona_group_key,
             pulsar_group_key,
             rollup,
+            changes,
+            epoch_sets,
+            roster,
         })
     }
 
@@ -1314,14 +1677,50 @@ impl NodeConfig {
 mod tests {
     use super::*;
 
-    /// Two fresh key directories and the genesis built from their public files.
-    fn two_validators() -> (tempfile::TempDir, Vec<PublicKeyFile>, GenesisFile) {
+    /// `n` fresh key directories `v0`, `v1`, … and their public files.
+    fn key_files(n: usize) -> (tempfile::TempDir, Vec<PublicKeyFile>) {
         let dir = tempfile::tempdir().unwrap();
-        let keys: Vec<PublicKeyFile> = (0..2)
+        let keys: Vec<PublicKeyFile> = (0..n)
             .map(|i| keygen(&dir.path().join(format!("v{i}")), &format!("v{i}")).unwrap())
             .collect();
+        (dir, keys)
+    }
+
+    /// Two fresh key directories and the genesis built from their public files.
+    fn two_validators() -> (tempfile::TempDir, Vec<PublicKeyFile>, GenesisFile) {
+        let (dir, keys) = key_files(2);
         let genesis = GenesisFile::from_public_keys(7, 1_000, &keys, 10);
         (dir, keys, genesis)
+    }
+
+    /// A `fast` genesis of five key files' validators `v0`–`v4`, epochs of 10 blocks: `v0 v1
+    /// v2` from epoch 0, `v1 v2 v3` from epoch 2, `v3 v0 v4` (v3 with stake 30) from epoch 5.
+    fn changing_genesis() -> (tempfile::TempDir, Vec<GenesisValidator>, GenesisFile) {
+        let (dir, keys) = key_files(5);
+        let pool = GenesisFile::from_public_keys(7, 1_000, &keys, 10).validators;
+        let pick = |indices: &[usize]| -> Vec<GenesisValidator> {
+            indices.iter().map(|&i| pool[i].clone()).collect()
+        };
+        let mut last = pick(&[3, 0, 4]);
+        last[0].stake = 30;
+        let genesis = GenesisFile {
+            validators: pick(&[0, 1, 2]),
+            profile: "fast".into(),
+            bundle_size: 1,
+            epoch_length: 10,
+            validator_changes: vec![
+                ValidatorChange {
+                    epoch: 2,
+                    validators: pick(&[1, 2, 3]),
+                },
+                ValidatorChange {
+                    epoch: 5,
+                    validators: last,
+                },
+            ],
+            ..GenesisFile::from_public_keys(7, 1_000, &keys, 10)
+        };
+        (dir, pool, genesis)
     }
 
     fn invalid_message(result: Result<Genesis, ConfigError>) -> String {
@@ -1758,5 +2157,398 @@ mod tests {
         assert!(!saved.contains("rollup_proving_key"), "{saved}");
         let again = NodeConfig::from_toml(&toml::to_string_pretty(&cfg).unwrap(), base).unwrap();
         assert_eq!(again, cfg);
+    }
+
+    #[test]
+    fn validator_changes_give_each_epoch_its_set_and_the_roster_every_validator_once() {
+        let (_dir, pool, file) = changing_genesis();
+        let genesis = file.clone().check().unwrap();
+        let bls = |i: usize| {
+            quasar_crypto::bls::PublicKey::from_bytes(
+                &hex::decode(&pool[i].bls_public_key).unwrap(),
+            )
+            .unwrap()
+        };
+        let sets = genesis.epoch_sets();
+        assert_eq!(
+            sets.changes().map(|(epoch, _)| epoch).collect::<Vec<_>>(),
+            vec![0, 2, 5]
+        );
+        assert_eq!(sets.at(0).domain, genesis.domain());
+        assert_eq!(sets.at(1), sets.at(0), "epoch 1 keeps the genesis set");
+        assert_eq!(sets.at(2).index_of(&bls(3)), Some(2), "v3 joins at epoch 2");
+        assert_eq!(
+            sets.at(4).index_of(&bls(0)),
+            None,
+            "v0 is out in epochs 2 to 4"
+        );
+        assert_eq!(sets.at(5).index_of(&bls(3)), Some(0));
+        assert_eq!(
+            sets.at(99).index_of(&bls(0)),
+            Some(1),
+            "v0 is back from epoch 5"
+        );
+        assert_eq!(sets.at(5).validators.total_stake(), 50);
+        let roots: Vec<Hash> = sets
+            .changes()
+            .map(|(_, m)| m.domain.validator_set_root)
+            .collect();
+        assert!(roots[0] != roots[1] && roots[1] != roots[2] && roots[0] != roots[2]);
+        assert!(sets.changes().all(|(_, m)| m.domain.profile_id == "fast"));
+        assert_eq!(roots[0], genesis.validator_set_root);
+        let first_epochs: Vec<u64> = genesis.changes.iter().map(|c| c.first_epoch).collect();
+        assert_eq!(first_epochs, vec![2, 5]);
+        for (set, root) in genesis.changes.iter().zip(&roots[1..]) {
+            assert_eq!(set.validator_set_root, *root);
+        }
+
+        // A changed set's root is the root the same validators would have as a genesis set.
+        let as_genesis = GenesisFile {
+            validators: file.validator_changes[0].validators.clone(),
+            validator_changes: Vec::new(),
+            ..file.clone()
+        };
+        assert_eq!(as_genesis.check().unwrap().validator_set_root, roots[1]);
+
+        let names: Vec<&str> = genesis.roster().iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(names, ["v0", "v1", "v2", "v3", "v4"]);
+        assert_eq!(genesis.roster()[3].stake, 10, "v3's first appearance");
+
+        let policies = genesis.cert_policies();
+        assert_eq!(
+            policies.iter().map(|(epoch, _)| *epoch).collect::<Vec<_>>(),
+            vec![0, 2, 5]
+        );
+        for ((epoch, policy), (_, members)) in policies.iter().zip(sets.changes()) {
+            let policy = policy.as_ref().unwrap();
+            assert_eq!(policy.epoch(), *epoch);
+            assert_eq!(*policy.domain(), members.domain);
+            assert_eq!(policy.keys().validators, *members.validators);
+            let magnetar = policy.keys().magnetar.as_ref().expect("Magnetar keys");
+            assert_eq!(magnetar.parameter_set(), ParameterSet::Shake192f);
+        }
+    }
+
+    #[test]
+    fn a_genesis_without_changes_has_its_own_set_for_every_epoch_and_roster() {
+        let (_dir, keys, file) = two_validators();
+        let genesis = file.check().unwrap();
+        let sets = genesis.epoch_sets();
+        assert_eq!(sets.changes().count(), 1);
+        assert_eq!(sets.at(1_000).domain, genesis.domain());
+        assert_eq!(*sets.at(0).validators, genesis.validators);
+        let roster: Vec<&str> = genesis
+            .roster()
+            .iter()
+            .map(|v| v.bls_public_key.as_str())
+            .collect();
+        let expected: Vec<&str> = keys.iter().map(|k| k.bls_public_key.as_str()).collect();
+        assert_eq!(roster, expected);
+        let policies = genesis.cert_policies();
+        assert_eq!(policies.len(), 1);
+        assert_eq!(policies[0].0, 0);
+        assert_eq!(
+            policies[0].1.as_ref().unwrap_err(),
+            &genesis.cert_policy().unwrap_err(),
+            "the default profile needs keys this genesis lacks"
+        );
+    }
+
+    #[test]
+    fn validator_changes_need_profile_fast_epochs_and_increasing_epochs() {
+        let (_dir, _pool, file) = changing_genesis();
+        for profile in ["quasar", "aurora", "polaris", "hybrid-1s"] {
+            let error = invalid_message(
+                GenesisFile {
+                    profile: profile.into(),
+                    bundle_size: 10,
+                    ..file.clone()
+                }
+                .check(),
+            );
+            assert!(
+                error.starts_with("genesis validator_changes: profile")
+                    && error.contains(
+                        "per-epoch threshold and rollup keys for changed sets are not built yet"
+                    )
+                    && error.contains("use profile fast"),
+                "{profile}: {error}"
+            );
+        }
+        let with_epochs = |epoch_length: u64, epochs: [u64; 2]| {
+            let mut g = GenesisFile {
+                epoch_length,
+                ..file.clone()
+            };
+            for (change, epoch) in g.validator_changes.iter_mut().zip(epochs) {
+                change.epoch = epoch;
+            }
+            invalid_message(g.check())
+        };
+        let error = with_epochs(0, [2, 5]);
+        assert!(
+            error.contains("epoch_length 0 runs one endless epoch"),
+            "{error}"
+        );
+        let error = with_epochs(10, [0, 5]);
+        assert!(error.contains("a change at epoch 0"), "{error}");
+        let error = with_epochs(10, [5, 2]);
+        assert!(
+            error.contains("change at epoch 2 does not come after the change at epoch 5"),
+            "{error}"
+        );
+        let error = with_epochs(10, [5, 5]);
+        assert!(error.contains("does not come after"), "{error}");
+        let error = with_epochs(10, [2, u64::MAX]);
+        assert!(error.contains("not an epoch of this chain"), "{error}");
+    }
+
+    #[test]
+    fn a_changed_set_is_checked_as_the_genesis_set_is_and_errors_name_the_change() {
+        let (_dir, pool, file) = changing_genesis();
+        let changed = |edit: &dyn Fn(&mut Vec<GenesisValidator>)| {
+            let mut g = file.clone();
+            edit(&mut g.validator_changes[0].validators);
+            invalid_message(g.check())
+        };
+        let error = changed(&|vs| {
+            let key = &mut vs[1].mldsa_public_key;
+            key.truncate(key.len() - 2);
+        });
+        assert!(
+            error
+                .starts_with("validator change at epoch 2: validator 1 (v2): ML-DSA-65 public key")
+                && error.contains("expected 1952 bytes, got 1951"),
+            "{error}"
+        );
+        let error = changed(&|vs| vs[2].proof_of_possession = pool[0].proof_of_possession.clone());
+        assert!(
+            error.starts_with(
+                "validator change at epoch 2: validator 2 (v3): proof of possession does not verify"
+            ),
+            "{error}"
+        );
+        let error = changed(&|vs| vs[2].slhdsa_public_key = vs[0].slhdsa_public_key.clone());
+        assert!(
+            error.contains("validator 2 (v3): SLH-DSA public key repeats"),
+            "{error}"
+        );
+        let error = changed(&|vs| vs[0].tls_certificate = "abc".into());
+        assert!(
+            error.starts_with(
+                "validator change at epoch 2: validator 0 (v1): tls_certificate: not hex"
+            ),
+            "{error}"
+        );
+        let error = changed(&|vs| vs[0].stake = 0);
+        assert!(
+            error.starts_with("validator change at epoch 2: validator set:")
+                && error.contains("zero stake"),
+            "{error}"
+        );
+        let error = changed(&|vs| vs.clear());
+        assert!(
+            error.starts_with("validator change at epoch 2: validator set:"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_validator_keeps_its_identity_across_sets_and_shares_it_with_no_other() {
+        let (_dir, pool, file) = changing_genesis();
+        let changed = |edit: &dyn Fn(&mut GenesisValidator)| {
+            let mut g = file.clone();
+            // Validator 0 of the change at epoch 2 is v1, also validator 1 of the genesis set.
+            edit(&mut g.validator_changes[0].validators[0]);
+            invalid_message(g.check())
+        };
+        let another_mldsa = hex::encode(
+            mldsa::SecretKey::<MlDsa65>::from_seed(&[9; 32])
+                .public_key()
+                .as_bytes(),
+        );
+        let another_slhdsa = hex::encode(
+            magnetar::SecretKey::from_seed(ParameterSet::Shake192f, &[9; 32])
+                .public_key()
+                .as_bytes(),
+        );
+        for (edit, kind) in [
+            (
+                Box::new(|v: &mut GenesisValidator| v.mldsa_public_key = another_mldsa.clone())
+                    as Box<dyn Fn(&mut GenesisValidator)>,
+                "ML-DSA-65 public key",
+            ),
+            (
+                Box::new(|v: &mut GenesisValidator| v.slhdsa_public_key = another_slhdsa.clone()),
+                "SLH-DSA public key",
+            ),
+            (
+                // v4's certificate: v4 is in no set before epoch 5.
+                Box::new(|v: &mut GenesisValidator| {
+                    v.tls_certificate = pool[4].tls_certificate.clone()
+                }),
+                "TLS certificate",
+            ),
+            (
+                Box::new(|v: &mut GenesisValidator| v.name = "v1-renamed".into()),
+                "name",
+            ),
+        ] {
+            let error = changed(&*edit);
+            assert_eq!(
+                error,
+                format!(
+                    "validator change at epoch 2: validator 0 ({}): has the BLS public key of \
+                     validator 1 (v1) of the genesis set but another {kind}; a validator keeps \
+                     its name, ML-DSA-65 and SLH-DSA keys and TLS certificate in every set",
+                    if kind == "name" { "v1-renamed" } else { "v1" }
+                )
+            );
+        }
+
+        // v3 is new at epoch 2 (validator 2 there); v0 is no member then, only of the genesis set.
+        let newcomer = |edit: &dyn Fn(&mut GenesisValidator)| {
+            let mut g = file.clone();
+            edit(&mut g.validator_changes[0].validators[2]);
+            invalid_message(g.check())
+        };
+        for (edit, kind) in [
+            (
+                Box::new(|v: &mut GenesisValidator| {
+                    v.mldsa_public_key = pool[0].mldsa_public_key.clone()
+                }) as Box<dyn Fn(&mut GenesisValidator)>,
+                "ML-DSA-65 public key",
+            ),
+            (
+                Box::new(|v: &mut GenesisValidator| {
+                    v.slhdsa_public_key = pool[0].slhdsa_public_key.clone()
+                }),
+                "SLH-DSA public key",
+            ),
+            (
+                Box::new(|v: &mut GenesisValidator| {
+                    v.tls_certificate = pool[0].tls_certificate.clone()
+                }),
+                "TLS certificate",
+            ),
+        ] {
+            let error = newcomer(&*edit);
+            assert_eq!(
+                error,
+                format!(
+                    "validator change at epoch 2: validator 2 (v3): {kind} is that of validator \
+                     0 (v0) of the genesis set, another validator (another BLS public key)"
+                )
+            );
+        }
+        let error = newcomer(&|v| v.name = "v0".into());
+        assert!(
+            error.starts_with(
+                "validator change at epoch 2: validator 2 (v0): name is that of validator 0 (v0)"
+            ),
+            "{error}"
+        );
+
+        // A newcomer of the last change against one of the first: with v3 gone at epoch 5, v4
+        // takes v3's key.
+        let mut g = file.clone();
+        let last = &mut g.validator_changes[1].validators;
+        last.remove(0);
+        last[1].mldsa_public_key = pool[3].mldsa_public_key.clone();
+        let error = invalid_message(g.check());
+        assert_eq!(
+            error,
+            "validator change at epoch 5: validator 1 (v4): ML-DSA-65 public key is that of \
+             validator 2 (v3) of the change at epoch 2, another validator (another BLS public key)"
+        );
+    }
+
+    /// Regression guard: a genesis without changes must hash as before `validator_changes`
+    /// existed (node/tests/magnetar_set.rs pins one such hash); a change is part of the chain.
+    #[test]
+    fn validator_changes_bind_into_the_hash_only_when_present() {
+        let (_dir, _pool, file) = changing_genesis();
+        let without = GenesisFile {
+            validator_changes: Vec::new(),
+            ..file.clone()
+        };
+        let text = serde_json::to_string(&without).unwrap();
+        assert!(!text.contains("validator_changes"), "{text}");
+        let plain = without.clone().check().unwrap();
+        // The layout from before the field: 9 header parts, then 5 per genesis validator.
+        let mut parts: Vec<Vec<u8>> = vec![
+            7u64.to_le_bytes().to_vec(),
+            1_000u64.to_le_bytes().to_vec(),
+            b"fast".to_vec(),
+            1u64.to_le_bytes().to_vec(),
+            10u64.to_le_bytes().to_vec(),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+        ];
+        for v in &without.validators {
+            parts.push(hex::decode(&v.bls_public_key).unwrap());
+            parts.push(hex::decode(&v.mldsa_public_key).unwrap());
+            parts.push(hex::decode(&v.slhdsa_public_key).unwrap());
+            parts.push(hex::decode(&v.tls_certificate).unwrap());
+            parts.push(v.stake.to_le_bytes().to_vec());
+        }
+        let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+        assert_eq!(plain.hash, tagged_hash("QUASAR-GENESIS-v1", &refs));
+
+        let changing = file.clone().check().unwrap();
+        assert_ne!(changing.hash, plain.hash);
+        assert_eq!(changing.validator_set_root, plain.validator_set_root);
+        let mut later = file.clone();
+        later.validator_changes[1].epoch = 6;
+        assert_ne!(later.check().unwrap().hash, changing.hash);
+        let mut restaked = file.clone();
+        restaked.validator_changes[1].validators[0].stake = 31;
+        assert_ne!(restaked.check().unwrap().hash, changing.hash);
+        // Moving the last change's validators to the first change is another chain.
+        let mut merged = file.clone();
+        let moved = merged.validator_changes.remove(1);
+        merged.validator_changes[0]
+            .validators
+            .extend(moved.validators.into_iter().skip(2));
+        assert_ne!(merged.check().unwrap().hash, changing.hash);
+    }
+
+    #[test]
+    fn validator_changes_survive_a_json_round_trip_and_refuse_unknown_fields() {
+        let (dir, _pool, file) = changing_genesis();
+        let path = dir.path().join("genesis.json");
+        file.save(&path).unwrap();
+        let loaded = GenesisFile::load(&path).unwrap();
+        assert_eq!(loaded, file);
+        assert_eq!(
+            loaded.check().unwrap().hash,
+            file.clone().check().unwrap().hash
+        );
+
+        let mut json = serde_json::to_value(&file).unwrap();
+        json["validator_changes"][0]["epochs"] = 3.into();
+        let error = GenesisFile::from_json(&json.to_string())
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("unknown field `epochs`"), "{error}");
+    }
+
+    /// A change that repeats the set before it is allowed: its epochs bind the same root.
+    #[test]
+    fn a_change_to_the_same_set_is_allowed() {
+        let (_dir, _pool, file) = changing_genesis();
+        let same = GenesisFile {
+            validator_changes: vec![ValidatorChange {
+                epoch: 3,
+                validators: file.validators.clone(),
+            }],
+            ..file
+        };
+        let genesis = same.check().unwrap();
+        let sets = genesis.epoch_sets();
+        assert_eq!(sets.at(3).domain, sets.at(0).domain);
+        assert_eq!(genesis.roster().len(), 3);
     }
 }

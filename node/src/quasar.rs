@@ -165,9 +165,12 @@ const ABANDONED_MEMORY: usize = 1024;
 
 /// The tracker (module docs). Pure: no I/O, no clock (times come in as arguments).
 pub struct QuasarTracker {
-    policy: Result<Arc<CertPolicy>, String>,
+    /// (first epoch, that validator set's policy or why it has none), increasing; the first
+    /// entry is epoch 0's.
+    policies: Vec<(u64, Result<Arc<CertPolicy>, String>)>,
     schedule: EpochSchedule,
-    /// `policy` carried into the recent epochs it was asked for (at most [`POLICY_CACHE`]).
+    /// The policies carried into the recent epochs they were asked for (at most
+    /// [`POLICY_CACHE`]).
     epoch_policies: BTreeMap<u64, Arc<CertPolicy>>,
     profile: Profile,
     bundle_size: u64,
@@ -198,7 +201,7 @@ impl QuasarTracker {
             _ => bundle_size.max(1),
         };
         QuasarTracker {
-            policy,
+            policies: vec![(0, policy)],
             schedule,
             epoch_policies: BTreeMap::new(),
             profile,
@@ -210,10 +213,29 @@ impl QuasarTracker {
         }
     }
 
+    /// From `epoch` on (until a later change), bundles are certified under `policy`, the
+    /// policy of the validator set that signs from that epoch (`Err(reason)`: that set has no
+    /// policy, and its bundles are not tracked). A change at an epoch already given replaces it.
+    pub fn change_policy_at(&mut self, epoch: u64, policy: Result<Arc<CertPolicy>, String>) {
+        let at = self.policies.partition_point(|(first, _)| *first < epoch);
+        match self.policies.get_mut(at) {
+            Some(entry) if entry.0 == epoch => entry.1 = policy,
+            _ => self.policies.insert(at, (epoch, policy)),
+        }
+        self.epoch_policies.clear();
+    }
+
+    /// The policy (or why there is none) of the validator set that signs `epoch`.
+    fn set_policy(&self, epoch: u64) -> &Result<Arc<CertPolicy>, String> {
+        let after = self.policies.partition_point(|(first, _)| *first <= epoch);
+        // The first entry is epoch 0's, so one is at or below any epoch.
+        &self.policies[after.saturating_sub(1)].1
+    }
+
     /// The policy of the epoch that decides `height`, or why there is none.
     fn policy_at(&mut self, height: u64) -> Result<Arc<CertPolicy>, String> {
-        let base = self.policy.clone()?;
         let epoch = self.schedule.epoch_of(height);
+        let base = self.set_policy(epoch).clone()?;
         if base.epoch() == epoch {
             return Ok(base);
         }
@@ -238,16 +260,19 @@ impl QuasarTracker {
         self.profile
     }
 
-    /// Whether bundles are tracked: false when the epoch has no certificate policy (its genesis
-    /// lacks keys the profile needs).
-    pub fn tracking(&self) -> bool {
-        self.policy.is_ok()
+    /// Whether the bundle holding `height` is tracked: false when its epoch has no certificate
+    /// policy (the genesis lacks keys the profile needs for that epoch's validator set).
+    pub fn tracking_at(&self, height: u64) -> bool {
+        self.set_policy(self.schedule.epoch_of(height)).is_ok()
     }
 
-    /// Why Quasar finality is unavailable in this epoch, if it is: the genesis lacks keys the
-    /// profile needs.
-    pub fn unavailable(&self) -> Option<String> {
-        self.policy.as_ref().err().cloned()
+    /// Why Quasar finality is unavailable for `height`'s epoch, if it is: the genesis lacks
+    /// keys the profile needs for that epoch's validator set.
+    pub fn unavailable_at(&self, height: u64) -> Option<String> {
+        self.set_policy(self.schedule.epoch_of(height))
+            .as_ref()
+            .err()
+            .cloned()
     }
 
     /// The closing height of the bundle that contains `height`.

@@ -960,7 +960,7 @@ pub fn finality_json(shared: &Shared, height: u64) -> Value {
             BundleStatus::Unknown if closing > shared.finalized_height.load(Ordering::Relaxed) => {
                 ("nova", "open")
             }
-            BundleStatus::Unknown if !tracker.tracking() => ("nova", "unavailable"),
+            BundleStatus::Unknown if !tracker.tracking_at(closing) => ("nova", "unavailable"),
             BundleStatus::Unknown => ("nova", "unknown"),
         },
     };
@@ -971,7 +971,7 @@ pub fn finality_json(shared: &Shared, height: u64) -> Value {
         "bundle_end": closing,
         "legs": legs,
     });
-    if let (Some(reason), Some(map)) = (tracker.unavailable(), out.as_object_mut()) {
+    if let (Some(reason), Some(map)) = (tracker.unavailable_at(closing), out.as_object_mut()) {
         map.insert("unavailable".into(), json!(reason));
     }
     out

@@ -16,7 +16,9 @@
 
 use crate::api;
 use crate::ceremony::{Ceremony, CoronaParty, PulsarParty};
-use crate::config::{self, load_keys, ConfigError, Genesis, GenesisFile, NodeConfig};
+use crate::config::{
+    self, load_keys, ConfigError, Genesis, GenesisFile, GenesisValidator, NodeConfig,
+};
 use crate::consensus::{
     BlockLimits, CoreConfig, EpochSchedule, Evidence, Input, ProposalSlot, TimerKind, Verifier,
 };
@@ -111,7 +113,8 @@ pub struct Shared {
     pub p2p_metrics: P2pMetrics,
     /// Everything, for `/metrics`.
     pub registry: Registry,
-    /// Number of validators in the current epoch.
+    /// Number of validators of every set the genesis names (the roster): network identities
+    /// are `0..validators`.
     pub validators: usize,
     /// When this node saw each recent height finalized (µs since the Unix epoch).
     pub finalized_at: Mutex<HashMap<u64, u64>>,
@@ -175,23 +178,23 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     let key_cache = Arc::new(PublicKeyCache::new());
     let genesis = GenesisFile::load(&cfg.genesis)?.check_with(&key_cache)?;
     let keys = load_keys(&cfg.key_dir)?;
-    let me = genesis
-        .file
-        .validators
+    // Network identities are roster positions: every validator of the genesis set and of the
+    // scheduled changes, once (the genesis set's members keep their genesis indices).
+    let roster: Vec<GenesisValidator> = genesis.roster().into_iter().cloned().collect();
+    let me = roster
         .iter()
         .position(|v| {
             v.bls_public_key
                 .eq_ignore_ascii_case(&keys.public.bls_public_key)
         })
         .ok_or_else(|| {
-            NodeError::Other("this key directory's validator is not in genesis".into())
+            NodeError::Other(
+                "this key directory's validator is not in genesis (neither its validator set \
+                 nor a scheduled validator change)"
+                    .into(),
+            )
         })?;
-    check_identity(
-        &genesis.file.validators,
-        genesis.magnetar_set(),
-        me,
-        &keys.public,
-    )?;
+    check_identity(&roster, genesis.magnetar_set(), me, &keys.public)?;
     let me = me as u32;
     std::fs::create_dir_all(&cfg.data_dir)
         .map_err(|e| NodeError::Other(format!("{}: {e}", cfg.data_dir.display())))?;
@@ -234,12 +237,11 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         max_txs: cfg.max_block_txs,
         max_bytes: MAX_BLOCK_BYTES,
     };
-    let verifier = Verifier::new(
-        validators.clone(),
+    let verifier = Verifier::with_sets(
+        genesis.epoch_sets(),
         genesis.hash,
         chain_id,
         genesis.schedule(),
-        genesis.domain(),
         limits,
     );
     let core_cfg = CoreConfig {
@@ -290,20 +292,26 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
 
     let mut peers = Vec::new();
     for p in &cfg.peers {
-        let index = genesis
-            .file
-            .validators
+        let Some((index, entry)) = roster
             .iter()
-            .position(|v| v.bls_public_key.eq_ignore_ascii_case(&p.bls_public_key))
-            .ok_or_else(|| {
-                NodeError::Other(format!("peer {} is not in genesis", p.bls_public_key))
-            })?;
+            .enumerate()
+            .find(|(_, v)| v.bls_public_key.eq_ignore_ascii_case(&p.bls_public_key))
+        else {
+            return Err(NodeError::Other(format!(
+                "peer {} is not in genesis",
+                p.bls_public_key
+            )));
+        };
         if index as u32 == me {
             continue;
         }
+        // Checked by the genesis check: hex of a valid certificate.
+        let cert_der = hex::decode(&entry.tls_certificate).map_err(|e| {
+            NodeError::Other(format!("peer {}: tls_certificate: {e}", p.bls_public_key))
+        })?;
         peers.push(PeerInfo {
             index: index as u32,
-            cert_der: genesis.tls_certificates[index].clone(),
+            cert_der,
             address: p.address,
         });
     }
@@ -327,20 +335,33 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     .await?;
 
     let rollup = rollup_prover(&cfg, &genesis)?;
-    let policy = genesis.cert_policy().map(Arc::new);
-    if let Err(reason) = &policy {
-        tracing::warn!(%reason, "Quasar finality unavailable: blocks reach Nova finality only");
-    }
+    let mut policies = genesis.cert_policies().into_iter().map(|(epoch, policy)| {
+        if let Err(reason) = &policy {
+            tracing::warn!(
+                epoch,
+                %reason,
+                "Quasar finality unavailable from this epoch: blocks reach Nova finality only"
+            );
+        }
+        (epoch, policy.map(Arc::new))
+    });
     let cert_verifier = Arc::new(
         CertVerifier::new(0).map_err(|e| NodeError::Other(format!("certificate pool: {e}")))?,
     );
-    let tracker = QuasarTracker::new(
-        policy,
+    let genesis_policy = policies.next().map_or_else(
+        || Err("the genesis has no certificate policy".to_string()),
+        |(_, policy)| policy,
+    );
+    let mut tracker = QuasarTracker::new(
+        genesis_policy,
         genesis.schedule(),
         genesis.profile,
         genesis.file.bundle_size,
         cert_verifier,
     );
+    for (epoch, policy) in policies {
+        tracker.change_policy_at(epoch, policy);
+    }
     let quasar_height = store.quasar_tip()?.unwrap_or(0);
     let (quasar, quasar_rx) = QuasarHandle::channel();
     let shared = Arc::new(Shared {
@@ -360,7 +381,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         metrics,
         p2p_metrics,
         registry,
-        validators: validators.len(),
+        validators: roster.len(),
         finalized_at: Mutex::new(HashMap::new()),
         quasar: Mutex::new(tracker),
         quasar_height: AtomicU64::new(quasar_height),

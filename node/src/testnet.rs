@@ -620,6 +620,55 @@ impl Testnet {
         Ok(())
     }
 
+    /// Schedules validator-set changes before the validators start: epoch 0's set becomes
+    /// `sets[0].1` and, from each later `(epoch, members)` on, `members` (this testnet's
+    /// validator numbers, in index order; `sets[0]` must be epoch 0's). Every validator process
+    /// still runs, and one outside an epoch's set follows the chain without signing until a set
+    /// names it. Errors: [`TestnetError::Options`] for an empty `sets`, a first entry of another
+    /// epoch or a member out of range; [`TestnetError::Config`] for changes the genesis refuses
+    /// (a profile other than `fast`, epochs out of order, a chain without epochs); files.
+    pub fn set_validator_sets(&self, sets: &[(u64, Vec<usize>)]) -> Result<(), TestnetError> {
+        let path = self.dir.join(GENESIS_FILE);
+        let genesis = GenesisFile::load(&path)?;
+        // Created with every validator in genesis, in number order.
+        let everyone = genesis.validators.clone();
+        let pick = |members: &[usize]| {
+            members
+                .iter()
+                .map(|&v| {
+                    everyone.get(v).cloned().ok_or_else(|| {
+                        TestnetError::Options(format!(
+                            "validator {v} is not one of the {} validators",
+                            everyone.len()
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()
+        };
+        let Some(((0, first), later)) = sets.split_first() else {
+            return Err(TestnetError::Options(
+                "validator sets must start with epoch 0's".into(),
+            ));
+        };
+        let validator_changes = later
+            .iter()
+            .map(|(epoch, members)| {
+                Ok(config::ValidatorChange {
+                    epoch: *epoch,
+                    validators: pick(members)?,
+                })
+            })
+            .collect::<Result<Vec<_>, TestnetError>>()?;
+        let genesis = GenesisFile {
+            validators: pick(first)?,
+            validator_changes,
+            ..genesis
+        };
+        genesis.clone().check()?;
+        genesis.save(&path)?;
+        Ok(())
+    }
+
     /// Gives the network a Groth16 rollup before it starts: the verifying key of `setup` (a
     /// `rollup-setup` directory for this many validators) goes into the genesis, and its
     /// proving key into the `node.toml` of validators `0..provers`. A `setup` without keys is

@@ -36,7 +36,7 @@ fn tracker_with(f: &Fixture, schedule: EpochSchedule) -> QuasarTracker {
         f.policy().bundle_size() as u64,
         Arc::new(CertVerifier::new(2).unwrap()),
     );
-    assert!(t.tracking());
+    assert!(t.tracking_at(1));
     t
 }
 
@@ -252,7 +252,7 @@ fn hybrid_bundles_expire_after_their_deadline() {
     ));
     assert_eq!(t.status(1), BundleStatus::Abandoned { reason: "expired" });
     // The policy has every key: Quasar finality is available, the bundle only came too late.
-    assert_eq!(t.unavailable(), None);
+    assert_eq!(t.unavailable_at(1), None);
 }
 
 #[test]
@@ -284,10 +284,10 @@ fn without_the_profile_keys_every_leg_is_refused() {
         Arc::new(CertVerifier::new(1).unwrap()),
     );
     assert_eq!(
-        t.unavailable().as_deref(),
+        t.unavailable_at(1).as_deref(),
         Some("no Corona group key in genesis")
     );
-    assert!(!t.tracking());
+    assert!(!t.tracking_at(1));
     // Bundles keep the genesis size even without a policy.
     assert_eq!((t.closing_height(1), t.closing_height(17)), (16, 32));
     let cert = Certificate {
@@ -305,4 +305,53 @@ fn without_the_profile_keys_every_leg_is_refused() {
         t.on_leg(1, LegKind::Bls, vec![]),
         Err(LegRefused::Unavailable(_))
     ));
+}
+
+/// A validator-set change at epoch 2 brings its own policy: bundles of epochs 0 and 1 are
+/// certified under the genesis set's, those of epoch 2 under the new set's, and a certificate of
+/// the old set for an epoch-2 block certifies nothing.
+#[test]
+fn a_set_change_certifies_later_bundles_under_the_new_sets_policy() {
+    let schedule = EpochSchedule::new(2);
+    let mut old = fixture(Profile::Fast, 1);
+    let mut new = Fixture::new(FixtureConfig {
+        bundle_size: 1,
+        epoch: 2,
+        ..FixtureConfig::new(5, Profile::Fast)
+    })
+    .unwrap();
+    let tracker_for = |old: &Fixture, new: &Fixture| {
+        let mut t = tracker_with(old, schedule);
+        t.change_policy_at(2, Ok(Arc::new(new.policy().clone())));
+        t
+    };
+    let certified = |events: &[QuasarEvent]| {
+        events
+            .iter()
+            .any(|e| matches!(e, QuasarEvent::Certified { .. }))
+    };
+    let mut t = tracker_for(&old, &new);
+    for height in 1..=4 {
+        let cert = own_finalization_in(&mut old, height, schedule.epoch_of(height));
+        assert!(
+            certified(&finalize(&mut t, height, &cert, 0)),
+            "height {height}"
+        );
+    }
+    let cert = own_finalization_in(&mut new, 5, 2);
+    assert!(certified(&finalize(&mut t, 5, &cert, 0)));
+
+    let mut stale = tracker_for(&old, &new);
+    for height in 1..=4 {
+        let cert = own_finalization_in(&mut old, height, schedule.epoch_of(height));
+        finalize(&mut stale, height, &cert, 0);
+    }
+    let cert = own_finalization_in(&mut old, 5, 2);
+    assert!(!certified(&finalize(&mut stale, 5, &cert, 0)));
+    stale.change_policy_at(4, Err("no keys for the set of epoch 4".into()));
+    assert!(stale.tracking_at(5) && !stale.tracking_at(9));
+    assert_eq!(
+        stale.unavailable_at(9).as_deref(),
+        Some("no keys for the set of epoch 4")
+    );
 }

@@ -723,3 +723,48 @@ async fn a_validator_down_past_retention_rejoins_through_checkpoints() {
         "validator 3 took checkpoints"
     );
 }
+
+/// A genesis-scheduled validator-set change between real processes: validator 4 is outside
+/// epoch 0's set and joins at epoch 2, when validator 0 leaves. After the change, with
+/// validator 1 stopped, the chain still finalizes: three of the new set's four are a quorum only
+/// if validator 4 signs. Validator 0, outside the set, keeps following.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_validator_joins_at_an_epoch_boundary_and_another_leaves() {
+    let _turn = one_network_at_a_time().await;
+    let mut fx = Fixture::with_profile("quasar-testnet-test-", 5, 100, Profile::Fast);
+    fx.net.set_epoch_length(4).unwrap();
+    fx.net
+        .set_validator_sets(&[(0, vec![0, 1, 2, 3]), (2, vec![1, 2, 3, 4])])
+        .unwrap();
+    fx.spawn_all();
+    // Epoch 2 starts above height 8.
+    fx.net
+        .wait_finalized(&[0, 1, 2, 3, 4], 10, Duration::from_secs(40))
+        .await
+        .unwrap();
+    fx.net.kill(1);
+    let statuses = fx
+        .net
+        .wait_finalized(&[0, 2, 3, 4], 0, Duration::from_secs(5))
+        .await
+        .unwrap();
+    let target = max_finalized(&statuses) + 6;
+    let statuses = fx
+        .net
+        .wait_finalized(&[0, 2, 3, 4], target, Duration::from_secs(40))
+        .await
+        .unwrap();
+    assert!(statuses.iter().all(|s| s.epoch >= 2), "{statuses:?}");
+    fx.net.spawn(1, &binary()).unwrap();
+    fx.net
+        .wait_finalized(&[0, 1, 2, 3, 4], target, Duration::from_secs(40))
+        .await
+        .unwrap();
+    assert_same_chain(&fx.net, target).await;
+    assert!(
+        fx.net
+            .log_tail(4, 2000)
+            .contains("the validator set changes"),
+        "validator 4 logs its new index"
+    );
+}
