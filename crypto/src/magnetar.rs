@@ -12,7 +12,7 @@
 //! | [`ParameterSet::Shake192f`] (default) | 24 | 66 / 22 | 33 · 8 | 48 B | 35,664 B | category 3 |
 //! | [`ParameterSet::Shake192s`] | 24 | 63 / 7 | 17 · 14 | 48 B | 16,224 B | category 3 |
 //!
-//! "f" signs fast with large signatures; "s" signs about 20× slower with small ones. Measured on
+//! "f" signs fast with large signatures; "s" signs about 18× slower with small ones. Measured on
 //! the 2-vCPU machine (`cargo bench -p quasar-bench --bench magnetar`, release build, one core
 //! per signature): signing about 0.3 s (192f) and 5 s (192s); verification about 7.5 ms (192f)
 //! and 2.5 ms (192s).
@@ -100,7 +100,7 @@ pub enum ParameterSet {
     /// SLH-DSA-SHAKE-192f: fast signing, 35,664-byte signatures.
     #[default]
     Shake192f,
-    /// SLH-DSA-SHAKE-192s: small signatures (16,224 bytes), signing about 25× slower.
+    /// SLH-DSA-SHAKE-192s: small signatures (16,224 bytes), signing about 18× slower (module docs).
     Shake192s,
 }
 

@@ -4,7 +4,7 @@
 //! |---|---|
 //! | `POST /tx` (body: raw bytes, ≤ 64 KiB) | `200 {"hash"}`; `400` empty or too large; `409` duplicate; `503` mempool full |
 //! | `GET /tx/{hash}` | `200 {"hash","status":"pending"|"finalized","height"}`; `400` bad hash; `404` unknown |
-//! | `GET /status` | `{"validator","height","finalized_height","view","epoch","history_floor","peers","mempool","chain_id","evidence","votes_signed","guard_refusals","profile","quasar_finalized_height","quasar_unavailable","leg_verify_p50_ms","leg_sign_p50_ms"}` |
+//! | `GET /status` | `{"validator","validator_index","height","finalized_height","view","epoch","history_floor","peers","mempool","chain_id","evidence","votes_signed","guard_refusals","profile","quasar_finalized_height","quasar_unavailable","leg_verify_p50_ms","leg_sign_p50_ms"}` |
 //! | `GET /block/{height}` | finalized block summary with its certificate and `"finality"`: `{"tier": "nova"\|"quasar", "profile", "bundle_end", "legs": {leg: "verified"\|"missing"}, "unavailable"?}`; `404` if not finalized |
 //! | `GET /evidence?from_view=V&limit=N` | `200 {"count","evidence":[{"kind","signer","view","first","second"}]}` (see [`evidence_json`]); `400` bad query |
 //! | `GET /metrics` | Prometheus text format |
@@ -180,14 +180,19 @@ async fn get_tx(State(shared): State<AppState>, Path(hash_hex): Path<String>) ->
 
 async fn status(State(shared): State<AppState>) -> Json<Value> {
     let mempool = shared.mempool.lock().map(|p| p.len()).unwrap_or(0);
+    let epoch = shared.schedule.epoch_of(
+        shared
+            .finalized_height
+            .load(Ordering::Relaxed)
+            .saturating_add(1),
+    );
     Json(json!({
         "validator": shared.validator,
+        "validator_index": shared.sets.at(epoch).index_of(&shared.public_key),
         "height": shared.height.load(Ordering::Relaxed),
         "finalized_height": shared.finalized_height.load(Ordering::Relaxed),
         "view": shared.view.load(Ordering::Relaxed),
-        "epoch": shared
-            .schedule
-            .epoch_of(shared.finalized_height.load(Ordering::Relaxed).saturating_add(1)),
+        "epoch": epoch,
         "history_floor": shared.store.history_floor().unwrap_or(1),
         "peers": shared.network.connected_peers(),
         "mempool": mempool,

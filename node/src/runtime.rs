@@ -128,8 +128,12 @@ pub struct Shared {
     pub sign_samples: Mutex<BTreeMap<String, VecDeque<f64>>>,
     /// The Quasar finality service's input.
     pub quasar_tx: QuasarHandle,
-    /// The current epoch's validator set.
+    /// The genesis validator set (the Magnetar leg's signer indices).
     pub validator_set: Arc<ValidatorSet>,
+    /// Every epoch's validator set.
+    pub sets: crate::consensus::EpochSets,
+    /// This validator's BLS public key (its index in an epoch's set is found by it).
+    pub public_key: quasar_crypto::bls::PublicKey,
 }
 
 impl Shared {
@@ -225,9 +229,10 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     }
     // The guard file is bound to this validator's key and this chain: another validator's or
     // another chain's guard is refused rather than adopted.
+    let public_key = keys.bls.public_key();
     let owner = tagged_hash(
         "QUASAR-GUARD-OWNER-v1",
-        &[&keys.bls.public_key().to_bytes(), &genesis.hash],
+        &[&public_key.to_bytes(), &genesis.hash],
     );
     let guard = SigningGuard::open(&cfg.data_dir, &owner)?;
     let guard_view = guard.highest_view();
@@ -389,6 +394,8 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         sign_samples: Mutex::new(BTreeMap::new()),
         quasar_tx: quasar.clone(),
         validator_set: validators.clone(),
+        sets: genesis.epoch_sets(),
+        public_key,
     });
     shared.metrics.finalized_height.set(tip.height as i64);
     shared

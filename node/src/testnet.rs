@@ -348,8 +348,12 @@ impl TestnetReport {
 /// `GET /status` of a node.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Status {
-    /// The node's validator index.
+    /// The node's network identity: its position among every validator the genesis names.
     pub validator: u32,
+    /// Its index in the current epoch's validator set; `None` while it is not a member (it
+    /// follows the chain without signing).
+    #[serde(default)]
+    pub validator_index: Option<u32>,
     /// Highest height the node knows a block for.
     pub height: u64,
     /// Highest finalized height.

@@ -755,6 +755,18 @@ async fn a_validator_joins_at_an_epoch_boundary_and_another_leaves() {
         .await
         .unwrap();
     assert!(statuses.iter().all(|s| s.epoch >= 2), "{statuses:?}");
+    let index = |v: u32| {
+        statuses
+            .iter()
+            .find(|s| s.validator == v)
+            .unwrap()
+            .validator_index
+    };
+    assert_eq!(
+        [index(0), index(2), index(3), index(4)],
+        [None, Some(1), Some(2), Some(3)],
+        "indices in epoch 2's set [1, 2, 3, 4]"
+    );
     fx.net.spawn(1, &binary()).unwrap();
     fx.net
         .wait_finalized(&[0, 1, 2, 3, 4], target, Duration::from_secs(40))
