@@ -134,6 +134,21 @@ pub struct GenesisPoint {
 /// quarter second at the boundary (`cargo bench -p quasar-bench --bench storage`).
 pub const PRUNE_STEP: usize = 64;
 
+/// How long a validator with a new signing guard listens ([`Engine::listen_before_signing`]).
+#[derive(Debug, Clone, Copy)]
+struct Listening {
+    /// It fences and signs once this time has passed (µs) and a certificate moved its view.
+    until_us: u64,
+    /// Without any certificate, it signs without a fence from this time on (µs).
+    give_up_us: u64,
+    /// The view its core started in.
+    start_view: u64,
+}
+
+/// How many listening periods a validator with a new guard waits for a first certificate before
+/// it concludes that the chain has certified nothing and signs without a fence.
+pub const LISTEN_GIVE_UP_PERIODS: u64 = 10;
+
 /// A validator's core, signer and store; see the module docs.
 pub struct Engine<S: Store> {
     core: Core,
@@ -148,6 +163,8 @@ pub struct Engine<S: Store> {
     prune_below: Option<u64>,
     /// An archive node: nothing is pruned ([`Engine::keep_history`]).
     archive: bool,
+    /// Listening before signing ([`Engine::listen_before_signing`]).
+    listening: Option<Listening>,
 }
 
 fn encode(what: &'static str, message: &Message) -> Result<Vec<u8>, EngineError> {
@@ -297,6 +314,7 @@ impl<S: Store> Engine<S> {
             sets,
             prune_below,
             archive: false,
+            listening: None,
         };
         let recovery = Recovery {
             tip,
@@ -313,6 +331,9 @@ impl<S: Store> Engine<S> {
     /// Errors: [`EngineError`] (fatal).
     pub fn start(&mut self, host: &mut impl Host) -> Result<(), EngineError> {
         let actions = self.core.start(host.now_us(), self.signer.highest_view());
+        if let Some(listening) = self.listening.as_mut() {
+            listening.start_view = self.core.view();
+        }
         self.perform(host, actions)
     }
 
@@ -320,8 +341,65 @@ impl<S: Store> Engine<S> {
     ///
     /// Errors: [`EngineError`] (fatal: stop the validator).
     pub fn handle(&mut self, host: &mut impl Host, input: Input) -> Result<(), EngineError> {
+        self.stop_listening_when_due(host.now_us());
         let actions = self.core.handle(host.now_us(), input);
         self.perform(host, actions)
+    }
+
+    /// For a validator whose signing guard is new on a chain that is already running (a late
+    /// first start, or a data directory that was lost): from `now_us` it signs nothing for at
+    /// least `listen_us` while it follows the network, and until a certificate has moved its
+    /// core to a later view; it then fences that view ([`VoteSigner::fence`]) and signs from
+    /// the next view on. Call before [`Engine::start`].
+    ///
+    /// Why this is enough: a validator enters view v + 1 only on a certificate of view v, so an
+    /// earlier incarnation signed in no view above (the highest certified view when it
+    /// stopped) + 1. The network's certificates only move up; once they have brought this core
+    /// to view w (a certificate of w − 1 exists), fencing w and signing only above it never
+    /// signs in a view the earlier incarnation could have reached. Listening long enough to
+    /// hear the network's current certificates (a view timeout) keeps the lost views behind
+    /// the fence. A running chain keeps sending certificates even when it stalls (timed-out
+    /// validators rebroadcast their latest one), so only a chain that has certified nothing
+    /// (e.g. every validator starting late at once) sends none: after
+    /// [`LISTEN_GIVE_UP_PERIODS`] × `listen_us` without a certificate the validator signs
+    /// without a fence, so such a chain can still start.
+    pub fn listen_before_signing(&mut self, now_us: u64, listen_us: u64) {
+        self.listening = Some(Listening {
+            until_us: now_us.saturating_add(listen_us),
+            give_up_us: now_us.saturating_add(listen_us.saturating_mul(LISTEN_GIVE_UP_PERIODS)),
+            start_view: self.core.view(),
+        });
+    }
+
+    /// Whether the engine is still listening before signing.
+    pub fn listening(&self) -> bool {
+        self.listening.is_some()
+    }
+
+    fn stop_listening_when_due(&mut self, now_us: u64) {
+        let Some(listening) = self.listening else {
+            return;
+        };
+        let view = self.core.view();
+        if view > listening.start_view && now_us >= listening.until_us {
+            if let Err(e) = self.signer.fence(view) {
+                // Not durable: keep listening rather than sign without the fence.
+                tracing::error!(view, error = %e, "could not fence the signing guard");
+                return;
+            }
+            self.listening = None;
+            tracing::info!(
+                fenced_view = view,
+                "listened to the network with a new signing guard: signing from the next view"
+            );
+        } else if now_us >= listening.give_up_us {
+            self.listening = None;
+            tracing::warn!(
+                view,
+                "no certificate heard while listening with a new signing guard: the chain \
+                 appears to have certified nothing yet, signing without a fence"
+            );
+        }
     }
 
     /// Makes this an archive node: it keeps its whole history (blocks, certificates,
@@ -361,6 +439,11 @@ impl<S: Store> Engine<S> {
         while let Some(action) = queue.pop_front() {
             match action {
                 Action::Broadcast(message) => self.send(host, message),
+                Action::Vote { view, .. } | Action::Propose(ProposalSlot { view, .. })
+                    if self.listening.is_some() =>
+                {
+                    tracing::debug!(view, "listening before signing: not signed");
+                }
                 Action::Vote {
                     kind,
                     view,

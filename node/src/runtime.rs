@@ -209,24 +209,18 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     if !guard_path.exists() && !store.is_empty()? {
         return Err(NodeError::Other(format!(
             "{} is missing but {} holds this validator's history; restore the signing guard \
-             (never delete it), or remove the whole data directory if this key has never signed",
+             (never delete it), or remove the whole data directory: the node then syncs again and \
+             listens to the network before it signs",
             guard_path.display(),
             cfg.data_dir.join("db").display()
         )));
     }
-    // A new guard on a chain that has been running for a while: either this validator joins
-    // late for the first time, or its data directory was wiped, and then nothing here can tell
-    // which views it signed before.
-    let running_for_us = now_us().saturating_sub(genesis.file.genesis_time_us);
-    if !guard_path.exists() && running_for_us > 60_000_000 {
-        tracing::warn!(
-            guard = %guard_path.display(),
-            chain_running_s = running_for_us / 1_000_000,
-            "starting with a new signing guard on a chain that is already running: if this key \
-             ever signed on this chain (a wiped or lost data directory), stop now and restore \
-             the original data directory, or it may sign conflicting votes"
-        );
-    }
+    // A new guard on a chain that is already running: either this validator joins late for the
+    // first time, or its data directory was lost, and then nothing here can tell which views it
+    // signed before; the engine listens first and fences the views the network reached
+    // (`Engine::listen_before_signing`).
+    let new_guard_on_running_chain =
+        !guard_path.exists() && now_us() > genesis.file.genesis_time_us;
     // The guard file is bound to this validator's key and this chain: another validator's or
     // another chain's guard is refused rather than adopted.
     let public_key = keys.bls.public_key();
@@ -271,6 +265,17 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     )?;
     if cfg.archive {
         engine.keep_history();
+    }
+    if new_guard_on_running_chain {
+        let listen_us = cfg.view_timeout_ms() * 1000;
+        tracing::warn!(
+            guard = %guard_path.display(),
+            listen_ms = listen_us / 1000,
+            "new signing guard on a chain that is already running (a late first start, or a lost \
+             data directory): signing nothing while listening to the network, then fencing the \
+             views it reached, so that no view this key may have signed in before is signed again"
+        );
+        engine.listen_before_signing(now_us(), listen_us);
     }
     let tip = recovery.tip;
     if let Some(view) = recovery.signed_above_guard {

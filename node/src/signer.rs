@@ -166,6 +166,13 @@ impl VoteSigner {
         self.domain = domain;
     }
 
+    /// Fences `view` in the signing guard (durably): nothing more is signed in it
+    /// ([`SigningGuard::fence`]). Errors: [`SignError::Guard`] when the record cannot be made
+    /// durable.
+    pub fn fence(&mut self, view: u64) -> Result<GuardDecision, SignError> {
+        Ok(self.guard.fence(view)?)
+    }
+
     /// The highest view the guard has a record for (where a restarted validator resumes).
     pub fn highest_view(&self) -> u64 {
         self.guard.highest_view()

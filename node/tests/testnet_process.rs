@@ -780,3 +780,40 @@ async fn a_validator_joins_at_an_epoch_boundary_and_another_leaves() {
         "validator 4 logs its new index"
     );
 }
+
+/// A validator that lost its whole data directory, signing guard included, comes back: it
+/// syncs, signs nothing while it listens to the network for a view timeout, fences the view
+/// the network brought it to, and signs again from the next view. With another validator down
+/// the chain then still finalizes (three of four, so it signs), and no validator has recorded
+/// an equivocation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_validator_that_lost_its_data_directory_fences_before_signing_again() {
+    let _turn = one_network_at_a_time().await;
+    let mut fx = Fixture::with_profile("quasar-testnet-test-", 4, 100, Profile::Fast);
+    fx.spawn_all();
+    fx.net
+        .wait_finalized(&[0, 1, 2, 3], 5, Duration::from_secs(30))
+        .await
+        .unwrap();
+    let at_kill = kill_and_note_height(&mut fx, 3, &[0, 1, 2]).await;
+    std::fs::remove_dir_all(fx.net.node_dir(3).join("data")).unwrap();
+    fx.net.spawn(3, &binary()).unwrap();
+    fx.net
+        .wait_finalized(&[0, 1, 2, 3], at_kill + 5, Duration::from_secs(40))
+        .await
+        .unwrap();
+    let log = fx.net.log_tail(3, 4000);
+    assert!(log.contains("new signing guard on a chain that is already running"));
+    assert!(
+        log.contains("listened to the network with a new signing guard")
+            && log.contains("fenced_view"),
+        "validator 3 fenced a view"
+    );
+    fx.net.kill(2);
+    let statuses = fx
+        .net
+        .wait_finalized(&[0, 1, 3], at_kill + 12, Duration::from_secs(40))
+        .await
+        .unwrap();
+    assert!(statuses.iter().all(|s| s.evidence == 0), "{statuses:?}");
+}

@@ -307,6 +307,36 @@ impl SigningGuard {
         // Build the next state aside; adopt it only once it is durable.
         let mut next = self.views.clone();
         next.insert(intent.view, updated);
+        self.adopt(next)
+    }
+
+    /// Fences `view`: records, durably, a notarize and a finalize of the all-zero hash there,
+    /// which no block has, so every real vote in `view` conflicts with the record and is refused,
+    /// and (as any record) views more than [`GUARD_WINDOW`] below it become too old. A validator
+    /// that lost its guard fences the views the network reached while it listened, which its
+    /// earlier incarnation may have signed in (`quasar-node`'s engine,
+    /// `Engine::listen_before_signing`). A fence at or below the highest recorded view changes
+    /// nothing and answers [`GuardDecision::Repeat`].
+    ///
+    /// Errors: [`GuardError::Io`] if the record could not be made durable (nothing recorded).
+    pub fn fence(&mut self, view: u64) -> Result<GuardDecision, GuardError> {
+        if self.highest().is_some_and(|highest| view <= highest) {
+            return Ok(GuardDecision::Repeat);
+        }
+        let mut next = self.views.clone();
+        next.insert(
+            view,
+            ViewRecord {
+                notarize: Some([0; 32]),
+                finalize: Some([0; 32]),
+                nullify: false,
+            },
+        );
+        self.adopt(next)
+    }
+
+    /// Prunes `next`, makes it durable, then adopts it as the record (unchanged on an error).
+    fn adopt(&mut self, mut next: BTreeMap<u64, ViewRecord>) -> Result<GuardDecision, GuardError> {
         prune(&mut next);
         if self.failing_writes > 0 {
             self.failing_writes -= 1;

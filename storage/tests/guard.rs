@@ -441,3 +441,32 @@ fn another_owners_guard_is_refused() {
         5
     );
 }
+
+/// A fence refuses every real vote in its view, survives a restart, ages out older views, and
+/// changes nothing at or below the highest record.
+#[test]
+fn a_fence_refuses_every_vote_in_its_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut g = SigningGuard::open(dir.path(), &OWNER).unwrap();
+    assert_eq!(g.fence(100).unwrap(), GuardDecision::Fresh);
+    drop(g);
+    let mut g = SigningGuard::open(dir.path(), &OWNER).unwrap();
+    assert_eq!(g.highest_view(), 100);
+    assert!(is_conflict(g.check_and_record(&notarize(100, 1))));
+    assert!(is_conflict(g.check_and_record(&finalize(100, 1))));
+    assert!(is_conflict(g.check_and_record(&nullify(100))));
+    assert!(matches!(
+        g.check_and_record(&notarize(100 - GUARD_WINDOW - 1, 1)),
+        Err(GuardError::TooOld { .. })
+    ));
+    assert_eq!(
+        g.check_and_record(&notarize(101, 1)).unwrap(),
+        GuardDecision::Fresh
+    );
+    assert_eq!(g.fence(101).unwrap(), GuardDecision::Repeat);
+    assert_eq!(
+        g.check_and_record(&finalize(101, 1)).unwrap(),
+        GuardDecision::Fresh,
+        "a fence at the highest view changes nothing"
+    );
+}
