@@ -27,6 +27,7 @@
 use criterion::{Criterion, SamplingMode};
 use quasar_bench::summary::{report, run_with_summary, time, Samples, Target};
 use quasar_crypto::mldsa::{MlDsa65, PublicKey, SecretKey, Signature};
+use quasar_crypto::pulsar::params::Parameters;
 use quasar_crypto::pulsar::{
     combine, trusted_dealer_keygen, GroupKey, PulsarError, Round1Message, Round1State,
     Round2Message, Round2State, Round3Message, Session, SessionId, Signer,
@@ -230,26 +231,35 @@ fn summary(f: &mut Fixture, small: &mut Fixture, v: &VerifyFixture) {
     );
 }
 
-/// The shapes and signature counts of `PULSAR_CALIBRATE` (module docs); an entry that does not
-/// parse stops the run with a message.
+/// The shapes and signature counts of `PULSAR_CALIBRATE` (module docs). An entry that does not
+/// parse, a shape Pulsar does not support or a count of 0 stops the run with a message (exit 2).
 fn calibration_shapes() -> Vec<(usize, usize, u32)> {
     let Ok(spec) = std::env::var("PULSAR_CALIBRATE") else {
         return Vec::new();
     };
+    let parse = |entry: &str| {
+        let (shape, count) = entry.trim().split_once(':')?;
+        let (t, n) = shape.split_once('-')?;
+        let (t, n, count) = (t.parse().ok()?, n.parse().ok()?, count.parse().ok()?);
+        (count > 0 && Parameters::new(t, n).is_some()).then_some((t, n, count))
+    };
     spec.split(',')
         .map(|entry| {
-            let parsed = entry.split_once(':').and_then(|(shape, count)| {
-                let (t, n) = shape.split_once('-')?;
-                Some((t.parse().ok()?, n.parse().ok()?, count.parse().ok()?))
-            });
-            parsed.unwrap_or_else(|| panic!("PULSAR_CALIBRATE entry {entry:?} is not t-n:count"))
+            parse(entry).unwrap_or_else(|| {
+                eprintln!(
+                    "PULSAR_CALIBRATE entry {entry:?}: expected t-n:count with 2 <= t <= n <= 6 \
+                     and count >= 1, e.g. PULSAR_CALIBRATE=2-3:1000,3-4:150"
+                );
+                std::process::exit(2)
+            })
         })
         .collect()
 }
 
 /// Measures restarts per shape (module docs, calibration of K).
 fn calibrate(shapes: &[(usize, usize, u32)]) {
-    println!("\n| t-of-n | K | signatures | sessions per signature | session success | per-attempt p | smallest K for ≥ 1/2 |");
+    println!("\nRestarts per shape (K: the parallel attempts in use, crypto/src/pulsar/params.rs)");
+    println!("| t-of-n | K | signatures | sessions per signature | session success | per-attempt p | smallest K for ≥ 1/2 |");
     println!("|---|---|---|---|---|---|---|");
     for &(t, n, signatures) in shapes {
         let mut f = Fixture::new(t, n);

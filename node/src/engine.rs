@@ -137,12 +137,12 @@ pub const PRUNE_STEP: usize = 64;
 /// How long a validator with a new signing guard listens ([`Engine::listen_before_signing`]).
 #[derive(Debug, Clone, Copy)]
 struct Listening {
-    /// It fences and signs once this time has passed (µs) and a certificate moved its view.
+    /// It fences and signs once this time has passed (µs) and it has seen a certificate.
     until_us: u64,
     /// Without any certificate, it signs without a fence from this time on (µs).
     give_up_us: u64,
-    /// The view its core started in.
-    start_view: u64,
+    /// The highest view of a verified certificate it has seen (0: none).
+    certified_view: u64,
 }
 
 /// How many listening periods a validator with a new guard waits for a first certificate before
@@ -331,9 +331,6 @@ impl<S: Store> Engine<S> {
     /// Errors: [`EngineError`] (fatal).
     pub fn start(&mut self, host: &mut impl Host) -> Result<(), EngineError> {
         let actions = self.core.start(host.now_us(), self.signer.highest_view());
-        if let Some(listening) = self.listening.as_mut() {
-            listening.start_view = self.core.view();
-        }
         self.perform(host, actions)
     }
 
@@ -341,6 +338,14 @@ impl<S: Store> Engine<S> {
     ///
     /// Errors: [`EngineError`] (fatal: stop the validator).
     pub fn handle(&mut self, host: &mut impl Host, input: Input) -> Result<(), EngineError> {
+        if let Some(listening) = self.listening.as_mut() {
+            let certified = match &input {
+                Input::Certificate(c) => c.certificate().view,
+                Input::Checkpoint(c) => c.certificate.certificate().view,
+                _ => 0,
+            };
+            listening.certified_view = listening.certified_view.max(certified);
+        }
         self.stop_listening_when_due(host.now_us());
         let actions = self.core.handle(host.now_us(), input);
         self.perform(host, actions)
@@ -348,26 +353,29 @@ impl<S: Store> Engine<S> {
 
     /// For a validator whose signing guard is new on a chain that is already running (a late
     /// first start, or a data directory that was lost): from `now_us` it signs nothing for at
-    /// least `listen_us` while it follows the network, and until a certificate has moved its
-    /// core to a later view; it then fences that view ([`VoteSigner::fence`]) and signs from
-    /// the next view on. Call before [`Engine::start`].
+    /// least `listen_us` while it follows the network, and until it has seen a certificate; it
+    /// then fences the highest view H of a certificate it has seen ([`VoteSigner::fence`]) and
+    /// signs from H + 1 on. Call before [`Engine::start`].
     ///
-    /// Why this is enough: a validator enters view v + 1 only on a certificate of view v, so an
-    /// earlier incarnation signed in no view above (the highest certified view when it
-    /// stopped) + 1. The network's certificates only move up; once they have brought this core
-    /// to view w (a certificate of w − 1 exists), fencing w and signing only above it never
-    /// signs in a view the earlier incarnation could have reached. Listening long enough to
-    /// hear the network's current certificates (a view timeout) keeps the lost views behind
-    /// the fence. A running chain keeps sending certificates even when it stalls (timed-out
-    /// validators rebroadcast their latest one), so only a chain that has certified nothing
-    /// (e.g. every validator starting late at once) sends none: after
-    /// [`LISTEN_GIVE_UP_PERIODS`] × `listen_us` without a certificate the validator signs
-    /// without a fence, so such a chain can still start.
+    /// What this protects: a validator enters view v + 1 only on a certificate of view v, so
+    /// every view an earlier incarnation signed in is at most one above a certificate that
+    /// existed when it stopped, and certificates only move up. Listening for a view timeout
+    /// hears the network's current certificates (a running chain keeps sending them even when
+    /// it stalls: timed-out validators rebroadcast their latest one), so H is at least the
+    /// highest certificate at the crash, and every view at or below H is fenced.
+    ///
+    /// What it does not: the one view above H. The earlier incarnation may have voted there
+    /// too, and the network may be stalled there waiting for this validator (fencing it would
+    /// stall it for ever), so the validator signs in it. A conflict there needs a leader that
+    /// equivocated in that view, or a notarization of it that only the earlier incarnation
+    /// saw. And a chain that has certified nothing (e.g. every validator starting late at
+    /// once) sends no certificate: after [`LISTEN_GIVE_UP_PERIODS`] × `listen_us` without one
+    /// the validator signs without a fence, so such a chain can still start.
     pub fn listen_before_signing(&mut self, now_us: u64, listen_us: u64) {
         self.listening = Some(Listening {
             until_us: now_us.saturating_add(listen_us),
             give_up_us: now_us.saturating_add(listen_us.saturating_mul(LISTEN_GIVE_UP_PERIODS)),
-            start_view: self.core.view(),
+            certified_view: 0,
         });
     }
 
@@ -380,8 +388,8 @@ impl<S: Store> Engine<S> {
         let Some(listening) = self.listening else {
             return;
         };
-        let view = self.core.view();
-        if view > listening.start_view && now_us >= listening.until_us {
+        let view = listening.certified_view;
+        if view > 0 && now_us >= listening.until_us {
             if let Err(e) = self.signer.fence(view) {
                 // Not durable: keep listening rather than sign without the fence.
                 tracing::error!(view, error = %e, "could not fence the signing guard");
@@ -395,7 +403,7 @@ impl<S: Store> Engine<S> {
         } else if now_us >= listening.give_up_us {
             self.listening = None;
             tracing::warn!(
-                view,
+                view = self.core.view(),
                 "no certificate heard while listening with a new signing guard: the chain \
                  appears to have certified nothing yet, signing without a fence"
             );
@@ -555,12 +563,20 @@ impl<S: Store> Engine<S> {
         let members = self.sets.at(epoch).clone();
         let me = members.index_of(&self.signer.public_key());
         if me != self.cfg.me {
-            tracing::info!(
-                epoch,
-                validators = members.validators.len(),
-                index = ?me,
-                "the validator set changes: this node's index (none: it follows without signing)"
-            );
+            match me {
+                Some(index) => tracing::info!(
+                    epoch,
+                    validators = members.validators.len(),
+                    index,
+                    "the validator set changes: this node signs as this index"
+                ),
+                None => tracing::info!(
+                    epoch,
+                    validators = members.validators.len(),
+                    "the validator set changes: this node is not a member and follows without \
+                     signing"
+                ),
+            }
         }
         self.cfg.epoch = epoch;
         self.cfg.me = me;

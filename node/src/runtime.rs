@@ -411,7 +411,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         shared.clone(),
         Contributor {
             index: me,
-            slhdsa: keys.slhdsa,
+            slhdsa: Some(keys.slhdsa),
             slhdsa_keys: genesis.slhdsa_public_keys.clone(),
             corona: corona_ceremony(&genesis, me, keys.corona),
             pulsar: pulsar_ceremony(&genesis, me, keys.pulsar),

@@ -767,6 +767,10 @@ async fn a_validator_joins_at_an_epoch_boundary_and_another_leaves() {
         [None, Some(1), Some(2), Some(3)],
         "indices in epoch 2's set [1, 2, 3, 4]"
     );
+    assert!(
+        statuses.iter().all(|s| s.guard_refusals == 0),
+        "a node outside the set asks for no signature: {statuses:?}"
+    );
     fx.net.spawn(1, &binary()).unwrap();
     fx.net
         .wait_finalized(&[0, 1, 2, 3, 4], target, Duration::from_secs(40))

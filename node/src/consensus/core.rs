@@ -647,9 +647,11 @@ impl Core {
         match kind {
             TimerKind::Propose => self.propose(out),
             TimerKind::Timeout => {
+                // A node outside the epoch's set follows without voting.
+                let voter = self.cfg.me.is_some();
                 let s = self.state(view);
                 s.timed_out = true;
-                if !s.voted_finalize && !s.voted_nullify {
+                if voter && !s.voted_finalize && !s.voted_nullify {
                     s.voted_nullify = true;
                     out.push(Action::Vote {
                         kind: VoteKind::Nullify,

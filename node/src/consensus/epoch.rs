@@ -156,7 +156,10 @@ pub enum SetChangeError {
         previous: u64,
     },
     /// The schedule has no such epoch (a single endless epoch never changes its set).
-    #[error("epoch {0} is not an epoch of this chain's schedule")]
+    #[error(
+        "epoch {0} is not an epoch of this chain's schedule (epochs run from 0 to {MAX_EPOCH}; \
+         a chain without epochs has only epoch 0)"
+    )]
     UnknownEpoch(u64),
 }
 

@@ -16,10 +16,12 @@
 //!   with a torn prefix of its unflushed writes and is restarted 0.2–1 s later;
 //! - during an 8-second fault window, 1–4 faults strike at random times: an honest validator
 //!   crashes and restarts 0.2–2 s later from its durable state (a crash keeps a random prefix of
-//!   the unflushed store writes; half of the crashes lose all of them; one in five loses the
-//!   whole disk but the signing guard, so the validator syncs the chain again from genesis, by
-//!   checkpoints where its peers pruned it), or the network splits into two random groups and
-//!   heals 0.5–3 s later;
+//!   the unflushed store writes; half of the crashes lose all of them; one in ten loses the
+//!   block store but the signing guard, so the validator syncs the chain again from genesis, by
+//!   checkpoints where its peers pruned it; one in ten loses the whole data directory, guard
+//!   included, so the validator also listens before it signs and fences the views it may have
+//!   signed in, and the checker shows whether it ever contradicts its earlier votes), or the
+//!   network splits into two random groups and heals 0.5–3 s later;
 //! - after the window every link heals and every crashed validator restarts; the run must then
 //!   reach `heights` finalized blocks on every honest node within `10 s + 2 s × heights` of
 //!   simulated time (a liveness failure otherwise), and the checker must find no violation.
@@ -114,7 +116,7 @@ enum Fault {
         slot: usize,
         back: u64,
         torn: bool,
-        disk_lost: bool,
+        lost: Loss,
     },
     Split {
         at: u64,
@@ -123,13 +125,22 @@ enum Fault {
     },
 }
 
-/// Brings a crashed slot back, on its durable state or, when its disk was lost, on an empty
-/// store (the signing guard survives either way).
-fn restart(sim: &mut Simulation, slot: usize, disk_lost: bool) {
-    if disk_lost {
-        sim.restart_with_empty_store(slot);
-    } else {
-        sim.restart(slot);
+/// What a crash takes with it besides the unflushed writes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Loss {
+    Nothing,
+    /// The block store; the signing guard (kept elsewhere) survives.
+    Store,
+    /// The whole data directory, signing guard included.
+    Everything,
+}
+
+/// Brings a crashed slot back on what survived.
+fn restart(sim: &mut Simulation, slot: usize, lost: Loss) {
+    match lost {
+        Loss::Nothing => sim.restart(slot),
+        Loss::Store => sim.restart_with_empty_store(slot),
+        Loss::Everything => sim.restart_with_new_guard(slot),
     }
 }
 
@@ -199,7 +210,11 @@ pub fn run_one(cfg: &CampaignConfig, seed: u64) -> RunOutcome {
                     slot,
                     back: at + rng.gen_range(200_000..2 * SECOND),
                     torn: rng.gen_bool(0.5),
-                    disk_lost: rng.gen_bool(0.2),
+                    lost: match rng.gen_range(0..10) {
+                        0 => Loss::Store,
+                        1 => Loss::Everything,
+                        _ => Loss::Nothing,
+                    },
                 }
             } else {
                 let (a, b): (Vec<usize>, Vec<usize>) =
@@ -225,7 +240,7 @@ pub fn run_one(cfg: &CampaignConfig, seed: u64) -> RunOutcome {
     }
     events.sort();
     let mut crashed = vec![false; sim.slots()];
-    let mut disk_lost = vec![false; sim.slots()];
+    let mut lost = vec![Loss::Nothing; sim.slots()];
     for (at, k, starts) in events {
         sim.run_until(at);
         match (&mut faults[k], starts) {
@@ -233,7 +248,7 @@ pub fn run_one(cfg: &CampaignConfig, seed: u64) -> RunOutcome {
                 Fault::Crash {
                     slot,
                     torn,
-                    disk_lost: lost,
+                    lost: loss,
                     ..
                 },
                 true,
@@ -244,10 +259,10 @@ pub fn run_one(cfg: &CampaignConfig, seed: u64) -> RunOutcome {
                     sim.crash(*slot);
                 }
                 crashed[*slot] = true;
-                disk_lost[*slot] = *lost;
+                lost[*slot] = *loss;
             }
             (Fault::Crash { slot, .. }, false) if crashed[*slot] => {
-                restart(&mut sim, *slot, disk_lost[*slot]);
+                restart(&mut sim, *slot, lost[*slot]);
                 crashed[*slot] = false;
             }
             (Fault::Split { groups, .. }, true) => {
@@ -263,7 +278,7 @@ pub fn run_one(cfg: &CampaignConfig, seed: u64) -> RunOutcome {
     sim.heal();
     for (slot, down) in crashed.iter().enumerate() {
         if *down {
-            restart(&mut sim, slot, disk_lost[slot]);
+            restart(&mut sim, slot, lost[slot]);
         }
     }
     let deadline = FAULT_WINDOW_US + 10 * SECOND + 2 * SECOND * cfg.heights;

@@ -809,10 +809,12 @@ impl Simulation {
         }
         let guard = self.nodes[i].engine.signer_mut().take_guard();
         let store = self.nodes[i].engine.store().clone();
-        self.reopen(i, store, guard);
+        self.reopen(i, store, guard, false);
     }
 
-    fn reopen(&mut self, i: usize, store: SimStore, guard: SigningGuard) {
+    /// Reopens node `i` on `store` and `guard`; a node with a `new_guard` listens before it
+    /// signs, as the runtime makes it ([`Engine::listen_before_signing`], one view timeout).
+    fn reopen(&mut self, i: usize, store: SimStore, guard: SigningGuard, new_guard: bool) {
         let validator = self.nodes[i].validator;
         let (engine, recovery) = match self.open_engine(validator, store, guard) {
             Ok(opened) => opened,
@@ -853,6 +855,10 @@ impl Simulation {
         }
         let node = &mut self.nodes[i];
         node.engine = engine;
+        if new_guard {
+            node.engine
+                .listen_before_signing(self.now, self.cfg.view_timeout_us);
+        }
         node.alive = true;
         node.failed = false;
         self.drive(i, None);
@@ -866,7 +872,18 @@ impl Simulation {
         let guard = self.nodes[i].engine.signer_mut().take_guard();
         self.nodes[i].published.clear();
         let store = SimStore::new().expect("a temporary sled store can be created");
-        self.reopen(i, store, guard);
+        self.reopen(i, store, guard, false);
+    }
+
+    /// Restarts a crashed node on an empty data directory: no blocks and a new signing guard
+    /// (a lost disk that held both). It fetches the chain again and listens before it signs
+    /// ([`Engine::listen_before_signing`]); the checker then shows whether it ever signed in
+    /// a view against what it signed before.
+    pub fn restart_with_new_guard(&mut self, i: usize) {
+        self.crash_with(i, Crash::LoseUnflushed);
+        self.nodes[i].published.clear();
+        let store = SimStore::new().expect("a temporary sled store can be created");
+        self.reopen(i, store, SigningGuard::in_memory(), true);
     }
 
     /// Cuts every link between different groups (both directions). Nodes in no group are isolated.
