@@ -187,6 +187,12 @@ fn seed_genesis() -> Vec<Vec<u8>> {
             validators.join(",")
         )
         .into_bytes(),
+        format!(
+            r#"{{"chain_id":7,"genesis_time_us":1000,"profile":"fast","epoch_length":4,"validators":[{}],"validator_changes":[{{"epoch":2,"validators":[{}]}}]}}"#,
+            validators.join(","),
+            validators[1..].join(",")
+        )
+        .into_bytes(),
         br#"{"chain_id":7,"genesis_time_us":0,"validators":[]}"#.to_vec(),
     ]
 }

@@ -806,7 +806,17 @@ async fn a_validator_that_lost_its_data_directory_fences_before_signing_again() 
         .wait_finalized(&[0, 1, 2, 3], at_kill + 5, Duration::from_secs(40))
         .await
         .unwrap();
-    let log = fx.net.log_tail(3, 4000);
+    // It may still be listening when it has caught up: wait for it to fence.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let log = loop {
+        let log = fx.net.log_tail(3, 4000);
+        if log.contains("listened to the network with a new signing guard")
+            || tokio::time::Instant::now() > deadline
+        {
+            break log;
+        }
+        sleep(Duration::from_millis(200)).await;
+    };
     assert!(log.contains("new signing guard on a chain that is already running"));
     assert!(
         log.contains("listened to the network with a new signing guard")
