@@ -257,12 +257,6 @@ pub struct ValidatorKeys {
     pub pulsar: Option<(pulsar::GroupKey, pulsar::KeyShare)>,
 }
 
-/// Generates fresh validator keys into `dir` (created if needed), the Magnetar key of the default
-/// set (SLH-DSA-SHAKE-192f): [`keygen_with_set`] with [`ParameterSet::default`].
-pub fn keygen(dir: &Path, name: &str) -> Result<PublicKeyFile, ConfigError> {
-    keygen_with_set(dir, name, ParameterSet::default())
-}
-
 /// Generates fresh validator keys into `dir` (created if needed), the Magnetar key of
 /// `slhdsa_set` (its 32-byte seed goes into the secret file, its 48-byte public key and the set
 /// into the public file). The secret file is written with mode 0600 and never overwritten.
@@ -1681,7 +1675,10 @@ mod tests {
     fn key_files(n: usize) -> (tempfile::TempDir, Vec<PublicKeyFile>) {
         let dir = tempfile::tempdir().unwrap();
         let keys: Vec<PublicKeyFile> = (0..n)
-            .map(|i| keygen(&dir.path().join(format!("v{i}")), &format!("v{i}")).unwrap())
+            .map(|i| {
+                let dir = dir.path().join(format!("v{i}"));
+                keygen_with_set(&dir, &format!("v{i}"), ParameterSet::default()).unwrap()
+            })
             .collect();
         (dir, keys)
     }
@@ -2009,7 +2006,7 @@ mod tests {
         let keys: Vec<PublicKeyFile> = dirs
             .iter()
             .enumerate()
-            .map(|(i, d)| keygen(d, &format!("v{i}")).unwrap())
+            .map(|(i, d)| keygen_with_set(d, &format!("v{i}"), ParameterSet::default()).unwrap())
             .collect();
         let mut genesis = GenesisFile {
             profile: "aurora".into(),

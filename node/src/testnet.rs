@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! DIR/genesis.json            chain id 1, genesis time = creation time, stake 100 per validator
-//! DIR/v{i}/validator.key.json secret keys of validator i (mode 0600, `config::keygen`)
+//! DIR/v{i}/validator.key.json secret keys of validator i (mode 0600, `config::keygen_with_set`)
 //! DIR/v{i}/validator.pub.json its public keys
 //! DIR/v{i}/node.toml          data_dir "data", key_dir ".", genesis "../genesis.json", loopback
 //!                             ports, every other validator as a peer (relative paths, so DIR can
@@ -62,6 +62,7 @@ use tokio::time::{sleep, Instant};
 
 use crate::config::{self, ConfigError, GenesisFile, NodeConfig, PeerConfig};
 use crate::rollup::{self, RollupCommandError, PROVING_KEY_FILE, VERIFYING_KEY_FILE};
+use quasar_crypto::magnetar::ParameterSet;
 use quasar_lanes::cert::Profile;
 use quasar_wire::LegKind;
 
@@ -255,6 +256,8 @@ pub struct TestnetOptions {
     /// Blocks per epoch written into the genesis (`None`: the genesis default,
     /// [`crate::config::DEFAULT_EPOCH_LENGTH`]).
     pub epoch_length: Option<u64>,
+    /// The SLH-DSA parameter set of the validators' Magnetar keys (default SHAKE-192f).
+    pub magnetar_set: ParameterSet,
 }
 
 impl TestnetOptions {
@@ -272,6 +275,7 @@ impl TestnetOptions {
             rollup_setup: None,
             rollup_provers: 1,
             epoch_length: None,
+            magnetar_set: ParameterSet::Shake192f,
         }
     }
 
@@ -528,6 +532,25 @@ impl Testnet {
         block_time_ms: u64,
         profile: Profile,
     ) -> Result<Testnet, TestnetError> {
+        Testnet::create_with_magnetar_set(
+            dir,
+            validators,
+            block_time_ms,
+            profile,
+            ParameterSet::Shake192f,
+        )
+    }
+
+    /// [`Testnet::create_with_profile`] with validators' Magnetar keys of the SLH-DSA parameter
+    /// set `magnetar_set` (the genesis's `magnetar_parameter_set`). Errors as
+    /// [`Testnet::create`].
+    pub fn create_with_magnetar_set(
+        dir: &Path,
+        validators: usize,
+        block_time_ms: u64,
+        profile: Profile,
+        magnetar_set: ParameterSet,
+    ) -> Result<Testnet, TestnetError> {
         check_shape(validators, block_time_ms)?;
         std::fs::create_dir_all(dir).map_err(|source| TestnetError::Io {
             path: dir.to_path_buf(),
@@ -535,9 +558,10 @@ impl Testnet {
         })?;
         let mut keys = Vec::with_capacity(validators);
         for i in 0..validators {
-            keys.push(config::keygen(
+            keys.push(config::keygen_with_set(
                 &node_dir(dir, i),
                 &format!("validator-{i}"),
+                magnetar_set,
             )?);
         }
         // The chain starts shortly after creation, so every process is up before block 1 is due.
@@ -1265,8 +1289,13 @@ impl Submissions {
 }
 
 async fn run_in(dir: &Path, opts: &TestnetOptions) -> Result<TestnetReport, TestnetError> {
-    let mut net =
-        Testnet::create_with_profile(dir, opts.validators, opts.block_time_ms, opts.profile)?;
+    let mut net = Testnet::create_with_magnetar_set(
+        dir,
+        opts.validators,
+        opts.block_time_ms,
+        opts.profile,
+        opts.magnetar_set,
+    )?;
     // The report reads every block of the run, and transactions by their index.
     net.keep_history()?;
     if let Some(blocks) = opts.epoch_length {
