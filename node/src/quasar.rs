@@ -42,7 +42,7 @@ use quasar_lanes::cert::{
 };
 use quasar_lanes::LaneError;
 
-use crate::consensus::EpochSchedule;
+use crate::consensus::{ByEpoch, EpochSchedule, SetChangeError};
 use quasar_wire::{Certificate, CertificateKind, LegKind, QuasarCert};
 
 /// Most bundles waiting for legs at once.
@@ -167,7 +167,7 @@ const ABANDONED_MEMORY: usize = 1024;
 pub struct QuasarTracker {
     /// (first epoch, that validator set's policy or why it has none), increasing; the first
     /// entry is epoch 0's.
-    policies: Vec<(u64, Result<Arc<CertPolicy>, String>)>,
+    policies: ByEpoch<Result<Arc<CertPolicy>, String>>,
     schedule: EpochSchedule,
     /// The policies carried into the recent epochs they were asked for (at most
     /// [`POLICY_CACHE`]).
@@ -201,7 +201,7 @@ impl QuasarTracker {
             _ => bundle_size.max(1),
         };
         QuasarTracker {
-            policies: vec![(0, policy)],
+            policies: ByEpoch::new(policy),
             schedule,
             epoch_policies: BTreeMap::new(),
             profile,
@@ -215,21 +215,21 @@ impl QuasarTracker {
 
     /// From `epoch` on (until a later change), bundles are certified under `policy`, the
     /// policy of the validator set that signs from that epoch (`Err(reason)`: that set has no
-    /// policy, and its bundles are not tracked). A change at an epoch already given replaces it.
-    pub fn change_policy_at(&mut self, epoch: u64, policy: Result<Arc<CertPolicy>, String>) {
-        let at = self.policies.partition_point(|(first, _)| *first < epoch);
-        match self.policies.get_mut(at) {
-            Some(entry) if entry.0 == epoch => entry.1 = policy,
-            _ => self.policies.insert(at, (epoch, policy)),
-        }
+    /// policy, and its bundles are not tracked). Errors: [`SetChangeError::OutOfOrder`] unless
+    /// `epoch` is above every earlier change's.
+    pub fn change_policy_at(
+        &mut self,
+        epoch: u64,
+        policy: Result<Arc<CertPolicy>, String>,
+    ) -> Result<(), SetChangeError> {
+        self.policies.change_at(epoch, policy)?;
         self.epoch_policies.clear();
+        Ok(())
     }
 
     /// The policy (or why there is none) of the validator set that signs `epoch`.
     fn set_policy(&self, epoch: u64) -> &Result<Arc<CertPolicy>, String> {
-        let after = self.policies.partition_point(|(first, _)| *first <= epoch);
-        // The first entry is epoch 0's, so one is at or below any epoch.
-        &self.policies[after.saturating_sub(1)].1
+        self.policies.at(epoch)
     }
 
     /// The policy of the epoch that decides `height`, or why there is none.

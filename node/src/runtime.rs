@@ -370,7 +370,9 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         cert_verifier,
     );
     for (epoch, policy) in policies {
-        tracker.change_policy_at(epoch, policy);
+        tracker
+            .change_policy_at(epoch, policy)
+            .map_err(|e| NodeError::Other(format!("certificate policies: {e}")))?;
     }
     let quasar_height = store.quasar_tip()?.unwrap_or(0);
     let (quasar, quasar_rx) = QuasarHandle::channel();

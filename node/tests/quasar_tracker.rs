@@ -322,7 +322,8 @@ fn a_set_change_certifies_later_bundles_under_the_new_sets_policy() {
     .unwrap();
     let tracker_for = |old: &Fixture, new: &Fixture| {
         let mut t = tracker_with(old, schedule);
-        t.change_policy_at(2, Ok(Arc::new(new.policy().clone())));
+        t.change_policy_at(2, Ok(Arc::new(new.policy().clone())))
+            .unwrap();
         t
     };
     let certified = |events: &[QuasarEvent]| {
@@ -348,7 +349,9 @@ fn a_set_change_certifies_later_bundles_under_the_new_sets_policy() {
     }
     let cert = own_finalization_in(&mut old, 5, 2);
     assert!(!certified(&finalize(&mut stale, 5, &cert, 0)));
-    stale.change_policy_at(4, Err("no keys for the set of epoch 4".into()));
+    stale
+        .change_policy_at(4, Err("no keys for the set of epoch 4".into()))
+        .unwrap();
     assert!(stale.tracking_at(5) && !stale.tracking_at(9));
     assert_eq!(
         stale.unavailable_at(9).as_deref(),

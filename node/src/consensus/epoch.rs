@@ -163,21 +163,65 @@ pub enum SetChangeError {
     UnknownEpoch(u64),
 }
 
+/// A value that changes at epoch boundaries: one from epoch 0, each later one from its first
+/// epoch on, until the next (a validator set; the certificate policy of a set).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ByEpoch<T> {
+    /// (first epoch, value), increasing; the first entry is epoch 0's.
+    changes: Vec<(u64, T)>,
+}
+
+impl<T> ByEpoch<T> {
+    /// `value` for every epoch.
+    pub fn new(value: T) -> ByEpoch<T> {
+        ByEpoch {
+            changes: vec![(0, value)],
+        }
+    }
+
+    /// The first epoch of the last change (0 without changes).
+    pub fn last_epoch(&self) -> u64 {
+        self.changes.last().map_or(0, |(first, _)| *first)
+    }
+
+    /// `value` from `epoch` on. Errors: [`SetChangeError::OutOfOrder`] unless `epoch` is above
+    /// every earlier change's.
+    pub fn change_at(&mut self, epoch: u64, value: T) -> Result<(), SetChangeError> {
+        let previous = self.last_epoch();
+        if epoch <= previous {
+            return Err(SetChangeError::OutOfOrder { epoch, previous });
+        }
+        self.changes.push((epoch, value));
+        Ok(())
+    }
+
+    /// The value of `epoch`: the last change at or before it.
+    pub fn at(&self, epoch: u64) -> &T {
+        let after = self.changes.partition_point(|(first, _)| *first <= epoch);
+        // `changes[0]` starts at epoch 0, so at least one entry is at or below any epoch.
+        &self.changes[after.saturating_sub(1)].1
+    }
+
+    /// Every value with its first epoch, increasing.
+    pub fn changes(&self) -> impl Iterator<Item = (u64, &T)> {
+        self.changes.iter().map(|(first, value)| (*first, value))
+    }
+}
+
 /// The validator set of every epoch: the genesis set from epoch 0, replaced from each scheduled
 /// change's first epoch on (DESIGN.md §6). Sets change only at epoch boundaries: epoch `e`'s
 /// boundary block is finalized by epoch `e`'s set, and epoch `e + 1`'s core starts from it with
 /// epoch `e + 1`'s set, so no certificate mixes two sets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EpochSets {
-    /// (first epoch, members), increasing; the first entry is epoch 0's.
-    changes: Vec<(u64, Arc<EpochMembers>)>,
+    sets: ByEpoch<Arc<EpochMembers>>,
 }
 
 impl EpochSets {
     /// One set for every epoch.
     pub fn fixed(members: EpochMembers) -> EpochSets {
         EpochSets {
-            changes: vec![(0, Arc::new(members))],
+            sets: ByEpoch::new(Arc::new(members)),
         }
     }
 
@@ -190,29 +234,20 @@ impl EpochSets {
         epoch: u64,
         members: EpochMembers,
     ) -> Result<(), SetChangeError> {
-        let previous = self.changes.last().map_or(0, |(first, _)| *first);
-        if epoch <= previous {
-            return Err(SetChangeError::OutOfOrder { epoch, previous });
-        }
-        if !schedule.contains(epoch) {
+        if epoch > self.sets.last_epoch() && !schedule.contains(epoch) {
             return Err(SetChangeError::UnknownEpoch(epoch));
         }
-        self.changes.push((epoch, Arc::new(members)));
-        Ok(())
+        self.sets.change_at(epoch, Arc::new(members))
     }
 
     /// The members of `epoch`.
     pub fn at(&self, epoch: u64) -> &Arc<EpochMembers> {
-        let after = self.changes.partition_point(|(first, _)| *first <= epoch);
-        // `changes[0]` starts at epoch 0, so at least one entry is at or below any epoch.
-        &self.changes[after.saturating_sub(1)].1
+        self.sets.at(epoch)
     }
 
     /// Every set with its first epoch, increasing.
     pub fn changes(&self) -> impl Iterator<Item = (u64, &Arc<EpochMembers>)> {
-        self.changes
-            .iter()
-            .map(|(first, members)| (*first, members))
+        self.sets.changes()
     }
 }
 

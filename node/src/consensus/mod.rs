@@ -71,7 +71,7 @@ pub use self::core::{
     Action, Checkpoint, Core, CoreConfig, Evidence, EvidenceKind, FinalizedBlock, Input,
     ProposalSlot, TimerKind, Tip,
 };
-pub use epoch::{EpochMembers, EpochSchedule, EpochSets, SetChangeError};
+pub use epoch::{ByEpoch, EpochMembers, EpochSchedule, EpochSets, SetChangeError};
 pub use leader::leader;
 pub use verify::{
     BlockLimits, VerifiedCertificate, VerifiedProposal, VerifiedVote, Verifier, VerifyError,
