@@ -235,6 +235,8 @@ pub struct Ceremony<S: Scheme> {
     chain_id: u64,
     epoch: u64,
     bundle_size: u64,
+    /// The last height whose bundle these ceremonies sign (the key's validator set ends there).
+    last_height: u64,
     bundles: BTreeMap<u64, Bundle<S::State>>,
     /// The latest time the caller gave, µs.
     now_us: u64,
@@ -251,6 +253,7 @@ impl<S: Scheme> Ceremony<S> {
             chain_id,
             epoch,
             bundle_size: bundle_size.max(1),
+            last_height: u64::MAX,
             bundles: BTreeMap::new(),
             now_us: 0,
         }
@@ -269,6 +272,13 @@ impl<S: Scheme> Ceremony<S> {
         }
         self.members = members;
         Ok(self)
+    }
+
+    /// The same ceremonies for the bundles closing up to `last_height` only (where the key's
+    /// validator set hands over to the next): round 1 is not run ahead past it.
+    pub fn until(mut self, last_height: u64) -> Self {
+        self.last_height = last_height;
+        self
     }
 
     /// The session id of `attempt` for the bundle closing at `height`.
@@ -309,7 +319,7 @@ impl<S: Scheme> Ceremony<S> {
 
     /// The bundle closing at `height` closed with `digest`: starts (or continues) its attempt 0,
     /// and for a scheme whose round 1 does not need the digest, runs round 1 ahead for the next
-    /// bundle (closing at `height` + k).
+    /// bundle (closing at `height` + k) unless that is past [`Ceremony::until`].
     pub fn on_closed(
         &mut self,
         height: u64,
@@ -321,8 +331,8 @@ impl<S: Scheme> Ceremony<S> {
         self.now_us = self.now_us.max(now_us);
         self.bundle(height, now_us).digest = Some(digest);
         self.ensure_session(height, 0, claim, &mut actions);
-        if S::ROUND1_WITHOUT_MESSAGE {
-            let next = height.saturating_add(self.bundle_size);
+        let next = height.saturating_add(self.bundle_size);
+        if S::ROUND1_WITHOUT_MESSAGE && next <= self.last_height {
             self.bundle(next, now_us);
             self.ensure_session(next, 0, claim, &mut actions);
         }

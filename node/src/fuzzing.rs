@@ -17,7 +17,7 @@
 //! - [`genesis_json`], [`node_toml`], [`guard_file`]: operator files never panic their parsers.
 //! - [`rollup_signature`]: the rollup signature collector agrees with FIPS 204 on peer bytes.
 
-use crate::config::{GenesisFile, NodeConfig};
+use crate::config::{GenesisFile, NodeConfig, SecretKeyFile};
 use crate::consensus::{
     Action, BlockLimits, Core, CoreConfig, EpochSchedule, Input, ProposalSlot, TimerKind, Tip,
     Verifier,
@@ -333,6 +333,17 @@ pub fn genesis_json(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {
         if let Ok(file) = GenesisFile::from_json(text) {
             let _ = file.check();
+        }
+    }
+}
+
+/// Any text as a secret key file (`validator.key.json`): parsing and decoding every threshold
+/// key share in it (the genesis set's and each `set_shares` entry's) returns the shares or an
+/// error, never panics.
+pub fn secret_key_json(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        if let Ok(file) = SecretKeyFile::from_json(text) {
+            let _ = file.dealt();
         }
     }
 }

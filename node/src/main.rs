@@ -64,7 +64,8 @@ enum Command {
         /// The genesis file to complete (rewritten in place).
         #[arg(long)]
         genesis: PathBuf,
-        /// Key directories of the genesis validators, in validator index order.
+        /// Key directories of every validator of the genesis, in roster order: the genesis
+        /// validators in index order, then each validator change's newcomers in theirs.
         #[arg(long, num_args = 1.., required = true)]
         validators: Vec<PathBuf>,
     },
@@ -132,6 +133,13 @@ enum Command {
         /// (smaller signatures, about 5 s of one core to sign).
         #[arg(long, default_value = "192f", value_parser = parse_magnetar_set)]
         slhdsa_set: ParameterSet,
+        /// A validator set from an epoch on, EPOCH:V,V,… with validators numbered 0 to N − 1
+        /// (repeat the flag: the first for epoch 0, then each change by increasing epoch,
+        /// e.g. `--validator-set 0:0,1,2,3 --validator-set 2:1,2,3,4`); needs
+        /// `--epoch-length`. Each set gets its own threshold keys. Default: every validator in
+        /// every epoch.
+        #[arg(long = "validator-set", value_parser = testnet::parse_validator_set)]
+        validator_sets: Vec<(u64, Vec<usize>)>,
     },
     /// Generate Groth16 keys of the ML-DSA-65 rollup for N validators and T signatures per
     /// proof into DIR (rollup.pk, rollup.vk.json). A single-party setup: fine for testnets, not
@@ -299,25 +307,33 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 .profile
                 .parse()
                 .map_err(|e| format!("genesis profile: {e}"))?;
-            let legs = profile.legs();
-            let which = quasar_node::config::Dealt {
-                corona: legs.contains(&quasar_wire::LegKind::Corona),
-                pulsar: legs.contains(&quasar_wire::LegKind::Pulsar),
-            };
+            let which = quasar_node::config::Dealt::for_profile(profile);
             if !which.corona && !which.pulsar {
                 return Err(format!(
                     "profile {} has no threshold leg: nothing to deal",
                     genesis.profile
                 ));
             }
-            if genesis.corona_group_key.is_some() || genesis.pulsar_group_key.is_some() {
+            let dealt_before = genesis.corona_group_key.is_some()
+                || genesis.pulsar_group_key.is_some()
+                || genesis
+                    .validator_changes
+                    .iter()
+                    .any(|c| c.corona_group_key.is_some() || c.pulsar_group_key.is_some());
+            if dealt_before {
                 return Err(format!(
                     "{} already has threshold group keys; refusing to deal again",
                     path.display()
                 ));
             }
-            quasar_node::config::deal(&validators, &mut genesis, which, &mut rand::rngs::OsRng)
-                .map_err(|e| e.to_string())?;
+            quasar_node::config::deal(
+                &validators,
+                &mut genesis,
+                which,
+                quasar_node::config::Existing::Refuse,
+                &mut rand::rngs::OsRng,
+            )
+            .map_err(|e| e.to_string())?;
             let checked = genesis.clone().check().map_err(|e| e.to_string())?;
             genesis.save(&path).map_err(|e| e.to_string())?;
             eprintln!(
@@ -394,6 +410,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             rollup_provers,
             epoch_length,
             slhdsa_set,
+            validator_sets,
         } => {
             let binary = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
             let opts = TestnetOptions {
@@ -408,6 +425,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 rollup_provers,
                 epoch_length,
                 magnetar_set: slhdsa_set,
+                validator_sets,
             };
             let report = runtime()?.block_on(async {
                 tokio::select! {

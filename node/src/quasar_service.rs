@@ -42,7 +42,7 @@ use quasar_crypto::magnetar;
 use quasar_crypto::mldsa::{self, MlDsa65};
 use quasar_crypto::rollup::circuit::ROLLUP_CONTEXT;
 use quasar_lanes::magnetar::MagnetarLeg;
-use quasar_lanes::CERT_CONTEXT;
+use quasar_lanes::{ValidatorSet, CERT_CONTEXT};
 use quasar_storage::Store;
 use quasar_wire::{
     decode, Certificate, LaneKind, LaneMessage, LegKind, Message, MessageRef, QuasarCert,
@@ -52,12 +52,13 @@ use rand::rngs::OsRng;
 use serde_json::{json, Map, Value};
 
 use crate::ceremony::{Action, Ceremony, CoronaParty, PulsarParty, Scheme};
+use crate::consensus::epoch::ByEpoch;
 use crate::metrics::LegLabel;
 use crate::quasar::{
     BundleStatus, FinalizedInfo, LegRefused, QuasarEvent, QuasarTracker, QuorumCollector,
     MAX_PENDING_BUNDLES,
 };
-use crate::rollup_job::{ProverEvent, WindowProver};
+use crate::rollup_job::{ProverEvent, RollupSet, WindowProver};
 use crate::runtime::{now_us, Shared};
 
 /// Finalized blocks the service may lag behind before events are dropped.
@@ -173,20 +174,44 @@ impl QuasarHandle {
 
 /// This validator's part in producing legs.
 pub struct Contributor {
-    /// Its validator index.
+    /// Its roster position: its network identity, the sender of its lane messages.
     pub index: u32,
     /// Its SLH-DSA key (Magnetar); [`spawn`] hands it to the Magnetar signing thread.
     pub slhdsa: Option<magnetar::SecretKey>,
-    /// Every validator's SLH-DSA public key, by index (to check peers' signatures).
-    pub slhdsa_keys: Vec<magnetar::PublicKey>,
-    /// Corona signing rounds, when the profile has a Corona leg and the epoch a Corona key.
-    pub corona: Option<Ceremony<CoronaParty>>,
-    /// Pulsar signing rounds, when the profile has a Pulsar leg and this node the full group key.
-    pub pulsar: Option<Ceremony<PulsarParty>>,
     /// Its ML-DSA-65 identity key (signatures for the Groth16 rollup).
     pub mldsa: mldsa::SecretKey<MlDsa65>,
-    /// The rollup prover, when the profile has a Groth16 leg and this node a proving key.
+    /// The rollup prover, when the profile has a Groth16 leg and this node a proving key; it
+    /// proves the windows of the sets whose [`SetContributor::rollup`] is given.
     pub rollup: Option<WindowProver>,
+    /// Its part in each validator set's epochs, by the set's first epoch.
+    pub sets: ByEpoch<SetContributor>,
+}
+
+/// A validator's part in the legs of the bundles of one validator set's epochs. Peers are
+/// known by roster position; a set's threshold keys, Magnetar quorum and rollup signatures
+/// count validators by index in the set, which [`SetContributor::members`] translates.
+pub struct SetContributor {
+    /// The roster position of each validator of the set, by index in the set.
+    pub members: Vec<u32>,
+    /// The set (stakes for the Magnetar quorum).
+    pub validators: Arc<ValidatorSet>,
+    /// Every validator's SLH-DSA public key, by index in the set (to check peers' signatures).
+    pub slhdsa_keys: Vec<magnetar::PublicKey>,
+    /// Corona signing rounds, when the profile has a Corona leg and the set a Corona key (its
+    /// parties are played by the members' roster positions).
+    pub corona: Option<Ceremony<CoronaParty>>,
+    /// Pulsar signing rounds, when the profile has a Pulsar leg, the set a Pulsar key and this
+    /// node the full group key.
+    pub pulsar: Option<Ceremony<PulsarParty>>,
+    /// The set as the rollup proves for it, when this node's rollup prover serves it.
+    pub rollup: Option<RollupSet>,
+}
+
+impl SetContributor {
+    /// The index in the set of the validator at roster position `peer`, if it is a member.
+    fn index_of(&self, peer: u32) -> Option<usize> {
+        self.members.iter().position(|&m| m == peer)
+    }
 }
 
 /// Starts the service thread over `shared` (its tracker, store, metrics and network), reading
@@ -406,11 +431,13 @@ impl Service<'_> {
         self.magnetar
             .retain(|height| tracker.awaiting(height, LegKind::Magnetar).is_some());
         let closed = self.closed;
-        if let Some(c) = self.me.corona.as_mut() {
-            c.retain(|h| h > closed || tracker.awaiting(h, LegKind::Corona).is_some());
-        }
-        if let Some(c) = self.me.pulsar.as_mut() {
-            c.retain(|h| h > closed || tracker.awaiting(h, LegKind::Pulsar).is_some());
+        for set in self.me.sets.values_mut() {
+            if let Some(c) = set.corona.as_mut() {
+                c.retain(|h| h > closed || tracker.awaiting(h, LegKind::Corona).is_some());
+            }
+            if let Some(c) = set.pulsar.as_mut() {
+                c.retain(|h| h > closed || tracker.awaiting(h, LegKind::Pulsar).is_some());
+            }
         }
         if let Some(r) = self.me.rollup.as_mut() {
             r.retain(|h| tracker.awaiting(h, LegKind::Groth16).is_some());
@@ -423,13 +450,14 @@ impl Service<'_> {
         let mut claim = |h: u64, id: &[u8; 32]| claim_session(store, h, id);
         let now = now_us();
         let mut actions = Vec::new();
-        if let Some(c) = self.me.corona.as_mut() {
+        let set = self.me.sets.at_mut(self.shared.schedule.epoch_of(height));
+        if let Some(c) = set.corona.as_mut() {
             actions.push((
                 LegKind::Corona,
                 c.on_closed(height, digest, now, &mut claim),
             ));
         }
-        if let Some(c) = self.me.pulsar.as_mut() {
+        if let Some(c) = set.pulsar.as_mut() {
             actions.push((
                 LegKind::Pulsar,
                 c.on_closed(height, digest, now, &mut claim),
@@ -447,11 +475,13 @@ impl Service<'_> {
         let mut claim = |h: u64, id: &[u8; 32]| claim_session(store, h, id);
         let now = now_us();
         let mut actions = Vec::new();
-        if let Some(c) = self.me.corona.as_mut() {
-            actions.push((LegKind::Corona, c.on_tick(now, &mut claim)));
-        }
-        if let Some(c) = self.me.pulsar.as_mut() {
-            actions.push((LegKind::Pulsar, c.on_tick(now, &mut claim)));
+        for set in self.me.sets.values_mut() {
+            if let Some(c) = set.corona.as_mut() {
+                actions.push((LegKind::Corona, c.on_tick(now, &mut claim)));
+            }
+            if let Some(c) = set.pulsar.as_mut() {
+                actions.push((LegKind::Pulsar, c.on_tick(now, &mut claim)));
+            }
         }
         actions
             .into_iter()
@@ -471,13 +501,14 @@ impl Service<'_> {
             payload,
             ..
         } = message;
+        let set = self.me.sets.at_mut(self.shared.schedule.epoch_of(height));
         let result = if CoronaParty::KINDS.contains(&kind) {
-            self.me.corona.as_mut().map(|c| {
+            set.corona.as_mut().map(|c| {
                 let r = c.on_message(now, height, from, kind, &session, payload, &mut claim);
                 (LegKind::Corona, r)
             })
         } else {
-            self.me.pulsar.as_mut().map(|c| {
+            set.pulsar.as_mut().map(|c| {
                 let r = c.on_message(now, height, from, kind, &session, payload, &mut claim);
                 (LegKind::Pulsar, r)
             })
@@ -566,6 +597,12 @@ impl Service<'_> {
         {
             return;
         }
+        let set = self.me.sets.at(self.shared.schedule.epoch_of(height));
+        // Only the set's validators sign its rollup.
+        let Some(index) = set.index_of(self.me.index) else {
+            return;
+        };
+        let rollup = set.rollup.clone();
         let signature = match self.me.mldsa.sign(digest, ROLLUP_CONTEXT, &mut OsRng) {
             Ok(s) => s.as_bytes().to_vec(),
             Err(error) => {
@@ -580,9 +617,9 @@ impl Service<'_> {
             [0; 32],
             signature.clone(),
         );
-        if let Some(prover) = self.me.rollup.as_mut() {
-            prover.open(height, *digest);
-            if let Err(error) = prover.add(height, self.me.index as usize, &signature) {
+        if let (Some(prover), Some(rollup)) = (self.me.rollup.as_mut(), rollup) {
+            prover.open(height, *digest, &rollup);
+            if let Err(error) = prover.add(height, index, &signature) {
                 tracing::error!(height, %error, "own rollup signature refused");
             }
         }
@@ -590,10 +627,20 @@ impl Service<'_> {
 
     /// A peer's rollup signature: checked and collected when this validator proves.
     fn peer_rollup(&mut self, from: u32, height: u64, signature: &[u8]) {
+        let set = self.me.sets.at(self.shared.schedule.epoch_of(height));
+        let Some(index) = set.index_of(from) else {
+            self.shared.metrics.invalid_messages.inc();
+            tracing::debug!(
+                from,
+                height,
+                "rollup signature from outside the bundle's set"
+            );
+            return;
+        };
         let Some(prover) = self.me.rollup.as_mut() else {
             return;
         };
-        if let Err(error) = prover.add(height, from as usize, signature) {
+        if let Err(error) = prover.add(height, index, signature) {
             self.shared.metrics.invalid_messages.inc();
             tracing::warn!(from, height, %error, "rollup signature refused");
         }
@@ -650,9 +697,16 @@ impl Service<'_> {
     /// Hands the bundle to the Magnetar signing thread; the signature comes back as
     /// [`Input::OwnMagnetar`].
     fn contribute_magnetar(&mut self, height: u64, digest: &Hash) -> Vec<QuasarEvent> {
-        if self
-            .tracker(|t| t.awaiting(height, LegKind::Magnetar))
-            .is_none()
+        let member = self
+            .me
+            .sets
+            .at(self.shared.schedule.epoch_of(height))
+            .index_of(self.me.index)
+            .is_some();
+        if !member
+            || self
+                .tracker(|t| t.awaiting(height, LegKind::Magnetar))
+                .is_none()
         {
             return Vec::new();
         }
@@ -680,7 +734,11 @@ impl Service<'_> {
             [0; 32],
             signature.as_bytes().to_vec(),
         );
-        self.add_magnetar(height, self.me.index as usize, signature)
+        let set = self.me.sets.at(self.shared.schedule.epoch_of(height));
+        match set.index_of(self.me.index) {
+            Some(index) => self.add_magnetar(height, index, signature),
+            None => Vec::new(),
+        }
     }
 
     fn broadcast(&self, height: u64, kind: LaneKind, leg: u8, session: [u8; 32], payload: Vec<u8>) {
@@ -806,14 +864,13 @@ impl Service<'_> {
     /// buffer with made-up sessions), every other message's is all zero.
     fn plausible_session(&self, message: &LaneMessage) -> bool {
         let (height, session) = (message.height, &message.session);
+        let set = self.me.sets.at(self.shared.schedule.epoch_of(height));
         if CoronaParty::KINDS.contains(&message.kind) {
-            self.me
-                .corona
+            set.corona
                 .as_ref()
                 .is_some_and(|c| c.is_early_session(height, session))
         } else if PulsarParty::KINDS.contains(&message.kind) {
-            self.me
-                .pulsar
+            set.pulsar
                 .as_ref()
                 .is_some_and(|c| c.is_early_session(height, session))
         } else {
@@ -825,13 +882,23 @@ impl Service<'_> {
         self.tracker(|t| t.bundle_size()).max(1)
     }
 
-    /// A peer's Magnetar signature on a waiting bundle: checked against its genesis key.
+    /// A peer's Magnetar signature on a waiting bundle: checked against its key in the
+    /// bundle's set.
     fn peer_magnetar(&mut self, from: u32, height: u64, bytes: &[u8]) -> Vec<QuasarEvent> {
         let Some((_, digest)) = self.tracker(|t| t.awaiting(height, LegKind::Magnetar)) else {
             return Vec::new();
         };
-        let index = from as usize;
-        let Some(key) = self.me.slhdsa_keys.get(index) else {
+        let set = self.me.sets.at(self.shared.schedule.epoch_of(height));
+        let Some((index, key)) = set
+            .index_of(from)
+            .and_then(|i| Some((i, set.slhdsa_keys.get(i)?)))
+        else {
+            self.shared.metrics.invalid_messages.inc();
+            tracing::debug!(
+                from,
+                height,
+                "Magnetar signature from outside the bundle's set"
+            );
             return Vec::new();
         };
         let checked = magnetar::Signature::from_bytes(key.parameter_set(), bytes)
@@ -853,14 +920,18 @@ impl Service<'_> {
         index: usize,
         signature: magnetar::Signature,
     ) -> Vec<QuasarEvent> {
-        let Some(quorum) = self
-            .magnetar
-            .add(&self.shared.validator_set, height, index, signature)
-        else {
+        let validators = Arc::clone(
+            &self
+                .me
+                .sets
+                .at(self.shared.schedule.epoch_of(height))
+                .validators,
+        );
+        let Some(quorum) = self.magnetar.add(&validators, height, index, signature) else {
             return Vec::new();
         };
         self.produced(height, LegKind::Magnetar);
-        let leg = match MagnetarLeg::new(self.shared.validator_set.len(), quorum) {
+        let leg = match MagnetarLeg::new(validators.len(), quorum) {
             Ok(leg) => leg.encode(),
             Err(error) => {
                 tracing::error!(height, %error, "Magnetar leg does not assemble");

@@ -43,7 +43,7 @@ use quasar_crypto::rollup::prover::{
     ProverError, ProvingKey,
 };
 use quasar_lanes::cert::{encode_groth16_leg, RollupKey};
-use quasar_lanes::groth16::Proof as LegProof;
+use quasar_lanes::groth16::{Proof as LegProof, VerifyingKey};
 use rand::rngs::OsRng;
 use thiserror::Error;
 use tokio::sync::mpsc;
@@ -169,6 +169,16 @@ impl WindowCollector {
             statement,
         ))
     }
+}
+
+/// One validator set as the rollup proves for it: its validators in the order h_x commits to,
+/// and its rollup key.
+#[derive(Clone, Debug)]
+pub struct RollupSet {
+    /// Expanded ML-DSA-65 keys and stakes, by index in the set.
+    pub validators: Arc<[Validator]>,
+    /// The set's verifying key and h_x.
+    pub key: RollupKey,
 }
 
 /// A circuit to prove for window number `window`.
@@ -389,30 +399,35 @@ type Loaded = Result<AsyncProver<RollupCircuit>, String>;
 /// The key (gigabytes) loads on its own thread, so the node starts at once; signatures are
 /// collected meanwhile, and the newest ready window is proved when the key is ready. A key
 /// whose verifying key is not the genesis's is refused then ([`ProverEvent::KeyRefused`]).
+///
+/// Each window is proved for its own validator set ([`RollupSet`], given when it opens): one
+/// proving key serves every set of its shape (validator count and signature slots) whose
+/// verifying key is the key's.
 pub struct WindowProver {
     shape: Shape,
-    validators: Arc<[Validator]>,
-    h_x: Fr,
+    /// The verifying key of the proving key.
+    verifying_key: VerifyingKey,
     collectors: BTreeMap<u64, WindowCollector>,
-    /// Windows handed to the prover, with their digests.
-    submitted: BTreeMap<u64, [u8; 32]>,
+    /// Windows handed to the prover, with their digests and their sets' h_x.
+    submitted: BTreeMap<u64, ([u8; 32], Fr)>,
+    /// The h_x of each open window's set.
+    commitments: BTreeMap<u64, Fr>,
     prover: Option<AsyncProver<RollupCircuit>>,
     loading: Option<std::sync::mpsc::Receiver<Loaded>>,
     results: mpsc::Receiver<ProofOutcome>,
 }
 
 impl WindowProver {
-    /// Checks the header of the proving key at `path` against `validators` (the genesis set, in
-    /// h_x order) and ML-DSA-65, then starts loading the key on its own thread; the loaded key
-    /// must have the verifying key of `rollup` (the genesis's, whose h_x the legs carry). Proofs
-    /// run on `backend`.
+    /// Checks the header of the proving key at `path` against `set` (a validator set this
+    /// validator proves for) and ML-DSA-65, then starts loading the key on its own thread; the
+    /// loaded key must have `set`'s verifying key. Proofs run on `backend`.
     /// Errors: [`ProverSetupError`]; a thread the OS refuses is reported as a key error.
     pub fn start(
         path: &Path,
-        validators: Vec<Validator>,
-        rollup: &RollupKey,
+        set: &RollupSet,
         backend: Arc<dyn BatchArithmetic>,
     ) -> Result<WindowProver, ProverSetupError> {
+        let validators = &set.validators;
         let key_error = |source| ProverSetupError::Key {
             path: path.to_path_buf(),
             source,
@@ -436,12 +451,10 @@ impl WindowProver {
                 ),
             });
         }
-        let validators: Arc<[Validator]> = validators.into();
-        let h_x = rollup.h_x;
         let (results_tx, results) = mpsc::channel(4);
         let (loaded_tx, loading) = std::sync::mpsc::sync_channel(1);
         let file = open()?;
-        let expected = rollup.verifying_key.as_ark().clone();
+        let expected = set.key.verifying_key.as_ark().clone();
         let shown = path.display().to_string();
         std::thread::Builder::new()
             .name("rollup-key-loader".into())
@@ -464,30 +477,39 @@ impl WindowProver {
             .map_err(|e| key_error(ProverError::Io(e)))?;
         Ok(WindowProver {
             shape,
-            validators,
-            h_x,
+            verifying_key: set.key.verifying_key.clone(),
             collectors: BTreeMap::new(),
             submitted: BTreeMap::new(),
+            commitments: BTreeMap::new(),
             prover: None,
             loading: Some(loading),
             results,
         })
     }
 
-    /// Opens window `window` (a bundle waiting for its Groth16 leg) with round digest `digest`.
-    /// Opening an open, submitted or older-than-proving window does nothing.
-    pub fn open(&mut self, window: u64, digest: [u8; 32]) {
+    /// Whether this prover's key can prove windows of `set`: the set has the key's shape and
+    /// verifying key (the one [`WindowProver::start`] was given).
+    pub fn serves(&self, set: &RollupSet) -> bool {
+        set.validators.len() == self.shape.validators
+            && set.key.verifying_key.as_ark() == self.verifying_key.as_ark()
+    }
+
+    /// Opens window `window` (a bundle waiting for its Groth16 leg) with round digest `digest`,
+    /// signed by the validators of `set` (see [`WindowProver::serves`]). Opening an open,
+    /// submitted or older-than-proving window does nothing; a set of another size is not
+    /// opened (logged).
+    pub fn open(&mut self, window: u64, digest: [u8; 32], set: &RollupSet) {
         if !self.is_active()
             || self.collectors.contains_key(&window)
             || self.submitted.contains_key(&window)
         {
             return;
         }
-        match WindowCollector::new(self.shape, Arc::clone(&self.validators), window, digest) {
+        match WindowCollector::new(self.shape, Arc::clone(&set.validators), window, digest) {
             Ok(collector) => {
                 self.collectors.insert(window, collector);
+                self.commitments.insert(window, set.key.h_x);
             }
-            // Unreachable: `start` checked the set against the shape.
             Err(error) => tracing::error!(window, %error, "rollup window not opened"),
         }
     }
@@ -535,13 +557,16 @@ impl WindowProver {
             return;
         };
         let digest = collector.digest;
+        let Some(h_x) = self.commitments.remove(&window) else {
+            return;
+        };
         match collector.into_request() {
             Ok((request, _)) => match prover.submit(request) {
                 Submitted::Stale => {
                     tracing::debug!(window, "rollup window older than the one being proved");
                 }
                 Submitted::Queued => {
-                    self.submitted.insert(window, digest);
+                    self.submitted.insert(window, (digest, h_x));
                 }
                 Submitted::Replaced(older) => {
                     tracing::debug!(
@@ -550,7 +575,7 @@ impl WindowProver {
                         "rollup window replaces one still waiting to be proved"
                     );
                     self.submitted.remove(&older);
-                    self.submitted.insert(window, digest);
+                    self.submitted.insert(window, (digest, h_x));
                 }
             },
             Err(error) => tracing::error!(window, %error, "rollup witness refused"),
@@ -571,6 +596,7 @@ impl WindowProver {
                 Ok(Err(reason)) => {
                     self.loading = None;
                     self.collectors.clear();
+                    self.commitments.clear();
                     events.push(ProverEvent::KeyRefused(reason));
                 }
                 Err(std::sync::mpsc::TryRecvError::Empty) => {}
@@ -581,7 +607,7 @@ impl WindowProver {
             }
         }
         while let Ok(outcome) = self.results.try_recv() {
-            let Some(digest) = self.submitted.remove(&outcome.window) else {
+            let Some((digest, h_x)) = self.submitted.remove(&outcome.window) else {
                 continue;
             };
             events.push(
@@ -592,7 +618,7 @@ impl WindowProver {
                         let proof = LegProof::from_ark(&proof).map_err(|e| e.to_string())?;
                         Ok(ProvedLeg {
                             window: outcome.window,
-                            body: encode_groth16_leg(&proof, &digest, &self.h_x),
+                            body: encode_groth16_leg(&proof, &digest, &h_x),
                             timings,
                         })
                     }) {
@@ -615,5 +641,7 @@ impl WindowProver {
     /// Keeps the open windows for which `keep` holds (those still waiting for the leg).
     pub fn retain(&mut self, mut keep: impl FnMut(u64) -> bool) {
         self.collectors.retain(|&w, _| keep(w));
+        let collectors = &self.collectors;
+        self.commitments.retain(|w, _| collectors.contains_key(w));
     }
 }

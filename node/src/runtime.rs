@@ -17,8 +17,10 @@
 use crate::api;
 use crate::ceremony::{Ceremony, CoronaParty, PulsarParty};
 use crate::config::{
-    self, load_keys, ConfigError, Genesis, GenesisFile, GenesisValidator, NodeConfig,
+    self, load_keys, CheckedSet, ConfigError, DealtShares, Genesis, GenesisFile, GenesisValidator,
+    NodeConfig,
 };
+use crate::consensus::epoch::ByEpoch;
 use crate::consensus::{
     BlockLimits, CoreConfig, EpochSchedule, Evidence, Input, ProposalSlot, TimerKind, Verifier,
 };
@@ -27,8 +29,8 @@ use crate::mempool::{Mempool, MempoolLimits};
 use crate::metrics::{KeyCacheMetrics, NodeMetrics};
 use crate::p2p::{Inbound, Network, NetworkConfig, P2pMetrics, PeerInfo};
 use crate::quasar::QuasarTracker;
-use crate::quasar_service::{self, Contributor, Finalized, QuasarHandle};
-use crate::rollup_job::WindowProver;
+use crate::quasar_service::{self, Contributor, Finalized, QuasarHandle, SetContributor};
+use crate::rollup_job::{RollupSet, WindowProver};
 use crate::signer::{SignError, VoteSigner};
 use crate::sync::{checkpoint_inputs, serve, MAX_SYNC_BLOCKS};
 use prometheus_client::registry::Registry;
@@ -36,7 +38,6 @@ use quasar_crypto::accel::CpuBackend;
 use quasar_crypto::bls_cache::PublicKeyCache;
 use quasar_crypto::hash::{tagged_hash, Hash};
 use quasar_lanes::cert::CertVerifier;
-use quasar_lanes::ValidatorSet;
 use quasar_storage::{SigningGuard, SledStore, Store};
 use quasar_wire::{decode, tx_hash, LegKind, Message, MessageRef, SyncRequest, TxBatch};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -128,8 +129,6 @@ pub struct Shared {
     pub sign_samples: Mutex<BTreeMap<String, VecDeque<f64>>>,
     /// The Quasar finality service's input.
     pub quasar_tx: QuasarHandle,
-    /// The genesis validator set (the Magnetar leg's signer indices).
-    pub validator_set: Arc<ValidatorSet>,
     /// Every epoch's validator set.
     pub sets: crate::consensus::EpochSets,
     /// This validator's BLS public key (its index in an epoch's set is found by it).
@@ -231,7 +230,6 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     let guard = SigningGuard::open(&cfg.data_dir, &owner)?;
     let guard_view = guard.highest_view();
     let chain_id = genesis.file.chain_id;
-    let validators = Arc::new(genesis.validators.clone());
     let limits = BlockLimits {
         max_txs: cfg.max_block_txs,
         max_bytes: MAX_BLOCK_BYTES,
@@ -400,7 +398,6 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         leg_samples: Mutex::new(BTreeMap::new()),
         sign_samples: Mutex::new(BTreeMap::new()),
         quasar_tx: quasar.clone(),
-        validator_set: validators.clone(),
         sets: genesis.epoch_sets(),
         public_key,
     });
@@ -414,10 +411,8 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         Contributor {
             index: me,
             slhdsa: Some(keys.slhdsa),
-            slhdsa_keys: genesis.slhdsa_public_keys.clone(),
-            corona: corona_ceremony(&genesis, me, keys.corona),
-            pulsar: pulsar_ceremony(&genesis, me, keys.pulsar),
             mldsa: keys.mldsa,
+            sets: set_contributors(&genesis, &roster, me, keys.dealt, rollup.as_ref())?,
             rollup,
         },
         quasar_rx,
@@ -932,98 +927,217 @@ fn check_identity(
     Ok(())
 }
 
-/// The Corona ceremonies this node (validator `me`) runs: when the profile has a Corona leg and
-/// genesis a Corona group key. The share must be party `me`'s of the genesis key for this
-/// validator set with the dealt threshold; otherwise (or without a share) the node does not sign,
-/// says why, and still collects the rounds and combines the legs.
+/// This node's part in every validator set's legs ([`SetContributor`]): for each set of the
+/// genesis, the members' roster positions, the set's Magnetar keys, its Corona and Pulsar
+/// ceremonies ([`corona_ceremony`], [`pulsar_ceremony`], with this node's shares of that set
+/// from `dealt`) and, when `rollup` serves the set, the set as the rollup proves for it. `me`
+/// is this node's roster position and `roster` the roster. Errors: an ML-DSA-65 key the rollup
+/// cannot expand.
+fn set_contributors(
+    genesis: &Genesis,
+    roster: &[GenesisValidator],
+    me: u32,
+    mut dealt: BTreeMap<u64, DealtShares>,
+    rollup: Option<&WindowProver>,
+) -> Result<ByEpoch<SetContributor>, NodeError> {
+    let mut contributors: Option<ByEpoch<SetContributor>> = None;
+    let sets = genesis.sets();
+    let schedule = genesis.schedule();
+    // Where each set's epochs end: before the next set's first epoch.
+    let last_heights: Vec<u64> = sets
+        .iter()
+        .skip(1)
+        .map(|(_, next)| schedule.last_height(next.first_epoch.saturating_sub(1)))
+        .chain(std::iter::once(u64::MAX))
+        .collect();
+    for ((file, set), last_height) in sets.into_iter().zip(last_heights) {
+        let members: Vec<u32> = file
+            .iter()
+            .filter_map(|v| {
+                roster
+                    .iter()
+                    .position(|r| r.bls_public_key.eq_ignore_ascii_case(&v.bls_public_key))
+            })
+            .map(|p| p as u32)
+            .collect();
+        let index = members.iter().position(|&m| m == me);
+        let shares = dealt.remove(&set.first_epoch).unwrap_or_default();
+        let rollup_set = match (&set.keys.rollup, rollup) {
+            (Some(key), Some(prover)) if genesis.profile.legs().contains(&LegKind::Groth16) => {
+                let candidate = RollupSet {
+                    validators: set.rollup_validators(file)?.into(),
+                    key: key.clone(),
+                };
+                if prover.serves(&candidate) {
+                    Some(candidate)
+                } else {
+                    tracing::warn!(
+                        first_epoch = set.first_epoch,
+                        "rollup_proving_key is of another setup or set size than this validator \
+                         set's rollup_verifying_key: not proving its windows"
+                    );
+                    None
+                }
+            }
+            _ => None,
+        };
+        let contributor = SetContributor {
+            corona: corona_ceremony(genesis, &set, &members, index, shares.corona)
+                .map(|c| c.until(last_height)),
+            pulsar: pulsar_ceremony(genesis, &set, &members, index, shares.pulsar)
+                .map(|c| c.until(last_height)),
+            members,
+            validators: Arc::new(set.validators.clone()),
+            slhdsa_keys: set.slhdsa_public_keys.clone(),
+            rollup: rollup_set,
+        };
+        match contributors.as_mut() {
+            None => contributors = Some(ByEpoch::new(contributor)),
+            Some(by_epoch) => by_epoch
+                .change_at(set.first_epoch, contributor)
+                .map_err(|e| NodeError::Other(format!("validator sets: {e}")))?,
+        }
+    }
+    for epoch in dealt.keys() {
+        tracing::warn!(
+            epoch,
+            "the key file holds shares of a validator set that the genesis does not schedule at \
+             this epoch: not used"
+        );
+    }
+    contributors.ok_or_else(|| NodeError::Other("the genesis has no validator set".into()))
+}
+
+/// The Corona ceremonies of the validator set `set` (its validators played by the roster
+/// positions `members`), when the profile has a Corona leg and the set a Corona group key. This
+/// node, validator `index` of the set (`None`: not a member), signs when `share` is its party's
+/// share of the set's key with the dealt threshold; otherwise (or without a share) it does not
+/// sign, says why, and still collects the rounds and combines the legs.
 fn corona_ceremony(
     genesis: &Genesis,
-    me: u32,
+    set: &CheckedSet,
+    members: &[u32],
+    index: Option<usize>,
     share: Option<quasar_crypto::corona::scheme::KeyShare>,
 ) -> Option<Ceremony<CoronaParty>> {
-    let group = genesis.corona_group_key.clone()?;
+    let group = set.keys.corona.clone()?;
     if !genesis.profile.legs().contains(&LegKind::Corona) {
         return None;
     }
-    let n = genesis.validators.len();
+    let first_epoch = set.first_epoch;
+    let n = set.validators.len();
     let t = config::dealt_threshold(n);
-    let share = match share {
-        None => {
+    let share = match (share, index) {
+        (_, None) => None,
+        (None, Some(_)) => {
             tracing::warn!(
-                "no corona_share in the key file: this node combines Corona legs but does not sign"
+                first_epoch,
+                "no corona_share for this validator set in the key file: this node combines its \
+                 Corona legs but does not sign"
             );
             None
         }
-        Some(s) if s.group_key() != &group => {
+        (Some(s), _) if s.group_key() != &group => {
             tracing::error!(
-                "corona_share is a share of another Corona key than the genesis one: not signing"
+                first_epoch,
+                "corona_share is a share of another Corona key than this validator set's: not \
+                 signing"
             );
             None
         }
-        Some(s) if (s.threshold(), s.parties()) != (t, n) => {
+        (Some(s), _) if (s.threshold(), s.parties()) != (t, n) => {
             tracing::error!(
-                "corona_share is {}-of-{}, the genesis validator set needs {t}-of-{n}: not signing",
+                first_epoch,
+                "corona_share is {}-of-{}, the validator set needs {t}-of-{n}: not signing",
                 s.threshold(),
                 s.parties()
             );
             None
         }
-        Some(s) if u32::from(s.index()) != me => {
+        (Some(s), Some(me)) if usize::from(s.index()) != me => {
             tracing::error!(
-                "corona_share is party {}'s share, this is validator {me}: not signing",
+                first_epoch,
+                "corona_share is party {}'s share, this is validator {me} of the set: not signing",
                 s.index()
             );
             None
         }
-        Some(s) => {
-            tracing::info!("Corona key share loaded: party {me}, {t}-of-{n}");
+        (Some(s), Some(me)) => {
+            tracing::info!(
+                first_epoch,
+                "Corona key share loaded: party {me}, {t}-of-{n}"
+            );
             Some(s)
         }
     };
-    Some(Ceremony::new(
+    let ceremony = Ceremony::new(
         CoronaParty::new(group, t, n, share),
         genesis.file.chain_id,
-        0,
+        first_epoch,
         genesis.file.bundle_size,
-    ))
+    )
+    .with_members(members.to_vec());
+    match ceremony {
+        Ok(ceremony) => Some(ceremony),
+        Err(reason) => {
+            tracing::error!(first_epoch, %reason, "Corona key does not fit the set: not signing");
+            None
+        }
+    }
 }
 
-/// The Pulsar ceremonies this node (validator `me`) runs: when the profile has a Pulsar leg,
-/// `me` is a member of the genesis Pulsar committee (every validator of a set of at most 6),
-/// and the key file holds the genesis Pulsar key (the rounds need the full group key) with
-/// `me`'s party share; otherwise the node does not take part (it takes the Pulsar legs the
-/// committee gossips) and says why.
+/// The Pulsar ceremonies of the validator set `set` (its validators played by the roster
+/// positions `members`) this node runs: when the profile has a Pulsar leg, the set a Pulsar key,
+/// this node (validator `index` of the set) is a member of the set's Pulsar committee, and
+/// `keys` is the set's Pulsar key (the rounds need the full group key) with this node's party
+/// share; otherwise the node does not take part (it takes the Pulsar legs the committee
+/// gossips) and says why.
 fn pulsar_ceremony(
     genesis: &Genesis,
-    me: u32,
+    set: &CheckedSet,
+    members: &[u32],
+    index: Option<usize>,
     keys: Option<(
         quasar_crypto::pulsar::GroupKey,
         quasar_crypto::pulsar::KeyShare,
     )>,
 ) -> Option<Ceremony<PulsarParty>> {
-    let expected = genesis.pulsar_group_key.as_ref()?;
+    let expected = set.keys.pulsar.as_ref()?;
     if !genesis.profile.legs().contains(&LegKind::Pulsar) {
         return None;
     }
-    let committee = genesis.pulsar_committee();
-    let Some(party) = committee.iter().position(|&v| v == me) else {
-        tracing::info!("not a member of the Pulsar committee: Pulsar legs come from its gossip");
+    let first_epoch = set.first_epoch;
+    let committee = &set.keys.pulsar_committee;
+    let Some(party) = index.and_then(|me| committee.iter().position(|&v| v as usize == me)) else {
+        tracing::info!(
+            first_epoch,
+            "not a member of the validator set's Pulsar committee: Pulsar legs come from its \
+             gossip"
+        );
         return None;
     };
     let Some((group, share)) = keys else {
-        tracing::warn!("no pulsar_share and pulsar_group in the key file: this node does not take part in Pulsar signing");
+        tracing::warn!(
+            first_epoch,
+            "no pulsar_share and pulsar_group for this validator set in the key file: this node \
+             does not take part in Pulsar signing"
+        );
         return None;
     };
     let n = committee.len();
     let t = config::dealt_threshold(n);
     let params = group.params();
     if group.public_key_bytes() != expected.as_bytes() {
-        tracing::error!("pulsar_group is not the genesis Pulsar key: not signing");
+        tracing::error!(
+            first_epoch,
+            "pulsar_group is not the validator set's Pulsar key: not signing"
+        );
         return None;
     }
     if (params.threshold, params.parties) != (t, n) {
         tracing::error!(
-            "pulsar_group is {}-of-{}, the genesis Pulsar committee needs {t}-of-{n}: not signing",
+            first_epoch,
+            "pulsar_group is {}-of-{}, the set's Pulsar committee needs {t}-of-{n}: not signing",
             params.threshold,
             params.parties
         );
@@ -1031,39 +1145,52 @@ fn pulsar_ceremony(
     }
     if usize::from(share.party()) != party {
         tracing::error!(
-            "pulsar_share is party {}'s share, validator {me} is party {party}: not signing",
+            first_epoch,
+            "pulsar_share is party {}'s share, this validator is party {party}: not signing",
             share.party()
         );
         return None;
     }
-    tracing::info!("Pulsar key share loaded: validator {me} is party {party}, {t}-of-{n}");
+    tracing::info!(
+        first_epoch,
+        "Pulsar key share loaded: party {party}, {t}-of-{n}"
+    );
+    let players: Vec<u32> = committee
+        .iter()
+        .filter_map(|&v| members.get(v as usize).copied())
+        .collect();
     let ceremony = Ceremony::new(
         PulsarParty::new(group, Some(share)),
         genesis.file.chain_id,
-        0,
+        first_epoch,
         genesis.file.bundle_size,
     )
-    .with_members(committee);
+    .with_members(players);
     match ceremony {
         Ok(ceremony) => Some(ceremony),
         Err(reason) => {
-            tracing::error!(%reason, "Pulsar committee does not fit the key: not signing");
+            tracing::error!(first_epoch, %reason, "Pulsar committee does not fit the key: not signing");
             None
         }
     }
 }
 
 /// The rollup prover of a validator configured with `rollup_proving_key`, when the profile has
-/// a Groth16 leg and the genesis a rollup verifying key (otherwise the key is not used, and the
-/// node says so). Errors: a proving key that cannot be read or is for another validator set
-/// shape (the key's own verifying key is compared with the genesis's once it has loaded, in
-/// the background).
+/// a Groth16 leg and a validator set of the genesis a rollup verifying key (otherwise the key is
+/// not used, and the node says so). The key is checked against the first such set; it proves
+/// the windows of every set it serves ([`set_contributors`]). Errors: a proving key that cannot
+/// be read or is for another validator set shape (the key's own verifying key is compared with
+/// the set's once it has loaded, in the background).
 fn rollup_prover(cfg: &NodeConfig, genesis: &Genesis) -> Result<Option<WindowProver>, NodeError> {
     let Some(path) = &cfg.rollup_proving_key else {
         return Ok(None);
     };
-    let key = match &genesis.rollup {
-        Some(key) if genesis.profile.legs().contains(&LegKind::Groth16) => key,
+    let sets = genesis.sets();
+    let first = sets
+        .iter()
+        .find_map(|(file, set)| Some((*file, set, set.keys.rollup.as_ref()?)));
+    let (file, set, key) = match first {
+        Some(found) if genesis.profile.legs().contains(&LegKind::Groth16) => found,
         _ => {
             tracing::warn!(
                 profile = %genesis.profile,
@@ -1073,13 +1200,12 @@ fn rollup_prover(cfg: &NodeConfig, genesis: &Genesis) -> Result<Option<WindowPro
             return Ok(None);
         }
     };
-    let prover = WindowProver::start(
-        path,
-        genesis.rollup_validators()?,
-        key,
-        Arc::new(CpuBackend),
-    )
-    .map_err(|e| NodeError::Other(e.to_string()))?;
+    let rollup_set = RollupSet {
+        validators: set.rollup_validators(file)?.into(),
+        key: key.clone(),
+    };
+    let prover = WindowProver::start(path, &rollup_set, Arc::new(CpuBackend))
+        .map_err(|e| NodeError::Other(e.to_string()))?;
     tracing::info!(path = %path.display(), "loading the rollup proving key");
     Ok(Some(prover))
 }

@@ -64,7 +64,6 @@ use crate::config::{self, ConfigError, GenesisFile, NodeConfig, PeerConfig};
 use crate::rollup::{self, RollupCommandError, PROVING_KEY_FILE, VERIFYING_KEY_FILE};
 use quasar_crypto::magnetar::ParameterSet;
 use quasar_lanes::cert::Profile;
-use quasar_wire::LegKind;
 
 /// Chain id of every testnet genesis.
 pub const CHAIN_ID: u64 = 1;
@@ -73,6 +72,25 @@ pub const STAKE: u64 = 100;
 /// Most validators a local testnet starts (every validator is a process on this machine, and the
 /// protocol gossips all-to-all up to 128 validators).
 pub const MAX_VALIDATORS: usize = 128;
+
+/// The testnet as its own trusted dealer: deals the threshold keys `profile` needs (none for a
+/// profile without threshold legs) to the validators numbered `roster` (in the genesis's roster
+/// order) under `dir`. Errors: [`config::deal`]'s.
+fn deal_keys(
+    dir: &Path,
+    roster: &[usize],
+    genesis: &mut GenesisFile,
+    profile: Profile,
+    existing: config::Existing,
+) -> Result<(), TestnetError> {
+    let which = config::Dealt::for_profile(profile);
+    if !which.corona && !which.pulsar {
+        return Ok(());
+    }
+    let dirs: Vec<PathBuf> = roster.iter().map(|&v| node_dir(dir, v)).collect();
+    config::deal(&dirs, genesis, which, existing, &mut rand::rngs::OsRng)?;
+    Ok(())
+}
 
 fn check_shape(validators: usize, block_time_ms: u64) -> Result<(), TestnetError> {
     if !(1..=MAX_VALIDATORS).contains(&validators) {
@@ -258,6 +276,31 @@ pub struct TestnetOptions {
     pub epoch_length: Option<u64>,
     /// The SLH-DSA parameter set of the validators' Magnetar keys (default SHAKE-192f).
     pub magnetar_set: ParameterSet,
+    /// Validator sets by epoch ([`Testnet::set_validator_sets`]; each `(first epoch,
+    /// validator numbers)`, the first for epoch 0); empty: every validator in every epoch.
+    pub validator_sets: Vec<(u64, Vec<usize>)>,
+}
+
+/// Parses one `--validator-set` value, `EPOCH:V,V,…` (the set's first epoch, then the validator
+/// numbers of the set in index order), e.g. `2:1,2,3,4`. Errors: a message naming what is
+/// malformed.
+pub fn parse_validator_set(text: &str) -> Result<(u64, Vec<usize>), String> {
+    let (epoch, members) = text
+        .split_once(':')
+        .ok_or_else(|| format!("{text:?}: expected EPOCH:V,V,… (e.g. 2:1,2,3,4)"))?;
+    let epoch = epoch
+        .trim()
+        .parse()
+        .map_err(|e| format!("{text:?}: epoch {epoch:?}: {e}"))?;
+    let members = members
+        .split(',')
+        .map(|v| {
+            v.trim()
+                .parse()
+                .map_err(|e| format!("{text:?}: validator {v:?}: {e}"))
+        })
+        .collect::<Result<Vec<usize>, String>>()?;
+    Ok((epoch, members))
 }
 
 impl TestnetOptions {
@@ -276,6 +319,7 @@ impl TestnetOptions {
             rollup_provers: 1,
             epoch_length: None,
             magnetar_set: ParameterSet::Shake192f,
+            validator_sets: Vec::new(),
         }
     }
 
@@ -293,6 +337,12 @@ impl TestnetOptions {
         if let Some(blocks) = self.epoch_length {
             config::check_epoch_length(blocks, config::DEFAULT_BUNDLE_SIZE, self.profile)
                 .map_err(TestnetError::Options)?;
+        }
+        if !self.validator_sets.is_empty() && self.epoch_length.is_none_or(|l| l == 0) {
+            return Err(TestnetError::Options(
+                "validator sets change at epoch boundaries: give an epoch length above 0 too"
+                    .into(),
+            ));
         }
         if !self.tx_rate.is_finite() || self.tx_rate < 0.0 {
             return Err(TestnetError::Options(format!(
@@ -577,16 +627,14 @@ impl Testnet {
             },
             ..base
         };
-        // The testnet is its own trusted dealer of the threshold keys its profile needs.
-        let legs = profile.legs();
-        let which = config::Dealt {
-            corona: legs.contains(&LegKind::Corona),
-            pulsar: legs.contains(&LegKind::Pulsar),
-        };
-        if which.corona || which.pulsar {
-            let dirs: Vec<PathBuf> = (0..validators).map(|i| node_dir(dir, i)).collect();
-            config::deal(&dirs, &mut genesis, which, &mut rand::rngs::OsRng)?;
-        }
+        let everyone: Vec<usize> = (0..validators).collect();
+        deal_keys(
+            dir,
+            &everyone,
+            &mut genesis,
+            profile,
+            config::Existing::Refuse,
+        )?;
         genesis.save(&dir.join(GENESIS_FILE))?;
 
         let nodes = reserve_ports(validators)?;
@@ -652,9 +700,12 @@ impl Testnet {
     /// `sets[0].1` and, from each later `(epoch, members)` on, `members` (this testnet's
     /// validator numbers, in index order; `sets[0]` must be epoch 0's). Every validator process
     /// still runs, and one outside an epoch's set follows the chain without signing until a set
-    /// names it. Errors: [`TestnetError::Options`] for an empty `sets`, a first entry of another
-    /// epoch or a member out of range; [`TestnetError::Config`] for changes the genesis refuses
-    /// (a profile other than `fast`, epochs out of order, a chain without epochs); files.
+    /// names it. Under a profile with threshold legs the keys are dealt again, for every set
+    /// (each change gets its own Corona and Pulsar keys); a rollup verifying key already given
+    /// ([`Testnet::add_rollup`]) is used for every set. Errors: [`TestnetError::Options`] for an
+    /// empty `sets`, a first entry of another epoch or a member out of range;
+    /// [`TestnetError::Config`] for changes the genesis refuses (epochs out of order, a chain
+    /// without epochs); files.
     pub fn set_validator_sets(&self, sets: &[(u64, Vec<usize>)]) -> Result<(), TestnetError> {
         let path = self.dir.join(GENESIS_FILE);
         let genesis = GenesisFile::load(&path)?;
@@ -684,14 +735,39 @@ impl Testnet {
                 Ok(config::ValidatorChange {
                     epoch: *epoch,
                     validators: pick(members)?,
+                    rollup_verifying_key: genesis.rollup_verifying_key.clone(),
+                    ..config::ValidatorChange::default()
                 })
             })
             .collect::<Result<Vec<_>, TestnetError>>()?;
-        let genesis = GenesisFile {
+        let mut genesis = GenesisFile {
             validators: pick(first)?,
             validator_changes,
+            corona_group_key: None,
+            pulsar_group_key: None,
+            pulsar_committee: None,
             ..genesis
         };
+        let profile: Profile = genesis
+            .profile
+            .parse()
+            .map_err(|e| TestnetError::Options(format!("genesis profile: {e}")))?;
+        // Roster order: each validator at its first set.
+        let mut roster: Vec<usize> = Vec::new();
+        for (_, members) in sets {
+            for &v in members {
+                if !roster.contains(&v) {
+                    roster.push(v);
+                }
+            }
+        }
+        deal_keys(
+            &self.dir,
+            &roster,
+            &mut genesis,
+            profile,
+            config::Existing::Replace,
+        )?;
         genesis.clone().check()?;
         genesis.save(&path)?;
         Ok(())
@@ -726,10 +802,12 @@ impl Testnet {
             )));
         }
         let genesis_path = self.dir.join(GENESIS_FILE);
-        let genesis = GenesisFile {
-            rollup_verifying_key: Some(vk_file.verifying_key),
-            ..GenesisFile::load(&genesis_path)?
-        };
+        let mut genesis = GenesisFile::load(&genesis_path)?;
+        for change in &mut genesis.validator_changes {
+            change.rollup_verifying_key = Some(vk_file.verifying_key.clone());
+        }
+        genesis.rollup_verifying_key = Some(vk_file.verifying_key);
+        genesis.clone().check()?;
         genesis.save(&genesis_path)?;
         let proving_key = std::path::absolute(setup.join(PROVING_KEY_FILE)).map_err(|source| {
             TestnetError::Io {
@@ -1300,6 +1378,9 @@ async fn run_in(dir: &Path, opts: &TestnetOptions) -> Result<TestnetReport, Test
     net.keep_history()?;
     if let Some(blocks) = opts.epoch_length {
         net.set_epoch_length(blocks)?;
+    }
+    if !opts.validator_sets.is_empty() {
+        net.set_validator_sets(&opts.validator_sets)?;
     }
     if let Some(setup) = &opts.rollup_setup {
         net.add_rollup(setup, opts.rollup_provers)?;

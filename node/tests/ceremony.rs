@@ -306,6 +306,33 @@ fn hostile_messages_are_refused() {
     );
 }
 
+/// A set's Corona ceremonies end where the set does: the last bundle before the next set's
+/// epochs is signed, but round 1 is not run ahead for a bundle the next set signs. Parties are
+/// played by roster positions that are not in increasing order (a changed set).
+#[test]
+fn corona_does_not_run_ahead_past_the_sets_last_height() {
+    let (group, mut net) = corona_net(3, 2, 9);
+    let members = vec![4, 1, 2];
+    net.nodes = std::mem::take(&mut net.nodes)
+        .into_iter()
+        .map(|c| c.with_members(members.clone()).unwrap().until(2 * BUNDLE))
+        .collect();
+    net.ids = members;
+    net.close(BUNDLE, digest(1), 0);
+    let heights: HashSet<u64> = net.queue.iter().map(|m| m.1).collect();
+    assert_eq!(heights, HashSet::from([BUNDLE, 2 * BUNDLE]));
+    net.deliver(1);
+    net.close(2 * BUNDLE, digest(2), 2);
+    let heights: HashSet<u64> = net.queue.iter().map(|m| m.1).collect();
+    assert_eq!(heights, HashSet::from([2 * BUNDLE]), "nothing for 3k");
+    net.deliver(3);
+    let last: Vec<_> = net.legs.iter().filter(|l| l.1 == 2 * BUNDLE).collect();
+    assert_eq!(last.len(), 3, "{:?}", net.other);
+    assert!(last
+        .iter()
+        .all(|l| corona_verifies(&group, &digest(2), &l.2)));
+}
+
 #[test]
 fn a_committee_key_is_signed_by_its_members_under_their_validator_indices() {
     let (group, mut net) = pulsar_net(3, 2, 6);

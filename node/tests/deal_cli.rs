@@ -70,7 +70,7 @@ fn deal_writes_shares_and_group_keys_and_refuses_bad_calls() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(load_keys(&dirs[0]).unwrap().corona.is_none());
+    assert!(load_keys(&dirs[0]).unwrap().dealt.is_empty());
     assert_eq!(GenesisFile::load(&genesis).unwrap(), file);
 
     // A key file that already holds a share (the last one) refuses the deal before any other
@@ -83,7 +83,7 @@ fn deal_writes_shares_and_group_keys_and_refuses_bad_calls() {
     let out = deal(&genesis, &in_order);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("already holds threshold key shares"));
-    assert!(load_keys(&dirs[0]).unwrap().corona.is_none());
+    assert!(load_keys(&dirs[0]).unwrap().dealt.is_empty());
     assert_eq!(GenesisFile::load(&genesis).unwrap(), file);
     std::fs::write(&last, original).unwrap();
 
@@ -95,7 +95,7 @@ fn deal_writes_shares_and_group_keys_and_refuses_bad_calls() {
     let out = deal(&genesis, &in_order);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a multiple of bundle_size"));
-    assert!(load_keys(&dirs[0]).unwrap().corona.is_none());
+    assert!(load_keys(&dirs[0]).unwrap().dealt.is_empty());
     file.save(&genesis).unwrap();
 
     let out = deal(&genesis, &in_order);
@@ -110,12 +110,13 @@ fn deal_writes_shares_and_group_keys_and_refuses_bad_calls() {
     let checked = dealt.clone().check().unwrap();
     assert!(checked.cert_policy().is_ok(), "aurora has every key now");
     for (i, d) in dirs.iter().enumerate() {
-        let keys = load_keys(d).unwrap();
-        let corona = keys.corona.expect("a Corona share");
+        let mut keys = load_keys(d).unwrap();
+        let dealt = keys.dealt.remove(&0).expect("genesis set shares");
+        let corona = dealt.corona.expect("a Corona share");
         assert_eq!(usize::from(corona.index()), i);
         assert_eq!((corona.threshold(), corona.parties()), (3, 3));
         assert_eq!(hex::encode(corona.group_key().to_bytes()), corona_key);
-        let (group, share) = keys.pulsar.expect("a Pulsar key");
+        let (group, share) = dealt.pulsar.expect("a Pulsar key");
         assert_eq!(usize::from(share.party()), i);
         assert_eq!(hex::encode(group.public_key_bytes()), pulsar_key);
         #[cfg(unix)]

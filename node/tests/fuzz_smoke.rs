@@ -9,12 +9,13 @@
 //! panic of a target. Every input is derived from a fixed seed, so a failure reproduces.
 
 use quasar_crypto::bls::{SecretKey, Signature};
-use quasar_crypto::magnetar;
 use quasar_crypto::mldsa::{self, MlDsa65};
 use quasar_crypto::rollup::circuit::ROLLUP_CONTEXT;
+use quasar_crypto::{corona, magnetar, pulsar};
 use quasar_lanes::bls::bitmap_from_signers;
 use quasar_lanes::fuzzing::{MAGNETAR_MU, MAGNETAR_VALIDATORS};
 use quasar_lanes::magnetar::MagnetarLeg;
+use quasar_node::config::SecretKeyFile;
 use quasar_node::fuzzing::{self, CHAIN_ID, VALIDATORS};
 use quasar_storage::{SigningGuard, VoteIntent, VoteKind as GuardVoteKind, GUARD_FILE};
 use quasar_wire::{
@@ -194,6 +195,26 @@ fn seed_genesis() -> Vec<Vec<u8>> {
         )
         .into_bytes(),
         br#"{"chain_id":7,"genesis_time_us":0,"validators":[]}"#.to_vec(),
+    ]
+}
+
+/// Secret key files with real shares (a 2-of-2 Corona key and a 2-of-2 Pulsar key, dealt from a
+/// fixed seed) at the top level and in a `set_shares` entry, and one without any.
+fn seed_secret_keys() -> Vec<Vec<u8>> {
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let (_, corona_shares) = corona::scheme::trusted_dealer_keygen(2, 2, &mut rng).unwrap();
+    let (pulsar_group, pulsar_shares) = pulsar::trusted_dealer_keygen(2, 2, &mut rng).unwrap();
+    let corona = hex::encode(corona_shares[0].to_bytes().as_slice());
+    let share = hex::encode(pulsar_shares[1].to_bytes().as_slice());
+    let group = hex::encode(pulsar_group.to_bytes());
+    let identity =
+        r#""bls_secret_key":"00","mldsa_seed":"00","slhdsa_seed":"00","tls_private_key":"00""#;
+    vec![
+        format!("{{{identity}}}").into_bytes(),
+        format!(
+            r#"{{{identity},"corona_share":"{corona}","pulsar_share":"{share}","pulsar_group":"{group}","set_shares":[{{"epoch":2,"corona_share":"{corona}"}},{{"epoch":5,"pulsar_share":"{share}","pulsar_group":"{group}"}}]}}"#
+        )
+        .into_bytes(),
     ]
 }
 
@@ -386,6 +407,16 @@ fn genesis_json_survives_mutated_files() {
         &seed_genesis(),
         fuzzing::genesis_json,
     );
+}
+
+#[test]
+fn secret_key_json_survives_mutated_files() {
+    let seeds = seed_secret_keys();
+    // The seed with shares decodes in full, so mutations start from the deep paths.
+    let text = std::str::from_utf8(&seeds[1]).unwrap();
+    let dealt = SecretKeyFile::from_json(text).unwrap().dealt().unwrap();
+    assert_eq!(dealt.keys().copied().collect::<Vec<_>>(), [0, 2, 5]);
+    drive("secret_key_json", 12, 300, &seeds, fuzzing::secret_key_json);
 }
 
 /// Signer byte + real ML-DSA-65 signatures on the fixture's rollup digest: each validator's

@@ -21,7 +21,7 @@ use quasar_lanes::cert::RollupKey;
 use quasar_lanes::groth16::{Proof, VerifyingKey};
 use quasar_node::rollup_job::{
     AsyncProver, CollectError, ProofOutcome, ProofRequest, ProverEvent, ProverSetupError,
-    Submitted, WindowCollector, WindowProver,
+    RollupSet, Submitted, WindowCollector, WindowProver,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -229,23 +229,27 @@ fn async_prover_proves_the_newest_window_and_drops_the_superseded_one() {
 // --- WindowProver: the proving key a validator is configured with -------------------------
 
 /// A proving key file for `shape` holding a real Groth16 key (of the small test circuit, whose
-/// statement has the rollup's three public inputs), and the rollup key of `validators` with that
+/// statement has the rollup's three public inputs), and the rollup set of `validators` with that
 /// key's verifying key.
 fn key_file(
     dir: &std::path::Path,
     shape: &Shape,
     seed: u64,
-    validators: &[Validator],
-) -> (std::path::PathBuf, RollupKey) {
+    validators: &Arc<[Validator]>,
+) -> (std::path::PathBuf, RollupSet) {
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let (pk, vk) = SquaringChain::setup(CHAIN, &mut rng).unwrap();
     let path = dir.join(format!("rollup-{seed}.pk"));
     write_proving_key(shape, &pk, std::fs::File::create(&path).unwrap()).unwrap();
-    let rollup = RollupKey {
+    let key = RollupKey {
         verifying_key: VerifyingKey::new(vk).unwrap(),
         h_x: commitment(validators),
     };
-    (path, rollup)
+    let set = RollupSet {
+        validators: Arc::clone(validators),
+        key,
+    };
+    (path, set)
 }
 
 /// Polls `prover` until it reports something about its key (the loader runs on its thread).
@@ -265,9 +269,7 @@ fn window_prover_refuses_a_key_it_cannot_read_or_of_another_shape() {
     let dir = tempfile::tempdir().unwrap();
     let (shape, validators, _) = validator_set(&[1, 1, 1, 1], 3);
     let (path, vk) = key_file(dir.path(), &shape, 1, &validators);
-    let start = |path: &std::path::Path| {
-        WindowProver::start(path, validators.to_vec(), &vk, Arc::new(CpuBackend))
-    };
+    let start = |path: &std::path::Path| WindowProver::start(path, &vk, Arc::new(CpuBackend));
     assert!(matches!(
         start(&dir.path().join("absent.pk")),
         Err(ProverSetupError::Key { .. })
@@ -302,15 +304,9 @@ fn window_prover_refuses_the_key_of_another_setup_and_stops_collecting() {
     let (shape, validators, keys) = validator_set(&[1, 1, 1, 1], 3);
     let (path, _) = key_file(dir.path(), &shape, 1, &validators);
     let (_, genesis_vk) = key_file(dir.path(), &shape, 2, &validators);
-    let mut prover = WindowProver::start(
-        &path,
-        validators.to_vec(),
-        &genesis_vk,
-        Arc::new(CpuBackend),
-    )
-    .unwrap();
+    let mut prover = WindowProver::start(&path, &genesis_vk, Arc::new(CpuBackend)).unwrap();
     // Signatures are collected while the key loads.
-    prover.open(16, DIGEST);
+    prover.open(16, DIGEST, &genesis_vk);
     assert!(prover.is_open(16));
     assert!(matches!(
         prover.add(16, 1, &sign(&keys[0], &DIGEST)),
@@ -323,7 +319,7 @@ fn window_prover_refuses_the_key_of_another_setup_and_stops_collecting() {
     }
     assert!(!prover.is_active());
     assert!(!prover.is_open(16));
-    prover.open(32, DIGEST);
+    prover.open(32, DIGEST, &genesis_vk);
     assert!(!prover.is_open(32));
     // Signatures for windows it no longer collects are ignored, not blamed on the sender.
     prover.add(32, 0, &sign(&keys[0], &DIGEST)).unwrap();
@@ -334,9 +330,8 @@ fn window_prover_starts_proving_with_the_genesis_key_and_keeps_collecting() {
     let dir = tempfile::tempdir().unwrap();
     let (shape, validators, keys) = validator_set(&[1, 1, 1, 1], 3);
     let (path, vk) = key_file(dir.path(), &shape, 1, &validators);
-    let mut prover =
-        WindowProver::start(&path, validators.to_vec(), &vk, Arc::new(CpuBackend)).unwrap();
-    prover.open(16, DIGEST);
+    let mut prover = WindowProver::start(&path, &vk, Arc::new(CpuBackend)).unwrap();
+    prover.open(16, DIGEST, &vk);
     prover.add(16, 2, &sign(&keys[2], &DIGEST)).unwrap();
     assert!(matches!(key_news(&mut prover), ProverEvent::Ready));
     assert!(prover.is_active());
@@ -350,4 +345,55 @@ fn window_prover_starts_proving_with_the_genesis_key_and_keeps_collecting() {
     prover.retain(|w| w != 16);
     assert!(!prover.is_open(16));
     assert!(prover.poll().is_empty());
+}
+
+/// One proving key serves every validator set of its shape and verifying key: a later set's
+/// window collects that set's signatures (by index in that set) and refuses the earlier set's.
+#[test]
+fn window_prover_collects_each_window_for_its_own_validator_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let (shape, validators, keys) = validator_set(&[1, 1, 1, 1], 3);
+    let (path, first) = key_file(dir.path(), &shape, 1, &validators);
+    let mut prover = WindowProver::start(&path, &first, Arc::new(CpuBackend)).unwrap();
+    // The later set: validators 1..4 of the first, then a newcomer.
+    let later_keys: Vec<SecretKey<MlDsa65>> = [2u8, 3, 4, 9]
+        .iter()
+        .map(|&seed| SecretKey::from_seed(&[seed; 32]))
+        .collect();
+    let later_validators: Arc<[Validator]> = later_keys
+        .iter()
+        .map(|sk| Validator {
+            key: ExpandedKey::from_public_key(&ML_DSA_65, sk.public_key().as_bytes()).unwrap(),
+            stake: 1,
+        })
+        .collect();
+    let later = RollupSet {
+        validators: Arc::clone(&later_validators),
+        key: RollupKey {
+            verifying_key: first.key.verifying_key.clone(),
+            h_x: commitment(&later_validators),
+        },
+    };
+    assert!(prover.serves(&first) && prover.serves(&later));
+    // Another setup's key, or another set size, is not served.
+    let (_, other_setup) = key_file(dir.path(), &shape, 2, &validators);
+    assert!(!prover.serves(&other_setup));
+    let (_, three, _) = validator_set(&[1, 1, 1], 2);
+    let smaller = RollupSet {
+        validators: three,
+        key: first.key.clone(),
+    };
+    assert!(!prover.serves(&smaller));
+
+    prover.open(16, DIGEST, &first);
+    prover.open(32, DIGEST, &later);
+    // Index 3 is keys[3] in the first set, the newcomer in the later one.
+    prover.add(16, 3, &sign(&keys[3], &DIGEST)).unwrap();
+    assert!(matches!(
+        prover.add(32, 3, &sign(&keys[3], &DIGEST)),
+        Err(CollectError::Rejected(RollupError::BadSignature(3)))
+    ));
+    prover.add(32, 3, &sign(&later_keys[3], &DIGEST)).unwrap();
+    prover.add(32, 0, &sign(&keys[1], &DIGEST)).unwrap();
+    assert!(prover.is_open(16) && prover.is_open(32));
 }

@@ -137,13 +137,14 @@ fn create_writes_keys_genesis_and_configs_with_distinct_ports_and_full_peer_list
     assert_eq!(genesis.profile, "quasar");
     assert!(genesis.corona_group_key.is_some() && genesis.pulsar_group_key.is_none());
     for i in 0..4 {
-        let keys = quasar_node::config::load_keys(&net.node_dir(i)).unwrap();
-        let share = keys.corona.expect("a Corona share");
+        let mut keys = quasar_node::config::load_keys(&net.node_dir(i)).unwrap();
+        let dealt = keys.dealt.remove(&0).expect("genesis set shares");
+        let share = dealt.corona.expect("a Corona share");
         assert_eq!(
             (share.index(), share.threshold(), share.parties()),
             (i as u16, 3, 4)
         );
-        assert!(keys.pulsar.is_none());
+        assert!(dealt.pulsar.is_none() && keys.dealt.is_empty());
     }
     let checked = genesis.clone().check().unwrap();
     let reason = checked.cert_policy().unwrap_err();
@@ -783,6 +784,73 @@ async fn a_validator_joins_at_an_epoch_boundary_and_another_leaves() {
             .contains("the validator set changes"),
         "validator 4 logs its new index"
     );
+}
+
+/// The threshold keys change with the validator set, between real processes under `aurora`:
+/// the testnet deals each set its own Corona and Pulsar keys, validator 4 signs with its shares
+/// of epoch 2's set (it holds none of epoch 0's), and bundles of both sets' epochs reach Quasar
+/// finality on every node, validator 0 (which left) included: each bundle's legs verify
+/// against its own set's group keys.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threshold_keys_change_with_the_validator_set() {
+    let _turn = one_network_at_a_time().await;
+    let mut fx = Fixture::with_profile("quasar-testnet-test-", 5, 200, Profile::Aurora);
+    let path = fx.net.dir().join(quasar_node::testnet::GENESIS_FILE);
+    let genesis = GenesisFile {
+        bundle_size: 8,
+        epoch_length: 16,
+        ..GenesisFile::load(&path).unwrap()
+    };
+    genesis.save(&path).unwrap();
+    fx.net
+        .set_validator_sets(&[(0, vec![0, 1, 2, 3]), (2, vec![1, 2, 3, 4])])
+        .unwrap();
+    let genesis = GenesisFile::load(&path).unwrap();
+    let change = &genesis.validator_changes[0];
+    assert!(change.corona_group_key.is_some() && change.pulsar_group_key.is_some());
+    assert_ne!(change.corona_group_key, genesis.corona_group_key);
+    let newcomer = quasar_node::config::load_keys(&fx.net.node_dir(4)).unwrap();
+    assert_eq!(
+        newcomer.dealt.keys().copied().collect::<Vec<_>>(),
+        [2],
+        "validator 4 holds shares of epoch 2's set only"
+    );
+    fx.spawn_all();
+    // Epoch 2 is heights 33..=48: its second bundle closes at 48.
+    let statuses = fx
+        .net
+        .wait_for_status(
+            "Quasar finality in epoch 2 on every node",
+            &[0, 1, 2, 3, 4],
+            Duration::from_secs(120),
+            |s| s.iter().all(|s| s.quasar_finalized_height >= 48),
+        )
+        .await
+        .unwrap();
+    assert!(
+        statuses.iter().all(|s| s.quasar_unavailable.is_none()),
+        "{statuses:?}"
+    );
+    for height in [16, 48] {
+        let block = fx.net.block(0, height).await.unwrap().expect("a block");
+        assert_eq!(block.finality.tier, "quasar", "height {height}: {block:?}");
+    }
+    let log = fx.net.log_tail(4, 4000);
+    assert!(
+        log.contains("Corona key share loaded") && log.contains("first_epoch=2"),
+        "validator 4 loads its epoch-2 Corona share"
+    );
+    for i in 0..5 {
+        let log = fx.net.log_tail(i, 4000);
+        for refusal in [
+            "leg from a peer refused",
+            "combined leg refused",
+            "misbehaved",
+        ] {
+            assert!(!log.contains(refusal), "validator {i}: {refusal}");
+        }
+    }
+    assert_same_chain(&fx.net, 48).await;
 }
 
 /// A validator that lost its whole data directory, signing guard included, comes back: it

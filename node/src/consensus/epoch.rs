@@ -197,12 +197,29 @@ impl<T> ByEpoch<T> {
 
     /// The value of `epoch`: the last change at or before it.
     pub fn at(&self, epoch: u64) -> &T {
-        let after = self.changes.partition_point(|(first, _)| *first <= epoch);
-        // `changes[0]` starts at epoch 0, so at least one entry is at or below any epoch.
-        &self.changes[after.saturating_sub(1)].1
+        &self.changes[self.position(epoch)].1
     }
 
-    /// Every value with its first epoch, increasing.
+    /// The value of `epoch`, mutably.
+    pub fn at_mut(&mut self, epoch: u64) -> &mut T {
+        let position = self.position(epoch);
+        &mut self.changes[position].1
+    }
+
+    /// The index in `changes` of the entry deciding `epoch`: `changes[0]` starts at epoch 0, so
+    /// at least one entry is at or below any epoch, and the index is in range.
+    fn position(&self, epoch: u64) -> usize {
+        self.changes
+            .partition_point(|(first, _)| *first <= epoch)
+            .saturating_sub(1)
+    }
+
+    /// Every value, mutably, by increasing first epoch.
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        self.changes.iter_mut().map(|(_, value)| value)
+    }
+
+    /// Every value with its first epoch, by increasing epoch.
     pub fn changes(&self) -> impl Iterator<Item = (u64, &T)> {
         self.changes.iter().map(|(first, value)| (*first, value))
     }
