@@ -1192,6 +1192,36 @@ fn default_bundle_size() -> u64 {
 /// Default blocks per epoch.
 pub const DEFAULT_EPOCH_LENGTH: u64 = 7_200;
 
+/// Parses a command-line value `EPOCH:ITEM,ITEM,…`: an epoch, then a non-empty comma-separated
+/// list (`genesis --change 2:keys/v1,keys/v4`, key directories; `testnet --validator-set
+/// 2:1,2,3,4`, validator numbers). Errors: a message quoting the value and naming what is
+/// malformed (no colon, a bad epoch or item, an empty list).
+pub fn parse_epoch_list<T>(text: &str) -> Result<(u64, Vec<T>), String>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    let (epoch, items) = text
+        .split_once(':')
+        .ok_or_else(|| format!("{text:?}: expected EPOCH:ITEM,ITEM,… (e.g. 2:1,2,3,4)"))?;
+    let epoch = epoch
+        .trim()
+        .parse()
+        .map_err(|e| format!("{text:?}: epoch {epoch:?}: {e}"))?;
+    if items.trim().is_empty() {
+        return Err(format!("{text:?}: nothing after the epoch"));
+    }
+    let items = items
+        .split(',')
+        .map(|item| {
+            item.trim()
+                .parse()
+                .map_err(|e| format!("{text:?}: {item:?}: {e}"))
+        })
+        .collect::<Result<Vec<T>, String>>()?;
+    Ok((epoch, items))
+}
+
 /// Checks that epochs of `epoch_length` blocks hold whole bundles of `bundle_size` (any length
 /// under `fast`, whose bundles are single blocks; 0 is one endless epoch). Errors: a message
 /// naming both values.
@@ -1727,6 +1757,49 @@ impl GenesisFile {
             &keys,
             stake,
         ))
+    }
+
+    /// Schedules a validator-set change: from `epoch` on, the validators of the public key files
+    /// of `key_dirs` (in index order) with equal `stake` (what `genesis --change` does). Errors:
+    /// [`ConfigError`] reading a file; [`ConfigError::Invalid`] naming the first validator
+    /// (index, name and directory) whose `slhdsa_parameter_set` is not this genesis's
+    /// `magnetar_parameter_set`. The epoch and the set are checked with the rest of the genesis
+    /// ([`GenesisFile::check`]).
+    pub fn add_change_from_key_dirs(
+        &mut self,
+        epoch: u64,
+        key_dirs: &[PathBuf],
+        stake: u64,
+    ) -> Result<(), ConfigError> {
+        let keys = key_dirs
+            .iter()
+            .map(|dir| load_public(dir))
+            .collect::<Result<Vec<_>, _>>()?;
+        let differs = keys
+            .iter()
+            .zip(key_dirs)
+            .enumerate()
+            .find(|(_, (k, _))| k.slhdsa_parameter_set != self.magnetar_parameter_set);
+        if let Some((i, (k, dir))) = differs {
+            return Err(ConfigError::Invalid(format!(
+                "validator change at epoch {epoch}: validator {i} ({}, {}): slhdsa_parameter_set \
+                 is {:?} but the genesis magnetar_parameter_set is {:?}; every validator of a \
+                 chain has a Magnetar key of the same set",
+                k.name,
+                dir.display(),
+                magnetar_set_name(k.slhdsa_parameter_set),
+                magnetar_set_name(self.magnetar_parameter_set),
+            )));
+        }
+        let validators =
+            GenesisFile::from_public_keys(self.chain_id, self.genesis_time_us, &keys, stake)
+                .validators;
+        self.validator_changes.push(ValidatorChange {
+            epoch,
+            validators,
+            ..ValidatorChange::default()
+        });
+        Ok(())
     }
 
     /// Builds a genesis from public key files with equal `stake`. Its Magnetar parameter set is
@@ -2783,6 +2856,22 @@ mod tests {
                 .contains("does not hold genesis validator 3"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn epoch_lists_parse_or_name_what_is_wrong() {
+        assert_eq!(parse_epoch_list::<usize>("2:1, 2,3"), Ok((2, vec![1, 2, 3])));
+        for (bad, says) in [
+            ("2", "expected EPOCH:ITEM"),
+            ("x:1", "epoch \"x\""),
+            ("2:", "nothing after the epoch"),
+            ("2:1,,3", "\"\""),
+            ("2:1,a", "\"a\""),
+            ("-1:1", "epoch \"-1\""),
+        ] {
+            let error = parse_epoch_list::<usize>(bad).unwrap_err();
+            assert!(error.contains(says) && error.contains(bad), "{bad}: {error}");
+        }
     }
 
     #[test]

@@ -53,6 +53,11 @@ enum Command {
         /// one block time later.
         #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=604_800))]
         start_delay_secs: u64,
+        /// A validator-set change, EPOCH:DIR,DIR,… (key directories of the set from that epoch
+        /// on, in index order; repeat the flag for each change, by increasing epoch). Under a
+        /// profile with threshold legs, `deal` then gives every set its keys.
+        #[arg(long = "change", value_parser = quasar_node::config::parse_epoch_list::<PathBuf>)]
+        changes: Vec<(u64, Vec<PathBuf>)>,
     },
     /// Trusted-dealer setup of the threshold keys the genesis profile needs (a Corona key for
     /// quasar, aurora, polaris and hybrid; a Pulsar key for aurora and polaris, among a
@@ -138,7 +143,7 @@ enum Command {
         /// e.g. `--validator-set 0:0,1,2,3 --validator-set 2:1,2,3,4`); needs
         /// `--epoch-length`. Each set gets its own threshold keys. Default: every validator in
         /// every epoch.
-        #[arg(long = "validator-set", value_parser = testnet::parse_validator_set)]
+        #[arg(long = "validator-set", value_parser = quasar_node::config::parse_epoch_list::<usize>)]
         validator_sets: Vec<(u64, Vec<usize>)>,
     },
     /// Generate Groth16 keys of the ML-DSA-65 rollup for N validators and T signatures per
@@ -275,6 +280,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             chain_id,
             stake,
             start_delay_secs,
+            changes,
         } => {
             if out.exists() {
                 return Err(format!(
@@ -283,8 +289,13 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 ));
             }
             let start = now_us().saturating_add(start_delay_secs.saturating_mul(1_000_000));
-            let genesis = GenesisFile::from_key_dirs(&validators, chain_id, start, stake)
+            let mut genesis = GenesisFile::from_key_dirs(&validators, chain_id, start, stake)
                 .map_err(|e| e.to_string())?;
+            for (epoch, dirs) in &changes {
+                genesis
+                    .add_change_from_key_dirs(*epoch, dirs, stake)
+                    .map_err(|e| e.to_string())?;
+            }
             let checked = genesis.clone().check().map_err(|e| e.to_string())?;
             genesis.save(&out).map_err(|e| e.to_string())?;
             eprintln!(

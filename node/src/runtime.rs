@@ -1108,7 +1108,14 @@ fn pulsar_ceremony(
     }
     let first_epoch = set.first_epoch;
     let committee = &set.keys.pulsar_committee;
-    let Some(party) = index.and_then(|me| committee.iter().position(|&v| v as usize == me)) else {
+    let Some(me) = index else {
+        tracing::info!(
+            first_epoch,
+            "not a member of this validator set: its Pulsar legs come from its committee's gossip"
+        );
+        return None;
+    };
+    let Some(party) = committee.iter().position(|&v| v as usize == me) else {
         tracing::info!(
             first_epoch,
             "not a member of the validator set's Pulsar committee: Pulsar legs come from its \

@@ -281,28 +281,6 @@ pub struct TestnetOptions {
     pub validator_sets: Vec<(u64, Vec<usize>)>,
 }
 
-/// Parses one `--validator-set` value, `EPOCH:V,V,…` (the set's first epoch, then the validator
-/// numbers of the set in index order), e.g. `2:1,2,3,4`. Errors: a message naming what is
-/// malformed.
-pub fn parse_validator_set(text: &str) -> Result<(u64, Vec<usize>), String> {
-    let (epoch, members) = text
-        .split_once(':')
-        .ok_or_else(|| format!("{text:?}: expected EPOCH:V,V,… (e.g. 2:1,2,3,4)"))?;
-    let epoch = epoch
-        .trim()
-        .parse()
-        .map_err(|e| format!("{text:?}: epoch {epoch:?}: {e}"))?;
-    let members = members
-        .split(',')
-        .map(|v| {
-            v.trim()
-                .parse()
-                .map_err(|e| format!("{text:?}: validator {v:?}: {e}"))
-        })
-        .collect::<Result<Vec<usize>, String>>()?;
-    Ok((epoch, members))
-}
-
 impl TestnetOptions {
     /// The defaults ([`DEFAULT_VALIDATORS`], [`DEFAULT_BLOCKS`], temporary directory,
     /// [`DEFAULT_BLOCK_TIME_MS`], [`DEFAULT_TX_RATE`]) with `binary` as the node binary.

@@ -156,3 +156,76 @@ fn deal_writes_shares_and_group_keys_and_refuses_bad_calls() {
     ]);
     assert!(err.contains("already has threshold group keys"), "{err}");
 }
+
+/// `genesis --change` schedules a validator-set change from key directories, and `deal` (key
+/// directories in roster order) gives each set its own keys: the newcomer holds shares of the
+/// changed set only, the leaver of the genesis set only. A change whose Magnetar keys are of
+/// another parameter set than the genesis's, and a malformed `--change`, are refused.
+#[test]
+fn genesis_change_and_deal_give_each_set_its_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let dirs: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("v{i}"))).collect();
+    for d in &dirs {
+        ok(&["keygen", "--out", s(d)]);
+    }
+    let genesis = dir.path().join("genesis.json");
+    let change = format!("2:{},{},{}", s(&dirs[1]), s(&dirs[2]), s(&dirs[3]));
+    for bad in ["2", "x:a", "2:"] {
+        let err = fails(&[
+            "genesis",
+            "--out",
+            s(&genesis),
+            "--change",
+            bad,
+            "--validators",
+            s(&dirs[0]),
+        ]);
+        assert!(err.contains(&format!("{bad:?}")), "{bad}: {err}");
+    }
+    let small = dir.path().join("small");
+    ok(&["keygen", "--out", s(&small), "--slhdsa-set", "192s"]);
+    let err = fails(&[
+        "genesis",
+        "--out",
+        s(&genesis),
+        "--change",
+        &format!("2:{},{}", s(&dirs[1]), s(&small)),
+        "--validators",
+        s(&dirs[0]),
+        s(&dirs[1]),
+    ]);
+    assert!(
+        err.contains("magnetar_parameter_set") && err.contains("small"),
+        "{err}"
+    );
+    assert!(!genesis.exists(), "a refused genesis writes nothing");
+    ok(&[
+        "genesis",
+        "--out",
+        s(&genesis),
+        "--change",
+        &change,
+        "--validators",
+        s(&dirs[0]),
+        s(&dirs[1]),
+        s(&dirs[2]),
+    ]);
+    let mut file = GenesisFile::load(&genesis).unwrap();
+    assert_eq!(file.validator_changes.len(), 1);
+    assert_eq!(file.validator_changes[0].epoch, 2);
+    file.profile = "aurora".into();
+    file.save(&genesis).unwrap();
+    let mut args = vec!["deal", "--genesis", s(&genesis), "--validators"];
+    args.extend(dirs.iter().map(|d| s(d)));
+    ok(&args);
+    let dealt = GenesisFile::load(&genesis).unwrap();
+    let checked = dealt.clone().check().unwrap();
+    for (epoch, policy) in checked.cert_policies() {
+        assert!(policy.is_ok(), "epoch {epoch}: {:?}", policy.err());
+    }
+    let epochs =
+        |i: usize| -> Vec<u64> { load_keys(&dirs[i]).unwrap().dealt.keys().copied().collect() };
+    assert_eq!(epochs(0), [0], "v0 left at epoch 2");
+    assert_eq!(epochs(1), [0, 2]);
+    assert_eq!(epochs(3), [2], "v3 joined at epoch 2");
+}
