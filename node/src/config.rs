@@ -206,10 +206,16 @@ impl SecretKeyFile {
         }
         let mut previous = 0;
         for entry in &self.set_shares {
+            if entry.epoch == 0 {
+                return Err(ConfigError::Invalid(
+                    "set_shares: an entry of epoch 0 (the genesis set's shares are the top-level \
+                     fields; entries are for validator changes, from epoch 1)"
+                        .into(),
+                ));
+            }
             if entry.epoch <= previous {
                 return Err(ConfigError::Invalid(format!(
-                    "set_shares: epoch {} is not above {previous} (entries are by increasing epoch, \
-                     from 1)",
+                    "set_shares: epoch {} is not above {previous} (entries are by increasing epoch)",
                     entry.epoch
                 )));
             }
@@ -601,6 +607,23 @@ pub fn deal(
     rng: &mut (impl rand::RngCore + rand::CryptoRng),
 ) -> Result<(), ConfigError> {
     let checked = genesis.clone().check()?;
+    let sets_with_keys: Vec<u64> =
+        std::iter::once((0, &genesis.corona_group_key, &genesis.pulsar_group_key))
+            .chain(
+                genesis
+                    .validator_changes
+                    .iter()
+                    .map(|c| (c.epoch, &c.corona_group_key, &c.pulsar_group_key)),
+            )
+            .filter(|(_, corona, pulsar)| corona.is_some() || pulsar.is_some())
+            .map(|(epoch, _, _)| epoch)
+            .collect();
+    if existing == Existing::Refuse && !sets_with_keys.is_empty() {
+        return Err(ConfigError::Invalid(format!(
+            "the genesis already has threshold group keys (the sets from epochs {sets_with_keys:?}); \
+             refusing to deal again"
+        )));
+    }
     let roster: Vec<String> = checked
         .roster()
         .iter()
@@ -608,8 +631,8 @@ pub fn deal(
         .collect();
     if key_dirs.len() != roster.len() {
         return Err(ConfigError::Invalid(format!(
-            "{} key directories for {} genesis validators (the genesis set, then the newcomers \
-             of each validator change)",
+            "{} key directories for the genesis's {} validators (the genesis set's, then the \
+             newcomers of each validator change)",
             key_dirs.len(),
             roster.len()
         )));
@@ -621,7 +644,8 @@ pub fn deal(
     {
         if !load_public(dir)?.bls_public_key.eq_ignore_ascii_case(key) {
             return Err(ConfigError::Invalid(format!(
-                "{} does not hold genesis validator {i} ({})",
+                "{} does not hold validator {i} ({}) of the genesis roster (the genesis set's \
+                 validators, then each validator change's newcomers)",
                 dir.display(),
                 v.name
             )));
@@ -744,16 +768,17 @@ struct DealtPublic {
 }
 
 impl DealtPublic {
-    /// Writes the keys dealt into a set's genesis fields, keeping what was there otherwise.
+    /// Writes the keys dealt into a set's genesis fields (a key not dealt is removed: the
+    /// profile has no leg for it).
     fn fill(
         self,
         corona: &mut Option<String>,
         pulsar: &mut Option<String>,
         committee: &mut Option<Vec<u32>>,
     ) {
-        *corona = self.corona_group_key.or(corona.take());
-        *pulsar = self.pulsar_group_key.or(pulsar.take());
-        *committee = self.pulsar_committee.or(committee.take());
+        *corona = self.corona_group_key;
+        *pulsar = self.pulsar_group_key;
+        *committee = self.pulsar_committee;
     }
 }
 
@@ -1057,6 +1082,12 @@ impl KeyFields<'_> {
         let corona = optional("corona_group_key", self.corona_group_key)?;
         let pulsar = optional("pulsar_group_key", self.pulsar_group_key)?;
         let committee_bytes: Vec<u8> = match self.pulsar_committee {
+            Some(_) if pulsar.is_none() => {
+                return Err(ConfigError::Invalid(format!(
+                    "{label}pulsar_committee without pulsar_group_key: the committee holds that \
+                     key's shares (quasar-node deal writes both)"
+                )));
+            }
             Some(members) => {
                 check_committee(label, members, validators)?;
                 members.iter().flat_map(|m| m.to_le_bytes()).collect()
@@ -2838,7 +2869,7 @@ mod tests {
         assert!(
             error
                 .to_string()
-                .contains("already holds threshold key shares"),
+                .contains("already has threshold group keys (the sets from epochs [0, 2, 5])"),
             "{error}"
         );
         let before = genesis.validator_changes[0].corona_group_key.clone();
@@ -2851,16 +2882,48 @@ mod tests {
         let error = deal(&swapped, &mut genesis, which, Existing::Replace, &mut rng)
             .expect_err("out of roster order");
         assert!(
+            error.to_string().contains("does not hold validator 3"),
+            "{error}"
+        );
+    }
+
+    /// `set_shares` entries are changed sets' (epoch 0's shares are the top-level fields), by
+    /// increasing epoch; a Pulsar committee needs its key.
+    #[test]
+    fn set_shares_and_committees_out_of_place_are_refused() {
+        let file = |entries: &str| {
+            SecretKeyFile::from_json(&format!(
+                r#"{{"bls_secret_key":"","mldsa_seed":"","slhdsa_seed":"","tls_private_key":"",
+                "set_shares":[{entries}]}}"#
+            ))
+            .unwrap()
+        };
+        let error = |entries: &str| file(entries).dealt().err().unwrap().to_string();
+        assert!(error(r#"{"epoch":0}"#).contains("top-level fields"));
+        assert!(error(r#"{"epoch":3},{"epoch":2}"#).contains("epoch 2 is not above 3"));
+        assert!(error(r#"{"epoch":2,"pulsar_share":"00"}"#).contains("pulsar_group is missing"));
+        assert!(file(r#"{"epoch":2},{"epoch":5}"#).dealt().unwrap().len() == 2);
+        let (_dir, _pool, file) = changing_genesis();
+        let mut genesis = GenesisFile {
+            profile: "aurora".into(),
+            bundle_size: 10,
+            ..file
+        };
+        genesis.validator_changes[0].pulsar_committee = Some(vec![0, 1]);
+        let error = invalid_message(genesis.check());
+        assert!(
             error
-                .to_string()
-                .contains("does not hold genesis validator 3"),
+                .contains("validator change at epoch 2: pulsar_committee without pulsar_group_key"),
             "{error}"
         );
     }
 
     #[test]
     fn epoch_lists_parse_or_name_what_is_wrong() {
-        assert_eq!(parse_epoch_list::<usize>("2:1, 2,3"), Ok((2, vec![1, 2, 3])));
+        assert_eq!(
+            parse_epoch_list::<usize>("2:1, 2,3"),
+            Ok((2, vec![1, 2, 3]))
+        );
         for (bad, says) in [
             ("2", "expected EPOCH:ITEM"),
             ("x:1", "epoch \"x\""),
@@ -2870,7 +2933,10 @@ mod tests {
             ("-1:1", "epoch \"-1\""),
         ] {
             let error = parse_epoch_list::<usize>(bad).unwrap_err();
-            assert!(error.contains(says) && error.contains(bad), "{bad}: {error}");
+            assert!(
+                error.contains(says) && error.contains(bad),
+                "{bad}: {error}"
+            );
         }
     }
 

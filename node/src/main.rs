@@ -325,18 +325,6 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     genesis.profile
                 ));
             }
-            let dealt_before = genesis.corona_group_key.is_some()
-                || genesis.pulsar_group_key.is_some()
-                || genesis
-                    .validator_changes
-                    .iter()
-                    .any(|c| c.corona_group_key.is_some() || c.pulsar_group_key.is_some());
-            if dealt_before {
-                return Err(format!(
-                    "{} already has threshold group keys; refusing to deal again",
-                    path.display()
-                ));
-            }
             quasar_node::config::deal(
                 &validators,
                 &mut genesis,

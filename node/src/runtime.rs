@@ -962,6 +962,13 @@ fn set_contributors(
             .collect();
         let index = members.iter().position(|&m| m == me);
         let shares = dealt.remove(&set.first_epoch).unwrap_or_default();
+        if index.is_none() && (shares.corona.is_some() || shares.pulsar.is_some()) {
+            tracing::warn!(
+                first_epoch = set.first_epoch,
+                "the key file holds shares of a validator set that does not include this \
+                 validator: not used"
+            );
+        }
         let rollup_set = match (&set.keys.rollup, rollup) {
             (Some(key), Some(prover)) if genesis.profile.legs().contains(&LegKind::Groth16) => {
                 let candidate = RollupSet {

@@ -92,6 +92,54 @@ fn deal_keys(
     Ok(())
 }
 
+/// Checks validator sets for [`Testnet::set_validator_sets`] among `validators` validators
+/// before anything is made: the first set is epoch 0's, epochs increase, every set is non-empty
+/// with members in range and none twice, and every validator is in some set (a validator in
+/// none would have no identity on the network). Errors: [`TestnetError::Options`] naming the
+/// set and what is wrong.
+fn check_validator_sets(sets: &[(u64, Vec<usize>)], validators: usize) -> Result<(), TestnetError> {
+    let refuse = |why: String| Err(TestnetError::Options(format!("validator sets: {why}")));
+    match sets.first() {
+        Some((0, _)) => {}
+        Some((epoch, _)) => {
+            return refuse(format!("the first set is epoch {epoch}'s, not epoch 0's"))
+        }
+        None => return refuse("none given".into()),
+    }
+    let mut seen = vec![false; validators];
+    for (k, (epoch, members)) in sets.iter().enumerate() {
+        if k > 0 && *epoch <= sets[k - 1].0 {
+            return refuse(format!(
+                "epoch {epoch} follows epoch {}: sets go by increasing epoch",
+                sets[k - 1].0
+            ));
+        }
+        if members.is_empty() {
+            return refuse(format!("the set of epoch {epoch} is empty"));
+        }
+        for (i, &v) in members.iter().enumerate() {
+            if v >= validators {
+                return refuse(format!(
+                    "the set of epoch {epoch} names validator {v}; validators are 0 to {}",
+                    validators - 1
+                ));
+            }
+            if members[..i].contains(&v) {
+                return refuse(format!(
+                    "the set of epoch {epoch} names validator {v} twice"
+                ));
+            }
+            seen[v] = true;
+        }
+    }
+    if let Some(missing) = seen.iter().position(|&s| !s) {
+        return refuse(format!(
+            "validator {missing} is in no set (every validator must be in at least one)"
+        ));
+    }
+    Ok(())
+}
+
 fn check_shape(validators: usize, block_time_ms: u64) -> Result<(), TestnetError> {
     if !(1..=MAX_VALIDATORS).contains(&validators) {
         return Err(TestnetError::Options(format!(
@@ -316,11 +364,14 @@ impl TestnetOptions {
             config::check_epoch_length(blocks, config::DEFAULT_BUNDLE_SIZE, self.profile)
                 .map_err(TestnetError::Options)?;
         }
-        if !self.validator_sets.is_empty() && self.epoch_length.is_none_or(|l| l == 0) {
-            return Err(TestnetError::Options(
-                "validator sets change at epoch boundaries: give an epoch length above 0 too"
-                    .into(),
-            ));
+        if !self.validator_sets.is_empty() {
+            if self.epoch_length.is_none_or(|l| l == 0) {
+                return Err(TestnetError::Options(
+                    "validator sets change at epoch boundaries: give an epoch length above 0 too"
+                        .into(),
+                ));
+            }
+            check_validator_sets(&self.validator_sets, self.validators)?;
         }
         if !self.tx_rate.is_finite() || self.tx_rate < 0.0 {
             return Err(TestnetError::Options(format!(
@@ -680,13 +731,14 @@ impl Testnet {
     /// still runs, and one outside an epoch's set follows the chain without signing until a set
     /// names it. Under a profile with threshold legs the keys are dealt again, for every set
     /// (each change gets its own Corona and Pulsar keys); a rollup verifying key already given
-    /// ([`Testnet::add_rollup`]) is used for every set. Errors: [`TestnetError::Options`] for an
-    /// empty `sets`, a first entry of another epoch or a member out of range;
+    /// ([`Testnet::add_rollup`]) is used for every set of epoch 0's set's size. Errors:
+    /// [`TestnetError::Options`] for sets [`check_validator_sets`] refuses;
     /// [`TestnetError::Config`] for changes the genesis refuses (epochs out of order, a chain
     /// without epochs); files.
     pub fn set_validator_sets(&self, sets: &[(u64, Vec<usize>)]) -> Result<(), TestnetError> {
         let path = self.dir.join(GENESIS_FILE);
         let genesis = GenesisFile::load(&path)?;
+        check_validator_sets(sets, self.validators())?;
         // Created with every validator in genesis, in number order.
         let everyone = genesis.validators.clone();
         let pick = |members: &[usize]| {
@@ -713,7 +765,11 @@ impl Testnet {
                 Ok(config::ValidatorChange {
                     epoch: *epoch,
                     validators: pick(members)?,
-                    rollup_verifying_key: genesis.rollup_verifying_key.clone(),
+                    // One rollup setup serves the sets of its size.
+                    rollup_verifying_key: genesis
+                        .rollup_verifying_key
+                        .clone()
+                        .filter(|_| members.len() == first.len()),
                     ..config::ValidatorChange::default()
                 })
             })
@@ -752,18 +808,24 @@ impl Testnet {
     }
 
     /// Gives the network a Groth16 rollup before it starts: the verifying key of `setup` (a
-    /// `rollup-setup` directory for this many validators) goes into the genesis, and its
-    /// proving key into the `node.toml` of validators `0..provers`. A `setup` without keys is
-    /// made first with a quorum of ⌊2n/3⌋ + 1 equal stakes and fresh randomness (minutes and
-    /// gigabytes; `rollup-setup` prints its estimate). Errors: keys for another validator
-    /// count, unreadable keys, `provers` not in `1..=n`, files.
+    /// `rollup-setup` directory for the n validators of epoch 0's set) goes into the genesis and
+    /// into every validator change of n validators (a set of another size gets none: its epochs
+    /// stay at Nova finality), and its proving key into the `node.toml` of validators
+    /// `0..provers`. A `setup` without keys is made first with a quorum of ⌊2n/3⌋ + 1 equal
+    /// stakes and fresh randomness (minutes and gigabytes; `rollup-setup` prints its estimate).
+    /// Errors: keys for another validator count, unreadable keys, `provers` not in `1..=` the
+    /// testnet's validators, files.
     pub fn add_rollup(&self, setup: &Path, provers: usize) -> Result<(), TestnetError> {
-        let n = self.validators();
-        if !(1..=n).contains(&provers) {
+        let validators = self.validators();
+        if !(1..=validators).contains(&provers) {
             return Err(TestnetError::Options(format!(
-                "rollup provers must be between 1 and {n}, got {provers}"
+                "rollup provers must be between 1 and {validators}, got {provers}"
             )));
         }
+        let genesis_path = self.dir.join(GENESIS_FILE);
+        let mut genesis = GenesisFile::load(&genesis_path)?;
+        // The setup is for epoch 0's set (every validator unless the sets were changed).
+        let n = genesis.validators.len();
         if !setup.join(VERIFYING_KEY_FILE).exists() && !setup.join(PROVING_KEY_FILE).exists() {
             eprintln!(
                 "testnet: no rollup keys in {}: running the setup for {n} validators",
@@ -774,15 +836,16 @@ impl Testnet {
         let (vk_file, _) = rollup::read_verifying_key(setup)?;
         if vk_file.validators != n {
             return Err(TestnetError::Options(format!(
-                "the rollup keys in {} are for {} validators, the testnet has {n}",
+                "the rollup keys in {} are for {} validators, the testnet's epoch-0 validator set \
+                 has {n}",
                 setup.display(),
                 vk_file.validators
             )));
         }
-        let genesis_path = self.dir.join(GENESIS_FILE);
-        let mut genesis = GenesisFile::load(&genesis_path)?;
+        // One setup serves the sets of its size; the others stay at Nova finality.
         for change in &mut genesis.validator_changes {
-            change.rollup_verifying_key = Some(vk_file.verifying_key.clone());
+            change.rollup_verifying_key =
+                (change.validators.len() == n).then(|| vk_file.verifying_key.clone());
         }
         genesis.rollup_verifying_key = Some(vk_file.verifying_key);
         genesis.clone().check()?;

@@ -66,7 +66,7 @@ fn deal_writes_shares_and_group_keys_and_refuses_bad_calls() {
     let out = deal(&genesis, &swapped);
     assert!(!out.status.success());
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("does not hold genesis validator 0"),
+        String::from_utf8_lossy(&out.stderr).contains("does not hold validator 0"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );

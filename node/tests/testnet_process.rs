@@ -241,6 +241,37 @@ async fn run_rejects_options_that_describe_no_network() {
         Err(TestnetError::Options(why)) => assert!(why.contains("not a multiple"), "{why}"),
         other => panic!("expected an options error, got {other:?}"),
     }
+    // And validator sets that name no network: each refusal says what is wrong.
+    let sets = |sets: &[(u64, &[usize])]| -> Vec<(u64, Vec<usize>)> {
+        sets.iter().map(|(e, m)| (*e, m.to_vec())).collect()
+    };
+    for (validator_sets, epoch_length, says) in [
+        (sets(&[(0, &[0, 1, 2, 3])]), None, "epoch length"),
+        (sets(&[(0, &[0, 1, 2, 3])]), Some(0), "epoch length"),
+        (sets(&[(1, &[0, 1, 2, 3])]), Some(16), "not epoch 0's"),
+        (
+            sets(&[(0, &[0, 1]), (0, &[2, 3])]),
+            Some(16),
+            "increasing epoch",
+        ),
+        (sets(&[(0, &[0, 1, 2, 3]), (3, &[])]), Some(16), "is empty"),
+        (sets(&[(0, &[0, 1, 2, 4])]), Some(16), "validator 4"),
+        (sets(&[(0, &[0, 1, 1, 2, 3])]), Some(16), "twice"),
+        (
+            sets(&[(0, &[0, 1, 2])]),
+            Some(16),
+            "validator 3 is in no set",
+        ),
+    ] {
+        let mut opts = TestnetOptions::new(binary());
+        opts.dir = Some(dir.path().to_path_buf());
+        opts.epoch_length = epoch_length;
+        opts.validator_sets = validator_sets.clone();
+        match testnet::run(opts).await {
+            Err(TestnetError::Options(why)) => assert!(why.contains(says), "{why}"),
+            other => panic!("{validator_sets:?}: expected an options error, got {other:?}"),
+        }
+    }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 
@@ -786,15 +817,16 @@ async fn a_validator_joins_at_an_epoch_boundary_and_another_leaves() {
     );
 }
 
-/// The threshold keys change with the validator set, between real processes under `aurora`:
+/// The threshold keys change with the validator set, between real processes under `polaris`:
 /// the testnet deals each set its own Corona and Pulsar keys, validator 4 signs with its shares
 /// of epoch 2's set (it holds none of epoch 0's), and bundles of both sets' epochs reach Quasar
 /// finality on every node, validator 0 (which left) included: each bundle's legs verify
-/// against its own set's group keys.
+/// against its own set's group keys, and its Magnetar leg holds a quorum of its own set's
+/// signatures, indexed in that set.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn threshold_keys_change_with_the_validator_set() {
     let _turn = one_network_at_a_time().await;
-    let mut fx = Fixture::with_profile("quasar-testnet-test-", 5, 200, Profile::Aurora);
+    let mut fx = Fixture::with_profile("quasar-testnet-test-", 5, 250, Profile::Polaris);
     let path = fx.net.dir().join(quasar_node::testnet::GENESIS_FILE);
     let genesis = GenesisFile {
         bundle_size: 8,
