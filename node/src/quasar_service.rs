@@ -10,11 +10,15 @@
 //!
 //! - When a bundle closes and this node holds the closing block's own finalization, it gossips
 //!   that BLS leg, so peers that finalized the block through a descendant can complete it.
-//! - Under `polaris` each validator signs the bundle digest with its SLH-DSA key (context
-//!   `quasar-cert-v1`) and gossips the signature; every node checks each signature against the
-//!   sender's genesis key as it arrives and builds the Magnetar leg once the signers hold a quorum.
+//! - Under `polaris` each validator of the bundle's set signs the bundle digest with its SLH-DSA
+//!   key (context `quasar-cert-v1`) and gossips the signature; every node checks each signature
+//!   against the sender's key in that set as it arrives and builds the Magnetar leg once the
+//!   signers hold a quorum of the set's stake.
+//! - Every bundle belongs to one epoch and so to one validator set ([`SetContributor`]): its
+//!   threshold ceremonies run with that set's keys and members, and peers (known by roster
+//!   position, their network identity) are counted by their index in that set.
 //! - Finished legs from peers are verified alone and attached.
-//! - Under profiles with a Corona or Pulsar leg, validators holding a share of the epoch's
+//! - Under profiles with a Corona or Pulsar leg, validators holding a share of the set's
 //!   threshold key run the signing rounds of every bundle ([`crate::ceremony`]); every node
 //!   collects the rounds' messages and combines the leg itself, and the first member of the set
 //!   that signed gossips the leg for nodes that missed a message.
@@ -25,11 +29,12 @@
 //! - QuasarCerts that a peer serves through sync (`crate::sync`) are taken apart into that
 //!   peer's legs and handled like gossiped legs (held up to one sync reply's reach ahead), so a
 //!   node that fell behind certifies the bundles it missed with its own finalized blocks.
-//! - Under profiles with a Groth16 leg each validator signs the bundle digest with its ML-DSA-65
-//!   identity key (context `QUASAR-ROLLUP-v1`) and gossips the signature. A validator configured
-//!   with a rollup proving key collects and checks the signatures of every waiting bundle
-//!   ([`WindowProver`]), proves the newest bundle whose signers hold a quorum off this thread,
-//!   and gossips the leg; validators without a proving key drop the signatures.
+//! - Under profiles with a Groth16 leg each validator of the bundle's set signs the bundle
+//!   digest with its ML-DSA-65 identity key (context `QUASAR-ROLLUP-v1`) and gossips the
+//!   signature. A validator configured with a rollup proving key collects and checks the
+//!   signatures of every waiting bundle of the sets its key serves ([`WindowProver`]), proves
+//!   the newest bundle whose signers hold a quorum off this thread, and gossips the leg;
+//!   validators without a proving key drop the signatures.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::Ordering;

@@ -732,7 +732,8 @@ impl Testnet {
     /// names it. Under a profile with threshold legs the keys are dealt again, for every set
     /// (each change gets its own Corona and Pulsar keys); a rollup verifying key already given
     /// ([`Testnet::add_rollup`]) is used for every set of epoch 0's set's size. Errors:
-    /// [`TestnetError::Options`] for sets [`check_validator_sets`] refuses;
+    /// [`TestnetError::Options`] for sets that name no network (the first not epoch 0's, epochs
+    /// not increasing, an empty set, a member out of range or twice, a validator in no set);
     /// [`TestnetError::Config`] for changes the genesis refuses (epochs out of order, a chain
     /// without epochs); files.
     pub fn set_validator_sets(&self, sets: &[(u64, Vec<usize>)]) -> Result<(), TestnetError> {
