@@ -336,7 +336,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             let checked = genesis.clone().check().map_err(|e| e.to_string())?;
             genesis.save(&path).map_err(|e| e.to_string())?;
             eprintln!(
-                "dealt {}{}{} keys of {} validators; genesis {} written to {}",
+                "dealt {}{}{} keys to {} validators, one key each for {} validator set(s); \
+                 genesis {} written to {}",
                 if which.corona { "Corona" } else { "" },
                 if which.corona && which.pulsar {
                     " and "
@@ -345,6 +346,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 },
                 if which.pulsar { "Pulsar" } else { "" },
                 validators.len(),
+                checked.sets().len(),
                 hex::encode(checked.hash),
                 path.display()
             );
