@@ -478,6 +478,25 @@ pub fn load_public(dir: &Path) -> Result<PublicKeyFile, ConfigError> {
     parse_json(&dir.join(PUBLIC_KEY_FILE))
 }
 
+/// Reads the public key files of `key_dirs`, in order.
+fn load_publics(key_dirs: &[PathBuf]) -> Result<Vec<PublicKeyFile>, ConfigError> {
+    key_dirs.iter().map(|dir| load_public(dir)).collect()
+}
+
+/// The first of `keys` (read from `dirs`), with its index and directory, whose Magnetar key is
+/// not of `set`.
+fn other_set<'a>(
+    keys: &'a [PublicKeyFile],
+    dirs: &'a [PathBuf],
+    set: ParameterSet,
+) -> Option<(usize, &'a PublicKeyFile, &'a PathBuf)> {
+    keys.iter()
+        .zip(dirs)
+        .enumerate()
+        .find(|(_, (k, _))| k.slhdsa_parameter_set != set)
+        .map(|(i, (k, dir))| (i, k, dir))
+}
+
 /// Reads and checks a key directory: the secret key must match the public file. The SLH-DSA
 /// seed is expanded under the public file's `slhdsa_parameter_set` (192f when absent) and must
 /// give its `slhdsa_public_key`. Errors: [`ConfigError`], naming the directory and the field.
@@ -1758,17 +1777,9 @@ impl GenesisFile {
         genesis_time_us: u64,
         stake: u64,
     ) -> Result<GenesisFile, ConfigError> {
-        let keys = key_dirs
-            .iter()
-            .map(|dir| load_public(dir))
-            .collect::<Result<Vec<_>, _>>()?;
+        let keys = load_publics(key_dirs)?;
         if let Some(first) = keys.first() {
-            let differs = keys
-                .iter()
-                .zip(key_dirs)
-                .enumerate()
-                .find(|(_, (k, _))| k.slhdsa_parameter_set != first.slhdsa_parameter_set);
-            if let Some((i, (k, dir))) = differs {
+            if let Some((i, k, dir)) = other_set(&keys, key_dirs, first.slhdsa_parameter_set) {
                 return Err(ConfigError::Invalid(format!(
                     "validator {i} ({}, {}): slhdsa_parameter_set is {:?} but validator 0 ({})'s \
                      is {:?}; every validator of a genesis has a Magnetar key of the same set \
@@ -1802,16 +1813,8 @@ impl GenesisFile {
         key_dirs: &[PathBuf],
         stake: u64,
     ) -> Result<(), ConfigError> {
-        let keys = key_dirs
-            .iter()
-            .map(|dir| load_public(dir))
-            .collect::<Result<Vec<_>, _>>()?;
-        let differs = keys
-            .iter()
-            .zip(key_dirs)
-            .enumerate()
-            .find(|(_, (k, _))| k.slhdsa_parameter_set != self.magnetar_parameter_set);
-        if let Some((i, (k, dir))) = differs {
+        let keys = load_publics(key_dirs)?;
+        if let Some((i, k, dir)) = other_set(&keys, key_dirs, self.magnetar_parameter_set) {
             return Err(ConfigError::Invalid(format!(
                 "validator change at epoch {epoch}: validator {i} ({}, {}): slhdsa_parameter_set \
                  is {:?} but the genesis magnetar_parameter_set is {:?}; every validator of a \
