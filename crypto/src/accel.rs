@@ -9,11 +9,11 @@
 //!
 //! # Workload classes and extension
 //!
-//! A batch is homogeneous: one [`NttClass`] (modulus, degree, transform convention) per call.
-//! Only Corona's ring exists today; ML-DSA (q = 8380417) and ML-KEM (q = 3329) will be new
-//! variants of the `#[non_exhaustive]` enum, so callers outside this crate keep compiling. A
-//! backend without a kernel for a workload answers [`AccelError::Unsupported`] and the
-//! dispatcher falls back to [`CpuBackend`].
+//! A batch is homogeneous: one [`NttClass`] (modulus, degree, transform convention) per call;
+//! moduli are never mixed in one call. The classes are Corona's ring and ML-DSA's ring; ML-KEM
+//! (q = 3329) will be a new variant of the `#[non_exhaustive]` enum, so callers outside this
+//! crate keep compiling. A backend without a kernel for a workload answers
+//! [`AccelError::Unsupported`] and the dispatcher falls back to [`CpuBackend`].
 //!
 //! The Groth16 prover's workloads ([`crate::rollup::prover`]) are two more methods:
 //! [`BatchArithmetic::scalar_ntt`] (radix-2 NTTs over the BLS12-381 scalar field F_r, the QAP
@@ -26,13 +26,15 @@
 //!
 //! Every backend must return bit-for-bit what [`CpuBackend`] returns: canonical residues in
 //! [0, q), NTT images in the class's slot order (for [`NttClass::Corona`], the bit-reversed order
-//! of [`crate::corona::ring`], ψ = [`crate::corona::ring::PSI`]). For [`BatchArithmetic::scalar_ntt`]
+//! of [`crate::corona::ring`], ψ = [`crate::corona::ring::PSI`]; for [`NttClass::MlDsa`], the
+//! order of FIPS 204 Algorithm 41, ŵ\[i\] = w(ζ^(2·brv8(i)+1)), ζ = 1753). For [`BatchArithmetic::scalar_ntt`]
 //! the convention is stated on [`ScalarTransform`]; an MSM result is a group element, so every
 //! correct algorithm returns the same point.
 //!
 //! # The CPU backend
 //!
-//! Corona's transforms are this crate's ([`crate::corona::ring`]). The F_r NTT and the MSMs are
+//! Corona's transforms are this crate's ([`crate::corona::ring`]), ML-DSA's are Pulsar's
+//! ([`crate::pulsar::ring`], checked against FIPS 204's reference NTT). The F_r NTT and the MSMs are
 //! arkworks' (`ark-poly`'s radix-2 domain, `ark-ec`'s Pippenger MSM, both rayon-parallel): the
 //! fastest maintained CPU code for BLS12-381 we know of, and the baseline an accelerator backend
 //! is measured against.
@@ -41,11 +43,11 @@ use ark_bls12_381::{Fr, G1Affine, G1Projective, G2Affine, G2Projective};
 use ark_ec::{CurveGroup, VariableBaseMSM};
 use ark_ff::FftField;
 use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
+use rayon::prelude::*;
 
 use crate::corona::params;
-use crate::corona::ring::{
-    first_out_of_range, forward_in_place, inverse_in_place, pointwise_in_place,
-};
+use crate::corona::ring::{forward_in_place, inverse_in_place, pointwise_in_place};
+use crate::pulsar::ring as mldsa_ring;
 
 /// A ring whose NTT a backend computes: modulus, degree and transform convention.
 #[non_exhaustive]
@@ -54,13 +56,20 @@ pub enum NttClass {
     /// Corona's R_q = Z_q\[X\]/(X^256 + 1), q = 2^48 + 18945: the negacyclic NTT of
     /// [`crate::corona::ring`] (bit-reversed output, scaling by 256^{-1} in the inverse).
     Corona,
+    /// ML-DSA's R_q = Z_q\[X\]/(X^256 + 1), q = 8380417 = 2^23 − 2^13 + 1: the NTT of FIPS 204
+    /// Algorithms 41–42 (ζ = 1753, bit-reversed slot order, 256^{-1} scaling in the inverse).
+    MlDsa,
 }
 
 impl NttClass {
+    /// Every class, in a fixed order (for tests, benchmarks and metrics).
+    pub const ALL: [NttClass; 2] = [NttClass::Corona, NttClass::MlDsa];
+
     /// The modulus q of the class.
     pub const fn modulus(self) -> u64 {
         match self {
             NttClass::Corona => params::Q,
+            NttClass::MlDsa => mldsa_ring::Q as u64,
         }
     }
 
@@ -68,6 +77,15 @@ impl NttClass {
     pub const fn degree(self) -> usize {
         match self {
             NttClass::Corona => params::DEGREE,
+            NttClass::MlDsa => crate::rollup::native::N,
+        }
+    }
+
+    /// A short stable name for logs and metric labels (`"corona"`, `"mldsa"`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            NttClass::Corona => "corona",
+            NttClass::MlDsa => "mldsa",
         }
     }
 }
@@ -212,6 +230,14 @@ pub trait BatchArithmetic: Send + Sync {
         rhs: &[u64],
     ) -> Result<RowResults, AccelError>;
 
+    /// How many rows of `class` the backend's kernels process as one unit (a CUDA block that
+    /// holds several rows): a dispatcher pads each stacked batch with zero rows to a multiple
+    /// of it and discards their results. 1 (the default) means no padding.
+    fn row_granularity(&self, class: NttClass) -> usize {
+        let _ = class;
+        1
+    }
+
     /// The [`ScalarTransform`] of every row in place. All rows have one length N, a power of two
     /// in [1, 2^32]; F_r values are always canonical, so there are no per-row errors. Errors
     /// (whole call, nothing changed): [`AccelError::ScalarShape`] for the first row whose
@@ -260,8 +286,10 @@ pub trait BatchArithmetic: Send + Sync {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CpuBackend;
 
-/// Checks a buffer's shape for `class`.
-fn check_shape(class: NttClass, len: usize, other_len: usize) -> Result<(), AccelError> {
+/// Checks a batch's shape for `class`: `len` (and the second operand's `other_len`, equal to
+/// `len` when there is none) a multiple of [`NttClass::degree`], the two equal. Errors:
+/// [`AccelError::Shape`].
+pub fn check_shape(class: NttClass, len: usize, other_len: usize) -> Result<(), AccelError> {
     let degree = class.degree();
     if !len.is_multiple_of(degree) || len != other_len {
         return Err(AccelError::Shape {
@@ -273,37 +301,138 @@ fn check_shape(class: NttClass, len: usize, other_len: usize) -> Result<(), Acce
     Ok(())
 }
 
-/// The row error for the first value ≥ q among `values`, if any.
-fn check_row(class: NttClass, row: usize, values: &[u64]) -> Result<(), AccelError> {
-    match first_out_of_range(values) {
+/// The row error for the first value ≥ q among `values` (row `row` of a `class` batch), if
+/// any: [`AccelError::CoefficientOutOfRange`].
+pub fn check_row(class: NttClass, row: usize, values: &[u64]) -> Result<(), AccelError> {
+    let modulus = class.modulus();
+    match values
+        .iter()
+        .copied()
+        .enumerate()
+        .find(|&(_, value)| value >= modulus)
+    {
         Some((index, value)) => Err(AccelError::CoefficientOutOfRange {
             row,
             index,
             value,
-            modulus: class.modulus(),
+            modulus,
         }),
         None => Ok(()),
     }
 }
 
-/// Applies an in-place Corona transform to every valid row.
-fn transform_rows(
-    class: NttClass,
-    rows: &mut [u64],
-    transform: fn(&mut [u64; params::DEGREE]),
-) -> Result<RowResults, AccelError> {
-    check_shape(class, rows.len(), rows.len())?;
-    Ok(rows
-        .chunks_exact_mut(params::DEGREE)
-        .enumerate()
-        .map(|(r, row)| {
-            check_row(class, r, row)?;
-            if let Ok(array) = <&mut [u64; params::DEGREE]>::try_from(row) {
-                transform(array);
+/// A ring operation of [`BatchArithmetic`] on one row (or a pair of rows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RingOp {
+    /// [`BatchArithmetic::forward_ntt`].
+    Forward,
+    /// [`BatchArithmetic::inverse_ntt`].
+    Inverse,
+    /// [`BatchArithmetic::pointwise_mul`].
+    Pointwise,
+}
+
+impl RingOp {
+    /// A short stable name for logs and metric labels.
+    pub const fn name(self) -> &'static str {
+        match self {
+            RingOp::Forward => "ntt",
+            RingOp::Inverse => "intt",
+            RingOp::Pointwise => "pointwise",
+        }
+    }
+}
+
+/// ML-DSA's row transform on a `[i32; 256]` copy of a row of canonical residues.
+fn mldsa_row(row: &mut [u64], transform: fn(&mut mldsa_ring::Poly)) {
+    let mut poly = [0i32; crate::rollup::native::N];
+    for (p, &v) in poly.iter_mut().zip(row.iter()) {
+        // Canonical: v < q < 2^23 (checked by the caller).
+        *p = v as i32;
+    }
+    transform(&mut poly);
+    for (v, &p) in row.iter_mut().zip(poly.iter()) {
+        *v = p as u64;
+    }
+}
+
+/// One row of `op` with the scalar reference kernels: `row` (and `rhs` for
+/// [`RingOp::Pointwise`]) are canonical rows of `class` (checked by the caller; a row of another
+/// length is left unchanged).
+pub fn reference_row(class: NttClass, op: RingOp, row: &mut [u64], rhs: &[u64]) {
+    match class {
+        NttClass::Corona => {
+            let Ok(a) = <&mut [u64; params::DEGREE]>::try_from(row) else {
+                return;
+            };
+            match op {
+                RingOp::Forward => forward_in_place(a),
+                RingOp::Inverse => inverse_in_place(a),
+                RingOp::Pointwise => {
+                    if let Ok(b) = <&[u64; params::DEGREE]>::try_from(rhs) {
+                        pointwise_in_place(a, b);
+                    }
+                }
             }
-            Ok(())
-        })
-        .collect())
+        }
+        NttClass::MlDsa => match op {
+            RingOp::Forward => mldsa_row(row, mldsa_ring::ntt),
+            RingOp::Inverse => mldsa_row(row, mldsa_ring::intt),
+            RingOp::Pointwise => {
+                let q = class.modulus();
+                for (x, &y) in row.iter_mut().zip(rhs) {
+                    *x = *x * y % q;
+                }
+            }
+        },
+    }
+}
+
+/// Batches of at least this many rows are spread over rayon's pool, a row per task; smaller
+/// ones run on the calling thread (a row costs 1–2 µs, about what handing it to a pool costs).
+pub const PARALLEL_ROWS: usize = 32;
+
+/// `op` on every row of a `class` batch with `kernel` (for [`RingOp::Pointwise`], `rhs` is the
+/// second operand; otherwise it is ignored): the shape check for the call, the range check for
+/// each row (a failing row is left unchanged), then `kernel(row, rhs_row)` on each valid row,
+/// rows in parallel from [`PARALLEL_ROWS`] rows on. Errors: [`AccelError::Shape`].
+pub fn apply_rows(
+    class: NttClass,
+    op: RingOp,
+    rows: &mut [u64],
+    rhs: &[u64],
+    kernel: impl Fn(&mut [u64], &[u64]) + Sync,
+) -> Result<RowResults, AccelError> {
+    let degree = class.degree();
+    let pointwise = op == RingOp::Pointwise;
+    check_shape(
+        class,
+        rows.len(),
+        if pointwise { rhs.len() } else { rows.len() },
+    )?;
+    let one_row = |(r, row): (usize, &mut [u64])| {
+        check_row(class, r, row)?;
+        let other = if pointwise {
+            let other = rhs.get(r * degree..(r + 1) * degree).unwrap_or_default();
+            check_row(class, r, other)?;
+            other
+        } else {
+            &[]
+        };
+        kernel(row, other);
+        Ok(())
+    };
+    Ok(if rows.len() >= PARALLEL_ROWS * degree {
+        rows.par_chunks_exact_mut(degree)
+            .enumerate()
+            .map(one_row)
+            .collect()
+    } else {
+        rows.chunks_exact_mut(degree)
+            .enumerate()
+            .map(one_row)
+            .collect()
+    })
 }
 
 impl BatchArithmetic for CpuBackend {
@@ -312,15 +441,15 @@ impl BatchArithmetic for CpuBackend {
     }
 
     fn forward_ntt(&self, class: NttClass, rows: &mut [u64]) -> Result<RowResults, AccelError> {
-        match class {
-            NttClass::Corona => transform_rows(class, rows, forward_in_place),
-        }
+        apply_rows(class, RingOp::Forward, rows, &[], |row, _| {
+            reference_row(class, RingOp::Forward, row, &[])
+        })
     }
 
     fn inverse_ntt(&self, class: NttClass, rows: &mut [u64]) -> Result<RowResults, AccelError> {
-        match class {
-            NttClass::Corona => transform_rows(class, rows, inverse_in_place),
-        }
+        apply_rows(class, RingOp::Inverse, rows, &[], |row, _| {
+            reference_row(class, RingOp::Inverse, row, &[])
+        })
     }
 
     fn pointwise_mul(
@@ -329,27 +458,9 @@ impl BatchArithmetic for CpuBackend {
         lhs: &mut [u64],
         rhs: &[u64],
     ) -> Result<RowResults, AccelError> {
-        match class {
-            NttClass::Corona => {
-                check_shape(class, lhs.len(), rhs.len())?;
-                Ok(lhs
-                    .chunks_exact_mut(params::DEGREE)
-                    .zip(rhs.chunks_exact(params::DEGREE))
-                    .enumerate()
-                    .map(|(r, (a, b))| {
-                        check_row(class, r, a)?;
-                        check_row(class, r, b)?;
-                        if let (Ok(a), Ok(b)) = (
-                            <&mut [u64; params::DEGREE]>::try_from(a),
-                            <&[u64; params::DEGREE]>::try_from(b),
-                        ) {
-                            pointwise_in_place(a, b);
-                        }
-                        Ok(())
-                    })
-                    .collect())
-            }
-        }
+        apply_rows(class, RingOp::Pointwise, lhs, rhs, |row, other| {
+            reference_row(class, RingOp::Pointwise, row, other)
+        })
     }
 
     fn scalar_ntt(

@@ -1,0 +1,252 @@
+//! Ring NTT benchmarks for the QuasarGPU adapter (issue 9). Run:
+//! `cargo bench -p quasar-bench --bench ntt` (only the summary:
+//! `cargo bench -p quasar-bench --bench ntt -- summary-only`).
+//!
+//! Criterion groups (reports under `target/criterion/`), for each class (`corona`, q = 2^48 +
+//! 18945; `mldsa`, q = 8380417; n = 256):
+//! - `ntt_row/<class>/{forward,inverse}`: one row through the CPU reference kernel, one thread;
+//! - `ntt_batch/<class>/{64,1024}`: a batch of forward NTTs on `CpuBackend` (rayon across rows);
+//! - `ntt_dispatch/<class>/64`: the same 64 rows as one request through a [`Dispatcher`] whose
+//!   capacity is 64 rows (so the request goes out at once): the dispatcher's own cost.
+//!
+//! Then a summary, in 15 rounds of back-to-back timings (so load from other processes falls on
+//! both sides of each ratio alike), printed as tables and written to
+//! `target/criterion/ntt-summary.json`:
+//! - one forward NTT per class against the issue's anchors: ML-DSA within 1.5 × 170 ns (the
+//!   pq-crystals AVX2 reference), Corona ≤ 2 µs;
+//! - dispatcher overhead at batch 64: the 64-row request through the dispatcher over the same
+//!   64 rows on the backend directly (target ≤ 1.10);
+//! - batched vs per-request dispatch: 512 single-row requests from 64 tenant threads through a
+//!   dispatcher that stacks up to 64 rows per batch, against the same requests through a
+//!   dispatcher of capacity 1 (one dispatch per request), same backend; with the batched
+//!   dispatcher's fill and padding waste. Also the same requests on the backend directly (no
+//!   dispatcher), the choice a CPU-only node has.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{BenchmarkId, Criterion};
+use quasar_bench::summary::{report, run_with_summary, time, Samples, Target};
+use quasar_crypto::accel::{reference_row, BatchArithmetic, CpuBackend, NttClass, RingOp};
+use quasar_gpu::{DispatchConfig, Dispatcher};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+const ROUNDS: usize = 15;
+/// Tenants and single-row requests of the batched-vs-per-request comparison.
+const TENANTS: usize = 64;
+const REQUESTS: usize = 512;
+/// Rows of a full batch in the overhead and batching comparisons.
+const BATCH: usize = 64;
+
+fn rows(class: NttClass, count: usize, seed: u64) -> Vec<u64> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    (0..count * class.degree())
+        .map(|_| rng.gen_range(0..class.modulus()))
+        .collect()
+}
+
+fn dispatcher(max_batch_rows: usize) -> Dispatcher {
+    Dispatcher::new(
+        Arc::new(CpuBackend),
+        DispatchConfig {
+            max_batch_rows,
+            deadline: Duration::from_micros(100),
+        },
+    )
+}
+
+fn bench_rows(c: &mut Criterion) {
+    let mut group = c.benchmark_group("ntt_row");
+    for class in NttClass::ALL {
+        let row = rows(class, 1, 1);
+        for op in [RingOp::Forward, RingOp::Inverse] {
+            group.bench_function(BenchmarkId::new(class.name(), op.name()), |b| {
+                b.iter_batched_ref(
+                    || row.clone(),
+                    |r| reference_row(class, op, black_box(r), &[]),
+                    criterion::BatchSize::SmallInput,
+                )
+            });
+        }
+    }
+    group.finish();
+}
+
+fn bench_batches(c: &mut Criterion) {
+    let mut group = c.benchmark_group("ntt_batch");
+    for class in NttClass::ALL {
+        for count in [BATCH, 1024] {
+            let batch = rows(class, count, 2);
+            group.bench_function(BenchmarkId::new(class.name(), count), |b| {
+                b.iter_batched_ref(
+                    || batch.clone(),
+                    |r| CpuBackend.forward_ntt(class, r),
+                    criterion::BatchSize::LargeInput,
+                )
+            });
+        }
+    }
+    group.finish();
+    let mut group = c.benchmark_group("ntt_dispatch");
+    let d = dispatcher(BATCH);
+    for class in NttClass::ALL {
+        let batch = rows(class, BATCH, 3);
+        group.bench_function(BenchmarkId::new(class.name(), BATCH), |b| {
+            b.iter_batched_ref(
+                || batch.clone(),
+                |r| d.forward_ntt(class, r),
+                criterion::BatchSize::LargeInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+/// Every request (one row each) forward-transformed on `backend` by `TENANTS` threads, each
+/// taking every `TENANTS`-th request.
+fn tenants(backend: &dyn BatchArithmetic, class: NttClass, requests: &[Vec<u64>]) {
+    std::thread::scope(|s| {
+        for t in 0..TENANTS {
+            s.spawn(move || {
+                for request in requests.iter().skip(t).step_by(TENANTS) {
+                    let mut row = request.clone();
+                    black_box(backend.forward_ntt(class, &mut row).ok());
+                }
+            });
+        }
+    });
+}
+
+/// Row names of one class in the summary (leaked: a handful of strings, once per run).
+struct Rows {
+    one_ntt: &'static str,
+    direct: &'static str,
+    dispatched: &'static str,
+    per_request: &'static str,
+    batched: &'static str,
+    backend_alone: &'static str,
+    overhead: &'static str,
+    speedup: &'static str,
+    over_direct: &'static str,
+    fill: &'static str,
+    waste: &'static str,
+    anchor: &'static str,
+}
+
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+impl Rows {
+    fn of(class: NttClass) -> Rows {
+        let c = class.name();
+        Rows {
+            one_ntt: leak(format!("{c}: one forward NTT, 1 thread")),
+            direct: leak(format!("{c}: {BATCH} rows on the backend")),
+            dispatched: leak(format!("{c}: {BATCH} rows through the dispatcher")),
+            per_request: leak(format!(
+                "{c}: {REQUESTS} requests, {TENANTS} tenants, one dispatch each"
+            )),
+            batched: leak(format!(
+                "{c}: {REQUESTS} requests, {TENANTS} tenants, batched ≤ {BATCH}"
+            )),
+            backend_alone: leak(format!(
+                "{c}: {REQUESTS} requests, {TENANTS} tenants, backend, no dispatcher"
+            )),
+            overhead: leak(format!("{c}: dispatcher / backend at batch {BATCH}")),
+            speedup: leak(format!("{c}: per-request / batched dispatch")),
+            over_direct: leak(format!("{c}: backend alone / batched dispatch")),
+            fill: leak(format!("{c}: batch fill (batched)")),
+            waste: leak(format!("{c}: padding waste (batched)")),
+            anchor: leak(match class {
+                NttClass::MlDsa => format!("{c}: one NTT / 170 ns"),
+                _ => format!("{c}: one NTT / 2 µs"),
+            }),
+        }
+    }
+}
+
+fn summary() {
+    let (mut us, mut ratios) = (Samples::default(), Samples::default());
+    let mut targets: Vec<Target> = Vec::new();
+    for class in NttClass::ALL {
+        let names = Rows::of(class);
+        let single = rows(class, 1, 4);
+        let batch = rows(class, BATCH, 5);
+        let requests: Vec<Vec<u64>> = (0..REQUESTS)
+            .map(|i| rows(class, 1, 100 + i as u64))
+            .collect();
+        let full = dispatcher(BATCH);
+        let stacking = dispatcher(BATCH);
+        let one_each = dispatcher(1);
+        for _ in 0..ROUNDS {
+            let one = time(20_000, || {
+                let mut r = single.clone();
+                reference_row(class, RingOp::Forward, &mut r, &[]);
+                r
+            });
+            let direct = time(200, || {
+                let mut r = batch.clone();
+                CpuBackend.forward_ntt(class, &mut r).ok()
+            });
+            let dispatched = time(200, || {
+                let mut r = batch.clone();
+                full.forward_ntt(class, &mut r).ok()
+            });
+            let per_request = time(3, || tenants(&one_each, class, &requests));
+            let batched = time(3, || tenants(&stacking, class, &requests));
+            let alone = time(3, || tenants(&CpuBackend, class, &requests));
+            us.push(names.one_ntt, one * 1e6);
+            us.push(names.direct, direct * 1e6);
+            us.push(names.dispatched, dispatched * 1e6);
+            us.push(names.per_request, per_request * 1e6);
+            us.push(names.batched, batched * 1e6);
+            us.push(names.backend_alone, alone * 1e6);
+            let anchor = match class {
+                NttClass::MlDsa => 170e-9,
+                _ => 2e-6,
+            };
+            ratios.push(names.anchor, one / anchor);
+            ratios.push(names.overhead, dispatched / direct);
+            ratios.push(names.speedup, per_request / batched);
+            ratios.push(names.over_direct, alone / batched);
+        }
+        let stats = stacking.stats();
+        if let Some((_, s)) = stats.first() {
+            ratios.push(names.fill, s.fill(BATCH));
+            ratios.push(names.waste, s.padding_waste());
+        }
+        targets.extend([
+            (
+                names.anchor,
+                Some(if class == NttClass::MlDsa { 1.5 } else { 1.0 }),
+                true,
+            ),
+            (names.overhead, Some(1.10), true),
+            (names.speedup, None, false),
+            (names.over_direct, None, false),
+            (names.fill, None, false),
+            (names.waste, None, true),
+        ]);
+    }
+    report(
+        "Ring NTT",
+        ("µs", "us", 3),
+        &us,
+        &ratios,
+        &targets,
+        "ntt-summary.json",
+    );
+}
+
+fn main() {
+    run_with_summary(
+        |c| {
+            bench_rows(c);
+            bench_batches(c);
+        },
+        summary,
+    );
+}

@@ -1,0 +1,439 @@
+//! The dispatcher against the specification of its ring classes and of its own contract:
+//! - differential: every class and operation against an O(n²) evaluation at the class's roots,
+//!   on random, all-zero, all-(q−1) and single-spike rows, batch sizes 1..4096;
+//! - isolation: a tenant's bad row fails for that tenant alone, and results do not depend on
+//!   which requests shared the batch;
+//! - concurrency: many threads at once, every reply to its own caller, none lost;
+//! - a backend that fails a batch (no kernel, error, panic, short reply) costs nothing but a
+//!   fallback count; padding to a backend's granularity is counted and invisible to callers.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use quasar_crypto::accel::{
+    AccelError, BatchArithmetic, CpuBackend, NttClass, RingOp, RowResults, Workload,
+};
+use quasar_crypto::corona::ring::PSI;
+use quasar_gpu::{DispatchConfig, Dispatcher, QueueKey};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+
+const DEGREE: usize = 256;
+
+fn mul(a: u64, b: u64, q: u64) -> u64 {
+    (u128::from(a) * u128::from(b) % u128::from(q)) as u64
+}
+
+fn pow(mut base: u64, mut e: u64, q: u64) -> u64 {
+    let mut acc = 1;
+    while e > 0 {
+        if e & 1 == 1 {
+            acc = mul(acc, base, q);
+        }
+        base = mul(base, base, q);
+        e >>= 1;
+    }
+    acc
+}
+
+/// The class's primitive 512th root of unity ψ (Corona's PSI; ML-DSA's ζ = 1753, FIPS 204).
+fn psi(class: NttClass) -> u64 {
+    match class {
+        NttClass::Corona => PSI,
+        NttClass::MlDsa => 1753,
+        _ => unreachable!("a class this test does not know"),
+    }
+}
+
+/// Slot k of the image is a(ψ^(2·brv8(k)+1)): evaluated term by term, O(n²).
+fn naive_forward(class: NttClass, a: &[u64]) -> Vec<u64> {
+    let q = class.modulus();
+    (0..DEGREE)
+        .map(|k| {
+            let root = pow(psi(class), 2 * u64::from((k as u8).reverse_bits()) + 1, q);
+            let mut x = 1;
+            let mut sum = 0;
+            for &c in a {
+                sum = (sum + mul(c, x, q)) % q;
+                x = mul(x, root, q);
+            }
+            sum
+        })
+        .collect()
+}
+
+fn random_row(class: NttClass, rng: &mut ChaCha20Rng) -> Vec<u64> {
+    (0..DEGREE)
+        .map(|_| rng.gen_range(0..class.modulus()))
+        .collect()
+}
+
+/// Random, all-zero, all-(q−1) and single-spike rows, in turn.
+fn mixed_rows(class: NttClass, count: usize, seed: u64) -> Vec<u64> {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let q = class.modulus();
+    (0..count)
+        .flat_map(|r| match r % 4 {
+            0 => random_row(class, &mut rng),
+            1 => vec![0; DEGREE],
+            2 => vec![q - 1; DEGREE],
+            _ => {
+                let mut row = vec![0; DEGREE];
+                row[rng.gen_range(0..DEGREE)] = rng.gen_range(1..q);
+                row
+            }
+        })
+        .collect()
+}
+
+fn dispatcher(backend: Arc<dyn BatchArithmetic>, max_batch_rows: usize) -> Dispatcher {
+    Dispatcher::new(
+        backend,
+        DispatchConfig {
+            max_batch_rows,
+            deadline: Duration::from_micros(200),
+        },
+    )
+}
+
+fn all_ok(results: &RowResults) -> bool {
+    results.iter().all(Result::is_ok)
+}
+
+#[test]
+fn every_class_matches_the_naive_evaluation_through_the_dispatcher() {
+    let d = dispatcher(Arc::new(CpuBackend), 64);
+    for class in NttClass::ALL {
+        let q = class.modulus();
+        let a = mixed_rows(class, 8, 1);
+        let b = mixed_rows(class, 8, 2);
+        let mut image = a.clone();
+        assert!(all_ok(&d.forward_ntt(class, &mut image).unwrap()));
+        for (row, out) in a.chunks(DEGREE).zip(image.chunks(DEGREE)) {
+            assert_eq!(out, naive_forward(class, row), "{class:?} forward");
+        }
+        // Pointwise in the image is the ring product: check it slot by slot, then come back.
+        let mut b_image = b.clone();
+        d.forward_ntt(class, &mut b_image).unwrap();
+        let mut product = image.clone();
+        assert!(all_ok(
+            &d.pointwise_mul(class, &mut product, &b_image).unwrap()
+        ));
+        for ((p, x), y) in product.iter().zip(&image).zip(&b_image) {
+            assert_eq!(*p, mul(*x, *y, q));
+        }
+        let mut back = image;
+        assert!(all_ok(&d.inverse_ntt(class, &mut back).unwrap()));
+        assert_eq!(back, a, "{class:?} inverse ∘ forward is the identity");
+    }
+}
+
+#[test]
+fn batches_of_1_to_4096_rows_equal_the_reference_row_by_row() {
+    let d = dispatcher(Arc::new(CpuBackend), 1024);
+    for class in NttClass::ALL {
+        for rows in [1, 2, 3, 63, 64, 65, 1023, 1024, 1025, 4096] {
+            let input = mixed_rows(class, rows, rows as u64);
+            for op in [RingOp::Forward, RingOp::Inverse] {
+                let mut through = input.clone();
+                let results = match op {
+                    RingOp::Forward => d.forward_ntt(class, &mut through),
+                    _ => d.inverse_ntt(class, &mut through),
+                }
+                .unwrap();
+                assert_eq!(results.len(), rows);
+                assert!(all_ok(&results));
+                for (r, (inp, out)) in input.chunks(DEGREE).zip(through.chunks(DEGREE)).enumerate()
+                {
+                    let mut alone = inp.to_vec();
+                    match op {
+                        RingOp::Forward => CpuBackend.forward_ntt(class, &mut alone),
+                        _ => CpuBackend.inverse_ntt(class, &mut alone),
+                    }
+                    .unwrap();
+                    assert_eq!(out, alone, "{class:?} {op:?} batch of {rows}, row {r}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_bad_row_fails_for_its_tenant_alone_and_neighbours_are_bit_identical() {
+    let class = NttClass::Corona;
+    let q = class.modulus();
+    // Requests of 1, 3 and 2 rows; the second has q in its row 1, the others are clean.
+    let good_a = mixed_rows(class, 1, 10);
+    let mut bad = mixed_rows(class, 3, 11);
+    bad[DEGREE + 7] = q;
+    let good_b = mixed_rows(class, 2, 12);
+    let expected = |rows: &[u64]| {
+        let mut alone = rows.to_vec();
+        CpuBackend.forward_ntt(class, &mut alone).unwrap();
+        alone
+    };
+    // A long deadline and a capacity of exactly the 6 rows: the three requests share one batch.
+    let d = Dispatcher::new(
+        Arc::new(CpuBackend),
+        DispatchConfig {
+            max_batch_rows: 6,
+            deadline: Duration::from_secs(30),
+        },
+    );
+    let outcomes = std::thread::scope(|s| {
+        let handles: Vec<_> = [good_a.clone(), bad.clone(), good_b.clone()]
+            .into_iter()
+            .map(|mut rows| {
+                let d = &d;
+                s.spawn(move || {
+                    let results = d.forward_ntt(class, &mut rows).unwrap();
+                    (rows, results)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    let stats = d.stats();
+    assert_eq!(stats.len(), 1);
+    assert_eq!(stats[0].1.batches, 1, "the three requests shared one batch");
+    assert_eq!(stats[0].1.requests, 3);
+
+    assert_eq!(outcomes[0].0, expected(&good_a));
+    assert!(all_ok(&outcomes[0].1));
+    assert_eq!(outcomes[2].0, expected(&good_b));
+    assert!(all_ok(&outcomes[2].1));
+    let (rows, results) = &outcomes[1];
+    assert_eq!(
+        results[1],
+        Err(AccelError::CoefficientOutOfRange {
+            row: 1,
+            index: 7,
+            value: q,
+            modulus: q
+        }),
+        "the row index counts within the tenant's own buffer"
+    );
+    assert!(results[0].is_ok() && results[2].is_ok());
+    assert_eq!(
+        &rows[DEGREE..2 * DEGREE],
+        &bad[DEGREE..2 * DEGREE],
+        "left unchanged"
+    );
+    let clean = expected(&bad[..DEGREE]);
+    assert_eq!(&rows[..DEGREE], clean.as_slice());
+}
+
+#[test]
+fn a_malformed_call_is_refused_before_it_reaches_a_batch() {
+    let d = dispatcher(Arc::new(CpuBackend), 8);
+    let mut ragged = vec![0u64; DEGREE + 3];
+    assert_eq!(
+        d.forward_ntt(NttClass::MlDsa, &mut ragged),
+        Err(AccelError::Shape {
+            len: DEGREE + 3,
+            degree: DEGREE,
+            other_len: DEGREE + 3
+        })
+    );
+    let mut lhs = vec![0u64; DEGREE];
+    assert!(matches!(
+        d.pointwise_mul(NttClass::Corona, &mut lhs, &[0u64; 2 * DEGREE]),
+        Err(AccelError::Shape { .. })
+    ));
+    assert_eq!(d.forward_ntt(NttClass::Corona, &mut []), Ok(Vec::new()));
+    assert!(d.stats().is_empty(), "nothing was queued");
+}
+
+#[test]
+fn many_threads_each_get_exactly_their_own_results() {
+    let d = dispatcher(Arc::new(CpuBackend), 48);
+    let served = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for t in 0..16u64 {
+            let (d, served) = (&d, &served);
+            s.spawn(move || {
+                let class = NttClass::ALL[t as usize % 2];
+                for i in 0..40u64 {
+                    // 1..=5 rows, distinct per thread and call.
+                    let rows = mixed_rows(class, 1 + (i % 5) as usize, t * 1000 + i);
+                    let mut through = rows.clone();
+                    let results = d.forward_ntt(class, &mut through).unwrap();
+                    let mut alone = rows;
+                    CpuBackend.forward_ntt(class, &mut alone).unwrap();
+                    assert_eq!(through, alone, "thread {t} call {i}");
+                    assert_eq!(results.len(), 1 + (i % 5) as usize);
+                    served.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    assert_eq!(served.load(Ordering::Relaxed), 16 * 40);
+    let requests: u64 = d.stats().iter().map(|(_, s)| s.requests).sum();
+    assert_eq!(requests, 16 * 40, "every request served once");
+    let (batches, rows): (u64, u64) = d
+        .stats()
+        .iter()
+        .fold((0, 0), |(b, r), (_, s)| (b + s.batches, r + s.rows));
+    assert_eq!(rows, 16 * 8 * (1 + 2 + 3 + 4 + 5));
+    assert!(batches <= requests);
+}
+
+/// A backend that fails in one of several ways, and counts the batches it was given.
+struct Failing {
+    how: &'static str,
+    calls: AtomicUsize,
+}
+
+impl BatchArithmetic for Failing {
+    fn name(&self) -> &'static str {
+        "failing"
+    }
+
+    fn forward_ntt(&self, class: NttClass, rows: &mut [u64]) -> Result<RowResults, AccelError> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        rows.fill(7); // scribbles before failing: the fallback must start from the inputs
+        match self.how {
+            "unsupported" => Err(AccelError::Unsupported {
+                backend: "failing",
+                workload: Workload::Ntt(class),
+            }),
+            "panic" => panic!("device lost"),
+            _ => Ok(vec![Ok(())]), // short reply
+        }
+    }
+
+    fn inverse_ntt(&self, class: NttClass, rows: &mut [u64]) -> Result<RowResults, AccelError> {
+        CpuBackend.inverse_ntt(class, rows)
+    }
+
+    fn pointwise_mul(
+        &self,
+        class: NttClass,
+        lhs: &mut [u64],
+        rhs: &[u64],
+    ) -> Result<RowResults, AccelError> {
+        CpuBackend.pointwise_mul(class, lhs, rhs)
+    }
+}
+
+#[test]
+fn a_failing_backend_costs_a_fallback_never_a_result() {
+    // 3 rows wait in the queue and go out at the deadline; 4 rows fill a batch alone and go to
+    // the backend in the caller's own buffer.
+    for count in [3, 4] {
+        for how in ["unsupported", "panic", "short"] {
+            let backend = Arc::new(Failing {
+                how,
+                calls: AtomicUsize::new(0),
+            });
+            let d = dispatcher(backend.clone(), 4);
+            let class = NttClass::MlDsa;
+            let rows = mixed_rows(class, count, 5);
+            let mut through = rows.clone();
+            assert!(all_ok(&d.forward_ntt(class, &mut through).unwrap()));
+            let mut alone = rows;
+            CpuBackend.forward_ntt(class, &mut alone).unwrap();
+            assert_eq!(through, alone, "{how}, {count} rows");
+            let stats = d.stats();
+            assert_eq!(stats[0].1.fallbacks, 1, "{how}, {count} rows");
+            assert_eq!(backend.calls.load(Ordering::Relaxed), 1);
+        }
+    }
+}
+
+/// The CPU reference, declaring that its kernels take rows in groups of 4.
+struct Grouped;
+
+impl BatchArithmetic for Grouped {
+    fn name(&self) -> &'static str {
+        "grouped"
+    }
+
+    fn forward_ntt(&self, class: NttClass, rows: &mut [u64]) -> Result<RowResults, AccelError> {
+        assert_eq!(rows.len() % (4 * DEGREE), 0, "padded to the granularity");
+        CpuBackend.forward_ntt(class, rows)
+    }
+
+    fn inverse_ntt(&self, class: NttClass, rows: &mut [u64]) -> Result<RowResults, AccelError> {
+        CpuBackend.inverse_ntt(class, rows)
+    }
+
+    fn pointwise_mul(
+        &self,
+        class: NttClass,
+        lhs: &mut [u64],
+        rhs: &[u64],
+    ) -> Result<RowResults, AccelError> {
+        CpuBackend.pointwise_mul(class, lhs, rhs)
+    }
+
+    fn row_granularity(&self, _: NttClass) -> usize {
+        4
+    }
+}
+
+#[test]
+fn padding_to_the_backend_granularity_is_counted_and_invisible() {
+    let d = dispatcher(Arc::new(Grouped), 64);
+    let class = NttClass::Corona;
+    let rows = mixed_rows(class, 5, 9);
+    let mut through = rows.clone();
+    let results = d.forward_ntt(class, &mut through).unwrap();
+    assert_eq!(results.len(), 5);
+    let mut alone = rows;
+    CpuBackend.forward_ntt(class, &mut alone).unwrap();
+    assert_eq!(through, alone);
+    let (key, stats) = d.stats()[0];
+    assert_eq!(
+        key,
+        QueueKey {
+            class,
+            op: RingOp::Forward
+        }
+    );
+    assert_eq!((stats.rows, stats.padding_rows), (5, 3));
+    assert!((stats.padding_waste() - 3.0 / 8.0).abs() < 1e-12);
+    assert!((stats.fill(64) - 5.0 / 64.0).abs() < 1e-12);
+}
+
+#[test]
+fn a_full_queue_goes_out_without_waiting_for_its_deadline() {
+    // The deadline is far beyond the test's patience: only the full-queue rule can release the
+    // batch (a lone request under capacity would wait for the whole minute).
+    let d = Dispatcher::new(
+        Arc::new(CpuBackend),
+        DispatchConfig {
+            max_batch_rows: 2,
+            deadline: Duration::from_secs(60),
+        },
+    );
+    let started = Instant::now();
+    let mut rows = mixed_rows(NttClass::Corona, 2, 3);
+    assert!(all_ok(&d.forward_ntt(NttClass::Corona, &mut rows).unwrap()));
+    assert!(started.elapsed() < Duration::from_secs(30));
+}
+
+#[test]
+fn a_lone_request_under_capacity_goes_out_at_its_deadline() {
+    let d = Dispatcher::new(
+        Arc::new(CpuBackend),
+        DispatchConfig {
+            max_batch_rows: 1_000_000,
+            deadline: Duration::from_millis(50),
+        },
+    );
+    let mut rows = mixed_rows(NttClass::MlDsa, 3, 4);
+    let expected = {
+        let mut alone = rows.clone();
+        CpuBackend.forward_ntt(NttClass::MlDsa, &mut alone).unwrap();
+        alone
+    };
+    assert!(all_ok(&d.forward_ntt(NttClass::MlDsa, &mut rows).unwrap()));
+    assert_eq!(rows, expected);
+    let stats = d.stats()[0].1;
+    assert!(stats.max_queue_wait >= Duration::from_millis(50));
+}
