@@ -5,6 +5,8 @@
 //! Criterion groups (reports under `target/criterion/`), for each class (`corona`, q = 2^48 +
 //! 18945; `mldsa`, q = 8380417; n = 256):
 //! - `ntt_row/<class>/{forward,inverse}`: one row through the CPU reference kernel, one thread;
+//! - `ntt_simd/mldsa/{forward,inverse}`: 8 rows (one group of lanes) on `SimdCpuBackend`, one
+//!   thread;
 //! - `ntt_batch/<class>/{64,1024}`: a batch of forward NTTs on `CpuBackend` (rayon across rows);
 //! - `ntt_dispatch/<class>/64`: the same 64 rows as one request through a [`Dispatcher`] whose
 //!   capacity is 64 rows (so the request goes out at once): the dispatcher's own cost.
@@ -13,7 +15,8 @@
 //! both sides of each ratio alike), printed as tables and written to
 //! `target/criterion/ntt-summary.json`:
 //! - one forward NTT per class against the anchors: ML-DSA within 1.5 × 170 ns (the
-//!   pq-crystals AVX2 reference), Corona ≤ 2 µs;
+//!   pq-crystals AVX2 reference) per core on `SimdCpuBackend` (a group of 8 rows on one thread,
+//!   divided by 8), with its speedup over the reference kernel; Corona ≤ 2 µs;
 //! - dispatcher overhead at batch 64: the 64-row request through the dispatcher over the same
 //!   64 rows on the backend directly (target ≤ 1.10);
 //! - batched vs per-request dispatch: 512 single-row requests from 64 tenant threads through a
@@ -29,7 +32,8 @@ use std::time::Duration;
 use criterion::{BenchmarkId, Criterion};
 use quasar_bench::summary::{report, run_with_summary, time, Samples, Target};
 use quasar_crypto::accel::{reference_row, BatchArithmetic, CpuBackend, NttClass, RingOp};
-use quasar_gpu::{DispatchConfig, Dispatcher};
+use quasar_gpu::cpu::LANES;
+use quasar_gpu::{DispatchConfig, Dispatcher, SimdCpuBackend};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -70,6 +74,23 @@ fn bench_rows(c: &mut Criterion) {
                 )
             });
         }
+    }
+    group.finish();
+    let mut group = c.benchmark_group("ntt_simd");
+    let simd = SimdCpuBackend::new();
+    let class = NttClass::MlDsa;
+    let lanes = rows(class, LANES, 6);
+    for op in [RingOp::Forward, RingOp::Inverse] {
+        group.bench_function(BenchmarkId::new(class.name(), op.name()), |b| {
+            b.iter_batched_ref(
+                || lanes.clone(),
+                |r| match op {
+                    RingOp::Forward => simd.forward_ntt(class, r),
+                    _ => simd.inverse_ntt(class, r),
+                },
+                criterion::BatchSize::SmallInput,
+            )
+        });
     }
     group.finish();
 }
@@ -133,6 +154,8 @@ struct Rows {
     fill: &'static str,
     waste: &'static str,
     anchor: &'static str,
+    simd: &'static str,
+    simd_speedup: &'static str,
 }
 
 fn leak(s: String) -> &'static str {
@@ -161,9 +184,13 @@ impl Rows {
             fill: leak(format!("{c}: batch fill (batched)")),
             waste: leak(format!("{c}: padding waste (batched)")),
             anchor: leak(match class {
-                NttClass::MlDsa => format!("{c}: one NTT / 170 ns"),
+                NttClass::MlDsa => format!("{c}: one NTT (simd, per core) / 170 ns"),
                 _ => format!("{c}: one NTT / 2 µs"),
             }),
+            simd: leak(format!(
+                "{c}: one forward NTT, simd, in a group of {LANES}, 1 thread"
+            )),
+            simd_speedup: leak(format!("{c}: reference / simd, one NTT")),
         }
     }
 }
@@ -178,6 +205,8 @@ fn summary() {
         let requests: Vec<Vec<u64>> = (0..REQUESTS)
             .map(|i| rows(class, 1, 100 + i as u64))
             .collect();
+        let group = rows(class, LANES, 6);
+        let simd_backend = SimdCpuBackend::new();
         let full = dispatcher(BATCH);
         let stacking = dispatcher(BATCH);
         let one_each = dispatcher(1);
@@ -204,11 +233,16 @@ fn summary() {
             us.push(names.per_request, per_request * 1e6);
             us.push(names.batched, batched * 1e6);
             us.push(names.backend_alone, alone * 1e6);
-            let anchor = match class {
-                NttClass::MlDsa => 170e-9,
-                _ => 2e-6,
-            };
-            ratios.push(names.anchor, one / anchor);
+            let simd = time(5_000, || {
+                let mut r = group.clone();
+                simd_backend.forward_ntt(class, &mut r).ok()
+            }) / LANES as f64;
+            us.push(names.simd, simd * 1e6);
+            ratios.push(names.simd_speedup, one / simd);
+            match class {
+                NttClass::MlDsa => ratios.push(names.anchor, simd / 170e-9),
+                _ => ratios.push(names.anchor, one / 2e-6),
+            }
             ratios.push(names.overhead, dispatched / direct);
             ratios.push(names.speedup, per_request / batched);
             ratios.push(names.over_direct, alone / batched);
@@ -224,6 +258,7 @@ fn summary() {
                 Some(if class == NttClass::MlDsa { 1.5 } else { 1.0 }),
                 true,
             ),
+            (names.simd_speedup, None, false),
             (names.overhead, Some(1.10), true),
             (names.speedup, None, false),
             (names.over_direct, None, false),

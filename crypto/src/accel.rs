@@ -305,6 +305,10 @@ pub fn check_shape(class: NttClass, len: usize, other_len: usize) -> Result<(), 
 /// any: [`AccelError::CoefficientOutOfRange`].
 pub fn check_row(class: NttClass, row: usize, values: &[u64]) -> Result<(), AccelError> {
     let modulus = class.modulus();
+    // The common case first, as a branch-free (vectorizable) scan.
+    if !values.iter().fold(false, |bad, &v| bad | (v >= modulus)) {
+        return Ok(());
+    }
     match values
         .iter()
         .copied()

@@ -8,10 +8,17 @@
 //! to the CPU for any batch the backend fails. Lanes and provers take the trait, so they run the
 //! same code with or without an accelerator.
 //!
-//! Not built yet: the CUDA backend (`cuda` feature, cudarc/NVRTC kernels) and the AVX2 kernels
-//! of the CPU backend; until then the dispatcher's backend is the CPU reference.
-#![forbid(unsafe_code)]
+//! [`SimdCpuBackend`] is the production CPU backend: ML-DSA's transforms on SIMD lanes (AVX2
+//! chosen at run time), the CPU reference for the rest.
+//!
+//! Not built yet: the CUDA backend (`cuda` feature, cudarc/NVRTC kernels).
+//!
+//! `unsafe` appears once: the call into the AVX2 build of the kernels after the CPU reported
+//! AVX2 (`cpu::Isa::run`).
+#![deny(unsafe_code)]
 
+pub mod cpu;
 pub mod dispatch;
 
+pub use cpu::SimdCpuBackend;
 pub use dispatch::{DispatchConfig, Dispatcher, QueueKey, QueueStats};

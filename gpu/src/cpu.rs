@@ -1,0 +1,363 @@
+//! The production CPU backend: lane-parallel ML-DSA transforms, AVX2 chosen at run time.
+//!
+//! [`SimdCpuBackend`] computes ML-DSA's NTT (FIPS 204 Algorithms 41–42, q = 8380417, ζ = 1753)
+//! on [`LANES`] polynomials at once, one polynomial per SIMD lane: the batch's rows are
+//! transposed so that coefficient j of eight rows lies in one 512-bit span, and every butterfly
+//! of every layer is then the same vector operation with a broadcast twiddle, with no shuffles
+//! in the last layers (the per-row AVX2 code of the pq-crystals reference spends its shuffles
+//! there). Corona's rows, ML-DSA's pointwise products and the F_r/MSM workloads are the CPU
+//! reference's ([`CpuBackend`]); rows go across rayon's pool in both cases.
+//!
+//! # Arithmetic and bounds
+//!
+//! Values are u64 lanes holding numbers below 2^32, so each product is one 32×32→64-bit
+//! multiply (`vpmuludq`). Twiddle products use Shoup's method (Harvey, "Faster arithmetic for
+//! number-theoretic transforms", 2014): with w' = ⌊w·2^32/q⌋, `y·w − ⌊y·w'/2^32⌋·q` lies in
+//! [0, 2q) for any y < 2^32.
+//! - Forward (Cooley–Tukey): x + t and x + 2q − t grow by 2q per layer from inputs below q, so
+//!   every value stays below 17q < 2^28 and is reduced once at the end.
+//! - Inverse (Gentleman–Sande): sums double per layer, so entering layer l every value is below
+//!   2^(l−1)·q and the offset difference below 2^l·q ≤ 2^31; the final scaling by 256^{-1} is a
+//!   Shoup product of values below 2^8·q < 2^31.
+//! - The final reduction of a value x < 2^31: q̂ = ⌊x/2^23⌋ under-estimates ⌊x/q⌋ by at most 1
+//!   (q = 2^23 − 2^13 + 1), so x − q̂·q < 2q and one conditional subtraction ends in [0, q).
+//!
+//! The kernels are plain Rust over `[[u64; LANES]; 256]`; the AVX2 build of the same code is
+//! chosen once per call when the CPU reports AVX2 (`is_x86_feature_detected!`), otherwise the
+//! portable build runs. Both are checked against the reference in `tests/cpu.rs`.
+
+use ark_bls12_381::{Fr, G1Affine, G1Projective, G2Affine, G2Projective};
+use quasar_crypto::accel::{
+    check_row, check_shape, AccelError, BatchArithmetic, CpuBackend, MsmRequest, MsmResults,
+    NttClass, RingOp, RowResults, ScalarTransform,
+};
+use rayon::prelude::*;
+
+/// Polynomials transformed together, one per lane.
+pub const LANES: usize = 8;
+
+const N: usize = 256;
+const Q: u64 = 8_380_417;
+const TWO_Q: u64 = 2 * Q;
+
+/// Coefficient j of `LANES` polynomials at index j.
+type Lanes = [[u64; LANES]; N];
+
+const fn pow_mod(base: u64, mut e: u64) -> u64 {
+    let (mut acc, mut b) = (1, base % Q);
+    while e > 0 {
+        if e & 1 == 1 {
+            acc = acc * b % Q;
+        }
+        b = b * b % Q;
+        e >>= 1;
+    }
+    acc
+}
+
+/// A twiddle w < q with its Shoup companion ⌊w·2^32/q⌋ (both below 2^32).
+const fn shoup_pair(w: u64) -> [u32; 2] {
+    [w as u32, ((w << 32) / Q) as u32]
+}
+
+/// Twiddles in the order the layers use them: `FORWARD[k]` = ζ^brv8(k) (FIPS 204 Appendix B),
+/// `INVERSE[k]` = −ζ^brv8(k) mod q.
+const fn twiddles(negate: bool) -> [[u32; 2]; N] {
+    let mut t = [[0; 2]; N];
+    let mut k = 0;
+    while k < N {
+        let z = pow_mod(1753, (k as u8).reverse_bits() as u64);
+        let w = if negate { (Q - z) % Q } else { z };
+        // Compile-time loop over a constant array; k < 256 by the loop bound.
+        #[allow(clippy::indexing_slicing)]
+        {
+            t[k] = shoup_pair(w);
+        }
+        k += 1;
+    }
+    t
+}
+
+static FORWARD: [[u32; 2]; N] = twiddles(false);
+static INVERSE: [[u32; 2]; N] = twiddles(true);
+/// 256^{-1} mod q (FIPS 204 Algorithm 42's f = 8347681) with its Shoup companion.
+const N_INV: [u32; 2] = shoup_pair(8_347_681);
+
+/// y·w mod q in [0, 2q) for y < 2^32 (Shoup). Every operand is a zero-extended u32, so each
+/// product is one 32×32→64-bit multiply (`vpmuludq` on AVX2).
+#[inline(always)]
+fn shoup(y: u64, [w, w_shoup]: [u32; 2]) -> u64 {
+    let y = u64::from(y as u32);
+    let estimate = u64::from(((y * u64::from(w_shoup)) >> 32) as u32);
+    (y * u64::from(w)).wrapping_sub(estimate * Q)
+}
+
+/// x mod q for x < 2^31 (see the module docs).
+#[inline(always)]
+fn reduce(x: u64) -> u64 {
+    let r = x - u64::from((x >> 23) as u32) * Q;
+    if r >= Q {
+        r - Q
+    } else {
+        r
+    }
+}
+
+/// FIPS 204 Algorithm 41 on every lane: coefficients in [0, q) in, image in [0, q) out.
+#[inline(always)]
+fn forward_lanes(a: &mut Lanes) {
+    let mut k = 1;
+    let mut len = N / 2;
+    while len >= 1 {
+        for block in a.chunks_exact_mut(2 * len) {
+            let w = FORWARD.get(k).copied().unwrap_or_default();
+            k += 1;
+            let (lo, hi) = block.split_at_mut(len);
+            for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
+                for (x, y) in x.iter_mut().zip(y.iter_mut()) {
+                    let t = shoup(*y, w);
+                    let u = *x;
+                    *x = u + t;
+                    *y = u + TWO_Q - t;
+                }
+            }
+        }
+        len /= 2;
+    }
+    for x in a.as_flattened_mut() {
+        *x = reduce(*x);
+    }
+}
+
+/// FIPS 204 Algorithm 42 on every lane: image in [0, q) in, coefficients in [0, q) out.
+#[inline(always)]
+fn inverse_lanes(a: &mut Lanes) {
+    let mut k = N;
+    let mut len = 1;
+    // Entering a layer every value is below `bound` (2^(l−1)·q for layer l).
+    let mut bound = Q;
+    while len < N {
+        for block in a.chunks_exact_mut(2 * len) {
+            k -= 1;
+            let w = INVERSE.get(k).copied().unwrap_or_default();
+            let (lo, hi) = block.split_at_mut(len);
+            for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
+                for (x, y) in x.iter_mut().zip(y.iter_mut()) {
+                    let (u, v) = (*x, *y);
+                    *x = u + v;
+                    *y = shoup(u + bound - v, w);
+                }
+            }
+        }
+        len *= 2;
+        bound *= 2;
+    }
+    for x in a.as_flattened_mut() {
+        *x = reduce(shoup(*x, N_INV));
+    }
+}
+
+/// Lane l of `lanes[j]` ← coefficient j of `rows[l]`.
+#[allow(clippy::needless_range_loop)] // constant bounds on both axes: no bounds checks
+fn transpose_in(rows: &[[u64; N]; LANES], lanes: &mut Lanes) {
+    for j in 0..N {
+        for l in 0..LANES {
+            lanes[j][l] = rows[l][j];
+        }
+    }
+}
+
+/// The inverse of [`transpose_in`].
+#[allow(clippy::needless_range_loop)] // as above
+fn transpose_out(lanes: &Lanes, rows: &mut [[u64; N]; LANES]) {
+    for j in 0..N {
+        for l in 0..LANES {
+            rows[l][j] = lanes[j][l];
+        }
+    }
+}
+
+/// The AVX2 builds of the kernels.
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{forward_lanes, inverse_lanes, Lanes};
+
+    #[target_feature(enable = "avx2")]
+    pub(super) fn forward(a: &mut Lanes) {
+        forward_lanes(a)
+    }
+
+    #[target_feature(enable = "avx2")]
+    pub(super) fn inverse(a: &mut Lanes) {
+        inverse_lanes(a)
+    }
+}
+
+/// Which build of the kernels runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Isa {
+    Portable,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+}
+
+impl Isa {
+    fn detect() -> Isa {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            return Isa::Avx2;
+        }
+        Isa::Portable
+    }
+
+    fn run(self, op: RingOp, a: &mut Lanes) {
+        match (self, op) {
+            #[cfg(target_arch = "x86_64")]
+            (Isa::Avx2, RingOp::Forward) => {
+                // SAFETY: `Isa::Avx2` is only constructed after `is_x86_feature_detected!`
+                // reported AVX2 on this CPU.
+                #[allow(unsafe_code)]
+                unsafe {
+                    avx2::forward(a)
+                }
+            }
+            #[cfg(target_arch = "x86_64")]
+            (Isa::Avx2, _) => {
+                // SAFETY: as above.
+                #[allow(unsafe_code)]
+                unsafe {
+                    avx2::inverse(a)
+                }
+            }
+            (Isa::Portable, RingOp::Forward) => forward_lanes(a),
+            (Isa::Portable, _) => inverse_lanes(a),
+        }
+    }
+}
+
+/// The production CPU backend (see the module docs): ML-DSA transforms on SIMD lanes, the rest
+/// on the CPU reference. Results are bit-identical to [`CpuBackend`]'s.
+#[derive(Debug, Clone, Copy)]
+pub struct SimdCpuBackend {
+    isa: Isa,
+}
+
+impl Default for SimdCpuBackend {
+    fn default() -> SimdCpuBackend {
+        SimdCpuBackend::new()
+    }
+}
+
+impl SimdCpuBackend {
+    /// The backend with the widest kernels this CPU runs.
+    pub fn new() -> SimdCpuBackend {
+        SimdCpuBackend { isa: Isa::detect() }
+    }
+
+    /// The backend with the portable kernels only (what runs on a CPU without AVX2; for tests
+    /// and comparisons).
+    pub fn portable() -> SimdCpuBackend {
+        SimdCpuBackend { isa: Isa::Portable }
+    }
+
+    /// Whether the AVX2 kernels run.
+    pub fn uses_avx2(&self) -> bool {
+        self.isa != Isa::Portable
+    }
+
+    /// An ML-DSA transform of every valid row: rows checked one by one (a failing row is left
+    /// unchanged), the valid ones transformed `LANES` at a time, groups across rayon's pool
+    /// when there is more than one.
+    fn mldsa_transform(&self, op: RingOp, rows: &mut [u64]) -> Result<RowResults, AccelError> {
+        let class = NttClass::MlDsa;
+        check_shape(class, rows.len(), rows.len())?;
+        let results: RowResults = rows
+            .chunks_exact(N)
+            .enumerate()
+            .map(|(r, row)| check_row(class, r, row))
+            .collect();
+        let mut valid: Vec<&mut [u64]> = rows
+            .chunks_exact_mut(N)
+            .zip(&results)
+            .filter_map(|(row, result)| result.is_ok().then_some(row))
+            .collect();
+        let isa = self.isa;
+        let one_group = |group: &mut [&mut [u64]]| {
+            // Rows copied into fixed arrays (zeros for the missing lanes of a last, partial
+            // group), so that the transposes index constant shapes without bounds checks.
+            let mut rows = [[0u64; N]; LANES];
+            for (copy, row) in rows.iter_mut().zip(group.iter()) {
+                if let Ok(row) = <&[u64; N]>::try_from(&**row) {
+                    *copy = *row;
+                }
+            }
+            let mut lanes: Lanes = [[0; LANES]; N];
+            transpose_in(&rows, &mut lanes);
+            isa.run(op, &mut lanes);
+            transpose_out(&lanes, &mut rows);
+            for (copy, row) in rows.iter().zip(group.iter_mut()) {
+                if let Ok(row) = <&mut [u64; N]>::try_from(&mut **row) {
+                    *row = *copy;
+                }
+            }
+        };
+        // One group is not worth a hand-off to the pool.
+        if valid.len() <= LANES {
+            one_group(&mut valid);
+        } else {
+            valid.par_chunks_mut(LANES).for_each(one_group);
+        }
+        Ok(results)
+    }
+}
+
+impl BatchArithmetic for SimdCpuBackend {
+    fn name(&self) -> &'static str {
+        "cpu-simd"
+    }
+
+    fn forward_ntt(&self, class: NttClass, rows: &mut [u64]) -> Result<RowResults, AccelError> {
+        match class {
+            NttClass::MlDsa => self.mldsa_transform(RingOp::Forward, rows),
+            _ => CpuBackend.forward_ntt(class, rows),
+        }
+    }
+
+    fn inverse_ntt(&self, class: NttClass, rows: &mut [u64]) -> Result<RowResults, AccelError> {
+        match class {
+            NttClass::MlDsa => self.mldsa_transform(RingOp::Inverse, rows),
+            _ => CpuBackend.inverse_ntt(class, rows),
+        }
+    }
+
+    fn pointwise_mul(
+        &self,
+        class: NttClass,
+        lhs: &mut [u64],
+        rhs: &[u64],
+    ) -> Result<RowResults, AccelError> {
+        CpuBackend.pointwise_mul(class, lhs, rhs)
+    }
+
+    fn scalar_ntt(
+        &self,
+        transform: ScalarTransform,
+        rows: &mut [Vec<Fr>],
+    ) -> Result<(), AccelError> {
+        CpuBackend.scalar_ntt(transform, rows)
+    }
+
+    fn msm_g1(
+        &self,
+        requests: &[MsmRequest<'_, G1Affine>],
+    ) -> Result<MsmResults<G1Projective>, AccelError> {
+        CpuBackend.msm_g1(requests)
+    }
+
+    fn msm_g2(
+        &self,
+        requests: &[MsmRequest<'_, G2Affine>],
+    ) -> Result<MsmResults<G2Projective>, AccelError> {
+        CpuBackend.msm_g2(requests)
+    }
+}
