@@ -139,7 +139,7 @@ pub type MsmResults<G> = Vec<Result<G, AccelError>>;
 
 /// Why a batched call, or one row of it, failed. Every variant is a property of the request;
 /// none is fatal. A whole-call error means nothing was computed and no buffer was changed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum AccelError {
     /// Whole call: the backend has no kernel for this workload (the caller falls back to the
     /// CPU).

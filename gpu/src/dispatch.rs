@@ -486,7 +486,7 @@ impl Dispatcher {
                     .get(offset..offset + n)
                     .unwrap_or_default()
                     .iter()
-                    .map(|r| r.clone().map_err(|e| shift_row(e, offset)))
+                    .map(|r| r.map_err(|e| shift_row(e, offset)))
                     .collect();
                 Completed::Done { rows, results }
             } else {

@@ -53,6 +53,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ark_bls12_381::Fr;
+use quasar_crypto::accel::{BatchArithmetic, CpuBackend};
 use quasar_crypto::corona::hash::TupleHash256;
 use quasar_crypto::corona::scheme::GroupKey as CoronaGroupKey;
 use quasar_crypto::hash::Hash;
@@ -435,10 +436,20 @@ pub struct CertReport {
     pub elapsed: Duration,
 }
 
-/// The parallel-max certificate verifier: legs run as tasks of one shared rayon pool.
-#[derive(Debug)]
+/// The parallel-max certificate verifier: legs run as tasks of one shared rayon pool, the
+/// Corona leg's NTTs on an arithmetic backend (the QuasarGPU adapter, or the CPU reference).
 pub struct CertVerifier {
     pool: rayon::ThreadPool,
+    backend: Arc<dyn BatchArithmetic>,
+}
+
+impl std::fmt::Debug for CertVerifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CertVerifier")
+            .field("threads", &self.pool.current_num_threads())
+            .field("backend", &self.backend.name())
+            .finish()
+    }
 }
 
 /// Why the verifier's pool could not start.
@@ -447,14 +458,23 @@ pub struct CertVerifier {
 pub struct PoolError(#[from] rayon::ThreadPoolBuildError);
 
 impl CertVerifier {
-    /// A verifier with a pool of `threads` threads (0 = one per available core).
-    /// Errors: [`PoolError`] when the OS refuses the threads.
+    /// A verifier with a pool of `threads` threads (0 = one per available core) and the CPU
+    /// reference as its arithmetic backend. Errors: [`PoolError`] when the OS refuses the
+    /// threads.
     pub fn new(threads: usize) -> Result<CertVerifier, PoolError> {
+        CertVerifier::with_backend(threads, Arc::new(CpuBackend))
+    }
+
+    /// [`CertVerifier::new`] with `backend` for the Corona leg's NTTs.
+    pub fn with_backend(
+        threads: usize,
+        backend: Arc<dyn BatchArithmetic>,
+    ) -> Result<CertVerifier, PoolError> {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("cert-verify-{i}"))
             .build()?;
-        Ok(CertVerifier { pool })
+        Ok(CertVerifier { pool, backend })
     }
 
     /// Verifies an encoded QuasarCert against `policy` (module docs): header (chain, epoch),
@@ -527,12 +547,14 @@ impl CertVerifier {
         self.pool.scope(|scope| {
             for &&(leg, body) in &order {
                 let (cancel, failure, timings) = (&cancel, &failure, &timings);
+                let backend = self.backend.as_ref();
                 scope.spawn(move |_| {
                     if cancel.load(Ordering::Acquire) {
                         return;
                     }
                     let started = Instant::now();
-                    let verdict = verify_leg_until(policy, leg, mu, digest, body, cancel);
+                    let verdict =
+                        verify_leg_until(policy, leg, (mu, digest), body, backend, cancel);
                     let elapsed = started.elapsed();
                     match verdict {
                         Ok(()) => lock(timings).push(LegTiming { leg, elapsed }),
@@ -602,7 +624,8 @@ fn leg_bodies<'a>(
 
 /// Verifies one leg of a certificate on its own (a leg that arrives before the rest of its
 /// certificate, or a benchmark's single-leg baseline): the BLS leg against `round_digest`, the
-/// others against `bundle_digest` ([`bundle_digest`]), with the policy's keys.
+/// others against `bundle_digest` ([`bundle_digest`]), with the policy's keys, on the CPU
+/// reference backend.
 ///
 /// Errors: the leg's [`LaneError`] (decoding, quorum, signature or proof); [`LaneError::KeyAbsent`]
 /// when `leg` is not in the policy's profile and the epoch has no key for it.
@@ -614,16 +637,18 @@ pub fn verify_leg(
     body: &[u8],
 ) -> Result<(), LaneError> {
     let never = AtomicBool::new(false);
-    verify_leg_until(policy, leg, round_digest, bundle_digest, body, &never)
+    let digests = (round_digest, bundle_digest);
+    verify_leg_until(policy, leg, digests, body, &CpuBackend, &never)
 }
 
-/// [`verify_leg`] that gives up with [`LaneError::Cancelled`] once `cancel` is set.
+/// [`verify_leg`] on `backend` (the round digest μ and the bundle digest), giving up with
+/// [`LaneError::Cancelled`] once `cancel` is set.
 fn verify_leg_until(
     policy: &CertPolicy,
     leg: LegKind,
-    mu: &Hash,
-    digest: &Hash,
+    (mu, digest): (&Hash, &Hash),
     body: &[u8],
+    backend: &dyn BatchArithmetic,
     cancel: &AtomicBool,
 ) -> Result<(), LaneError> {
     let keys = &policy.keys;
@@ -631,7 +656,7 @@ fn verify_leg_until(
         LegKind::Bls => verify_bls(&keys.validators, mu, body),
         LegKind::Corona => {
             let key = keys.corona.as_ref().ok_or(LaneError::KeyAbsent)?;
-            corona::verify_leg(key, digest, body)
+            corona::verify_leg(key, digest, body, backend)
         }
         LegKind::Groth16 => {
             let key = keys.rollup.as_ref().ok_or(LaneError::KeyAbsent)?;

@@ -6,7 +6,8 @@
 //! bounded by the encoding itself (every length is checked against its header before anything
 //! is allocated), and the group key is decoded once per epoch, when A is expanded.
 
-use quasar_crypto::corona::scheme::{GroupKey, Signature};
+use quasar_crypto::accel::BatchArithmetic;
+use quasar_crypto::corona::scheme::{GroupKey, Signature, VerifyError};
 
 use crate::LaneError;
 
@@ -17,16 +18,26 @@ pub fn decode_group_key(bytes: &[u8]) -> Result<GroupKey, LaneError> {
 }
 
 /// Verifies a Corona leg: `signature` must decode as a compact Corona signature that verifies on
-/// `message` under `group_key` (challenge recomputation and the exact L2 norm bound).
+/// `message` under `group_key` (challenge recomputation and the exact L2 norm bound), its NTTs
+/// on `backend`.
 ///
 /// Errors: [`LaneError::CoronaEncoding`] when the bytes are not a canonical signature encoding;
 /// [`LaneError::CoronaSignature`] when it does not verify (norm above the bound, or the
-/// challenge differs: another message, another key, tampered bytes).
-pub fn verify_leg(group_key: &GroupKey, message: &[u8], signature: &[u8]) -> Result<(), LaneError> {
+/// challenge differs: another message, another key, tampered bytes);
+/// [`LaneError::Arithmetic`] when the backend failed.
+pub fn verify_leg(
+    group_key: &GroupKey,
+    message: &[u8],
+    signature: &[u8],
+    backend: &dyn BatchArithmetic,
+) -> Result<(), LaneError> {
     let signature = Signature::from_bytes(signature).map_err(LaneError::CoronaEncoding)?;
     group_key
-        .verify(message, &signature)
-        .map_err(LaneError::CoronaSignature)
+        .verify_on(backend, message, &signature)
+        .map_err(|e| match e {
+            VerifyError::Arithmetic(e) => LaneError::Arithmetic(e),
+            e => LaneError::CoronaSignature(e),
+        })
 }
 
 #[cfg(test)]
@@ -46,7 +57,7 @@ mod tests {
         let key =
             decode_group_key(&vec![7u8; quasar_crypto::corona::scheme::GROUP_KEY_BYTES]).unwrap();
         for bytes in [&[][..], &[1u8; 3][..], &[0xffu8; 200][..]] {
-            let got = verify_leg(&key, b"m", bytes);
+            let got = verify_leg(&key, b"m", bytes, &quasar_crypto::accel::CpuBackend);
             assert!(matches!(got, Err(LaneError::CoronaEncoding(_))), "{got:?}");
         }
     }

@@ -137,6 +137,10 @@ pub enum LaneError {
     /// Corona: the signature does not verify (drop the certificate).
     #[error("Corona signature rejected: {0}")]
     CoronaSignature(CoronaVerifyError),
+    /// The arithmetic backend (the QuasarGPU adapter) failed a batched call while verifying a
+    /// leg: nothing was decided about the leg, and nobody is at fault but the local backend.
+    #[error("leg not verified, arithmetic backend failed: {0}")]
+    Arithmetic(quasar_crypto::accel::AccelError),
     /// Groth16: the proof or an input does not decode, or the proof does not verify.
     #[error("Groth16 proof rejected: {0}")]
     Groth16(Groth16Error),

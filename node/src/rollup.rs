@@ -14,7 +14,6 @@ use std::io::{BufReader, BufWriter};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use quasar_crypto::accel::CpuBackend;
 use quasar_crypto::rollup::circuit::{
     choose_signers, commitment, RollupError, RollupWitness, Shape, Statement, Validator,
     ROLLUP_CONTEXT,
@@ -452,7 +451,8 @@ pub fn prove(
         let (_, pk) = read_proving_key(BufReader::new(open_pk()?))?;
         let mut rng = ChaCha20Rng::from_rng(OsRng)
             .map_err(|e| RollupCommandError::Invalid(format!("OS randomness: {e}")))?;
-        let (proof, statement, timings) = groth16_prove(&pk, witness, &CpuBackend, &mut rng)?;
+        let backend = quasar_gpu::best_available();
+        let (proof, statement, timings) = groth16_prove(&pk, witness, backend.as_ref(), &mut rng)?;
         tracing::info!(
             synthesis_s = timings.synthesis.as_secs_f64(),
             witness_map_s = timings.witness_map.as_secs_f64(),

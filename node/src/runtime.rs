@@ -34,7 +34,7 @@ use crate::rollup_job::{RollupSet, WindowProver};
 use crate::signer::{SignError, VoteSigner};
 use crate::sync::{checkpoint_inputs, serve, MAX_SYNC_BLOCKS};
 use prometheus_client::registry::Registry;
-use quasar_crypto::accel::CpuBackend;
+use quasar_crypto::accel::BatchArithmetic;
 use quasar_crypto::bls_cache::PublicKeyCache;
 use quasar_crypto::hash::{tagged_hash, Hash};
 use quasar_lanes::cert::CertVerifier;
@@ -342,7 +342,8 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     )
     .await?;
 
-    let rollup = rollup_prover(&cfg, &genesis)?;
+    let arithmetic = quasar_gpu::best_available();
+    let rollup = rollup_prover(&cfg, &genesis, &arithmetic)?;
     let mut policies = genesis.cert_policies().into_iter().map(|(epoch, policy)| {
         if let Err(reason) = &policy {
             tracing::warn!(
@@ -354,7 +355,8 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         (epoch, policy.map(Arc::new))
     });
     let cert_verifier = Arc::new(
-        CertVerifier::new(0).map_err(|e| NodeError::Other(format!("certificate pool: {e}")))?,
+        CertVerifier::with_backend(0, arithmetic)
+            .map_err(|e| NodeError::Other(format!("certificate pool: {e}")))?,
     );
     let genesis_policy = policies.next().map_or_else(
         || Err("the genesis has no certificate policy".to_string()),
@@ -1195,7 +1197,11 @@ fn pulsar_ceremony(
 /// the windows of every set it serves ([`set_contributors`]). Errors: a proving key that cannot
 /// be read or is for another validator set shape (the key's own verifying key is compared with
 /// the set's once it has loaded, in the background).
-fn rollup_prover(cfg: &NodeConfig, genesis: &Genesis) -> Result<Option<WindowProver>, NodeError> {
+fn rollup_prover(
+    cfg: &NodeConfig,
+    genesis: &Genesis,
+    arithmetic: &Arc<dyn BatchArithmetic>,
+) -> Result<Option<WindowProver>, NodeError> {
     let Some(path) = &cfg.rollup_proving_key else {
         return Ok(None);
     };
@@ -1218,7 +1224,7 @@ fn rollup_prover(cfg: &NodeConfig, genesis: &Genesis) -> Result<Option<WindowPro
         validators: set.rollup_validators(file)?.into(),
         key: key.clone(),
     };
-    let prover = WindowProver::start(path, &rollup_set, Arc::new(CpuBackend))
+    let prover = WindowProver::start(path, &rollup_set, Arc::clone(arithmetic))
         .map_err(|e| NodeError::Other(e.to_string()))?;
     tracing::info!(path = %path.display(), "loading the rollup proving key");
     Ok(Some(prover))

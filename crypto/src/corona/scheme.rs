@@ -119,6 +119,7 @@ use super::hash::{self, Role};
 use super::params::{B_SQUARE, DBAR, DEGREE, KAPPA, M, N, NU, Q, XI};
 use super::ring::{NttMatrix, NttPoly, NttVec, Poly, PolyVec, RingError, Zq};
 use super::sample::{self, Width};
+use crate::accel::{check_row, AccelError, BatchArithmetic, CpuBackend, NttClass, RowResults};
 
 /// The most parties a key may have (the paper's largest threshold is 1024).
 pub const MAX_PARTIES: usize = 1024;
@@ -209,6 +210,9 @@ pub enum CoronaError {
     /// A ring operation failed (only on inconsistent internal input).
     #[error(transparent)]
     Ring(#[from] RingError),
+    /// The arithmetic backend failed a batched call (the CPU reference never does).
+    #[error(transparent)]
+    Arithmetic(#[from] AccelError),
     /// Bytes do not decode.
     #[error(transparent)]
     Encoding(#[from] EncodingError),
@@ -223,11 +227,36 @@ pub enum VerifyError {
     /// The recomputed challenge differs from c (wrong message, key, or tampered signature).
     #[error("challenge mismatch")]
     ChallengeMismatch,
+    /// The arithmetic backend failed a batched call, so nothing was decided: not evidence
+    /// against the signature or its relayer.
+    #[error("arithmetic backend: {0}")]
+    Arithmetic(AccelError),
 }
 
 // ---------------------------------------------------------------------------------------------
 // Small helpers
 // ---------------------------------------------------------------------------------------------
+
+/// The rows of a batched Corona call as polynomials (`make` on each), or the call's first error:
+/// its whole-call error, a row error, or a value ≥ q that a faulty backend returned.
+fn batch_rows<T>(
+    outcome: Result<RowResults, AccelError>,
+    rows: &[u64],
+    make: fn(&[u64]) -> Result<T, RingError>,
+) -> Result<Vec<T>, AccelError> {
+    outcome?.into_iter().collect::<Result<Vec<()>, _>>()?;
+    rows.chunks_exact(DEGREE)
+        .enumerate()
+        .map(|(r, row)| {
+            check_row(NttClass::Corona, r, row)?;
+            make(row).map_err(|_| AccelError::Shape {
+                len: row.len(),
+                degree: DEGREE,
+                other_len: row.len(),
+            })
+        })
+        .collect()
+}
 
 /// round_k(x) = ⌊(x + 2^{k−1}) / 2^k⌋ mod 2^(48−k), for a residue x < q < 2^49.
 const fn round_mod(x: u64, k: u32) -> u32 {
@@ -460,11 +489,43 @@ impl GroupKey {
         &self.digest
     }
 
-    /// round_ν(A·z − c·b̃·2^ξ) mod 2^19, z and c in NTT form.
-    fn rounded_w(&self, z: &NttVec<N>, c: &NttPoly) -> Box<[[u32; DEGREE]; M]> {
-        let mut w = self.a.mul_vec(z);
-        w -= &self.b_restored.mul_poly(c);
-        round_vec(&w.intt(), NU)
+    /// round_ν(A·z − c·b̃·2^ξ) mod 2^19, z and c in coefficient form. The N + 1 forward and
+    /// M inverse NTTs run on `backend`, as two batched calls; the products run here, against
+    /// this key's cached A and b̃ in NTT form. Errors: the backend's (a whole-call error such as
+    /// [`AccelError::Unsupported`], or a row error, which canonical inputs never cause on a
+    /// correct backend).
+    fn rounded_w(
+        &self,
+        backend: &dyn BatchArithmetic,
+        z: &PolyVec<N>,
+        c: &Poly,
+    ) -> Result<Box<[[u32; DEGREE]; M]>, AccelError> {
+        let mut rows = Vec::with_capacity((N + 1) * DEGREE);
+        for p in z.as_slice().iter().chain([c]) {
+            rows.extend_from_slice(p.coefficients());
+        }
+        let mut images = batch_rows(
+            backend.forward_ntt(NttClass::Corona, &mut rows),
+            &rows,
+            NttPoly::from_coefficients,
+        )?
+        .into_iter();
+        let z_hat = NttVec::<N>::from_fn(|_| images.next().unwrap_or(NttPoly::ZERO));
+        let c_hat = images.next().unwrap_or(NttPoly::ZERO);
+        let mut w = self.a.mul_vec(&z_hat);
+        w -= &self.b_restored.mul_poly(&c_hat);
+        rows.clear();
+        for p in w.as_slice() {
+            rows.extend_from_slice(p.coefficients());
+        }
+        let mut coefficients = batch_rows(
+            backend.inverse_ntt(NttClass::Corona, &mut rows),
+            &rows,
+            Poly::from_coefficients,
+        )?
+        .into_iter();
+        let w = PolyVec::<M>::from_fn(|_| coefficients.next().unwrap_or(Poly::ZERO));
+        Ok(round_vec(&w, NU))
     }
 
     /// The challenge seed TupleHash256_{CHALLENGE}(digest, h̃ packed at 19 bits, μ).
@@ -475,14 +536,29 @@ impl GroupKey {
         Challenge(sample::challenge(&seed))
     }
 
-    /// Verifies `signature` on `message` under this key (module docs, Verify). Errors:
-    /// [`VerifyError::NormTooLarge`], [`VerifyError::ChallengeMismatch`].
+    /// Verifies `signature` on `message` under this key (module docs, Verify), its NTTs on the
+    /// CPU reference ([`CpuBackend`]). Errors: [`VerifyError::NormTooLarge`],
+    /// [`VerifyError::ChallengeMismatch`].
     pub fn verify(&self, message: &[u8], signature: &Signature) -> Result<(), VerifyError> {
+        self.verify_on(&CpuBackend, message, signature)
+    }
+
+    /// [`GroupKey::verify`] with its NTTs (8 forward, 8 inverse, as two batched calls) on
+    /// `backend`, e.g. the QuasarGPU adapter. Errors: as `verify`, and
+    /// [`VerifyError::Arithmetic`] when the backend fails a call.
+    pub fn verify_on(
+        &self,
+        backend: &dyn BatchArithmetic,
+        message: &[u8],
+        signature: &Signature,
+    ) -> Result<(), VerifyError> {
         if signature.norm_squared() > B_SQUARE {
             return Err(VerifyError::NormTooLarge);
         }
-        let c = signature.challenge.to_ntt();
-        let mut h = self.rounded_w(&signature.z.ntt(), &c);
+        let c = signature.challenge.to_poly();
+        let mut h = self
+            .rounded_w(backend, &signature.z, &c)
+            .map_err(VerifyError::Arithmetic)?;
         for (hp, dp) in h.iter_mut().zip(signature.delta.iter()) {
             for (x, &d) in hp.iter_mut().zip(dp.iter()) {
                 *x = (*x + d) & ((1 << H_BITS) - 1);
@@ -1350,8 +1426,8 @@ pub fn combine(
     if let Some((_, &p)) = seen.iter().zip(set.parties.iter()).find(|(s, _)| !**s) {
         return Err(CoronaError::MissingMessage(p));
     }
-    let c = context.challenge.to_ntt();
-    let w = group_key.rounded_w(&z.ntt(), &c);
+    let c = context.challenge.to_poly();
+    let w = group_key.rounded_w(&CpuBackend, &z, &c)?;
     let mut delta = Box::new([[0u32; DEGREE]; M]);
     for ((dp, hp), wp) in delta.iter_mut().zip(context.h_tilde.iter()).zip(w.iter()) {
         for ((d, &h), &w) in dp.iter_mut().zip(hp.iter()).zip(wp.iter()) {
@@ -1383,8 +1459,12 @@ impl Challenge {
         &self.0
     }
 
+    fn to_poly(&self) -> Poly {
+        Poly::from_signed(&self.0.map(i64::from))
+    }
+
     fn to_ntt(&self) -> NttPoly {
-        Poly::from_signed(&self.0.map(i64::from)).ntt()
+        self.to_poly().ntt()
     }
 
     fn encode(&self, out: &mut Vec<u8>) {
