@@ -266,6 +266,8 @@ fn summary() {
             (names.waste, None, true),
         ]);
     }
+    #[cfg(feature = "cuda")]
+    cuda_rows(&mut us, &mut ratios, &mut targets);
     report(
         "Ring NTT",
         ("µs", "us", 3),
@@ -274,6 +276,43 @@ fn summary() {
         &targets,
         "ntt-summary.json",
     );
+}
+
+/// With the `cuda` feature: 4096-row forward NTT batches on the CUDA backend, host-fed (upload,
+/// kernel, download, per call), in µs per batch and as NTTs per second against the issue's
+/// 40 M/s host-fed target; skipped with a notice where no device is present.
+#[cfg(feature = "cuda")]
+fn cuda_rows(us: &mut Samples, ratios: &mut Samples, targets: &mut Vec<Target>) {
+    const ROWS: usize = 4096;
+    let gpu = match quasar_gpu::cuda::CudaBackend::open(0) {
+        Ok(Some(gpu)) => gpu,
+        Ok(None) => {
+            println!("no CUDA device: the CUDA rows are skipped");
+            return;
+        }
+        Err(e) => {
+            println!("CUDA backend failed to open ({e}): the CUDA rows are skipped");
+            return;
+        }
+    };
+    println!("CUDA device: {}", gpu.device());
+    for class in NttClass::ALL {
+        let batch = rows(class, ROWS, 7);
+        let name = leak(format!(
+            "{}: {ROWS} rows forward on cuda, host-fed",
+            class.name()
+        ));
+        let rate = leak(format!("{}: cuda host-fed NTT/s / 40 M", class.name()));
+        for _ in 0..ROUNDS {
+            let t = time(20, || {
+                let mut r = batch.clone();
+                gpu.forward_ntt(class, &mut r).ok()
+            });
+            us.push(name, t * 1e6);
+            ratios.push(rate, ROWS as f64 / t / 40e6);
+        }
+        targets.push((rate, Some(1.0), false));
+    }
 }
 
 fn main() {

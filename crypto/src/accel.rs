@@ -187,6 +187,15 @@ pub enum AccelError {
         /// Its length.
         len: usize,
     },
+    /// Whole call: the device failed at `stage` (a driver, memory or launch error, logged by
+    /// the backend with the driver's message). Nothing was written to the caller's buffers.
+    #[error("backend {backend}: device error during {stage}")]
+    Device {
+        /// [`BatchArithmetic::name`] of the backend.
+        backend: &'static str,
+        /// What the backend was doing: `"upload"`, `"launch"`, `"download"`.
+        stage: &'static str,
+    },
     /// One MSM request: its bases and scalars differ in length. That request has no result.
     #[error("msm request {request}: {bases} bases but {scalars} scalars")]
     MsmLength {

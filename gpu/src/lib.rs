@@ -11,14 +11,21 @@
 //! [`SimdCpuBackend`] is the production CPU backend: ML-DSA's transforms on SIMD lanes (AVX2
 //! chosen at run time), the CPU reference for the rest.
 //!
-//! Not built yet: the CUDA backend (`cuda` feature, cudarc/NVRTC kernels).
+//! [`cuda::CudaBackend`] (feature `cuda`) runs the ring workloads on an NVIDIA GPU, with kernels
+//! compiled by NVRTC at first use ([`kernels`] holds their source, their twiddle tables and
+//! their CPU twin). Not built yet: MSM and F_r NTT kernels, the matrix-form (tensor-core) NTT,
+//! and ML-KEM's ring.
 //!
-//! `unsafe` appears once: the call into the AVX2 build of the kernels after the CPU reported
-//! AVX2 (`cpu::Isa::run`).
+//! `unsafe` appears in three places, each with its argument: the call into the AVX2 build of
+//! the CPU kernels after the CPU reported AVX2 (`cpu::Isa::run`), and in `cuda` the library
+//! probe and the two kernel launches.
 #![deny(unsafe_code)]
 
 pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub mod dispatch;
+pub mod kernels;
 
 pub use cpu::SimdCpuBackend;
 pub use dispatch::{DispatchConfig, Dispatcher, QueueKey, QueueStats};
@@ -27,13 +34,26 @@ use std::sync::Arc;
 
 use quasar_crypto::accel::BatchArithmetic;
 
-/// The arithmetic backend a node uses on this machine: today [`SimdCpuBackend`], called
-/// directly. On a CPU, stacking requests through a [`Dispatcher`] gains nothing (a row costs the
-/// same alone or in a batch, and rows already spread over rayon's pool) and makes callers wait
-/// for their batch: the `ntt` benchmark measures it at about half the throughput of the direct
-/// calls for 64 concurrent single-row callers. A device backend will be returned behind a
-/// dispatcher.
+/// The arithmetic backend a node uses on this machine. With the `cuda` feature and a device,
+/// the CUDA backend behind a [`Dispatcher`] (default configuration), whose batches fall back to
+/// the CPU when the device fails them. Otherwise [`SimdCpuBackend`], called directly: on a CPU,
+/// stacking requests through a dispatcher gains nothing (a row costs the same alone or in a
+/// batch, and rows already spread over rayon's pool) and makes callers wait for their batch;
+/// the `ntt` benchmark measures it at about half the throughput of direct calls for 64
+/// concurrent single-row callers.
 pub fn best_available() -> Arc<dyn BatchArithmetic> {
+    #[cfg(feature = "cuda")]
+    match cuda::CudaBackend::open(0) {
+        Ok(Some(gpu)) => {
+            tracing::info!(
+                device = gpu.device(),
+                "arithmetic backend: CUDA behind a dispatcher"
+            );
+            return Arc::new(Dispatcher::new(Arc::new(gpu), DispatchConfig::default()));
+        }
+        Ok(None) => tracing::info!("no CUDA driver, NVRTC or device: using the CPU backend"),
+        Err(error) => tracing::warn!(%error, "CUDA backend failed to open: using the CPU backend"),
+    }
     let cpu = SimdCpuBackend::new();
     tracing::info!(
         backend = cpu.name(),

@@ -79,9 +79,15 @@ fn corona_verdicts_through_the_adapter_equal_the_reference() {
     assert!(group.verify(b"another", &signature).is_err());
     let reference = group.verify(b"bundle", &tampered);
     assert!(reference.is_err());
-    assert_eq!(group.verify_on(&dispatcher, b"bundle", &tampered), reference);
+    assert_eq!(
+        group.verify_on(&dispatcher, b"bundle", &tampered),
+        reference
+    );
     let used: u64 = dispatcher.stats().iter().map(|(_, s)| s.requests).sum();
-    assert!(used >= 4, "the NTTs went through the dispatcher ({used} requests)");
+    assert!(
+        used >= 4,
+        "the NTTs went through the dispatcher ({used} requests)"
+    );
 
     assert!(matches!(
         group.verify_on(&Empty, b"bundle", &signature),
