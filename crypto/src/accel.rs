@@ -334,6 +334,34 @@ pub fn check_row(class: NttClass, row: usize, values: &[u64]) -> Result<(), Acce
     }
 }
 
+/// The whole-call check of `op` on a `class` batch: [`check_shape`] of `rows` (and of `rhs`
+/// for [`RingOp::Pointwise`], which is ignored otherwise). Errors: [`AccelError::Shape`].
+pub fn check_call(
+    class: NttClass,
+    op: RingOp,
+    rows: &[u64],
+    rhs: &[u64],
+) -> Result<(), AccelError> {
+    let other = if op == RingOp::Pointwise { rhs } else { rows };
+    check_shape(class, rows.len(), other.len())
+}
+
+/// The per-row checks of `op` on a `class` batch whose shape passed [`check_call`]: for each
+/// row, [`check_row`] on it (and on its `rhs` row for [`RingOp::Pointwise`]).
+pub fn row_results(class: NttClass, op: RingOp, rows: &[u64], rhs: &[u64]) -> RowResults {
+    let degree = class.degree();
+    rows.chunks_exact(degree)
+        .enumerate()
+        .map(|(r, row)| {
+            check_row(class, r, row)?;
+            match rhs.get(r * degree..(r + 1) * degree) {
+                Some(other) if op == RingOp::Pointwise => check_row(class, r, other),
+                _ => Ok(()),
+            }
+        })
+        .collect()
+}
+
 /// A ring operation of [`BatchArithmetic`] on one row (or a pair of rows).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RingOp {
@@ -418,11 +446,7 @@ pub fn apply_rows(
 ) -> Result<RowResults, AccelError> {
     let degree = class.degree();
     let pointwise = op == RingOp::Pointwise;
-    check_shape(
-        class,
-        rows.len(),
-        if pointwise { rhs.len() } else { rows.len() },
-    )?;
+    check_call(class, op, rows, rhs)?;
     let one_row = |(r, row): (usize, &mut [u64])| {
         check_row(class, r, row)?;
         let other = if pointwise {

@@ -28,7 +28,7 @@
 
 use ark_bls12_381::{Fr, G1Affine, G1Projective, G2Affine, G2Projective};
 use quasar_crypto::accel::{
-    check_row, check_shape, AccelError, BatchArithmetic, CpuBackend, MsmRequest, MsmResults,
+    check_call, row_results, AccelError, BatchArithmetic, CpuBackend, MsmRequest, MsmResults,
     NttClass, RingOp, RowResults, ScalarTransform,
 };
 use rayon::prelude::*;
@@ -270,12 +270,8 @@ impl SimdCpuBackend {
     /// when there is more than one.
     fn mldsa_transform(&self, op: RingOp, rows: &mut [u64]) -> Result<RowResults, AccelError> {
         let class = NttClass::MlDsa;
-        check_shape(class, rows.len(), rows.len())?;
-        let results: RowResults = rows
-            .chunks_exact(N)
-            .enumerate()
-            .map(|(r, row)| check_row(class, r, row))
-            .collect();
+        check_call(class, op, rows, &[])?;
+        let results = row_results(class, op, rows, &[]);
         let mut valid: Vec<&mut [u64]> = rows
             .chunks_exact_mut(N)
             .zip(&results)

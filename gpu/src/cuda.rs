@@ -20,7 +20,7 @@ use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, DriverError, LaunchConfig, PushKernelArg,
 };
 use quasar_crypto::accel::{
-    check_row, check_shape, AccelError, BatchArithmetic, NttClass, RingOp, RowResults,
+    check_call, row_results, AccelError, BatchArithmetic, NttClass, RingOp, RowResults,
 };
 
 use crate::kernels::{RingTables, NTT_THREADS, SOURCE};
@@ -126,12 +126,7 @@ impl CudaBackend {
         rows: &mut [u64],
         rhs: &[u64],
     ) -> Result<RowResults, AccelError> {
-        let pointwise = op == RingOp::Pointwise;
-        check_shape(
-            class,
-            rows.len(),
-            if pointwise { rhs.len() } else { rows.len() },
-        )?;
+        check_call(class, op, rows, rhs)?;
         let unsupported = AccelError::Unsupported {
             backend: NAME,
             workload: quasar_crypto::accel::Workload::Ntt(class),
@@ -141,17 +136,7 @@ impl CudaBackend {
             .iter()
             .find(|t| t.class == class)
             .ok_or(unsupported)?;
-        let results: RowResults = rows
-            .chunks_exact(N)
-            .enumerate()
-            .map(|(r, row)| {
-                check_row(class, r, row)?;
-                match rhs.get(r * N..(r + 1) * N) {
-                    Some(other) if pointwise => check_row(class, r, other),
-                    _ => Ok(()),
-                }
-            })
-            .collect();
+        let results = row_results(class, op, rows, rhs);
         if rows.is_empty() {
             return Ok(results);
         }

@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 
 use ark_bls12_381::{Fr, G1Affine, G1Projective, G2Affine, G2Projective};
 use quasar_crypto::accel::{
-    check_shape, AccelError, BatchArithmetic, CpuBackend, MsmRequest, MsmResults, NttClass, RingOp,
+    check_call, AccelError, BatchArithmetic, CpuBackend, MsmRequest, MsmResults, NttClass, RingOp,
     RowResults, ScalarTransform,
 };
 
@@ -282,11 +282,7 @@ impl Dispatcher {
         rhs: &[u64],
     ) -> Result<RowResults, AccelError> {
         let pointwise = key.op == RingOp::Pointwise;
-        check_shape(
-            key.class,
-            rows.len(),
-            if pointwise { rhs.len() } else { rows.len() },
-        )?;
+        check_call(key.class, key.op, rows, rhs)?;
         if rows.is_empty() {
             return Ok(Vec::new());
         }

@@ -3,30 +3,13 @@
 //! random, all-zero, all-(q−1) and single-spike rows, batch sizes 1..4096 (including sizes that
 //! leave a group of lanes partly empty), and a batch with out-of-range rows.
 
+mod common;
+
 use quasar_crypto::accel::{AccelError, BatchArithmetic, CpuBackend, NttClass};
 use quasar_gpu::cpu::LANES;
 use quasar_gpu::SimdCpuBackend;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha20Rng;
 
-const DEGREE: usize = 256;
-
-fn mixed_rows(class: NttClass, count: usize, seed: u64) -> Vec<u64> {
-    let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    let q = class.modulus();
-    (0..count)
-        .flat_map(|r| match r % 4 {
-            0 => (0..DEGREE).map(|_| rng.gen_range(0..q)).collect(),
-            1 => vec![0; DEGREE],
-            2 => vec![q - 1; DEGREE],
-            _ => {
-                let mut row = vec![0; DEGREE];
-                row[rng.gen_range(0..DEGREE)] = rng.gen_range(1..q);
-                row
-            }
-        })
-        .collect()
-}
+use common::{mixed_rows, DEGREE};
 
 fn backends() -> Vec<SimdCpuBackend> {
     let detected = SimdCpuBackend::new();

@@ -5,16 +5,16 @@
 //! `gpu/scripts/device-check.sh` with `--ignored`, which fails when no device is found.
 #![cfg(feature = "cuda")]
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use quasar_crypto::accel::{AccelError, BatchArithmetic, CpuBackend, NttClass};
 use quasar_gpu::cuda::CudaBackend;
 use quasar_gpu::{DispatchConfig, Dispatcher};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha20Rng;
 
-const DEGREE: usize = 256;
+use common::{mixed_rows, DEGREE};
 
 fn device() -> CudaBackend {
     match CudaBackend::open(0) {
@@ -25,23 +25,6 @@ fn device() -> CudaBackend {
         Ok(None) => panic!("no CUDA driver, NVRTC or device on this machine"),
         Err(e) => panic!("CUDA backend failed to open: {e}"),
     }
-}
-
-fn mixed_rows(class: NttClass, count: usize, seed: u64) -> Vec<u64> {
-    let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    let q = class.modulus();
-    (0..count)
-        .flat_map(|r| match r % 4 {
-            0 => (0..DEGREE).map(|_| rng.gen_range(0..q)).collect(),
-            1 => vec![0; DEGREE],
-            2 => vec![q - 1; DEGREE],
-            _ => {
-                let mut row = vec![0; DEGREE];
-                row[rng.gen_range(0..DEGREE)] = rng.gen_range(1..q);
-                row
-            }
-        })
-        .collect()
 }
 
 #[test]

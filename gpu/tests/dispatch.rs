@@ -7,6 +7,8 @@
 //! - a backend that fails a batch (no kernel, error, panic, short reply) costs nothing but a
 //!   fallback count; padding to a backend's granularity is counted and invisible to callers.
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,10 +18,8 @@ use quasar_crypto::accel::{
 };
 use quasar_crypto::corona::ring::PSI;
 use quasar_gpu::{DispatchConfig, Dispatcher, QueueKey};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha20Rng;
 
-const DEGREE: usize = 256;
+use common::{mixed_rows, DEGREE};
 
 fn mul(a: u64, b: u64, q: u64) -> u64 {
     (u128::from(a) * u128::from(b) % u128::from(q)) as u64
@@ -59,30 +59,6 @@ fn naive_forward(class: NttClass, a: &[u64]) -> Vec<u64> {
                 x = mul(x, root, q);
             }
             sum
-        })
-        .collect()
-}
-
-fn random_row(class: NttClass, rng: &mut ChaCha20Rng) -> Vec<u64> {
-    (0..DEGREE)
-        .map(|_| rng.gen_range(0..class.modulus()))
-        .collect()
-}
-
-/// Random, all-zero, all-(q−1) and single-spike rows, in turn.
-fn mixed_rows(class: NttClass, count: usize, seed: u64) -> Vec<u64> {
-    let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    let q = class.modulus();
-    (0..count)
-        .flat_map(|r| match r % 4 {
-            0 => random_row(class, &mut rng),
-            1 => vec![0; DEGREE],
-            2 => vec![q - 1; DEGREE],
-            _ => {
-                let mut row = vec![0; DEGREE];
-                row[rng.gen_range(0..DEGREE)] = rng.gen_range(1..q);
-                row
-            }
         })
         .collect()
 }

@@ -36,17 +36,21 @@ __device__ __forceinline__ u64 sub_mod(u64 a, u64 b, u64 q) {
     return a >= b ? a - b : a + q - b;
 }
 
+// Thread t of the block copies values t and t + 128 of `row` between global and shared memory.
+__device__ __forceinline__ void load_row(u64* a, const u64* row, unsigned int t) {
+    a[t] = row[t];
+    a[t + 128] = row[t + 128];
+    __syncthreads();
+}
+
 extern "C" __global__ void ntt_forward(u64* rows, const u64* forward, u64 q, unsigned int count) {
     __shared__ u64 a[256];
-    unsigned int row = blockIdx.x;
-    if (row >= count) {
+    if (blockIdx.x >= count) {
         return;
     }
-    u64* r = rows + (size_t)row * 256;
+    u64* r = rows + (size_t)blockIdx.x * 256;
     unsigned int t = threadIdx.x;
-    a[t] = r[t];
-    a[t + 128] = r[t + 128];
-    __syncthreads();
+    load_row(a, r, t);
     for (unsigned int len = 128; len >= 1; len >>= 1) {
         unsigned int b = t / len;
         unsigned int j = b * 2 * len + t % len;
@@ -64,15 +68,12 @@ extern "C" __global__ void ntt_forward(u64* rows, const u64* forward, u64 q, uns
 extern "C" __global__ void ntt_inverse(u64* rows, const u64* inverse, u64 n_inv, u64 q,
                                        unsigned int count) {
     __shared__ u64 a[256];
-    unsigned int row = blockIdx.x;
-    if (row >= count) {
+    if (blockIdx.x >= count) {
         return;
     }
-    u64* r = rows + (size_t)row * 256;
+    u64* r = rows + (size_t)blockIdx.x * 256;
     unsigned int t = threadIdx.x;
-    a[t] = r[t];
-    a[t + 128] = r[t + 128];
-    __syncthreads();
+    load_row(a, r, t);
     for (unsigned int len = 1; len < 256; len <<= 1) {
         unsigned int b = t / len;
         unsigned int j = b * 2 * len + t % len;
