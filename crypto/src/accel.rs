@@ -153,7 +153,8 @@ pub enum AccelError {
     /// Whole call: a buffer's length is not a multiple of the degree, or two operand buffers
     /// differ in length.
     #[error(
-        "batch shape: buffer of {len} values for rows of {degree} (other operand {other_len})"
+        "batch shape: {len} values are not whole rows of {degree}, or differ from the second \
+         operand's {other_len} (the buffer's own length when there is none)"
     )]
     Shape {
         /// Length of the (first) buffer, in `u64` values.
@@ -291,7 +292,8 @@ pub trait BatchArithmetic: Send + Sync {
     }
 }
 
-/// The CPU backend: the ring module's transforms, one row after another on the calling thread.
+/// The CPU backend: the ring modules' transforms, one row after another on the calling thread,
+/// or across rayon's pool from [`PARALLEL_ROWS`] rows on.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CpuBackend;
 

@@ -89,10 +89,11 @@ impl CudaBackend {
             cudarc::nvrtc::compile_ptx(SOURCE).map_err(|e| CudaError::Compile(e.to_string()))?;
         let module = ctx.load_module(ptx)?;
         let stream = ctx.default_stream();
+        // Classes without tables (a ring the kernels do not handle) stay unsupported.
         let tables = NttClass::ALL
             .into_iter()
-            .map(|class| {
-                let t = RingTables::of(class);
+            .filter_map(|class| Some((class, RingTables::of(class)?)))
+            .map(|(class, t)| {
                 Ok(DeviceTables {
                     class,
                     modulus: t.modulus,

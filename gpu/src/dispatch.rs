@@ -38,7 +38,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::mpsc::{sync_channel, RecvTimeoutError, SyncSender};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -47,6 +47,11 @@ use quasar_crypto::accel::{
     check_call, AccelError, BatchArithmetic, CpuBackend, MsmRequest, MsmResults, NttClass, RingOp,
     RowResults, ScalarTransform,
 };
+
+/// The largest [`BatchArithmetic::row_granularity`] the dispatcher honours (a larger one is
+/// treated as this many rows), so a backend's odd answer cannot make every batch gigabytes of
+/// padding.
+pub const MAX_GRANULARITY: usize = 1024;
 
 /// When a queue is sent out as a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -298,7 +303,7 @@ impl Dispatcher {
             let queue = queues.by_key.entry(key).or_default();
             if queue.pending.is_empty()
                 && count >= max_rows
-                && count.is_multiple_of(self.backend.row_granularity(key.class).max(1))
+                && count.is_multiple_of(self.granularity(key.class))
             {
                 // A full batch by itself, needing no padding: nothing to stack.
                 drop(queues);
@@ -315,12 +320,20 @@ impl Dispatcher {
             let full = queue.rows >= max_rows;
             (id, full.then(|| queue.take_batch(degree, max_rows)))
         };
+        // No deadline (`Duration::MAX`, or past the clock's range): only a full queue sends it.
+        let due = queued.checked_add(deadline);
         let outcome = loop {
             if let Some(batch) = lead.take() {
                 self.execute(key, batch);
+                // What is left may still fill a batch (a request that did not fit in this one).
+                let mut queues = lock(&self.queues);
+                let queue = queues.by_key.entry(key).or_default();
+                if queue.rows >= max_rows {
+                    lead = Some(queue.take_batch(degree, max_rows));
+                    continue;
+                }
             }
-            let wait = (queued + deadline).saturating_duration_since(Instant::now());
-            match answer.recv_timeout(wait) {
+            match wait(&answer, due) {
                 Ok(done) => break Some(done),
                 Err(RecvTimeoutError::Disconnected) => break None,
                 Err(RecvTimeoutError::Timeout) => {
@@ -331,7 +344,7 @@ impl Dispatcher {
                     } else {
                         // Another caller's batch holds it: wait for that batch.
                         drop(queues);
-                        break answer.recv().ok();
+                        break wait(&answer, None).ok();
                     }
                 }
             }
@@ -348,6 +361,14 @@ impl Dispatcher {
             // (its thread panicked): compute here, from the untouched inputs.
             _ => reference(key, rows, rhs),
         }
+    }
+
+    /// The backend's [`BatchArithmetic::row_granularity`] for `class`, clamped to
+    /// [1, [`MAX_GRANULARITY`]].
+    fn granularity(&self, class: NttClass) -> usize {
+        self.backend
+            .row_granularity(class)
+            .clamp(1, MAX_GRANULARITY)
     }
 
     /// Computes one request that fills a batch alone in the caller's buffer: the backend sees
@@ -440,7 +461,7 @@ impl Dispatcher {
         let degree = key.class.degree();
         let counts: Vec<usize> = batch.iter().map(|p| p.rows.len() / degree).collect();
         let rows: usize = counts.iter().sum();
-        let granularity = self.backend.row_granularity(key.class).max(1);
+        let granularity = self.granularity(key.class);
         let padded = rows.div_ceil(granularity) * granularity;
         let single = batch.len() == 1 && padded == rows;
         let (mut values, rhs) = match batch.as_mut_slice() {
@@ -495,6 +516,48 @@ impl Dispatcher {
         self.record(key, started, &waits, rows, padded - rows, results.is_none());
         self.buffers.recycle(values);
         self.buffers.recycle(rhs);
+    }
+}
+
+/// How long a waiting worker of a rayon pool sleeps between looks for its pool's work.
+const POOL_POLL: Duration = Duration::from_micros(50);
+
+/// Waits for a request's reply until `until` (`None`: for as long as it takes).
+///
+/// A caller that is a worker of a rayon pool keeps running its pool's pending jobs while it
+/// waits ([`rayon::yield_now`]): the batch it waits for may be led by a thread outside the pool
+/// and computed by a backend that spreads rows over this very pool, and blocked workers would
+/// leave that backend waiting for ever. Any other caller just sleeps.
+fn wait(
+    answer: &Receiver<Completed>,
+    until: Option<Instant>,
+) -> Result<Completed, RecvTimeoutError> {
+    if rayon::current_thread_index().is_none() {
+        return match until {
+            None => answer.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            Some(t) => answer.recv_timeout(t.saturating_duration_since(Instant::now())),
+        };
+    }
+    loop {
+        let slice = match until {
+            None => POOL_POLL,
+            Some(t) => {
+                let left = t.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return answer.try_recv().map_err(|e| match e {
+                        TryRecvError::Empty => RecvTimeoutError::Timeout,
+                        TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
+                    });
+                }
+                left.min(POOL_POLL)
+            }
+        };
+        match answer.recv_timeout(slice) {
+            Err(RecvTimeoutError::Timeout) => {
+                rayon::yield_now();
+            }
+            other => return other,
+        }
     }
 }
 

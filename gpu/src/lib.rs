@@ -16,9 +16,9 @@
 //! their CPU twin). Not built yet: MSM and F_r NTT kernels, the matrix-form (tensor-core) NTT,
 //! and ML-KEM's ring.
 //!
-//! `unsafe` appears in three places, each with its argument: the call into the AVX2 build of
-//! the CPU kernels after the CPU reported AVX2 (`cpu::Isa::run`), and in `cuda` the library
-//! probe and the two kernel launches.
+//! `unsafe` appears only where a safe wrapper cannot exist, each time with its argument: the
+//! calls into the AVX2 build of the CPU kernels after the CPU reported AVX2 (`cpu::Isa::run`),
+//! and in `cuda` the library probe and the kernel launches.
 #![deny(unsafe_code)]
 
 pub mod cpu;

@@ -413,3 +413,152 @@ fn a_lone_request_under_capacity_goes_out_at_its_deadline() {
     let stats = d.stats()[0].1;
     assert!(stats.max_queue_wait >= Duration::from_millis(50));
 }
+
+/// Runs `f` on its own thread and fails the test if it has not finished after `secs` seconds
+/// (a hang is the failure these regression tests guard against).
+fn finishes_within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(Duration::from_secs(secs))
+        .unwrap_or_else(|_| panic!("did not finish within {secs} s"))
+}
+
+/// Regression (fresh-user trial): rayon's global-pool workers waited, blocked, for a batch that
+/// a thread outside the pool led on `CpuBackend`, which spreads 64 rows over that same pool:
+/// nobody was left to run them. Waiting pool workers now run their pool's jobs meanwhile.
+#[test]
+fn pool_workers_waiting_on_a_batch_led_outside_the_pool_do_not_deadlock() {
+    finishes_within(60, || {
+        let d = Arc::new(dispatcher(Arc::new(CpuBackend), 64));
+        let workers = rayon::current_num_threads();
+        let (tx, rx) = std::sync::mpsc::channel();
+        for i in 0..workers {
+            let (d, tx) = (Arc::clone(&d), tx.clone());
+            rayon::spawn(move || {
+                let mut rows = mixed_rows(NttClass::Corona, 1, i as u64);
+                let _ = tx.send(d.forward_ntt(NttClass::Corona, &mut rows).map(|_| ()));
+            });
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        // This thread fills the queue and leads the 64-row batch.
+        let mut rows = mixed_rows(NttClass::Corona, 64 - workers, 99);
+        d.forward_ntt(NttClass::Corona, &mut rows).unwrap();
+        for _ in 0..workers {
+            rx.recv().unwrap().unwrap();
+        }
+    });
+}
+
+/// Regression (fresh-user trial): a request that filled a batch by itself, queued behind a
+/// smaller one, waited for the deadline because the leader sent only the batch in front.
+#[test]
+fn a_full_request_behind_a_small_one_goes_out_at_once() {
+    let waited = finishes_within(60, || {
+        let d = Arc::new(Dispatcher::new(
+            Arc::new(CpuBackend),
+            DispatchConfig {
+                max_batch_rows: 4,
+                deadline: Duration::from_secs(30),
+            },
+        ));
+        let small = {
+            let d = Arc::clone(&d);
+            std::thread::spawn(move || {
+                let mut rows = mixed_rows(NttClass::Corona, 1, 1);
+                d.forward_ntt(NttClass::Corona, &mut rows).unwrap();
+            })
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        let started = Instant::now();
+        let mut rows = mixed_rows(NttClass::Corona, 8, 2);
+        d.forward_ntt(NttClass::Corona, &mut rows).unwrap();
+        small.join().unwrap();
+        started.elapsed()
+    });
+    assert!(waited < Duration::from_secs(15), "waited {waited:?}");
+}
+
+/// Regression (fresh-user trial): `Duration::MAX` as the deadline overflowed `Instant + Duration`
+/// and panicked; it now means "only when full".
+#[test]
+fn an_unbounded_deadline_sends_a_queue_only_when_full() {
+    finishes_within(60, || {
+        let d = Arc::new(Dispatcher::new(
+            Arc::new(CpuBackend),
+            DispatchConfig {
+                max_batch_rows: 2,
+                deadline: Duration::MAX,
+            },
+        ));
+        let first = {
+            let d = Arc::clone(&d);
+            std::thread::spawn(move || {
+                let mut rows = mixed_rows(NttClass::MlDsa, 1, 3);
+                d.forward_ntt(NttClass::MlDsa, &mut rows).unwrap();
+            })
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        let mut rows = mixed_rows(NttClass::MlDsa, 1, 4);
+        d.forward_ntt(NttClass::MlDsa, &mut rows).unwrap();
+        first.join().unwrap();
+        assert_eq!(
+            d.stats()[0].1.batches,
+            1,
+            "one batch, sent when the second row filled it"
+        );
+    });
+}
+
+/// The CPU reference, claiming an absurd row granularity.
+struct Absurd;
+
+impl BatchArithmetic for Absurd {
+    fn name(&self) -> &'static str {
+        "absurd"
+    }
+
+    fn forward_ntt(&self, class: NttClass, rows: &mut [u64]) -> Result<RowResults, AccelError> {
+        CpuBackend.forward_ntt(class, rows)
+    }
+
+    fn inverse_ntt(&self, class: NttClass, rows: &mut [u64]) -> Result<RowResults, AccelError> {
+        CpuBackend.inverse_ntt(class, rows)
+    }
+
+    fn pointwise_mul(
+        &self,
+        class: NttClass,
+        lhs: &mut [u64],
+        rhs: &[u64],
+    ) -> Result<RowResults, AccelError> {
+        CpuBackend.pointwise_mul(class, lhs, rhs)
+    }
+
+    fn row_granularity(&self, _: NttClass) -> usize {
+        usize::MAX
+    }
+}
+
+/// Regression (fresh-user trial): a granularity of `usize::MAX` overflowed the padding size and
+/// panicked in the caller; it is clamped to `MAX_GRANULARITY`.
+#[test]
+fn an_absurd_granularity_is_clamped() {
+    let d = dispatcher(Arc::new(Absurd), 4);
+    let rows = mixed_rows(NttClass::Corona, 1, 5);
+    let mut through = rows.clone();
+    assert!(all_ok(
+        &d.forward_ntt(NttClass::Corona, &mut through).unwrap()
+    ));
+    let mut alone = rows;
+    CpuBackend
+        .forward_ntt(NttClass::Corona, &mut alone)
+        .unwrap();
+    assert_eq!(through, alone);
+    let stats = d.stats()[0].1;
+    assert_eq!(
+        stats.padding_rows,
+        quasar_gpu::dispatch::MAX_GRANULARITY as u64 - 1
+    );
+}

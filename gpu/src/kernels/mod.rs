@@ -74,28 +74,32 @@ fn pow_mod(mut base: u64, mut e: u64, q: u64) -> u64 {
 }
 
 impl RingTables {
-    /// The tables of `class`: ψ = Corona's [`PSI`], or ML-DSA's ζ = 1753 (FIPS 204 §7.5).
-    pub fn of(class: NttClass) -> RingTables {
+    /// The tables of `class`: ψ = Corona's [`PSI`], or ML-DSA's ζ = 1753 (FIPS 204 §7.5);
+    /// `None` for a class these kernels do not handle (a ring without a 512th root of unity,
+    /// such as ML-KEM's, needs other kernels).
+    pub fn of(class: NttClass) -> Option<RingTables> {
         let q = class.modulus();
         let psi = match class {
             NttClass::MlDsa => 1753,
-            _ => PSI,
+            NttClass::Corona => PSI,
+            _ => return None,
         };
         let powers: Vec<u64> = (0..N)
             .map(|k| pow_mod(psi, u64::from((k as u8).reverse_bits()), q))
             .collect();
-        RingTables {
+        Some(RingTables {
             modulus: q,
             inverse: powers.iter().map(|&p| (q - p) % q).collect(),
             forward: powers,
             // q is prime: 256^{-1} = 256^{q−2}.
             n_inv: pow_mod(256, q - 2, q),
-        }
+        })
     }
 }
 
 /// The kernels' algorithm on one row (and `rhs` for [`RingOp::Pointwise`]) of canonical
-/// residues, with `tables`: what `ntt_forward`, `ntt_inverse` and `pointwise` compute for that
+/// residues (values ≥ q are outside its contract: garbage, or an overflow panic in a debug
+/// build), with `tables`: what `ntt_forward`, `ntt_inverse` and `pointwise` compute for that
 /// row, with thread `t` of the block as iteration `t` of the inner loops.
 pub fn twin(tables: &RingTables, op: RingOp, row: &mut [u64; N], rhs: &[u64; N]) {
     let q = tables.modulus;
