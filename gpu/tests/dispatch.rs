@@ -321,8 +321,9 @@ fn a_failing_backend_costs_a_fallback_never_a_result() {
     }
 }
 
-/// The CPU reference, declaring that its kernels take rows in groups of 4.
-struct Grouped;
+/// The CPU reference, declaring that its kernels take rows in groups of `.0`, and checking
+/// that batches arrive padded to the granularity the dispatcher honours.
+struct Grouped(usize);
 
 impl BatchArithmetic for Grouped {
     fn name(&self) -> &'static str {
@@ -330,7 +331,12 @@ impl BatchArithmetic for Grouped {
     }
 
     fn forward_ntt(&self, class: NttClass, rows: &mut [u64]) -> Result<RowResults, AccelError> {
-        assert_eq!(rows.len() % (4 * DEGREE), 0, "padded to the granularity");
+        let honoured = self.0.min(quasar_gpu::dispatch::MAX_GRANULARITY);
+        assert_eq!(
+            rows.len() % (honoured * DEGREE),
+            0,
+            "padded to the granularity"
+        );
         CpuBackend.forward_ntt(class, rows)
     }
 
@@ -348,13 +354,13 @@ impl BatchArithmetic for Grouped {
     }
 
     fn row_granularity(&self, _: NttClass) -> usize {
-        4
+        self.0
     }
 }
 
 #[test]
 fn padding_to_the_backend_granularity_is_counted_and_invisible() {
-    let d = dispatcher(Arc::new(Grouped), 64);
+    let d = dispatcher(Arc::new(Grouped(4)), 64);
     let class = NttClass::Corona;
     let rows = mixed_rows(class, 5, 9);
     let mut through = rows.clone();
@@ -511,41 +517,11 @@ fn an_unbounded_deadline_sends_a_queue_only_when_full() {
     });
 }
 
-/// The CPU reference, claiming an absurd row granularity.
-struct Absurd;
-
-impl BatchArithmetic for Absurd {
-    fn name(&self) -> &'static str {
-        "absurd"
-    }
-
-    fn forward_ntt(&self, class: NttClass, rows: &mut [u64]) -> Result<RowResults, AccelError> {
-        CpuBackend.forward_ntt(class, rows)
-    }
-
-    fn inverse_ntt(&self, class: NttClass, rows: &mut [u64]) -> Result<RowResults, AccelError> {
-        CpuBackend.inverse_ntt(class, rows)
-    }
-
-    fn pointwise_mul(
-        &self,
-        class: NttClass,
-        lhs: &mut [u64],
-        rhs: &[u64],
-    ) -> Result<RowResults, AccelError> {
-        CpuBackend.pointwise_mul(class, lhs, rhs)
-    }
-
-    fn row_granularity(&self, _: NttClass) -> usize {
-        usize::MAX
-    }
-}
-
 /// Regression (fresh-user trial): a granularity of `usize::MAX` overflowed the padding size and
 /// panicked in the caller; it is clamped to `MAX_GRANULARITY`.
 #[test]
 fn an_absurd_granularity_is_clamped() {
-    let d = dispatcher(Arc::new(Absurd), 4);
+    let d = dispatcher(Arc::new(Grouped(usize::MAX)), 4);
     let rows = mixed_rows(NttClass::Corona, 1, 5);
     let mut through = rows.clone();
     assert!(all_ok(
