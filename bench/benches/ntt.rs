@@ -84,10 +84,7 @@ fn bench_rows(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new(class.name(), op.name()), |b| {
             b.iter_batched_ref(
                 || lanes.clone(),
-                |r| match op {
-                    RingOp::Forward => simd.forward_ntt(class, r),
-                    _ => simd.inverse_ntt(class, r),
-                },
+                |r| simd.ring(class, op, r, &[]),
                 criterion::BatchSize::SmallInput,
             )
         });

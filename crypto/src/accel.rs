@@ -248,6 +248,23 @@ pub trait BatchArithmetic: Send + Sync {
         1
     }
 
+    /// `op` on a batch: [`BatchArithmetic::forward_ntt`], [`BatchArithmetic::inverse_ntt`], or
+    /// [`BatchArithmetic::pointwise_mul`] with `rhs` (ignored by the transforms). Errors: the
+    /// method's.
+    fn ring(
+        &self,
+        class: NttClass,
+        op: RingOp,
+        rows: &mut [u64],
+        rhs: &[u64],
+    ) -> Result<RowResults, AccelError> {
+        match op {
+            RingOp::Forward => self.forward_ntt(class, rows),
+            RingOp::Inverse => self.inverse_ntt(class, rows),
+            RingOp::Pointwise => self.pointwise_mul(class, rows, rhs),
+        }
+    }
+
     /// The [`ScalarTransform`] of every row in place. All rows have one length N, a power of two
     /// in [1, 2^32]; F_r values are always canonical, so there are no per-row errors. Errors
     /// (whole call, nothing changed): [`AccelError::ScalarShape`] for the first row whose
@@ -447,31 +464,25 @@ pub fn apply_rows(
     kernel: impl Fn(&mut [u64], &[u64]) + Sync,
 ) -> Result<RowResults, AccelError> {
     let degree = class.degree();
-    let pointwise = op == RingOp::Pointwise;
     check_call(class, op, rows, rhs)?;
+    let results = row_results(class, op, rows, rhs);
     let one_row = |(r, row): (usize, &mut [u64])| {
-        check_row(class, r, row)?;
-        let other = if pointwise {
-            let other = rhs.get(r * degree..(r + 1) * degree).unwrap_or_default();
-            check_row(class, r, other)?;
-            other
-        } else {
-            &[]
-        };
-        kernel(row, other);
-        Ok(())
+        if results.get(r).is_some_and(Result::is_ok) {
+            let other = match op {
+                RingOp::Pointwise => rhs.get(r * degree..(r + 1) * degree).unwrap_or_default(),
+                _ => &[],
+            };
+            kernel(row, other);
+        }
     };
-    Ok(if rows.len() >= PARALLEL_ROWS * degree {
+    if rows.len() >= PARALLEL_ROWS * degree {
         rows.par_chunks_exact_mut(degree)
             .enumerate()
-            .map(one_row)
-            .collect()
+            .for_each(one_row);
     } else {
-        rows.chunks_exact_mut(degree)
-            .enumerate()
-            .map(one_row)
-            .collect()
-    })
+        rows.chunks_exact_mut(degree).enumerate().for_each(one_row);
+    }
+    Ok(results)
 }
 
 impl BatchArithmetic for CpuBackend {

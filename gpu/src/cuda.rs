@@ -118,50 +118,6 @@ impl CudaBackend {
         &self.device
     }
 
-    /// `op` on every valid row of a `class` batch: host range checks, upload, one launch,
-    /// download, then the valid rows copied back.
-    fn ring(
-        &self,
-        class: NttClass,
-        op: RingOp,
-        rows: &mut [u64],
-        rhs: &[u64],
-    ) -> Result<RowResults, AccelError> {
-        check_call(class, op, rows, rhs)?;
-        let unsupported = AccelError::Unsupported {
-            backend: NAME,
-            workload: quasar_crypto::accel::Workload::Ntt(class),
-        };
-        let tables = self
-            .tables
-            .iter()
-            .find(|t| t.class == class)
-            .ok_or(unsupported)?;
-        let results = row_results(class, op, rows, rhs);
-        if rows.is_empty() {
-            return Ok(results);
-        }
-        let computed = self
-            .launch(tables, op, rows, rhs)
-            .map_err(|(stage, error)| {
-                tracing::warn!(device = %self.device, stage, %error, "CUDA call failed");
-                AccelError::Device {
-                    backend: NAME,
-                    stage,
-                }
-            })?;
-        for ((row, out), result) in rows
-            .chunks_exact_mut(N)
-            .zip(computed.chunks_exact(N))
-            .zip(&results)
-        {
-            if result.is_ok() {
-                row.copy_from_slice(out);
-            }
-        }
-        Ok(results)
-    }
-
     /// Uploads, runs and downloads one batch; the error names the stage that failed.
     fn launch(
         &self,
@@ -227,6 +183,49 @@ impl CudaBackend {
 impl BatchArithmetic for CudaBackend {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    /// Host range checks, upload, one launch, download, then the valid rows copied back.
+    fn ring(
+        &self,
+        class: NttClass,
+        op: RingOp,
+        rows: &mut [u64],
+        rhs: &[u64],
+    ) -> Result<RowResults, AccelError> {
+        check_call(class, op, rows, rhs)?;
+        let unsupported = AccelError::Unsupported {
+            backend: NAME,
+            workload: quasar_crypto::accel::Workload::Ntt(class),
+        };
+        let tables = self
+            .tables
+            .iter()
+            .find(|t| t.class == class)
+            .ok_or(unsupported)?;
+        let results = row_results(class, op, rows, rhs);
+        if rows.is_empty() {
+            return Ok(results);
+        }
+        let computed = self
+            .launch(tables, op, rows, rhs)
+            .map_err(|(stage, error)| {
+                tracing::warn!(device = %self.device, stage, %error, "CUDA call failed");
+                AccelError::Device {
+                    backend: NAME,
+                    stage,
+                }
+            })?;
+        for ((row, out), result) in rows
+            .chunks_exact_mut(N)
+            .zip(computed.chunks_exact(N))
+            .zip(&results)
+        {
+            if result.is_ok() {
+                row.copy_from_slice(out);
+            }
+        }
+        Ok(results)
     }
 
     fn forward_ntt(&self, class: NttClass, rows: &mut [u64]) -> Result<RowResults, AccelError> {

@@ -384,7 +384,7 @@ impl Dispatcher {
         let started = Instant::now();
         let inputs = self.buffers.filled([&*rows], rows.len());
         let outcome = catch_unwind(AssertUnwindSafe(|| {
-            run_on(self.backend.as_ref(), key, rows, rhs)
+            self.backend.ring(key.class, key.op, rows, rhs)
         }));
         let count = rows.len() / key.class.degree();
         let checked = self.checked(key, outcome, count);
@@ -483,7 +483,7 @@ impl Dispatcher {
             }
         };
         let outcome = catch_unwind(AssertUnwindSafe(|| {
-            run_on(self.backend.as_ref(), key, &mut values, &rhs)
+            self.backend.ring(key.class, key.op, &mut values, &rhs)
         }));
         let results = self.checked(key, outcome, padded);
         let mut waits = Vec::with_capacity(batch.len());
@@ -563,21 +563,7 @@ fn wait(
 
 /// `key`'s operation on the CPU reference.
 fn reference(key: QueueKey, rows: &mut [u64], rhs: &[u64]) -> Result<RowResults, AccelError> {
-    run_on(&CpuBackend, key, rows, rhs)
-}
-
-/// `key`'s operation on `backend`.
-fn run_on(
-    backend: &dyn BatchArithmetic,
-    key: QueueKey,
-    rows: &mut [u64],
-    rhs: &[u64],
-) -> Result<RowResults, AccelError> {
-    match key.op {
-        RingOp::Forward => backend.forward_ntt(key.class, rows),
-        RingOp::Inverse => backend.inverse_ntt(key.class, rows),
-        RingOp::Pointwise => backend.pointwise_mul(key.class, rows, rhs),
-    }
+    CpuBackend.ring(key.class, key.op, rows, rhs)
 }
 
 /// A row error re-indexed from the batch to its caller's buffer (`offset` rows before it).

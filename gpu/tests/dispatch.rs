@@ -113,21 +113,13 @@ fn batches_of_1_to_4096_rows_equal_the_reference_row_by_row() {
             let input = mixed_rows(class, rows, rows as u64);
             for op in [RingOp::Forward, RingOp::Inverse] {
                 let mut through = input.clone();
-                let results = match op {
-                    RingOp::Forward => d.forward_ntt(class, &mut through),
-                    _ => d.inverse_ntt(class, &mut through),
-                }
-                .unwrap();
+                let results = d.ring(class, op, &mut through, &[]).unwrap();
                 assert_eq!(results.len(), rows);
                 assert!(all_ok(&results));
                 for (r, (inp, out)) in input.chunks(DEGREE).zip(through.chunks(DEGREE)).enumerate()
                 {
                     let mut alone = inp.to_vec();
-                    match op {
-                        RingOp::Forward => CpuBackend.forward_ntt(class, &mut alone),
-                        _ => CpuBackend.inverse_ntt(class, &mut alone),
-                    }
-                    .unwrap();
+                    CpuBackend.ring(class, op, &mut alone, &[]).unwrap();
                     assert_eq!(out, alone, "{class:?} {op:?} batch of {rows}, row {r}");
                 }
             }

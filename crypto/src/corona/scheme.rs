@@ -248,11 +248,14 @@ fn batch_rows<T>(
     rows.chunks_exact(DEGREE)
         .enumerate()
         .map(|(r, row)| {
-            check_row(NttClass::Corona, r, row)?;
-            make(row).map_err(|_| AccelError::Shape {
-                len: row.len(),
-                degree: DEGREE,
-                other_len: row.len(),
+            // `make` checks the range; only its failure needs the row error spelled out.
+            make(row).map_err(|_| match check_row(NttClass::Corona, r, row) {
+                Err(error) => error,
+                Ok(()) => AccelError::Shape {
+                    len: row.len(),
+                    degree: DEGREE,
+                    other_len: row.len(),
+                },
             })
         })
         .collect()
