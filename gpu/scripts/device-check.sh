@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The QuasarGPU device check, for a machine with an NVIDIA GPU (one command, well under 8
-# minutes on a warm build): builds the CUDA backend, runs its device tests (which fail when no
-# device is found) and the ntt benchmark with the CUDA rows, and writes everything to
-# $OUT (default: gpu/device-results/).
+# The QuasarGPU device check, for a machine with an NVIDIA GPU (about 3 minutes once built):
+# builds the CUDA backend, runs its device tests (which fail when no device is found) and the ntt
+# benchmark with the CUDA rows, and writes everything to $OUT (default: gpu/device-results/,
+# relative to the repository root).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out="${OUT:-gpu/device-results}"
@@ -18,7 +18,13 @@ cargo test --release -p quasar-gpu --features cuda --test cuda -- --ignored --no
 cargo test --release -p quasar-gpu --features cuda >"$out/gpu-tests.txt" 2>&1 || status=$?
 cargo bench -p quasar-bench --features cuda --bench ntt -- summary-only \
     >"$out/ntt-bench.txt" 2>&1 || status=$?
-cp target/criterion/ntt-summary.json "$out/" 2>/dev/null || true
-grep -E "test result|panicked" "$out"/cuda-tests.txt "$out"/gpu-tests.txt || true
-grep -E "^\|" "$out/ntt-bench.txt" || true
+summary="${CARGO_TARGET_DIR:-target}/criterion/ntt-summary.json"
+if [ -f "$summary" ] && [ "$summary" -nt "$out/machine.txt" ]; then
+    cp "$summary" "$out/"
+else
+    echo "no fresh $summary: the bench did not finish" | tee -a "$out/ntt-bench.txt"
+fi
+# Test verdicts with each failure's message (the line after "panicked at"), then the bench.
+grep -E -A1 "test result|panicked" "$out"/cuda-tests.txt "$out"/gpu-tests.txt || true
+grep -E "^\||CUDA device|CUDA backend" "$out/ntt-bench.txt" || true
 exit "$status"
