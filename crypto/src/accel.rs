@@ -329,14 +329,28 @@ pub fn check_shape(class: NttClass, len: usize, other_len: usize) -> Result<(), 
     Ok(())
 }
 
+/// Whether every value is below the class's modulus q: a branch-free scan of adds and ors,
+/// which compilers vectorize without 64-bit compares. With 2^k the least power of two ≥ q
+/// (k < 64), v < q exactly when v and v + (2^k − q) are both below 2^k.
+#[inline]
+pub fn all_canonical(class: NttClass, values: &[u64]) -> bool {
+    let modulus = class.modulus();
+    let bits = u64::BITS - (modulus - 1).leading_zeros();
+    let offset = (1u64 << bits) - modulus;
+    let any_high_bit = values
+        .iter()
+        .fold(0, |acc, &v| acc | v | v.wrapping_add(offset));
+    any_high_bit >> bits == 0
+}
+
 /// The row error for the first value ≥ q among `values` (row `row` of a `class` batch), if
 /// any: [`AccelError::CoefficientOutOfRange`].
 pub fn check_row(class: NttClass, row: usize, values: &[u64]) -> Result<(), AccelError> {
-    let modulus = class.modulus();
-    // The common case first, as a branch-free (vectorizable) scan.
-    if !values.iter().fold(false, |bad, &v| bad | (v >= modulus)) {
+    // The common case first.
+    if all_canonical(class, values) {
         return Ok(());
     }
+    let modulus = class.modulus();
     match values
         .iter()
         .copied()

@@ -17,7 +17,7 @@
 //! and ML-KEM's ring.
 //!
 //! `unsafe` appears only where a safe wrapper cannot exist, each time with its argument: the
-//! calls into the AVX2 build of the CPU kernels after the CPU reported AVX2 (`cpu::Isa::run`),
+//! calls into the AVX2 builds of the CPU kernels and scans after the CPU reported AVX2 (`cpu::Isa`),
 //! and in `cuda` the library probe and the kernel launches.
 #![deny(unsafe_code)]
 

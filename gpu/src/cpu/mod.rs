@@ -2,16 +2,27 @@
 //!
 //! [`SimdCpuBackend`] computes ML-DSA's NTT (FIPS 204 Algorithms 41–42, q = 8380417, ζ = 1753)
 //! on [`LANES`] polynomials at once, one polynomial per SIMD lane: the batch's rows are
-//! transposed so that coefficient j of eight rows lies in one 512-bit span, and every butterfly
-//! of every layer is then the same vector operation with a broadcast twiddle, with no shuffles
+//! transposed so that coefficient j of eight rows lies in one vector, and every butterfly of
+//! every layer is then the same vector operation with a broadcast twiddle, with no shuffles
 //! in the last layers (the per-row AVX2 code of the pq-crystals reference spends its shuffles
 //! there). Corona's rows, ML-DSA's pointwise products and the F_r/MSM workloads are the CPU
 //! reference's ([`CpuBackend`]); rows go across rayon's pool in both cases.
 //!
-//! # Arithmetic and bounds
+//! Two builds:
+//! - on a CPU with AVX2 (`is_x86_feature_detected!`, once per backend), `mldsa_avx2`: 32-bit
+//!   lanes, Shoup products with the vector multiplier, three passes over the data (its module
+//!   docs give the bounds);
+//! - elsewhere, the portable kernels below: plain Rust over `[[u64; LANES]; 256]`, which
+//!   compilers vectorize for the target's baseline (SSE2 on x86-64, NEON on AArch64).
+//!
+//! Both are checked against the reference in `tests/cpu.rs`. Before a transform, one scan of
+//! the batch ([`all_canonical`], compiled for the same ISA) accepts the common case, where
+//! every value is below q; only a batch that fails it is checked row by row.
+//!
+//! # Arithmetic and bounds of the portable kernels
 //!
 //! Values are u64 lanes holding numbers below 2^32, so each product is one 32×32→64-bit
-//! multiply (`vpmuludq`). Twiddle products use Shoup's method (Harvey, "Faster arithmetic for
+//! multiply. Twiddle products use Shoup's method (Harvey, "Faster arithmetic for
 //! number-theoretic transforms", 2014): with w' = ⌊w·2^32/q⌋, `y·w − ⌊y·w'/2^32⌋·q` lies in
 //! [0, 2q) for any y < 2^32.
 //! - Forward (Cooley–Tukey): x + t and x + 2q − t grow by 2q per layer from inputs below q, so
@@ -21,15 +32,11 @@
 //!   Shoup product of values below 2^8·q < 2^31.
 //! - The final reduction of a value x < 2^31: q̂ = ⌊x/2^23⌋ under-estimates ⌊x/q⌋ by at most 1
 //!   (q = 2^23 − 2^13 + 1), so x − q̂·q < 2q and one conditional subtraction ends in [0, q).
-//!
-//! The kernels are plain Rust over `[[u64; LANES]; 256]`; the AVX2 build of the same code is
-//! chosen once per call when the CPU reports AVX2 (`is_x86_feature_detected!`), otherwise the
-//! portable build runs. Both are checked against the reference in `tests/cpu.rs`.
 
 use ark_bls12_381::{Fr, G1Affine, G1Projective, G2Affine, G2Projective};
 use quasar_crypto::accel::{
-    check_call, row_results, AccelError, BatchArithmetic, CpuBackend, MsmRequest, MsmResults,
-    NttClass, RingOp, RowResults, ScalarTransform,
+    all_canonical, check_call, row_results, AccelError, BatchArithmetic, CpuBackend, MsmRequest,
+    MsmResults, NttClass, RingOp, RowResults, ScalarTransform,
 };
 use rayon::prelude::*;
 
@@ -177,21 +184,28 @@ fn transpose_out(lanes: &Lanes, rows: &mut [[u64; N]; LANES]) {
     }
 }
 
-/// The AVX2 builds of the kernels.
-#[cfg(target_arch = "x86_64")]
-mod avx2 {
-    use super::{forward_lanes, inverse_lanes, Lanes};
-
-    #[target_feature(enable = "avx2")]
-    pub(super) fn forward(a: &mut Lanes) {
-        forward_lanes(a)
+/// The portable kernels on up to [`LANES`] rows: copied into fixed arrays (zeros for the
+/// missing lanes of a last, partial group), so that the transposes index constant shapes
+/// without bounds checks.
+fn portable_group(op: RingOp, group: &mut [&mut [u64; N]]) {
+    let mut rows = [[0u64; N]; LANES];
+    for (copy, row) in rows.iter_mut().zip(group.iter()) {
+        *copy = **row;
     }
-
-    #[target_feature(enable = "avx2")]
-    pub(super) fn inverse(a: &mut Lanes) {
-        inverse_lanes(a)
+    let mut lanes: Lanes = [[0; LANES]; N];
+    transpose_in(&rows, &mut lanes);
+    match op {
+        RingOp::Forward => forward_lanes(&mut lanes),
+        _ => inverse_lanes(&mut lanes),
+    }
+    transpose_out(&lanes, &mut rows);
+    for (copy, row) in rows.iter().zip(group.iter_mut()) {
+        **row = *copy;
     }
 }
+
+#[cfg(target_arch = "x86_64")]
+mod mldsa_avx2;
 
 /// Which build of the kernels runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -210,27 +224,40 @@ impl Isa {
         Isa::Portable
     }
 
-    fn run(self, op: RingOp, a: &mut Lanes) {
-        match (self, op) {
+    /// [`row_results`] of an ML-DSA transform, with the scan of the common case (every value
+    /// canonical) compiled for this ISA.
+    fn row_results(self, op: RingOp, rows: &[u64]) -> RowResults {
+        let canonical = match self {
             #[cfg(target_arch = "x86_64")]
-            (Isa::Avx2, RingOp::Forward) => {
+            Isa::Avx2 => {
+                // SAFETY: as in `Isa::run`.
+                #[allow(unsafe_code)]
+                unsafe {
+                    mldsa_avx2::all_canonical(rows)
+                }
+            }
+            Isa::Portable => all_canonical(NttClass::MlDsa, rows),
+        };
+        if canonical {
+            vec![Ok(()); rows.len() / N]
+        } else {
+            row_results(NttClass::MlDsa, op, rows, &[])
+        }
+    }
+
+    /// `op` (forward or inverse) on up to [`LANES`] rows of canonical residues, in place.
+    fn run(self, op: RingOp, group: &mut [&mut [u64; N]]) {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => {
                 // SAFETY: `Isa::Avx2` is only constructed after `is_x86_feature_detected!`
                 // reported AVX2 on this CPU.
                 #[allow(unsafe_code)]
                 unsafe {
-                    avx2::forward(a)
+                    mldsa_avx2::transform(op, group)
                 }
             }
-            #[cfg(target_arch = "x86_64")]
-            (Isa::Avx2, _) => {
-                // SAFETY: as above.
-                #[allow(unsafe_code)]
-                unsafe {
-                    avx2::inverse(a)
-                }
-            }
-            (Isa::Portable, RingOp::Forward) => forward_lanes(a),
-            (Isa::Portable, _) => inverse_lanes(a),
+            Isa::Portable => portable_group(op, group),
         }
     }
 }
@@ -271,32 +298,16 @@ impl SimdCpuBackend {
     fn mldsa_transform(&self, op: RingOp, rows: &mut [u64]) -> Result<RowResults, AccelError> {
         let class = NttClass::MlDsa;
         check_call(class, op, rows, &[])?;
-        let results = row_results(class, op, rows, &[]);
-        let mut valid: Vec<&mut [u64]> = rows
-            .chunks_exact_mut(N)
+        let results = self.isa.row_results(op, rows);
+        let mut valid: Vec<&mut [u64; N]> = rows
+            .as_chunks_mut::<N>()
+            .0
+            .iter_mut()
             .zip(&results)
             .filter_map(|(row, result)| result.is_ok().then_some(row))
             .collect();
         let isa = self.isa;
-        let one_group = |group: &mut [&mut [u64]]| {
-            // Rows copied into fixed arrays (zeros for the missing lanes of a last, partial
-            // group), so that the transposes index constant shapes without bounds checks.
-            let mut rows = [[0u64; N]; LANES];
-            for (copy, row) in rows.iter_mut().zip(group.iter()) {
-                if let Ok(row) = <&[u64; N]>::try_from(&**row) {
-                    *copy = *row;
-                }
-            }
-            let mut lanes: Lanes = [[0; LANES]; N];
-            transpose_in(&rows, &mut lanes);
-            isa.run(op, &mut lanes);
-            transpose_out(&lanes, &mut rows);
-            for (copy, row) in rows.iter().zip(group.iter_mut()) {
-                if let Ok(row) = <&mut [u64; N]>::try_from(&mut **row) {
-                    *row = *copy;
-                }
-            }
-        };
+        let one_group = |group: &mut [&mut [u64; N]]| isa.run(op, group);
         // One group is not worth a hand-off to the pool.
         if valid.len() <= LANES {
             one_group(&mut valid);

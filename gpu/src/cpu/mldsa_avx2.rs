@@ -1,0 +1,396 @@
+//! ML-DSA's NTT on AVX2: eight rows at once, one 32-bit lane per row, signed Montgomery
+//! arithmetic.
+//!
+//! FIPS 204 Algorithms 41 (forward, Cooley–Tukey) and 42 (inverse, Gentleman–Sande) with
+//! q = 8380417, ζ = 1753. A group of eight rows is transposed into 256 vectors of eight `i32`
+//! (vector j holds coefficient j of every row), so every butterfly of every layer is the same
+//! vertical operation with a broadcast twiddle; there are no shuffles inside the transform. The
+//! eight layers run as three passes over the vectors (3 + 3 + 2 layers), each pass keeping
+//! eight (or four) vectors in registers, so the 8 KiB of a group is read and written three
+//! times instead of eight.
+//!
+//! # Arithmetic and bounds
+//!
+//! Twiddles are stored as z = ζ^e·2^32 mod q, centered in (−q/2, q/2), with
+//! z' = z·q^{-1} mod 2^32. The Montgomery product of a (any `i32`) and z is
+//! (a·z − m·q)/2^32 with m = a·z' mod± 2^32 (Montgomery 1985; Seiler, "Faster AVX2 optimized
+//! NTT multiplication for Ring-LWE lattice cryptography", 2018): it equals a·ζ^e mod q and lies
+//! in (−3q/4, 3q/4), since |a·z| < 2^31·q/2 and |m·q| ≤ 2^31·q. `vpmuldq` multiplies the even
+//! lanes; the odd lanes are shifted down and multiplied separately.
+//! - Forward: inputs are in [0, q); each layer adds a product below 3q/4 in absolute value, so
+//!   after eight layers every value lies in (−7q, 7q). Adding 7q gives [0, 14q) ⊂ [0, 2^27),
+//!   where ⌊x/2^23⌋ underestimates ⌊x/q⌋ by at most one; one conditional subtraction ends in
+//!   [0, q).
+//! - Inverse: sums double per layer, so after layer l every value is at most 2^l·(q − 1) in
+//!   absolute value: 2^8·(q − 1) < 2^31, no `i32` overflow anywhere. Differences go through a
+//!   Montgomery product (below 3q/4 again). The scaling by 256^{-1} is one more Montgomery
+//!   product, in (−3q/4, 3q/4); adding q and one conditional subtraction end in [0, q).
+//!
+//! Memory moves through `bytemuck` (a `[u64; 4]` value cast to a vector is an unaligned load),
+//! so the module has no `unsafe`; the arithmetic intrinsics are safe to call inside functions
+//! compiled with AVX2. Callers reach [`transform`] only after the CPU reported AVX2.
+
+use core::arch::x86_64::{
+    __m256i, _mm256_add_epi32, _mm256_blend_epi32, _mm256_castps_si256, _mm256_castsi256_ps,
+    _mm256_min_epu32, _mm256_mul_epu32, _mm256_mullo_epi32, _mm256_permute2x128_si256,
+    _mm256_set1_epi32, _mm256_setzero_si256, _mm256_shuffle_ps, _mm256_slli_epi32,
+    _mm256_srli_epi32, _mm256_srli_epi64, _mm256_sub_epi32, _mm256_unpackhi_epi32,
+    _mm256_unpackhi_epi64, _mm256_unpacklo_epi32, _mm256_unpacklo_epi64,
+};
+
+use quasar_crypto::accel::{NttClass, RingOp};
+
+use super::{pow_mod, LANES, N, Q};
+
+/// Eight rows, transposed: vector j holds coefficient j of each row.
+type Work = [__m256i; N];
+
+const Q32: i32 = Q as i32;
+
+/// A twiddle w < q with its Shoup companion ⌊w·2^32/q⌋, as the bits of two `i32` lanes.
+const fn shoup_pair(w: u64) -> [i32; 2] {
+    [w as i32, ((w << 32) / Q) as u32 as i32]
+}
+
+/// `FORWARD[k]` for ζ^brv8(k), `INVERSE[k]` for −ζ^brv8(k) (FIPS 204 Appendix B order).
+const fn twiddles(negate: bool) -> [[i32; 2]; N] {
+    let mut t = [[0; 2]; N];
+    let mut k = 0;
+    while k < N {
+        let z = pow_mod(1753, (k as u8).reverse_bits() as u64);
+        t[k] = shoup_pair(if negate { (Q - z) % Q } else { z });
+        k += 1;
+    }
+    t
+}
+
+static FORWARD: [[i32; 2]; N] = twiddles(false);
+static INVERSE: [[i32; 2]; N] = twiddles(true);
+/// 256^{-1} mod q = 8347681 (FIPS 204 Algorithm 42).
+const N_INV: [i32; 2] = shoup_pair(8_347_681);
+
+/// A twiddle pair broadcast to every lane.
+#[derive(Clone, Copy)]
+struct Twiddle {
+    z: __m256i,
+    z_inv: __m256i,
+}
+
+#[target_feature(enable = "avx2")]
+#[inline]
+fn broadcast([z, z_inv]: [i32; 2]) -> Twiddle {
+    Twiddle {
+        z: _mm256_set1_epi32(z),
+        z_inv: _mm256_set1_epi32(z_inv),
+    }
+}
+
+#[target_feature(enable = "avx2")]
+#[inline]
+fn forward_twiddle(k: usize) -> Twiddle {
+    broadcast(FORWARD[k])
+}
+
+#[target_feature(enable = "avx2")]
+#[inline]
+fn inverse_twiddle(k: usize) -> Twiddle {
+    broadcast(INVERSE[k])
+}
+
+/// Shoup's product of each unsigned lane a < 2^32 with the twiddle w: a·w mod q in [0, 2q).
+#[target_feature(enable = "avx2")]
+#[inline]
+fn montgomery_mul(a: __m256i, w: Twiddle) -> __m256i {
+    let hi_even = _mm256_srli_epi64::<32>(_mm256_mul_epu32(a, w.z_inv));
+    let hi_odd = _mm256_mul_epu32(_mm256_srli_epi64::<32>(a), w.z_inv);
+    let estimate = _mm256_blend_epi32::<0b1010_1010>(hi_even, hi_odd);
+    _mm256_sub_epi32(_mm256_mullo_epi32(a, w.z), times_q(estimate))
+}
+
+/// x·q mod 2^32 by shifts, q = 2^23 − 2^13 + 1 (the vector multiplier is the busiest unit).
+#[target_feature(enable = "avx2")]
+#[inline]
+fn times_q(x: __m256i) -> __m256i {
+    let shifted = _mm256_sub_epi32(_mm256_slli_epi32::<23>(x), _mm256_slli_epi32::<13>(x));
+    _mm256_add_epi32(shifted, x)
+}
+
+/// Cooley–Tukey butterfly: (x, y) ← (x + w·y, x + 2q − w·y).
+#[target_feature(enable = "avx2")]
+#[inline]
+fn ct(x: &mut __m256i, y: &mut __m256i, w: Twiddle) {
+    let t = montgomery_mul(*y, w);
+    *y = _mm256_sub_epi32(_mm256_add_epi32(*x, _mm256_set1_epi32(2 * Q32)), t);
+    *x = _mm256_add_epi32(*x, t);
+}
+
+/// Gentleman–Sande butterfly: (x, y) ← (x + y, w·(x + 2^8·q − y)).
+#[target_feature(enable = "avx2")]
+#[inline]
+fn gs(x: &mut __m256i, y: &mut __m256i, w: Twiddle) {
+    let d = _mm256_sub_epi32(_mm256_add_epi32(*x, _mm256_set1_epi32(128 * Q32)), *y);
+    *x = _mm256_add_epi32(*x, *y);
+    *y = montgomery_mul(d, w);
+}
+
+/// Forward layers at distances 2 and 1 on four vectors (one block of 4): twiddle `k2` for the
+/// first, `k1, k1 + 1` for the second.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn forward_radix4([v0, v1, v2, v3]: &mut [__m256i; 4], k2: usize, k1: usize) {
+    let w = forward_twiddle(k2);
+    ct(v0, v2, w);
+    ct(v1, v3, w);
+    ct(v0, v1, forward_twiddle(k1));
+    ct(v2, v3, forward_twiddle(k1 + 1));
+}
+
+/// The mirror of [`forward_radix4`]: distance 1 with twiddles `k1, k1 − 1`, then distance 2
+/// with `k2`.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn inverse_radix4([v0, v1, v2, v3]: &mut [__m256i; 4], k1: usize, k2: usize) {
+    gs(v0, v1, inverse_twiddle(k1));
+    gs(v2, v3, inverse_twiddle(k1 - 1));
+    let w = inverse_twiddle(k2);
+    gs(v0, v2, w);
+    gs(v1, v3, w);
+}
+
+/// x mod q in [0, q) for lanes with 0 ≤ x < 2^27 (module docs).
+#[target_feature(enable = "avx2")]
+#[inline]
+fn canonical(x: __m256i) -> __m256i {
+    let q = _mm256_set1_epi32(Q32);
+    let r = _mm256_sub_epi32(x, times_q(_mm256_srli_epi32::<23>(x)));
+    // r − q wraps to a large unsigned value when r < q.
+    _mm256_min_epu32(r, _mm256_sub_epi32(r, q))
+}
+
+/// x mod q in [0, q) for lanes with −q < x < q.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn canonical_small(x: __m256i) -> __m256i {
+    let q = _mm256_set1_epi32(Q32);
+    _mm256_min_epu32(x, _mm256_sub_epi32(x, q))
+}
+
+/// Three forward layers on eight vectors: pairs at distance 4 with twiddle `k1`, at distance 2
+/// with `k2, k2 + 1`, at distance 1 with `k3 .. k3 + 4`.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn forward_radix8(v: &mut [__m256i; 8], k1: usize, k2: usize, k3: usize) {
+    let [v0, v1, v2, v3, v4, v5, v6, v7] = v;
+    let w = forward_twiddle(k1);
+    ct(v0, v4, w);
+    ct(v1, v5, w);
+    ct(v2, v6, w);
+    ct(v3, v7, w);
+    let w = forward_twiddle(k2);
+    ct(v0, v2, w);
+    ct(v1, v3, w);
+    let w = forward_twiddle(k2 + 1);
+    ct(v4, v6, w);
+    ct(v5, v7, w);
+    ct(v0, v1, forward_twiddle(k3));
+    ct(v2, v3, forward_twiddle(k3 + 1));
+    ct(v4, v5, forward_twiddle(k3 + 2));
+    ct(v6, v7, forward_twiddle(k3 + 3));
+}
+
+/// Three inverse layers on eight vectors, the mirror of [`forward_radix8`]: pairs at distance 1
+/// with twiddles `k1, k1 − 1, …, k1 − 3`, at distance 2 with `k2, k2 − 1`, at distance 4 with
+/// `k3`.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn inverse_radix8(v: &mut [__m256i; 8], k1: usize, k2: usize, k3: usize) {
+    let [v0, v1, v2, v3, v4, v5, v6, v7] = v;
+    gs(v0, v1, inverse_twiddle(k1));
+    gs(v2, v3, inverse_twiddle(k1 - 1));
+    gs(v4, v5, inverse_twiddle(k1 - 2));
+    gs(v6, v7, inverse_twiddle(k1 - 3));
+    let w = inverse_twiddle(k2);
+    gs(v0, v2, w);
+    gs(v1, v3, w);
+    let w = inverse_twiddle(k2 - 1);
+    gs(v4, v6, w);
+    gs(v5, v7, w);
+    let w = inverse_twiddle(k3);
+    gs(v0, v4, w);
+    gs(v1, v5, w);
+    gs(v2, v6, w);
+    gs(v3, v7, w);
+}
+
+/// Vectors `base + stride·i` for i in 0..8.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn gather8(a: &Work, base: usize, stride: usize) -> [__m256i; 8] {
+    core::array::from_fn(|i| a[base + stride * i])
+}
+
+#[target_feature(enable = "avx2")]
+#[inline]
+fn scatter8(a: &mut Work, base: usize, stride: usize, v: &[__m256i; 8]) {
+    for (i, x) in v.iter().enumerate() {
+        a[base + stride * i] = *x;
+    }
+}
+
+/// FIPS 204 Algorithm 41 on eight transposed rows, values in [0, q) in and out.
+#[target_feature(enable = "avx2")]
+fn forward(a: &mut Work) {
+    // Layers with distances 128, 64, 32.
+    for j in 0..32 {
+        let mut v = gather8(a, j, 32);
+        forward_radix8(&mut v, 1, 2, 4);
+        scatter8(a, j, 32, &v);
+    }
+    // Distances 16, 8, 4 inside each block of 32.
+    for block in 0..8 {
+        for j in 0..4 {
+            let mut v = gather8(a, 32 * block + j, 4);
+            forward_radix8(&mut v, 8 + block, 16 + 2 * block, 32 + 4 * block);
+            scatter8(a, 32 * block + j, 4, &v);
+        }
+    }
+    // Distances 2 and 1 inside each block of 4, then the reduction.
+    for (block, v) in a.as_chunks_mut::<4>().0.iter_mut().enumerate() {
+        forward_radix4(v, 64 + block, 128 + 2 * block);
+        for x in v.iter_mut() {
+            *x = canonical(*x);
+        }
+    }
+}
+
+/// FIPS 204 Algorithm 42 on eight transposed rows, values in [0, q) in and out.
+#[target_feature(enable = "avx2")]
+fn inverse(a: &mut Work) {
+    // Distances 1 and 2 inside each block of 4.
+    for (block, v) in a.as_chunks_mut::<4>().0.iter_mut().enumerate() {
+        inverse_radix4(v, 255 - 2 * block, 127 - block);
+    }
+    // Distances 4, 8, 16 inside each block of 32.
+    for block in 0..8 {
+        for j in 0..4 {
+            let mut v = gather8(a, 32 * block + j, 4);
+            inverse_radix8(&mut v, 63 - 4 * block, 31 - 2 * block, 15 - block);
+            scatter8(a, 32 * block + j, 4, &v);
+        }
+    }
+    // Distances 32, 64, 128, then the scaling by 256^{-1}.
+    let n_inv = broadcast(N_INV);
+    for j in 0..32 {
+        let mut v = gather8(a, j, 32);
+        inverse_radix8(&mut v, 7, 3, 1);
+        for x in v.iter_mut() {
+            *x = canonical_small(montgomery_mul(*x, n_inv));
+        }
+        scatter8(a, j, 32, &v);
+    }
+}
+
+/// The 8×8 transpose of 32-bit lanes: lane l of output j is lane j of input l.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn transpose8(r: [__m256i; 8]) -> [__m256i; 8] {
+    let t0 = _mm256_unpacklo_epi32(r[0], r[1]);
+    let t1 = _mm256_unpackhi_epi32(r[0], r[1]);
+    let t2 = _mm256_unpacklo_epi32(r[2], r[3]);
+    let t3 = _mm256_unpackhi_epi32(r[2], r[3]);
+    let t4 = _mm256_unpacklo_epi32(r[4], r[5]);
+    let t5 = _mm256_unpackhi_epi32(r[4], r[5]);
+    let t6 = _mm256_unpacklo_epi32(r[6], r[7]);
+    let t7 = _mm256_unpackhi_epi32(r[6], r[7]);
+    // Lanes 0..4 of u_i hold rows 0..4 (or 4..8 for u4..u7) of columns i and i + 4.
+    let u0 = _mm256_unpacklo_epi64(t0, t2);
+    let u1 = _mm256_unpackhi_epi64(t0, t2);
+    let u2 = _mm256_unpacklo_epi64(t1, t3);
+    let u3 = _mm256_unpackhi_epi64(t1, t3);
+    let u4 = _mm256_unpacklo_epi64(t4, t6);
+    let u5 = _mm256_unpackhi_epi64(t4, t6);
+    let u6 = _mm256_unpacklo_epi64(t5, t7);
+    let u7 = _mm256_unpackhi_epi64(t5, t7);
+    [
+        _mm256_permute2x128_si256::<0x20>(u0, u4),
+        _mm256_permute2x128_si256::<0x20>(u1, u5),
+        _mm256_permute2x128_si256::<0x20>(u2, u6),
+        _mm256_permute2x128_si256::<0x20>(u3, u7),
+        _mm256_permute2x128_si256::<0x31>(u0, u4),
+        _mm256_permute2x128_si256::<0x31>(u1, u5),
+        _mm256_permute2x128_si256::<0x31>(u2, u6),
+        _mm256_permute2x128_si256::<0x31>(u3, u7),
+    ]
+}
+
+/// The coefficient order of a vector loaded by [`narrow`] or stored by [`widen`]: lane i holds
+/// coefficient `SIGMA[i]` of its block of 8 (an involution). The transposes carry it over to
+/// vector positions, so neither side needs a lane-crossing permute.
+const SIGMA: [usize; 8] = [0, 1, 4, 5, 2, 3, 6, 7];
+
+/// Eight `u64` values below 2^32 as eight 32-bit lanes in [`SIGMA`] order.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn narrow(values: &[u64; 8]) -> __m256i {
+    let [lo, hi]: [[u64; 4]; 2] = bytemuck::cast(*values);
+    let (lo, hi): (__m256i, __m256i) = (bytemuck::cast(lo), bytemuck::cast(hi));
+    // The low halves of each 128-bit half: [v0, v1, v4, v5] and [v2, v3, v6, v7].
+    let low_halves =
+        _mm256_shuffle_ps::<0b10_00_10_00>(_mm256_castsi256_ps(lo), _mm256_castsi256_ps(hi));
+    _mm256_castps_si256(low_halves)
+}
+
+/// The inverse of [`narrow`] for lanes in [0, 2^31).
+#[target_feature(enable = "avx2")]
+#[inline]
+fn widen(v: __m256i) -> [u64; 8] {
+    let zero = _mm256_setzero_si256();
+    let lo: [u64; 4] = bytemuck::cast(_mm256_unpacklo_epi32(v, zero));
+    let hi: [u64; 4] = bytemuck::cast(_mm256_unpackhi_epi32(v, zero));
+    bytemuck::cast([lo, hi])
+}
+
+/// `op` (forward or inverse) on up to [`LANES`] rows of canonical ML-DSA residues (checked by
+/// the caller), in place.
+#[target_feature(enable = "avx2")]
+pub(super) fn transform(op: RingOp, rows: &mut [&mut [u64; N]]) {
+    let mut blocks = [[_mm256_setzero_si256(); 8]; N / 8];
+    for (block, vectors) in blocks.iter_mut().enumerate() {
+        let mut columns = [_mm256_setzero_si256(); 8];
+        for (column, row) in columns.iter_mut().zip(rows.iter()) {
+            *column = narrow(row_block(row, block));
+        }
+        let transposed = transpose8(columns);
+        for (v, &i) in vectors.iter_mut().zip(&SIGMA) {
+            *v = transposed[i];
+        }
+    }
+    let work: &mut Work = blocks.as_flattened_mut().try_into().expect("256 vectors");
+    match op {
+        RingOp::Forward => forward(work),
+        _ => inverse(work),
+    }
+    for (block, vectors) in blocks.iter().enumerate() {
+        let rows_of_block = transpose8(SIGMA.map(|i| vectors[i]));
+        for (row, v) in rows.iter_mut().zip(rows_of_block) {
+            *row_block_mut(row, block) = widen(v);
+        }
+    }
+    const _: () = assert!(LANES == 8);
+}
+
+/// [`quasar_crypto::accel::all_canonical`] for ML-DSA, compiled with AVX2 (four values per
+/// instruction instead of two).
+#[target_feature(enable = "avx2")]
+pub(super) fn all_canonical(values: &[u64]) -> bool {
+    quasar_crypto::accel::all_canonical(NttClass::MlDsa, values)
+}
+
+/// Coefficients `8·block .. 8·block + 8` of a row (`block` < 32).
+fn row_block(row: &[u64; N], block: usize) -> &[u64; 8] {
+    &row.as_chunks::<8>().0[block]
+}
+
+fn row_block_mut(row: &mut [u64; N], block: usize) -> &mut [u64; 8] {
+    &mut row.as_chunks_mut::<8>().0[block]
+}
