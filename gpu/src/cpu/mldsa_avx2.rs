@@ -38,7 +38,7 @@ use core::arch::x86_64::{
     _mm256_unpackhi_epi64, _mm256_unpacklo_epi32, _mm256_unpacklo_epi64,
 };
 
-use quasar_crypto::accel::{NttClass, RingOp};
+use quasar_crypto::accel::RingOp;
 
 use super::{pow_mod, LANES, N, Q};
 
@@ -377,13 +377,6 @@ pub(super) fn transform(op: RingOp, rows: &mut [&mut [u64; N]]) {
         }
     }
     const _: () = assert!(LANES == 8);
-}
-
-/// [`quasar_crypto::accel::all_canonical`] for ML-DSA, compiled with AVX2 (four values per
-/// instruction instead of two).
-#[target_feature(enable = "avx2")]
-pub(super) fn all_canonical(values: &[u64]) -> bool {
-    quasar_crypto::accel::all_canonical(NttClass::MlDsa, values)
 }
 
 /// Coefficients `8·block .. 8·block + 8` of a row (`block` < 32).

@@ -1,21 +1,23 @@
-//! The production CPU backend: lane-parallel ML-DSA transforms, AVX2 chosen at run time.
+//! The production CPU backend: lane-parallel ring transforms, AVX2 chosen at run time.
 //!
-//! [`SimdCpuBackend`] computes ML-DSA's NTT (FIPS 204 Algorithms 41–42, q = 8380417, ζ = 1753)
-//! on [`LANES`] polynomials at once, one polynomial per SIMD lane: the batch's rows are
-//! transposed so that coefficient j of eight rows lies in one vector, and every butterfly of
-//! every layer is then the same vector operation with a broadcast twiddle, with no shuffles
-//! in the last layers (the per-row AVX2 code of the pq-crystals reference spends its shuffles
-//! there). Corona's rows, ML-DSA's pointwise products and the F_r/MSM workloads are the CPU
-//! reference's ([`CpuBackend`]); rows go across rayon's pool in both cases.
+//! [`SimdCpuBackend`] computes the NTTs of ML-DSA (FIPS 204 Algorithms 41–42, q = 8380417,
+//! ζ = 1753) and of Corona (q = 2^48 + 18945) on several polynomials at once, one polynomial
+//! per SIMD lane: the batch's rows are transposed so that coefficient j of a group of rows lies
+//! in one vector, and every butterfly of every layer is then the same vector operation with a
+//! broadcast twiddle, with no shuffles in the last layers (the per-row AVX2 code of the
+//! pq-crystals reference spends its shuffles there). Pointwise products and the F_r/MSM
+//! workloads are the CPU reference's ([`CpuBackend`]). Groups go across rayon's pool from
+//! [`PARALLEL_ROWS`] rows on, as the reference's rows do.
 //!
-//! Two builds:
-//! - on a CPU with AVX2 (`is_x86_feature_detected!`, once per backend), `mldsa_avx2`: 32-bit
-//!   lanes, Shoup products with the vector multiplier, three passes over the data (its module
-//!   docs give the bounds);
-//! - elsewhere, the portable kernels below: plain Rust over `[[u64; LANES]; 256]`, which
-//!   compilers vectorize for the target's baseline (SSE2 on x86-64, NEON on AArch64).
+//! Builds, chosen once per backend (`is_x86_feature_detected!`):
+//! - with AVX2 and FMA, `mldsa_avx2` ([`LANES`] = 8 rows in 32-bit lanes, Shoup products with
+//!   the vector multiplier, three passes over the data) and `corona_fma` (4 rows in `f64`
+//!   lanes, exact products through FMA); their module docs give the bounds;
+//! - elsewhere, for ML-DSA, the portable kernels below: plain Rust over
+//!   `[[u64; LANES]; 256]`, which compilers vectorize for the target's baseline (SSE2 on
+//!   x86-64, NEON on AArch64); Corona's rows go to the reference.
 //!
-//! Both are checked against the reference in `tests/cpu.rs`. Before a transform, one scan of
+//! Every build is checked against the reference in `tests/cpu.rs`. Before a transform, one scan of
 //! the batch ([`all_canonical`], compiled for the same ISA) accepts the common case, where
 //! every value is below q; only a batch that fails it is checked row by row.
 //!
@@ -35,8 +37,8 @@
 
 use ark_bls12_381::{Fr, G1Affine, G1Projective, G2Affine, G2Projective};
 use quasar_crypto::accel::{
-    all_canonical, check_call, row_results, AccelError, BatchArithmetic, CpuBackend, MsmRequest,
-    MsmResults, NttClass, RingOp, RowResults, ScalarTransform,
+    all_canonical, check_call, reference_row, row_results, AccelError, BatchArithmetic, CpuBackend,
+    MsmRequest, MsmResults, NttClass, RingOp, RowResults, ScalarTransform, PARALLEL_ROWS,
 };
 use rayon::prelude::*;
 
@@ -205,12 +207,22 @@ fn portable_group(op: RingOp, group: &mut [&mut [u64; N]]) {
 }
 
 #[cfg(target_arch = "x86_64")]
+mod corona_fma;
+#[cfg(target_arch = "x86_64")]
 mod mldsa_avx2;
+
+/// [`all_canonical`] compiled with AVX2 (four values per instruction instead of two).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn all_canonical_avx2(class: NttClass, values: &[u64]) -> bool {
+    all_canonical(class, values)
+}
 
 /// Which build of the kernels runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Isa {
     Portable,
+    /// AVX2 and FMA, both reported by the CPU.
     #[cfg(target_arch = "x86_64")]
     Avx2,
 }
@@ -218,46 +230,70 @@ enum Isa {
 impl Isa {
     fn detect() -> Isa {
         #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("avx2") {
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
             return Isa::Avx2;
         }
         Isa::Portable
     }
 
-    /// [`row_results`] of an ML-DSA transform, with the scan of the common case (every value
+    /// How many rows of `class` one kernel call transforms, or `None` where this build has no
+    /// kernel for the class (the reference runs).
+    fn group_width(self, class: NttClass) -> Option<usize> {
+        match (self, class) {
+            (_, NttClass::MlDsa) => Some(LANES),
+            #[cfg(target_arch = "x86_64")]
+            (Isa::Avx2, NttClass::Corona) => Some(corona_fma::LANES),
+            _ => None,
+        }
+    }
+
+    /// [`row_results`] of a transform, with the scan of the common case (every value
     /// canonical) compiled for this ISA.
-    fn row_results(self, op: RingOp, rows: &[u64]) -> RowResults {
+    fn row_results(self, class: NttClass, op: RingOp, rows: &[u64]) -> RowResults {
         let canonical = match self {
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2 => {
                 // SAFETY: as in `Isa::run`.
                 #[allow(unsafe_code)]
                 unsafe {
-                    mldsa_avx2::all_canonical(rows)
+                    all_canonical_avx2(class, rows)
                 }
             }
-            Isa::Portable => all_canonical(NttClass::MlDsa, rows),
+            Isa::Portable => all_canonical(class, rows),
         };
         if canonical {
             vec![Ok(()); rows.len() / N]
         } else {
-            row_results(NttClass::MlDsa, op, rows, &[])
+            row_results(class, op, rows, &[])
         }
     }
 
-    /// `op` (forward or inverse) on up to [`LANES`] rows of canonical residues, in place.
-    fn run(self, op: RingOp, group: &mut [&mut [u64; N]]) {
-        match self {
+    /// `op` (forward or inverse) on up to [`Isa::group_width`] rows of canonical residues of
+    /// `class`, in place.
+    fn run(self, class: NttClass, op: RingOp, group: &mut [&mut [u64; N]]) {
+        match (self, class) {
+            // SAFETY (both calls): `Isa::Avx2` is only constructed after
+            // `is_x86_feature_detected!` reported AVX2 and FMA on this CPU.
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => {
-                // SAFETY: `Isa::Avx2` is only constructed after `is_x86_feature_detected!`
-                // reported AVX2 on this CPU.
+            (Isa::Avx2, NttClass::MlDsa) => {
                 #[allow(unsafe_code)]
                 unsafe {
                     mldsa_avx2::transform(op, group)
                 }
             }
-            Isa::Portable => portable_group(op, group),
+            #[cfg(target_arch = "x86_64")]
+            (Isa::Avx2, NttClass::Corona) => {
+                #[allow(unsafe_code)]
+                unsafe {
+                    corona_fma::transform(op, group)
+                }
+            }
+            (_, NttClass::MlDsa) => portable_group(op, group),
+            _ => {
+                for row in group.iter_mut() {
+                    reference_row(class, op, &mut row[..], &[]);
+                }
+            }
         }
     }
 }
@@ -292,13 +328,20 @@ impl SimdCpuBackend {
         self.isa != Isa::Portable
     }
 
-    /// An ML-DSA transform of every valid row: rows checked one by one (a failing row is left
-    /// unchanged), the valid ones transformed `LANES` at a time, groups across rayon's pool
-    /// when there is more than one.
-    fn mldsa_transform(&self, op: RingOp, rows: &mut [u64]) -> Result<RowResults, AccelError> {
-        let class = NttClass::MlDsa;
+    /// A transform of every valid row: rows checked (a failing row is left unchanged), the
+    /// valid ones transformed a group at a time, groups across rayon's pool from
+    /// [`PARALLEL_ROWS`] rows on. Classes without a kernel in this build go to the reference.
+    fn transform(
+        &self,
+        class: NttClass,
+        op: RingOp,
+        rows: &mut [u64],
+    ) -> Result<RowResults, AccelError> {
+        let Some(width) = self.isa.group_width(class) else {
+            return CpuBackend.ring(class, op, rows, &[]);
+        };
         check_call(class, op, rows, &[])?;
-        let results = self.isa.row_results(op, rows);
+        let results = self.isa.row_results(class, op, rows);
         let mut valid: Vec<&mut [u64; N]> = rows
             .as_chunks_mut::<N>()
             .0
@@ -307,12 +350,12 @@ impl SimdCpuBackend {
             .filter_map(|(row, result)| result.is_ok().then_some(row))
             .collect();
         let isa = self.isa;
-        let one_group = |group: &mut [&mut [u64; N]]| isa.run(op, group);
-        // One group is not worth a hand-off to the pool.
-        if valid.len() <= LANES {
-            one_group(&mut valid);
+        let one_group = |group: &mut [&mut [u64; N]]| isa.run(class, op, group);
+        // A few groups are not worth a hand-off to the pool (the reference's threshold).
+        if valid.len() < PARALLEL_ROWS {
+            valid.chunks_mut(width).for_each(one_group);
         } else {
-            valid.par_chunks_mut(LANES).for_each(one_group);
+            valid.par_chunks_mut(width).for_each(one_group);
         }
         Ok(results)
     }
@@ -324,17 +367,11 @@ impl BatchArithmetic for SimdCpuBackend {
     }
 
     fn forward_ntt(&self, class: NttClass, rows: &mut [u64]) -> Result<RowResults, AccelError> {
-        match class {
-            NttClass::MlDsa => self.mldsa_transform(RingOp::Forward, rows),
-            _ => CpuBackend.forward_ntt(class, rows),
-        }
+        self.transform(class, RingOp::Forward, rows)
     }
 
     fn inverse_ntt(&self, class: NttClass, rows: &mut [u64]) -> Result<RowResults, AccelError> {
-        match class {
-            NttClass::MlDsa => self.mldsa_transform(RingOp::Inverse, rows),
-            _ => CpuBackend.inverse_ntt(class, rows),
-        }
+        self.transform(class, RingOp::Inverse, rows)
     }
 
     fn pointwise_mul(
