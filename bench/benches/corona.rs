@@ -21,6 +21,8 @@
 //!   round 1 of all n parties outside the timing, so this group takes a fixed 10 samples.
 //! - `corona_scheme/combine/t_of_n`: combining n z_i (including the final verification).
 //! - `corona_scheme/verify/t_of_n`: one verification with the group key's expanded A cached.
+//! - `corona_scheme/verify_simd/t_of_n`: the same on the node's CPU backend
+//!   (`SimdCpuBackend`: its NTTs on AVX2 lanes where the CPU has them).
 //! - `corona_scheme/group_key_from_bytes`: decoding a group key (expands A once).
 
 use std::hint::black_box;
@@ -36,6 +38,7 @@ use quasar_crypto::corona::scheme::{
     combine, trusted_dealer_keygen, GroupKey, Round1Message, Round1State, Round2Message, SessionId,
     SignContext, Signature, Signer, SigningSet,
 };
+use quasar_gpu::SimdCpuBackend;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -215,6 +218,14 @@ fn bench_scheme(c: &mut Criterion) {
         });
         group.bench_function(format!("verify/{label}"), |b| {
             b.iter(|| shape.gk.verify(black_box(message), black_box(&signature)))
+        });
+        let simd = SimdCpuBackend::new();
+        group.bench_function(format!("verify_simd/{label}"), |b| {
+            b.iter(|| {
+                shape
+                    .gk
+                    .verify_on(&simd, black_box(message), black_box(&signature))
+            })
         });
     }
     let gk_bytes = shapes[1].gk.to_bytes();

@@ -10,9 +10,9 @@
 //! # Workload classes and extension
 //!
 //! A batch is homogeneous: one [`NttClass`] (modulus, degree, transform convention) per call;
-//! moduli are never mixed in one call. The classes are Corona's ring and ML-DSA's ring; ML-KEM
-//! (q = 3329) will be a new variant of the `#[non_exhaustive]` enum, so callers outside this
-//! crate keep compiling. A backend without a kernel for a workload answers
+//! moduli are never mixed in one call. The classes are Corona's ring, ML-DSA's ring and ML-KEM's
+//! (q = 3329) in its negacyclic and cyclic forms. A new class is a new variant of the
+//! `#[non_exhaustive]` enum, so callers outside this crate keep compiling. A backend without a kernel for a workload answers
 //! [`AccelError::Unsupported`] and the dispatcher falls back to [`CpuBackend`].
 //!
 //! The Groth16 prover's workloads ([`crate::rollup::prover`]) are two more methods:
@@ -27,14 +27,16 @@
 //! Every backend must return bit-for-bit what [`CpuBackend`] returns: canonical residues in
 //! [0, q), NTT images in the class's slot order (for [`NttClass::Corona`], the bit-reversed order
 //! of [`crate::corona::ring`], ψ = [`crate::corona::ring::PSI`]; for [`NttClass::MlDsa`], the
-//! order of FIPS 204 Algorithm 41, ŵ\[i\] = w(ζ^(2·brv8(i)+1)), ζ = 1753). For [`BatchArithmetic::scalar_ntt`]
+//! order of FIPS 204 Algorithm 41, ŵ\[i\] = w(ζ^(2·brv8(i)+1)), ζ = 1753; for the ML-KEM
+//! classes, the orders of [`crate::mlkem`]). For [`BatchArithmetic::scalar_ntt`]
 //! the convention is stated on [`ScalarTransform`]; an MSM result is a group element, so every
 //! correct algorithm returns the same point.
 //!
 //! # The CPU backend
 //!
 //! Corona's transforms are this crate's ([`crate::corona::ring`]), ML-DSA's are Pulsar's
-//! ([`crate::pulsar::ring`], checked against FIPS 204's reference NTT). The F_r NTT and the MSMs are
+//! ([`crate::pulsar::ring`], checked against FIPS 204's reference NTT), ML-KEM's are
+//! [`crate::mlkem`]'s (FIPS 203 Algorithms 9–11, checked against schoolbook products). The F_r NTT and the MSMs are
 //! arkworks' (`ark-poly`'s radix-2 domain, `ark-ec`'s Pippenger MSM, both rayon-parallel): the
 //! fastest maintained CPU code for BLS12-381 we know of, and the baseline an accelerator backend
 //! is measured against.
@@ -47,6 +49,7 @@ use rayon::prelude::*;
 
 use crate::corona::params;
 use crate::corona::ring::{forward_in_place, inverse_in_place, pointwise_in_place};
+use crate::mlkem;
 use crate::pulsar::ring as mldsa_ring;
 
 /// A ring whose NTT a backend computes: modulus, degree and transform convention.
@@ -59,17 +62,30 @@ pub enum NttClass {
     /// ML-DSA's R_q = Z_q\[X\]/(X^256 + 1), q = 8380417 = 2^23 − 2^13 + 1: the NTT of FIPS 204
     /// Algorithms 41–42 (ζ = 1753, bit-reversed slot order, 256^{-1} scaling in the inverse).
     MlDsa,
+    /// ML-KEM's R_q = Z_q\[X\]/(X^256 + 1), q = 3329: FIPS 203's incomplete seven-layer NTT
+    /// (Algorithms 9–10, ζ = 17, 128 degree-one slots); the NTT-domain product is
+    /// `MultiplyNTTs` (Algorithm 11), not coefficient-wise ([`crate::mlkem`]).
+    MlKem,
+    /// The cyclic ring Z_q\[X\]/(X^256 − 1), q = 3329: the complete eight-layer NTT with
+    /// ζ = 17 of [`crate::mlkem::cyclic_ntt`], coefficient-wise products, 256^{-1} scaling.
+    MlKemCyclic,
 }
 
 impl NttClass {
     /// Every class, in a fixed order (for tests, benchmarks and metrics).
-    pub const ALL: [NttClass; 2] = [NttClass::Corona, NttClass::MlDsa];
+    pub const ALL: [NttClass; 4] = [
+        NttClass::Corona,
+        NttClass::MlDsa,
+        NttClass::MlKem,
+        NttClass::MlKemCyclic,
+    ];
 
     /// The modulus q of the class.
     pub const fn modulus(self) -> u64 {
         match self {
             NttClass::Corona => params::Q,
             NttClass::MlDsa => mldsa_ring::Q as u64,
+            NttClass::MlKem | NttClass::MlKemCyclic => mlkem::Q,
         }
     }
 
@@ -78,14 +94,18 @@ impl NttClass {
         match self {
             NttClass::Corona => params::DEGREE,
             NttClass::MlDsa => crate::rollup::native::N,
+            NttClass::MlKem | NttClass::MlKemCyclic => mlkem::N,
         }
     }
 
-    /// A short stable name for logs and metric labels (`"corona"`, `"mldsa"`).
+    /// A short stable name for logs and metric labels (`"corona"`, `"mldsa"`, `"mlkem"`,
+    /// `"mlkem-cyclic"`).
     pub const fn name(self) -> &'static str {
         match self {
             NttClass::Corona => "corona",
             NttClass::MlDsa => "mldsa",
+            NttClass::MlKem => "mlkem",
+            NttClass::MlKemCyclic => "mlkem-cyclic",
         }
     }
 }
@@ -231,7 +251,8 @@ pub trait BatchArithmetic: Send + Sync {
     fn inverse_ntt(&self, class: NttClass, rows: &mut [u64]) -> Result<RowResults, AccelError>;
 
     /// Pointwise product of NTT images in place: row r of `lhs` becomes `lhs_r ∘ rhs_r` mod q
-    /// (the NTT image of the product in the ring). `lhs` and `rhs` have equal lengths. Errors as
+    /// (the NTT image of the product in the ring; for [`NttClass::MlKem`], whose slots are
+    /// degree-one polynomials, FIPS 203's `MultiplyNTTs`). `lhs` and `rhs` have equal lengths. Errors as
     /// for [`BatchArithmetic::forward_ntt`]; a value ≥ q in either operand fails that row.
     fn pointwise_mul(
         &self,
@@ -459,6 +480,27 @@ pub fn reference_row(class: NttClass, op: RingOp, row: &mut [u64], rhs: &[u64]) 
                 }
             }
         },
+        NttClass::MlKem | NttClass::MlKemCyclic => {
+            let Ok(a) = <&mut [u64; mlkem::N]>::try_from(row) else {
+                return;
+            };
+            let cyclic = class == NttClass::MlKemCyclic;
+            match op {
+                RingOp::Forward if cyclic => mlkem::cyclic_ntt(a),
+                RingOp::Forward => mlkem::ntt(a),
+                RingOp::Inverse if cyclic => mlkem::cyclic_intt(a),
+                RingOp::Inverse => mlkem::intt(a),
+                RingOp::Pointwise => {
+                    if let Ok(b) = <&[u64; mlkem::N]>::try_from(rhs) {
+                        if cyclic {
+                            mlkem::pointwise(a, b);
+                        } else {
+                            mlkem::multiply_ntts(a, b);
+                        }
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -48,5 +48,6 @@ pub mod fuzzing;
 pub mod hash;
 pub mod magnetar;
 pub mod mldsa;
+pub mod mlkem;
 pub mod pulsar;
 pub mod rollup;

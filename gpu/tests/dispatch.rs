@@ -37,28 +37,68 @@ fn pow(mut base: u64, mut e: u64, q: u64) -> u64 {
     acc
 }
 
-/// The class's primitive 512th root of unity ψ (Corona's PSI; ML-DSA's ζ = 1753, FIPS 204).
-fn psi(class: NttClass) -> u64 {
+/// Σ_j a_j·x^j mod q, term by term.
+fn evaluate(a: impl Iterator<Item = u64>, point: u64, q: u64) -> u64 {
+    let (mut x, mut sum) = (1, 0);
+    for c in a {
+        sum = (sum + mul(c, x, q)) % q;
+        x = mul(x, point, q);
+    }
+    sum
+}
+
+/// ML-KEM's ζ = 17 and γ_i = ζ^(2·brv7(i)+1) (FIPS 203 §4.3).
+fn mlkem_gamma(i: usize) -> u64 {
+    pow(17, 2 * u64::from((i as u8).reverse_bits() >> 1) + 1, 3329)
+}
+
+/// The image of `a` by its definition, O(n²):
+/// - Corona and ML-DSA: slot k is a(ψ^(2·brv8(k)+1)), ψ the class's 512th root of unity
+///   (Corona's PSI; ML-DSA's ζ = 1753, FIPS 204);
+/// - ML-KEM: pair i is a mod (X² − γ_i) (FIPS 203);
+/// - cyclic ML-KEM: slot k is a(17^brv8(k)).
+fn naive_forward(class: NttClass, a: &[u64]) -> Vec<u64> {
+    let q = class.modulus();
+    let brv8 = |k: usize| u64::from((k as u8).reverse_bits());
+    let odd_root = |psi: u64| {
+        (0..DEGREE)
+            .map(|k| evaluate(a.iter().copied(), pow(psi, 2 * brv8(k) + 1, q), q))
+            .collect()
+    };
     match class {
-        NttClass::Corona => PSI,
-        NttClass::MlDsa => 1753,
+        NttClass::Corona => odd_root(PSI),
+        NttClass::MlDsa => odd_root(1753),
+        NttClass::MlKem => (0..DEGREE / 2)
+            .flat_map(|i| {
+                let gamma = mlkem_gamma(i);
+                let even = evaluate(a.iter().step_by(2).copied(), gamma, q);
+                let odd = evaluate(a.iter().skip(1).step_by(2).copied(), gamma, q);
+                [even, odd]
+            })
+            .collect(),
+        NttClass::MlKemCyclic => (0..DEGREE)
+            .map(|k| evaluate(a.iter().copied(), pow(17, brv8(k), q), q))
+            .collect(),
         _ => unreachable!("a class this test does not know"),
     }
 }
 
-/// Slot k of the image is a(ψ^(2·brv8(k)+1)): evaluated term by term, O(n²).
-fn naive_forward(class: NttClass, a: &[u64]) -> Vec<u64> {
+/// The product of two images in the image domain, by its definition: slot by slot, except
+/// ML-KEM's degree-one pairs, multiplied modulo X² − γ_i.
+fn naive_product(class: NttClass, x: &[u64], y: &[u64]) -> Vec<u64> {
     let q = class.modulus();
-    (0..DEGREE)
-        .map(|k| {
-            let root = pow(psi(class), 2 * u64::from((k as u8).reverse_bits()) + 1, q);
-            let mut x = 1;
-            let mut sum = 0;
-            for &c in a {
-                sum = (sum + mul(c, x, q)) % q;
-                x = mul(x, root, q);
-            }
-            sum
+    if class != NttClass::MlKem {
+        return x.iter().zip(y).map(|(&a, &b)| mul(a, b, q)).collect();
+    }
+    x.chunks(2)
+        .zip(y.chunks(2))
+        .enumerate()
+        .flat_map(|(i, (a, b))| {
+            let high = mul(mul(a[1], b[1], q), mlkem_gamma(i), q);
+            [
+                (mul(a[0], b[0], q) + high) % q,
+                (mul(a[0], b[1], q) + mul(a[1], b[0], q)) % q,
+            ]
         })
         .collect()
 }
@@ -81,7 +121,6 @@ fn all_ok(results: &RowResults) -> bool {
 fn every_class_matches_the_naive_evaluation_through_the_dispatcher() {
     let d = dispatcher(Arc::new(CpuBackend), 64);
     for class in NttClass::ALL {
-        let q = class.modulus();
         let a = mixed_rows(class, 8, 1);
         let b = mixed_rows(class, 8, 2);
         let mut image = a.clone();
@@ -96,8 +135,12 @@ fn every_class_matches_the_naive_evaluation_through_the_dispatcher() {
         assert!(all_ok(
             &d.pointwise_mul(class, &mut product, &b_image).unwrap()
         ));
-        for ((p, x), y) in product.iter().zip(&image).zip(&b_image) {
-            assert_eq!(*p, mul(*x, *y, q));
+        for ((p, x), y) in product
+            .chunks(DEGREE)
+            .zip(image.chunks(DEGREE))
+            .zip(b_image.chunks(DEGREE))
+        {
+            assert_eq!(p, naive_product(class, x, y), "{class:?} product");
         }
         let mut back = image;
         assert!(all_ok(&d.inverse_ntt(class, &mut back).unwrap()));

@@ -11,7 +11,12 @@ fn the_twin_of_every_kernel_equals_the_reference() {
     let mut rng = ChaCha20Rng::seed_from_u64(77);
     for class in NttClass::ALL {
         let q = class.modulus();
-        let tables = RingTables::of(class).expect("every class has kernel tables");
+        let Some(tables) = RingTables::of(class) else {
+            // ML-KEM's rings have no 512th root of unity: no tables, and the CUDA backend
+            // answers `Unsupported` for them (the dispatcher then computes on the CPU).
+            assert!(matches!(class, NttClass::MlKem | NttClass::MlKemCyclic));
+            continue;
+        };
         let mut rows: Vec<[u64; 256]> = (0..6)
             .map(|_| std::array::from_fn(|_| rng.gen_range(0..q)))
             .collect();
