@@ -34,14 +34,24 @@ use std::sync::Arc;
 
 use quasar_crypto::accel::BatchArithmetic;
 
-/// The arithmetic backend a node uses on this machine. With the `cuda` feature and a device,
-/// the CUDA backend behind a [`Dispatcher`] (default configuration), whose batches fall back to
-/// the CPU when the device fails them. Otherwise [`SimdCpuBackend`], called directly: on a CPU,
-/// stacking requests through a dispatcher gains nothing (a row costs the same alone or in a
+/// The arithmetic a node uses: the backend its lanes and provers call, and the dispatcher in
+/// front of it when there is one (whose [`Dispatcher::stats`] the node exports as metrics).
+#[derive(Clone)]
+pub struct Arithmetic {
+    /// What callers call: the dispatcher when there is one, else the backend itself.
+    pub backend: Arc<dyn BatchArithmetic>,
+    /// The dispatcher, when requests are stacked into batches.
+    pub dispatcher: Option<Arc<Dispatcher>>,
+}
+
+/// The arithmetic a node uses on this machine. With the `cuda` feature and a device, the CUDA
+/// backend behind a [`Dispatcher`] (default configuration), whose batches fall back to the CPU
+/// when the device fails them. Otherwise [`SimdCpuBackend`], called directly, with no
+/// dispatcher: on a CPU, stacking requests gains nothing (a row costs the same alone or in a
 /// batch, and rows already spread over rayon's pool) and makes callers wait for their batch;
 /// the `ntt` benchmark measures it at about half the throughput of direct calls for 64
 /// concurrent single-row callers.
-pub fn best_available() -> Arc<dyn BatchArithmetic> {
+pub fn best_available() -> Arithmetic {
     #[cfg(feature = "cuda")]
     match cuda::CudaBackend::open(0) {
         Ok(Some(gpu)) => {
@@ -49,7 +59,11 @@ pub fn best_available() -> Arc<dyn BatchArithmetic> {
                 device = gpu.device(),
                 "arithmetic backend: CUDA behind a dispatcher"
             );
-            return Arc::new(Dispatcher::new(Arc::new(gpu), DispatchConfig::default()));
+            let dispatcher = Arc::new(Dispatcher::new(Arc::new(gpu), DispatchConfig::default()));
+            return Arithmetic {
+                backend: dispatcher.clone(),
+                dispatcher: Some(dispatcher),
+            };
         }
         Ok(None) => tracing::info!("no CUDA driver, NVRTC or device: using the CPU backend"),
         Err(error) => tracing::warn!(%error, "CUDA backend failed to open: using the CPU backend"),
@@ -60,5 +74,8 @@ pub fn best_available() -> Arc<dyn BatchArithmetic> {
         avx2 = cpu.uses_avx2(),
         "arithmetic backend"
     );
-    Arc::new(cpu)
+    Arithmetic {
+        backend: Arc::new(cpu),
+        dispatcher: None,
+    }
 }

@@ -2,13 +2,15 @@
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::encoding::{DescriptorEncoder, EncodeCounterValue, EncodeMetric};
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use quasar_crypto::bls_cache::PublicKeyCache;
+use quasar_gpu::{Dispatcher, QueueKey, QueueStats};
 use std::sync::Arc;
 
 /// Consensus and mempool metrics (the transport registers its own, see `p2p::P2pMetrics`).
@@ -209,10 +211,149 @@ impl Collector for KeyCacheMetrics {
     }
 }
 
+/// Exports the arithmetic dispatcher's per-queue counters, read at each scrape, labelled by
+/// ring class and operation (`class="corona", op="ntt"`): `quasar_arithmetic_batches_total`,
+/// `…_requests_total`, `…_rows_total`, `…_padding_rows_total`, `…_fallbacks_total` (batches the
+/// device failed, recomputed on the CPU), `…_queue_wait_seconds_total` and
+/// `…_busy_seconds_total`; and `quasar_arithmetic_batch_capacity_rows`. Batch fill is
+/// rows / (batches × capacity); mean queue wait is queue wait / requests.
+#[derive(Debug)]
+pub struct DispatcherMetrics(pub Arc<Dispatcher>);
+
+impl DispatcherMetrics {
+    /// Registers the dispatcher's counters into `registry` under the `quasar` prefix.
+    pub fn register(dispatcher: Arc<Dispatcher>, registry: &mut Registry) {
+        registry
+            .sub_registry_with_prefix("quasar")
+            .register_collector(Box::new(DispatcherMetrics(dispatcher)));
+    }
+}
+
+/// A per-queue counter: its name, its help, and how to read it from a queue's stats.
+type QueueCounter<V> = (&'static str, &'static str, fn(&QueueStats) -> V);
+
+/// One counter per dispatcher queue, labelled by class and operation.
+fn encode_per_queue<V: EncodeCounterValue + std::fmt::Debug>(
+    encoder: &mut DescriptorEncoder,
+    stats: &[(QueueKey, QueueStats)],
+    name: &str,
+    help: &str,
+    value: fn(&QueueStats) -> V,
+) -> Result<(), std::fmt::Error> {
+    let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+    for (key, s) in stats {
+        let labels = QueueLabels {
+            class: key.class.name(),
+            op: key.op.name(),
+        };
+        ConstCounter::new(value(s)).encode(metric.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
+/// The labels of one dispatcher queue.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QueueLabels {
+    class: &'static str,
+    op: &'static str,
+}
+
+impl Collector for DispatcherMetrics {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let stats = self.0.stats();
+        let counts: [QueueCounter<u64>; 5] = [
+            (
+                "arithmetic_batches",
+                "Batches sent to the arithmetic backend",
+                |s| s.batches,
+            ),
+            (
+                "arithmetic_requests",
+                "Requests served by the dispatcher",
+                |s| s.requests,
+            ),
+            ("arithmetic_rows", "Rows of those requests", |s| s.rows),
+            (
+                "arithmetic_padding_rows",
+                "Zero rows added to reach the backend's row granularity",
+                |s| s.padding_rows,
+            ),
+            (
+                "arithmetic_fallbacks",
+                "Batches the backend failed whole, recomputed by their callers on the CPU",
+                |s| s.fallbacks,
+            ),
+        ];
+        for (name, help, value) in counts {
+            encode_per_queue(&mut encoder, &stats, name, help, value)?;
+        }
+        let seconds: [QueueCounter<f64>; 2] = [
+            (
+                "arithmetic_queue_wait_seconds",
+                "Time requests waited for their batch to start, summed",
+                |s| s.queue_wait.as_secs_f64(),
+            ),
+            (
+                "arithmetic_busy_seconds",
+                "Time spent computing batches (stacking, the backend, replies)",
+                |s| s.busy.as_secs_f64(),
+            ),
+        ];
+        for (name, help, value) in seconds {
+            encode_per_queue(&mut encoder, &stats, name, help, value)?;
+        }
+        let capacity = ConstGauge::new(self.0.config().max_batch_rows as i64);
+        let metric = encoder.encode_descriptor(
+            "arithmetic_batch_capacity_rows",
+            "Rows a dispatcher batch holds before it goes out",
+            None,
+            capacity.metric_type(),
+        )?;
+        capacity.encode(metric)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use quasar_crypto::bls::SecretKey;
+
+    #[test]
+    fn the_dispatcher_counters_reach_the_exposition() {
+        use quasar_crypto::accel::{BatchArithmetic, CpuBackend, NttClass};
+        use quasar_gpu::DispatchConfig;
+        let dispatcher = Arc::new(Dispatcher::new(
+            Arc::new(CpuBackend),
+            DispatchConfig {
+                max_batch_rows: 4,
+                deadline: std::time::Duration::from_micros(100),
+            },
+        ));
+        let mut registry = Registry::default();
+        DispatcherMetrics::register(dispatcher.clone(), &mut registry);
+        // Three rows of Corona, one valid request: a batch of its own, wait measured.
+        let mut rows = vec![1u64; 3 * NttClass::Corona.degree()];
+        dispatcher.forward_ntt(NttClass::Corona, &mut rows).unwrap();
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        let labels = r#"{class="corona",op="ntt"}"#;
+        for line in [
+            format!("quasar_arithmetic_batches_total{labels} 1"),
+            format!("quasar_arithmetic_requests_total{labels} 1"),
+            format!("quasar_arithmetic_rows_total{labels} 3"),
+            format!("quasar_arithmetic_padding_rows_total{labels} 0"),
+            format!("quasar_arithmetic_fallbacks_total{labels} 0"),
+            "quasar_arithmetic_batch_capacity_rows 4".to_string(),
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "{line} missing in:\n{text}"
+            );
+        }
+        assert!(text
+            .lines()
+            .any(|l| l.starts_with(&format!("quasar_arithmetic_busy_seconds_total{labels} "))));
+    }
 
     #[test]
     fn the_key_cache_counters_reach_the_exposition() {

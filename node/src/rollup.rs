@@ -451,8 +451,9 @@ pub fn prove(
         let (_, pk) = read_proving_key(BufReader::new(open_pk()?))?;
         let mut rng = ChaCha20Rng::from_rng(OsRng)
             .map_err(|e| RollupCommandError::Invalid(format!("OS randomness: {e}")))?;
-        let backend = quasar_gpu::best_available();
-        let (proof, statement, timings) = groth16_prove(&pk, witness, backend.as_ref(), &mut rng)?;
+        let arithmetic = quasar_gpu::best_available();
+        let (proof, statement, timings) =
+            groth16_prove(&pk, witness, arithmetic.backend.as_ref(), &mut rng)?;
         tracing::info!(
             synthesis_s = timings.synthesis.as_secs_f64(),
             witness_map_s = timings.witness_map.as_secs_f64(),

@@ -26,7 +26,7 @@ use crate::consensus::{
 };
 use crate::engine::{Engine, EngineError, Host, Published};
 use crate::mempool::{Mempool, MempoolLimits};
-use crate::metrics::{KeyCacheMetrics, NodeMetrics};
+use crate::metrics::{DispatcherMetrics, KeyCacheMetrics, NodeMetrics};
 use crate::p2p::{Inbound, Network, NetworkConfig, P2pMetrics, PeerInfo};
 use crate::quasar::QuasarTracker;
 use crate::quasar_service::{self, Contributor, Finalized, QuasarHandle, SetContributor};
@@ -343,6 +343,10 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     .await?;
 
     let arithmetic = quasar_gpu::best_available();
+    if let Some(dispatcher) = &arithmetic.dispatcher {
+        DispatcherMetrics::register(dispatcher.clone(), &mut registry);
+    }
+    let arithmetic = arithmetic.backend;
     let rollup = rollup_prover(&cfg, &genesis, &arithmetic)?;
     let mut policies = genesis.cert_policies().into_iter().map(|(epoch, policy)| {
         if let Err(reason) = &policy {
