@@ -52,6 +52,22 @@ use crate::corona::ring::{forward_in_place, inverse_in_place, pointwise_in_place
 use crate::mlkem;
 use crate::pulsar::ring as mldsa_ring;
 
+/// base^exp mod `modulus` (any modulus below 2^64), for twiddle tables at compile time or at
+/// start; square-and-multiply through 128-bit products, not constant time (public values
+/// only).
+pub const fn pow_mod(base: u64, mut exp: u64, modulus: u64) -> u64 {
+    let m = modulus as u128;
+    let (mut acc, mut b) = (1 % m, base as u128 % m);
+    while exp > 0 {
+        if exp & 1 == 1 {
+            acc = acc * b % m;
+        }
+        b = b * b % m;
+        exp >>= 1;
+    }
+    acc as u64
+}
+
 /// A ring whose NTT a backend computes: modulus, degree and transform convention.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -18,24 +18,14 @@
 //! faster backend is compared with, and are checked here against schoolbook multiplication in
 //! each ring (`tests/mlkem_ring.rs`).
 
+use crate::accel::pow_mod;
+
 /// The modulus q = 3329.
 pub const Q: u64 = 3329;
 /// The ring degree n.
 pub const N: usize = 256;
 /// ζ = 17, a primitive 256-th root of unity mod q (FIPS 203 §4.3).
 pub const ZETA: u64 = 17;
-
-const fn pow_mod(base: u64, mut e: u64) -> u64 {
-    let (mut acc, mut b) = (1, base % Q);
-    while e > 0 {
-        if e & 1 == 1 {
-            acc = acc * b % Q;
-        }
-        b = b * b % Q;
-        e >>= 1;
-    }
-    acc
-}
 
 const fn brv7(i: usize) -> u64 {
     ((i as u8).reverse_bits() >> 1) as u64
@@ -50,9 +40,9 @@ const fn tables() -> [[u64; 128]; 3] {
     let mut t = [[0; 128]; 3];
     let mut i = 0;
     while i < 128 {
-        t[0][i] = pow_mod(ZETA, brv7(i));
-        t[1][i] = pow_mod(ZETA, 2 * brv7(i) + 1);
-        t[2][i] = pow_mod(ZETA, 256 - brv7(i));
+        t[0][i] = pow_mod(ZETA, brv7(i), Q);
+        t[1][i] = pow_mod(ZETA, 2 * brv7(i) + 1, Q);
+        t[2][i] = pow_mod(ZETA, 256 - brv7(i), Q);
         i += 1;
     }
     t
@@ -63,10 +53,10 @@ static ZETAS: [u64; 128] = TABLES[0];
 static GAMMAS: [u64; 128] = TABLES[1];
 static ZETAS_INV: [u64; 128] = TABLES[2];
 /// 128^{-1} mod q = 3303 (FIPS 203 Algorithm 10).
-const INV_128: u64 = pow_mod(128, Q - 2);
+const INV_128: u64 = pow_mod(128, Q - 2, Q);
 /// 256^{-1} mod q.
-const INV_256: u64 = pow_mod(256, Q - 2);
-const _: () = assert!(pow_mod(ZETA, 128) == Q - 1 && INV_128 == 3303);
+const INV_256: u64 = pow_mod(256, Q - 2, Q);
+const _: () = assert!(pow_mod(ZETA, 128, Q) == Q - 1 && INV_128 == 3303);
 
 /// One Cooley–Tukey layer: blocks of `2·len`, block b multiplied by the b-th twiddle.
 fn forward_layer(f: &mut [u64; N], len: usize, twiddles: impl Iterator<Item = u64>) {

@@ -39,7 +39,7 @@ use core::arch::x86_64::{
     _MM_FROUND_NO_EXC, _MM_FROUND_TO_NEAREST_INT,
 };
 
-use quasar_crypto::accel::RingOp;
+use quasar_crypto::accel::{pow_mod, RingOp};
 use quasar_crypto::corona::params::{DEGREE, Q};
 use quasar_crypto::corona::ring::PSI;
 
@@ -60,22 +60,6 @@ const TWO_52_BITS: i64 = 0x4330_0000_0000_0000;
 const TWO_52: f64 = 4_503_599_627_370_496.0;
 const ROUND: i32 = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
-const fn mul_mod_u128(a: u64, b: u64) -> u64 {
-    (a as u128 * b as u128 % Q as u128) as u64
-}
-
-const fn pow_mod(base: u64, mut e: u64) -> u64 {
-    let (mut acc, mut b) = (1, base % Q);
-    while e > 0 {
-        if e & 1 == 1 {
-            acc = mul_mod_u128(acc, b);
-        }
-        b = mul_mod_u128(b, b);
-        e >>= 1;
-    }
-    acc
-}
-
 /// w mod q as a centered integer in (−q/2, q/2].
 const fn centered(w: u64) -> f64 {
     if w > Q / 2 {
@@ -92,7 +76,7 @@ const fn twiddles(inverse: bool) -> [f64; N] {
     let mut k = 1;
     while k < N {
         let e = (k as u8).reverse_bits() as u64;
-        t[k] = centered(pow_mod(PSI, if inverse { 512 - e } else { e }));
+        t[k] = centered(pow_mod(PSI, if inverse { 512 - e } else { e }, Q));
         k += 1;
     }
     t
@@ -101,7 +85,7 @@ const fn twiddles(inverse: bool) -> [f64; N] {
 static FORWARD: [f64; N] = twiddles(false);
 static INVERSE: [f64; N] = twiddles(true);
 /// 256^{-1} mod q, centered.
-const N_INV: f64 = centered(pow_mod(N as u64, Q - 2));
+const N_INV: f64 = centered(pow_mod(N as u64, Q - 2, Q));
 
 /// a·w mod q up to a multiple of q, exact, below 1.3·q in absolute value (module docs).
 #[target_feature(enable = "avx2,fma")]

@@ -38,9 +38,9 @@ use core::arch::x86_64::{
     _mm256_unpackhi_epi64, _mm256_unpacklo_epi32, _mm256_unpacklo_epi64,
 };
 
-use quasar_crypto::accel::RingOp;
+use quasar_crypto::accel::{pow_mod, RingOp};
 
-use super::{pow_mod, LANES, N, Q};
+use super::{LANES, N, Q};
 
 /// Eight rows, transposed: vector j holds coefficient j of each row.
 type Work = [__m256i; N];
@@ -57,7 +57,7 @@ const fn twiddles(negate: bool) -> [[i32; 2]; N] {
     let mut t = [[0; 2]; N];
     let mut k = 0;
     while k < N {
-        let z = pow_mod(1753, (k as u8).reverse_bits() as u64);
+        let z = pow_mod(1753, (k as u8).reverse_bits() as u64, Q);
         t[k] = shoup_pair(if negate { (Q - z) % Q } else { z });
         k += 1;
     }

@@ -37,8 +37,9 @@
 
 use ark_bls12_381::{Fr, G1Affine, G1Projective, G2Affine, G2Projective};
 use quasar_crypto::accel::{
-    all_canonical, check_call, reference_row, row_results, AccelError, BatchArithmetic, CpuBackend,
-    MsmRequest, MsmResults, NttClass, RingOp, RowResults, ScalarTransform, PARALLEL_ROWS,
+    all_canonical, check_call, pow_mod, reference_row, row_results, AccelError, BatchArithmetic,
+    CpuBackend, MsmRequest, MsmResults, NttClass, RingOp, RowResults, ScalarTransform,
+    PARALLEL_ROWS,
 };
 use rayon::prelude::*;
 
@@ -52,18 +53,6 @@ const TWO_Q: u64 = 2 * Q;
 /// Coefficient j of `LANES` polynomials at index j.
 type Lanes = [[u64; LANES]; N];
 
-const fn pow_mod(base: u64, mut e: u64) -> u64 {
-    let (mut acc, mut b) = (1, base % Q);
-    while e > 0 {
-        if e & 1 == 1 {
-            acc = acc * b % Q;
-        }
-        b = b * b % Q;
-        e >>= 1;
-    }
-    acc
-}
-
 /// A twiddle w < q with its Shoup companion ⌊w·2^32/q⌋ (both below 2^32).
 const fn shoup_pair(w: u64) -> [u32; 2] {
     [w as u32, ((w << 32) / Q) as u32]
@@ -75,7 +64,7 @@ const fn twiddles(negate: bool) -> [[u32; 2]; N] {
     let mut t = [[0; 2]; N];
     let mut k = 0;
     while k < N {
-        let z = pow_mod(1753, (k as u8).reverse_bits() as u64);
+        let z = pow_mod(1753, (k as u8).reverse_bits() as u64, Q);
         let w = if negate { (Q - z) % Q } else { z };
         // Compile-time loop over a constant array; k < 256 by the loop bound.
         #[allow(clippy::indexing_slicing)]

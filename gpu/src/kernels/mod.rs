@@ -12,7 +12,7 @@
 //! FIPS 204 Algorithms 41–42, generalised from ζ = 1753 to ψ. The inverse is the unique
 //! inverse of the forward map, so it agrees with Corona's own Gentleman–Sande code too.
 
-use quasar_crypto::accel::{NttClass, RingOp};
+use quasar_crypto::accel::{pow_mod, NttClass, RingOp};
 use quasar_crypto::corona::ring::PSI;
 
 /// The CUDA C source of the kernels `ntt_forward`, `ntt_inverse` and `pointwise`.
@@ -55,22 +55,6 @@ pub fn mul_mod(a: u64, b: u64, q: u64) -> u64 {
         r -= q_signed;
     }
     r as u64
-}
-
-fn exact_mul_mod(a: u64, b: u64, q: u64) -> u64 {
-    (u128::from(a) * u128::from(b) % u128::from(q)) as u64
-}
-
-fn pow_mod(mut base: u64, mut e: u64, q: u64) -> u64 {
-    let mut acc = 1;
-    while e > 0 {
-        if e & 1 == 1 {
-            acc = exact_mul_mod(acc, base, q);
-        }
-        base = exact_mul_mod(base, base, q);
-        e >>= 1;
-    }
-    acc
 }
 
 impl RingTables {
