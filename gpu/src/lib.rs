@@ -8,8 +8,8 @@
 //! to the CPU for any batch the backend fails. Lanes and provers take the trait, so they run the
 //! same code with or without an accelerator.
 //!
-//! [`SimdCpuBackend`] is the production CPU backend: ML-DSA's and Corona's transforms on SIMD
-//! lanes (AVX2 and FMA chosen at run time), the CPU reference for the rest.
+//! [`SimdCpuBackend`] is the production CPU backend: the ring transforms (ML-DSA, Corona,
+//! ML-KEM) on SIMD lanes (AVX2 and FMA chosen at run time), the CPU reference for the rest.
 //!
 //! [`cuda::CudaBackend`] (feature `cuda`) runs the ring workloads on an NVIDIA GPU, with kernels
 //! compiled by NVRTC at first use ([`kernels`] holds their source, their twiddle tables and

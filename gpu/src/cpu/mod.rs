@@ -1,7 +1,8 @@
 //! The production CPU backend: lane-parallel ring transforms, AVX2 chosen at run time.
 //!
 //! [`SimdCpuBackend`] computes the NTTs of ML-DSA (FIPS 204 Algorithms 41–42, q = 8380417,
-//! ζ = 1753) and of Corona (q = 2^48 + 18945) on several polynomials at once, one polynomial
+//! ζ = 1753), Corona (q = 2^48 + 18945) and ML-KEM (q = 3329, both classes) on several
+//! polynomials at once, one polynomial
 //! per SIMD lane: the batch's rows are transposed so that coefficient j of a group of rows lies
 //! in one vector, and every butterfly of every layer is then the same vector operation with a
 //! broadcast twiddle, with no shuffles in the last layers (the per-row AVX2 code of the
@@ -11,11 +12,11 @@
 //!
 //! Builds, chosen once per backend (`is_x86_feature_detected!`):
 //! - with AVX2 and FMA, `mldsa_avx2` ([`LANES`] = 8 rows in 32-bit lanes, Shoup products with
-//!   the vector multiplier, three passes over the data) and `corona_fma` (4 rows in `f64`
-//!   lanes, exact products through FMA); their module docs give the bounds;
+//!   the vector multiplier, three passes over the data) and `ring_fma` for Corona and ML-KEM
+//!   (4 rows in `f64` lanes, exact products through FMA); their module docs give the bounds;
 //! - elsewhere, for ML-DSA, the portable kernels below: plain Rust over
 //!   `[[u64; LANES]; 256]`, which compilers vectorize for the target's baseline (SSE2 on
-//!   x86-64, NEON on AArch64); Corona's rows go to the reference.
+//!   x86-64, NEON on AArch64); the other classes go to the reference.
 //!
 //! Every build is checked against the reference in `tests/cpu.rs`. Before a transform, one scan of
 //! the batch ([`all_canonical`], compiled for the same ISA) accepts the common case, where
@@ -196,9 +197,9 @@ fn portable_group(op: RingOp, group: &mut [&mut [u64; N]]) {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod corona_fma;
-#[cfg(target_arch = "x86_64")]
 mod mldsa_avx2;
+#[cfg(target_arch = "x86_64")]
+mod ring_fma;
 
 /// [`all_canonical`] compiled with AVX2 (four values per instruction instead of two).
 #[cfg(target_arch = "x86_64")]
@@ -231,7 +232,7 @@ impl Isa {
         match (self, class) {
             (_, NttClass::MlDsa) => Some(LANES),
             #[cfg(target_arch = "x86_64")]
-            (Isa::Avx2, NttClass::Corona) => Some(corona_fma::LANES),
+            (Isa::Avx2, class) if ring_fma::FmaRing::of(class).is_some() => Some(ring_fma::LANES),
             _ => None,
         }
     }
@@ -271,10 +272,10 @@ impl Isa {
                 }
             }
             #[cfg(target_arch = "x86_64")]
-            (Isa::Avx2, NttClass::Corona) => {
+            (Isa::Avx2, class) if let Some(ring) = ring_fma::FmaRing::of(class) => {
                 #[allow(unsafe_code)]
                 unsafe {
-                    corona_fma::transform(op, group)
+                    ring.transform(op, group)
                 }
             }
             (_, NttClass::MlDsa) => portable_group(op, group),
