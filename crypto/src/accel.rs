@@ -262,7 +262,8 @@ pub trait BatchArithmetic: Send + Sync {
     /// [`AccelError::CoefficientOutOfRange`] for a row.
     fn forward_ntt(&self, class: NttClass, rows: &mut [u64]) -> Result<RowResults, AccelError>;
 
-    /// Inverse NTT (scaled by n^{-1}) of every row in place: NTT image in, coefficients out.
+    /// Inverse NTT of every row in place (scaled as the class's inverse is: by 256^{-1}, or
+    /// 128^{-1} for [`NttClass::MlKem`]'s seven layers): NTT image in, coefficients out.
     /// Errors as for [`BatchArithmetic::forward_ntt`].
     fn inverse_ntt(&self, class: NttClass, rows: &mut [u64]) -> Result<RowResults, AccelError>;
 

@@ -1,30 +1,30 @@
-//! ML-DSA's NTT on AVX2: eight rows at once, one 32-bit lane per row, signed Montgomery
-//! arithmetic.
+//! ML-DSA's NTT on AVX2: eight rows at once, one 32-bit lane per row, Shoup products.
 //!
 //! FIPS 204 Algorithms 41 (forward, Cooley–Tukey) and 42 (inverse, Gentleman–Sande) with
-//! q = 8380417, ζ = 1753. A group of eight rows is transposed into 256 vectors of eight `i32`
-//! (vector j holds coefficient j of every row), so every butterfly of every layer is the same
-//! vertical operation with a broadcast twiddle; there are no shuffles inside the transform. The
-//! eight layers run as three passes over the vectors (3 + 3 + 2 layers), each pass keeping
-//! eight (or four) vectors in registers, so the 8 KiB of a group is read and written three
-//! times instead of eight.
+//! q = 8380417, ζ = 1753. A group of eight rows is transposed into 256 vectors of eight 32-bit
+//! lanes (vector j holds coefficient j of every row), so every butterfly of every layer is the
+//! same vertical operation with a broadcast twiddle; there are no shuffles inside the
+//! transform. The eight layers run as three passes over the vectors (3 + 3 + 2 layers), each
+//! pass keeping eight (or four) vectors in registers, so the 8 KiB of a group is read and
+//! written three times instead of eight.
 //!
 //! # Arithmetic and bounds
 //!
-//! Twiddles are stored as z = ζ^e·2^32 mod q, centered in (−q/2, q/2), with
-//! z' = z·q^{-1} mod 2^32. The Montgomery product of a (any `i32`) and z is
-//! (a·z − m·q)/2^32 with m = a·z' mod± 2^32 (Montgomery 1985; Seiler, "Faster AVX2 optimized
-//! NTT multiplication for Ring-LWE lattice cryptography", 2018): it equals a·ζ^e mod q and lies
-//! in (−3q/4, 3q/4), since |a·z| < 2^31·q/2 and |m·q| ≤ 2^31·q. `vpmuldq` multiplies the even
-//! lanes; the odd lanes are shifted down and multiplied separately.
-//! - Forward: inputs are in [0, q); each layer adds a product below 3q/4 in absolute value, so
-//!   after eight layers every value lies in (−7q, 7q). Adding 7q gives [0, 14q) ⊂ [0, 2^27),
-//!   where ⌊x/2^23⌋ underestimates ⌊x/q⌋ by at most one; one conditional subtraction ends in
-//!   [0, q).
-//! - Inverse: sums double per layer, so after layer l every value is at most 2^l·(q − 1) in
-//!   absolute value: 2^8·(q − 1) < 2^31, no `i32` overflow anywhere. Differences go through a
-//!   Montgomery product (below 3q/4 again). The scaling by 256^{-1} is one more Montgomery
-//!   product, in (−3q/4, 3q/4); adding q and one conditional subtraction end in [0, q).
+//! Lanes hold unsigned values below 2^32. A twiddle w < q is stored with its Shoup companion
+//! w' = ⌊w·2^32/q⌋ (Shoup; Harvey, "Faster arithmetic for number-theoretic transforms", 2014):
+//! for any a < 2^32, a·w − ⌊a·w'/2^32⌋·q lies in [0, 2q), and since that is below 2^32 it can
+//! be computed modulo 2^32 ([`shoup_mul`]). The high half ⌊a·w'/2^32⌋ takes two `vpmuludq`
+//! (even and odd lanes); a·w mod 2^32 one `vpmulld`; the quotient times q is shifts and adds
+//! (q = 2^23 − 2^13 + 1), which keeps the busy vector multiplier at three products per eight
+//! butterflies.
+//! - Forward: (x, y) ← (x + t, x + 2q − t) with t ∈ [0, 2q): from inputs in [0, q) every value
+//!   stays below (2l + 1)·q after layer l, so below 17q < 2^28 at the end. For x < 2^31,
+//!   ⌊x/2^23⌋ underestimates ⌊x/q⌋ by at most one, so x − ⌊x/2^23⌋·q ∈ [0, 2q) and one
+//!   conditional subtraction ends in [0, q) ([`canonical`]).
+//! - Inverse: (x, y) ← (x + y, w·(x + 128q − y)). Entering layer l every value is below
+//!   2^(l−1)·q ≤ 128q, so x + 128q − y is non-negative and below 2^8·q < 2^31, and the last
+//!   sums stay below 2^8·q as well. The scaling by 256^{-1} is one more Shoup product, in
+//!   [0, 2q); one conditional subtraction ends in [0, q) ([`canonical_small`]).
 //!
 //! Memory moves through `bytemuck` (a `[u64; 4]` value cast to a vector is an unaligned load),
 //! so the module has no `unsafe`; the arithmetic intrinsics are safe to call inside functions
@@ -72,16 +72,16 @@ const N_INV: [i32; 2] = shoup_pair(8_347_681);
 /// A twiddle pair broadcast to every lane.
 #[derive(Clone, Copy)]
 struct Twiddle {
-    z: __m256i,
-    z_inv: __m256i,
+    w: __m256i,
+    w_shoup: __m256i,
 }
 
 #[target_feature(enable = "avx2")]
 #[inline]
-fn broadcast([z, z_inv]: [i32; 2]) -> Twiddle {
+fn broadcast([w, w_shoup]: [i32; 2]) -> Twiddle {
     Twiddle {
-        z: _mm256_set1_epi32(z),
-        z_inv: _mm256_set1_epi32(z_inv),
+        w: _mm256_set1_epi32(w),
+        w_shoup: _mm256_set1_epi32(w_shoup),
     }
 }
 
@@ -100,11 +100,11 @@ fn inverse_twiddle(k: usize) -> Twiddle {
 /// Shoup's product of each unsigned lane a < 2^32 with the twiddle w: a·w mod q in [0, 2q).
 #[target_feature(enable = "avx2")]
 #[inline]
-fn montgomery_mul(a: __m256i, w: Twiddle) -> __m256i {
-    let hi_even = _mm256_srli_epi64::<32>(_mm256_mul_epu32(a, w.z_inv));
-    let hi_odd = _mm256_mul_epu32(_mm256_srli_epi64::<32>(a), w.z_inv);
+fn shoup_mul(a: __m256i, w: Twiddle) -> __m256i {
+    let hi_even = _mm256_srli_epi64::<32>(_mm256_mul_epu32(a, w.w_shoup));
+    let hi_odd = _mm256_mul_epu32(_mm256_srli_epi64::<32>(a), w.w_shoup);
     let estimate = _mm256_blend_epi32::<0b1010_1010>(hi_even, hi_odd);
-    _mm256_sub_epi32(_mm256_mullo_epi32(a, w.z), times_q(estimate))
+    _mm256_sub_epi32(_mm256_mullo_epi32(a, w.w), times_q(estimate))
 }
 
 /// x·q mod 2^32 by shifts, q = 2^23 − 2^13 + 1 (the vector multiplier is the busiest unit).
@@ -119,18 +119,18 @@ fn times_q(x: __m256i) -> __m256i {
 #[target_feature(enable = "avx2")]
 #[inline]
 fn ct(x: &mut __m256i, y: &mut __m256i, w: Twiddle) {
-    let t = montgomery_mul(*y, w);
+    let t = shoup_mul(*y, w);
     *y = _mm256_sub_epi32(_mm256_add_epi32(*x, _mm256_set1_epi32(2 * Q32)), t);
     *x = _mm256_add_epi32(*x, t);
 }
 
-/// Gentleman–Sande butterfly: (x, y) ← (x + y, w·(x + 2^8·q − y)).
+/// Gentleman–Sande butterfly: (x, y) ← (x + y, w·(x + 128q − y)).
 #[target_feature(enable = "avx2")]
 #[inline]
 fn gs(x: &mut __m256i, y: &mut __m256i, w: Twiddle) {
     let d = _mm256_sub_epi32(_mm256_add_epi32(*x, _mm256_set1_epi32(128 * Q32)), *y);
     *x = _mm256_add_epi32(*x, *y);
-    *y = montgomery_mul(d, w);
+    *y = shoup_mul(d, w);
 }
 
 /// Forward layers at distances 2 and 1 on four vectors (one block of 4): twiddle `k2` for the
@@ -157,7 +157,7 @@ fn inverse_radix4([v0, v1, v2, v3]: &mut [__m256i; 4], k1: usize, k2: usize) {
     gs(v1, v3, w);
 }
 
-/// x mod q in [0, q) for lanes with 0 ≤ x < 2^27 (module docs).
+/// x mod q in [0, q) for lanes with 0 ≤ x < 2^31 (module docs).
 #[target_feature(enable = "avx2")]
 #[inline]
 fn canonical(x: __m256i) -> __m256i {
@@ -167,7 +167,7 @@ fn canonical(x: __m256i) -> __m256i {
     _mm256_min_epu32(r, _mm256_sub_epi32(r, q))
 }
 
-/// x mod q in [0, q) for lanes with −q < x < q.
+/// x mod q in [0, q) for lanes with 0 ≤ x < 2q.
 #[target_feature(enable = "avx2")]
 #[inline]
 fn canonical_small(x: __m256i) -> __m256i {
@@ -284,7 +284,7 @@ fn inverse(a: &mut Work) {
         let mut v = gather8(a, j, 32);
         inverse_radix8(&mut v, 7, 3, 1);
         for x in v.iter_mut() {
-            *x = canonical_small(montgomery_mul(*x, n_inv));
+            *x = canonical_small(shoup_mul(*x, n_inv));
         }
         scatter8(a, j, 32, &v);
     }

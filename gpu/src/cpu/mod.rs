@@ -288,7 +288,7 @@ impl Isa {
     }
 }
 
-/// The production CPU backend (see the module docs): ML-DSA transforms on SIMD lanes, the rest
+/// The production CPU backend (see the module docs): ring transforms on SIMD lanes, the rest
 /// on the CPU reference. Results are bit-identical to [`CpuBackend`]'s.
 #[derive(Debug, Clone, Copy)]
 pub struct SimdCpuBackend {

@@ -15,20 +15,21 @@
 //! # Exactness
 //!
 //! Values are signed integers held in `f64`; twiddles w are centered, |w| ≤ (q − 1)/2, and
-//! q ≤ 2^48 + 2^15. [`mul_mod`] of a with |a| < 16q: |a·w| < 8q² < 2^100, so
-//! |lo| ≤ ulp(hi)/2 ≤ 2^46 < q/4. The quotient estimate fl(hi·fl(1/q)) carries two roundings
-//! of relative size 2^-53 on a quotient below 8q < 2^52, so it is within 1/2 of hi/q and
-//! k = rint(·) within 1: hi − k·q is an integer of absolute value at most q < 2^49, which the
-//! FMA that computes it rounds exactly, and so is its sum with lo. The result is a·w mod q up
-//! to a multiple of q, below 1.25·q in absolute value. (For q = 3329 every product is below
-//! 2^27, exact as it stands: lo = 0.)
-//! - Forward (Cooley–Tukey): each layer adds a product below 1.25q, so from inputs in [0, q)
-//!   every value stays below 11q in absolute value.
-//! - Inverse (Gentleman–Sande): each sum is reduced at once ([`reduce`]: at most q/2 + 1 in
-//!   absolute value), each difference goes through a product, so no value reaches 4q; the
-//!   scaling by n^{-1} is one more product.
-//! - [`reduce`] of |x| < 2^52: k = rint(x·fl(1/q)) is within 1/2 + 2^-40 of x/q, so x − k·q
-//!   (one exact FMA) lies in [−q/2 − 1, q/2 + 1]; adding q to negative values ends in [0, q).
+//! q ≤ 2^48 + 2^15. [`FmaRing::mul_mod`] of a with |a| < 9q: |a·w| < 4.5q² < 2^98.2, so
+//! |lo| ≤ ulp(hi)/2 ≤ 2^45 ≤ q/8. The quotient estimate fl(hi·fl(1/q)) carries two roundings
+//! of relative size 2^-53 on a quotient below 4.5q < 2^50.2, so it is within 0.3 of hi/q and
+//! k = rint(·) within 0.8: hi − k·q is an integer below 0.8·q < 2^49 in absolute value, which
+//! the FMA that computes it rounds exactly, and so is its sum with lo. The result t is a·w mod
+//! q up to a multiple of q, with |t| < 0.8q + q/8 < q. (For q = 3329 every product is below
+//! 2^26 and exact as it stands: lo = 0.)
+//! - Forward (Cooley–Tukey): each layer adds a product below q, so from inputs in [0, q)
+//!   every value stays below (l + 1)·q after layer l, at most 9q.
+//! - Inverse (Gentleman–Sande): each sum is reduced at once ([`FmaRing::reduce`]: at most
+//!   q/2 + 1 in absolute value), each difference goes through a product, so no value reaches
+//!   4q; the scaling by n^{-1} is one more product.
+//! - [`FmaRing::reduce`] of |x| < 2^52: the estimate x·fl(1/q) is within |x|·2^-52/q of x/q,
+//!   so x − k·q (one exact FMA) is within q/2 + |x|·2^-52 < q/2 + 1 of zero; adding q to
+//!   negative values ends in [0, q).
 //!
 //! Integers below 2^52 move between `u64` and `f64` through the bits of 2^52 + v, with no
 //! conversion instruction (AVX2 has none for 64-bit integers).
