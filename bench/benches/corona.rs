@@ -1,9 +1,11 @@
-//! Corona benchmarks (issue 5), single thread. Run: `cargo bench -p quasar-bench --bench corona`.
+//! Corona benchmarks (issue 5), single thread unless a group says otherwise. Run:
+//! `cargo bench -p quasar-bench --bench corona`.
 //! One function per criterion group (reports under `target/criterion/`):
 //!
 //! - `corona_ntt/{forward,inverse}`: one degree-256 negacyclic NTT / inverse NTT.
 //! - `corona_ntt/backend_forward_49`: 49 forward NTTs as one `CpuBackend` batch (the shape of a
-//!   commitment row), to show the seam's overhead over the per-polynomial call.
+//!   commitment row), spread over rayon's pool (49 ≥ `PARALLEL_ROWS`): what a batch costs
+//!   through the seam, against 49 times the per-polynomial call.
 //! - `corona_pointwise/product`: one coefficient-wise product of two NTT-form polynomials.
 //! - `corona_matvec/a_times_z`: A·z for A ∈ R_q^{8×7} cached in NTT form and z ∈ R_q^7 in NTT
 //!   form, including the 8 inverse NTTs of the result (the product in verification).

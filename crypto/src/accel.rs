@@ -254,7 +254,7 @@ pub type RowResults = Vec<Result<(), AccelError>>;
 /// [`Result`] per row. Methods take `&self` and the trait is object safe, so a dispatcher can
 /// hold `Arc<dyn BatchArithmetic>` and call it from many threads.
 pub trait BatchArithmetic: Send + Sync {
-    /// A short stable name for logs and metrics (`"cpu"`, `"cuda"`).
+    /// A short stable name for logs and metrics (`"cpu"`, `"cpu-simd"`, `"cuda"`).
     fn name(&self) -> &'static str;
 
     /// Forward NTT of every row in place: coefficients in [0, q) in, NTT image in [0, q) out.
@@ -278,8 +278,8 @@ pub trait BatchArithmetic: Send + Sync {
         rhs: &[u64],
     ) -> Result<RowResults, AccelError>;
 
-    /// How many rows of `class` the backend's kernels process as one unit (a CUDA block that
-    /// holds several rows): a dispatcher pads each stacked batch with zero rows to a multiple
+    /// How many rows of `class` the backend's kernels process as one unit (none of today's
+    /// backends has such a unit; a kernel whose block held several rows would): a dispatcher pads each stacked batch with zero rows to a multiple
     /// of it and discards their results. 1 (the default) means no padding.
     fn row_granularity(&self, class: NttClass) -> usize {
         let _ = class;

@@ -13,8 +13,9 @@
 //!   ζ^brv7(i) (the twiddles of FIPS 203 Appendix A, from index 0); products are coefficient-wise
 //!   and the inverse ([`cyclic_intt`]) is scaled by 256^{-1}.
 //!
-//! Values are canonical residues in [0, q) held in `u64` (the seam's row type); every product
-//! is below 2^24, so the kernels reduce with `%` after each product. They are the reference a
+//! Values are canonical residues in [0, q) held in `u64` (the seam's row type); products are
+//! below 2^24 and sums of two of them below 2^25, far inside `u64`, and the kernels reduce
+//! with `%` after each product or sum of products. They are the reference a
 //! faster backend is compared with, and are checked here against schoolbook multiplication in
 //! each ring (`tests/mlkem_ring.rs`).
 

@@ -12,7 +12,7 @@
 //! There is no dispatch thread: the caller whose request fills a queue, or whose deadline
 //! passes, computes the batch on its own thread and replies to the others (flat combining).
 //! Handing work to a sleeping thread and back costs two wake-ups, tens of microseconds on a
-//! virtual machine, which is as much as the 64 NTTs of a full CPU batch.
+//! virtual machine, which is as much as 64 NTTs on the CPU reference.
 //!
 //! # Exactness and isolation
 //!
@@ -24,9 +24,11 @@
 //! - a row with a value ≥ q fails inside the batch for its caller alone, with the row index
 //!   counted within that caller's buffer, and is returned unchanged;
 //! - if the backend fails a whole batch (no kernel, a device error, a panic, a reply of the wrong
-//!   length), each of its callers computes its own request on the CPU reference ([`CpuBackend`])
-//!   from its untouched buffer, with a log line and a count in [`QueueStats::fallbacks`]. A
-//!   caller never sees a device failure.
+//!   length), each of its callers computes its own request on the CPU
+//!   ([`crate::SimdCpuBackend`], bit-identical to the reference [`CpuBackend`]) from its
+//!   untouched buffer, with a log line and a count in [`QueueStats::fallbacks`]. A caller never
+//!   sees a device failure; `fallbacks` also counts batches of a workload the backend has no
+//!   kernel for.
 //!
 //! # What is not stacked
 //!
@@ -97,7 +99,7 @@ pub struct QueueStats {
     pub queue_wait: Duration,
     /// The longest such wait.
     pub max_queue_wait: Duration,
-    /// Time the worker spent on batches (stacking, the backend, replies).
+    /// Time spent on batches by the callers that led them (stacking, the backend, replies).
     pub busy: Duration,
     /// Batches the backend failed whole (their callers computed them on the CPU).
     pub fallbacks: u64,
@@ -561,9 +563,9 @@ fn wait(
     }
 }
 
-/// `key`'s operation on the CPU reference.
+/// `key`'s operation on the CPU (the production CPU backend, bit-identical to the reference).
 fn reference(key: QueueKey, rows: &mut [u64], rhs: &[u64]) -> Result<RowResults, AccelError> {
-    CpuBackend.ring(key.class, key.op, rows, rhs)
+    crate::SimdCpuBackend::new().ring(key.class, key.op, rows, rhs)
 }
 
 /// A row error re-indexed from the batch to its caller's buffer (`offset` rows before it).

@@ -12,7 +12,7 @@
 //! ML-KEM) on SIMD lanes (AVX2 and FMA chosen at run time), the CPU reference for the rest.
 //!
 //! [`cuda::CudaBackend`] (feature `cuda`) runs the ring workloads on an NVIDIA GPU, with kernels
-//! compiled by NVRTC at first use ([`kernels`] holds their source, their twiddle tables and
+//! compiled by NVRTC when the backend opens (at node start) ([`kernels`] holds their source, their twiddle tables and
 //! their CPU twin). Not built yet: MSM and F_r NTT kernels, the matrix-form (tensor-core) NTT,
 //! and ML-KEM's ring.
 //!
@@ -49,8 +49,8 @@ pub struct Arithmetic {
 /// when the device fails them. Otherwise [`SimdCpuBackend`], called directly, with no
 /// dispatcher: on a CPU, stacking requests gains nothing (a row costs the same alone or in a
 /// batch, and rows already spread over rayon's pool) and makes callers wait for their batch;
-/// the `ntt` benchmark measures it at about half the throughput of direct calls for 64
-/// concurrent single-row callers.
+/// the `ntt` benchmark measures a dispatcher over the CPU reference at about half the
+/// throughput of direct calls for 64 concurrent single-row callers.
 pub fn best_available() -> Arithmetic {
     #[cfg(feature = "cuda")]
     match cuda::CudaBackend::open(0) {

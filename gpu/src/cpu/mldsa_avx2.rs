@@ -4,9 +4,10 @@
 //! q = 8380417, ζ = 1753. A group of eight rows is transposed into 256 vectors of eight 32-bit
 //! lanes (vector j holds coefficient j of every row), so every butterfly of every layer is the
 //! same vertical operation with a broadcast twiddle; there are no shuffles inside the
-//! transform. The eight layers run as three passes over the vectors (3 + 3 + 2 layers), each
-//! pass keeping eight (or four) vectors in registers, so the 8 KiB of a group is read and
-//! written three times instead of eight.
+//! transform. The eight layers run as three passes over the vectors (3 + 3 + 2 layers forward,
+//! 2 + 3 + 3 inverse), each pass keeping eight (or four) vectors in registers, so the 8 KiB of
+//! a group is read and written three times instead of eight, besides the transposes in and
+//! out.
 //!
 //! # Arithmetic and bounds
 //!

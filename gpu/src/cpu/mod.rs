@@ -313,7 +313,8 @@ impl SimdCpuBackend {
         SimdCpuBackend { isa: Isa::Portable }
     }
 
-    /// Whether the AVX2 kernels run.
+    /// Whether the AVX2 kernels run (the CPU reported AVX2 and FMA; without them ML-DSA runs on
+    /// the portable kernels and the other classes on the reference).
     pub fn uses_avx2(&self) -> bool {
         self.isa != Isa::Portable
     }

@@ -1,5 +1,5 @@
 //! Ring NTTs on four `f64` lanes with fused multiply-add: exact modular arithmetic for Corona's
-//! 48-bit modulus without 64-bit vector multiplies, and for ML-KEM's 12-bit one.
+//! 49-bit modulus without 64-bit vector multiplies, and for ML-KEM's 12-bit one.
 //!
 //! The rings ([`FmaRing`]): Corona's R_q = Z_q\[X\]/(X^256 + 1), q = 2^48 + 18945, with the
 //! transforms of `quasar_crypto::corona::ring` (Longa–Naehrig 2016, Algorithms 1 and 2; ψ =
@@ -26,7 +26,8 @@
 //!   every value stays below (l + 1)·q after layer l, at most 9q.
 //! - Inverse (Gentleman–Sande): each sum is reduced at once ([`FmaRing::reduce`]: at most
 //!   q/2 + 1 in absolute value), each difference goes through a product, so no value reaches
-//!   4q; the scaling by n^{-1} is one more product.
+//!   4q; the scaling by 2^{−layers} (256^{-1}, or 128^{-1} for ML-KEM's seven layers) is one
+//!   more product.
 //! - [`FmaRing::reduce`] of |x| < 2^52: the estimate x·fl(1/q) is within |x|·2^-52/q of x/q,
 //!   so x − k·q (one exact FMA) is within q/2 + |x|·2^-52 < q/2 + 1 of zero; adding q to
 //!   negative values ends in [0, q).
@@ -163,7 +164,8 @@ impl FmaRing {
         }
     }
 
-    /// a·w mod q up to a multiple of q, exact, below 1.25·q in absolute value (module docs).
+    /// a·w mod q up to a multiple of q, exact, below q in absolute value for |a| < 9q (module
+    /// docs).
     #[target_feature(enable = "avx2,fma")]
     #[inline]
     fn mul_mod(&self, a: __m256d, w: __m256d) -> __m256d {

@@ -1,4 +1,4 @@
-//! The CUDA backend's ring kernels (`ntt.cu`, compiled by NVRTC at first use) and their CPU
+//! The CUDA backend's ring kernels (`ntt.cu`, compiled by NVRTC when the backend opens) and their CPU
 //! twin.
 //!
 //! The CUDA backend only runs where a GPU is lent, so everything about its ring kernels that
