@@ -150,18 +150,8 @@ const fn shoup_mul(a: u64, w: u64, wq: u64) -> u64 {
 }
 
 /// base^exp mod q at compile time (table construction only; `%` on u128 is slow at run time).
-const fn pow_const(base: u64, mut exp: u64) -> u64 {
-    let q = Q as u128;
-    let mut acc = 1u128;
-    let mut b = base as u128 % q;
-    while exp > 0 {
-        if exp & 1 == 1 {
-            acc = acc * b % q;
-        }
-        b = b * b % q;
-        exp >>= 1;
-    }
-    acc as u64
+const fn pow_const(base: u64, exp: u64) -> u64 {
+    crate::accel::pow_mod(base, exp, Q)
 }
 
 // ---------------------------------------------------------------------------------------------
