@@ -5,9 +5,16 @@
 //! lanes (vector j holds coefficient j of every row), so every butterfly of every layer is the
 //! same vertical operation with a broadcast twiddle; there are no shuffles inside the
 //! transform. The eight layers run as three passes over the vectors (3 + 3 + 2 layers forward,
-//! 2 + 3 + 3 inverse), each pass keeping eight (or four) vectors in registers, so the 8 KiB of
-//! a group is read and written three times instead of eight, besides the transposes in and
-//! out.
+//! 2 + 3 + 3 inverse), each pass keeping eight vectors in registers; the two-layer pass runs
+//! block by block inside the transposition (the last forward pass before each block goes out,
+//! the first inverse pass as each block comes in), so the 8 KiB of a group is read and written
+//! twice between the transposes instead of eight times.
+//!
+//! The transposition in also checks the input: every value is below q exactly when the OR of
+//! all the `u64` values has zero high halves and the largest low half is at most q − 1, three
+//! vector operations per eight values. A group that fails is left untouched, and the caller
+//! checks its rows one by one. The transposed rows go to a per-thread [`WORK`] buffer, reused
+//! from call to call.
 //!
 //! # Arithmetic and bounds
 //!
@@ -33,18 +40,29 @@
 
 use core::arch::x86_64::{
     __m256i, _mm256_add_epi32, _mm256_blend_epi32, _mm256_castps_si256, _mm256_castsi256_ps,
-    _mm256_min_epu32, _mm256_mul_epu32, _mm256_mullo_epi32, _mm256_permute2x128_si256,
-    _mm256_set1_epi32, _mm256_setzero_si256, _mm256_shuffle_ps, _mm256_slli_epi32,
-    _mm256_srli_epi32, _mm256_srli_epi64, _mm256_sub_epi32, _mm256_unpackhi_epi32,
+    _mm256_cmpeq_epi32, _mm256_max_epu32, _mm256_min_epu32, _mm256_movemask_epi8, _mm256_mul_epu32,
+    _mm256_mullo_epi32, _mm256_or_si256, _mm256_permute2x128_si256, _mm256_set1_epi32,
+    _mm256_setzero_si256, _mm256_shuffle_ps, _mm256_slli_epi32, _mm256_srli_epi32,
+    _mm256_srli_epi64, _mm256_sub_epi32, _mm256_testz_si256, _mm256_unpackhi_epi32,
     _mm256_unpackhi_epi64, _mm256_unpacklo_epi32, _mm256_unpacklo_epi64,
 };
+use std::cell::RefCell;
 
 use quasar_crypto::accel::{pow_mod, RingOp};
 
 use super::{LANES, N, Q};
 
 /// Eight rows, transposed: vector j holds coefficient j of each row.
-type Work = [__m256i; N];
+pub(super) type Work = [__m256i; N];
+
+// `transform` transposes 8×8 blocks: one row per lane.
+const _: () = assert!(LANES == 8);
+
+thread_local! {
+    /// Each thread's [`Work`] (8 KiB), reused from call to call: a fresh one per call would be
+    /// cleared first, which costs about as much as a transposition.
+    pub(super) static WORK: RefCell<Work> = RefCell::new(bytemuck::Zeroable::zeroed());
+}
 
 const Q32: i32 = Q as i32;
 
@@ -238,7 +256,8 @@ fn scatter8(a: &mut Work, base: usize, stride: usize, v: &[__m256i; 8]) {
     }
 }
 
-/// FIPS 204 Algorithm 41 on eight transposed rows, values in [0, q) in and out.
+/// FIPS 204 Algorithm 41 on eight transposed rows up to distance 4, from values in [0, q);
+/// [`forward_last`] ends it block by block while the rows are stored.
 #[target_feature(enable = "avx2")]
 fn forward(a: &mut Work) {
     // Layers with distances 128, 64, 32.
@@ -255,22 +274,37 @@ fn forward(a: &mut Work) {
             scatter8(a, 32 * block + j, 4, &v);
         }
     }
-    // Distances 2 and 1 inside each block of 4, then the reduction.
-    for (block, v) in a.as_chunks_mut::<4>().0.iter_mut().enumerate() {
-        forward_radix4(v, 64 + block, 128 + 2 * block);
+}
+
+/// The end of FIPS 204 Algorithm 41 on vectors `8·block .. 8·block + 8` (two blocks of 4):
+/// distances 2 and 1, then the reduction to [0, q).
+#[target_feature(enable = "avx2")]
+#[inline]
+fn forward_last(block: usize, v: &mut [__m256i; 8]) {
+    for (half, v) in v.as_chunks_mut::<4>().0.iter_mut().enumerate() {
+        let quad = 2 * block + half;
+        forward_radix4(v, 64 + quad, 128 + 2 * quad);
         for x in v.iter_mut() {
             *x = canonical(*x);
         }
     }
 }
 
-/// FIPS 204 Algorithm 42 on eight transposed rows, values in [0, q) in and out.
+/// The start of FIPS 204 Algorithm 42 on vectors `8·block .. 8·block + 8`: distances 1 and 2
+/// inside each block of 4.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn inverse_first(block: usize, v: &mut [__m256i; 8]) {
+    for (half, v) in v.as_chunks_mut::<4>().0.iter_mut().enumerate() {
+        let quad = 2 * block + half;
+        inverse_radix4(v, 255 - 2 * quad, 127 - quad);
+    }
+}
+
+/// FIPS 204 Algorithm 42 on eight transposed rows from distance 4 on, after
+/// [`inverse_first`] ran block by block while the rows were loaded; values in [0, q) out.
 #[target_feature(enable = "avx2")]
 fn inverse(a: &mut Work) {
-    // Distances 1 and 2 inside each block of 4.
-    for (block, v) in a.as_chunks_mut::<4>().0.iter_mut().enumerate() {
-        inverse_radix4(v, 255 - 2 * block, 127 - block);
-    }
     // Distances 4, 8, 16 inside each block of 32.
     for block in 0..8 {
         for j in 0..4 {
@@ -329,12 +363,19 @@ fn transpose8(r: [__m256i; 8]) -> [__m256i; 8] {
 /// vector positions, so neither side needs a lane-crossing permute.
 const SIGMA: [usize; 8] = [0, 1, 4, 5, 2, 3, 6, 7];
 
-/// Eight `u64` values below 2^32 as eight 32-bit lanes in [`SIGMA`] order.
+/// Eight `u64` values as two vectors of four.
 #[target_feature(enable = "avx2")]
 #[inline]
-fn narrow(values: &[u64; 8]) -> __m256i {
-    let [lo, hi]: [[u64; 4]; 2] = bytemuck::cast(*values);
-    let (lo, hi): (__m256i, __m256i) = (bytemuck::cast(lo), bytemuck::cast(hi));
+fn load8(values: &[u64; 8]) -> [__m256i; 2] {
+    let halves: [[u64; 4]; 2] = bytemuck::cast(*values);
+    halves.map(bytemuck::cast)
+}
+
+/// The low 32 bits of eight `u64` values (two vectors of four) as eight lanes in [`SIGMA`]
+/// order.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn narrow([lo, hi]: [__m256i; 2]) -> __m256i {
     // The low halves of each 128-bit half: [v0, v1, v4, v5] and [v2, v3, v6, v7].
     let low_halves =
         _mm256_shuffle_ps::<0b10_00_10_00>(_mm256_castsi256_ps(lo), _mm256_castsi256_ps(hi));
@@ -351,33 +392,49 @@ fn widen(v: __m256i) -> [u64; 8] {
     bytemuck::cast([lo, hi])
 }
 
-/// `op` (forward or inverse) on up to [`LANES`] rows of canonical ML-DSA residues (checked by
-/// the caller), in place.
+/// `op` (forward or inverse) on [`LANES`] rows in place, through `work`, when every value
+/// is an ML-DSA residue (below q); otherwise `false`, with the rows unchanged.
+///
+/// The check rides on the transposition: values are below q when the OR of all of them has
+/// zero high halves and the largest low half is at most q − 1.
 #[target_feature(enable = "avx2")]
-pub(super) fn transform(op: RingOp, rows: &mut [&mut [u64; N]]) {
-    let mut blocks = [[_mm256_setzero_si256(); 8]; N / 8];
-    for (block, vectors) in blocks.iter_mut().enumerate() {
+pub(super) fn transform(op: RingOp, rows: &mut [[u64; N]; LANES], work: &mut Work) -> bool {
+    let (mut any, mut largest) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+    for (block, vectors) in work.as_chunks_mut::<8>().0.iter_mut().enumerate() {
         let mut columns = [_mm256_setzero_si256(); 8];
         for (column, row) in columns.iter_mut().zip(rows.iter()) {
-            *column = narrow(row_block(row, block));
+            let [lo, hi] = load8(row_block(row, block));
+            any = _mm256_or_si256(any, _mm256_or_si256(lo, hi));
+            *column = narrow([lo, hi]);
+            largest = _mm256_max_epu32(largest, *column);
         }
         let transposed = transpose8(columns);
-        for (v, &i) in vectors.iter_mut().zip(&SIGMA) {
-            *v = transposed[i];
+        *vectors = SIGMA.map(|i| transposed[i]);
+        if op == RingOp::Inverse {
+            inverse_first(block, vectors);
         }
     }
-    let work: &mut Work = blocks.as_flattened_mut().try_into().expect("256 vectors");
+    let high = _mm256_srli_epi64::<32>(any);
+    let q_minus_1 = _mm256_set1_epi32(Q32 - 1);
+    let below_q = _mm256_cmpeq_epi32(_mm256_max_epu32(largest, q_minus_1), q_minus_1);
+    if _mm256_testz_si256(high, high) == 0 || _mm256_movemask_epi8(below_q) != -1 {
+        return false;
+    }
     match op {
         RingOp::Forward => forward(work),
         _ => inverse(work),
     }
-    for (block, vectors) in blocks.iter().enumerate() {
+    for (block, vectors) in work.as_chunks::<8>().0.iter().enumerate() {
+        let mut vectors = *vectors;
+        if op == RingOp::Forward {
+            forward_last(block, &mut vectors);
+        }
         let rows_of_block = transpose8(SIGMA.map(|i| vectors[i]));
         for (row, v) in rows.iter_mut().zip(rows_of_block) {
             *row_block_mut(row, block) = widen(v);
         }
     }
-    const _: () = assert!(LANES == 8);
+    true
 }
 
 /// Coefficients `8·block .. 8·block + 8` of a row (`block` < 32).

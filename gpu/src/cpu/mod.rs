@@ -20,7 +20,9 @@
 //!
 //! Every build is checked against the reference in `tests/cpu.rs`. Before a transform, one scan of
 //! the batch ([`all_canonical`], compiled for the same ISA) accepts the common case, where
-//! every value is below q; only a batch that fails it is checked row by row.
+//! every value is below q; only a batch that fails it is checked row by row. ML-DSA on AVX2
+//! skips that scan: its kernel checks each group of [`LANES`] rows while transposing it, and
+//! only a group that fails is checked row by row.
 //!
 //! # Arithmetic and bounds of the portable kernels
 //!
@@ -38,9 +40,9 @@
 
 use ark_bls12_381::{Fr, G1Affine, G1Projective, G2Affine, G2Projective};
 use quasar_crypto::accel::{
-    all_canonical, check_call, pow_mod, reference_row, row_results, AccelError, BatchArithmetic,
-    CpuBackend, MsmRequest, MsmResults, NttClass, RingOp, RowResults, ScalarTransform,
-    PARALLEL_ROWS,
+    all_canonical, check_call, check_row, pow_mod, reference_row, row_results, AccelError,
+    BatchArithmetic, CpuBackend, MsmRequest, MsmResults, NttClass, RingOp, RowResults,
+    ScalarTransform, PARALLEL_ROWS,
 };
 use rayon::prelude::*;
 
@@ -262,22 +264,16 @@ impl Isa {
     /// `class`, in place.
     fn run(self, class: NttClass, op: RingOp, group: &mut [&mut [u64; N]]) {
         match (self, class) {
-            // SAFETY (both calls): `Isa::Avx2` is only constructed after
-            // `is_x86_feature_detected!` reported AVX2 and FMA on this CPU.
-            #[cfg(target_arch = "x86_64")]
-            (Isa::Avx2, NttClass::MlDsa) => {
-                #[allow(unsafe_code)]
-                unsafe {
-                    mldsa_avx2::transform(op, group)
-                }
-            }
             #[cfg(target_arch = "x86_64")]
             (Isa::Avx2, class) if let Some(ring) = ring_fma::FmaRing::of(class) => {
+                // SAFETY: `Isa::Avx2` is only constructed after `is_x86_feature_detected!`
+                // reported AVX2 and FMA on this CPU.
                 #[allow(unsafe_code)]
                 unsafe {
                     ring.transform(op, group)
                 }
             }
+            // (ML-DSA on AVX2 takes `mldsa_avx2_rows` instead, before any grouping.)
             (_, NttClass::MlDsa) => portable_group(op, group),
             _ => {
                 for row in group.iter_mut() {
@@ -286,6 +282,76 @@ impl Isa {
             }
         }
     }
+}
+
+/// ML-DSA on the AVX2 kernel: groups of [`LANES`] consecutive rows, each checked while it is
+/// transposed (across rayon's pool from [`PARALLEL_ROWS`] rows on). A group that fails the
+/// check, and a last partial group, are checked row by row and their valid rows transformed
+/// in a zero-padded copy.
+#[cfg(target_arch = "x86_64")]
+fn mldsa_avx2_rows(op: RingOp, rows: &mut [u64]) -> RowResults {
+    let mut results = vec![Ok(()); rows.len() / N];
+    if results.len() < PARALLEL_ROWS {
+        let groups = rows.chunks_mut(LANES * N).zip(results.chunks_mut(LANES));
+        for (g, (rows, results)) in groups.enumerate() {
+            mldsa_avx2_group(op, g * LANES, rows, results);
+        }
+    } else {
+        let groups = rows
+            .par_chunks_mut(LANES * N)
+            .zip(results.par_chunks_mut(LANES));
+        groups
+            .enumerate()
+            .for_each(|(g, (rows, results))| mldsa_avx2_group(op, g * LANES, rows, results));
+    }
+    results
+}
+
+/// One group of [`mldsa_avx2_rows`]: up to [`LANES`] rows, the first being row `first` of the
+/// batch, and their results.
+#[cfg(target_arch = "x86_64")]
+fn mldsa_avx2_group(
+    op: RingOp,
+    first: usize,
+    group: &mut [u64],
+    results: &mut [Result<(), AccelError>],
+) {
+    let kernel = |rows: &mut [[u64; N]; LANES]| {
+        mldsa_avx2::WORK.with_borrow_mut(|work| {
+            // SAFETY: `mldsa_avx2_rows` runs on `Isa::Avx2` only, which is constructed after
+            // `is_x86_feature_detected!` reported AVX2 and FMA on this CPU.
+            #[allow(unsafe_code)]
+            unsafe {
+                mldsa_avx2::transform(op, rows, work)
+            }
+        })
+    };
+    let rows = group.as_chunks_mut::<N>().0;
+    if let Ok(full) = <&mut [[u64; N]; LANES]>::try_from(&mut *rows) {
+        if kernel(full) {
+            return;
+        }
+    }
+    let mut valid = Vec::with_capacity(LANES);
+    for (r, (row, result)) in rows.iter_mut().zip(results.iter_mut()).enumerate() {
+        *result = check_row(NttClass::MlDsa, first + r, row);
+        if result.is_ok() {
+            valid.push(row);
+        }
+    }
+    let mut padded = [[0u64; N]; LANES];
+    for (copy, row) in padded.iter_mut().zip(&valid) {
+        *copy = **row;
+    }
+    // Every value of `padded` is now below q, so the kernel's own check passes.
+    let transformed = kernel(&mut padded);
+    for (copy, row) in padded.iter().zip(valid) {
+        *row = *copy;
+    }
+    assert!(
+        transformed,
+        "rows checked by check_row pass the kernel's check"
+    );
 }
 
 /// The production CPU backend (see the module docs): ring transforms on SIMD lanes, the rest
@@ -328,6 +394,11 @@ impl SimdCpuBackend {
         op: RingOp,
         rows: &mut [u64],
     ) -> Result<RowResults, AccelError> {
+        #[cfg(target_arch = "x86_64")]
+        if self.isa == Isa::Avx2 && class == NttClass::MlDsa {
+            check_call(class, op, rows, &[])?;
+            return Ok(mldsa_avx2_rows(op, rows));
+        }
         let Some(width) = self.isa.group_width(class) else {
             return CpuBackend.ring(class, op, rows, &[]);
         };
