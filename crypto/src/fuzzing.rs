@@ -8,6 +8,10 @@
 //! - [`bls_decode`]: BLS public keys, signatures and proofs of possession from peer, file or RPC
 //!   bytes decode or fail cleanly (directly and through the [`PublicKeyCache`]); what decodes is
 //!   canonical (re-encodes to the same bytes) and never the identity.
+//! - [`bls_threshold_decode`]: threshold BLS secret shares and signature shares decode or fail
+//!   cleanly (length, index in 1..=1024, scalar below r and nonzero, point in G2 and not the
+//!   identity); what decodes is canonical, a decoded secret share signs a share that verifies
+//!   under its public key, and one signature share combines (threshold 1) to its own signature.
 //! - [`corona_decode`]: Corona group keys, signatures and round messages decode or fail cleanly,
 //!   and what decodes re-encodes to the same bytes (the encodings are canonical); a decoded
 //!   signature verifies or is rejected without panicking.
@@ -69,6 +73,61 @@ pub fn bls_decode(data: &[u8]) {
                 pop.to_bytes().as_slice(),
                 bytes,
                 "non-canonical proof accepted"
+            );
+        }
+    }
+}
+
+/// Decodes `data` as a threshold BLS secret share and as a signature share (each from the prefix
+/// of its length, and from the whole input).
+///
+/// Panics if something decodes that does not re-encode to its input or has an index outside
+/// `1..=MAX_PARTICIPANTS`, if a decoded secret share's signature share does not verify under its
+/// share public key, or if a decoded signature share, combined alone at threshold 1 (Lagrange
+/// coefficient 1), is not its own signature.
+pub fn bls_threshold_decode(data: &[u8]) {
+    use crate::bls_threshold::{
+        combine, verify_share, SecretShare, SignatureShare, MAX_PARTICIPANTS, SECRET_SHARE_LEN,
+        SIGNATURE_SHARE_LEN,
+    };
+    let valid_index = |index: u16| (1..=MAX_PARTICIPANTS).contains(&index);
+    let secret_bytes = data.get(..SECRET_SHARE_LEN).unwrap_or(data);
+    for bytes in [data, secret_bytes] {
+        if let Ok(share) = SecretShare::from_bytes(bytes) {
+            assert_eq!(
+                share.to_bytes().as_slice(),
+                bytes,
+                "non-canonical secret share accepted"
+            );
+            assert!(
+                valid_index(share.index()),
+                "secret share index out of range"
+            );
+            let signed = share.sign(b"quasar-fuzz");
+            assert_eq!(signed.index(), share.index());
+            assert_eq!(
+                verify_share(&share.public_key(), b"quasar-fuzz", &signed),
+                Ok(()),
+                "a decoded secret share signs a share that does not verify"
+            );
+        }
+    }
+    let share_bytes = data.get(..SIGNATURE_SHARE_LEN).unwrap_or(data);
+    for bytes in [data, share_bytes] {
+        if let Ok(share) = SignatureShare::from_bytes(bytes) {
+            assert_eq!(
+                share.to_bytes().as_slice(),
+                bytes,
+                "non-canonical signature share accepted"
+            );
+            assert!(
+                valid_index(share.index()),
+                "signature share index out of range"
+            );
+            assert_eq!(
+                combine(1, &[share]).ok(),
+                Some(*share.signature()),
+                "one share at threshold 1 must combine to itself"
             );
         }
     }

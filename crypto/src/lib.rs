@@ -5,6 +5,9 @@
 //!   draft-irtf-cfrg-bls-signature-05. A [`bls::PublicKey`] or [`bls::Signature`] that exists has
 //!   passed its subgroup check and is not the identity point. Also aggregate keys, AggregateVerify
 //!   and randomized batch verification of independent signatures with bisection.
+//! - [`bls_threshold`]: t-of-n threshold BLS on the same min-pk scheme (Shamir shares from a
+//!   trusted dealer, Lagrange combination in G2, Boldyreva 2003): the combined signature is a
+//!   standard BLS signature under the group key.
 //! - [`bls_cache`]: the pubkey decompression cache (2048 buckets × 2 ways, FNV-1a-64, round-robin
 //!   eviction), shared across threads, with hit/miss/eviction counters.
 //! - [`mldsa`]: ML-DSA-44/65/87 (FIPS 204) on `libcrux-ml-dsa`: key generation from a 32-byte
@@ -24,8 +27,8 @@
 //! - [`rollup`]: the Groth16 rollup of validator ML-DSA signatures: gadgets (Keccak/SHAKE256,
 //!   Poseidon, mod-q arithmetic), the in-circuit FIPS 204 verification, the circuit, the
 //!   development setup and our prover on the [`accel`] seam.
-//! - [`fuzzing`]: entry points of the `crypto/fuzz` targets (BLS, ML-DSA, Corona, Pulsar and
-//!   proving-key decoders).
+//! - [`fuzzing`]: entry points of the `crypto/fuzz` targets (BLS, threshold BLS, ML-DSA, Corona,
+//!   Pulsar and proving-key decoders).
 //!
 //! This crate depends on nothing else in the workspace; consensus, wire and storage depend on it.
 #![forbid(unsafe_code)]
@@ -43,6 +46,7 @@
 pub mod accel;
 pub mod bls;
 pub mod bls_cache;
+pub mod bls_threshold;
 pub mod corona;
 pub mod fuzzing;
 pub mod hash;

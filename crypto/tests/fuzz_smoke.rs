@@ -42,6 +42,26 @@ fn bls_decoders_survive_mutated_and_random_input() {
     }
 }
 
+/// Real threshold BLS shares of a 2-of-3 dealing (a secret share and a signature share), mutated.
+#[test]
+fn bls_threshold_decoders_survive_mutated_and_random_input() {
+    use quasar_crypto::bls_threshold::deal;
+    use quasar_crypto::fuzzing::bls_threshold_decode;
+    let dealing = deal(2, 3, &mut ChaCha8Rng::seed_from_u64(6)).unwrap();
+    let share = &dealing.shares()[2];
+    let seeds = [
+        share.to_bytes().to_vec(),
+        share.sign(b"m").to_bytes().to_vec(),
+    ];
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    for seed in &seeds {
+        bls_threshold_decode(seed);
+        for _ in 0..300 {
+            bls_threshold_decode(&mutate(&mut rng, seed));
+        }
+    }
+}
+
 #[test]
 fn mldsa_decoders_and_verify_survive_mutated_and_random_input() {
     let sk = mldsa::SecretKey::<MlDsa65>::from_seed(&[5; 32]);

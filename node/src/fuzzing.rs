@@ -14,7 +14,8 @@
 //! - [`core_inputs`]: the consensus core's message handler under a fuzz-chosen sequence of
 //!   validly signed (possibly equivocating) messages, timer expiries and clock steps; see its docs
 //!   for the instruction format and the invariants it asserts.
-//! - [`genesis_json`], [`node_toml`], [`guard_file`]: operator files never panic their parsers.
+//! - [`genesis_json`], [`node_toml`], [`guard_file`], [`thresholdd_key_file`]: operator files
+//!   never panic their parsers.
 //! - [`rollup_signature`]: the rollup signature collector agrees with FIPS 204 on peer bytes.
 
 use crate::config::{GenesisFile, NodeConfig, SecretKeyFile};
@@ -25,6 +26,7 @@ use crate::consensus::{
 use crate::rollup_job::{CollectError, WindowCollector};
 use crate::signer::{SignError, VoteSigner};
 use crate::sync::{serve, SyncSource, MAX_SYNC_BLOCKS};
+use crate::thresholdd::keystore;
 use quasar_crypto::bls::{SecretKey, Signature};
 use quasar_crypto::hash::Hash;
 use quasar_crypto::mldsa::{
@@ -373,6 +375,30 @@ pub fn guard_file(data: &[u8]) {
                 "a repeated vote was refused"
             );
         }
+    }
+}
+
+/// Any bytes as a thresholdd keystore file, read as a key file (`<key id>.json`) and as the
+/// `keystore.json` header: parsing returns the decoded file or an error naming the field, never
+/// panics, and whatever parses re-encodes to bytes that parse to the same value. (Authentication
+/// needs the master key and is not fuzzed here: a mutated file fails it by design.)
+///
+/// Panics: when a parsed file's encoding does not parse back to it.
+pub fn thresholdd_key_file(data: &[u8]) {
+    if let Ok(sealed) = keystore::parse_key_file(data) {
+        let again = keystore::parse_key_file(&sealed.to_bytes());
+        assert!(
+            again.as_ref().is_ok_and(|a| *a == sealed),
+            "a key file does not survive re-encoding: {:?}",
+            again.map(|a| a.info().clone())
+        );
+    }
+    if let Ok(header) = keystore::parse_header(data) {
+        let again = keystore::parse_header(&header.to_bytes());
+        assert!(
+            again.as_ref().is_ok_and(|a| *a == header),
+            "a header does not survive re-encoding: {again:?}"
+        );
     }
 }
 

@@ -9,6 +9,8 @@
 //!   `node.toml`);
 //! - [`sim`]: a seeded simulation of a validator network around the same core;
 //! - [`testnet`]: the multi-process local network behind `quasar-node testnet`.
+//! - [`thresholdd`]: the signing daemon behind the `thresholdd` binary; [`process`]: logging,
+//!   runtime and shutdown signal of both binaries.
 //! - [`rollup`], [`rollup_job`]: the Groth16 rollup commands, and the signature collection and
 //!   asynchronous proving the node runs per window.
 //! - [`quasar`], [`quasar_service`]: Quasar finality: bundles of finalized blocks, their legs,
@@ -24,6 +26,7 @@ pub mod fuzzing;
 pub mod mempool;
 pub mod metrics;
 pub mod p2p;
+pub mod process;
 pub mod quasar;
 pub mod quasar_service;
 pub mod rollup;
@@ -33,3 +36,4 @@ pub mod signer;
 pub mod sim;
 pub mod sync;
 pub mod testnet;
+pub mod thresholdd;

@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 use quasar_crypto::magnetar::ParameterSet;
 use quasar_lanes::cert::Profile;
 use quasar_node::config::{keygen_with_set, parse_magnetar_set, GenesisFile, NodeConfig};
+use quasar_node::process::{init_tracing, interrupted, runtime};
 use quasar_node::rollup;
 use quasar_node::runtime::now_us;
 use quasar_node::testnet::{self, TestnetOptions};
@@ -204,44 +205,6 @@ enum Command {
         #[arg(long)]
         proof: PathBuf,
     },
-}
-
-fn init_tracing() {
-    let mut filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    // arkworks opens a span per gadget call and its constraint system captures the span stack
-    // of every constraint while a subscriber listens: tens of GB for the rollup circuit.
-    if let Ok(off) = "gr1cs=off".parse() {
-        filter = filter.add_directive(off);
-    }
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
-}
-
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("tokio runtime: {e}"))
-}
-
-/// Resolves on SIGINT or SIGTERM.
-async fn interrupted() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = terminate => {}
-    }
 }
 
 fn main() -> ExitCode {

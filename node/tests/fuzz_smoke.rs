@@ -17,6 +17,7 @@ use quasar_lanes::fuzzing::{MAGNETAR_MU, MAGNETAR_VALIDATORS};
 use quasar_lanes::magnetar::MagnetarLeg;
 use quasar_node::config::SecretKeyFile;
 use quasar_node::fuzzing::{self, CHAIN_ID, VALIDATORS};
+use quasar_node::thresholdd::keystore::{self, KdfParams, Keystore, NewKey, Scheme};
 use quasar_storage::{SigningGuard, VoteIntent, VoteKind as GuardVoteKind, GUARD_FILE};
 use quasar_wire::{
     payload_root, vote_signing_message, BlockHeader, Certificate, CertificateKind, LaneKind,
@@ -265,6 +266,34 @@ fn seed_guard_files() -> Vec<Vec<u8>> {
     vec![std::fs::read(dir.path().join(GUARD_FILE)).expect("the guard wrote its file")]
 }
 
+/// The files of a real keystore (Argon2id at its minimum cost): two key files, one with a
+/// 200-byte secret and one with an empty one, and the `keystore.json` header.
+fn seed_keystore_files() -> Vec<Vec<u8>> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = Keystore::open_with(dir.path(), b"fuzz", KdfParams::for_tests())
+        .expect("a fresh keystore opens");
+    let secret: Vec<u8> = (0..200u8).collect();
+    for (key_id, scheme, secret) in [
+        ("pulsar-1", Scheme::Pulsar, &secret[..]),
+        ("bls-2", Scheme::Bls, &[][..]),
+    ] {
+        store
+            .put(&NewKey {
+                key_id,
+                scheme,
+                threshold: 2,
+                participants: 3,
+                public_key: &[0x5A; 48],
+                secret,
+            })
+            .expect("stores");
+    }
+    ["pulsar-1.json", "bls-2.json", "keystore.json"]
+        .iter()
+        .map(|name| std::fs::read(dir.path().join(name)).expect("the keystore wrote it"))
+        .collect()
+}
+
 /// A hand-written `core_inputs` program that must reach finality: the leader's proposal for
 /// view 1 (on genesis), then a finalization of it by validators 1, 2 and 3.
 fn seed_core_programs() -> Vec<Vec<u8>> {
@@ -494,6 +523,23 @@ fn guard_file_survives_mutated_files() {
         500,
         &seed_guard_files(),
         fuzzing::guard_file,
+    );
+}
+
+#[test]
+fn thresholdd_keystore_files_survive_mutation() {
+    let seeds = seed_keystore_files();
+    // The seeds decode in full, so mutations start from the deep paths.
+    for seed in &seeds[..2] {
+        keystore::parse_key_file(seed).expect("a key file the keystore wrote parses");
+    }
+    keystore::parse_header(&seeds[2]).expect("the header the keystore wrote parses");
+    drive(
+        "thresholdd_key_file",
+        13,
+        2000,
+        &seeds,
+        fuzzing::thresholdd_key_file,
     );
 }
 

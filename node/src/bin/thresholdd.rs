@@ -1,0 +1,170 @@
+//! `thresholdd`: the validator's signing daemon (JSON-RPC 2.0 over HTTP; see
+//! `quasar_node::thresholdd`).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use quasar_node::process::{init_tracing, interrupted, runtime};
+use quasar_node::thresholdd::keystore::{KdfParams, Keystore};
+use quasar_node::thresholdd::{self, DaemonConfig};
+use zeroize::Zeroizing;
+
+#[derive(Parser)]
+#[command(
+    name = "thresholdd",
+    version,
+    about = "Quasar signing daemon (JSON-RPC 2.0 over HTTP)"
+)]
+struct Cli {
+    /// Keystore directory (created with mode 0700 if missing).
+    #[arg(long, global = true)]
+    data_dir: Option<PathBuf>,
+    /// File holding the keystore passphrase (a trailing newline is dropped); otherwise
+    /// THRESHOLDD_PASSPHRASE.
+    #[arg(long, global = true)]
+    passphrase_file: Option<PathBuf>,
+    /// Listen address.
+    #[arg(long, default_value = thresholdd::DEFAULT_LISTEN)]
+    listen: SocketAddr,
+    /// Allow a non-loopback listen address (put TLS in front of it: the daemon speaks plain
+    /// HTTP).
+    #[arg(long)]
+    allow_remote: bool,
+    /// Bearer token every request must present. Prefer the environment variable: a command
+    /// line is visible to other users of the machine.
+    #[arg(long, env = "THRESHOLDD_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// The limit on one call's time, in seconds.
+    #[arg(long, default_value_t = thresholdd::DEFAULT_REQUEST_TIMEOUT.as_secs())]
+    request_timeout_secs: u64,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Inspect the keystore (public data only).
+    Keys {
+        #[command(subcommand)]
+        action: KeysAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum KeysAction {
+    /// One line per key: id, scheme, threshold of participants, public key.
+    List,
+    /// One key's public data as JSON.
+    ExportPublic {
+        /// The key id (`keys list` shows them).
+        key_id: String,
+    },
+}
+
+/// The passphrase from `--passphrase-file` or THRESHOLDD_PASSPHRASE.
+fn passphrase(file: Option<&Path>) -> Result<Zeroizing<Vec<u8>>, String> {
+    let mut bytes = match file {
+        Some(path) => Zeroizing::new(
+            std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?,
+        ),
+        None => match std::env::var_os("THRESHOLDD_PASSPHRASE") {
+            Some(value) => Zeroizing::new(value.into_encoded_bytes()),
+            None => {
+                return Err("no keystore passphrase: pass --passphrase-file or set \
+                            THRESHOLDD_PASSPHRASE"
+                    .into())
+            }
+        },
+    };
+    while bytes.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+        bytes.pop();
+    }
+    if bytes.is_empty() {
+        return Err("the keystore passphrase is empty".into());
+    }
+    Ok(bytes)
+}
+
+fn run(cli: Cli) -> Result<(), String> {
+    let data_dir = cli
+        .data_dir
+        .ok_or("--data-dir is required (the keystore directory)")?;
+    let passphrase = passphrase(cli.passphrase_file.as_deref())?;
+    match cli.command {
+        Some(Command::Keys { action }) => {
+            let keystore = Keystore::open(&data_dir, &passphrase).map_err(|e| e.to_string())?;
+            match action {
+                KeysAction::List => {
+                    let listing = keystore.list().map_err(|e| e.to_string())?;
+                    for unreadable in &listing.unreadable {
+                        eprintln!("thresholdd: {unreadable}");
+                    }
+                    for key in listing.keys {
+                        println!(
+                            "{}\t{}\t{}-of-{}\t{}",
+                            key.key_id,
+                            key.scheme,
+                            key.threshold,
+                            key.participants,
+                            hex::encode(&key.public_key)
+                        );
+                    }
+                    if !listing.unreadable.is_empty() {
+                        return Err(format!(
+                            "{} key files could not be read (listed on stderr)",
+                            listing.unreadable.len()
+                        ));
+                    }
+                }
+                KeysAction::ExportPublic { key_id } => {
+                    let key = keystore.public(&key_id).map_err(|e| e.to_string())?;
+                    let json = serde_json::json!({
+                        "keyId": key.key_id.as_str(),
+                        "scheme": key.scheme.as_str(),
+                        "threshold": key.threshold,
+                        "participants": key.participants,
+                        "publicKeyHex": hex::encode(&key.public_key),
+                    });
+                    println!("{json:#}");
+                }
+            }
+            Ok(())
+        }
+        None => {
+            let token = cli
+                .token
+                .ok_or("no bearer token: pass --token or set THRESHOLDD_TOKEN")?;
+            let config = DaemonConfig {
+                listen: cli.listen,
+                allow_remote: cli.allow_remote,
+                data_dir,
+                token: Zeroizing::new(token),
+                passphrase,
+                kdf: KdfParams::default(),
+                request_timeout: Duration::from_secs(cli.request_timeout_secs.max(1)),
+            };
+            runtime()?.block_on(async {
+                let daemon = thresholdd::start(config).await.map_err(|e| e.to_string())?;
+                interrupted().await;
+                tracing::info!("thresholdd stopping");
+                daemon.handle.stop().ok();
+                daemon.handle.stopped().await;
+                Ok(())
+            })
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    init_tracing();
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("thresholdd: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}

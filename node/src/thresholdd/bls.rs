@@ -1,0 +1,194 @@
+//! thresholdd's `bls.*` methods: t-of-n BLS12-381 (min-pk) from a trusted dealer.
+//!
+//! A key's secret blob in the keystore is its shares, each [`SecretShare::to_bytes`]
+//! (`SHARE_LEN` bytes), concatenated in index order; its public key is the 48-byte group key.
+//! Key ids are `bls-` and the first 16 hex digits of SHA3-256("bls" ‖ group key), so a
+//! signing request finds its key from the public key alone.
+
+use std::time::Duration;
+
+use jsonrpsee::types::ErrorObjectOwned;
+use jsonrpsee::RpcModule;
+use quasar_crypto::bls::{PublicKey, Signature};
+use quasar_crypto::bls_threshold::{self, SecretShare, SECRET_SHARE_LEN};
+use quasar_crypto::hash::tagged_hash;
+use serde::{Deserialize, Serialize};
+
+use super::keystore::{NewKey, Scheme};
+use super::rpc::{self, hex_field, invalid_params, scheme_error};
+use super::{Context, DaemonError};
+
+const SCHEME: Scheme = Scheme::Bls;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeygenParams {
+    threshold: u16,
+    participants: u16,
+}
+
+#[derive(Serialize)]
+struct Party {
+    index: u16,
+    #[serde(rename = "publicKey")]
+    public_key: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct KeygenReply {
+    public_key: String,
+    key_id: String,
+    parties: Vec<Party>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SignParams {
+    message_hex: String,
+    pub_key_hex: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SignReply {
+    signature_hex: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct VerifyParams {
+    message_hex: String,
+    signature_hex: String,
+    pub_key_hex: String,
+}
+
+#[derive(Serialize)]
+struct VerifyReply {
+    ok: bool,
+}
+
+/// The keystore id of the key whose group public key is `public_key`.
+fn key_id(public_key: &PublicKey) -> String {
+    let scheme = SCHEME.as_str();
+    let digest = tagged_hash(
+        "thresholdd/key-id",
+        &[scheme.as_bytes(), &public_key.to_bytes()],
+    );
+    format!("{scheme}-{}", hex::encode(&digest[..8]))
+}
+
+/// Field `field` as a BLS public key. Errors: −32602 (not hex, or not a valid G1 point).
+fn public_key_field(field: &str, value: &str) -> Result<PublicKey, ErrorObjectOwned> {
+    PublicKey::from_bytes(&hex_field(field, value)?).map_err(|e| invalid_params(field, e))
+}
+
+fn keygen(context: &Context, params: KeygenParams) -> Result<KeygenReply, ErrorObjectOwned> {
+    let max = bls_threshold::MAX_PARTICIPANTS;
+    if params.participants == 0 || params.participants > max {
+        return Err(invalid_params(
+            "participants",
+            format_args!("must be in 1..={max}"),
+        ));
+    }
+    if params.threshold == 0 || params.threshold > params.participants {
+        return Err(invalid_params("threshold", "must be in 1..=participants"));
+    }
+    let dealing = bls_threshold::deal(
+        params.threshold,
+        params.participants,
+        &mut rand::rngs::OsRng,
+    )
+    .map_err(scheme_error)?;
+    let group = dealing.group_public_key();
+    let mut secret = zeroize::Zeroizing::new(Vec::with_capacity(
+        SECRET_SHARE_LEN * dealing.shares().len(),
+    ));
+    for share in dealing.shares() {
+        secret.extend_from_slice(&*zeroize::Zeroizing::new(share.to_bytes()));
+    }
+    let id = key_id(group);
+    context
+        .keystore
+        .put(&NewKey {
+            key_id: &id,
+            scheme: SCHEME,
+            threshold: params.threshold,
+            participants: params.participants,
+            public_key: &group.to_bytes(),
+            secret: &secret,
+        })
+        .map_err(scheme_error)?;
+    tracing::info!(key_id = %id, threshold = params.threshold, participants = params.participants, "bls key dealt");
+    Ok(KeygenReply {
+        public_key: hex::encode(group.to_bytes()),
+        key_id: id,
+        parties: dealing
+            .shares()
+            .iter()
+            .map(|share| Party {
+                index: share.index(),
+                public_key: hex::encode(share.public_key().to_bytes()),
+            })
+            .collect(),
+    })
+}
+
+fn sign(context: &Context, params: SignParams) -> Result<SignReply, ErrorObjectOwned> {
+    let message = hex_field("messageHex", &params.message_hex)?;
+    let group = public_key_field("pubKeyHex", &params.pub_key_hex)?;
+    let id = key_id(&group);
+    let info = context.keystore.public(&id).map_err(|e| {
+        scheme_error(format!(
+            "no bls key with this public key in the keystore ({e})"
+        ))
+    })?;
+    if info.public_key != group.to_bytes() || info.scheme != SCHEME {
+        return Err(scheme_error(format!(
+            "keystore entry {id} does not hold this bls key"
+        )));
+    }
+    let secret = context.keystore.secret(&id).map_err(scheme_error)?;
+    let shares = secret
+        .chunks(SECRET_SHARE_LEN)
+        .map(SecretShare::from_bytes)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| scheme_error(format!("keystore entry {id}: {e}")))?;
+    let signature_shares: Vec<_> = shares
+        .iter()
+        .take(usize::from(info.threshold))
+        .map(|share| share.sign(&message))
+        .collect();
+    let signature = bls_threshold::combine(info.threshold, &signature_shares)
+        .map_err(|e| scheme_error(format!("combining the shares of {id}: {e}")))?;
+    // A signature leaves only if it verifies: a corrupt share must not become a bad signature.
+    group.verify(&message, &signature).map_err(|e| {
+        scheme_error(format!(
+            "the combined signature of {id} does not verify: {e}"
+        ))
+    })?;
+    Ok(SignReply {
+        signature_hex: hex::encode(signature.to_bytes()),
+    })
+}
+
+fn verify(_: &Context, params: VerifyParams) -> Result<VerifyReply, ErrorObjectOwned> {
+    let message = hex_field("messageHex", &params.message_hex)?;
+    let signature = Signature::from_bytes(&hex_field("signatureHex", &params.signature_hex)?)
+        .map_err(|e| invalid_params("signatureHex", e))?;
+    let public_key = public_key_field("pubKeyHex", &params.pub_key_hex)?;
+    Ok(VerifyReply {
+        ok: public_key.verify(&message, &signature).is_ok(),
+    })
+}
+
+/// Registers `bls.keygen`, `bls.sign` and `bls.verify`.
+pub(super) fn register(
+    module: &mut RpcModule<Context>,
+    timeout: Duration,
+) -> Result<(), DaemonError> {
+    rpc::register(module, "bls.keygen", timeout, keygen)?;
+    rpc::register(module, "bls.sign", timeout, sign)?;
+    rpc::register(module, "bls.verify", timeout, verify)?;
+    Ok(())
+}

@@ -1,0 +1,240 @@
+//! `thresholdd`: the validator's signing daemon (DESIGN.md §8), JSON-RPC 2.0 over HTTP.
+//!
+//! The daemon holds threshold key shares in an encrypted [`keystore`] and signs on request, so
+//! that keys live outside the node process. [`start`] binds the server; the `thresholdd` binary
+//! is its command line.
+//!
+//! # Transport and limits
+//!
+//! - HTTP POST on any path, JSON-RPC 2.0 (jsonrpsee), `127.0.0.1:7300` by default. A
+//!   non-loopback address is refused unless [`DaemonConfig::allow_remote`] is set.
+//! - Every request needs `Authorization: Bearer <token>` ([`auth`]): HTTP 401 otherwise.
+//! - Request bodies up to [`MAX_BODY_BYTES`] (16 MiB; larger: HTTP 413), batches up to
+//!   [`MAX_BATCH`] calls (larger: one error, jsonrpsee's server-defined −32010 "batch request
+//!   too large", and no call runs), JSON nested at most 128 deep (serde_json's limit; deeper:
+//!   −32700), each call answered within [`DaemonConfig::request_timeout`].
+//!
+//! # Methods (this version)
+//!
+//! - `health` → `{status: "ok", version, keys}`.
+//! - `bls.keygen {threshold, participants}` → `{publicKey, keyId, parties: [{index,
+//!   publicKey}]}`: a trusted-dealer t-of-n sharing ([`quasar_crypto::bls_threshold`]); shares
+//!   go to the keystore, never into a response or a log.
+//! - `bls.sign {messageHex, pubKeyHex}` → `{signatureHex}`: every local party signs, the first
+//!   t shares are combined, and the result is checked against the group key before it leaves.
+//! - `bls.verify {messageHex, signatureHex, pubKeyHex}` → `{ok}`.
+//!
+//! The Pulsar, Corona and Magnetar methods, the multi-host round methods and
+//! `validator.sign_vote` are not built yet: they answer −32601 with a message saying so.
+//!
+//! Errors: −32700 parse, −32600 invalid request, −32601 unknown method or scheme, −32602 bad
+//! params naming the field, −32000 scheme error with a message ([`rpc`]).
+
+pub mod auth;
+mod bls;
+pub mod keystore;
+pub mod rpc;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use jsonrpsee::core::RegisterMethodError;
+use jsonrpsee::server::{BatchRequestConfig, Server, ServerConfig, ServerHandle};
+use jsonrpsee::types::ErrorObject;
+use jsonrpsee::RpcModule;
+use serde::{Deserialize, Serialize};
+use zeroize::Zeroizing;
+
+use keystore::{KdfParams, Keystore, KeystoreError};
+
+/// The default listen address (loopback; DESIGN.md §8).
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7300";
+/// The largest request body, in bytes.
+pub const MAX_BODY_BYTES: u32 = 16 << 20;
+/// The most calls in one batch.
+pub const MAX_BATCH: u32 = 256;
+/// The default limit on one call's time.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Methods that later versions add, answered −32601 with a message saying so.
+const NOT_BUILT: &[&str] = &[
+    "pulsar.keygen",
+    "pulsar.sign",
+    "pulsar.sign_ctx",
+    "pulsar.verify",
+    "pulsar.round1",
+    "pulsar.round2",
+    "pulsar.combine",
+    "pulsar.import_share",
+    "corona.keygen",
+    "corona.sign",
+    "corona.verify",
+    "corona.round1",
+    "corona.round2",
+    "corona.combine",
+    "corona.import_share",
+    "magnetar.keygen",
+    "magnetar.sign",
+    "magnetar.sign_ctx",
+    "magnetar.verify",
+    "validator.sign_vote",
+];
+
+/// Everything [`start`] needs.
+pub struct DaemonConfig {
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// Whether a non-loopback `listen` is allowed.
+    pub allow_remote: bool,
+    /// The keystore's directory (created 0700 if missing).
+    pub data_dir: PathBuf,
+    /// The bearer token every request must present (non-empty).
+    pub token: Zeroizing<String>,
+    /// The keystore passphrase.
+    pub passphrase: Zeroizing<Vec<u8>>,
+    /// Argon2id parameters for a new keystore (an existing one keeps its own).
+    pub kdf: KdfParams,
+    /// The limit on one call's time.
+    pub request_timeout: Duration,
+}
+
+impl std::fmt::Debug for DaemonConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DaemonConfig")
+            .field("listen", &self.listen)
+            .field("allow_remote", &self.allow_remote)
+            .field("data_dir", &self.data_dir)
+            .field("request_timeout", &self.request_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why the daemon did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// A non-loopback address without `allow_remote`.
+    #[error("refusing to listen on {0}: not a loopback address (pass --allow-remote to allow it)")]
+    RemoteBind(SocketAddr),
+    /// An empty bearer token.
+    #[error("the bearer token is empty")]
+    EmptyToken,
+    /// The keystore could not be opened.
+    #[error(transparent)]
+    Keystore(#[from] KeystoreError),
+    /// The listener could not be bound.
+    #[error("listening on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The keystore task did not finish.
+    #[error("{0}")]
+    Startup(String),
+    /// A method was registered twice (a bug).
+    #[error(transparent)]
+    Register(#[from] RegisterMethodError),
+}
+
+/// The state every method sees.
+pub(crate) struct Context {
+    keystore: Keystore,
+}
+
+/// A running daemon.
+#[derive(Debug)]
+pub struct Daemon {
+    /// The bound address (the actual port when `listen` asked for port 0).
+    pub local_addr: SocketAddr,
+    /// Stops the server; [`ServerHandle::stopped`] resolves when it has.
+    pub handle: ServerHandle,
+}
+
+#[derive(Serialize)]
+struct Health {
+    status: &'static str,
+    version: &'static str,
+    keys: usize,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoParams {}
+
+fn health(context: &Context, _: NoParams) -> Result<Health, jsonrpsee::types::ErrorObjectOwned> {
+    let keys = context
+        .keystore
+        .list()
+        .map_err(rpc::scheme_error)?
+        .keys
+        .len();
+    Ok(Health {
+        status: "ok",
+        version: env!("CARGO_PKG_VERSION"),
+        keys,
+    })
+}
+
+/// Every method of this version, bound to `context`.
+fn methods(context: Context, timeout: Duration) -> Result<RpcModule<Context>, DaemonError> {
+    let mut module = RpcModule::new(context);
+    rpc::register(&mut module, "health", timeout, health)?;
+    bls::register(&mut module, timeout)?;
+    for &name in NOT_BUILT {
+        module.register_method(name, move |_, _, _| {
+            Err::<(), _>(ErrorObject::owned(
+                jsonrpsee::types::error::METHOD_NOT_FOUND_CODE,
+                format!("`{name}` is not built yet: this thresholdd serves `health` and `bls.*`"),
+                None::<()>,
+            ))
+        })?;
+    }
+    Ok(module)
+}
+
+/// Opens the keystore and starts serving (see the module docs). Errors: a refused address or
+/// token, the keystore (wrong passphrase, unreadable directory), the bind.
+pub async fn start(config: DaemonConfig) -> Result<Daemon, DaemonError> {
+    if !config.allow_remote && !config.listen.ip().is_loopback() {
+        return Err(DaemonError::RemoteBind(config.listen));
+    }
+    if config.token.is_empty() {
+        return Err(DaemonError::EmptyToken);
+    }
+    let (data_dir, passphrase, kdf) = (
+        config.data_dir.clone(),
+        config.passphrase.clone(),
+        config.kdf,
+    );
+    // Argon2id takes a noticeable fraction of a second: off the I/O threads.
+    let keystore =
+        tokio::task::spawn_blocking(move || Keystore::open_with(&data_dir, &passphrase, kdf))
+            .await
+            .map_err(|e| DaemonError::Startup(format!("opening the keystore: {e}")))??;
+    let module = methods(Context { keystore }, config.request_timeout)?;
+    let server_config = ServerConfig::builder()
+        .max_request_body_size(MAX_BODY_BYTES)
+        .max_response_body_size(MAX_BODY_BYTES)
+        .set_batch_request_config(BatchRequestConfig::Limit(MAX_BATCH))
+        .http_only()
+        .build();
+    let middleware = tower::ServiceBuilder::new().layer(auth::BearerAuthLayer::new(&config.token));
+    let server = Server::builder()
+        .set_config(server_config)
+        .set_http_middleware(middleware)
+        .build(config.listen)
+        .await
+        .map_err(|source| DaemonError::Bind {
+            addr: config.listen,
+            source,
+        })?;
+    let local_addr = server.local_addr().map_err(|source| DaemonError::Bind {
+        addr: config.listen,
+        source,
+    })?;
+    let handle = server.start(module);
+    tracing::info!(%local_addr, data_dir = %config.data_dir.display(), "thresholdd listening");
+    Ok(Daemon { local_addr, handle })
+}

@@ -1,0 +1,100 @@
+//! JSON-RPC plumbing shared by thresholdd's methods: parameter decoding that names the field at
+//! fault, hex fields, the error codes of DESIGN.md §8, and running a method's CPU work off the
+//! I/O threads under the request timeout.
+
+use std::fmt::Display;
+use std::sync::Arc;
+use std::time::Duration;
+
+use jsonrpsee::core::RegisterMethodError;
+use jsonrpsee::types::error::INVALID_PARAMS_CODE;
+use jsonrpsee::types::{ErrorObject, ErrorObjectOwned, Params};
+use jsonrpsee::RpcModule;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+/// JSON-RPC 2.0 §5.1's first server-defined code: a scheme refused the request (bad share, key
+/// not found, verification of our own output failed, timeout).
+pub const SCHEME_ERROR_CODE: i32 = -32000;
+
+/// −32602 naming `field` (a JSON path such as `messageHex`) and what is wrong with it.
+pub fn invalid_params(field: &str, why: impl Display) -> ErrorObjectOwned {
+    ErrorObject::owned(
+        INVALID_PARAMS_CODE,
+        format!("invalid params: `{field}`: {why}"),
+        None::<()>,
+    )
+}
+
+/// −32000 with `message`.
+pub fn scheme_error(message: impl Display) -> ErrorObjectOwned {
+    ErrorObject::owned(SCHEME_ERROR_CODE, message.to_string(), None::<()>)
+}
+
+/// The request's named parameters as `T`. Parameters must be an object (absent parameters read
+/// as `{}`); unknown fields are refused by `T`'s `deny_unknown_fields`. Errors: −32602 with the
+/// path of the offending field, or the missing field's name.
+pub fn parse<T: DeserializeOwned>(params: &Params<'_>) -> Result<T, ErrorObjectOwned> {
+    let raw = params.as_str().unwrap_or("{}");
+    if !raw.trim_start().starts_with('{') {
+        return Err(ErrorObject::owned(
+            INVALID_PARAMS_CODE,
+            "invalid params: thresholdd takes named parameters (a JSON object)",
+            None::<()>,
+        ));
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(raw);
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "." {
+            ErrorObject::owned(
+                INVALID_PARAMS_CODE,
+                format!("invalid params: {}", e.inner()),
+                None::<()>,
+            )
+        } else {
+            invalid_params(&path, e.inner())
+        }
+    })
+}
+
+/// The bytes of hex field `field` (an optional `0x` prefix, then an even number of hex digits).
+pub fn hex_field(field: &str, value: &str) -> Result<Vec<u8>, ErrorObjectOwned> {
+    let digits = value.strip_prefix("0x").unwrap_or(value);
+    hex::decode(digits).map_err(|e| invalid_params(field, format_args!("not hex: {e}")))
+}
+
+/// Registers `name`: parameters decoded as `P`, then `work` run on tokio's blocking pool (key
+/// derivation, signing and proving are CPU-bound) and its result serialized. A call that takes
+/// longer than `timeout` is answered −32000 (the work itself runs to its end: each is bounded by
+/// its inputs, which the body limit bounds).
+pub fn register<C, P, R>(
+    module: &mut RpcModule<C>,
+    name: &'static str,
+    timeout: Duration,
+    work: fn(&C, P) -> Result<R, ErrorObjectOwned>,
+) -> Result<(), RegisterMethodError>
+where
+    C: Send + Sync + 'static,
+    P: DeserializeOwned + Send + 'static,
+    R: Serialize + Send + 'static,
+{
+    module.register_async_method(name, move |params, context: Arc<C>, _| async move {
+        let params: P = parse(&params)?;
+        let task = tokio::task::spawn_blocking(move || work(&context, params));
+        match tokio::time::timeout(timeout, task).await {
+            Ok(Ok(result)) => result.and_then(|value| {
+                serde_json::to_value(value).map_err(|e| scheme_error(format!("`{name}`: {e}")))
+            }),
+            Ok(Err(join)) => {
+                tracing::error!(method = name, error = %join, "a thresholdd method failed");
+                Err(scheme_error(format!("`{name}` failed inside the daemon")))
+            }
+            Err(_) => Err(scheme_error(format!(
+                "`{name}` timed out after {} s",
+                timeout.as_secs_f64()
+            ))),
+        }
+    })?;
+    Ok(())
+}
