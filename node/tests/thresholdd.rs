@@ -171,6 +171,89 @@ async fn bls_keygen_sign_verify() {
 }
 
 #[tokio::test]
+async fn pulsar_keygen_sign_sign_ctx_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = start(dir.path()).await;
+    let addr = daemon.local_addr;
+    let reply = call(
+        addr,
+        "pulsar.keygen",
+        json!({"threshold": 2, "participants": 3}),
+    )
+    .await;
+    let public_key = result(&reply)["publicKey"].as_str().unwrap().to_string();
+    assert_eq!(
+        public_key.len(),
+        2 * 1952,
+        "a FIPS 204 ML-DSA-65 public key"
+    );
+    let message = hex::encode(b"round digest");
+    let ctx = hex::encode(b"quasar/cert");
+    let signed = call(
+        addr,
+        "pulsar.sign",
+        json!({"messageHex": message, "pubKeyHex": public_key}),
+    )
+    .await;
+    let plain = result(&signed)["signatureHex"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(plain.len(), 2 * 3309, "a FIPS 204 ML-DSA-65 signature");
+    let signed = call(
+        addr,
+        "pulsar.sign_ctx",
+        json!({"messageHex": message, "pubKeyHex": public_key, "ctxHex": ctx}),
+    )
+    .await;
+    let with_ctx = result(&signed)["signatureHex"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // Each signature verifies as plain FIPS 204 under its own context, and only there.
+    let public = quasar_crypto::mldsa::PublicKey::<quasar_crypto::mldsa::MlDsa65>::from_bytes(
+        &hex::decode(&public_key).unwrap(),
+    )
+    .unwrap();
+    for (signature, good, bad) in [(&plain, "", ctx.as_str()), (&with_ctx, ctx.as_str(), "")] {
+        let sig =
+            quasar_crypto::mldsa::Signature::from_bytes(&hex::decode(signature).unwrap()).unwrap();
+        let good_ctx = hex::decode(good).unwrap();
+        assert!(public.verify(b"round digest", &good_ctx, &sig).is_ok());
+        for (ctx_hex, ok) in [(good, true), (bad, false)] {
+            let verified = call(
+                addr,
+                "pulsar.verify",
+                json!({"messageHex": message, "signatureHex": signature, "pubKeyHex": public_key, "ctxHex": ctx_hex}),
+            )
+            .await;
+            assert_eq!(result(&verified)["ok"], ok);
+        }
+    }
+    for (params, field) in [
+        (json!({"threshold": 1, "participants": 3}), "threshold"),
+        (json!({"threshold": 2, "participants": 7}), "participants"),
+    ] {
+        let (code, message) = error(&call(addr, "pulsar.keygen", params).await);
+        assert_eq!(code, -32602, "{message}");
+        assert!(message.contains(field), "{message}");
+    }
+    let long_ctx = hex::encode([7u8; 256]);
+    let (code, message) = error(
+        &call(
+            addr,
+            "pulsar.sign_ctx",
+            json!({"messageHex": message, "pubKeyHex": public_key, "ctxHex": long_ctx}),
+        )
+        .await,
+    );
+    assert_eq!(code, -32602, "{message}");
+    assert!(message.contains("ctxHex"), "{message}");
+    stop(daemon).await;
+}
+
+#[tokio::test]
 async fn every_error_code() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = start(dir.path()).await;

@@ -1,9 +1,8 @@
 //! thresholdd's `bls.*` methods: t-of-n BLS12-381 (min-pk) from a trusted dealer.
 //!
 //! A key's secret blob in the keystore is its shares, each [`SecretShare::to_bytes`]
-//! (`SHARE_LEN` bytes), concatenated in index order; its public key is the 48-byte group key.
-//! Key ids are `bls-` and the first 16 hex digits of SHA3-256("bls" ‖ group key), so a
-//! signing request finds its key from the public key alone.
+//! ([`SECRET_SHARE_LEN`] bytes), concatenated in index order; its public key is the 48-byte
+//! group key.
 
 use std::time::Duration;
 
@@ -11,12 +10,11 @@ use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::RpcModule;
 use quasar_crypto::bls::{PublicKey, Signature};
 use quasar_crypto::bls_threshold::{self, SecretShare, SECRET_SHARE_LEN};
-use quasar_crypto::hash::tagged_hash;
 use serde::{Deserialize, Serialize};
 
 use super::keystore::{NewKey, Scheme};
 use super::rpc::{self, hex_field, invalid_params, scheme_error};
-use super::{Context, DaemonError};
+use super::{key_id, Context, DaemonError};
 
 const SCHEME: Scheme = Scheme::Bls;
 
@@ -68,16 +66,6 @@ struct VerifyReply {
     ok: bool,
 }
 
-/// The keystore id of the key whose group public key is `public_key`.
-fn key_id(public_key: &PublicKey) -> String {
-    let scheme = SCHEME.as_str();
-    let digest = tagged_hash(
-        "thresholdd/key-id",
-        &[scheme.as_bytes(), &public_key.to_bytes()],
-    );
-    format!("{scheme}-{}", hex::encode(&digest[..8]))
-}
-
 /// Field `field` as a BLS public key. Errors: −32602 (not hex, or not a valid G1 point).
 fn public_key_field(field: &str, value: &str) -> Result<PublicKey, ErrorObjectOwned> {
     PublicKey::from_bytes(&hex_field(field, value)?).map_err(|e| invalid_params(field, e))
@@ -107,7 +95,7 @@ fn keygen(context: &Context, params: KeygenParams) -> Result<KeygenReply, ErrorO
     for share in dealing.shares() {
         secret.extend_from_slice(&*zeroize::Zeroizing::new(share.to_bytes()));
     }
-    let id = key_id(group);
+    let id = key_id(SCHEME, &group.to_bytes());
     context
         .keystore
         .put(&NewKey {
@@ -137,18 +125,8 @@ fn keygen(context: &Context, params: KeygenParams) -> Result<KeygenReply, ErrorO
 fn sign(context: &Context, params: SignParams) -> Result<SignReply, ErrorObjectOwned> {
     let message = hex_field("messageHex", &params.message_hex)?;
     let group = public_key_field("pubKeyHex", &params.pub_key_hex)?;
-    let id = key_id(&group);
-    let info = context.keystore.public(&id).map_err(|e| {
-        scheme_error(format!(
-            "no bls key with this public key in the keystore ({e})"
-        ))
-    })?;
-    if info.public_key != group.to_bytes() || info.scheme != SCHEME {
-        return Err(scheme_error(format!(
-            "keystore entry {id} does not hold this bls key"
-        )));
-    }
-    let secret = context.keystore.secret(&id).map_err(scheme_error)?;
+    let (info, secret) = context.find_key(SCHEME, &group.to_bytes())?;
+    let id = &info.key_id;
     let shares = secret
         .chunks(SECRET_SHARE_LEN)
         .map(SecretShare::from_bytes)

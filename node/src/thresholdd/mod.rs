@@ -23,9 +23,14 @@
 //! - `bls.sign {messageHex, pubKeyHex}` → `{signatureHex}`: every local party signs, the first
 //!   t shares are combined, and the result is checked against the group key before it leaves.
 //! - `bls.verify {messageHex, signatureHex, pubKeyHex}` → `{ok}`.
+//! - `pulsar.keygen {threshold, participants}` (2 ≤ t ≤ n ≤ 6) → `{publicKey, keyId, parties}`,
+//!   `pulsar.sign {messageHex, pubKeyHex}`, `pulsar.sign_ctx {messageHex, pubKeyHex, ctxHex}`
+//!   → `{signatureHex}`, `pulsar.verify {messageHex, signatureHex, pubKeyHex, ctxHex?}` →
+//!   `{ok}`: threshold ML-DSA-65 whose keys and signatures are FIPS 204's; signing runs the
+//!   first t parties' rounds in this process and checks the signature before it leaves.
 //!
-//! The Pulsar, Corona and Magnetar methods, the multi-host round methods and
-//! `validator.sign_vote` are not built yet: they answer −32601 with a message saying so.
+//! The Corona and Magnetar methods, the multi-host round methods and `validator.sign_vote` are
+//! not built yet: they answer −32601 with a message saying so.
 //!
 //! Errors: −32700 parse, −32600 invalid request, −32601 unknown method or scheme, −32602 bad
 //! params naming the field, −32000 scheme error with a message ([`rpc`]).
@@ -33,6 +38,7 @@
 pub mod auth;
 mod bls;
 pub mod keystore;
+mod pulsar;
 pub mod rpc;
 
 use std::net::SocketAddr;
@@ -46,7 +52,9 @@ use jsonrpsee::RpcModule;
 use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
-use keystore::{KdfParams, Keystore, KeystoreError};
+use jsonrpsee::types::ErrorObjectOwned;
+use keystore::{KdfParams, KeyInfo, Keystore, KeystoreError, Scheme};
+use quasar_crypto::hash::tagged_hash;
 
 /// The default listen address (loopback; DESIGN.md §8).
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7300";
@@ -59,10 +67,6 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Methods that later versions add, answered −32601 with a message saying so.
 const NOT_BUILT: &[&str] = &[
-    "pulsar.keygen",
-    "pulsar.sign",
-    "pulsar.sign_ctx",
-    "pulsar.verify",
     "pulsar.round1",
     "pulsar.round2",
     "pulsar.combine",
@@ -143,6 +147,39 @@ pub(crate) struct Context {
     keystore: Keystore,
 }
 
+impl Context {
+    /// The key of `scheme` whose public key is `public_key` (its metadata and its secret blob).
+    /// Errors: −32000 when the keystore holds no such key or cannot read it.
+    fn find_key(
+        &self,
+        scheme: Scheme,
+        public_key: &[u8],
+    ) -> Result<(KeyInfo, Zeroizing<Vec<u8>>), ErrorObjectOwned> {
+        let id = key_id(scheme, public_key);
+        let info = self.keystore.public(&id).map_err(|e| {
+            rpc::scheme_error(format!(
+                "no {scheme} key with this public key in the keystore ({e})"
+            ))
+        })?;
+        if info.scheme != scheme || info.public_key != public_key {
+            return Err(rpc::scheme_error(format!(
+                "keystore entry {id} does not hold this {scheme} key"
+            )));
+        }
+        let secret = self.keystore.secret(&id).map_err(rpc::scheme_error)?;
+        Ok((info, secret))
+    }
+}
+
+/// The keystore id of `scheme`'s key whose public key is `public_key`: the scheme's name and
+/// the first 16 hex digits of a tagged SHA3-256 of both, so a signing request finds its key
+/// from the public key alone.
+fn key_id(scheme: Scheme, public_key: &[u8]) -> String {
+    let name = scheme.as_str();
+    let digest = tagged_hash("thresholdd/key-id", &[name.as_bytes(), public_key]);
+    format!("{name}-{}", hex::encode(&digest[..8]))
+}
+
 /// A running daemon.
 #[derive(Debug)]
 pub struct Daemon {
@@ -182,11 +219,12 @@ fn methods(context: Context, timeout: Duration) -> Result<RpcModule<Context>, Da
     let mut module = RpcModule::new(context);
     rpc::register(&mut module, "health", timeout, health)?;
     bls::register(&mut module, timeout)?;
+    pulsar::register(&mut module, timeout)?;
     for &name in NOT_BUILT {
         module.register_method(name, move |_, _, _| {
             Err::<(), _>(ErrorObject::owned(
                 jsonrpsee::types::error::METHOD_NOT_FOUND_CODE,
-                format!("`{name}` is not built yet: this thresholdd serves `health` and `bls.*`"),
+                format!("`{name}` is not built yet: this thresholdd serves `health`, `bls.*` and the one-host `pulsar.*` methods"),
                 None::<()>,
             ))
         })?;
