@@ -16,7 +16,7 @@
 //!
 //! # Methods (this version)
 //!
-//! - `health` → `{status: "ok", version, keys}`.
+//! - `health` → `{status: "ok", version}` (reads no key).
 //! - `bls.keygen {threshold, participants}` → `{publicKey, keyId, parties: [{index,
 //!   publicKey}]}`: a trusted-dealer t-of-n sharing ([`quasar_crypto::bls_threshold`]); shares
 //!   go to the keystore, never into a response or a log.
@@ -193,24 +193,17 @@ pub struct Daemon {
 struct Health {
     status: &'static str,
     version: &'static str,
-    keys: usize,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct NoParams {}
 
-fn health(context: &Context, _: NoParams) -> Result<Health, jsonrpsee::types::ErrorObjectOwned> {
-    let keys = context
-        .keystore
-        .list()
-        .map_err(rpc::scheme_error)?
-        .keys
-        .len();
+/// Cheap on purpose (a load balancer or supervisor polls it): it reads no key.
+fn health(_: &Context, _: NoParams) -> Result<Health, ErrorObjectOwned> {
     Ok(Health {
         status: "ok",
         version: env!("CARGO_PKG_VERSION"),
-        keys,
     })
 }
 

@@ -1,0 +1,185 @@
+//! thresholdd's per-method latency over HTTP (issue 10). Run:
+//! `cargo bench -p quasar-bench --bench thresholdd`.
+//!
+//! One daemon in this process (real HTTP on loopback, a real keystore in a temporary
+//! directory), one client making one call at a time: p50 latency of every method of this
+//! version, in ms, over 15 rounds of calls. Baselines measured in the same rounds: `health`
+//! (the transport alone: HTTP, JSON-RPC, the token check) and, for each signing method, the
+//! same signature made in process with the crypto crate's API (shares already decoded), so
+//! `<method> / in process` is what the daemon adds (decrypting the keystore entry, decoding
+//! the shares, hex and JSON, HTTP). Written to `target/criterion/thresholdd-summary.json`.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use quasar_bench::summary::{report, run_with_summary, Samples, Target};
+use quasar_crypto::bls_threshold;
+use quasar_crypto::pulsar::{self, Signer};
+use quasar_node::thresholdd::keystore::KdfParams;
+use quasar_node::thresholdd::{self, DaemonConfig};
+use rand::RngCore;
+use serde_json::{json, Value};
+use zeroize::Zeroizing;
+
+const ROUNDS: usize = 15;
+/// Calls per method per round.
+const CALLS: usize = 8;
+const TOKEN: &str = "bench-token";
+const MESSAGE: &[u8] = b"a 32-byte round digest, roughly.";
+
+struct Client {
+    http: reqwest::Client,
+    url: String,
+}
+
+impl Client {
+    fn new(addr: SocketAddr) -> Client {
+        Client {
+            http: reqwest::Client::new(),
+            url: format!("http://{addr}/"),
+        }
+    }
+
+    /// One call's result, panicking on any error (a benchmark of failures measures nothing).
+    async fn call(&self, method: &str, params: Value) -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let response: Value = self
+            .http
+            .post(&self.url)
+            .bearer_auth(TOKEN)
+            .json(&body)
+            .send()
+            .await
+            .expect("the daemon answers")
+            .json()
+            .await
+            .expect("a JSON-RPC response");
+        assert!(response["error"].is_null(), "{method}: {response}");
+        response["result"].clone()
+    }
+
+    /// Milliseconds per call of `method`, one sample per call.
+    async fn time(&self, samples: &mut Samples, name: &'static str, method: &str, params: &Value) {
+        for _ in 0..CALLS {
+            let start = Instant::now();
+            self.call(method, params.clone()).await;
+            samples.push(name, start.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+}
+
+/// Milliseconds per call of `work`, one sample per call.
+fn time_local(samples: &mut Samples, name: &'static str, mut work: impl FnMut()) {
+    for _ in 0..CALLS {
+        let start = Instant::now();
+        work();
+        samples.push(name, start.elapsed().as_secs_f64() * 1e3);
+    }
+}
+
+fn summary() {
+    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (mut ms, mut ratios) = (Samples::default(), Samples::default());
+    runtime.block_on(async {
+        let daemon = thresholdd::start(DaemonConfig {
+            listen: "127.0.0.1:0".parse().expect("an address"),
+            allow_remote: false,
+            data_dir: dir.path().to_path_buf(),
+            token: Zeroizing::new(TOKEN.to_string()),
+            passphrase: Zeroizing::new(b"bench passphrase".to_vec()),
+            kdf: KdfParams::PRODUCTION,
+            request_timeout: Duration::from_secs(60),
+        })
+        .await
+        .expect("the daemon starts");
+        let client = Client::new(daemon.local_addr);
+        let message = hex::encode(MESSAGE);
+
+        // The daemon's keys, and in-process twins of the same shapes for the baselines.
+        let bls_key = client
+            .call("bls.keygen", json!({"threshold": 14, "participants": 21}))
+            .await;
+        let bls_public = bls_key["publicKey"].clone();
+        let bls_dealing = bls_threshold::deal(14, 21, &mut rand::rngs::OsRng).expect("a dealing");
+        let pulsar_key = client
+            .call("pulsar.keygen", json!({"threshold": 3, "participants": 5}))
+            .await;
+        let pulsar_public = pulsar_key["publicKey"].clone();
+        let (pulsar_group, pulsar_shares) =
+            pulsar::trusted_dealer_keygen(3, 5, &mut rand::rngs::OsRng).expect("a pulsar key");
+        let mut pulsar_signers: Vec<Signer> =
+            pulsar_shares.into_iter().take(3).map(Signer::new).collect();
+
+        let bls_sign = json!({"messageHex": message, "pubKeyHex": bls_public});
+        let bls_signature = client.call("bls.sign", bls_sign.clone()).await["signatureHex"].clone();
+        let bls_verify = json!({"messageHex": message, "signatureHex": bls_signature, "pubKeyHex": bls_public});
+        let pulsar_sign = json!({"messageHex": message, "pubKeyHex": pulsar_public});
+        let pulsar_signature =
+            client.call("pulsar.sign", pulsar_sign.clone()).await["signatureHex"].clone();
+        let pulsar_verify =
+            json!({"messageHex": message, "signatureHex": pulsar_signature, "pubKeyHex": pulsar_public});
+
+        for _ in 0..ROUNDS {
+            client.time(&mut ms, "health", "health", &json!({})).await;
+            client
+                .time(&mut ms, "bls.keygen (14 of 21)", "bls.keygen", &json!({"threshold": 14, "participants": 21}))
+                .await;
+            client.time(&mut ms, "bls.sign (14 of 21)", "bls.sign", &bls_sign).await;
+            client.time(&mut ms, "bls.verify", "bls.verify", &bls_verify).await;
+            client
+                .time(&mut ms, "pulsar.keygen (3 of 5)", "pulsar.keygen", &json!({"threshold": 3, "participants": 5}))
+                .await;
+            client.time(&mut ms, "pulsar.sign (3 of 5)", "pulsar.sign", &pulsar_sign).await;
+            client.time(&mut ms, "pulsar.verify", "pulsar.verify", &pulsar_verify).await;
+            time_local(&mut ms, "bls sign (14 of 21), in process", || {
+                let shares: Vec<_> = bls_dealing.shares().iter().take(14).map(|s| s.sign(MESSAGE)).collect();
+                let signature = bls_threshold::combine(14, &shares).expect("combines");
+                bls_dealing.group_public_key().verify(MESSAGE, &signature).expect("verifies");
+            });
+            time_local(&mut ms, "pulsar sign (3 of 5), in process", || {
+                let mut base = [0u8; 32];
+                rand::rngs::OsRng.fill_bytes(&mut base);
+                let signed = pulsar::sign_in_process(&pulsar_group, &mut pulsar_signers, &base, MESSAGE, &[], 64, &mut rand::rngs::OsRng)
+                    .expect("signs");
+                let signature = quasar_crypto::mldsa::Signature::from_bytes(&signed.signature).expect("decodes");
+                pulsar_group.public_key().verify(MESSAGE, &[], &signature).expect("verifies");
+            });
+        }
+        daemon.handle.stop().ok();
+        daemon.handle.stopped().await;
+    });
+    let medians: std::collections::HashMap<_, _> = ms.medians().into_iter().collect();
+    for (name, method, baseline) in [
+        (
+            "bls.sign / in process",
+            "bls.sign (14 of 21)",
+            "bls sign (14 of 21), in process",
+        ),
+        (
+            "pulsar.sign / in process",
+            "pulsar.sign (3 of 5)",
+            "pulsar sign (3 of 5), in process",
+        ),
+        ("bls.verify / health", "bls.verify", "health"),
+    ] {
+        ratios.push(name, medians[method] / medians[baseline]);
+    }
+    let targets: Vec<Target> = vec![
+        ("bls.sign / in process", None, true),
+        ("pulsar.sign / in process", None, true),
+        ("bls.verify / health", None, false),
+    ];
+    report(
+        "thresholdd over HTTP, p50 per call",
+        ("ms", "ms", 3),
+        &ms,
+        &ratios,
+        &targets,
+        "thresholdd-summary.json",
+    );
+}
+
+fn main() {
+    run_with_summary(|_| {}, summary);
+}
