@@ -504,4 +504,15 @@ fn binary_lists_and_exports_public_keys() {
         .unwrap();
     assert!(!wrong.status.success());
     assert!(String::from_utf8_lossy(&wrong.stderr).contains("passphrase"));
+    // A mistyped directory is an error, and inspecting it creates nothing.
+    let missing = dir.path().join("mistyped");
+    let typo = Command::new(thresholdd)
+        .args(["keys", "list", "--data-dir"])
+        .arg(&missing)
+        .env("THRESHOLDD_PASSPHRASE", "x")
+        .output()
+        .unwrap();
+    assert!(!typo.status.success());
+    assert!(String::from_utf8_lossy(&typo.stderr).contains("no keystore"));
+    assert!(!missing.exists());
 }

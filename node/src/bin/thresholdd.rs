@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use quasar_node::process::{init_tracing, interrupted, runtime};
-use quasar_node::thresholdd::keystore::{KdfParams, Keystore};
+use quasar_node::thresholdd::keystore::{KdfParams, Keystore, HEADER_FILE};
 use quasar_node::thresholdd::{self, DaemonConfig};
 use zeroize::Zeroizing;
 
@@ -95,6 +95,13 @@ fn run(cli: Cli) -> Result<(), String> {
     let passphrase = passphrase(cli.passphrase_file.as_deref())?;
     match cli.command {
         Some(Command::Keys { action }) => {
+            // Inspecting must not create a keystore where a path was mistyped.
+            if !data_dir.join(HEADER_FILE).is_file() {
+                return Err(format!(
+                    "no keystore at {} (no {HEADER_FILE})",
+                    data_dir.display()
+                ));
+            }
             let keystore = Keystore::open(&data_dir, &passphrase).map_err(|e| e.to_string())?;
             match action {
                 KeysAction::List => {

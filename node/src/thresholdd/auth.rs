@@ -4,6 +4,8 @@
 //! `WWW-Authenticate: Bearer` before the JSON-RPC layer sees the body. The comparison is
 //! constant-time in the token's contents and length: both sides are hashed (SHA3-256) and the
 //! digests compared with `subtle`, so a caller learns neither a matching prefix nor the length.
+//! An admitted request goes on without its `Authorization` header, so no later layer can log
+//! the token.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -94,12 +96,14 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: HttpRequest<B>) -> Self::Future {
+    fn call(&mut self, mut request: HttpRequest<B>) -> Self::Future {
         let header = request
             .headers()
             .get(http::header::AUTHORIZATION)
             .map(|value| value.as_bytes());
         if self.layer.admits(header) {
+            // Nothing past this layer needs the token: jsonrpsee logs request headers at TRACE.
+            request.headers_mut().remove(http::header::AUTHORIZATION);
             Box::pin(self.inner.call(request))
         } else {
             tracing::debug!(path = %request.uri().path(), "rejected a request without the bearer token");

@@ -11,8 +11,10 @@
 //! - Every request needs `Authorization: Bearer <token>` ([`auth`]): HTTP 401 otherwise.
 //! - Request bodies up to [`MAX_BODY_BYTES`] (16 MiB; larger: HTTP 413), batches up to
 //!   [`MAX_BATCH`] calls (larger: one error, jsonrpsee's server-defined −32010 "batch request
-//!   too large", and no call runs), JSON nested at most 128 deep (serde_json's limit; deeper:
-//!   −32700), each call answered within [`DaemonConfig::request_timeout`].
+//!   too large", and no call runs), 100 connections at once (jsonrpsee's default; HTTP 429
+//!   beyond), each call answered within [`DaemonConfig::request_timeout`]. Parameters decode
+//!   into fixed shapes ([`rpc::parse`]), so nested JSON stops at the first level a field does
+//!   not expect.
 //!
 //! # Methods (this version)
 //!
@@ -156,10 +158,11 @@ impl Context {
         public_key: &[u8],
     ) -> Result<(KeyInfo, Zeroizing<Vec<u8>>), ErrorObjectOwned> {
         let id = key_id(scheme, public_key);
-        let info = self.keystore.public(&id).map_err(|e| {
-            rpc::scheme_error(format!(
-                "no {scheme} key with this public key in the keystore ({e})"
-            ))
+        let info = self.keystore.public(&id).map_err(|e| match e {
+            KeystoreError::NotFound { .. } => rpc::scheme_error(format!(
+                "no {scheme} key with this public key in the keystore"
+            )),
+            other => rpc::scheme_error(other),
         })?;
         if info.scheme != scheme || info.public_key != public_key {
             return Err(rpc::scheme_error(format!(
