@@ -12,18 +12,13 @@ use quasar_crypto::bls::{PublicKey, Signature};
 use quasar_crypto::bls_threshold::{self, SecretShare, SECRET_SHARE_LEN};
 use serde::{Deserialize, Serialize};
 
-use super::keystore::{NewKey, Scheme};
-use super::rpc::{self, hex_field, invalid_params, scheme_error};
-use super::{key_id, Context, DaemonError};
+use super::keystore::Scheme;
+use super::rpc::{
+    self, hex_field, invalid_params, scheme_error, KeygenParams, SignParams, SignReply, VerifyReply,
+};
+use super::{Context, DaemonError};
 
 const SCHEME: Scheme = Scheme::Bls;
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct KeygenParams {
-    threshold: u16,
-    participants: u16,
-}
 
 #[derive(Serialize)]
 struct Party {
@@ -42,28 +37,10 @@ struct KeygenReply {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct SignParams {
-    message_hex: String,
-    pub_key_hex: String,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct SignReply {
-    signature_hex: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct VerifyParams {
     message_hex: String,
     signature_hex: String,
     pub_key_hex: String,
-}
-
-#[derive(Serialize)]
-struct VerifyReply {
-    ok: bool,
 }
 
 /// Field `field` as a BLS public key. Errors: −32602 (not hex, or not a valid G1 point).
@@ -95,19 +72,7 @@ fn keygen(context: &Context, params: KeygenParams) -> Result<KeygenReply, ErrorO
     for share in dealing.shares() {
         secret.extend_from_slice(&*zeroize::Zeroizing::new(share.to_bytes()));
     }
-    let id = key_id(SCHEME, &group.to_bytes());
-    context
-        .keystore
-        .put(&NewKey {
-            key_id: &id,
-            scheme: SCHEME,
-            threshold: params.threshold,
-            participants: params.participants,
-            public_key: &group.to_bytes(),
-            secret: &secret,
-        })
-        .map_err(scheme_error)?;
-    tracing::info!(key_id = %id, threshold = params.threshold, participants = params.participants, "bls key dealt");
+    let id = context.store_key(SCHEME, &params, &group.to_bytes(), &secret)?;
     Ok(KeygenReply {
         public_key: hex::encode(group.to_bytes()),
         key_id: id,

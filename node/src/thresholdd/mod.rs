@@ -150,6 +150,36 @@ pub(crate) struct Context {
 }
 
 impl Context {
+    /// Stores a freshly dealt key of `scheme` (t of n from `params`) under its [`key_id`] and
+    /// returns the id. Errors: −32000 when the keystore refuses it.
+    fn store_key(
+        &self,
+        scheme: Scheme,
+        params: &rpc::KeygenParams,
+        public_key: &[u8],
+        secret: &[u8],
+    ) -> Result<String, ErrorObjectOwned> {
+        let id = key_id(scheme, public_key);
+        self.keystore
+            .put(&keystore::NewKey {
+                key_id: &id,
+                scheme,
+                threshold: params.threshold,
+                participants: params.participants,
+                public_key,
+                secret,
+            })
+            .map_err(rpc::scheme_error)?;
+        tracing::info!(
+            key_id = %id,
+            %scheme,
+            threshold = params.threshold,
+            participants = params.participants,
+            "key dealt"
+        );
+        Ok(id)
+    }
+
     /// The key of `scheme` whose public key is `public_key` (its metadata and its secret blob).
     /// Errors: −32000 when the keystore holds no such key or cannot read it.
     fn find_key(

@@ -16,9 +16,11 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
-use super::keystore::{NewKey, Scheme};
-use super::rpc::{self, hex_field, invalid_params, scheme_error};
-use super::{key_id, Context, DaemonError};
+use super::keystore::Scheme;
+use super::rpc::{
+    self, hex_field, invalid_params, scheme_error, KeygenParams, SignParams, SignReply, VerifyReply,
+};
+use super::{Context, DaemonError};
 
 const SCHEME: Scheme = Scheme::Pulsar;
 /// FIPS 204's limit on the context string, in bytes.
@@ -36,13 +38,6 @@ struct StoredKey {
     shares_hex: Vec<String>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct KeygenParams {
-    threshold: u16,
-    participants: u16,
-}
-
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct KeygenReply {
@@ -53,23 +48,10 @@ struct KeygenReply {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct SignParams {
-    message_hex: String,
-    pub_key_hex: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct SignCtxParams {
     message_hex: String,
     pub_key_hex: String,
     ctx_hex: String,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct SignReply {
-    signature_hex: String,
 }
 
 #[derive(Deserialize)]
@@ -81,11 +63,6 @@ struct VerifyParams {
     /// The FIPS 204 context the signature was made under (absent: empty).
     #[serde(default)]
     ctx_hex: String,
-}
-
-#[derive(Serialize)]
-struct VerifyReply {
-    ok: bool,
 }
 
 /// Field `ctxHex`, at most [`MAX_CONTEXT_LEN`] bytes.
@@ -131,19 +108,7 @@ fn keygen(context: &Context, params: KeygenParams) -> Result<KeygenReply, ErrorO
         .map_err(|e| scheme_error(format!("pulsar keygen: {e}")))?,
     );
     let public_key = group.public_key_bytes();
-    let id = key_id(SCHEME, public_key);
-    context
-        .keystore
-        .put(&NewKey {
-            key_id: &id,
-            scheme: SCHEME,
-            threshold: params.threshold,
-            participants: params.participants,
-            public_key,
-            secret: &stored,
-        })
-        .map_err(scheme_error)?;
-    tracing::info!(key_id = %id, threshold = t, participants = n, "pulsar key dealt");
+    let id = context.store_key(SCHEME, &params, public_key, &stored)?;
     Ok(KeygenReply {
         public_key: hex::encode(public_key),
         key_id: id,

@@ -11,11 +11,46 @@ use jsonrpsee::types::error::INVALID_PARAMS_CODE;
 use jsonrpsee::types::{ErrorObject, ErrorObjectOwned, Params};
 use jsonrpsee::RpcModule;
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// JSON-RPC 2.0 §5.1's first server-defined code: a scheme refused the request (bad share, key
 /// not found, verification of our own output failed, timeout).
 pub const SCHEME_ERROR_CODE: i32 = -32000;
+
+/// `<scheme>.keygen`'s parameters: t of n.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeygenParams {
+    /// Shares needed to sign, t.
+    pub threshold: u16,
+    /// Shares dealt, n.
+    pub participants: u16,
+}
+
+/// `<scheme>.sign`'s parameters.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SignParams {
+    /// The message, hex.
+    pub message_hex: String,
+    /// The group public key, hex: it selects the key.
+    pub pub_key_hex: String,
+}
+
+/// `<scheme>.sign`'s reply.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SignReply {
+    /// The signature, hex.
+    pub signature_hex: String,
+}
+
+/// `<scheme>.verify`'s reply.
+#[derive(Serialize)]
+pub struct VerifyReply {
+    /// Whether the signature verifies.
+    pub ok: bool,
+}
 
 /// −32602 naming `field` (a JSON path such as `messageHex`) and what is wrong with it.
 pub fn invalid_params(field: &str, why: impl Display) -> ErrorObjectOwned {
