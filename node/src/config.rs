@@ -452,6 +452,12 @@ fn to_json<T: Serialize>(value: &T) -> Result<String, ConfigError> {
 }
 
 fn write_secret(path: &Path, contents: &str) -> Result<(), ConfigError> {
+    write_private_new(path, contents.as_bytes()).map_err(io_err(path))
+}
+
+/// Creates `path` (failing if it exists) with mode 0600 on Unix, writes `bytes` and fsyncs
+/// the file (not its directory): the start of every secret file the node and thresholdd write.
+pub(crate) fn write_private_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
@@ -460,9 +466,9 @@ fn write_secret(path: &Path, contents: &str) -> Result<(), ConfigError> {
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(0o600);
     }
-    let mut file = options.open(path).map_err(io_err(path))?;
-    file.write_all(contents.as_bytes()).map_err(io_err(path))?;
-    file.sync_all().map_err(io_err(path))
+    let mut file = options.open(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
 }
 
 fn parse_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, ConfigError> {

@@ -88,7 +88,7 @@
 
 use std::fmt;
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -1234,19 +1234,7 @@ fn write_new_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), WriteError
         let path = path.to_path_buf();
         move |source| WriteError::Io(KeystoreError::Io { path, source })
     };
-    let written = (|| {
-        let mut options = fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        let mut file = options.open(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()
-    })();
-    if let Err(e) = written {
+    if let Err(e) = crate::config::write_private_new(&tmp, bytes) {
         let _ = fs::remove_file(&tmp);
         return Err(io(&tmp)(e));
     }
