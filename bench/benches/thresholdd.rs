@@ -7,13 +7,17 @@
 //! (the transport alone: HTTP, JSON-RPC, the token check) and, for each signing method, the
 //! same signature made in process with the crypto crate's API (shares already decoded), so
 //! `<method> / in process` is what the daemon adds (decrypting the keystore entry, decoding
-//! the shares, hex and JSON, HTTP). Written to `target/criterion/thresholdd-summary.json`.
+//! the shares, hex and JSON, HTTP), and `validator.sign_vote / bls.sign (1 of 1)` is what the
+//! signing guard's durable record (write, fsync, directory fsync) adds. Written to `target/criterion/thresholdd-summary.json`.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use quasar_bench::summary::{report, run_with_summary, Samples, Target};
 use quasar_crypto::bls_threshold;
+use quasar_crypto::corona::local::sign_in_process as corona_sign_in_process;
+use quasar_crypto::corona::scheme::{trusted_dealer_keygen as corona_keygen, SessionId};
+use quasar_crypto::magnetar::{ParameterSet, SecretKey as MagnetarKey};
 use quasar_crypto::pulsar::{self, Signer};
 use quasar_node::thresholdd::keystore::KdfParams;
 use quasar_node::thresholdd::{self, DaemonConfig};
@@ -111,6 +115,39 @@ fn summary() {
         let mut pulsar_signers: Vec<Signer> =
             pulsar_shares.into_iter().take(3).map(Signer::new).collect();
 
+        let corona_key = client
+            .call("corona.keygen", json!({"threshold": 3, "participants": 5}))
+            .await;
+        let corona_public = corona_key["publicKey"].clone();
+        let (corona_group, corona_shares) =
+            corona_keygen(3, 5, &mut rand::rngs::OsRng).expect("a corona key");
+        let mut corona_signers: Vec<_> = corona_shares
+            .into_iter()
+            .take(3)
+            .map(quasar_crypto::corona::scheme::Signer::new)
+            .collect();
+        let magnetar_key = client
+            .call("magnetar.keygen", json!({"threshold": 1, "participants": 1}))
+            .await;
+        let magnetar_public = magnetar_key["publicKey"].clone();
+        let magnetar_local = MagnetarKey::from_seed(ParameterSet::Shake192f, &[5; 32]);
+        let vote_key = client
+            .call("bls.keygen", json!({"threshold": 1, "participants": 1}))
+            .await;
+        let vote_public = vote_key["publicKey"].clone();
+        let vote_sign = json!({"messageHex": message, "pubKeyHex": vote_public});
+        let mut view = 0u64;
+
+        let corona_sign = json!({"messageHex": message, "pubKeyHex": corona_public});
+        let corona_signature =
+            client.call("corona.sign", corona_sign.clone()).await["signatureHex"].clone();
+        let corona_verify =
+            json!({"messageHex": message, "signatureHex": corona_signature, "pubKeyHex": corona_public});
+        let magnetar_sign = json!({"messageHex": message, "pubKeyHex": magnetar_public});
+        let magnetar_signature =
+            client.call("magnetar.sign", magnetar_sign.clone()).await["signatureHex"].clone();
+        let magnetar_verify =
+            json!({"messageHex": message, "signatureHex": magnetar_signature, "pubKeyHex": magnetar_public});
         let bls_sign = json!({"messageHex": message, "pubKeyHex": bls_public});
         let bls_signature = client.call("bls.sign", bls_sign.clone()).await["signatureHex"].clone();
         let bls_verify = json!({"messageHex": message, "signatureHex": bls_signature, "pubKeyHex": bls_public});
@@ -132,6 +169,38 @@ fn summary() {
                 .await;
             client.time(&mut ms, "pulsar.sign (3 of 5)", "pulsar.sign", &pulsar_sign).await;
             client.time(&mut ms, "pulsar.verify", "pulsar.verify", &pulsar_verify).await;
+            client
+                .time(&mut ms, "corona.keygen (3 of 5)", "corona.keygen", &json!({"threshold": 3, "participants": 5}))
+                .await;
+            client.time(&mut ms, "corona.sign (3 of 5)", "corona.sign", &corona_sign).await;
+            client.time(&mut ms, "corona.verify", "corona.verify", &corona_verify).await;
+            client
+                .time(&mut ms, "magnetar.keygen (192f)", "magnetar.keygen", &json!({"threshold": 1, "participants": 1}))
+                .await;
+            client.time(&mut ms, "magnetar.sign (192f)", "magnetar.sign", &magnetar_sign).await;
+            client.time(&mut ms, "magnetar.verify (192f)", "magnetar.verify", &magnetar_verify).await;
+            client.time(&mut ms, "bls.sign (1 of 1)", "bls.sign", &vote_sign).await;
+            for _ in 0..CALLS {
+                // A fresh view per call: every vote is a new durable guard record.
+                view += 1;
+                let params = json!({"pubKeyHex": vote_public, "kind": "notarize", "chainId": 1,
+                    "epoch": 1, "view": view, "height": view, "blockHex": hex::encode([7u8; 32]),
+                    "validatorSetRootHex": hex::encode([8u8; 32]), "profileId": "quasar"});
+                let start = Instant::now();
+                let reply = client.call("validator.sign_vote", params).await;
+                ms.push("validator.sign_vote", start.elapsed().as_secs_f64() * 1e3);
+                assert_eq!(reply["decision"], "fresh", "{reply}");
+            }
+            time_local(&mut ms, "corona sign (3 of 5), in process", || {
+                let mut session = [0u8; 32];
+                rand::rngs::OsRng.fill_bytes(&mut session);
+                corona_sign_in_process(&corona_group, &mut corona_signers, &[0, 1, 2], SessionId(session), MESSAGE, &mut rand::rngs::OsRng)
+                    .expect("signs and verifies");
+            });
+            time_local(&mut ms, "magnetar sign (192f), in process", || {
+                let signature = magnetar_local.sign(MESSAGE, &[], &mut rand::rngs::OsRng).expect("signs");
+                magnetar_local.public_key().verify(MESSAGE, &[], &signature).expect("verifies");
+            });
             time_local(&mut ms, "bls sign (14 of 21), in process", || {
                 let shares: Vec<_> = bls_dealing.shares().iter().take(14).map(|s| s.sign(MESSAGE)).collect();
                 let signature = bls_threshold::combine(14, &shares).expect("combines");
@@ -162,6 +231,21 @@ fn summary() {
             "pulsar sign (3 of 5), in process",
         ),
         ("bls.verify / health", "bls.verify", "health"),
+        (
+            "corona.sign / in process",
+            "corona.sign (3 of 5)",
+            "corona sign (3 of 5), in process",
+        ),
+        (
+            "magnetar.sign / in process",
+            "magnetar.sign (192f)",
+            "magnetar sign (192f), in process",
+        ),
+        (
+            "validator.sign_vote / bls.sign (1 of 1)",
+            "validator.sign_vote",
+            "bls.sign (1 of 1)",
+        ),
     ] {
         ratios.push(name, medians[method] / medians[baseline]);
     }
@@ -169,6 +253,9 @@ fn summary() {
         ("bls.sign / in process", None, true),
         ("pulsar.sign / in process", None, true),
         ("bls.verify / health", None, false),
+        ("corona.sign / in process", None, true),
+        ("magnetar.sign / in process", None, true),
+        ("validator.sign_vote / bls.sign (1 of 1)", None, false),
     ];
     report(
         "thresholdd over HTTP, p50 per call",

@@ -14,7 +14,8 @@
 //! - [`core_inputs`]: the consensus core's message handler under a fuzz-chosen sequence of
 //!   validly signed (possibly equivocating) messages, timer expiries and clock steps; see its docs
 //!   for the instruction format and the invariants it asserts.
-//! - [`genesis_json`], [`node_toml`], [`guard_file`], [`thresholdd_key_file`]: operator files
+//! - [`genesis_json`], [`node_toml`], [`guard_file`], [`thresholdd_key_file`],
+//!   [`thresholdd_session_record`]: operator files
 //!   never panic their parsers.
 //! - [`rollup_signature`]: the rollup signature collector agrees with FIPS 204 on peer bytes.
 
@@ -399,6 +400,30 @@ pub fn thresholdd_key_file(data: &[u8]) {
             again.as_ref().is_ok_and(|a| *a == header),
             "a header does not survive re-encoding: {again:?}"
         );
+    }
+}
+
+/// Any bytes as a thresholdd used-session record ([`crate::thresholdd::sessions`]): parsing
+/// returns the ids or an error, never panics, and accepts exactly the whole numbers of 32-byte
+/// ids within the size bound.
+///
+/// Panics: when a record of whole ids is refused or a torn one accepted.
+pub fn thresholdd_session_record(data: &[u8]) {
+    let parsed = crate::thresholdd::sessions::parse_used_sessions(data);
+    assert_eq!(
+        parsed.is_ok(),
+        data.len().is_multiple_of(32),
+        "a {}-byte record was {}",
+        data.len(),
+        if parsed.is_ok() {
+            "accepted"
+        } else {
+            "refused"
+        }
+    );
+    if let Ok(ids) = parsed {
+        assert!(ids.len() <= data.len() / 32);
+        assert!(ids.iter().all(|id| data.chunks_exact(32).any(|c| c == id)));
     }
 }
 

@@ -544,6 +544,18 @@ fn thresholdd_keystore_files_survive_mutation() {
 }
 
 #[test]
+fn thresholdd_session_records_survive_mutation() {
+    let seeds = vec![Vec::new(), [7u8; 64].to_vec(), [1u8; 31].to_vec()];
+    drive(
+        "thresholdd_session_record",
+        17,
+        2000,
+        &seeds,
+        fuzzing::thresholdd_session_record,
+    );
+}
+
+#[test]
 fn the_consensus_core_keeps_its_invariants_under_fuzzed_inputs() {
     let programs = seed_core_programs();
     let first = fuzzing::core_inputs(&programs[0]);

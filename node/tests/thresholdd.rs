@@ -254,6 +254,785 @@ async fn pulsar_keygen_sign_sign_ctx_verify() {
 }
 
 #[tokio::test]
+async fn corona_keygen_sign_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = start(dir.path()).await;
+    let addr = daemon.local_addr;
+    let reply = call(
+        addr,
+        "corona.keygen",
+        json!({"threshold": 2, "participants": 3}),
+    )
+    .await;
+    let key = result(&reply).clone();
+    let public_key = key["publicKey"].as_str().unwrap().to_string();
+    assert_eq!(public_key.len(), 2 * 4640, "ρ ‖ b̃");
+    assert_eq!(key["parties"], json!([0, 1, 2]));
+    assert!(key["keyId"].as_str().unwrap().starts_with("corona-"));
+    let message = hex::encode(b"round digest");
+    let signed = call(
+        addr,
+        "corona.sign",
+        json!({"messageHex": message, "pubKeyHex": public_key}),
+    )
+    .await;
+    let signature = result(&signed)["signatureHex"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // The signature verifies in the crypto crate, and through the daemon only for its message.
+    let group =
+        quasar_crypto::corona::scheme::GroupKey::from_bytes(&hex::decode(&public_key).unwrap())
+            .unwrap();
+    let decoded =
+        quasar_crypto::corona::scheme::Signature::from_bytes(&hex::decode(&signature).unwrap())
+            .unwrap();
+    assert!(group.verify(b"round digest", &decoded).is_ok());
+    for (message_hex, ok) in [(message.clone(), true), (hex::encode(b"other"), false)] {
+        let verified = call(
+            addr,
+            "corona.verify",
+            json!({"messageHex": message_hex, "signatureHex": signature, "pubKeyHex": public_key}),
+        )
+        .await;
+        assert_eq!(result(&verified)["ok"], ok);
+    }
+
+    // A group key of the right shape that the keystore does not hold: −32000.
+    let (other, _) =
+        quasar_crypto::corona::scheme::trusted_dealer_keygen(1, 2, &mut rand::rngs::OsRng).unwrap();
+    let (code, text) = error(
+        &call(
+            addr,
+            "corona.sign",
+            json!({"messageHex": message, "pubKeyHex": hex::encode(other.to_bytes())}),
+        )
+        .await,
+    );
+    assert_eq!(code, -32000, "{text}");
+    // Shapes and bounds: −32602 naming the field.
+    let cases = [
+        (
+            "corona.keygen",
+            json!({"threshold": 3, "participants": 2}),
+            "threshold",
+        ),
+        (
+            "corona.keygen",
+            json!({"threshold": 1, "participants": 257}),
+            "participants",
+        ),
+        (
+            "corona.sign",
+            json!({"messageHex": message, "pubKeyHex": "00ff"}),
+            "pubKeyHex",
+        ),
+        (
+            "corona.verify",
+            json!({"messageHex": message, "signatureHex": "00", "pubKeyHex": public_key}),
+            "signatureHex",
+        ),
+    ];
+    for (method, params, field) in cases {
+        let (code, text) = error(&call(addr, method, params.clone()).await);
+        assert_eq!(code, -32602, "{method} {params}: {text}");
+        assert!(text.contains(field), "{method} {params}: {text}");
+    }
+    stop(daemon).await;
+}
+
+#[tokio::test]
+async fn magnetar_keygen_sign_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = start(dir.path()).await;
+    let addr = daemon.local_addr;
+    let message = hex::encode(b"round digest");
+    let ctx = hex::encode(b"quasar/cert");
+    for (set, params, signature_len) in [
+        ("192f", json!({"threshold": 1, "participants": 1}), 35_664),
+        (
+            "192s",
+            json!({"threshold": 1, "participants": 1, "parameterSet": "192s"}),
+            16_224,
+        ),
+    ] {
+        let reply = call(addr, "magnetar.keygen", params).await;
+        let key = result(&reply).clone();
+        assert_eq!(key["parameterSet"], set);
+        let public_key = key["publicKey"].as_str().unwrap().to_string();
+        assert_eq!(public_key.len(), 2 * 48, "PK.seed ‖ PK.root");
+        let signed = call(
+            addr,
+            "magnetar.sign_ctx",
+            json!({"messageHex": message, "pubKeyHex": public_key, "ctxHex": ctx}),
+        )
+        .await;
+        let signature = result(&signed)["signatureHex"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(signature.len(), 2 * signature_len, "{set}");
+        // It verifies under its context only, in the crypto crate and through the daemon.
+        let parameter_set = if set.ends_with('f') {
+            quasar_crypto::magnetar::ParameterSet::Shake192f
+        } else {
+            quasar_crypto::magnetar::ParameterSet::Shake192s
+        };
+        let public = quasar_crypto::magnetar::PublicKey::from_bytes(
+            parameter_set,
+            &hex::decode(&public_key).unwrap(),
+        )
+        .unwrap();
+        let decoded = quasar_crypto::magnetar::Signature::from_bytes(
+            parameter_set,
+            &hex::decode(&signature).unwrap(),
+        )
+        .unwrap();
+        assert!(public
+            .verify(b"round digest", b"quasar/cert", &decoded)
+            .is_ok());
+        for (ctx_hex, ok) in [(ctx.as_str(), true), ("", false)] {
+            let verified = call(
+                addr,
+                "magnetar.verify",
+                json!({"messageHex": message, "signatureHex": signature, "pubKeyHex": public_key, "ctxHex": ctx_hex}),
+            )
+            .await;
+            assert_eq!(result(&verified)["ok"], ok, "{set} ctx {ctx_hex:?}");
+        }
+    }
+    // `magnetar.sign` (empty context) on a fresh default key.
+    let reply = call(
+        addr,
+        "magnetar.keygen",
+        json!({"threshold": 1, "participants": 1}),
+    )
+    .await;
+    let public_key = result(&reply)["publicKey"].as_str().unwrap().to_string();
+    let signed = call(
+        addr,
+        "magnetar.sign",
+        json!({"messageHex": message, "pubKeyHex": public_key}),
+    )
+    .await;
+    let signature = result(&signed)["signatureHex"].as_str().unwrap();
+    let verified = call(
+        addr,
+        "magnetar.verify",
+        json!({"messageHex": message, "signatureHex": signature, "pubKeyHex": public_key}),
+    )
+    .await;
+    assert_eq!(result(&verified)["ok"], true);
+
+    let cases = [
+        (
+            "magnetar.keygen",
+            json!({"threshold": 2, "participants": 3}),
+            "participants",
+        ),
+        (
+            "magnetar.keygen",
+            json!({"threshold": 1, "participants": 1, "parameterSet": "128s"}),
+            "parameterSet",
+        ),
+        (
+            "magnetar.sign",
+            json!({"messageHex": message, "pubKeyHex": "00"}),
+            "pubKeyHex",
+        ),
+        (
+            "magnetar.sign_ctx",
+            json!({"messageHex": message, "pubKeyHex": public_key, "ctxHex": hex::encode([1u8; 256])}),
+            "ctxHex",
+        ),
+        (
+            "magnetar.verify",
+            json!({"messageHex": message, "signatureHex": "0011", "pubKeyHex": public_key}),
+            "signatureHex",
+        ),
+    ];
+    for (method, params, field) in cases {
+        let (code, text) = error(&call(addr, method, params.clone()).await);
+        assert_eq!(code, -32602, "{method} {params}: {text}");
+        assert!(text.contains(field), "{method} {params}: {text}");
+    }
+    stop(daemon).await;
+}
+
+/// Three daemons, each holding one share of a 2-of-3 Corona key, driven through the round
+/// methods: parties 0 and 2 sign, the daemon of party 1 combines.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corona_ceremony_across_three_daemons() {
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut daemons = Vec::new();
+    for dir in &dirs {
+        daemons.push(start(dir.path()).await);
+    }
+    let addrs: Vec<SocketAddr> = daemons.iter().map(|d| d.local_addr).collect();
+    let (group, shares) =
+        quasar_crypto::corona::scheme::trusted_dealer_keygen(2, 3, &mut rand::rngs::OsRng).unwrap();
+    let public_key = hex::encode(group.to_bytes());
+    for (addr, share) in addrs.iter().zip(&shares) {
+        let share_hex = hex::encode(&*share.to_bytes());
+        let reply = call(*addr, "corona.import_share", json!({"shareHex": share_hex})).await;
+        let imported = result(&reply);
+        assert_eq!(imported["party"], share.index());
+        assert_eq!(imported["publicKey"], public_key.as_str());
+        assert_eq!(imported["threshold"], 2);
+        // Importing it twice is refused; the first import stays.
+        let (code, text) =
+            error(&call(*addr, "corona.import_share", json!({"shareHex": share_hex})).await);
+        assert_eq!(code, -32000, "{text}");
+    }
+
+    let message = hex::encode(b"round digest");
+    let session = hex::encode([0x5e; 32]);
+    let signers = [(0usize, 0u16), (2, 2)];
+    let mut round1 = Vec::new();
+    for &(host, party) in &signers {
+        let reply = call(
+            addrs[host],
+            "corona.round1",
+            json!({"pubKeyHex": public_key, "party": party, "sessionHex": session, "parties": [0, 2]}),
+        )
+        .await;
+        round1.push(result(&reply)["round1Hex"].as_str().unwrap().to_string());
+    }
+    // A host that does not hold the party's share refuses.
+    let (code, text) = error(
+        &call(
+            addrs[1],
+            "corona.round1",
+            json!({"pubKeyHex": public_key, "party": 0, "sessionHex": session, "parties": [0, 2]}),
+        )
+        .await,
+    );
+    assert_eq!(code, -32000, "{text}");
+    let mut round2 = Vec::new();
+    for &(host, party) in &signers {
+        let params = json!({"pubKeyHex": public_key, "party": party, "sessionHex": session,
+            "messageHex": message, "round1Hex": round1});
+        let reply = call(addrs[host], "corona.round2", params.clone()).await;
+        round2.push(result(&reply)["round2Hex"].as_str().unwrap().to_string());
+        // The round-1 state is consumed: a second round 2 for the session is refused.
+        let (code, text) = error(&call(addrs[host], "corona.round2", params).await);
+        assert_eq!(code, -32000, "{text}");
+    }
+    let reply = call(
+        addrs[1],
+        "corona.combine",
+        json!({"pubKeyHex": public_key, "sessionHex": session, "parties": [2, 0],
+            "messageHex": message, "round1Hex": round1, "round2Hex": round2}),
+    )
+    .await;
+    let signature = result(&reply)["signatureHex"].as_str().unwrap().to_string();
+    let decoded =
+        quasar_crypto::corona::scheme::Signature::from_bytes(&hex::decode(&signature).unwrap())
+            .unwrap();
+    assert!(group.verify(b"round digest", &decoded).is_ok());
+    let verified = call(
+        addrs[0],
+        "corona.verify",
+        json!({"messageHex": message, "signatureHex": signature, "pubKeyHex": public_key}),
+    )
+    .await;
+    assert_eq!(result(&verified)["ok"], true);
+
+    // A tampered round-2 message does not combine into a signature.
+    let mut bad = round2.clone();
+    let last = bad[1].pop().unwrap();
+    bad[1].push(if last == '0' { '1' } else { '0' });
+    let (code, text) = error(
+        &call(
+            addrs[1],
+            "corona.combine",
+            json!({"pubKeyHex": public_key, "sessionHex": session, "parties": [0, 2],
+                "messageHex": message, "round1Hex": round1, "round2Hex": bad}),
+        )
+        .await,
+    );
+    assert!([-32000, -32602].contains(&code), "{text}");
+
+    // Session ids are recorded durably: after a restart, party 0 refuses the used session.
+    let first = daemons.remove(0);
+    stop(first).await;
+    let restarted = start(dirs[0].path()).await;
+    let (code, text) = error(
+        &call(
+            restarted.local_addr,
+            "corona.round1",
+            json!({"pubKeyHex": public_key, "party": 0, "sessionHex": session, "parties": [0, 2]}),
+        )
+        .await,
+    );
+    assert_eq!(code, -32000, "{text}");
+    assert!(text.contains("already"), "{text}");
+    // Bad input names its field.
+    for (params, field) in [
+        (json!({"shareHex": "00"}), "shareHex"),
+        (json!({"shareHex": "zz"}), "shareHex"),
+    ] {
+        let (code, text) = error(&call(restarted.local_addr, "corona.import_share", params).await);
+        assert_eq!(code, -32602, "{text}");
+        assert!(text.contains(field), "{text}");
+    }
+    let (code, text) = error(
+        &call(
+            restarted.local_addr,
+            "corona.round1",
+            json!({"pubKeyHex": public_key, "party": 0, "sessionHex": "00", "parties": [0, 2]}),
+        )
+        .await,
+    );
+    assert_eq!(code, -32602, "{text}");
+    assert!(text.contains("sessionHex"), "{text}");
+    let (code, text) = error(
+        &call(
+            restarted.local_addr,
+            "corona.round1",
+            json!({"pubKeyHex": public_key, "party": 0, "sessionHex": hex::encode([1u8; 32]), "parties": [0]}),
+        )
+        .await,
+    );
+    assert_eq!(code, -32602, "{text}");
+    assert!(text.contains("parties"), "{text}");
+    stop(restarted).await;
+    for daemon in daemons {
+        stop(daemon).await;
+    }
+}
+
+/// Three daemons, each holding one share of a 2-of-3 Pulsar key, driven through the round
+/// methods (sessions restart until one meets FIPS 204's bounds): parties 0 and 2 sign, the
+/// daemon of party 1 combines. The result is a plain FIPS 204 signature.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pulsar_ceremony_across_three_daemons() {
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut daemons = Vec::new();
+    for dir in &dirs {
+        daemons.push(start(dir.path()).await);
+    }
+    let addrs: Vec<SocketAddr> = daemons.iter().map(|d| d.local_addr).collect();
+    let (group, shares) =
+        quasar_crypto::pulsar::trusted_dealer_keygen(2, 3, &mut rand::rngs::OsRng).unwrap();
+    let group_hex = hex::encode(group.to_bytes());
+    let public_key = hex::encode(group.public_key_bytes());
+    for (addr, share) in addrs.iter().zip(&shares) {
+        let share_hex = hex::encode(&*share.to_bytes());
+        let reply = call(
+            *addr,
+            "pulsar.import_share",
+            json!({"groupKeyHex": group_hex, "shareHex": share_hex}),
+        )
+        .await;
+        assert_eq!(result(&reply)["party"], share.party());
+        assert_eq!(result(&reply)["publicKey"], public_key.as_str());
+    }
+    // A share checked against another group key is refused.
+    let (other_group, _) =
+        quasar_crypto::pulsar::trusted_dealer_keygen(2, 3, &mut rand::rngs::OsRng).unwrap();
+    let (code, text) = error(
+        &call(
+            addrs[0],
+            "pulsar.import_share",
+            json!({"groupKeyHex": hex::encode(other_group.to_bytes()), "shareHex": hex::encode(&*shares[0].to_bytes())}),
+        )
+        .await,
+    );
+    assert_eq!(code, -32602, "{text}");
+
+    let message = hex::encode(b"round digest");
+    let ctx = hex::encode(b"quasar/cert");
+    let signers = [(0usize, 0u16), (2, 2)];
+    let mut signature = None;
+    for attempt in 0..16u8 {
+        let session = hex::encode([attempt; 32]);
+        let mut round1 = Vec::new();
+        for &(host, party) in &signers {
+            let reply = call(
+                addrs[host],
+                "pulsar.round1",
+                json!({"pubKeyHex": public_key, "party": party, "sessionHex": session,
+                    "parties": [0, 2], "messageHex": message, "ctxHex": ctx}),
+            )
+            .await;
+            round1.push(result(&reply)["round1Hex"].as_str().unwrap().to_string());
+        }
+        let mut round2 = Vec::new();
+        for &(host, party) in &signers {
+            let reply = call(
+                addrs[host],
+                "pulsar.round2",
+                json!({"pubKeyHex": public_key, "party": party, "sessionHex": session, "round1Hex": round1}),
+            )
+            .await;
+            round2.push(result(&reply)["round2Hex"].as_str().unwrap().to_string());
+        }
+        let mut round3 = Vec::new();
+        for &(host, party) in &signers {
+            let params = json!({"pubKeyHex": public_key, "party": party, "sessionHex": session, "round2Hex": round2});
+            let reply = call(addrs[host], "pulsar.round3", params.clone()).await;
+            round3.push(result(&reply)["round3Hex"].as_str().unwrap().to_string());
+            // The secret state is consumed.
+            let (code, text) = error(&call(addrs[host], "pulsar.round3", params).await);
+            assert_eq!(code, -32000, "{text}");
+        }
+        let reply = call(
+            addrs[1],
+            "pulsar.combine",
+            json!({"pubKeyHex": public_key, "sessionHex": session, "parties": [0, 2],
+                "messageHex": message, "ctxHex": ctx, "round1Hex": round1, "round2Hex": round2,
+                "round3Hex": round3}),
+        )
+        .await;
+        if let Some(error) = reply.get("error") {
+            let text = error["message"].as_str().unwrap();
+            assert!(text.starts_with("restart"), "{text}");
+            continue;
+        }
+        signature = Some(result(&reply)["signatureHex"].as_str().unwrap().to_string());
+        break;
+    }
+    let signature = signature.expect("a session within 16 attempts");
+    let decoded =
+        quasar_crypto::mldsa::Signature::from_bytes(&hex::decode(&signature).unwrap()).unwrap();
+    assert!(group
+        .public_key()
+        .verify(b"round digest", b"quasar/cert", &decoded)
+        .is_ok());
+
+    // The used session ids survive a restart: round 1 of session 0 is refused.
+    let first = daemons.remove(0);
+    stop(first).await;
+    let restarted = start(dirs[0].path()).await;
+    let (code, text) = error(
+        &call(
+            restarted.local_addr,
+            "pulsar.round1",
+            json!({"pubKeyHex": public_key, "party": 0, "sessionHex": hex::encode([0u8; 32]),
+                "parties": [0, 2], "messageHex": message}),
+        )
+        .await,
+    );
+    assert_eq!(code, -32000, "{text}");
+    assert!(text.contains("already"), "{text}");
+    // A signing set that is not exactly t parties names `parties`.
+    let (code, text) = error(
+        &call(
+            restarted.local_addr,
+            "pulsar.round1",
+            json!({"pubKeyHex": public_key, "party": 0, "sessionHex": hex::encode([99u8; 32]),
+                "parties": [0, 1, 2], "messageHex": message}),
+        )
+        .await,
+    );
+    assert_eq!(code, -32602, "{text}");
+    assert!(text.contains("parties"), "{text}");
+    stop(restarted).await;
+    for daemon in daemons {
+        stop(daemon).await;
+    }
+}
+
+/// `validator.sign_vote`'s parameters for a notarize vote in `view` for `block` (one byte,
+/// repeated).
+fn vote(public_key: &str, kind: &str, view: u64, block: u8) -> Value {
+    json!({
+        "pubKeyHex": public_key,
+        "kind": kind,
+        "chainId": 7,
+        "epoch": 1,
+        "view": view,
+        "height": view,
+        "blockHex": hex::encode([block; 32]),
+        "validatorSetRootHex": hex::encode([9u8; 32]),
+        "profileId": "quasar",
+    })
+}
+
+#[tokio::test]
+async fn sign_vote_is_guarded_and_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = start(dir.path()).await;
+    let addr = daemon.local_addr;
+    let reply = call(
+        addr,
+        "bls.keygen",
+        json!({"threshold": 1, "participants": 1}),
+    )
+    .await;
+    let public_key = result(&reply)["publicKey"].as_str().unwrap().to_string();
+    let signed = call(
+        addr,
+        "validator.sign_vote",
+        vote(&public_key, "notarize", 5, 0xa1),
+    )
+    .await;
+    assert_eq!(result(&signed)["decision"], "fresh");
+    let signature = result(&signed)["signatureHex"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // It is the node's own vote signature: BLS over the wire's vote signing message.
+    let domain = quasar_wire::EpochDomain {
+        validator_set_root: [9u8; 32],
+        profile_id: "quasar".into(),
+    };
+    let message = quasar_wire::vote_signing_message(
+        quasar_wire::VoteKind::Notarize,
+        7,
+        1,
+        5,
+        5,
+        &[0xa1; 32],
+        &domain,
+    );
+    let pk = quasar_crypto::bls::PublicKey::from_bytes(&hex::decode(&public_key).unwrap()).unwrap();
+    let sig = quasar_crypto::bls::Signature::from_bytes(&hex::decode(&signature).unwrap()).unwrap();
+    assert!(pk.verify(&message, &sig).is_ok());
+
+    // The same vote again: a repeat, the same signature. Another block in view 5: refused.
+    let again = call(
+        addr,
+        "validator.sign_vote",
+        vote(&public_key, "notarize", 5, 0xa1),
+    )
+    .await;
+    assert_eq!(result(&again)["decision"], "repeat");
+    assert_eq!(result(&again)["signatureHex"], signature.as_str());
+    let (code, text) = error(
+        &call(
+            addr,
+            "validator.sign_vote",
+            vote(&public_key, "notarize", 5, 0xb2),
+        )
+        .await,
+    );
+    assert_eq!(code, -32000, "{text}");
+    assert!(text.contains("conflict"), "{text}");
+    // A finalize vote for the notarized block is allowed; then a nullify of the view is not
+    // (storage's guard rules: nullify and finalize exclude each other in a view).
+    let finalize = call(
+        addr,
+        "validator.sign_vote",
+        vote(&public_key, "finalize", 5, 0xa1),
+    )
+    .await;
+    assert_eq!(result(&finalize)["decision"], "fresh");
+    let (code, text) = error(
+        &call(
+            addr,
+            "validator.sign_vote",
+            vote(&public_key, "nullify", 5, 0),
+        )
+        .await,
+    );
+    assert_eq!(code, -32000, "{text}");
+
+    // The metrics count the votes, the refusals and each method's calls, behind the token.
+    let client = reqwest::Client::new();
+    let url = format!("http://{addr}/metrics");
+    let denied = client.get(&url).send().await.unwrap();
+    assert_eq!(denied.status().as_u16(), 401);
+    let text = client
+        .get(&url)
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        "thresholdd_votes_signed_total 3",
+        "thresholdd_guard_refusals_total 2",
+        r#"thresholdd_calls_total{method="validator.sign_vote",outcome="ok"} 3"#,
+        r#"thresholdd_calls_total{method="validator.sign_vote",outcome="error"} 2"#,
+        r#"thresholdd_calls_total{method="bls.keygen",outcome="ok"} 1"#,
+        r#"thresholdd_call_seconds_count{method="bls.keygen"} 1"#,
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "{line} missing from:\n{text}"
+        );
+    }
+
+    // Bad parameters name their field; a key the keystore lacks is −32000 and creates no guard.
+    let mut wrong_block = vote(&public_key, "notarize", 6, 1);
+    wrong_block["blockHex"] = json!("00ff");
+    let mut wrong_kind = vote(&public_key, "notarize", 6, 1);
+    wrong_kind["kind"] = json!("prevote");
+    for (params, field) in [(wrong_block, "blockHex"), (wrong_kind, "kind")] {
+        let (code, text) = error(&call(addr, "validator.sign_vote", params).await);
+        assert_eq!(code, -32602, "{text}");
+        assert!(text.contains(field), "{text}");
+    }
+    let stranger = quasar_crypto::bls::SecretKey::from_seed(&[8; 32]).public_key();
+    let (code, _) = error(
+        &call(
+            addr,
+            "validator.sign_vote",
+            vote(&hex::encode(stranger.to_bytes()), "notarize", 6, 1),
+        )
+        .await,
+    );
+    assert_eq!(code, -32000);
+    stop(daemon).await;
+
+    // After a restart the record still forbids the conflicting vote.
+    let daemon = start(dir.path()).await;
+    let (code, text) = error(
+        &call(
+            daemon.local_addr,
+            "validator.sign_vote",
+            vote(&public_key, "notarize", 5, 0xb2),
+        )
+        .await,
+    );
+    assert_eq!(code, -32000, "{text}");
+    let again = call(
+        daemon.local_addr,
+        "validator.sign_vote",
+        vote(&public_key, "notarize", 5, 0xa1),
+    )
+    .await;
+    assert_eq!(result(&again)["signatureHex"], signature.as_str());
+    stop(daemon).await;
+}
+
+/// Starts the `thresholdd` binary on a free loopback port over `dir`; the child and its address
+/// once `health` answers.
+async fn spawn_binary(dir: &Path) -> (std::process::Child, SocketAddr) {
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_thresholdd"))
+        .arg("--listen")
+        .arg(addr.to_string())
+        .arg("--data-dir")
+        .arg(dir)
+        .env("THRESHOLDD_TOKEN", TOKEN)
+        .env(
+            "THRESHOLDD_PASSPHRASE",
+            std::str::from_utf8(PASSPHRASE).unwrap(),
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let body = br#"{"jsonrpc":"2.0","id":1,"method":"health"}"#.to_vec();
+    for _ in 0..600 {
+        let client = reqwest::Client::new();
+        let ready = client
+            .post(format!("http://{addr}/"))
+            .header("content-type", "application/json")
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .body(body.clone())
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success());
+        if ready {
+            return (child, addr);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    panic!("thresholdd did not answer on {addr} within 30 s");
+}
+
+/// Kill -9 while votes are being signed, then restart: the keys are intact, and no view whose
+/// signature left the daemon can be signed again for another block.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_during_signing_keeps_keys_and_guard() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, addr) = spawn_binary(dir.path()).await;
+    let reply = call(
+        addr,
+        "bls.keygen",
+        json!({"threshold": 1, "participants": 1}),
+    )
+    .await;
+    let public_key = result(&reply)["publicKey"].as_str().unwrap().to_string();
+
+    // Four clients sign views 1, 2, 3, … (client c takes views ≡ c mod 4) until the kill.
+    let signed = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(u64, String)>::new()));
+    let mut clients = Vec::new();
+    for c in 0..4u64 {
+        let (signed, public_key) = (signed.clone(), public_key.clone());
+        clients.push(tokio::spawn(async move {
+            let client = reqwest::Client::new();
+            for view in (1..).map(|i| 4 * i + c) {
+                let body = json!({"jsonrpc": "2.0", "id": view, "method": "validator.sign_vote",
+                    "params": vote(&public_key, "notarize", view, 0xa1)});
+                let Ok(response) = client
+                    .post(format!("http://{addr}/"))
+                    .header("authorization", format!("Bearer {TOKEN}"))
+                    .json(&body)
+                    .send()
+                    .await
+                else {
+                    return;
+                };
+                let Ok(reply) = response.json::<Value>().await else {
+                    return;
+                };
+                let signature = result(&reply)["signatureHex"].as_str().unwrap().to_string();
+                signed.lock().unwrap().push((view, signature));
+            }
+        }));
+    }
+    while signed.lock().unwrap().len() < 40 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    for client in clients {
+        client.await.unwrap();
+    }
+    let signed = signed.lock().unwrap().clone();
+
+    let (mut child, addr) = spawn_binary(dir.path()).await;
+    // The key is intact: it still signs, and each signed view's record survived.
+    let message = hex::encode(b"after the crash");
+    let reply = call(
+        addr,
+        "bls.sign",
+        json!({"messageHex": message, "pubKeyHex": public_key}),
+    )
+    .await;
+    assert!(result(&reply)["signatureHex"].is_string());
+    for (view, signature) in &signed {
+        let (code, text) = error(
+            &call(
+                addr,
+                "validator.sign_vote",
+                vote(&public_key, "notarize", *view, 0xb2),
+            )
+            .await,
+        );
+        assert_eq!(code, -32000, "view {view}: {text}");
+        let again = call(
+            addr,
+            "validator.sign_vote",
+            vote(&public_key, "notarize", *view, 0xa1),
+        )
+        .await;
+        assert_eq!(result(&again)["decision"], "repeat", "view {view}");
+        assert_eq!(
+            result(&again)["signatureHex"],
+            signature.as_str(),
+            "view {view}"
+        );
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[tokio::test]
 async fn every_error_code() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = start(dir.path()).await;
@@ -269,12 +1048,14 @@ async fn every_error_code() {
     let response: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(error(&response).0, -32600, "{text}");
 
-    // −32601: unknown method and unknown scheme; methods of later versions say so.
+    // −32601: unknown method, unknown scheme, a round method of a scheme without rounds.
     assert_eq!(error(&call(addr, "bls.nothing", json!({})).await).0, -32601);
     assert_eq!(error(&call(addr, "rsa.keygen", json!({})).await).0, -32601);
-    let (code, message) = error(&call(addr, "corona.keygen", json!({})).await);
-    assert_eq!(code, -32601);
-    assert!(message.contains("not built yet"), "{message}");
+    assert_eq!(error(&call(addr, "bls.round1", json!({})).await).0, -32601);
+    assert_eq!(
+        error(&call(addr, "bls.sign_ctx", json!({})).await).0,
+        -32601
+    );
 
     // −32602, naming the field.
     let cases = [

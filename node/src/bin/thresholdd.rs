@@ -12,6 +12,12 @@ use quasar_node::thresholdd::keystore::{KdfParams, Keystore, HEADER_FILE};
 use quasar_node::thresholdd::{self, DaemonConfig};
 use zeroize::Zeroizing;
 
+/// A bearer token shorter than this many characters is logged as weak at start (32 characters
+/// of `openssl rand -hex 16` carry 128 bits).
+const MIN_TOKEN_CHARS: usize = 32;
+/// A keystore passphrase shorter than this many bytes is logged as weak at start.
+const MIN_PASSPHRASE_BYTES: usize = 12;
+
 #[derive(Parser)]
 #[command(
     name = "thresholdd",
@@ -62,6 +68,28 @@ enum KeysAction {
         /// The key id (`keys list` shows them).
         key_id: String,
     },
+}
+
+/// Logs a `warn` for each secret shorter than its minimum, naming only its length (the daemon
+/// starts anyway: tests use short ones).
+fn warn_if_weak(token: &str, passphrase: &[u8]) {
+    let token_chars = token.chars().count();
+    if token_chars < MIN_TOKEN_CHARS {
+        tracing::warn!(
+            length = token_chars,
+            minimum = MIN_TOKEN_CHARS,
+            "the bearer token is short and may be guessed; use at least {MIN_TOKEN_CHARS} \
+             random characters (e.g. `openssl rand -hex 16`)"
+        );
+    }
+    if passphrase.len() < MIN_PASSPHRASE_BYTES {
+        tracing::warn!(
+            length = passphrase.len(),
+            minimum = MIN_PASSPHRASE_BYTES,
+            "the keystore passphrase is short; a stolen keystore falls to guessing sooner: use \
+             at least {MIN_PASSPHRASE_BYTES} bytes"
+        );
+    }
 }
 
 /// The passphrase from `--passphrase-file` or THRESHOLDD_PASSPHRASE.
@@ -144,6 +172,7 @@ fn run(cli: Cli) -> Result<(), String> {
             let token = cli
                 .token
                 .ok_or("no bearer token: pass --token or set THRESHOLDD_TOKEN")?;
+            warn_if_weak(&token, &passphrase);
             let config = DaemonConfig {
                 listen: cli.listen,
                 allow_remote: cli.allow_remote,

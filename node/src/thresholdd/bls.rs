@@ -10,11 +10,12 @@ use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::RpcModule;
 use quasar_crypto::bls::{PublicKey, Signature};
 use quasar_crypto::bls_threshold::{self, SecretShare, SECRET_SHARE_LEN};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::keystore::Scheme;
 use super::rpc::{
-    self, hex_field, invalid_params, scheme_error, KeygenParams, SignParams, SignReply, VerifyReply,
+    self, hex_field, invalid_params, scheme_error, KeygenParams, SignParams, SignReply,
+    VerifyParams, VerifyReply,
 };
 use super::{Context, DaemonError};
 
@@ -35,16 +36,8 @@ struct KeygenReply {
     parties: Vec<Party>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct VerifyParams {
-    message_hex: String,
-    signature_hex: String,
-    pub_key_hex: String,
-}
-
 /// Field `field` as a BLS public key. Errors: −32602 (not hex, or not a valid G1 point).
-fn public_key_field(field: &str, value: &str) -> Result<PublicKey, ErrorObjectOwned> {
+pub(super) fn public_key_field(field: &str, value: &str) -> Result<PublicKey, ErrorObjectOwned> {
     PublicKey::from_bytes(&hex_field(field, value)?).map_err(|e| invalid_params(field, e))
 }
 
@@ -87,9 +80,14 @@ fn keygen(context: &Context, params: KeygenParams) -> Result<KeygenReply, ErrorO
     })
 }
 
-fn sign(context: &Context, params: SignParams) -> Result<SignReply, ErrorObjectOwned> {
-    let message = hex_field("messageHex", &params.message_hex)?;
-    let group = public_key_field("pubKeyHex", &params.pub_key_hex)?;
+/// Signs `message` with the first t shares of the stored key `group` and checks the combined
+/// signature before it leaves. Errors: −32000 (no such key, a corrupt entry, a signature that
+/// does not verify).
+pub(super) fn sign_message(
+    context: &Context,
+    group: &PublicKey,
+    message: &[u8],
+) -> Result<Signature, ErrorObjectOwned> {
     let (info, secret) = context.find_key(SCHEME, &group.to_bytes())?;
     let id = &info.key_id;
     let shares = secret
@@ -100,16 +98,23 @@ fn sign(context: &Context, params: SignParams) -> Result<SignReply, ErrorObjectO
     let signature_shares: Vec<_> = shares
         .iter()
         .take(usize::from(info.threshold))
-        .map(|share| share.sign(&message))
+        .map(|share| share.sign(message))
         .collect();
     let signature = bls_threshold::combine(info.threshold, &signature_shares)
         .map_err(|e| scheme_error(format!("combining the shares of {id}: {e}")))?;
     // A signature leaves only if it verifies: a corrupt share must not become a bad signature.
-    group.verify(&message, &signature).map_err(|e| {
+    group.verify(message, &signature).map_err(|e| {
         scheme_error(format!(
             "the combined signature of {id} does not verify: {e}"
         ))
     })?;
+    Ok(signature)
+}
+
+fn sign(context: &Context, params: SignParams) -> Result<SignReply, ErrorObjectOwned> {
+    let message = hex_field("messageHex", &params.message_hex)?;
+    let group = public_key_field("pubKeyHex", &params.pub_key_hex)?;
+    let signature = sign_message(context, &group, &message)?;
     Ok(SignReply {
         signature_hex: hex::encode(signature.to_bytes()),
     })

@@ -57,8 +57,11 @@
 //!   created with mode 0600 in the keystore directory, written and fsync'd, then hard-linked to
 //!   `<id>.json` (`link(2)` fails when the name exists, so two writers of one id cannot both
 //!   succeed, even in two processes), the temporary unlinked and the directory fsync'd. The
-//!   directory must be on a file system with hard links (every local Linux one). A crash can leave
-//!   a temporary file behind; it is ignored.
+//!   directory must be on a file system with hard links (every local Linux one). A crash between
+//!   the write and the unlink leaves a temporary file behind: every other read ignores it, and
+//!   [`Keystore::open`] removes those older than [`STALE_TEMP_AGE`] (with a `warn` each). A
+//!   younger one may be another process's write in progress (the daemon's, while `thresholdd
+//!   keys list` opens the same keystore), so it stays until a later open.
 //! - **Permissions.** The directory is created with mode 0700 and key files with 0600. A key file
 //!   or directory that group or others can access is read anyway with a `tracing` warning (as
 //!   the node does for its validator key file): the contents are encrypted, and refusing would
@@ -91,7 +94,7 @@ use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use argon2::{Algorithm, Argon2, Block, Params, Version};
 use chacha20poly1305::aead::{AeadInPlace, KeyInit};
@@ -102,6 +105,10 @@ use zeroize::Zeroizing;
 
 /// Name of the header file inside the keystore directory.
 pub const HEADER_FILE: &str = "keystore.json";
+/// How old a leftover temporary file must be (by its modification time) before
+/// [`Keystore::open`] removes it: 60 s, far longer than one write takes, so a younger one may
+/// still be another process's write in progress.
+pub const STALE_TEMP_AGE: Duration = Duration::from_secs(60);
 /// The key id reserved for the header (`keystore.json`).
 const RESERVED_KEY_ID: &str = "keystore";
 /// Format version of the header and key files this build writes and reads.
@@ -534,13 +541,26 @@ impl Keystore {
 
     /// Opens the keystore in `dir`, creating `dir` (mode 0700) and a new header when there is
     /// none. `kdf` applies only to a new keystore; an existing one uses its header's parameters.
-    /// Runs Argon2id once.
+    /// Runs Argon2id once. Once the passphrase has opened the keystore, removes temporary files
+    /// that a crashed write left behind and that are older than [`STALE_TEMP_AGE`], logging
+    /// each at `warn` (best effort: a failure to remove one is logged, not returned).
     ///
     /// Errors: [`KeystoreError::EmptyPassphrase`]; [`KeystoreError::WrongPassphrase`] when the
     /// header's check value does not open; [`KeystoreError::MissingHeader`] when `dir` holds key
     /// files but no header; [`KeystoreError::Kdf`] for parameters out of bounds; `Corrupt`,
     /// `TooLarge`, `Io` for the header file or directory.
     pub fn open_with(
+        dir: &Path,
+        passphrase: &[u8],
+        kdf: KdfParams,
+    ) -> Result<Keystore, KeystoreError> {
+        let keystore = Keystore::open_or_create(dir, passphrase, kdf)?;
+        remove_stale_temp_files(dir, STALE_TEMP_AGE);
+        Ok(keystore)
+    }
+
+    /// [`Keystore::open_with`] without the cleanup.
+    fn open_or_create(
         dir: &Path,
         passphrase: &[u8],
         kdf: KdfParams,
@@ -1183,6 +1203,77 @@ fn has_key_files(dir: &Path) -> Result<bool, KeystoreError> {
     Ok(false)
 }
 
+/// Whether `name` is a temporary name of [`write_new_file`]: `.<target>.<16 lowercase hex
+/// digits>.tmp`, where `target` is [`HEADER_FILE`] or `<valid key id>.json`.
+fn is_temp_name(name: &str) -> bool {
+    let Some(inner) = name
+        .strip_prefix('.')
+        .and_then(|rest| rest.strip_suffix(".tmp"))
+    else {
+        return false;
+    };
+    let Some((target, suffix)) = inner.rsplit_once('.') else {
+        return false;
+    };
+    suffix.len() == 16
+        && suffix
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        && (target == HEADER_FILE
+            || target
+                .strip_suffix(".json")
+                .is_some_and(|stem| KeyId::new(stem).is_ok()))
+}
+
+/// Removes the regular files in `dir` with a temporary name ([`is_temp_name`]) whose
+/// modification time is at least `min_age` ago, logging each at `warn`; younger ones (or ones
+/// dated in the future) are left, logged at `debug`. Best effort: errors are logged.
+fn remove_stale_temp_files(dir: &Path, min_age: Duration) {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            tracing::warn!(dir = %dir.display(), error = %e, "could not look for leftover temporary files");
+            return;
+        }
+    };
+    let now = SystemTime::now();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if !name.to_str().is_some_and(is_temp_name) {
+            continue;
+        }
+        let path = entry.path();
+        // `DirEntry::metadata` does not follow a symlink: only a regular file is ours.
+        let modified = match entry.metadata() {
+            Ok(meta) if meta.is_file() => meta.modified(),
+            Ok(_) => continue,
+            Err(e) => Err(e),
+        };
+        let age = match modified {
+            Ok(modified) => now.duration_since(modified).unwrap_or_default(),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "could not read a leftover temporary file's age");
+                continue;
+            }
+        };
+        if age < min_age {
+            tracing::debug!(path = %path.display(), ?age, "leaving a recent temporary file (a write may be in progress)");
+            continue;
+        }
+        match fs::remove_file(&path) {
+            Ok(()) => tracing::warn!(
+                path = %path.display(),
+                "removed a temporary file left by an interrupted key write"
+            ),
+            Err(e) => tracing::warn!(
+                path = %path.display(),
+                error = %e,
+                "could not remove a temporary file left by an interrupted key write"
+            ),
+        }
+    }
+}
+
 /// Reads a regular file of at most `max` bytes: the length is checked on the open handle before
 /// reading, and the read itself stops at `max + 1` (the file may grow meanwhile).
 fn read_bounded(path: &Path, max: u64) -> Result<Vec<u8>, KeystoreError> {
@@ -1538,6 +1629,53 @@ mod tests {
             .iter()
             .all(|r| r.is_ok() || matches!(r, Err(KeystoreError::DuplicateKey { .. }))));
         assert_eq!(store.secret("k").expect("reads").len(), 1);
+    }
+
+    /// Regression (attacker trial): a kill -9 between a key file's write and its link left
+    /// `.<id>.json.<hex>.tmp` behind for good. Opening now removes the keystore's own leftover
+    /// temporaries once they are older than any write takes, and nothing else: not a young one
+    /// (another process may be mid-write), not a name of another pattern, not the keys.
+    #[test]
+    fn open_removes_stale_temporary_files_and_nothing_else() {
+        let (tmp, store) = fresh();
+        store.put(&new_key("k", Scheme::Bls, &[1])).expect("stores");
+        drop(store);
+        let dir = tmp.path().join("keys");
+        let hour_ago = SystemTime::now() - Duration::from_secs(3600);
+        let create = |name: &str, modified: SystemTime| {
+            let file = fs::File::create(dir.join(name)).expect("creates");
+            file.set_modified(modified).expect("sets the time");
+        };
+        let stale = [
+            ".k.json.0123456789abcdef.tmp",
+            ".keystore.json.fedcba9876543210.tmp",
+        ];
+        let kept = [
+            // Another pattern: wrong suffix length, uppercase hex, no dot, invalid key id.
+            ".k.json.0123.tmp",
+            ".k.json.0123456789ABCDEF.tmp",
+            "k.json.0123456789abcdef.tmp",
+            ".K!.json.0123456789abcdef.tmp",
+            "notes.tmp",
+        ];
+        for name in stale.iter().chain(&kept) {
+            create(name, hour_ago);
+        }
+        let young = ".k2.json.00112233445566aa.tmp";
+        create(young, SystemTime::now());
+
+        let store = open(&dir);
+        for name in stale {
+            assert!(!dir.join(name).exists(), "{name} is removed");
+        }
+        for name in kept.iter().chain([&young]) {
+            assert!(dir.join(name).exists(), "{name} stays");
+        }
+        assert_eq!(
+            store.secret("k").expect("the key survives").as_slice(),
+            &[1]
+        );
+        assert!(store.list().expect("lists").unreadable.is_empty());
     }
 
     #[test]

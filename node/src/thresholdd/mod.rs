@@ -11,10 +11,16 @@
 //! - Every request needs `Authorization: Bearer <token>` ([`auth`]): HTTP 401 otherwise.
 //! - Request bodies up to [`MAX_BODY_BYTES`] (16 MiB; larger: HTTP 413), batches up to
 //!   [`MAX_BATCH`] calls (larger: one error, jsonrpsee's server-defined −32010 "batch request
-//!   too large", and no call runs), 100 connections at once (jsonrpsee's default; HTTP 429
-//!   beyond), each call answered within [`DaemonConfig::request_timeout`]. Parameters decode
-//!   into fixed shapes ([`rpc::parse`]), so nested JSON stops at the first level a field does
-//!   not expect.
+//!   too large", and no call runs), each call answered within
+//!   [`DaemonConfig::request_timeout`]. Parameters decode into fixed shapes ([`rpc::parse`]),
+//!   so nested JSON stops at the first level a field does not expect.
+//! - HTTP/1.1 only. At most [`MAX_CONNECTIONS`] (100) connections at once; a further one waits
+//!   in the listen backlog until one closes. Slow or stalled clients are dropped (`serve.rs`
+//!   has the mechanism): a request head must arrive within [`HEADER_READ_TIMEOUT`] (10 s;
+//!   otherwise the connection closes, which also ends an idle keep-alive connection), its body
+//!   within [`BODY_READ_TIMEOUT`] (30 s after the head; otherwise HTTP 408 and the connection
+//!   closes), and a response write that makes no progress for [`WRITE_STALL_TIMEOUT`] (30 s)
+//!   closes the connection. [`start_with_limits`] takes other values ([`TransportLimits`]).
 //!
 //! # Methods (this version)
 //!
@@ -30,26 +36,50 @@
 //!   → `{signatureHex}`, `pulsar.verify {messageHex, signatureHex, pubKeyHex, ctxHex?}` →
 //!   `{ok}`: threshold ML-DSA-65 whose keys and signatures are FIPS 204's; signing runs the
 //!   first t parties' rounds in this process and checks the signature before it leaves.
-//!
-//! The Corona and Magnetar methods, the multi-host round methods and `validator.sign_vote` are
-//! not built yet: they answer −32601 with a message saying so.
+//! - `corona.keygen {threshold, participants}` (1 ≤ t ≤ n ≤ 256) → `{publicKey, keyId,
+//!   parties}`, `corona.sign {messageHex, pubKeyHex}` → `{signatureHex}`, `corona.verify
+//!   {messageHex, signatureHex, pubKeyHex}` → `{ok}`: the Corona lattice threshold signature
+//!   ([`quasar_crypto::corona`]); the group key is 4,640 bytes, the signature
+//!   [`quasar_crypto::corona::scheme::Signature`]'s encoding; signing runs the first t parties'
+//!   two rounds in this process and the combined signature is verified before it leaves.
+//! - `magnetar.keygen {threshold: 1, participants: 1, parameterSet?: "192f" | "192s"}` →
+//!   `{publicKey, keyId, parameterSet, parties}`, `magnetar.sign`, `magnetar.sign_ctx` →
+//!   `{signatureHex}`, `magnetar.verify {messageHex, signatureHex, pubKeyHex, ctxHex?}` → `{ok}`: one SLH-DSA key
+//!   (FIPS 205; SLH-DSA-SHAKE-192f by default, 192s on request) per validator, since Magnetar
+//!   legs are per-validator signatures.
+//! - `validator.sign_vote {pubKeyHex, kind, chainId, epoch, view, height, blockHex,
+//!   validatorSetRootHex, profileId}` → `{signatureHex, decision}`: the node's consensus vote,
+//!   signed with a stored BLS key only after the key's signing guard has durably recorded it
+//!   ([`validator`]); a vote that conflicts with a recorded one is refused (−32000).
+//! - `corona.import_share {shareHex}`, `corona.round1`, `corona.round2`, `corona.combine`: the
+//!   multi-host Corona ceremony, one party's share per host ([`corona`] has the protocol).
+//! - `pulsar.import_share {groupKeyHex, shareHex}`, `pulsar.round1`, `pulsar.round2`,
+//!   `pulsar.round3`, `pulsar.combine`: the multi-host Pulsar ceremony ([`pulsar`] has the
+//!   protocol; Pulsar takes three rounds).
 //!
 //! Errors: −32700 parse, −32600 invalid request, −32601 unknown method or scheme, −32602 bad
 //! params naming the field, −32000 scheme error with a message ([`rpc`]).
 
 pub mod auth;
 mod bls;
+mod corona;
 pub mod keystore;
+mod magnetar;
+pub mod metrics;
 mod pulsar;
 pub mod rpc;
+mod serve;
+pub mod sessions;
+mod validator;
+
+pub use serve::TransportLimits;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use jsonrpsee::core::RegisterMethodError;
-use jsonrpsee::server::{BatchRequestConfig, Server, ServerConfig, ServerHandle};
-use jsonrpsee::types::ErrorObject;
+use jsonrpsee::server::{BatchRequestConfig, Methods, Server, ServerConfig, ServerHandle};
 use jsonrpsee::RpcModule;
 use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
@@ -66,26 +96,17 @@ pub const MAX_BODY_BYTES: u32 = 16 << 20;
 pub const MAX_BATCH: u32 = 256;
 /// The default limit on one call's time.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Methods that later versions add, answered −32601 with a message saying so.
-const NOT_BUILT: &[&str] = &[
-    "pulsar.round1",
-    "pulsar.round2",
-    "pulsar.combine",
-    "pulsar.import_share",
-    "corona.keygen",
-    "corona.sign",
-    "corona.verify",
-    "corona.round1",
-    "corona.round2",
-    "corona.combine",
-    "corona.import_share",
-    "magnetar.keygen",
-    "magnetar.sign",
-    "magnetar.sign_ctx",
-    "magnetar.verify",
-    "validator.sign_vote",
-];
+/// The most connections served at once; a further one waits in the listen backlog.
+pub const MAX_CONNECTIONS: usize = 100;
+/// How long a connection may take to send a complete request head (10 s), counted from when it
+/// starts waiting for one: a slow head, and an idle keep-alive connection, are closed after it.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a request may take to send its whole body (30 s), counted from the end of its
+/// head; a later body gets HTTP 408 and the connection is closed.
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long writing a response may make no progress (30 s; the client reads nothing) before
+/// the connection is closed.
+pub const WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Everything [`start`] needs.
 pub struct DaemonConfig {
@@ -147,9 +168,32 @@ pub enum DaemonError {
 /// The state every method sees.
 pub(crate) struct Context {
     keystore: Keystore,
+    guards: validator::Guards,
+    corona: sessions::Parties<
+        quasar_crypto::corona::scheme::Signer,
+        quasar_crypto::corona::scheme::Round1State,
+    >,
+    pulsar: sessions::Parties<pulsar::PartySigner, pulsar::Pending>,
+    metrics: std::sync::Arc<metrics::DaemonMetrics>,
 }
 
 impl Context {
+    /// The state of a daemon whose keystore is `keystore`, with its other records under
+    /// `data_dir`, counting into `metrics`.
+    fn new(
+        keystore: Keystore,
+        data_dir: &std::path::Path,
+        metrics: std::sync::Arc<metrics::DaemonMetrics>,
+    ) -> Context {
+        Context {
+            metrics,
+            keystore,
+            guards: validator::Guards::new(data_dir),
+            corona: sessions::Parties::new(data_dir, Scheme::Corona.as_str()),
+            pulsar: sessions::Parties::new(data_dir, Scheme::Pulsar.as_str()),
+        }
+    }
+
     /// Stores a freshly dealt key of `scheme` (t of n from `params`) under its [`key_id`] and
     /// returns the id. Errors: −32000 when the keystore refuses it.
     fn store_key(
@@ -159,7 +203,61 @@ impl Context {
         public_key: &[u8],
         secret: &[u8],
     ) -> Result<String, ErrorObjectOwned> {
-        let id = key_id(scheme, public_key);
+        self.store(
+            key_id(scheme, public_key),
+            scheme,
+            params,
+            public_key,
+            secret,
+        )
+    }
+
+    /// Stores party `party`'s imported share of `scheme`'s t-of-n key `public_key` under its
+    /// [`share_key_id`] and returns the id. Errors: −32000 when the keystore refuses it (one
+    /// already stored included).
+    fn store_share(
+        &self,
+        scheme: Scheme,
+        params: &rpc::KeygenParams,
+        public_key: &[u8],
+        party: u16,
+        secret: &[u8],
+    ) -> Result<String, ErrorObjectOwned> {
+        let id = share_key_id(scheme, public_key, party);
+        self.store(id, scheme, params, public_key, secret)
+    }
+
+    /// The secret blob of party `party`'s imported share of `scheme`'s key `public_key`.
+    /// Errors: −32000 when this daemon holds no such share or cannot read it.
+    fn share_secret(
+        &self,
+        scheme: Scheme,
+        public_key: &[u8],
+        party: u16,
+    ) -> Result<Zeroizing<Vec<u8>>, ErrorObjectOwned> {
+        let id = share_key_id(scheme, public_key, party);
+        let info = self.keystore.public(&id).map_err(|e| match e {
+            KeystoreError::NotFound { .. } => rpc::scheme_error(format!(
+                "this daemon holds no share of party {party} of this {scheme} key ({scheme}.import_share first)"
+            )),
+            other => rpc::scheme_error(other),
+        })?;
+        if info.scheme != scheme || info.public_key != public_key {
+            return Err(rpc::scheme_error(format!(
+                "keystore entry {id} does not hold this {scheme} share"
+            )));
+        }
+        self.keystore.secret(&id).map_err(rpc::scheme_error)
+    }
+
+    fn store(
+        &self,
+        id: String,
+        scheme: Scheme,
+        params: &rpc::KeygenParams,
+        public_key: &[u8],
+        secret: &[u8],
+    ) -> Result<String, ErrorObjectOwned> {
         self.keystore
             .put(&keystore::NewKey {
                 key_id: &id,
@@ -175,7 +273,7 @@ impl Context {
             %scheme,
             threshold = params.threshold,
             participants = params.participants,
-            "key dealt"
+            "key stored"
         );
         Ok(id)
     }
@@ -187,6 +285,17 @@ impl Context {
         scheme: Scheme,
         public_key: &[u8],
     ) -> Result<(KeyInfo, Zeroizing<Vec<u8>>), ErrorObjectOwned> {
+        let info = self.key_info(scheme, public_key)?;
+        let secret = self
+            .keystore
+            .secret(info.key_id.as_str())
+            .map_err(rpc::scheme_error)?;
+        Ok((info, secret))
+    }
+
+    /// The metadata of the key of `scheme` whose public key is `public_key`. Errors: as
+    /// [`Context::find_key`].
+    fn key_info(&self, scheme: Scheme, public_key: &[u8]) -> Result<KeyInfo, ErrorObjectOwned> {
         let id = key_id(scheme, public_key);
         let info = self.keystore.public(&id).map_err(|e| match e {
             KeystoreError::NotFound { .. } => rpc::scheme_error(format!(
@@ -199,8 +308,7 @@ impl Context {
                 "keystore entry {id} does not hold this {scheme} key"
             )));
         }
-        let secret = self.keystore.secret(&id).map_err(rpc::scheme_error)?;
-        Ok((info, secret))
+        Ok(info)
     }
 }
 
@@ -211,6 +319,12 @@ fn key_id(scheme: Scheme, public_key: &[u8]) -> String {
     let name = scheme.as_str();
     let digest = tagged_hash("thresholdd/key-id", &[name.as_bytes(), public_key]);
     format!("{name}-{}", hex::encode(&digest[..8]))
+}
+
+/// The keystore id of party `party`'s imported share of `scheme`'s key `public_key`:
+/// `<key id>-p<party>`.
+fn share_key_id(scheme: Scheme, public_key: &[u8], party: u16) -> String {
+    format!("{}-p{party}", key_id(scheme, public_key))
 }
 
 /// A running daemon.
@@ -246,21 +360,25 @@ fn methods(context: Context, timeout: Duration) -> Result<RpcModule<Context>, Da
     rpc::register(&mut module, "health", timeout, health)?;
     bls::register(&mut module, timeout)?;
     pulsar::register(&mut module, timeout)?;
-    for &name in NOT_BUILT {
-        module.register_method(name, move |_, _, _| {
-            Err::<(), _>(ErrorObject::owned(
-                jsonrpsee::types::error::METHOD_NOT_FOUND_CODE,
-                format!("`{name}` is not built yet: this thresholdd serves `health`, `bls.*` and the one-host `pulsar.*` methods"),
-                None::<()>,
-            ))
-        })?;
-    }
+    corona::register(&mut module, timeout)?;
+    magnetar::register(&mut module, timeout)?;
+    validator::register(&mut module, timeout)?;
     Ok(module)
 }
 
-/// Opens the keystore and starts serving (see the module docs). Errors: a refused address or
-/// token, the keystore (wrong passphrase, unreadable directory), the bind.
+/// Opens the keystore and starts serving (see the module docs) with the default transport
+/// limits ([`TransportLimits::default`]). Errors: a refused address or token, the keystore
+/// (wrong passphrase, unreadable directory), the bind.
 pub async fn start(config: DaemonConfig) -> Result<Daemon, DaemonError> {
+    start_with_limits(config, TransportLimits::default()).await
+}
+
+/// [`start`] with other connection limits and slow-client timeouts (tests use short ones).
+/// Errors: as [`start`].
+pub async fn start_with_limits(
+    config: DaemonConfig,
+    limits: TransportLimits,
+) -> Result<Daemon, DaemonError> {
     if !config.allow_remote && !config.listen.ip().is_loopback() {
         return Err(DaemonError::RemoteBind(config.listen));
     }
@@ -277,28 +395,39 @@ pub async fn start(config: DaemonConfig) -> Result<Daemon, DaemonError> {
         tokio::task::spawn_blocking(move || Keystore::open_with(&data_dir, &passphrase, kdf))
             .await
             .map_err(|e| DaemonError::Startup(format!("opening the keystore: {e}")))??;
-    let module = methods(Context { keystore }, config.request_timeout)?;
+    let metrics = std::sync::Arc::new(metrics::DaemonMetrics::new());
+    let module = methods(
+        Context::new(keystore, &config.data_dir, metrics.clone()),
+        config.request_timeout,
+    )?;
     let server_config = ServerConfig::builder()
         .max_request_body_size(MAX_BODY_BYTES)
         .max_response_body_size(MAX_BODY_BYTES)
         .set_batch_request_config(BatchRequestConfig::Limit(MAX_BATCH))
+        // jsonrpsee's own count of requests in progress; the accept loop's limit binds first.
+        .max_connections(u32::try_from(limits.max_connections.max(1)).unwrap_or(u32::MAX))
         .http_only()
         .build();
-    let middleware = tower::ServiceBuilder::new().layer(auth::BearerAuthLayer::new(&config.token));
-    let server = Server::builder()
-        .set_config(server_config)
-        .set_http_middleware(middleware)
-        .build(config.listen)
-        .await
-        .map_err(|source| DaemonError::Bind {
-            addr: config.listen,
-            source,
-        })?;
-    let local_addr = server.local_addr().map_err(|source| DaemonError::Bind {
+    let middleware = tower::ServiceBuilder::new()
+        .layer(auth::BearerAuthLayer::new(&config.token))
+        .layer(metrics::MetricsLayer::new(metrics));
+    let bind_error = |source| DaemonError::Bind {
         addr: config.listen,
         source,
-    })?;
-    let handle = server.start(module);
+    };
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(bind_error)?;
+    let local_addr = listener.local_addr().map_err(bind_error)?;
+    // jsonrpsee's service per connection, under our accept loop and deadlines (`serve`).
+    let services = Server::builder()
+        .set_config(server_config)
+        .set_http_middleware(middleware)
+        .to_service_builder();
+    let methods = Methods::from(module);
+    let handle = serve::spawn(listener, limits, move |stop| {
+        services.clone().build(methods.clone(), stop)
+    });
     tracing::info!(%local_addr, data_dir = %config.data_dir.display(), "thresholdd listening");
     Ok(Daemon { local_addr, handle })
 }

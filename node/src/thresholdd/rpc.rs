@@ -4,7 +4,7 @@
 
 use std::fmt::Display;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use jsonrpsee::core::RegisterMethodError;
 use jsonrpsee::types::error::INVALID_PARAMS_CODE;
@@ -12,6 +12,8 @@ use jsonrpsee::types::{ErrorObject, ErrorObjectOwned, Params};
 use jsonrpsee::RpcModule;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+
+use super::Context;
 
 /// JSON-RPC 2.0 §5.1's first server-defined code: a scheme refused the request (bad share, key
 /// not found, verification of our own output failed, timeout).
@@ -35,6 +37,45 @@ pub struct SignParams {
     pub message_hex: String,
     /// The group public key, hex: it selects the key.
     pub pub_key_hex: String,
+}
+
+/// `<scheme>.sign_ctx`'s parameters (Pulsar and Magnetar).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SignCtxParams {
+    /// The message, hex.
+    pub message_hex: String,
+    /// The group public key, hex: it selects the key.
+    pub pub_key_hex: String,
+    /// The context string, hex, at most [`MAX_CONTEXT_LEN`] bytes (FIPS 204 §5.2, FIPS 205 §10.2).
+    pub ctx_hex: String,
+}
+
+/// `<scheme>.verify`'s parameters for schemes without a context string (BLS, Corona).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct VerifyParams {
+    /// The message, hex.
+    pub message_hex: String,
+    /// The signature, hex.
+    pub signature_hex: String,
+    /// The public key, hex.
+    pub pub_key_hex: String,
+}
+
+/// `<scheme>.verify`'s parameters for schemes with a context string (Pulsar, Magnetar).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct VerifyCtxParams {
+    /// The message, hex.
+    pub message_hex: String,
+    /// The signature, hex.
+    pub signature_hex: String,
+    /// The public key, hex.
+    pub pub_key_hex: String,
+    /// The context the signature was made under, hex (absent: empty).
+    #[serde(default)]
+    pub ctx_hex: String,
 }
 
 /// `<scheme>.sign`'s reply.
@@ -99,37 +140,75 @@ pub fn hex_field(field: &str, value: &str) -> Result<Vec<u8>, ErrorObjectOwned> 
     hex::decode(digits).map_err(|e| invalid_params(field, format_args!("not hex: {e}")))
 }
 
+/// The longest context string FIPS 204 (ML-DSA, §5.2) and FIPS 205 (SLH-DSA, §10.2) accept, in
+/// bytes: its length is encoded in one byte.
+pub const MAX_CONTEXT_LEN: usize = 255;
+
+/// Field `ctxHex`: hex, at most [`MAX_CONTEXT_LEN`] bytes. Errors: −32602 naming `ctxHex`.
+pub fn context_field(value: &str) -> Result<Vec<u8>, ErrorObjectOwned> {
+    let context = hex_field("ctxHex", value)?;
+    if context.len() > MAX_CONTEXT_LEN {
+        return Err(invalid_params(
+            "ctxHex",
+            format_args!(
+                "{} bytes, FIPS 204 and FIPS 205 allow at most {MAX_CONTEXT_LEN}",
+                context.len()
+            ),
+        ));
+    }
+    Ok(context)
+}
+
 /// Registers `name`: parameters decoded as `P`, then `work` run on tokio's blocking pool (key
 /// derivation, signing and proving are CPU-bound) and its result serialized. A call that takes
 /// longer than `timeout` is answered −32000 (the work itself runs to its end: each is bounded by
-/// its inputs, which the body limit bounds).
-pub fn register<C, P, R>(
-    module: &mut RpcModule<C>,
+/// its inputs, which the body limit bounds). Every call is counted in the daemon's metrics
+/// ([`super::metrics`]).
+pub(crate) fn register<P, R>(
+    module: &mut RpcModule<Context>,
     name: &'static str,
     timeout: Duration,
-    work: fn(&C, P) -> Result<R, ErrorObjectOwned>,
+    work: fn(&Context, P) -> Result<R, ErrorObjectOwned>,
 ) -> Result<(), RegisterMethodError>
 where
-    C: Send + Sync + 'static,
     P: DeserializeOwned + Send + 'static,
     R: Serialize + Send + 'static,
 {
-    module.register_async_method(name, move |params, context: Arc<C>, _| async move {
-        let params: P = parse(&params)?;
-        let task = tokio::task::spawn_blocking(move || work(&context, params));
-        match tokio::time::timeout(timeout, task).await {
-            Ok(Ok(result)) => result.and_then(|value| {
-                serde_json::to_value(value).map_err(|e| scheme_error(format!("`{name}`: {e}")))
-            }),
-            Ok(Err(join)) => {
-                tracing::error!(method = name, error = %join, "a thresholdd method failed");
-                Err(scheme_error(format!("`{name}` failed inside the daemon")))
-            }
-            Err(_) => Err(scheme_error(format!(
-                "`{name}` timed out after {} s",
-                timeout.as_secs_f64()
-            ))),
-        }
+    module.register_async_method(name, move |params, context: Arc<Context>, _| async move {
+        let start = Instant::now();
+        let metrics = context.metrics.clone();
+        let result = answer(name, timeout, &params, context, work).await;
+        metrics.observe(name, start.elapsed(), result.is_ok());
+        result
     })?;
     Ok(())
+}
+
+/// One call of `register`'s method `name`.
+async fn answer<P, R>(
+    name: &'static str,
+    timeout: Duration,
+    params: &Params<'_>,
+    context: Arc<Context>,
+    work: fn(&Context, P) -> Result<R, ErrorObjectOwned>,
+) -> Result<serde_json::Value, ErrorObjectOwned>
+where
+    P: DeserializeOwned + Send + 'static,
+    R: Serialize + Send + 'static,
+{
+    let params: P = parse(params)?;
+    let task = tokio::task::spawn_blocking(move || work(&context, params));
+    match tokio::time::timeout(timeout, task).await {
+        Ok(Ok(result)) => result.and_then(|value| {
+            serde_json::to_value(value).map_err(|e| scheme_error(format!("`{name}`: {e}")))
+        }),
+        Ok(Err(join)) => {
+            tracing::error!(method = name, error = %join, "a thresholdd method failed");
+            Err(scheme_error(format!("`{name}` failed inside the daemon")))
+        }
+        Err(_) => Err(scheme_error(format!(
+            "`{name}` timed out after {} s",
+            timeout.as_secs_f64()
+        ))),
+    }
 }

@@ -1,0 +1,471 @@
+//! thresholdd's HTTP/1.1 transport: the accept loop, the connection limit and the bounds on
+//! slow clients, around jsonrpsee's tower service.
+//!
+//! jsonrpsee's own accept loop bounds neither the time a client may take to send a request
+//! head nor the time it may take to send the body, and its limit counts requests whose body is
+//! still being read: an attacker trial held all 100 slots for over 100 s with 110 connections
+//! that sent headers (or part of them, or headers and part of a body) and then stalled, and
+//! every other caller got HTTP 429. This loop serves each connection with hyper's HTTP/1.1
+//! server directly, so that every way of holding a connection without finishing a request has
+//! a deadline:
+//!
+//! - **Request head:** hyper's `header_read_timeout` ([`TransportLimits::header_read_timeout`]).
+//!   Its clock starts whenever the connection waits for a request head, so it also closes an
+//!   idle keep-alive connection. The connection is closed without a response.
+//! - **Request body:** the whole body must arrive within
+//!   [`TransportLimits::body_read_timeout`] of the end of the head ([`DeadlineBody`]); after
+//!   that the request is answered HTTP 408 and the connection closed.
+//! - **Response:** a write that makes no progress for [`TransportLimits::write_stall_timeout`]
+//!   (a client that does not read what it asked for) closes the connection
+//!   ([`WriteStallGuard`]).
+//! - **Calls:** each method call is bounded by the daemon's request timeout (`rpc`).
+//!
+//! At most [`TransportLimits::max_connections`] connections are served at once. The loop
+//! accepts a further one only when a slot frees, so an excess connection waits in the kernel's
+//! listen backlog (first come, first served) instead of being refused; with the deadlines above
+//! a slot frees within the longest of them unless its client is making progress.
+//!
+//! Only HTTP/1.1 (and 1.0) is served; jsonrpsee's own loop also accepted HTTP/2 with prior
+//! knowledge, which no thresholdd client uses and which would need a second set of bounds.
+//!
+//! Shutdown: [`ServerHandle::stop`] stops the accept loop and asks every connection to close
+//! once its current request is answered (hyper's graceful shutdown): an idle keep-alive
+//! connection closes at once, a request in progress when it is answered (each part of it
+//! bounded as above). [`ServerHandle::stopped`] resolves when the loop and every connection
+//! task have ended.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use hyper::body::{Body, Bytes, Frame, Incoming, SizeHint};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use jsonrpsee::core::BoxError;
+use jsonrpsee::server::{
+    stop_channel, HttpBody, HttpRequest, HttpResponse, ServerHandle, StopHandle,
+};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Sleep;
+use tower::Service;
+
+use super::{BODY_READ_TIMEOUT, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, WRITE_STALL_TIMEOUT};
+
+/// The transport's bounds: how many connections are served at once and how long a client may
+/// take over each part of a request. [`Default`] is the production setting (the constants in
+/// the module docs of `thresholdd`); tests use shorter timeouts. A zero count is served as 1
+/// and a zero duration as 1 ms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TransportLimits {
+    /// The most connections served at once; a further one waits in the listen backlog.
+    pub max_connections: usize,
+    /// How long a connection may take to send a complete request head, counted from when it
+    /// starts waiting for one (so also the longest a keep-alive connection may sit idle).
+    pub header_read_timeout: Duration,
+    /// How long a request may take to send its whole body, counted from the end of its head.
+    pub body_read_timeout: Duration,
+    /// How long writing a response may make no progress before the connection is closed.
+    pub write_stall_timeout: Duration,
+}
+
+impl Default for TransportLimits {
+    fn default() -> TransportLimits {
+        TransportLimits {
+            max_connections: MAX_CONNECTIONS,
+            header_read_timeout: HEADER_READ_TIMEOUT,
+            body_read_timeout: BODY_READ_TIMEOUT,
+            write_stall_timeout: WRITE_STALL_TIMEOUT,
+        }
+    }
+}
+
+impl TransportLimits {
+    /// The limits with zeros raised to the smallest usable value.
+    fn usable(self) -> TransportLimits {
+        let at_least = |d: Duration| d.max(Duration::from_millis(1));
+        TransportLimits {
+            max_connections: self.max_connections.max(1),
+            header_read_timeout: at_least(self.header_read_timeout),
+            body_read_timeout: at_least(self.body_read_timeout),
+            write_stall_timeout: at_least(self.write_stall_timeout),
+        }
+    }
+}
+
+/// Serves `listener` on a new task until the returned handle stops it (or is dropped):
+/// `make_service(stop)` builds each connection's service (jsonrpsee's tower service with the
+/// HTTP middleware), holding `stop` for as long as the connection lives.
+pub(crate) fn spawn<M, S>(
+    listener: TcpListener,
+    limits: TransportLimits,
+    make_service: M,
+) -> ServerHandle
+where
+    M: Fn(StopHandle) -> S + Send + 'static,
+    S: Service<HttpRequest, Response = HttpResponse, Error = BoxError> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    let (stop, handle) = stop_channel();
+    tokio::spawn(accept_loop(listener, limits.usable(), make_service, stop));
+    handle
+}
+
+/// Accepts connections while a slot is free, until `stop` fires.
+async fn accept_loop<M, S>(
+    listener: TcpListener,
+    limits: TransportLimits,
+    make_service: M,
+    stop: StopHandle,
+) where
+    M: Fn(StopHandle) -> S,
+    S: Service<HttpRequest, Response = HttpResponse, Error = BoxError> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let shutdown = stop.clone().shutdown();
+    tokio::pin!(shutdown);
+    loop {
+        let slot = tokio::select! {
+            _ = &mut shutdown => break,
+            slot = slots.clone().acquire_owned() => match slot {
+                Ok(slot) => slot,
+                // The semaphore is never closed.
+                Err(_) => break,
+            },
+        };
+        let (socket, remote_addr) = tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of file descriptors, or a connection reset before it was accepted:
+                    // pause briefly so a persistent error does not spin this loop.
+                    tracing::debug!(error = %e, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            },
+        };
+        let service = make_service(stop.clone());
+        tokio::spawn(serve_connection(
+            socket,
+            remote_addr,
+            service,
+            limits,
+            stop.clone(),
+            slot,
+        ));
+    }
+    tracing::debug!("thresholdd accept loop stopped");
+}
+
+/// Serves one connection until it closes, a deadline passes, or the server stops; `_slot`
+/// frees the connection's place when this returns.
+async fn serve_connection<S>(
+    socket: TcpStream,
+    remote_addr: SocketAddr,
+    service: S,
+    limits: TransportLimits,
+    stop: StopHandle,
+    _slot: OwnedSemaphorePermit,
+) where
+    S: Service<HttpRequest, Response = HttpResponse, Error = BoxError> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    if let Err(e) = socket.set_nodelay(true) {
+        tracing::debug!(%remote_addr, error = %e, "could not set TCP_NODELAY");
+    }
+    let io = TokioIo::new(WriteStallGuard::new(socket, limits.write_stall_timeout));
+    let body_read_timeout = limits.body_read_timeout;
+    let handler = hyper::service::service_fn(move |request: http::Request<Incoming>| {
+        handle(service.clone(), request, body_read_timeout, remote_addr)
+    });
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .keep_alive(true);
+    let connection = builder.serve_connection(io, handler);
+    tokio::pin!(connection);
+    let shutdown = stop.shutdown();
+    tokio::pin!(shutdown);
+    let result = tokio::select! {
+        result = connection.as_mut() => result,
+        _ = &mut shutdown => {
+            // Finish the request in progress (each part is bounded), then close.
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+    };
+    if let Err(e) = result {
+        tracing::debug!(%remote_addr, error = %e, "thresholdd connection closed with an error");
+    }
+}
+
+/// Answers one request with `service`, its body bounded by `body_read_timeout`: HTTP 408 in
+/// place of the service's answer when the body did not arrive in time.
+async fn handle<S>(
+    mut service: S,
+    request: http::Request<Incoming>,
+    body_read_timeout: Duration,
+    remote_addr: SocketAddr,
+) -> Result<HttpResponse, BoxError>
+where
+    S: Service<HttpRequest, Response = HttpResponse, Error = BoxError>,
+{
+    let expired = Arc::new(AtomicBool::new(false));
+    let request = request
+        .map(|body| HttpBody::new(DeadlineBody::new(body, body_read_timeout, expired.clone())));
+    std::future::poll_fn(|cx| service.poll_ready(cx)).await?;
+    let response = service.call(request).await?;
+    if expired.load(Ordering::Relaxed) {
+        tracing::debug!(%remote_addr, "request body not received in time");
+        return Ok(request_timeout());
+    }
+    Ok(response)
+}
+
+/// HTTP 408 for a request whose body did not arrive in time; the connection closes after it.
+fn request_timeout() -> HttpResponse {
+    let mut response = HttpResponse::new(HttpBody::from("request body not received in time\n"));
+    *response.status_mut() = http::StatusCode::REQUEST_TIMEOUT;
+    response.headers_mut().insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("close"),
+    );
+    response
+}
+
+/// The error a [`DeadlineBody`] yields when its deadline passes.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body was not received within {0:?}")]
+struct BodyTimeout(Duration);
+
+/// A request body that fails with [`BodyTimeout`] (and sets `expired`) once `limit` has passed
+/// since it was created, whether the client is silent or trickling bytes.
+struct DeadlineBody<B> {
+    inner: B,
+    limit: Duration,
+    deadline: Pin<Box<Sleep>>,
+    expired: Arc<AtomicBool>,
+}
+
+impl<B> DeadlineBody<B> {
+    fn new(inner: B, limit: Duration, expired: Arc<AtomicBool>) -> DeadlineBody<B> {
+        DeadlineBody {
+            inner,
+            limit,
+            deadline: Box::pin(tokio::time::sleep(limit)),
+            expired,
+        }
+    }
+}
+
+impl<B> Body for DeadlineBody<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = self.get_mut();
+        // Polled first so that a pending body is woken when the deadline passes.
+        if this.deadline.as_mut().poll(cx).is_ready() {
+            this.expired.store(true, Ordering::Relaxed);
+            return Poll::Ready(Some(Err(BodyTimeout(this.limit).into())));
+        }
+        Pin::new(&mut this.inner)
+            .poll_frame(cx)
+            .map(|frame| frame.map(|frame| frame.map_err(Into::into)))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// A socket whose writes fail with [`io::ErrorKind::TimedOut`] once one has been pending (the
+/// peer's receive window full) for `limit`; reads pass through (hyper bounds them).
+struct WriteStallGuard<T> {
+    inner: T,
+    limit: Duration,
+    /// Armed while a write is pending; dropped when one makes progress.
+    stall: Option<Pin<Box<Sleep>>>,
+}
+
+impl<T> WriteStallGuard<T> {
+    fn new(inner: T, limit: Duration) -> WriteStallGuard<T> {
+        WriteStallGuard {
+            inner,
+            limit,
+            stall: None,
+        }
+    }
+
+    /// Maps the inner write's poll: progress disarms the stall clock, pending arms it and
+    /// fails once it has run out.
+    fn watch<R>(
+        &mut self,
+        cx: &mut Context<'_>,
+        polled: Poll<io::Result<R>>,
+    ) -> Poll<io::Result<R>> {
+        match polled {
+            Poll::Ready(result) => {
+                self.stall = None;
+                Poll::Ready(result)
+            }
+            Poll::Pending => {
+                let limit = self.limit;
+                let stall = self
+                    .stall
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+                match stall.as_mut().poll(cx) {
+                    Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("the peer read nothing of the response for {limit:?}"),
+                    ))),
+                    Poll::Pending => Poll::Pending,
+                }
+            }
+        }
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for WriteStallGuard<T> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for WriteStallGuard<T> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.inner).poll_write(cx, buf);
+        this.watch(cx, polled)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        this.watch(cx, polled)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.inner).poll_flush(cx);
+        this.watch(cx, polled)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.inner).poll_shutdown(cx);
+        this.watch(cx, polled)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+
+    /// A body whose client never sends anything.
+    struct Silent;
+
+    impl Body for Silent {
+        type Data = Bytes;
+        type Error = std::convert::Infallible;
+
+        fn poll_frame(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+            Poll::Pending
+        }
+    }
+
+    /// A response the peer never reads: the write fails after the stall limit instead of
+    /// holding the connection (and its slot) for ever.
+    #[tokio::test]
+    async fn a_write_the_peer_never_reads_times_out() {
+        let (ours, _theirs) = tokio::io::duplex(64);
+        let mut guarded = WriteStallGuard::new(ours, Duration::from_millis(100));
+        let started = std::time::Instant::now();
+        let result = tokio::time::timeout(Duration::from_secs(5), guarded.write_all(&[0u8; 4096]))
+            .await
+            .expect("the guard ends the write");
+        let error = result.expect_err("nobody reads the other end");
+        assert_eq!(error.kind(), io::ErrorKind::TimedOut);
+        assert!(started.elapsed() >= Duration::from_millis(100));
+    }
+
+    /// A write the peer reads slowly but steadily is not cut off: only a stall counts.
+    #[tokio::test]
+    async fn a_write_that_makes_progress_is_not_cut_off() {
+        let (ours, mut theirs) = tokio::io::duplex(64);
+        let mut guarded = WriteStallGuard::new(ours, Duration::from_millis(200));
+        let reader = tokio::spawn(async move {
+            let mut sink = Vec::new();
+            let mut buf = [0u8; 64];
+            loop {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                match tokio::io::AsyncReadExt::read(&mut theirs, &mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => sink.extend_from_slice(&buf[..n]),
+                }
+            }
+            sink.len()
+        });
+        // 1 KiB in 64-byte steps every 20 ms: ~320 ms in all, longer than the limit.
+        guarded
+            .write_all(&[7u8; 1024])
+            .await
+            .expect("progress keeps the write alive");
+        guarded.shutdown().await.expect("shuts down");
+        drop(guarded);
+        assert_eq!(reader.await.expect("reader"), 1024);
+    }
+
+    /// A body that never ends fails at the deadline and marks itself expired.
+    #[tokio::test]
+    async fn a_body_past_its_deadline_fails_and_marks_expired() {
+        let expired = Arc::new(AtomicBool::new(false));
+        let mut body = DeadlineBody::new(Silent, Duration::from_millis(50), expired.clone());
+        let next = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx));
+        let frame = tokio::time::timeout(Duration::from_secs(5), next)
+            .await
+            .expect("the deadline ends the read");
+        assert!(matches!(frame, Some(Err(_))));
+        assert!(expired.load(Ordering::Relaxed));
+    }
+}

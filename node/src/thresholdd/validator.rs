@@ -1,0 +1,186 @@
+//! thresholdd's `validator.sign_vote`: the node's consensus votes, signed behind a signing guard
+//! kept inside the daemon (DESIGN.md §2, §8, §9).
+//!
+//! The vote key is a BLS key of the keystore (`bls.keygen`, usually 1 of 1; a t-of-n key signs
+//! with its first t shares). Each key has its own [`SigningGuard`] in
+//! `<data-dir>/guards/<keyId>/`, owned by the key's public key. A vote is recorded durably
+//! (write, fsync, directory fsync) before it is signed, so a signature never leaves before the
+//! record that forbids its conflicting twin, across crashes and restarts too. The message signed
+//! is [`quasar_wire::vote_signing_message`], the bytes the node itself would sign.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use jsonrpsee::types::ErrorObjectOwned;
+use jsonrpsee::RpcModule;
+use quasar_crypto::hash::{tagged_hash, Hash};
+use quasar_storage::{GuardDecision, SigningGuard, VoteIntent};
+use quasar_wire::{vote_signing_message, EpochDomain, VoteKind};
+use serde::{Deserialize, Serialize};
+
+use super::bls::{public_key_field, sign_message};
+use super::rpc::{self, hex_field, invalid_params, scheme_error};
+use super::{keystore::Scheme, Context, DaemonError};
+
+/// The longest cert profile id a vote may name, in bytes.
+const MAX_PROFILE_ID_LEN: usize = 64;
+
+/// The open signing guards, one per vote key, opened on first use.
+pub(super) struct Guards {
+    dir: PathBuf,
+    open: Mutex<HashMap<String, SigningGuard>>,
+}
+
+impl Guards {
+    /// Guards kept under `<data_dir>/guards`.
+    pub(super) fn new(data_dir: &Path) -> Guards {
+        Guards {
+            dir: data_dir.join("guards"),
+            open: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Records `intent` durably in the guard of key `key_id` (public key `public_key`), opening
+    /// the guard if needed. Errors: −32000 when the guard refuses (a conflicting or too old
+    /// vote) or cannot persist or read its record.
+    fn record(
+        &self,
+        key_id: &str,
+        public_key: &[u8],
+        intent: &VoteIntent,
+    ) -> Result<GuardDecision, ErrorObjectOwned> {
+        let mut open = self.open.lock().map_err(|_| {
+            scheme_error(
+                "the signing guards are unavailable after an internal failure: restart thresholdd",
+            )
+        })?;
+        if !open.contains_key(key_id) {
+            let owner: Hash = tagged_hash("thresholdd/guard-owner", &[public_key]);
+            let guard = SigningGuard::open(&self.dir.join(key_id), &owner)
+                .map_err(|e| scheme_error(format!("the signing guard of {key_id}: {e}")))?;
+            open.insert(key_id.to_string(), guard);
+        }
+        let guard = open
+            .get_mut(key_id)
+            .ok_or_else(|| scheme_error(format!("the signing guard of {key_id} is not open")))?;
+        guard
+            .check_and_record(intent)
+            .map_err(|e| scheme_error(format!("signing guard refused: {e}")))
+    }
+}
+
+/// A vote's kind on the wire of this method.
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Kind {
+    Notarize,
+    Finalize,
+    Nullify,
+}
+
+/// `validator.sign_vote`'s parameters: the vote's fields and its epoch's domain.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SignVoteParams {
+    /// The vote key's BLS public key, hex (48 bytes).
+    pub_key_hex: String,
+    kind: Kind,
+    chain_id: u64,
+    epoch: u64,
+    view: u64,
+    height: u64,
+    /// The block hash, hex (32 bytes; zeros for a nullify vote).
+    block_hex: String,
+    /// The epoch's validator-set root, hex (32 bytes).
+    validator_set_root_hex: String,
+    /// The epoch's cert profile id, e.g. `quasar`.
+    profile_id: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SignVoteReply {
+    signature_hex: String,
+    /// `"fresh"`: newly recorded; `"repeat"`: the identical vote was signed before.
+    decision: &'static str,
+}
+
+/// Field `field` as a 32-byte hash. Errors: −32602.
+fn hash_field(field: &str, value: &str) -> Result<Hash, ErrorObjectOwned> {
+    let bytes = hex_field(field, value)?;
+    Hash::try_from(bytes.as_slice())
+        .map_err(|_| invalid_params(field, format_args!("{} bytes, expected 32", bytes.len())))
+}
+
+fn sign_vote(context: &Context, params: SignVoteParams) -> Result<SignVoteReply, ErrorObjectOwned> {
+    let public_key = public_key_field("pubKeyHex", &params.pub_key_hex)?;
+    let block = hash_field("blockHex", &params.block_hex)?;
+    let validator_set_root = hash_field("validatorSetRootHex", &params.validator_set_root_hex)?;
+    if params.profile_id.len() > MAX_PROFILE_ID_LEN {
+        return Err(invalid_params(
+            "profileId",
+            format_args!("longer than {MAX_PROFILE_ID_LEN} bytes"),
+        ));
+    }
+    let (kind, guard_kind) = match params.kind {
+        Kind::Notarize => (VoteKind::Notarize, quasar_storage::VoteKind::Notarize),
+        Kind::Finalize => (VoteKind::Finalize, quasar_storage::VoteKind::Finalize),
+        Kind::Nullify => (VoteKind::Nullify, quasar_storage::VoteKind::Nullify),
+    };
+    let public_bytes = public_key.to_bytes();
+    // The key must exist before its guard is created.
+    let info = context.key_info(Scheme::Bls, &public_bytes)?;
+    let decision = context
+        .guards
+        .record(
+            info.key_id.as_str(),
+            &public_bytes,
+            &VoteIntent {
+                view: params.view,
+                kind: guard_kind,
+                block,
+            },
+        )
+        .inspect_err(|_| {
+            context.metrics.guard_refusals.inc();
+        })?;
+    let message = vote_signing_message(
+        kind,
+        params.chain_id,
+        params.epoch,
+        params.view,
+        params.height,
+        &block,
+        &EpochDomain {
+            validator_set_root,
+            profile_id: params.profile_id,
+        },
+    );
+    let signature = sign_message(context, &public_key, &message)?;
+    context.metrics.votes_signed.inc();
+    tracing::info!(
+        key_id = %info.key_id,
+        view = params.view,
+        kind = ?guard_kind,
+        ?decision,
+        "vote signed"
+    );
+    Ok(SignVoteReply {
+        signature_hex: hex::encode(signature.to_bytes()),
+        decision: match decision {
+            GuardDecision::Fresh => "fresh",
+            GuardDecision::Repeat => "repeat",
+        },
+    })
+}
+
+/// Registers `validator.sign_vote`.
+pub(super) fn register(
+    module: &mut RpcModule<Context>,
+    timeout: Duration,
+) -> Result<(), DaemonError> {
+    rpc::register(module, "validator.sign_vote", timeout, sign_vote)?;
+    Ok(())
+}
