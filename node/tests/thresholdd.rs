@@ -944,6 +944,68 @@ async fn spawn_binary(dir: &Path) -> (std::process::Child, SocketAddr) {
     panic!("thresholdd did not answer on {addr} within 30 s");
 }
 
+/// A validator's own key (from `quasar-node keygen`'s key directory) moves into the keystore
+/// with `keys import-validator`, and `validator.sign_vote` then signs the node's votes with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_imports_a_validator_key_for_sign_vote() {
+    let keys = tempfile::tempdir().unwrap();
+    let public = quasar_node::config::keygen_with_set(
+        keys.path(),
+        "v0",
+        quasar_crypto::magnetar::ParameterSet::Shake192f,
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let import = || {
+        Command::new(env!("CARGO_BIN_EXE_thresholdd"))
+            .args(["keys", "import-validator", "--key-dir"])
+            .arg(keys.path())
+            .arg("--data-dir")
+            .arg(dir.path())
+            .env(
+                "THRESHOLDD_PASSPHRASE",
+                std::str::from_utf8(PASSPHRASE).unwrap(),
+            )
+            .output()
+            .unwrap()
+    };
+    let imported = import();
+    assert!(imported.status.success(), "{imported:?}");
+    let line = String::from_utf8(imported.stdout).unwrap();
+    assert!(line.trim_end().ends_with(&public.bls_public_key), "{line}");
+    // A second import is refused: keys are never overwritten.
+    let again = import();
+    assert!(!again.status.success(), "{again:?}");
+
+    let (mut child, addr) = spawn_binary(dir.path()).await;
+    let signed = call(
+        addr,
+        "validator.sign_vote",
+        vote(&public.bls_public_key, "finalize", 3, 0xc3),
+    )
+    .await;
+    let signature = result(&signed)["signatureHex"].as_str().unwrap();
+    let message = quasar_wire::vote_signing_message(
+        quasar_wire::VoteKind::Finalize,
+        7,
+        1,
+        3,
+        3,
+        &[0xc3; 32],
+        &quasar_wire::EpochDomain {
+            validator_set_root: [9u8; 32],
+            profile_id: "quasar".into(),
+        },
+    );
+    let pk =
+        quasar_crypto::bls::PublicKey::from_bytes(&hex::decode(&public.bls_public_key).unwrap())
+            .unwrap();
+    let sig = quasar_crypto::bls::Signature::from_bytes(&hex::decode(signature).unwrap()).unwrap();
+    assert!(pk.verify(&message, &sig).is_ok());
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
 /// Kill -9 while votes are being signed, then restart: the keys are intact, and no view whose
 /// signature left the daemon can be signed again for another block.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -68,6 +68,13 @@ enum KeysAction {
         /// The key id (`keys list` shows them).
         key_id: String,
     },
+    /// Imports a validator's BLS vote key from its key directory (`quasar-node keygen`'s) as a
+    /// 1-of-1 BLS key, for `validator.sign_vote`; prints the key id and public key.
+    ImportValidator {
+        /// The validator's key directory.
+        #[arg(long)]
+        key_dir: PathBuf,
+    },
 }
 
 /// Logs a `warn` for each secret shorter than its minimum, naming only its length (the daemon
@@ -123,8 +130,9 @@ fn run(cli: Cli) -> Result<(), String> {
     let passphrase = passphrase(cli.passphrase_file.as_deref())?;
     match cli.command {
         Some(Command::Keys { action }) => {
-            // Inspecting must not create a keystore where a path was mistyped.
-            if !data_dir.join(HEADER_FILE).is_file() {
+            // Inspecting must not create a keystore where a path was mistyped; importing may.
+            let imports = matches!(action, KeysAction::ImportValidator { .. });
+            if !imports && !data_dir.join(HEADER_FILE).is_file() {
                 return Err(format!(
                     "no keystore at {} (no {HEADER_FILE})",
                     data_dir.display()
@@ -164,6 +172,13 @@ fn run(cli: Cli) -> Result<(), String> {
                         "publicKeyHex": hex::encode(&key.public_key),
                     });
                     println!("{json:#}");
+                }
+                KeysAction::ImportValidator { key_dir } => {
+                    let keys =
+                        quasar_node::config::load_keys(&key_dir).map_err(|e| e.to_string())?;
+                    let id = thresholdd::import_vote_key(&keystore, &keys.bls)
+                        .map_err(|e| e.to_string())?;
+                    println!("{id}\t{}", hex::encode(keys.bls.public_key().to_bytes()));
                 }
             }
             Ok(())

@@ -48,7 +48,9 @@ use super::rpc::{
     self, hex_field, invalid_params, scheme_error, KeygenParams, SignParams, SignReply,
     VerifyParams, VerifyReply,
 };
-use super::sessions::{messages_field, round_reply, session_field, Party, RoundReply};
+use super::sessions::{
+    messages_field, round_reply, session_field, ImportShareReply, Party, RoundReply,
+};
 use super::{share_key_id, Context, DaemonError};
 
 const SCHEME: Scheme = Scheme::Corona;
@@ -193,16 +195,6 @@ pub(super) fn register(
 struct ImportShareParams {
     /// [`KeyShare::to_bytes`], hex.
     share_hex: String,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ImportShareReply {
-    key_id: String,
-    party: u16,
-    public_key: String,
-    threshold: u16,
-    participants: u16,
 }
 
 #[derive(Deserialize)]

@@ -19,8 +19,8 @@ use zeroize::Zeroizing;
 
 use super::keystore::Scheme;
 use super::rpc::{
-    self, context_field, hex_field, invalid_params, scheme_error, KeygenParams, SignCtxParams,
-    SignParams, SignReply, VerifyCtxParams, VerifyReply,
+    self, context_field, hex_field, invalid_params, scheme_error, KeygenParams, SignReply,
+    VerifyCtxParams, VerifyReply,
 };
 use super::{Context, DaemonError};
 use crate::config::{magnetar_set_name, parse_magnetar_set};
@@ -134,15 +134,6 @@ fn sign_with_context(
     })
 }
 
-fn sign(context: &Context, params: SignParams) -> Result<SignReply, ErrorObjectOwned> {
-    sign_with_context(context, &params.message_hex, &params.pub_key_hex, &[])
-}
-
-fn sign_ctx(context: &Context, params: SignCtxParams) -> Result<SignReply, ErrorObjectOwned> {
-    let ctx = context_field(&params.ctx_hex)?;
-    sign_with_context(context, &params.message_hex, &params.pub_key_hex, &ctx)
-}
-
 /// Stateless: the signature's length names its parameter set.
 fn verify(_: &Context, params: VerifyCtxParams) -> Result<VerifyReply, ErrorObjectOwned> {
     let message = hex_field("messageHex", &params.message_hex)?;
@@ -177,8 +168,12 @@ pub(super) fn register(
     timeout: Duration,
 ) -> Result<(), DaemonError> {
     rpc::register(module, "magnetar.keygen", timeout, keygen)?;
-    rpc::register(module, "magnetar.sign", timeout, sign)?;
-    rpc::register(module, "magnetar.sign_ctx", timeout, sign_ctx)?;
+    rpc::register_signing(
+        module,
+        ("magnetar.sign", "magnetar.sign_ctx"),
+        timeout,
+        sign_with_context,
+    )?;
     rpc::register(module, "magnetar.verify", timeout, verify)?;
     Ok(())
 }

@@ -73,6 +73,7 @@ pub mod sessions;
 mod validator;
 
 pub use serve::TransportLimits;
+pub use validator::import_vote_key;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

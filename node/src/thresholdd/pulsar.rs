@@ -41,10 +41,12 @@ use zeroize::Zeroizing;
 
 use super::keystore::Scheme;
 use super::rpc::{
-    self, context_field, hex_field, invalid_params, scheme_error, KeygenParams, SignCtxParams,
-    SignParams, SignReply, VerifyCtxParams, VerifyReply,
+    self, context_field, hex_field, invalid_params, scheme_error, KeygenParams, SignReply,
+    VerifyCtxParams, VerifyReply,
 };
-use super::sessions::{messages_field, round_reply, session_field, Party, RoundReply};
+use super::sessions::{
+    messages_field, round_reply, session_field, ImportShareReply, Party, RoundReply,
+};
 use super::{share_key_id, Context, DaemonError};
 
 const SCHEME: Scheme = Scheme::Pulsar;
@@ -173,15 +175,6 @@ fn sign_with_context(
     })
 }
 
-fn sign(context: &Context, params: SignParams) -> Result<SignReply, ErrorObjectOwned> {
-    sign_with_context(context, &params.message_hex, &params.pub_key_hex, &[])
-}
-
-fn sign_ctx(context: &Context, params: SignCtxParams) -> Result<SignReply, ErrorObjectOwned> {
-    let ctx = context_field(&params.ctx_hex)?;
-    sign_with_context(context, &params.message_hex, &params.pub_key_hex, &ctx)
-}
-
 fn verify(_: &Context, params: VerifyCtxParams) -> Result<VerifyReply, ErrorObjectOwned> {
     let message = hex_field("messageHex", &params.message_hex)?;
     let signature =
@@ -202,8 +195,12 @@ pub(super) fn register(
     timeout: Duration,
 ) -> Result<(), DaemonError> {
     rpc::register(module, "pulsar.keygen", timeout, keygen)?;
-    rpc::register(module, "pulsar.sign", timeout, sign)?;
-    rpc::register(module, "pulsar.sign_ctx", timeout, sign_ctx)?;
+    rpc::register_signing(
+        module,
+        ("pulsar.sign", "pulsar.sign_ctx"),
+        timeout,
+        sign_with_context,
+    )?;
     rpc::register(module, "pulsar.verify", timeout, verify)?;
     rpc::register(module, "pulsar.import_share", timeout, import_share)?;
     rpc::register(module, "pulsar.round1", timeout, round1)?;
@@ -234,16 +231,6 @@ struct ImportShareParams {
     group_key_hex: String,
     /// [`KeyShare::to_bytes`], hex.
     share_hex: String,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ImportShareReply {
-    key_id: String,
-    party: u16,
-    public_key: String,
-    threshold: u16,
-    participants: u16,
 }
 
 #[derive(Deserialize)]

@@ -140,6 +140,37 @@ pub fn hex_field(field: &str, value: &str) -> Result<Vec<u8>, ErrorObjectOwned> 
     hex::decode(digits).map_err(|e| invalid_params(field, format_args!("not hex: {e}")))
 }
 
+/// A scheme's signing step with a context string: `(context, messageHex, pubKeyHex, ctx)`.
+pub(crate) type SignWithContext =
+    fn(&Context, &str, &str, &[u8]) -> Result<SignReply, ErrorObjectOwned>;
+
+/// Registers `<scheme>.sign` (`names.0`, an empty context) and `<scheme>.sign_ctx` (`names.1`,
+/// `ctxHex` checked by [`context_field`]) of a scheme whose signing step is `sign`.
+pub(crate) fn register_signing(
+    module: &mut RpcModule<Context>,
+    names: (&'static str, &'static str),
+    timeout: Duration,
+    sign: SignWithContext,
+) -> Result<(), RegisterMethodError> {
+    register(
+        module,
+        names.0,
+        timeout,
+        move |context, params: SignParams| {
+            sign(context, &params.message_hex, &params.pub_key_hex, &[])
+        },
+    )?;
+    register(
+        module,
+        names.1,
+        timeout,
+        move |context, params: SignCtxParams| {
+            let ctx = context_field(&params.ctx_hex)?;
+            sign(context, &params.message_hex, &params.pub_key_hex, &ctx)
+        },
+    )
+}
+
 /// The longest context string FIPS 204 (ML-DSA, §5.2) and FIPS 205 (SLH-DSA, §10.2) accept, in
 /// bytes: its length is encoded in one byte.
 pub const MAX_CONTEXT_LEN: usize = 255;
@@ -164,15 +195,16 @@ pub fn context_field(value: &str) -> Result<Vec<u8>, ErrorObjectOwned> {
 /// longer than `timeout` is answered −32000 (the work itself runs to its end: each is bounded by
 /// its inputs, which the body limit bounds). Every call is counted in the daemon's metrics
 /// ([`super::metrics`]).
-pub(crate) fn register<P, R>(
+pub(crate) fn register<P, R, F>(
     module: &mut RpcModule<Context>,
     name: &'static str,
     timeout: Duration,
-    work: fn(&Context, P) -> Result<R, ErrorObjectOwned>,
+    work: F,
 ) -> Result<(), RegisterMethodError>
 where
     P: DeserializeOwned + Send + 'static,
     R: Serialize + Send + 'static,
+    F: Fn(&Context, P) -> Result<R, ErrorObjectOwned> + Copy + Send + Sync + 'static,
 {
     module.register_async_method(name, move |params, context: Arc<Context>, _| async move {
         let start = Instant::now();
@@ -185,16 +217,17 @@ where
 }
 
 /// One call of `register`'s method `name`.
-async fn answer<P, R>(
+async fn answer<P, R, F>(
     name: &'static str,
     timeout: Duration,
     params: &Params<'_>,
     context: Arc<Context>,
-    work: fn(&Context, P) -> Result<R, ErrorObjectOwned>,
+    work: F,
 ) -> Result<serde_json::Value, ErrorObjectOwned>
 where
     P: DeserializeOwned + Send + 'static,
     R: Serialize + Send + 'static,
+    F: Fn(&Context, P) -> Result<R, ErrorObjectOwned> + Send + 'static,
 {
     let params: P = parse(params)?;
     let task = tokio::task::spawn_blocking(move || work(&context, params));

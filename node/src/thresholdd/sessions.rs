@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use jsonrpsee::types::ErrorObjectOwned;
+use serde::Serialize;
 
 use super::rpc::{hex_field, invalid_params, scheme_error};
 
@@ -174,6 +175,22 @@ impl<S, P> Parties<S, P> {
             .ok_or_else(|| scheme_error(format!("the party of {key_id} is not open")))?;
         work(party)
     }
+}
+
+/// `<scheme>.import_share`'s reply: the share's keystore id and what it is a share of.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ImportShareReply {
+    /// `<keyId>-p<party>`.
+    pub(super) key_id: String,
+    /// The party whose share it is.
+    pub(super) party: u16,
+    /// The key's public key, hex.
+    pub(super) public_key: String,
+    /// t.
+    pub(super) threshold: u16,
+    /// n.
+    pub(super) participants: u16,
 }
 
 /// A round method's reply: `{<field>: hex of message}`, e.g. `{"round1Hex": …}`.

@@ -21,8 +21,35 @@ use quasar_wire::{vote_signing_message, EpochDomain, VoteKind};
 use serde::{Deserialize, Serialize};
 
 use super::bls::{public_key_field, sign_message};
+use super::keystore::{Keystore, KeystoreError, NewKey, Scheme};
 use super::rpc::{self, hex_field, invalid_params, scheme_error};
-use super::{keystore::Scheme, Context, DaemonError};
+use super::{key_id, Context, DaemonError};
+use quasar_crypto::bls::SecretKey;
+use zeroize::Zeroizing;
+
+/// Stores validator key `key` (the node's BLS vote key, `bls_secret_key` of its key directory)
+/// in `keystore` as a 1-of-1 BLS key, so `validator.sign_vote` signs with it: its share is the
+/// secret itself at index 1 (a degree-0 polynomial). Returns the key id (`bls-…`, as
+/// `bls.keygen` names keys). Errors: the keystore's (e.g. [`KeystoreError::DuplicateKey`] when
+/// it is already imported).
+pub fn import_vote_key(keystore: &Keystore, key: &SecretKey) -> Result<String, KeystoreError> {
+    let public_key = key.public_key().to_bytes();
+    let id = key_id(Scheme::Bls, &public_key);
+    let scalar = Zeroizing::new(key.to_bytes());
+    // The layout of `bls_threshold::SecretShare::to_bytes`, which `bls.sign` reads.
+    let mut share = Zeroizing::new(Vec::with_capacity(2 + scalar.len()));
+    share.extend_from_slice(&1u16.to_be_bytes());
+    share.extend_from_slice(scalar.as_slice());
+    keystore.put(&NewKey {
+        key_id: &id,
+        scheme: Scheme::Bls,
+        threshold: 1,
+        participants: 1,
+        public_key: &public_key,
+        secret: &share,
+    })?;
+    Ok(id)
+}
 
 /// The longest cert profile id a vote may name, in bytes.
 const MAX_PROFILE_ID_LEN: usize = 64;
