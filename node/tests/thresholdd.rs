@@ -1006,6 +1006,80 @@ async fn binary_imports_a_validator_key_for_sign_vote() {
     child.wait().unwrap();
 }
 
+/// `thresholdd deal` writes one 0600 share file per party whose fields are exactly what
+/// `<scheme>.import_share` takes; it refuses BLS and never overwrites a file.
+#[tokio::test]
+async fn binary_deals_share_files_for_import() {
+    use std::os::unix::fs::PermissionsExt;
+    let out = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = start(dir.path()).await;
+    for (scheme, fields) in [
+        ("corona", &["shareHex"][..]),
+        ("pulsar", &["groupKeyHex", "shareHex"][..]),
+    ] {
+        let deal = || {
+            Command::new(env!("CARGO_BIN_EXE_thresholdd"))
+                .args([
+                    "deal",
+                    "--scheme",
+                    scheme,
+                    "--threshold",
+                    "2",
+                    "--participants",
+                    "3",
+                ])
+                .arg("--out-dir")
+                .arg(out.path())
+                .output()
+                .unwrap()
+        };
+        let dealt = deal();
+        assert!(dealt.status.success(), "{dealt:?}");
+        let public_key = String::from_utf8(dealt.stdout).unwrap().trim().to_string();
+        for party in 0..3u16 {
+            let path = out.path().join(format!("{scheme}-party-{party}.json"));
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "{}", path.display());
+            let file: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+            assert_eq!(file["party"], party);
+            assert_eq!(file["publicKeyHex"], public_key.as_str());
+            if party == 1 {
+                let params: serde_json::Map<String, Value> = fields
+                    .iter()
+                    .map(|f| (f.to_string(), file[*f].clone()))
+                    .collect();
+                let reply = call(
+                    daemon.local_addr,
+                    &format!("{scheme}.import_share"),
+                    Value::Object(params),
+                )
+                .await;
+                assert_eq!(result(&reply)["publicKey"], public_key.as_str());
+                assert_eq!(result(&reply)["party"], 1);
+            }
+        }
+        let again = deal();
+        assert!(!again.status.success(), "{again:?}");
+    }
+    let bls = Command::new(env!("CARGO_BIN_EXE_thresholdd"))
+        .args([
+            "deal",
+            "--scheme",
+            "bls",
+            "--threshold",
+            "2",
+            "--participants",
+            "3",
+            "--out-dir",
+        ])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(!bls.status.success(), "{bls:?}");
+    stop(daemon).await;
+}
+
 /// Kill -9 while votes are being signed, then restart: the keys are intact, and no view whose
 /// signature left the daemon can be signed again for another block.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

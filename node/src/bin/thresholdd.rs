@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use quasar_node::process::{init_tracing, interrupted, runtime};
-use quasar_node::thresholdd::keystore::{KdfParams, Keystore, HEADER_FILE};
+use quasar_node::thresholdd::keystore::{KdfParams, Keystore, Scheme, HEADER_FILE};
 use quasar_node::thresholdd::{self, DaemonConfig};
 use zeroize::Zeroizing;
 
@@ -56,6 +56,23 @@ enum Command {
     Keys {
         #[command(subcommand)]
         action: KeysAction,
+    },
+    /// Deal a Corona or Pulsar key as a trusted dealer: one share file per party (mode 0600)
+    /// for `<scheme>.import_share` on that party's host. The dealer sees every share: for
+    /// development, or on an offline machine.
+    Deal {
+        /// `corona` or `pulsar`.
+        #[arg(long)]
+        scheme: Scheme,
+        /// Shares needed to sign, t.
+        #[arg(long)]
+        threshold: u16,
+        /// Shares dealt, n.
+        #[arg(long)]
+        participants: u16,
+        /// Where to write `<scheme>-party-<i>.json` (created if missing).
+        #[arg(long)]
+        out_dir: PathBuf,
     },
 }
 
@@ -123,90 +140,115 @@ fn passphrase(file: Option<&Path>) -> Result<Zeroizing<Vec<u8>>, String> {
     Ok(bytes)
 }
 
-fn run(cli: Cli) -> Result<(), String> {
-    let data_dir = cli
-        .data_dir
-        .ok_or("--data-dir is required (the keystore directory)")?;
-    let passphrase = passphrase(cli.passphrase_file.as_deref())?;
-    match cli.command {
-        Some(Command::Keys { action }) => {
-            // Inspecting must not create a keystore where a path was mistyped; importing may.
-            let imports = matches!(action, KeysAction::ImportValidator { .. });
-            if !imports && !data_dir.join(HEADER_FILE).is_file() {
-                return Err(format!(
-                    "no keystore at {} (no {HEADER_FILE})",
-                    data_dir.display()
-                ));
-            }
-            let keystore = Keystore::open(&data_dir, &passphrase).map_err(|e| e.to_string())?;
-            match action {
-                KeysAction::List => {
-                    let listing = keystore.list().map_err(|e| e.to_string())?;
-                    for unreadable in &listing.unreadable {
-                        eprintln!("thresholdd: {unreadable}");
-                    }
-                    for key in listing.keys {
-                        println!(
-                            "{}\t{}\t{}-of-{}\t{}",
-                            key.key_id,
-                            key.scheme,
-                            key.threshold,
-                            key.participants,
-                            hex::encode(&key.public_key)
-                        );
-                    }
-                    if !listing.unreadable.is_empty() {
-                        return Err(format!(
-                            "{} key files could not be read (listed on stderr)",
-                            listing.unreadable.len()
-                        ));
-                    }
-                }
-                KeysAction::ExportPublic { key_id } => {
-                    let key = keystore.public(&key_id).map_err(|e| e.to_string())?;
-                    let json = serde_json::json!({
-                        "keyId": key.key_id.as_str(),
-                        "scheme": key.scheme.as_str(),
-                        "threshold": key.threshold,
-                        "participants": key.participants,
-                        "publicKeyHex": hex::encode(&key.public_key),
-                    });
-                    println!("{json:#}");
-                }
-                KeysAction::ImportValidator { key_dir } => {
-                    let keys =
-                        quasar_node::config::load_keys(&key_dir).map_err(|e| e.to_string())?;
-                    let id = thresholdd::import_vote_key(&keystore, &keys.bls)
-                        .map_err(|e| e.to_string())?;
-                    println!("{id}\t{}", hex::encode(keys.bls.public_key().to_bytes()));
-                }
+fn run(mut cli: Cli) -> Result<(), String> {
+    match cli.command.take() {
+        Some(Command::Deal {
+            scheme,
+            threshold,
+            participants,
+            out_dir,
+        }) => {
+            let (public_key, files) = thresholdd::deal(scheme, threshold, participants, &out_dir)?;
+            println!("{public_key}");
+            for file in files {
+                eprintln!("wrote {}", file.display());
             }
             Ok(())
         }
-        None => {
-            let token = cli
-                .token
-                .ok_or("no bearer token: pass --token or set THRESHOLDD_TOKEN")?;
-            warn_if_weak(&token, &passphrase);
-            let config = DaemonConfig {
-                listen: cli.listen,
-                allow_remote: cli.allow_remote,
-                data_dir,
-                token: Zeroizing::new(token),
-                passphrase,
-                kdf: KdfParams::default(),
-                request_timeout: Duration::from_secs(cli.request_timeout_secs.max(1)),
-            };
-            runtime()?.block_on(async {
-                let daemon = thresholdd::start(config).await.map_err(|e| e.to_string())?;
-                interrupted().await;
-                tracing::info!("thresholdd stopping");
-                daemon.handle.stop().ok();
-                daemon.handle.stopped().await;
-                Ok(())
-            })
+        Some(Command::Keys { action }) => keys(&cli, action),
+        None => serve(cli),
+    }
+}
+
+/// The keystore directory and passphrase the other commands need.
+fn keystore_args(cli: &Cli) -> Result<(PathBuf, Zeroizing<Vec<u8>>), String> {
+    let data_dir = cli
+        .data_dir
+        .clone()
+        .ok_or("--data-dir is required (the keystore directory)")?;
+    Ok((data_dir, passphrase(cli.passphrase_file.as_deref())?))
+}
+
+/// `thresholdd keys …`.
+fn keys(cli: &Cli, action: KeysAction) -> Result<(), String> {
+    let (data_dir, passphrase) = keystore_args(cli)?;
+    // Inspecting must not create a keystore where a path was mistyped; importing may.
+    let imports = matches!(action, KeysAction::ImportValidator { .. });
+    if !imports && !data_dir.join(HEADER_FILE).is_file() {
+        return Err(format!(
+            "no keystore at {} (no {HEADER_FILE})",
+            data_dir.display()
+        ));
+    }
+    let keystore = Keystore::open(&data_dir, &passphrase).map_err(|e| e.to_string())?;
+    match action {
+        KeysAction::List => {
+            let listing = keystore.list().map_err(|e| e.to_string())?;
+            for unreadable in &listing.unreadable {
+                eprintln!("thresholdd: {unreadable}");
+            }
+            for key in listing.keys {
+                println!(
+                    "{}\t{}\t{}-of-{}\t{}",
+                    key.key_id,
+                    key.scheme,
+                    key.threshold,
+                    key.participants,
+                    hex::encode(&key.public_key)
+                );
+            }
+            if !listing.unreadable.is_empty() {
+                return Err(format!(
+                    "{} key files could not be read (listed on stderr)",
+                    listing.unreadable.len()
+                ));
+            }
+        }
+        KeysAction::ExportPublic { key_id } => {
+            let key = keystore.public(&key_id).map_err(|e| e.to_string())?;
+            let json = serde_json::json!({
+                "keyId": key.key_id.as_str(),
+                "scheme": key.scheme.as_str(),
+                "threshold": key.threshold,
+                "participants": key.participants,
+                "publicKeyHex": hex::encode(&key.public_key),
+            });
+            println!("{json:#}");
+        }
+        KeysAction::ImportValidator { key_dir } => {
+            let keys = quasar_node::config::load_keys(&key_dir).map_err(|e| e.to_string())?;
+            let id =
+                thresholdd::import_vote_key(&keystore, &keys.bls).map_err(|e| e.to_string())?;
+            println!("{id}\t{}", hex::encode(keys.bls.public_key().to_bytes()));
         }
     }
+    Ok(())
+}
+
+/// `thresholdd` without a command: serves until interrupted.
+fn serve(cli: Cli) -> Result<(), String> {
+    let (data_dir, passphrase) = keystore_args(&cli)?;
+    let token = cli
+        .token
+        .ok_or("no bearer token: pass --token or set THRESHOLDD_TOKEN")?;
+    warn_if_weak(&token, &passphrase);
+    let config = DaemonConfig {
+        listen: cli.listen,
+        allow_remote: cli.allow_remote,
+        data_dir,
+        token: Zeroizing::new(token),
+        passphrase,
+        kdf: KdfParams::default(),
+        request_timeout: Duration::from_secs(cli.request_timeout_secs.max(1)),
+    };
+    runtime()?.block_on(async {
+        let daemon = thresholdd::start(config).await.map_err(|e| e.to_string())?;
+        interrupted().await;
+        tracing::info!("thresholdd stopping");
+        daemon.handle.stop().ok();
+        daemon.handle.stopped().await;
+        Ok(())
+    })
 }
 
 fn main() -> ExitCode {

@@ -63,6 +63,7 @@
 pub mod auth;
 mod bls;
 mod corona;
+mod dealer;
 pub mod keystore;
 mod magnetar;
 pub mod metrics;
@@ -72,6 +73,7 @@ mod serve;
 pub mod sessions;
 mod validator;
 
+pub use dealer::deal;
 pub use serve::TransportLimits;
 pub use validator::import_vote_key;
 
