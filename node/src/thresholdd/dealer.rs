@@ -16,6 +16,9 @@ use zeroize::Zeroizing;
 use super::keystore::Scheme;
 use crate::config::write_private_new;
 
+/// A dealt key: its public key, its group key (Pulsar only), and the shares in party order.
+type Dealt = (Vec<u8>, Option<Vec<u8>>, Vec<Zeroizing<Vec<u8>>>);
+
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct PartyFile<'a> {
@@ -40,45 +43,43 @@ pub fn deal(
     out_dir: &Path,
 ) -> Result<(String, Vec<PathBuf>), String> {
     let mut rng = rand::rngs::OsRng;
-    // (public key, group key for Pulsar, shares in party order)
-    let (public_key, group_key, shares): (Vec<u8>, Option<Vec<u8>>, Vec<Zeroizing<Vec<u8>>>) =
-        match scheme {
-            Scheme::Corona => {
-                if participants > super::corona::MAX_PARTICIPANTS {
-                    return Err(format!(
-                        "at most {} corona participants",
-                        super::corona::MAX_PARTICIPANTS
-                    ));
-                }
-                let (group, shares) = quasar_crypto::corona::scheme::trusted_dealer_keygen(
-                    usize::from(threshold),
-                    usize::from(participants),
-                    &mut rng,
-                )
-                .map_err(|e| format!("corona: {e}"))?;
-                let shares = shares.iter().map(|s| s.to_bytes()).collect();
-                (group.to_bytes(), None, shares)
-            }
-            Scheme::Pulsar => {
-                let (group, shares) = quasar_crypto::pulsar::trusted_dealer_keygen(
-                    usize::from(threshold),
-                    usize::from(participants),
-                    &mut rng,
-                )
-                .map_err(|e| format!("pulsar: {e}"))?;
-                let shares = shares.iter().map(|s| s.to_bytes()).collect();
-                (
-                    group.public_key_bytes().to_vec(),
-                    Some(group.to_bytes()),
-                    shares,
-                )
-            }
-            other => {
+    let (public_key, group_key, shares): Dealt = match scheme {
+        Scheme::Corona => {
+            if participants > super::corona::MAX_PARTICIPANTS {
                 return Err(format!(
-                    "{other} has no multi-host ceremony: deal corona or pulsar"
-                ))
+                    "at most {} corona participants",
+                    super::corona::MAX_PARTICIPANTS
+                ));
             }
-        };
+            let (group, shares) = quasar_crypto::corona::scheme::trusted_dealer_keygen(
+                usize::from(threshold),
+                usize::from(participants),
+                &mut rng,
+            )
+            .map_err(|e| format!("corona: {e}"))?;
+            let shares = shares.iter().map(|s| s.to_bytes()).collect();
+            (group.to_bytes(), None, shares)
+        }
+        Scheme::Pulsar => {
+            let (group, shares) = quasar_crypto::pulsar::trusted_dealer_keygen(
+                usize::from(threshold),
+                usize::from(participants),
+                &mut rng,
+            )
+            .map_err(|e| format!("pulsar: {e}"))?;
+            let shares = shares.iter().map(|s| s.to_bytes()).collect();
+            (
+                group.public_key_bytes().to_vec(),
+                Some(group.to_bytes()),
+                shares,
+            )
+        }
+        other => {
+            return Err(format!(
+                "{other} has no multi-host ceremony: deal corona or pulsar"
+            ))
+        }
+    };
     std::fs::create_dir_all(out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
     let public_key_hex = hex::encode(&public_key);
     let group_key_hex = group_key.map(hex::encode);
