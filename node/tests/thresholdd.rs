@@ -812,6 +812,11 @@ async fn sign_vote_is_guarded_and_survives_a_restart() {
     );
     assert_eq!(code, -32000, "{text}");
     assert!(text.contains("conflict"), "{text}");
+    // The same block with another height (or chain, epoch, domain) is another vote: refused.
+    let mut other_height = vote(&public_key, "notarize", 5, 0xa1);
+    other_height["height"] = json!(999);
+    let (code, text) = error(&call(addr, "validator.sign_vote", other_height).await);
+    assert_eq!(code, -32000, "{text}");
     // A finalize vote for the notarized block is allowed; then a nullify of the view is not
     // (storage's guard rules: nullify and finalize exclude each other in a view).
     let finalize = call(
@@ -847,9 +852,9 @@ async fn sign_vote_is_guarded_and_survives_a_restart() {
         .unwrap();
     for line in [
         "thresholdd_votes_signed_total 3",
-        "thresholdd_guard_refusals_total 2",
+        "thresholdd_guard_refusals_total 3",
         r#"thresholdd_calls_total{method="validator.sign_vote",outcome="ok"} 3"#,
-        r#"thresholdd_calls_total{method="validator.sign_vote",outcome="error"} 2"#,
+        r#"thresholdd_calls_total{method="validator.sign_vote",outcome="error"} 3"#,
         r#"thresholdd_calls_total{method="bls.keygen",outcome="ok"} 1"#,
         r#"thresholdd_call_seconds_count{method="bls.keygen"} 1"#,
     ] {
@@ -864,7 +869,12 @@ async fn sign_vote_is_guarded_and_survives_a_restart() {
     wrong_block["blockHex"] = json!("00ff");
     let mut wrong_kind = vote(&public_key, "notarize", 6, 1);
     wrong_kind["kind"] = json!("prevote");
-    for (params, field) in [(wrong_block, "blockHex"), (wrong_kind, "kind")] {
+    let nullify_with_block = vote(&public_key, "nullify", 6, 1);
+    for (params, field) in [
+        (wrong_block, "blockHex"),
+        (wrong_kind, "kind"),
+        (nullify_with_block, "blockHex"),
+    ] {
         let (code, text) = error(&call(addr, "validator.sign_vote", params).await);
         assert_eq!(code, -32602, "{text}");
         assert!(text.contains(field), "{text}");
@@ -883,6 +893,11 @@ async fn sign_vote_is_guarded_and_survives_a_restart() {
 
     // After a restart the record still forbids the conflicting vote.
     let daemon = start(dir.path()).await;
+    // While it runs, a second daemon on the same directory is refused.
+    match thresholdd::start(config(dir.path(), PASSPHRASE)).await {
+        Err(DaemonError::Locked(path)) => assert_eq!(path, dir.path()),
+        other => panic!("a second daemon on one directory: {other:?}"),
+    }
     let (code, text) = error(
         &call(
             daemon.local_addr,

@@ -1,6 +1,7 @@
 //! `thresholdd`: the validator's signing daemon (JSON-RPC 2.0 over HTTP; see
 //! `quasar_node::thresholdd`).
 
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -187,8 +188,10 @@ fn keys(cli: &Cli, action: KeysAction) -> Result<(), String> {
             for unreadable in &listing.unreadable {
                 eprintln!("thresholdd: {unreadable}");
             }
+            let mut out = std::io::stdout().lock();
             for key in listing.keys {
-                println!(
+                let line = writeln!(
+                    out,
                     "{}\t{}\t{}-of-{}\t{}",
                     key.key_id,
                     key.scheme,
@@ -196,6 +199,12 @@ fn keys(cli: &Cli, action: KeysAction) -> Result<(), String> {
                     key.participants,
                     hex::encode(&key.public_key)
                 );
+                match line {
+                    Ok(()) => {}
+                    // A reader that stopped early (`| head`) is not an error.
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+                    Err(e) => return Err(format!("writing the listing: {e}")),
+                }
             }
             if !listing.unreadable.is_empty() {
                 return Err(format!(

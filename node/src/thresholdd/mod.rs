@@ -160,9 +160,12 @@ pub enum DaemonError {
         /// The error.
         source: std::io::Error,
     },
-    /// The keystore task did not finish.
+    /// The keystore task did not finish, or the lock file could not be opened.
     #[error("{0}")]
     Startup(String),
+    /// Another daemon serves this data directory.
+    #[error("{} is in use by another thresholdd (it holds {LOCK_FILE}); two daemons on one keystore could sign conflicting votes", .0.display())]
+    Locked(PathBuf),
     /// A method was registered twice (a bug).
     #[error(transparent)]
     Register(#[from] RegisterMethodError),
@@ -337,6 +340,33 @@ pub struct Daemon {
     pub local_addr: SocketAddr,
     /// Stops the server; [`ServerHandle::stopped`] resolves when it has.
     pub handle: ServerHandle,
+    /// The exclusive lock on the data directory ([`LOCK_FILE`]), released when this is dropped.
+    _lock: std::fs::File,
+}
+
+/// The file in the data directory a running daemon holds an exclusive lock on: two daemons on
+/// one directory would each open the same signing guards and session records and could sign
+/// conflicting votes.
+pub const LOCK_FILE: &str = "thresholdd.lock";
+
+/// Takes the exclusive lock on `data_dir`'s [`LOCK_FILE`]. Errors: [`DaemonError::Locked`]
+/// when another process holds it, [`DaemonError::Startup`] when the file cannot be opened.
+fn lock_data_dir(data_dir: &std::path::Path) -> Result<std::fs::File, DaemonError> {
+    let path = data_dir.join(LOCK_FILE);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| DaemonError::Startup(format!("{}: {e}", path.display())))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(DaemonError::Locked(data_dir.to_path_buf())),
+        Err(std::fs::TryLockError::Error(e)) => Err(DaemonError::Startup(format!(
+            "locking {}: {e}",
+            path.display()
+        ))),
+    }
 }
 
 #[derive(Serialize)]
@@ -398,6 +428,7 @@ pub async fn start_with_limits(
         tokio::task::spawn_blocking(move || Keystore::open_with(&data_dir, &passphrase, kdf))
             .await
             .map_err(|e| DaemonError::Startup(format!("opening the keystore: {e}")))??;
+    let lock = lock_data_dir(&config.data_dir)?;
     let metrics = std::sync::Arc::new(metrics::DaemonMetrics::new());
     let module = methods(
         Context::new(keystore, &config.data_dir, metrics.clone()),
@@ -432,5 +463,9 @@ pub async fn start_with_limits(
         services.clone().build(methods.clone(), stop)
     });
     tracing::info!(%local_addr, data_dir = %config.data_dir.display(), "thresholdd listening");
-    Ok(Daemon { local_addr, handle })
+    Ok(Daemon {
+        local_addr,
+        handle,
+        _lock: lock,
+    })
 }

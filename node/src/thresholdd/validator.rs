@@ -3,7 +3,10 @@
 //!
 //! The vote key is a BLS key of the keystore (`bls.keygen`, usually 1 of 1; a t-of-n key signs
 //! with its first t shares). Each key has its own [`SigningGuard`] in
-//! `<data-dir>/guards/<keyId>/`, owned by the key's public key. A vote is recorded durably
+//! `<data-dir>/guards/<keyId>/`, owned by the key's public key. The guard records, per view and
+//! kind, a digest of the whole signed message (so the same block with another height, chain,
+//! epoch or domain conflicts, and a repeat is byte-identical); a nullify vote must name the
+//! all-zero block, as the node's do. A vote is recorded durably
 //! (write, fsync, directory fsync) before it is signed, so a signature never leaves before the
 //! record that forbids its conflicting twin, across crashes and restarts too. The message signed
 //! is [`quasar_wire::vote_signing_message`], the bytes the node itself would sign.
@@ -99,7 +102,7 @@ impl Guards {
 }
 
 /// A vote's kind on the wire of this method.
-#[derive(Clone, Copy, Deserialize)]
+#[derive(Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 enum Kind {
     Notarize,
@@ -156,23 +159,12 @@ fn sign_vote(context: &Context, params: SignVoteParams) -> Result<SignVoteReply,
         Kind::Finalize => (VoteKind::Finalize, quasar_storage::VoteKind::Finalize),
         Kind::Nullify => (VoteKind::Nullify, quasar_storage::VoteKind::Nullify),
     };
-    let public_bytes = public_key.to_bytes();
-    // The key must exist before its guard is created.
-    let info = context.key_info(Scheme::Bls, &public_bytes)?;
-    let decision = context
-        .guards
-        .record(
-            info.key_id.as_str(),
-            &public_bytes,
-            &VoteIntent {
-                view: params.view,
-                kind: guard_kind,
-                block,
-            },
-        )
-        .inspect_err(|_| {
-            context.metrics.guard_refusals.inc();
-        })?;
+    if params.kind == Kind::Nullify && block != [0u8; 32] {
+        return Err(invalid_params(
+            "blockHex",
+            "a nullify vote names no block: all zeros",
+        ));
+    }
     let message = vote_signing_message(
         kind,
         params.chain_id,
@@ -185,6 +177,25 @@ fn sign_vote(context: &Context, params: SignVoteParams) -> Result<SignVoteReply,
             profile_id: params.profile_id,
         },
     );
+    let public_bytes = public_key.to_bytes();
+    // The key must exist before its guard is created.
+    let info = context.key_info(Scheme::Bls, &public_bytes)?;
+    let decision = context
+        .guards
+        .record(
+            info.key_id.as_str(),
+            &public_bytes,
+            &VoteIntent {
+                view: params.view,
+                kind: guard_kind,
+                // The whole vote, not only its block: the same block with another height,
+                // chain, epoch or domain is another vote, and conflicts.
+                block: tagged_hash("thresholdd/vote", &[&message]),
+            },
+        )
+        .inspect_err(|_| {
+            context.metrics.guard_refusals.inc();
+        })?;
     let signature = sign_message(context, &public_key, &message)?;
     context.metrics.votes_signed.inc();
     tracing::info!(
