@@ -189,7 +189,8 @@ fn verify(_: &Context, params: VerifyCtxParams) -> Result<VerifyReply, ErrorObje
     })
 }
 
-/// Registers `pulsar.keygen`, `pulsar.sign`, `pulsar.sign_ctx` and `pulsar.verify`.
+/// Registers `pulsar.keygen`, `pulsar.sign`, `pulsar.sign_ctx`, `pulsar.verify` and the
+/// multi-host methods (`import_share`, `round1`, `round2`, `round3`, `combine`).
 pub(super) fn register(
     module: &mut RpcModule<Context>,
     timeout: Duration,
