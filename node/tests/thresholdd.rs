@@ -76,6 +76,13 @@ fn error(response: &Value) -> (i64, String) {
     )
 }
 
+/// Asserts that `method` with `params` is refused with −32602 and a message naming `field`.
+async fn refused_naming(addr: SocketAddr, method: &str, params: Value, field: &str) {
+    let (code, text) = error(&call(addr, method, params.clone()).await);
+    assert_eq!(code, -32602, "{method} {params}: {text}");
+    assert!(text.contains(field), "{method} {params}: {text}");
+}
+
 async fn health_ok(addr: SocketAddr) {
     let response = call(addr, "health", json!({})).await;
     assert_eq!(result(&response)["status"], "ok");
@@ -235,21 +242,16 @@ async fn pulsar_keygen_sign_sign_ctx_verify() {
         (json!({"threshold": 1, "participants": 3}), "threshold"),
         (json!({"threshold": 2, "participants": 7}), "participants"),
     ] {
-        let (code, message) = error(&call(addr, "pulsar.keygen", params).await);
-        assert_eq!(code, -32602, "{message}");
-        assert!(message.contains(field), "{message}");
+        refused_naming(addr, "pulsar.keygen", params, field).await;
     }
     let long_ctx = hex::encode([7u8; 256]);
-    let (code, message) = error(
-        &call(
-            addr,
-            "pulsar.sign_ctx",
-            json!({"messageHex": message, "pubKeyHex": public_key, "ctxHex": long_ctx}),
-        )
-        .await,
-    );
-    assert_eq!(code, -32602, "{message}");
-    assert!(message.contains("ctxHex"), "{message}");
+    refused_naming(
+        addr,
+        "pulsar.sign_ctx",
+        json!({"messageHex": message, "pubKeyHex": public_key, "ctxHex": long_ctx}),
+        "ctxHex",
+    )
+    .await;
     stop(daemon).await;
 }
 
@@ -335,9 +337,7 @@ async fn corona_keygen_sign_verify() {
         ),
     ];
     for (method, params, field) in cases {
-        let (code, text) = error(&call(addr, method, params.clone()).await);
-        assert_eq!(code, -32602, "{method} {params}: {text}");
-        assert!(text.contains(field), "{method} {params}: {text}");
+        refused_naming(addr, method, params, field).await;
     }
     stop(daemon).await;
 }
@@ -453,9 +453,7 @@ async fn magnetar_keygen_sign_verify() {
         ),
     ];
     for (method, params, field) in cases {
-        let (code, text) = error(&call(addr, method, params.clone()).await);
-        assert_eq!(code, -32602, "{method} {params}: {text}");
-        assert!(text.contains(field), "{method} {params}: {text}");
+        refused_naming(addr, method, params, field).await;
     }
     stop(daemon).await;
 }
@@ -573,30 +571,22 @@ async fn corona_ceremony_across_three_daemons() {
         (json!({"shareHex": "00"}), "shareHex"),
         (json!({"shareHex": "zz"}), "shareHex"),
     ] {
-        let (code, text) = error(&call(restarted.local_addr, "corona.import_share", params).await);
-        assert_eq!(code, -32602, "{text}");
-        assert!(text.contains(field), "{text}");
+        refused_naming(restarted.local_addr, "corona.import_share", params, field).await;
     }
-    let (code, text) = error(
-        &call(
-            restarted.local_addr,
-            "corona.round1",
-            json!({"pubKeyHex": public_key, "party": 0, "sessionHex": "00", "parties": [0, 2]}),
-        )
-        .await,
-    );
-    assert_eq!(code, -32602, "{text}");
-    assert!(text.contains("sessionHex"), "{text}");
-    let (code, text) = error(
-        &call(
-            restarted.local_addr,
-            "corona.round1",
-            json!({"pubKeyHex": public_key, "party": 0, "sessionHex": hex::encode([1u8; 32]), "parties": [0]}),
-        )
-        .await,
-    );
-    assert_eq!(code, -32602, "{text}");
-    assert!(text.contains("parties"), "{text}");
+    refused_naming(
+        restarted.local_addr,
+        "corona.round1",
+        json!({"pubKeyHex": public_key, "party": 0, "sessionHex": "00", "parties": [0, 2]}),
+        "sessionHex",
+    )
+    .await;
+    refused_naming(
+        restarted.local_addr,
+        "corona.round1",
+        json!({"pubKeyHex": public_key, "party": 0, "sessionHex": hex::encode([1u8; 32]), "parties": [0]}),
+        "parties",
+    )
+    .await;
     stop(restarted).await;
     for daemon in daemons {
         stop(daemon).await;
@@ -718,17 +708,14 @@ async fn pulsar_ceremony_across_three_daemons() {
     assert_eq!(code, -32000, "{text}");
     assert!(text.contains("already"), "{text}");
     // A signing set that is not exactly t parties names `parties`.
-    let (code, text) = error(
-        &call(
-            restarted.local_addr,
-            "pulsar.round1",
-            json!({"pubKeyHex": public_key, "party": 0, "sessionHex": hex::encode([99u8; 32]),
-                "parties": [0, 1, 2], "messageHex": message}),
-        )
-        .await,
-    );
-    assert_eq!(code, -32602, "{text}");
-    assert!(text.contains("parties"), "{text}");
+    refused_naming(
+        restarted.local_addr,
+        "pulsar.round1",
+        json!({"pubKeyHex": public_key, "party": 0, "sessionHex": hex::encode([99u8; 32]),
+            "parties": [0, 1, 2], "messageHex": message}),
+        "parties",
+    )
+    .await;
     stop(restarted).await;
     for daemon in daemons {
         stop(daemon).await;
@@ -875,9 +862,7 @@ async fn sign_vote_is_guarded_and_survives_a_restart() {
         (wrong_kind, "kind"),
         (nullify_with_block, "blockHex"),
     ] {
-        let (code, text) = error(&call(addr, "validator.sign_vote", params).await);
-        assert_eq!(code, -32602, "{text}");
-        assert!(text.contains(field), "{text}");
+        refused_naming(addr, "validator.sign_vote", params, field).await;
     }
     let stranger = quasar_crypto::bls::SecretKey::from_seed(&[8; 32]).public_key();
     let (code, _) = error(
@@ -1260,9 +1245,7 @@ async fn every_error_code() {
         ("bls.sign", json!(["00", "00"]), "named parameters"),
     ];
     for (method, params, field) in cases {
-        let (code, message) = error(&call(addr, method, params.clone()).await);
-        assert_eq!(code, -32602, "{method} {params}: {message}");
-        assert!(message.contains(field), "{method} {params}: {message}");
+        refused_naming(addr, method, params, field).await;
     }
     health_ok(addr).await;
     stop(daemon).await;
