@@ -458,16 +458,22 @@ async fn magnetar_keygen_sign_verify() {
     stop(daemon).await;
 }
 
-/// Three daemons, each holding one share of a 2-of-3 Corona key, driven through the round
-/// methods: parties 0 and 2 sign, the daemon of party 1 combines.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn corona_ceremony_across_three_daemons() {
+/// Three daemons, each on its own data directory: the directories, the daemons, their addresses.
+async fn three_daemons() -> (Vec<tempfile::TempDir>, Vec<Daemon>, Vec<SocketAddr>) {
     let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
     let mut daemons = Vec::new();
     for dir in &dirs {
         daemons.push(start(dir.path()).await);
     }
-    let addrs: Vec<SocketAddr> = daemons.iter().map(|d| d.local_addr).collect();
+    let addrs = daemons.iter().map(|d| d.local_addr).collect();
+    (dirs, daemons, addrs)
+}
+
+/// Three daemons, each holding one share of a 2-of-3 Corona key, driven through the round
+/// methods: parties 0 and 2 sign, the daemon of party 1 combines.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corona_ceremony_across_three_daemons() {
+    let (dirs, mut daemons, addrs) = three_daemons().await;
     let (group, shares) =
         quasar_crypto::corona::scheme::trusted_dealer_keygen(2, 3, &mut rand::rngs::OsRng).unwrap();
     let public_key = hex::encode(group.to_bytes());
@@ -598,12 +604,7 @@ async fn corona_ceremony_across_three_daemons() {
 /// daemon of party 1 combines. The result is a plain FIPS 204 signature.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pulsar_ceremony_across_three_daemons() {
-    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let mut daemons = Vec::new();
-    for dir in &dirs {
-        daemons.push(start(dir.path()).await);
-    }
-    let addrs: Vec<SocketAddr> = daemons.iter().map(|d| d.local_addr).collect();
+    let (dirs, mut daemons, addrs) = three_daemons().await;
     let (group, shares) =
         quasar_crypto::pulsar::trusted_dealer_keygen(2, 3, &mut rand::rngs::OsRng).unwrap();
     let group_hex = hex::encode(group.to_bytes());
