@@ -12,7 +12,7 @@ use quasar_crypto::bls::{PublicKey, Signature};
 use quasar_crypto::bls_threshold::{self, SecretShare, SECRET_SHARE_LEN};
 use serde::Serialize;
 
-use super::keystore::Scheme;
+use super::keystore::{KeyInfo, Scheme};
 use super::rpc::{
     self, hex_field, invalid_params, scheme_error, KeygenParams, SignParams, SignReply,
     VerifyParams, VerifyReply,
@@ -83,12 +83,23 @@ fn keygen(context: &Context, params: KeygenParams) -> Result<KeygenReply, ErrorO
 /// Signs `message` with the first t shares of the stored key `group` and checks the combined
 /// signature before it leaves. Errors: −32000 (no such key, a corrupt entry, a signature that
 /// does not verify).
-pub(super) fn sign_message(
+fn sign_message(
     context: &Context,
     group: &PublicKey,
     message: &[u8],
 ) -> Result<Signature, ErrorObjectOwned> {
     let (info, secret) = context.find_key(SCHEME, &group.to_bytes())?;
+    sign_with(&info, &secret, group, message)
+}
+
+/// [`sign_message`] with the key's entry already read (`info`, `secret`). Errors: −32000 (a
+/// corrupt entry, a signature that does not verify).
+pub(super) fn sign_with(
+    info: &KeyInfo,
+    secret: &[u8],
+    group: &PublicKey,
+    message: &[u8],
+) -> Result<Signature, ErrorObjectOwned> {
     let id = &info.key_id;
     let shares = secret
         .chunks(SECRET_SHARE_LEN)

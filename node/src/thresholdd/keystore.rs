@@ -746,6 +746,14 @@ impl Keystore {
         self.open_key(&KeyId::new(key_id)?).map(|(info, _)| info)
     }
 
+    /// The authenticated public metadata and the secret blob of `key_id`, from one read and
+    /// one decryption of its file (the secret in memory zeroized on drop).
+    ///
+    /// Errors: as [`Keystore::public`].
+    pub fn key(&self, key_id: &str) -> Result<(KeyInfo, Zeroizing<Vec<u8>>), KeystoreError> {
+        self.open_key(&KeyId::new(key_id)?)
+    }
+
     /// The secret blob of `key_id`, in memory zeroized on drop.
     ///
     /// Errors: as [`Keystore::public`].

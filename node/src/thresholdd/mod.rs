@@ -242,18 +242,10 @@ impl Context {
         party: u16,
     ) -> Result<Zeroizing<Vec<u8>>, ErrorObjectOwned> {
         let id = share_key_id(scheme, public_key, party);
-        let info = self.keystore.public(&id).map_err(|e| match e {
-            KeystoreError::NotFound { .. } => rpc::scheme_error(format!(
-                "this daemon holds no share of party {party} of this {scheme} key ({scheme}.import_share first)"
-            )),
-            other => rpc::scheme_error(other),
-        })?;
-        if info.scheme != scheme || info.public_key != public_key {
-            return Err(rpc::scheme_error(format!(
-                "keystore entry {id} does not hold this {scheme} share"
-            )));
-        }
-        self.keystore.secret(&id).map_err(rpc::scheme_error)
+        self.entry(&id, scheme, public_key, || {
+            format!("this daemon holds no share of party {party} of this {scheme} key ({scheme}.import_share first)")
+        })
+        .map(|(_, secret)| secret)
     }
 
     fn store(
@@ -291,22 +283,23 @@ impl Context {
         scheme: Scheme,
         public_key: &[u8],
     ) -> Result<(KeyInfo, Zeroizing<Vec<u8>>), ErrorObjectOwned> {
-        let info = self.key_info(scheme, public_key)?;
-        let secret = self
-            .keystore
-            .secret(info.key_id.as_str())
-            .map_err(rpc::scheme_error)?;
-        Ok((info, secret))
+        self.entry(&key_id(scheme, public_key), scheme, public_key, || {
+            format!("no {scheme} key with this public key in the keystore")
+        })
     }
 
-    /// The metadata of the key of `scheme` whose public key is `public_key`. Errors: as
-    /// [`Context::find_key`].
-    fn key_info(&self, scheme: Scheme, public_key: &[u8]) -> Result<KeyInfo, ErrorObjectOwned> {
-        let id = key_id(scheme, public_key);
-        let info = self.keystore.public(&id).map_err(|e| match e {
-            KeystoreError::NotFound { .. } => rpc::scheme_error(format!(
-                "no {scheme} key with this public key in the keystore"
-            )),
+    /// Keystore entry `id` (its metadata and secret blob, one read of its file), checked to
+    /// hold `scheme`'s key `public_key`. Errors: −32000 with `missing()` when there is no such
+    /// entry, or naming the entry when it holds something else or cannot be read.
+    fn entry(
+        &self,
+        id: &str,
+        scheme: Scheme,
+        public_key: &[u8],
+        missing: impl FnOnce() -> String,
+    ) -> Result<(KeyInfo, Zeroizing<Vec<u8>>), ErrorObjectOwned> {
+        let (info, secret) = self.keystore.key(id).map_err(|e| match e {
+            KeystoreError::NotFound { .. } => rpc::scheme_error(missing()),
             other => rpc::scheme_error(other),
         })?;
         if info.scheme != scheme || info.public_key != public_key {
@@ -314,7 +307,7 @@ impl Context {
                 "keystore entry {id} does not hold this {scheme} key"
             )));
         }
-        Ok(info)
+        Ok((info, secret))
     }
 }
 

@@ -23,7 +23,7 @@ use quasar_storage::{GuardDecision, SigningGuard, VoteIntent};
 use quasar_wire::{vote_signing_message, EpochDomain, VoteKind};
 use serde::{Deserialize, Serialize};
 
-use super::bls::{public_key_field, sign_message};
+use super::bls::{public_key_field, sign_with};
 use super::keystore::{Keystore, KeystoreError, NewKey, Scheme};
 use super::rpc::{self, hex_field, invalid_params, scheme_error};
 use super::{key_id, Context, DaemonError};
@@ -178,8 +178,8 @@ fn sign_vote(context: &Context, params: SignVoteParams) -> Result<SignVoteReply,
         },
     );
     let public_bytes = public_key.to_bytes();
-    // The key must exist before its guard is created.
-    let info = context.key_info(Scheme::Bls, &public_bytes)?;
+    // The key must exist before its guard is created; its entry is read once for both.
+    let (info, secret) = context.find_key(Scheme::Bls, &public_bytes)?;
     let decision = context
         .guards
         .record(
@@ -196,7 +196,7 @@ fn sign_vote(context: &Context, params: SignVoteParams) -> Result<SignVoteReply,
         .inspect_err(|_| {
             context.metrics.guard_refusals.inc();
         })?;
-    let signature = sign_message(context, &public_key, &message)?;
+    let signature = sign_with(&info, &secret, &public_key, &message)?;
     context.metrics.votes_signed.inc();
     tracing::info!(
         key_id = %info.key_id,
