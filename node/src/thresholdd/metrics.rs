@@ -184,7 +184,10 @@ where
         *response.status_mut() = status;
         response.headers_mut().insert(
             http::header::CONTENT_TYPE,
-            http::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+            // prometheus_client's text encoder writes OpenMetrics (`# EOF`), as the node's API.
+            http::HeaderValue::from_static(
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            ),
         );
         Box::pin(async move { Ok(response) })
     }
