@@ -2070,6 +2070,73 @@ pub struct PeerConfig {
     pub address: SocketAddr,
 }
 
+/// Who signs a validator's votes and proposals (`signer` in `node.toml`).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SignerMode {
+    /// The node, with its key directory's BLS key (the default).
+    #[default]
+    Local,
+    /// The validator's thresholdd, through `validator.sign_vote` (`[remote_signer]`).
+    Remote,
+}
+
+impl SignerMode {
+    fn is_local(&self) -> bool {
+        *self == SignerMode::Local
+    }
+}
+
+/// `[remote_signer]` in `node.toml`: the thresholdd that signs with `signer = "remote"`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteSignerConfig {
+    /// The daemon's URL, `http://host:port` (plain HTTP: keep it on loopback or a private
+    /// network, as the daemon's README section says).
+    pub url: String,
+    /// A file holding the daemon's bearer token (a trailing newline is dropped); keep it mode
+    /// 0600.
+    pub token_file: PathBuf,
+    /// The limit on one signing call, milliseconds (default 2000; at most an hour).
+    #[serde(default = "default_remote_timeout_ms")]
+    pub timeout_ms: u64,
+}
+
+fn default_remote_timeout_ms() -> u64 {
+    2_000
+}
+
+impl RemoteSignerConfig {
+    /// The daemon's address with the token read from `token_file` (bounded). Errors:
+    /// [`ConfigError::Invalid`] for a URL that is not `http://host[:port]`, an empty token;
+    /// [`ConfigError::Io`] reading the file.
+    pub fn target(&self) -> Result<crate::remote_signer::RemoteSignerTarget, ConfigError> {
+        let url = reqwest::Url::parse(&self.url)
+            .map_err(|e| ConfigError::Invalid(format!("remote_signer.url: {e}")))?;
+        if url.scheme() != "http" || url.host().is_none() {
+            return Err(ConfigError::Invalid(format!(
+                "remote_signer.url must be http://host:port (thresholdd serves plain HTTP), got \
+                 {}",
+                self.url
+            )));
+        }
+        let text = read_bounded(&self.token_file)?;
+        let token = text.strip_suffix('\n').unwrap_or(&text);
+        let token = token.strip_suffix('\r').unwrap_or(token);
+        if token.is_empty() {
+            return Err(ConfigError::Invalid(format!(
+                "remote_signer.token_file {} is empty",
+                self.token_file.display()
+            )));
+        }
+        Ok(crate::remote_signer::RemoteSignerTarget {
+            url,
+            token: token.to_string(),
+            timeout: std::time::Duration::from_millis(self.timeout_ms),
+        })
+    }
+}
+
 /// `node.toml`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
@@ -2110,6 +2177,14 @@ pub struct NodeConfig {
     /// so, as its report reads every block of the run). Default false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub archive: bool,
+    /// Who signs votes and proposals: `"local"` (default) or `"remote"`, the thresholdd of
+    /// `remote_signer`, which must hold this validator's BLS key (`thresholdd keys
+    /// import-validator`).
+    #[serde(default, skip_serializing_if = "SignerMode::is_local")]
+    pub signer: SignerMode,
+    /// The thresholdd for `signer = "remote"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_signer: Option<RemoteSignerConfig>,
 }
 
 /// Upper bound for configured durations (one hour), so arithmetic in microseconds cannot overflow.
@@ -2147,7 +2222,8 @@ impl NodeConfig {
         })?;
         let paths = [&mut cfg.data_dir, &mut cfg.key_dir, &mut cfg.genesis]
             .into_iter()
-            .chain(cfg.rollup_proving_key.as_mut());
+            .chain(cfg.rollup_proving_key.as_mut())
+            .chain(cfg.remote_signer.as_mut().map(|r| &mut r.token_file));
         for p in paths {
             if p.is_relative() {
                 *p = base.join(&*p);
@@ -2168,6 +2244,26 @@ impl NodeConfig {
             return Err(ConfigError::Invalid(
                 "mempool_max_txs and max_block_txs must be positive".into(),
             ));
+        }
+        match (cfg.signer, &cfg.remote_signer) {
+            (SignerMode::Remote, None) => {
+                return Err(ConfigError::Invalid(
+                    "signer = \"remote\" needs a [remote_signer] table (url, token_file)".into(),
+                ))
+            }
+            (SignerMode::Local, Some(_)) => {
+                return Err(ConfigError::Invalid(
+                    "[remote_signer] is set but signer is \"local\": set signer = \"remote\" or \
+                     remove the table"
+                        .into(),
+                ))
+            }
+            (_, Some(remote)) if !(1..=MAX_TIME_MS).contains(&remote.timeout_ms) => {
+                return Err(ConfigError::Invalid(format!(
+                    "remote_signer.timeout_ms must be in 1..={MAX_TIME_MS}"
+                )))
+            }
+            _ => {}
         }
         Ok(cfg)
     }
@@ -2683,6 +2779,51 @@ mod tests {
         assert!(!saved.contains("rollup_proving_key"), "{saved}");
         let again = NodeConfig::from_toml(&toml::to_string_pretty(&cfg).unwrap(), base).unwrap();
         assert_eq!(again, cfg);
+    }
+
+    #[test]
+    fn node_toml_remote_signer_is_checked_and_reads_its_token_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "data_dir = \"data\"\nkey_dir = \".\"\ngenesis = \"g.json\"\n\
+                    p2p_listen = \"127.0.0.1:9000\"\napi_listen = \"127.0.0.1:8000\"\n";
+        let table = "[remote_signer]\nurl = \"http://127.0.0.1:7300\"\ntoken_file = \"token\"\n";
+        let parse = |extra: &str| NodeConfig::from_toml(&format!("{text}{extra}"), dir.path());
+        assert_eq!(parse("").unwrap().signer, SignerMode::Local);
+        let invalid = |extra: &str, needle: &str| match parse(extra) {
+            Err(ConfigError::Invalid(message)) => assert!(message.contains(needle), "{message}"),
+            other => panic!("{extra}: {other:?}"),
+        };
+        invalid("signer = \"remote\"\n", "needs a [remote_signer] table");
+        invalid(table, "signer is \"local\"");
+        invalid(
+            &format!("signer = \"remote\"\n{table}timeout_ms = 0\n"),
+            "timeout_ms",
+        );
+        assert!(matches!(
+            parse("signer = \"hsm\"\n"),
+            Err(ConfigError::Parse { .. })
+        ));
+
+        let cfg = parse(&format!("signer = \"remote\"\n{table}")).unwrap();
+        let remote = cfg.remote_signer.clone().unwrap();
+        assert_eq!(remote.token_file, dir.path().join("token"));
+        assert_eq!(remote.timeout_ms, 2_000);
+        // The token file is read when the node starts: missing, empty, then good.
+        assert!(matches!(remote.target(), Err(ConfigError::Io { .. })));
+        std::fs::write(dir.path().join("token"), "\n").unwrap();
+        assert!(matches!(remote.target(), Err(ConfigError::Invalid(_))));
+        std::fs::write(dir.path().join("token"), "s3cret\n").unwrap();
+        let target = remote.target().unwrap();
+        assert_eq!(target.token, "s3cret");
+        assert_eq!(target.url.as_str(), "http://127.0.0.1:7300/");
+        let https = RemoteSignerConfig {
+            url: "https://signer:7300".into(),
+            ..remote
+        };
+        assert!(matches!(https.target(), Err(ConfigError::Invalid(m)) if m.contains("http://")));
+        // The saved file keeps the mode and the table.
+        let again = NodeConfig::from_toml(&toml::to_string_pretty(&cfg).unwrap(), dir.path());
+        assert_eq!(again.unwrap(), cfg);
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub mod p2p;
 pub mod process;
 pub mod quasar;
 pub mod quasar_service;
+pub mod remote_signer;
 pub mod rollup;
 pub mod rollup_job;
 pub mod runtime;

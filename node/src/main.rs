@@ -146,6 +146,10 @@ enum Command {
         /// every epoch.
         #[arg(long = "validator-set", value_parser = quasar_node::config::parse_epoch_list::<usize>)]
         validator_sets: Vec<(u64, Vec<usize>)>,
+        /// Run one thresholdd per validator (the `thresholdd` binary next to this one) holding
+        /// its BLS vote key, and sign every vote through it (`signer = "remote"`).
+        #[arg(long)]
+        remote_signers: bool,
     },
     /// Generate Groth16 keys of the ML-DSA-65 rollup for N validators and T signatures per
     /// proof into DIR (rollup.pk, rollup.vk.json). A single-party setup: fine for testnets, not
@@ -375,6 +379,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             epoch_length,
             slhdsa_set,
             validator_sets,
+            remote_signers,
         } => {
             let binary = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
             let opts = TestnetOptions {
@@ -390,6 +395,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 epoch_length,
                 magnetar_set: slhdsa_set,
                 validator_sets,
+                remote_signers,
             };
             let report = runtime()?.block_on(async {
                 tokio::select! {

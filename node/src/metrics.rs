@@ -20,6 +20,8 @@ pub struct NodeMetrics {
     pub votes_signed: Counter,
     /// Votes the signing guard refused.
     pub guard_refusals: Counter,
+    /// Votes and proposals the remote signer (`signer = "remote"`) failed or refused to sign.
+    pub remote_signer_errors: Counter,
     /// Equivocations detected in received messages.
     pub equivocations: Counter,
     /// Equivocation evidence that could not be stored.
@@ -71,6 +73,7 @@ impl NodeMetrics {
         let m = NodeMetrics {
             votes_signed: Counter::default(),
             guard_refusals: Counter::default(),
+            remote_signer_errors: Counter::default(),
             equivocations: Counter::default(),
             evidence_store_failures: Counter::default(),
             invalid_messages: Counter::default(),
@@ -98,6 +101,11 @@ impl NodeMetrics {
             "consensus_guard_refusals",
             "Votes the signing guard refused",
             m.guard_refusals.clone(),
+        );
+        r.register(
+            "consensus_remote_signer_errors",
+            "Votes and proposals the remote signer failed or refused to sign",
+            m.remote_signer_errors.clone(),
         );
         r.register(
             "consensus_equivocations",

@@ -18,7 +18,7 @@ use crate::api;
 use crate::ceremony::{Ceremony, CoronaParty, PulsarParty};
 use crate::config::{
     self, load_keys, CheckedSet, ConfigError, DealtShares, Genesis, GenesisFile, GenesisValidator,
-    NodeConfig,
+    NodeConfig, RemoteSignerConfig, SignerMode,
 };
 use crate::consensus::epoch::ByEpoch;
 use crate::consensus::{
@@ -30,8 +30,9 @@ use crate::metrics::{DispatcherMetrics, KeyCacheMetrics, NodeMetrics};
 use crate::p2p::{Inbound, Network, NetworkConfig, P2pMetrics, PeerInfo};
 use crate::quasar::QuasarTracker;
 use crate::quasar_service::{self, Contributor, Finalized, QuasarHandle, SetContributor};
+use crate::remote_signer::{RemoteSignError, RemoteSigner};
 use crate::rollup_job::{RollupSet, WindowProver};
-use crate::signer::{SignError, VoteSigner};
+use crate::signer::{SignError, VoteKey, VoteSigner};
 use crate::sync::{checkpoint_inputs, serve, MAX_SYNC_BLOCKS};
 use prometheus_client::registry::Registry;
 use quasar_crypto::accel::BatchArithmetic;
@@ -253,7 +254,13 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         max_future_views: 1_000,
         max_clock_drift_us: 5_000_000,
     };
-    let signer = VoteSigner::new(keys.bls, me, chain_id, 0, genesis.domain(), guard);
+    let vote_key = match (cfg.signer, &cfg.remote_signer) {
+        (SignerMode::Remote, Some(remote)) => {
+            VoteKey::Remote(connect_remote_signer(remote, public_key)?)
+        }
+        _ => VoteKey::Local(keys.bls),
+    };
+    let signer = VoteSigner::new(vote_key, me, chain_id, 0, genesis.domain(), guard);
     let (mut engine, recovery) = Engine::open(
         store.clone(),
         signer,
@@ -802,8 +809,13 @@ impl Host for RuntimeHost {
     }
 
     fn refused(&mut self, view: u64, error: &SignError) {
-        self.shared.metrics.guard_refusals.inc();
-        tracing::warn!(view, %error, "signing guard refused to sign");
+        if let SignError::Remote(_) = error {
+            self.shared.metrics.remote_signer_errors.inc();
+            tracing::warn!(view, %error, "not signed");
+        } else {
+            self.shared.metrics.guard_refusals.inc();
+            tracing::warn!(view, %error, "signing guard refused to sign");
+        }
     }
 }
 
@@ -892,6 +904,29 @@ fn signal(kind: tokio::signal::unix::SignalKind) -> Result<tokio::signal::unix::
 /// than the genesis's `magnetar_set` (both sets have 48-byte keys, so equal bytes are not
 /// enough): the node would sign rollup and Magnetar legs that nobody can verify under the keys
 /// the chain knows. Errors: [`NodeError::Other`] naming the field that differs.
+/// The remote signer of `signer = "remote"`, checked once with `health`: a daemon that refuses
+/// the token stops the node (a configuration error); one that is not reachable yet is logged,
+/// and each vote asks again. Errors: [`NodeError::Config`] (the URL or token file);
+/// [`NodeError::Other`] for a refused token or a reply that is not thresholdd's.
+fn connect_remote_signer(
+    remote: &RemoteSignerConfig,
+    public_key: quasar_crypto::bls::PublicKey,
+) -> Result<RemoteSigner, NodeError> {
+    let target = remote.target()?;
+    let url = target.url.to_string();
+    let signer =
+        RemoteSigner::new(target, public_key).map_err(|e| NodeError::Other(e.to_string()))?;
+    match signer.check() {
+        Ok(()) => tracing::info!(%url, "votes are signed by thresholdd"),
+        Err(error @ RemoteSignError::Unreachable { .. }) => tracing::warn!(
+            %error,
+            "thresholdd is not reachable yet: votes are not signed until it is"
+        ),
+        Err(error) => return Err(NodeError::Other(error.to_string())),
+    }
+    Ok(signer)
+}
+
 fn check_identity(
     validators: &[crate::config::GenesisValidator],
     magnetar_set: quasar_crypto::magnetar::ParameterSet,

@@ -21,7 +21,8 @@
 //! runs the in-process simulator (its signers read the variable too).
 
 use crate::consensus::{ProposalSlot, VerifiedProposal, VerifiedVote};
-use quasar_crypto::bls::SecretKey;
+use crate::remote_signer::{RemoteSignError, RemoteSigner};
+use quasar_crypto::bls::{PublicKey, SecretKey, Signature};
 use quasar_crypto::hash::Hash;
 use quasar_storage::{GuardDecision, GuardError, SigningGuard, VoteIntent};
 use quasar_wire::{payload_root, BlockHeader, EpochDomain, Proposal, Vote, VoteKind};
@@ -77,6 +78,43 @@ pub enum SignError {
     /// This validator is not a member of the epoch's validator set; nothing was signed.
     #[error("not a member of epoch {0}'s validator set")]
     NotMember(u64),
+    /// The remote signer (`signer = "remote"`) failed or refused; the local guard has recorded
+    /// the vote, so the same vote may be asked again, never a conflicting one.
+    #[error("remote signer: {0}")]
+    Remote(#[from] RemoteSignError),
+}
+
+/// Where a validator's vote key lives.
+#[derive(Debug)]
+pub enum VoteKey {
+    /// In this process (`signer = "local"`, the key directory's BLS key).
+    Local(SecretKey),
+    /// In the validator's thresholdd (`signer = "remote"`).
+    Remote(RemoteSigner),
+}
+
+impl From<SecretKey> for VoteKey {
+    fn from(key: SecretKey) -> VoteKey {
+        VoteKey::Local(key)
+    }
+}
+
+impl VoteKey {
+    /// The key's BLS public key.
+    pub fn public_key(&self) -> PublicKey {
+        match self {
+            VoteKey::Local(key) => key.public_key(),
+            VoteKey::Remote(remote) => remote.public_key(),
+        }
+    }
+
+    /// Signs `vote`'s signing message under `domain`. Errors: [`SignError::Remote`].
+    fn sign(&self, vote: &Vote, domain: &EpochDomain) -> Result<Signature, SignError> {
+        match self {
+            VoteKey::Local(key) => Ok(key.sign(&vote.signing_message(domain))),
+            VoteKey::Remote(remote) => Ok(remote.sign_vote(vote, domain)?),
+        }
+    }
 }
 
 /// Signs this validator's votes and proposals behind its signing guard.
@@ -84,7 +122,7 @@ pub enum SignError {
 /// Test-only fault injection: with [`CRASH_AFTER_GUARD_ENV`] set in the process environment, the
 /// signer may abort the process between the durable guard record and the signature (module docs).
 pub struct VoteSigner {
-    key: SecretKey,
+    key: VoteKey,
     /// This validator's index in the current epoch's set; `None` while it is not a member.
     index: Option<u32>,
     chain_id: u64,
@@ -113,11 +151,11 @@ fn guard_kind(kind: VoteKind) -> quasar_storage::VoteKind {
 }
 
 impl VoteSigner {
-    /// A signer for validator `index` of `chain_id`/`epoch`, whose finalize votes sign μ under
-    /// `domain`. Reads [`CRASH_AFTER_GUARD_ENV`] once (test-only fault injection, module docs;
+    /// A signer with `key` (a local [`SecretKey`] or a [`RemoteSigner`]) for validator `index`
+    /// of `chain_id`/`epoch`, whose finalize votes sign μ under `domain`. Reads [`CRASH_AFTER_GUARD_ENV`] once (test-only fault injection, module docs;
     /// no effect when unset).
     pub fn new(
-        key: SecretKey,
+        key: impl Into<VoteKey>,
         index: u32,
         chain_id: u64,
         epoch: u64,
@@ -125,7 +163,7 @@ impl VoteSigner {
         guard: SigningGuard,
     ) -> VoteSigner {
         VoteSigner {
-            key,
+            key: key.into(),
             index: Some(index),
             chain_id,
             epoch,
@@ -152,7 +190,7 @@ impl VoteSigner {
     }
 
     /// The BLS public key of this validator's signing key.
-    pub fn public_key(&self) -> quasar_crypto::bls::PublicKey {
+    pub fn public_key(&self) -> PublicKey {
         self.key.public_key()
     }
 
@@ -195,8 +233,9 @@ impl VoteSigner {
         }
     }
 
-    /// Records the intent durably, then signs the vote. Errors: [`SignError::Guard`];
-    /// [`SignError::NotMember`] outside the epoch's set (nothing recorded).
+    /// Records the intent durably, then signs the vote (with a remote key: one blocking call
+    /// to the daemon). Errors: [`SignError::Guard`]; [`SignError::NotMember`] outside the
+    /// epoch's set (nothing recorded); [`SignError::Remote`] (recorded, not signed).
     pub fn sign_vote(
         &mut self,
         kind: VoteKind,
@@ -223,14 +262,15 @@ impl VoteSigner {
             signer,
             signature: [0; 96],
         };
-        let signature = self.key.sign(&vote.signing_message(&self.domain));
+        let signature = self.key.sign(&vote, &self.domain)?;
         vote.signature = signature.to_bytes();
         Ok((VerifiedVote::signed_locally(vote, signature), decision))
     }
 
     /// Builds the block for `slot` with `txs` and timestamp `max(now_us, parent timestamp + 1)`,
     /// records a notarize intent for it durably, then signs it (the proposal's signature is our
-    /// notarize vote). Errors: [`SignError::Guard`]; [`SignError::NotMember`].
+    /// notarize vote). Errors: [`SignError::Guard`]; [`SignError::NotMember`];
+    /// [`SignError::Remote`].
     pub fn sign_block(
         &mut self,
         slot: &ProposalSlot,

@@ -15,6 +15,18 @@
 //! DIR/v{i}/data/              the node's store and signing guard (kept across restarts)
 //! ```
 //!
+//! With remote signers ([`Testnet::use_remote_signers`], `testnet --remote-signers`) each
+//! validator also has a thresholdd that signs its votes (`signer = "remote"` in its
+//! `node.toml`):
+//!
+//! ```text
+//! DIR/v{i}/thresholdd/            the daemon's keystore (the validator's BLS key, imported with
+//!                                 `thresholdd keys import-validator`) and its signing guard
+//! DIR/v{i}/thresholdd.token       its bearer token (mode 0600, random; node.toml's token_file)
+//! DIR/v{i}/thresholdd.passphrase  its keystore passphrase (mode 0600, random)
+//! DIR/v{i}/thresholdd.log         its stdout and stderr
+//! ```
+//!
 //! # What [`run`] measures
 //!
 //! 1. Create the network, start every validator, wait until each answers `GET /status` (30 s).
@@ -60,7 +72,9 @@ use serde::{Deserialize, Serialize};
 use tokio::task::JoinSet;
 use tokio::time::{sleep, Instant};
 
-use crate::config::{self, ConfigError, GenesisFile, NodeConfig, PeerConfig};
+use crate::config::{
+    self, ConfigError, GenesisFile, NodeConfig, PeerConfig, RemoteSignerConfig, SignerMode,
+};
 use crate::rollup::{self, RollupCommandError, PROVING_KEY_FILE, VERIFYING_KEY_FILE};
 use quasar_crypto::magnetar::ParameterSet;
 use quasar_lanes::cert::Profile;
@@ -189,6 +203,21 @@ const HTTP_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_IN_FLIGHT: usize = 32;
 /// Longest error body quoted in an error message.
 const MAX_QUOTED_BODY: usize = 200;
+/// The signing daemon's binary name, looked up next to the node's.
+const THRESHOLDD_BINARY: &str = "thresholdd";
+/// A validator's thresholdd keystore directory, inside its node directory.
+const SIGNER_DIR: &str = "thresholdd";
+/// Its bearer token file.
+const SIGNER_TOKEN_FILE: &str = "thresholdd.token";
+/// Its keystore passphrase file.
+const SIGNER_PASSPHRASE_FILE: &str = "thresholdd.passphrase";
+/// Its log.
+pub const SIGNER_LOG_FILE: &str = "thresholdd.log";
+/// How long a starting thresholdd may take to listen (opening the keystore runs Argon2id).
+const SIGNER_READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// A testnet node's limit on one remote signing call, ms: every process shares this machine's
+/// cores, so the node's default (2 s) leaves too little room under load.
+const REMOTE_SIGNER_TIMEOUT_MS: u64 = 5_000;
 
 /// Failures creating, running or querying a testnet. Every variant stops [`run`]; a failing
 /// report (disagreement, unfinalized transactions) is not an error but a report that says so.
@@ -240,6 +269,14 @@ pub enum TestnetError {
         binary: PathBuf,
         /// The OS error.
         source: std::io::Error,
+    },
+    /// A validator's thresholdd could not be set up or started ([`Testnet::use_remote_signers`]).
+    #[error("validator {validator}'s thresholdd: {message}")]
+    Signer {
+        /// The validator.
+        validator: usize,
+        /// What failed (its log's last lines when the daemon exited).
+        message: String,
     },
     /// A node process exited while the testnet expected it to run; its log says why.
     #[error("validator {validator} exited unexpectedly ({status}); see {log}")]
@@ -327,6 +364,10 @@ pub struct TestnetOptions {
     /// Validator sets by epoch ([`Testnet::set_validator_sets`]; each `(first epoch,
     /// validator numbers)`, the first for epoch 0); empty: every validator in every epoch.
     pub validator_sets: Vec<(u64, Vec<usize>)>,
+    /// Run one thresholdd per validator and sign every vote through it
+    /// ([`Testnet::use_remote_signers`]); the `thresholdd` binary is the one next to
+    /// [`TestnetOptions::binary`].
+    pub remote_signers: bool,
 }
 
 impl TestnetOptions {
@@ -346,6 +387,7 @@ impl TestnetOptions {
             epoch_length: None,
             magnetar_set: ParameterSet::Shake192f,
             validator_sets: Vec::new(),
+            remote_signers: false,
         }
     }
 
@@ -572,6 +614,14 @@ struct NodeAddrs {
     api: SocketAddr,
 }
 
+/// A validator's thresholdd ([`Testnet::use_remote_signers`]).
+struct SignerDaemon {
+    binary: PathBuf,
+    listen: SocketAddr,
+    /// The running daemon, if any.
+    child: Option<Child>,
+}
+
 /// A testnet on disk plus its running node processes. Dropping it kills every process.
 pub struct Testnet {
     dir: PathBuf,
@@ -580,6 +630,8 @@ pub struct Testnet {
     /// One slot per validator: the running process, if any. Behind a mutex so that `&self`
     /// waits can notice a process that died.
     children: Mutex<Vec<Option<Child>>>,
+    /// One slot per validator: its thresholdd, with remote signers.
+    signers: Vec<Option<SignerDaemon>>,
     http: reqwest::Client,
 }
 
@@ -691,6 +743,8 @@ impl Testnet {
                 peers,
                 rollup_proving_key: None,
                 archive: false,
+                signer: SignerMode::Local,
+                remote_signer: None,
             };
             cfg.save(&node_dir(dir, i).join(NODE_CONFIG_FILE))?;
         }
@@ -708,6 +762,7 @@ impl Testnet {
             nodes,
             block_time_ms,
             children: Mutex::new((0..validators).map(|_| None).collect()),
+            signers: (0..validators).map(|_| None).collect(),
             http,
         })
     }
@@ -878,6 +933,143 @@ impl Testnet {
         Ok(())
     }
 
+    /// Gives every validator its own thresholdd (before they start; layout in the module
+    /// docs): a keystore holding the validator's BLS key (`thresholdd keys import-validator`),
+    /// random token and passphrase files, a free loopback port, and `signer = "remote"` in its
+    /// `node.toml`. [`Testnet::spawn`] then starts a validator's daemon before its node when the
+    /// daemon is not running; the daemon outlives node restarts. Errors:
+    /// [`TestnetError::Signer`] when `thresholdd` fails to import the key,
+    /// [`TestnetError::Port`], [`TestnetError::Io`], [`TestnetError::Config`].
+    pub fn use_remote_signers(&mut self, thresholdd: &Path) -> Result<(), TestnetError> {
+        // Held until every port is chosen, so that no two daemons get the same one.
+        let listeners = (0..self.validators())
+            .map(|_| TcpListener::bind("127.0.0.1:0"))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|source| TestnetError::Port {
+                protocol: "tcp",
+                source,
+            })?;
+        for (i, listener) in listeners.iter().enumerate() {
+            let dir = self.node_dir(i);
+            let listen = listener.local_addr().map_err(|source| TestnetError::Port {
+                protocol: "tcp",
+                source,
+            })?;
+            for (file, bytes) in [
+                (SIGNER_TOKEN_FILE, rand::random::<[u8; 32]>()),
+                (SIGNER_PASSPHRASE_FILE, rand::random::<[u8; 32]>()),
+            ] {
+                let path = dir.join(file);
+                config::write_private_new(&path, hex::encode(bytes).as_bytes())
+                    .map_err(|source| TestnetError::Io { path, source })?;
+            }
+            let output = Command::new(thresholdd)
+                .arg("--data-dir")
+                .arg(dir.join(SIGNER_DIR))
+                .arg("--passphrase-file")
+                .arg(dir.join(SIGNER_PASSPHRASE_FILE))
+                .args(["keys", "import-validator", "--key-dir"])
+                .arg(&dir)
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| TestnetError::Signer {
+                    validator: i,
+                    message: format!("running {}: {e}", thresholdd.display()),
+                })?;
+            if !output.status.success() {
+                return Err(TestnetError::Signer {
+                    validator: i,
+                    message: format!(
+                        "keys import-validator failed ({}): {}",
+                        output.status,
+                        String::from_utf8_lossy(&output.stderr).trim()
+                    ),
+                });
+            }
+            self.update_node_config(i, |cfg| NodeConfig {
+                signer: SignerMode::Remote,
+                remote_signer: Some(RemoteSignerConfig {
+                    url: format!("http://{listen}"),
+                    token_file: PathBuf::from(SIGNER_TOKEN_FILE),
+                    timeout_ms: REMOTE_SIGNER_TIMEOUT_MS,
+                }),
+                ..cfg
+            })?;
+            self.signers[i] = Some(SignerDaemon {
+                binary: thresholdd.to_path_buf(),
+                listen,
+                child: None,
+            });
+        }
+        Ok(())
+    }
+
+    /// Starts validator `i`'s thresholdd unless it has none or it is running, and waits until it
+    /// accepts connections. Errors: [`TestnetError::Signer`] (it did not start, exited, or did
+    /// not listen within [`SIGNER_READY_TIMEOUT`]), [`TestnetError::Io`] (its log).
+    fn start_signer(&mut self, i: usize) -> Result<(), TestnetError> {
+        let dir = self.node_dir(i);
+        let Some(daemon) = self.signers.get_mut(i).and_then(Option::as_mut) else {
+            return Ok(());
+        };
+        if let Some(child) = &mut daemon.child {
+            if matches!(child.try_wait(), Ok(None)) {
+                return Ok(());
+            }
+        }
+        let signer_err = |message: String| TestnetError::Signer {
+            validator: i,
+            message,
+        };
+        let log_path = dir.join(SIGNER_LOG_FILE);
+        let io_err = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| TestnetError::Io { path, source }
+        };
+        let token_path = dir.join(SIGNER_TOKEN_FILE);
+        let token = std::fs::read_to_string(&token_path).map_err(io_err(&token_path))?;
+        let log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .map_err(io_err(&log_path))?;
+        let stderr = log.try_clone().map_err(io_err(&log_path))?;
+        let child = Command::new(&daemon.binary)
+            .arg("--listen")
+            .arg(daemon.listen.to_string())
+            .arg("--data-dir")
+            .arg(dir.join(SIGNER_DIR))
+            .arg("--passphrase-file")
+            .arg(dir.join(SIGNER_PASSPHRASE_FILE))
+            .env("THRESHOLDD_TOKEN", token.trim())
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(stderr))
+            .spawn()
+            .map_err(|e| signer_err(format!("spawning {}: {e}", daemon.binary.display())))?;
+        let child = daemon.child.insert(child);
+        let deadline = std::time::Instant::now() + SIGNER_READY_TIMEOUT;
+        loop {
+            if std::net::TcpStream::connect_timeout(&daemon.listen, STATUS_POLL).is_ok() {
+                return Ok(());
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(signer_err(format!(
+                    "exited ({status}); see {}",
+                    log_path.display()
+                )));
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(signer_err(format!(
+                    "not listening on {} after {SIGNER_READY_TIMEOUT:?}; see {}",
+                    daemon.listen,
+                    log_path.display()
+                )));
+            }
+            std::thread::sleep(STATUS_POLL);
+        }
+    }
+
     /// Rewrites validator `i`'s `node.toml` through `change`.
     fn update_node_config(
         &self,
@@ -949,9 +1141,11 @@ impl Testnet {
 
     /// Starts validator `i`: `binary run --config DIR/v{i}/node.toml`, stdout and stderr appended
     /// to `DIR/v{i}/node.log` (after a marker line), the environment (including `RUST_LOG`)
-    /// inherited. A restarted validator reuses its data directory.
+    /// inherited. A restarted validator reuses its data directory. With remote signers, the
+    /// validator's thresholdd is started first when it is not running.
     ///
     /// Errors: [`TestnetError::NoSuchValidator`], [`TestnetError::AlreadyRunning`],
+    /// [`TestnetError::Signer`],
     /// [`TestnetError::Io`] (log file), [`TestnetError::Spawn`].
     pub fn spawn(&mut self, i: usize, binary: &Path) -> Result<(), TestnetError> {
         self.spawn_with_env(i, binary, &[])
@@ -968,6 +1162,7 @@ impl Testnet {
         env: &[(&str, &str)],
     ) -> Result<(), TestnetError> {
         self.check_index(i)?;
+        self.start_signer(i)?;
         let config_path = self.node_dir(i).join(NODE_CONFIG_FILE);
         let log_path = self.log_path(i);
         let mut children = self.children();
@@ -1023,10 +1218,13 @@ impl Testnet {
         }
     }
 
-    /// Kills every running validator.
+    /// Kills every running validator, then every thresholdd.
     pub fn kill_all(&mut self) {
         for i in 0..self.nodes.len() {
             self.kill(i);
+        }
+        for i in 0..self.signers.len() {
+            self.kill_signer(i);
         }
     }
 
@@ -1190,6 +1388,54 @@ impl Testnet {
             .text()
             .await
             .map_err(|source| TestnetError::Http { url, source })
+    }
+
+    /// The value of metric `name` in validator `i`'s thresholdd's `GET /metrics` (with its
+    /// token; [`metric_value`]). Errors: [`TestnetError::Signer`] when the validator has no
+    /// thresholdd, [`TestnetError::Io`] (its token file), [`TestnetError::Http`] and
+    /// [`TestnetError::Status`].
+    pub async fn signer_metric(&self, i: usize, name: &str) -> Result<Option<f64>, TestnetError> {
+        self.check_index(i)?;
+        let Some(daemon) = self.signers[i].as_ref() else {
+            return Err(TestnetError::Signer {
+                validator: i,
+                message: "this testnet has no remote signers".into(),
+            });
+        };
+        let token_path = self.node_dir(i).join(SIGNER_TOKEN_FILE);
+        let token = std::fs::read_to_string(&token_path).map_err(|source| TestnetError::Io {
+            path: token_path,
+            source,
+        })?;
+        let url = format!("http://{}/metrics", daemon.listen);
+        let http_err = |source| TestnetError::Http {
+            url: url.clone(),
+            source,
+        };
+        let response = self
+            .http
+            .get(&url)
+            .bearer_auth(token.trim())
+            .send()
+            .await
+            .map_err(http_err)?;
+        if !response.status().is_success() {
+            return Err(status_error(url, response).await);
+        }
+        let text = response.text().await.map_err(http_err)?;
+        Ok(metric_value(&text, name))
+    }
+
+    /// Stops validator `i`'s thresholdd (SIGKILL) and reaps it, leaving its node running:
+    /// the node's votes then fail until the daemon is back ([`Testnet::spawn`] restarts it with
+    /// the node). Nothing happens without a running daemon.
+    pub fn kill_signer(&mut self, i: usize) {
+        let daemon = self.signers.get_mut(i).and_then(Option::as_mut);
+        if let Some(mut child) = daemon.and_then(|d| d.child.take()) {
+            // Fails only if the process already exited.
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 
     /// The value of metric `name` in validator `i`'s `/metrics` ([`metric_value`]).
@@ -1426,6 +1672,9 @@ async fn run_in(dir: &Path, opts: &TestnetOptions) -> Result<TestnetReport, Test
     }
     if let Some(setup) = &opts.rollup_setup {
         net.add_rollup(setup, opts.rollup_provers)?;
+    }
+    if opts.remote_signers {
+        net.use_remote_signers(&opts.binary.with_file_name(THRESHOLDD_BINARY))?;
     }
     let result = drive(&mut net, opts).await;
     if result.is_err() {

@@ -1,0 +1,282 @@
+//! The node's client of its signing daemon: with `signer = "remote"` in `node.toml`, every vote
+//! and proposal signature comes from thresholdd's `validator.sign_vote` (JSON-RPC 2.0 over HTTP,
+//! bearer token; see [`crate::thresholdd`]) instead of a key in this process.
+//!
+//! The node's own signing guard still records each vote durably first ([`crate::signer`]); the
+//! daemon keeps a second guard of its own, so a node whose data directory was lost or copied
+//! still cannot make the daemon sign a conflicting vote. Every signature that comes back is
+//! verified against the validator's BLS public key before it is used: a daemon holding another
+//! key, or a corrupted reply, is an error, never a bad vote on the wire.
+//!
+//! Calls are blocking, like the guard's fsync that precedes them: the engine signs
+//! synchronously. They run on a dedicated thread with its own single-threaded Tokio runtime, so
+//! the caller may be a Tokio task or a plain thread alike; each call is bounded by the
+//! configured timeout.
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use quasar_crypto::bls::{PublicKey, Signature};
+use quasar_wire::{EpochDomain, Vote, VoteKind};
+use serde::Deserialize;
+
+/// The JSON-RPC method that signs a vote.
+const SIGN_VOTE_METHOD: &str = "validator.sign_vote";
+/// The largest reply read from the daemon, bytes (a vote reply is about 250).
+const MAX_REPLY_BYTES: usize = 64 * 1024;
+
+/// Where the remote signer is and how to reach it (`node.toml`'s `[remote_signer]`, with the
+/// token already read from its file).
+#[derive(Clone)]
+pub struct RemoteSignerTarget {
+    /// The daemon's base URL, `http://host:port` (the JSON-RPC endpoint is its root).
+    pub url: reqwest::Url,
+    /// The bearer token (`THRESHOLDD_TOKEN` of the daemon).
+    pub token: String,
+    /// The limit on one call, connection included.
+    pub timeout: Duration,
+}
+
+impl std::fmt::Debug for RemoteSignerTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteSignerTarget")
+            .field("url", &self.url.as_str())
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A failed remote signature; nothing was signed for the caller.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteSignError {
+    /// The daemon could not be reached or did not answer in time.
+    #[error("thresholdd at {url} is unreachable: {message}")]
+    Unreachable {
+        /// The daemon's URL.
+        url: String,
+        /// The transport error.
+        message: String,
+    },
+    /// The daemon refused the bearer token (HTTP 401).
+    #[error("thresholdd at {0} refused the token (HTTP 401): check remote_signer.token_file")]
+    Unauthorized(String),
+    /// The daemon answered with a JSON-RPC error, e.g. −32000 when its signing guard refuses a
+    /// conflicting vote or it holds no such key.
+    #[error("thresholdd refused to sign (code {code}): {message}")]
+    Refused {
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The daemon's message.
+        message: String,
+    },
+    /// The reply was not a JSON-RPC answer of the expected shape (or an unexpected HTTP status).
+    #[error("thresholdd sent a malformed reply: {0}")]
+    BadReply(String),
+    /// The returned signature does not verify under this validator's public key.
+    #[error(
+        "thresholdd returned a signature that does not verify under this validator's key \
+         (does the daemon hold another key?)"
+    )]
+    WrongSignature,
+    /// The signer's worker thread is gone (it failed to start its runtime).
+    #[error("the remote signer's worker thread stopped: {0}")]
+    Worker(String),
+}
+
+/// One call for the worker thread: a JSON-RPC method, its parameters, and where to answer.
+struct Call {
+    method: &'static str,
+    params: serde_json::Value,
+    reply: mpsc::SyncSender<Result<serde_json::Value, RemoteSignError>>,
+}
+
+/// A client of one thresholdd for one validator key (module docs).
+pub struct RemoteSigner {
+    public_key: PublicKey,
+    calls: mpsc::SyncSender<Call>,
+}
+
+impl std::fmt::Debug for RemoteSigner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteSigner").finish_non_exhaustive()
+    }
+}
+
+/// The answer of a JSON-RPC call: `result` or `error`.
+#[derive(Deserialize)]
+struct RpcReply {
+    result: Option<serde_json::Value>,
+    error: Option<RpcError>,
+}
+
+#[derive(Deserialize)]
+struct RpcError {
+    code: i64,
+    message: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SignVoteReply {
+    signature_hex: String,
+}
+
+impl RemoteSigner {
+    /// A client signing with the daemon's key `public_key`, on a new worker thread. Makes no
+    /// call yet ([`RemoteSigner::check`] does). Errors: [`RemoteSignError::Worker`] when the
+    /// thread or its HTTP client cannot be built.
+    pub fn new(
+        target: RemoteSignerTarget,
+        public_key: PublicKey,
+    ) -> Result<RemoteSigner, RemoteSignError> {
+        let worker_err = |e: &dyn std::fmt::Display| RemoteSignError::Worker(e.to_string());
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(target.timeout)
+            .build()
+            .map_err(|e| worker_err(&e))?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| worker_err(&e))?;
+        // One call at a time: the engine waits for each signature anyway.
+        let (calls, queue) = mpsc::sync_channel::<Call>(1);
+        std::thread::Builder::new()
+            .name("remote-signer".into())
+            .spawn(move || {
+                let mut id = 0u64;
+                while let Ok(call) = queue.recv() {
+                    id = id.wrapping_add(1);
+                    let answer =
+                        runtime.block_on(rpc(&client, &target, id, call.method, call.params));
+                    // The caller may have given up; nothing to do then.
+                    let _ = call.reply.send(answer);
+                }
+            })
+            .map_err(|e| worker_err(&e))?;
+        Ok(RemoteSigner { public_key, calls })
+    }
+
+    /// The validator's BLS public key, which the daemon's key must be.
+    pub fn public_key(&self) -> PublicKey {
+        self.public_key
+    }
+
+    /// Calls `health` (which also needs the token): whether the daemon is reachable and takes
+    /// this token. Errors: [`RemoteSignError`].
+    pub fn check(&self) -> Result<(), RemoteSignError> {
+        self.call("health", serde_json::json!({})).map(drop)
+    }
+
+    /// Signs `vote`'s signing message under `domain` (the bytes
+    /// [`quasar_wire::vote_signing_message`] gives) through `validator.sign_vote`, and verifies
+    /// the signature under [`RemoteSigner::public_key`]. Blocks for one HTTP call. Errors:
+    /// [`RemoteSignError`]; a refusal by the daemon's signing guard is
+    /// [`RemoteSignError::Refused`].
+    pub fn sign_vote(
+        &self,
+        vote: &Vote,
+        domain: &EpochDomain,
+    ) -> Result<Signature, RemoteSignError> {
+        let kind = match vote.kind {
+            VoteKind::Notarize => "notarize",
+            VoteKind::Finalize => "finalize",
+            VoteKind::Nullify => "nullify",
+        };
+        let params = serde_json::json!({
+            "pubKeyHex": hex::encode(self.public_key.to_bytes()),
+            "kind": kind,
+            "chainId": vote.chain_id,
+            "epoch": vote.epoch,
+            "view": vote.view,
+            "height": vote.height,
+            "blockHex": hex::encode(vote.block),
+            "validatorSetRootHex": hex::encode(domain.validator_set_root),
+            "profileId": domain.profile_id,
+        });
+        let result = self.call(SIGN_VOTE_METHOD, params)?;
+        let reply: SignVoteReply = serde_json::from_value(result)
+            .map_err(|e| RemoteSignError::BadReply(format!("{SIGN_VOTE_METHOD}: {e}")))?;
+        let bytes = hex::decode(&reply.signature_hex)
+            .map_err(|e| RemoteSignError::BadReply(format!("signatureHex: {e}")))?;
+        let signature = Signature::from_bytes(&bytes)
+            .map_err(|e| RemoteSignError::BadReply(format!("signatureHex: {e}")))?;
+        self.public_key
+            .verify(&vote.signing_message(domain), &signature)
+            .map_err(|_| RemoteSignError::WrongSignature)?;
+        Ok(signature)
+    }
+
+    /// Runs one call on the worker thread and waits for its answer.
+    fn call(
+        &self,
+        method: &'static str,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, RemoteSignError> {
+        let (reply, answer) = mpsc::sync_channel(1);
+        self.calls
+            .send(Call {
+                method,
+                params,
+                reply,
+            })
+            .map_err(|_| RemoteSignError::Worker("it no longer takes calls".into()))?;
+        answer
+            .recv()
+            .map_err(|_| RemoteSignError::Worker("it dropped a call".into()))?
+    }
+}
+
+/// One JSON-RPC call over HTTP: posts, bounds the reply, and splits `result` from `error`.
+async fn rpc(
+    client: &reqwest::Client,
+    target: &RemoteSignerTarget,
+    id: u64,
+    method: &str,
+    params: serde_json::Value,
+) -> Result<serde_json::Value, RemoteSignError> {
+    let url = target.url.as_str();
+    let unreachable = |e: reqwest::Error| RemoteSignError::Unreachable {
+        url: url.to_string(),
+        message: e.to_string(),
+    };
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let mut response = client
+        .post(target.url.clone())
+        .bearer_auth(&target.token)
+        .json(&body)
+        .send()
+        .await
+        .map_err(unreachable)?;
+    let status = response.status();
+    if status == reqwest::StatusCode::UNAUTHORIZED {
+        return Err(RemoteSignError::Unauthorized(url.to_string()));
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(unreachable)? {
+        if bytes.len() + chunk.len() > MAX_REPLY_BYTES {
+            return Err(RemoteSignError::BadReply(format!(
+                "{method}: reply over {MAX_REPLY_BYTES} bytes"
+            )));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    if !status.is_success() {
+        return Err(RemoteSignError::BadReply(format!(
+            "{method}: HTTP {status}: {}",
+            String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
+        )));
+    }
+    let reply: RpcReply = serde_json::from_slice(&bytes)
+        .map_err(|e| RemoteSignError::BadReply(format!("{method}: {e}")))?;
+    match (reply.result, reply.error) {
+        (_, Some(error)) => Err(RemoteSignError::Refused {
+            code: error.code,
+            message: error.message,
+        }),
+        (Some(result), None) => Ok(result),
+        (None, None) => Err(RemoteSignError::BadReply(format!(
+            "{method}: neither result nor error"
+        ))),
+    }
+}

@@ -1,0 +1,330 @@
+//! Validators whose votes are signed by their thresholdd (`signer = "remote"`): real
+//! `quasar-node` and `thresholdd` processes on loopback, one daemon per validator holding the
+//! validator's BLS key (`thresholdd keys import-validator`).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use quasar_crypto::bls::SecretKey;
+use quasar_lanes::cert::Profile;
+use quasar_node::config::{NodeConfig, SignerMode};
+use quasar_node::remote_signer::{RemoteSignError, RemoteSigner, RemoteSignerTarget};
+use quasar_node::testnet::{self, TestnetOptions, NODE_CONFIG_FILE};
+use quasar_node::thresholdd::keystore::{KdfParams, Keystore};
+use quasar_node::thresholdd::{self, DaemonConfig};
+use quasar_wire::{EpochDomain, Vote, VoteKind};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::time::sleep;
+use zeroize::Zeroizing;
+
+mod common;
+use common::{assert_same_chain, binary, one_network_at_a_time, Fixture};
+
+const VOTES_SIGNED: &str = "thresholdd_votes_signed_total";
+const REMOTE_ERRORS: &str = "quasar_consensus_remote_signer_errors_total";
+
+fn thresholdd() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_thresholdd"))
+}
+
+const TOKEN: &str = "remote-signer-test-token";
+
+fn target(addr: SocketAddr, token: &str) -> RemoteSignerTarget {
+    RemoteSignerTarget {
+        url: format!("http://{addr}").parse().unwrap(),
+        token: token.to_string(),
+        timeout: Duration::from_secs(5),
+    }
+}
+
+fn vote(view: u64, block: u8) -> Vote {
+    Vote {
+        kind: VoteKind::Notarize,
+        chain_id: 1,
+        epoch: 0,
+        view,
+        height: 3,
+        block: [block; 32],
+        signer: 0,
+        signature: [0; 96],
+    }
+}
+
+fn domain() -> EpochDomain {
+    EpochDomain {
+        validator_set_root: [3; 32],
+        profile_id: "fast".into(),
+    }
+}
+
+/// `signer.sign_vote(vote)` off the async workers (the client blocks).
+async fn sign(
+    signer: &std::sync::Arc<RemoteSigner>,
+    vote: Vote,
+) -> Result<[u8; 96], RemoteSignError> {
+    let signer = signer.clone();
+    tokio::task::spawn_blocking(move || signer.sign_vote(&vote, &domain()).map(|s| s.to_bytes()))
+        .await
+        .unwrap()
+}
+
+/// The node's client against a real daemon: the daemon's signature is the key's own, the
+/// daemon's guard refuses a conflicting vote on its own, and every failure is its own error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_signs_and_names_each_refusal() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = SecretKey::from_seed(&[7; 32]);
+    let keystore = Keystore::open_with(dir.path(), b"passphrase", KdfParams::for_tests()).unwrap();
+    thresholdd::import_vote_key(&keystore, &key).unwrap();
+    drop(keystore);
+    let daemon = thresholdd::start(DaemonConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        allow_remote: false,
+        data_dir: dir.path().to_path_buf(),
+        token: Zeroizing::new(TOKEN.into()),
+        passphrase: Zeroizing::new(b"passphrase".to_vec()),
+        kdf: KdfParams::for_tests(),
+        request_timeout: Duration::from_secs(30),
+    })
+    .await
+    .unwrap();
+    let addr = daemon.local_addr;
+    let signer =
+        std::sync::Arc::new(RemoteSigner::new(target(addr, TOKEN), key.public_key()).unwrap());
+    let check = signer.clone();
+    tokio::task::spawn_blocking(move || check.check())
+        .await
+        .unwrap()
+        .unwrap();
+
+    // BLS signing is deterministic: the daemon's signature is exactly the key's.
+    let signed = sign(&signer, vote(5, 9)).await.unwrap();
+    let own = key.sign(&vote(5, 9).signing_message(&domain())).to_bytes();
+    assert_eq!(signed, own);
+    // A repeat gets the same signature; another block in the same view is refused by the
+    // daemon's own guard, whatever the node's guard said.
+    assert_eq!(sign(&signer, vote(5, 9)).await.unwrap(), own);
+    match sign(&signer, vote(5, 8)).await {
+        Err(RemoteSignError::Refused { code, message }) => {
+            assert_eq!(code, -32000);
+            assert!(message.contains("guard"), "{message}");
+        }
+        other => panic!("conflicting vote: {other:?}"),
+    }
+
+    let wrong_token = RemoteSigner::new(target(addr, "not-the-token"), key.public_key()).unwrap();
+    assert!(matches!(
+        tokio::task::spawn_blocking(move || wrong_token.check())
+            .await
+            .unwrap(),
+        Err(RemoteSignError::Unauthorized(_))
+    ));
+    let stranger = SecretKey::from_seed(&[8; 32]);
+    let unknown =
+        std::sync::Arc::new(RemoteSigner::new(target(addr, TOKEN), stranger.public_key()).unwrap());
+    assert!(matches!(
+        sign(&unknown, vote(6, 9)).await,
+        Err(RemoteSignError::Refused { code: -32000, .. })
+    ));
+
+    daemon.handle.stop().unwrap();
+    daemon.handle.stopped().await;
+    assert!(matches!(
+        sign(&signer, vote(7, 9)).await,
+        Err(RemoteSignError::Unreachable { .. })
+    ));
+}
+
+/// Serves every connection one HTTP 200 answer with `body`.
+async fn answer_with(body: String) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let body = body.clone();
+            tokio::spawn(async move {
+                let mut request = vec![0; 64 * 1024];
+                let _ = stream.read(&mut request).await;
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+                     connection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = stream.write_all(head.as_bytes()).await;
+                let _ = stream.write_all(body.as_bytes()).await;
+            });
+        }
+    });
+    addr
+}
+
+/// A daemon that answers with another key's signature, or with something that is not a
+/// JSON-RPC reply, gets an error, never a vote.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_refuses_signatures_it_cannot_verify_and_malformed_replies() {
+    let key = SecretKey::from_seed(&[7; 32]);
+    let other = SecretKey::from_seed(&[9; 32]);
+    let forged = other
+        .sign(&vote(5, 9).signing_message(&domain()))
+        .to_bytes();
+    let replies = [
+        (
+            serde_json::json!({"jsonrpc": "2.0", "id": 1,
+                "result": {"signatureHex": hex::encode(forged), "decision": "fresh"}})
+            .to_string(),
+            "another key's signature",
+        ),
+        (
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"signatureHex": "zz"}})
+                .to_string(),
+            "bad hex",
+        ),
+        (
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"signatureHex": "00"}})
+                .to_string(),
+            "short signature",
+        ),
+        ("<html>not json</html>".to_string(), "not JSON"),
+        ("x".repeat(100_000), "oversized"),
+        (
+            serde_json::json!({"jsonrpc": "2.0", "id": 1}).to_string(),
+            "neither result nor error",
+        ),
+    ];
+    for (body, what) in replies {
+        let addr = answer_with(body).await;
+        let signer =
+            std::sync::Arc::new(RemoteSigner::new(target(addr, TOKEN), key.public_key()).unwrap());
+        let answer = sign(&signer, vote(5, 9)).await;
+        match what {
+            "another key's signature" => {
+                assert!(
+                    matches!(answer, Err(RemoteSignError::WrongSignature)),
+                    "{answer:?}"
+                )
+            }
+            _ => assert!(
+                matches!(answer, Err(RemoteSignError::BadReply(_))),
+                "{what}: {answer:?}"
+            ),
+        }
+    }
+}
+
+/// `quasar-node testnet --remote-signers`: four validators, each signing through its own
+/// thresholdd, finalize with agreement and reach Quasar finality (profile `fast`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn testnet_with_remote_signers_finalizes() {
+    let _turn = one_network_at_a_time().await;
+    let dir = tempfile::Builder::new()
+        .prefix("quasar-testnet-remote-")
+        .tempdir()
+        .unwrap();
+    let opts = TestnetOptions {
+        validators: 4,
+        blocks: 12,
+        block_time_ms: 100,
+        tx_rate: 20.0,
+        profile: Profile::Fast,
+        dir: Some(dir.path().join("net")),
+        remote_signers: true,
+        ..TestnetOptions::new(binary())
+    };
+    let report = testnet::run(opts).await.unwrap();
+    eprintln!("{}", serde_json::to_string(&report).unwrap());
+    assert!(report.passed(), "{report:?}");
+    assert!(report.finalized_height >= 12, "{report:?}");
+    assert!(report.quasar_finalized_height >= 8, "{report:?}");
+    for i in 0..4 {
+        let node_dir = dir.path().join("net").join(format!("v{i}"));
+        let cfg = NodeConfig::load(&node_dir.join(NODE_CONFIG_FILE)).unwrap();
+        assert_eq!(cfg.signer, SignerMode::Remote);
+        // Each daemon's signing guard holds this validator's votes.
+        let guards: Vec<_> = std::fs::read_dir(node_dir.join("thresholdd").join("guards"))
+            .unwrap()
+            .collect();
+        assert_eq!(guards.len(), 1, "validator {i}: one vote key's guard");
+        let log = std::fs::read_to_string(node_dir.join("thresholdd.log")).unwrap();
+        assert!(
+            log.contains("vote signed"),
+            "validator {i}'s daemon signed nothing"
+        );
+    }
+}
+
+/// Every vote comes from the daemons; a validator whose daemon stops signs nothing while the
+/// other three keep finalizing, and signs again once its daemon is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_daemon_stops_only_its_validators_votes() {
+    let _turn = one_network_at_a_time().await;
+    let mut fx = Fixture::with_profile("quasar-remote-signer-test-", 4, 100, Profile::Fast);
+    fx.net.use_remote_signers(&thresholdd()).unwrap();
+    fx.spawn_all();
+    let statuses = fx
+        .net
+        .wait_finalized(&[0, 1, 2, 3], 6, Duration::from_secs(60))
+        .await
+        .unwrap();
+    for (i, status) in statuses.iter().enumerate() {
+        let daemon_votes = fx.net.signer_metric(i, VOTES_SIGNED).await.unwrap();
+        assert!(
+            daemon_votes.is_some_and(|v| v >= 6.0),
+            "validator {i}'s daemon signed {daemon_votes:?} votes"
+        );
+        // The node signed nothing the daemon did not (its counter may be read a vote later).
+        assert!(status.votes_signed as f64 <= daemon_votes.unwrap() + 2.0);
+        let errors = fx.net.metric(i, REMOTE_ERRORS).await.unwrap();
+        assert_eq!(errors, Some(0.0), "validator {i}");
+    }
+
+    fx.net.kill_signer(3);
+    let before = fx.net.status(0).await.unwrap().finalized_height;
+    fx.net
+        .wait_finalized(&[0, 1, 2], before + 5, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let mut errors = 0.0;
+    for _ in 0..50 {
+        errors = fx
+            .net
+            .metric(3, REMOTE_ERRORS)
+            .await
+            .unwrap()
+            .unwrap_or(0.0);
+        if errors > 0.0 {
+            break;
+        }
+        sleep(Duration::from_millis(100)).await;
+    }
+    assert!(errors > 0.0, "validator 3 signed without its daemon");
+    let votes_without_daemon = fx.net.status(3).await.unwrap().votes_signed;
+
+    // Back: the restart brings the daemon up before the node, with its keystore and guard.
+    fx.net.kill(3);
+    fx.net.spawn(3, &binary()).unwrap();
+    let target = fx.net.status(0).await.unwrap().finalized_height + 5;
+    fx.net
+        .wait_finalized(&[0, 1, 2, 3], target, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let mut signed = 0;
+    for _ in 0..50 {
+        signed = fx.net.status(3).await.unwrap().votes_signed;
+        if signed > 0 {
+            break;
+        }
+        sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        signed > 0,
+        "validator 3 signed nothing after its daemon came back (before: {votes_without_daemon})"
+    );
+    assert!(fx
+        .net
+        .signer_metric(3, VOTES_SIGNED)
+        .await
+        .unwrap()
+        .is_some_and(|v| v > 0.0));
+    assert_same_chain(&fx.net, target).await;
+}
