@@ -2,7 +2,9 @@
 //! runs in epoch mode … retries with a fresh session id if a ceremony fails").
 //!
 //! One [`Ceremony`] per scheme runs every bundle's signing rounds among the validators over
-//! [`quasar_wire::LaneMessage`] gossip. It is pure: no I/O and no clock. The Quasar service feeds
+//! [`quasar_wire::LaneMessage`] gossip. It is pure (no I/O, no clock) except for a party whose
+//! share lives in the validator's thresholdd ([`RemoteParty`], `signer = "remote"`), whose rounds
+//! are blocking calls to the daemon. The Quasar service feeds
 //! it closed bundles, peers' messages and the time, and carries out the [`Action`]s it returns
 //! (broadcast a message, attach a finished leg, report a misbehaving party).
 //!
@@ -36,6 +38,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::remote_signer::{RemoteClient, RemoteSignError};
 use quasar_crypto::hash::{tagged_hash, Hash};
 use quasar_crypto::{corona, pulsar};
 use quasar_lanes::CERT_CONTEXT;
@@ -677,13 +680,86 @@ fn check_origin(
     Ok(())
 }
 
+/// A party whose share lives in the validator's thresholdd (`signer = "remote"`; imported with
+/// `thresholdd keys import-validator`): its rounds are the daemon's `<scheme>.round…` methods,
+/// which keep the secret state between rounds and refuse a session id used before.
+pub struct RemoteParty {
+    client: RemoteClient,
+    party: u16,
+    /// The key as the daemon names it (`pubKeyHex`).
+    key_hex: String,
+}
+
+impl RemoteParty {
+    /// Party `party` of the key the daemon names `public_key` (Corona: the group key's bytes;
+    /// Pulsar: the FIPS 204 public key), through `client`.
+    pub fn new(client: RemoteClient, party: u16, public_key: &[u8]) -> Self {
+        RemoteParty {
+            client,
+            party,
+            key_hex: hex::encode(public_key),
+        }
+    }
+
+    /// Round method `method` of this party in `session` with `fields` added to the key, party
+    /// and session; the bytes of hex field `reply` of its result. Errors: [`StepError::Failed`]
+    /// naming the daemon's error.
+    fn round(
+        &self,
+        method: &'static str,
+        session: &SessionId,
+        fields: serde_json::Value,
+        reply: &str,
+    ) -> Result<Vec<u8>, StepError> {
+        let mut params = serde_json::json!({
+            "pubKeyHex": self.key_hex,
+            "party": self.party,
+            "sessionHex": hex::encode(session),
+        });
+        if let (Some(params), serde_json::Value::Object(fields)) = (params.as_object_mut(), fields)
+        {
+            params.extend(fields);
+        }
+        let started = std::time::Instant::now();
+        let answer = self.client.round(method, params, reply);
+        tracing::debug!(
+            method,
+            party = self.party,
+            ms = started.elapsed().as_secs_f64() * 1e3,
+            ok = answer.is_ok(),
+            "thresholdd round"
+        );
+        answer.map_err(|e: RemoteSignError| StepError::Failed(format!("thresholdd {method}: {e}")))
+    }
+}
+
+/// The hex of each message, for a round method's list parameter.
+fn hex_list(messages: &[&[u8]]) -> Vec<String> {
+    messages.iter().map(hex::encode).collect()
+}
+
+/// Where a Corona party's share signs.
+enum CoronaSigner {
+    Local(Box<corona::scheme::Signer>),
+    Remote(RemoteParty),
+}
+
+/// A Corona party's state between its rounds: the local signer's, or the session whose state
+/// the daemon holds.
+pub enum CoronaState {
+    /// After a local round 1.
+    Local(corona::scheme::Round1State),
+    /// After a remote round 1 in this session.
+    Remote(SessionId),
+}
+
 /// Corona (module docs of `quasar_crypto::corona`) as a [`Scheme`]: two rounds, round 1
 /// independent of the message; the leg is the compact signature on the bundle digest.
 pub struct CoronaParty {
     group: corona::scheme::GroupKey,
     threshold: usize,
     parties: usize,
-    signer: Option<corona::scheme::Signer>,
+    signer: Option<CoronaSigner>,
 }
 
 impl CoronaParty {
@@ -699,7 +775,23 @@ impl CoronaParty {
             group,
             threshold,
             parties,
-            signer: share.map(corona::scheme::Signer::new),
+            signer: share
+                .map(|share| CoronaSigner::Local(Box::new(corona::scheme::Signer::new(share)))),
+        }
+    }
+
+    /// A party of `group`'s t-of-n key whose share is in the validator's thresholdd.
+    pub fn remote(
+        group: corona::scheme::GroupKey,
+        threshold: usize,
+        parties: usize,
+        remote: RemoteParty,
+    ) -> Self {
+        CoronaParty {
+            group,
+            threshold,
+            parties,
+            signer: Some(CoronaSigner::Remote(remote)),
         }
     }
 
@@ -734,7 +826,7 @@ impl Scheme for CoronaParty {
     const LEG: LegKind = LegKind::Corona;
     const KINDS: &'static [LaneKind] = &[LaneKind::CoronaRound1, LaneKind::CoronaRound2];
     const ROUND1_WITHOUT_MESSAGE: bool = true;
-    type State = corona::scheme::Round1State;
+    type State = CoronaState;
 
     fn threshold(&self) -> usize {
         self.threshold
@@ -745,7 +837,10 @@ impl Scheme for CoronaParty {
     }
 
     fn party(&self) -> Option<u16> {
-        self.signer.as_ref().map(|s| s.share().index())
+        self.signer.as_ref().map(|signer| match signer {
+            CoronaSigner::Local(s) => s.share().index(),
+            CoronaSigner::Remote(remote) => remote.party,
+        })
     }
 
     fn round1(
@@ -754,15 +849,25 @@ impl Scheme for CoronaParty {
         set: &[u16],
         _message: Option<&Hash>,
     ) -> Result<(Vec<u8>, Self::State), StepError> {
-        let set = self.set(set)?;
-        let signer = self
-            .signer
-            .as_mut()
-            .ok_or_else(|| StepError::Failed("no Corona key share".into()))?;
+        let signing_set = self.set(set)?;
+        if let Some(CoronaSigner::Remote(remote)) = &self.signer {
+            let fields = serde_json::json!({ "parties": set });
+            let bytes = remote.round("corona.round1", session, fields, "round1Hex")?;
+            self.check(1, remote.party, session, &bytes)
+                .map_err(|e| StepError::Failed(format!("thresholdd corona.round1: {e}")))?;
+            return Ok((bytes, CoronaState::Remote(*session)));
+        }
+        let Some(CoronaSigner::Local(signer)) = self.signer.as_mut() else {
+            return Err(StepError::Failed("no Corona key share".into()));
+        };
         let (state, message) = signer
-            .round1(corona::scheme::SessionId(*session), &set, &mut OsRng)
+            .round1(
+                corona::scheme::SessionId(*session),
+                &signing_set,
+                &mut OsRng,
+            )
             .map_err(corona_step)?;
-        Ok((message.to_bytes(), state))
+        Ok((message.to_bytes(), CoronaState::Local(state)))
     }
 
     fn next_round(
@@ -772,18 +877,31 @@ impl Scheme for CoronaParty {
         message: &Hash,
         previous: &[&[u8]],
     ) -> Result<(Vec<u8>, Option<Self::State>), StepError> {
-        let round1 = previous
-            .iter()
-            .map(|b| corona_round1(b))
-            .collect::<Result<Vec<_>, _>>()?;
-        let signer = self
-            .signer
-            .as_ref()
-            .ok_or_else(|| StepError::Failed("no Corona key share".into()))?;
-        let (reply, _) = signer
-            .round2(state, message, &round1)
-            .map_err(corona_step)?;
-        Ok((reply.to_bytes(), None))
+        match (self.signer.as_ref(), state) {
+            (Some(CoronaSigner::Local(signer)), CoronaState::Local(state)) => {
+                let round1 = previous
+                    .iter()
+                    .map(|b| corona_round1(b))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let (reply, _) = signer
+                    .round2(state, message, &round1)
+                    .map_err(corona_step)?;
+                Ok((reply.to_bytes(), None))
+            }
+            (Some(CoronaSigner::Remote(remote)), CoronaState::Remote(session)) => {
+                let fields = serde_json::json!({
+                    "messageHex": hex::encode(message),
+                    "round1Hex": hex_list(previous),
+                });
+                let bytes = remote.round("corona.round2", &session, fields, "round2Hex")?;
+                self.check(2, remote.party, &session, &bytes)
+                    .map_err(|e| StepError::Failed(format!("thresholdd corona.round2: {e}")))?;
+                Ok((bytes, None))
+            }
+            _ => Err(StepError::Failed(
+                "no Corona key share for this state".into(),
+            )),
+        }
     }
 
     fn check(
@@ -842,7 +960,13 @@ impl Scheme for CoronaParty {
 /// digest with context [`CERT_CONTEXT`]; the leg is the 3309-byte FIPS 204 signature.
 pub struct PulsarParty {
     group: pulsar::GroupKey,
-    signer: Option<pulsar::Signer>,
+    signer: Option<PulsarSigner>,
+}
+
+/// Where a Pulsar party's share signs.
+enum PulsarSigner {
+    Local(pulsar::Signer),
+    Remote(RemoteParty),
 }
 
 /// A Pulsar signer's state between its rounds.
@@ -851,6 +975,8 @@ pub enum PulsarState {
     Committed(pulsar::Round1State),
     /// After round 2.
     Revealed(pulsar::Round2State),
+    /// After a remote round 1 or 2 in this session (the daemon holds the state).
+    Remote(SessionId),
 }
 
 impl PulsarParty {
@@ -859,7 +985,15 @@ impl PulsarParty {
     pub fn new(group: pulsar::GroupKey, share: Option<pulsar::KeyShare>) -> Self {
         PulsarParty {
             group,
-            signer: share.map(pulsar::Signer::new),
+            signer: share.map(|share| PulsarSigner::Local(pulsar::Signer::new(share))),
+        }
+    }
+
+    /// A party of `group`'s key whose share is in the validator's thresholdd.
+    pub fn remote(group: pulsar::GroupKey, remote: RemoteParty) -> Self {
+        PulsarParty {
+            group,
+            signer: Some(PulsarSigner::Remote(remote)),
         }
     }
 
@@ -879,10 +1013,25 @@ impl PulsarParty {
         .map_err(pulsar_step)
     }
 
-    fn signer(&self) -> Result<&pulsar::Signer, StepError> {
-        self.signer
-            .as_ref()
-            .ok_or_else(|| StepError::Failed("no Pulsar key share".into()))
+    /// Remote round `round` (2 or 3) of this party in `session` from the previous round's
+    /// messages: its message, checked, and the state for the next round (none after round 3).
+    fn remote_round(
+        &self,
+        remote: &RemoteParty,
+        round: usize,
+        session: SessionId,
+        previous: &[&[u8]],
+    ) -> Result<(Vec<u8>, Option<PulsarState>), StepError> {
+        let (method, list, reply) = if round == 2 {
+            ("pulsar.round2", "round1Hex", "round2Hex")
+        } else {
+            ("pulsar.round3", "round2Hex", "round3Hex")
+        };
+        let fields = serde_json::json!({ list: hex_list(previous) });
+        let bytes = remote.round(method, &session, fields, reply)?;
+        self.check(round, remote.party, &session, &bytes)
+            .map_err(|e| StepError::Failed(format!("thresholdd {method}: {e}")))?;
+        Ok((bytes, (round == 2).then_some(PulsarState::Remote(session))))
     }
 }
 
@@ -933,7 +1082,10 @@ impl Scheme for PulsarParty {
     }
 
     fn party(&self) -> Option<u16> {
-        self.signer.as_ref().map(pulsar::Signer::party)
+        self.signer.as_ref().map(|signer| match signer {
+            PulsarSigner::Local(s) => s.party(),
+            PulsarSigner::Remote(remote) => remote.party,
+        })
     }
 
     fn round1(
@@ -944,11 +1096,21 @@ impl Scheme for PulsarParty {
     ) -> Result<(Vec<u8>, Self::State), StepError> {
         let message =
             message.ok_or_else(|| StepError::Failed("Pulsar signs a known digest".into()))?;
+        if let Some(PulsarSigner::Remote(remote)) = &self.signer {
+            let fields = serde_json::json!({
+                "parties": set,
+                "messageHex": hex::encode(message),
+                "ctxHex": hex::encode(CERT_CONTEXT),
+            });
+            let bytes = remote.round("pulsar.round1", session, fields, "round1Hex")?;
+            self.check(1, remote.party, session, &bytes)
+                .map_err(|e| StepError::Failed(format!("thresholdd pulsar.round1: {e}")))?;
+            return Ok((bytes, PulsarState::Remote(*session)));
+        }
         let session = self.session(session, set, message)?;
-        let signer = self
-            .signer
-            .as_mut()
-            .ok_or_else(|| StepError::Failed("no Pulsar key share".into()))?;
+        let Some(PulsarSigner::Local(signer)) = self.signer.as_mut() else {
+            return Err(StepError::Failed("no Pulsar key share".into()));
+        };
         let (reply, state) = signer
             .round1(&self.group, &session, &mut OsRng)
             .map_err(pulsar_step)?;
@@ -957,14 +1119,27 @@ impl Scheme for PulsarParty {
 
     fn next_round(
         &mut self,
-        _round: usize,
+        round: usize,
         state: Self::State,
         _message: &Hash,
         previous: &[&[u8]],
     ) -> Result<(Vec<u8>, Option<Self::State>), StepError> {
         let params = *self.group.params();
-        let signer = self.signer()?;
+        let (signer, state) = match (&self.signer, state) {
+            (Some(PulsarSigner::Remote(remote)), PulsarState::Remote(session)) => {
+                return self.remote_round(remote, round, session, previous);
+            }
+            (Some(PulsarSigner::Local(signer)), state) => (signer, state),
+            _ => {
+                return Err(StepError::Failed(
+                    "no Pulsar key share for this state".into(),
+                ))
+            }
+        };
         match state {
+            PulsarState::Remote(_) => {
+                Err(StepError::Failed("a remote state for a local share".into()))
+            }
             PulsarState::Committed(state) => {
                 let round1 = pulsar_messages(previous, pulsar::Round1Message::from_bytes)?;
                 let (reply, state) = signer.round2(state, &round1).map_err(pulsar_step)?;

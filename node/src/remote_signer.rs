@@ -8,22 +8,32 @@
 //! verified against the validator's BLS public key before it is used: a daemon holding another
 //! key, or a corrupted reply, is an error, never a bad vote on the wire.
 //!
-//! Calls are blocking, like the guard's fsync that precedes them: the engine signs
-//! synchronously. They run on a dedicated thread with its own single-threaded Tokio runtime, so
-//! the caller may be a Tokio task or a plain thread alike; each call is bounded by the
-//! configured timeout.
+//! The same daemon runs this validator's Corona and Pulsar ceremony rounds
+//! ([`RemoteClient`], used by [`crate::ceremony`]): it holds the validator's shares and the
+//! secret state between rounds, and records each session id durably before its first round
+//! leaves, so a restarted node cannot make it reuse a session.
+//!
+//! Calls are blocking, like the guard's fsync that precedes a vote: the engine signs
+//! synchronously. Each [`RemoteClient`] runs them on a dedicated thread with its own
+//! single-threaded Tokio runtime, so the caller may be a Tokio task or a plain thread alike;
+//! each call is bounded by the configured timeout.
 
 use std::sync::mpsc;
 use std::time::Duration;
 
+use crate::thresholdd::HEADER_READ_TIMEOUT;
 use quasar_crypto::bls::{PublicKey, Signature};
 use quasar_wire::{EpochDomain, Vote, VoteKind};
 use serde::Deserialize;
 
 /// The JSON-RPC method that signs a vote.
 const SIGN_VOTE_METHOD: &str = "validator.sign_vote";
-/// The largest reply read from the daemon, bytes (a vote reply is about 250).
-const MAX_REPLY_BYTES: usize = 64 * 1024;
+/// How long an idle connection to the daemon is kept: half of thresholdd's limit on a request's
+/// head, after which the daemon closes an idle keep-alive connection.
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(HEADER_READ_TIMEOUT.as_secs() / 2);
+/// The largest reply read from the daemon, bytes: a vote reply is about 250, a Corona round-1
+/// reply about 1.3 MB (its 615 KB message in hex).
+const MAX_REPLY_BYTES: usize = 8 * 1024 * 1024;
 
 /// Where the remote signer is and how to reach it (`node.toml`'s `[remote_signer]`, with the
 /// token already read from its file).
@@ -90,16 +100,22 @@ struct Call {
     reply: mpsc::SyncSender<Result<serde_json::Value, RemoteSignError>>,
 }
 
-/// A client of one thresholdd for one validator key (module docs).
-pub struct RemoteSigner {
-    public_key: PublicKey,
+/// A JSON-RPC client of one thresholdd, one call at a time on its own thread (module docs).
+pub struct RemoteClient {
     calls: mpsc::SyncSender<Call>,
 }
 
-impl std::fmt::Debug for RemoteSigner {
+impl std::fmt::Debug for RemoteClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RemoteSigner").finish_non_exhaustive()
+        f.debug_struct("RemoteClient").finish_non_exhaustive()
     }
+}
+
+/// A client of one thresholdd for one validator's vote key (module docs).
+#[derive(Debug)]
+pub struct RemoteSigner {
+    public_key: PublicKey,
+    client: RemoteClient,
 }
 
 /// The answer of a JSON-RPC call: `result` or `error`.
@@ -121,17 +137,16 @@ struct SignVoteReply {
     signature_hex: String,
 }
 
-impl RemoteSigner {
-    /// A client signing with the daemon's key `public_key`, on a new worker thread. Makes no
-    /// call yet ([`RemoteSigner::check`] does). Errors: [`RemoteSignError::Worker`] when the
-    /// thread or its HTTP client cannot be built.
-    pub fn new(
-        target: RemoteSignerTarget,
-        public_key: PublicKey,
-    ) -> Result<RemoteSigner, RemoteSignError> {
+impl RemoteClient {
+    /// A client of the daemon at `target`, on a new worker thread. Makes no call yet. Errors:
+    /// [`RemoteSignError::Worker`] when the thread or its HTTP client cannot be built.
+    pub fn new(target: RemoteSignerTarget) -> Result<RemoteClient, RemoteSignError> {
         let worker_err = |e: &dyn std::fmt::Display| RemoteSignError::Worker(e.to_string());
         let client = reqwest::Client::builder()
             .no_proxy()
+            // Dropping an idle connection before the daemon does keeps a call from being sent
+            // on a connection it is closing.
+            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
             .timeout(target.timeout)
             .build()
             .map_err(|e| worker_err(&e))?;
@@ -154,7 +169,65 @@ impl RemoteSigner {
                 }
             })
             .map_err(|e| worker_err(&e))?;
-        Ok(RemoteSigner { public_key, calls })
+        Ok(RemoteClient { calls })
+    }
+
+    /// Runs JSON-RPC method `method` with `params` on the worker thread and waits for its
+    /// `result`. Errors: [`RemoteSignError`] (a JSON-RPC error is [`RemoteSignError::Refused`]).
+    pub fn call(
+        &self,
+        method: &'static str,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, RemoteSignError> {
+        let (reply, answer) = mpsc::sync_channel(1);
+        self.calls
+            .send(Call {
+                method,
+                params,
+                reply,
+            })
+            .map_err(|_| RemoteSignError::Worker("it no longer takes calls".into()))?;
+        answer
+            .recv()
+            .map_err(|_| RemoteSignError::Worker("it dropped a call".into()))?
+    }
+
+    /// Runs a ceremony round method (e.g. `corona.round1`) and returns the bytes of the hex
+    /// field `field` of its result (e.g. `round1Hex`). Errors: as [`RemoteClient::call`];
+    /// [`RemoteSignError::BadReply`] without that hex field.
+    pub fn round(
+        &self,
+        method: &'static str,
+        params: serde_json::Value,
+        field: &str,
+    ) -> Result<Vec<u8>, RemoteSignError> {
+        let result = self.call(method, params)?;
+        let text = result
+            .get(field)
+            .and_then(serde_json::Value::as_str)
+            .ok_or_else(|| RemoteSignError::BadReply(format!("{method}: no {field}")))?;
+        hex::decode(text).map_err(|e| RemoteSignError::BadReply(format!("{method}: {field}: {e}")))
+    }
+
+    /// Calls `health` (which also needs the token): whether the daemon is reachable and takes
+    /// this token. Errors: [`RemoteSignError`].
+    pub fn check(&self) -> Result<(), RemoteSignError> {
+        self.call("health", serde_json::json!({})).map(drop)
+    }
+}
+
+impl RemoteSigner {
+    /// A client signing with the daemon's key `public_key`, on a new worker thread. Makes no
+    /// call yet ([`RemoteSigner::check`] does). Errors: [`RemoteSignError::Worker`] when the
+    /// thread or its HTTP client cannot be built.
+    pub fn new(
+        target: RemoteSignerTarget,
+        public_key: PublicKey,
+    ) -> Result<RemoteSigner, RemoteSignError> {
+        Ok(RemoteSigner {
+            public_key,
+            client: RemoteClient::new(target)?,
+        })
     }
 
     /// The validator's BLS public key, which the daemon's key must be.
@@ -162,10 +235,9 @@ impl RemoteSigner {
         self.public_key
     }
 
-    /// Calls `health` (which also needs the token): whether the daemon is reachable and takes
-    /// this token. Errors: [`RemoteSignError`].
+    /// Calls `health` ([`RemoteClient::check`]). Errors: [`RemoteSignError`].
     pub fn check(&self) -> Result<(), RemoteSignError> {
-        self.call("health", serde_json::json!({})).map(drop)
+        self.client.check()
     }
 
     /// Signs `vote`'s signing message under `domain` (the bytes
@@ -194,7 +266,7 @@ impl RemoteSigner {
             "validatorSetRootHex": hex::encode(domain.validator_set_root),
             "profileId": domain.profile_id,
         });
-        let result = self.call(SIGN_VOTE_METHOD, params)?;
+        let result = self.client.call(SIGN_VOTE_METHOD, params)?;
         let reply: SignVoteReply = serde_json::from_value(result)
             .map_err(|e| RemoteSignError::BadReply(format!("{SIGN_VOTE_METHOD}: {e}")))?;
         let bytes = hex::decode(&reply.signature_hex)
@@ -205,25 +277,6 @@ impl RemoteSigner {
             .verify(&vote.signing_message(domain), &signature)
             .map_err(|_| RemoteSignError::WrongSignature)?;
         Ok(signature)
-    }
-
-    /// Runs one call on the worker thread and waits for its answer.
-    fn call(
-        &self,
-        method: &'static str,
-        params: serde_json::Value,
-    ) -> Result<serde_json::Value, RemoteSignError> {
-        let (reply, answer) = mpsc::sync_channel(1);
-        self.calls
-            .send(Call {
-                method,
-                params,
-                reply,
-            })
-            .map_err(|_| RemoteSignError::Worker("it no longer takes calls".into()))?;
-        answer
-            .recv()
-            .map_err(|_| RemoteSignError::Worker("it dropped a call".into()))?
     }
 }
 

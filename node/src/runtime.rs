@@ -15,10 +15,10 @@
 //! A storage write failure is fatal (the process exits with an error); a bad peer message never is.
 
 use crate::api;
-use crate::ceremony::{Ceremony, CoronaParty, PulsarParty};
+use crate::ceremony::{Ceremony, CoronaParty, PulsarParty, RemoteParty};
 use crate::config::{
     self, load_keys, CheckedSet, ConfigError, DealtShares, Genesis, GenesisFile, GenesisValidator,
-    NodeConfig, RemoteSignerConfig, SignerMode,
+    NodeConfig, SignerMode,
 };
 use crate::consensus::epoch::ByEpoch;
 use crate::consensus::{
@@ -30,7 +30,7 @@ use crate::metrics::{DispatcherMetrics, KeyCacheMetrics, NodeMetrics};
 use crate::p2p::{Inbound, Network, NetworkConfig, P2pMetrics, PeerInfo};
 use crate::quasar::QuasarTracker;
 use crate::quasar_service::{self, Contributor, Finalized, QuasarHandle, SetContributor};
-use crate::remote_signer::{RemoteSignError, RemoteSigner};
+use crate::remote_signer::{RemoteClient, RemoteSignError, RemoteSigner, RemoteSignerTarget};
 use crate::rollup_job::{RollupSet, WindowProver};
 use crate::signer::{SignError, VoteKey, VoteSigner};
 use crate::sync::{checkpoint_inputs, serve, MAX_SYNC_BLOCKS};
@@ -254,11 +254,14 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         max_future_views: 1_000,
         max_clock_drift_us: 5_000_000,
     };
-    let vote_key = match (cfg.signer, &cfg.remote_signer) {
-        (SignerMode::Remote, Some(remote)) => {
-            VoteKey::Remote(connect_remote_signer(remote, public_key)?)
-        }
-        _ => VoteKey::Local(keys.bls),
+    // signer = "remote": votes and ceremony rounds go to thresholdd.
+    let remote_target = match (cfg.signer, &cfg.remote_signer) {
+        (SignerMode::Remote, Some(remote)) => Some(remote.target()?),
+        _ => None,
+    };
+    let vote_key = match &remote_target {
+        Some(target) => VoteKey::Remote(connect_remote_signer(target, public_key)?),
+        None => VoteKey::Local(keys.bls),
     };
     let signer = VoteSigner::new(vote_key, me, chain_id, 0, genesis.domain(), guard);
     let (mut engine, recovery) = Engine::open(
@@ -425,7 +428,14 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
             index: me,
             slhdsa: Some(keys.slhdsa),
             mldsa: keys.mldsa,
-            sets: set_contributors(&genesis, &roster, me, keys.dealt, rollup.as_ref())?,
+            sets: set_contributors(
+                &genesis,
+                &roster,
+                me,
+                keys.dealt,
+                rollup.as_ref(),
+                remote_target.as_ref(),
+            )?,
             rollup,
         },
         quasar_rx,
@@ -906,16 +916,15 @@ fn signal(kind: tokio::signal::unix::SignalKind) -> Result<tokio::signal::unix::
 /// the chain knows. Errors: [`NodeError::Other`] naming the field that differs.
 /// The remote signer of `signer = "remote"`, checked once with `health`: a daemon that refuses
 /// the token stops the node (a configuration error); one that is not reachable yet is logged,
-/// and each vote asks again. Errors: [`NodeError::Config`] (the URL or token file);
-/// [`NodeError::Other`] for a refused token or a reply that is not thresholdd's.
+/// and each vote asks again. Errors: [`NodeError::Other`] for a refused token or a reply that
+/// is not thresholdd's.
 fn connect_remote_signer(
-    remote: &RemoteSignerConfig,
+    target: &RemoteSignerTarget,
     public_key: quasar_crypto::bls::PublicKey,
 ) -> Result<RemoteSigner, NodeError> {
-    let target = remote.target()?;
     let url = target.url.to_string();
-    let signer =
-        RemoteSigner::new(target, public_key).map_err(|e| NodeError::Other(e.to_string()))?;
+    let signer = RemoteSigner::new(target.clone(), public_key)
+        .map_err(|e| NodeError::Other(e.to_string()))?;
     match signer.check() {
         Ok(()) => tracing::info!(%url, "votes are signed by thresholdd"),
         Err(error @ RemoteSignError::Unreachable { .. }) => tracing::warn!(
@@ -972,14 +981,16 @@ fn check_identity(
 /// genesis, the members' roster positions, the set's Magnetar keys, its Corona and Pulsar
 /// ceremonies ([`corona_ceremony`], [`pulsar_ceremony`], with this node's shares of that set
 /// from `dealt`) and, when `rollup` serves the set, the set as the rollup proves for it. `me`
-/// is this node's roster position and `roster` the roster. Errors: an ML-DSA-65 key the rollup
-/// cannot expand.
+/// is this node's roster position and `roster` the roster; with `remote` (`signer = "remote"`)
+/// this node's rounds run in that thresholdd. Errors: an ML-DSA-65 key the rollup cannot
+/// expand.
 fn set_contributors(
     genesis: &Genesis,
     roster: &[GenesisValidator],
     me: u32,
     mut dealt: BTreeMap<u64, DealtShares>,
     rollup: Option<&WindowProver>,
+    remote: Option<&RemoteSignerTarget>,
 ) -> Result<ByEpoch<SetContributor>, NodeError> {
     let mut contributors: Option<ByEpoch<SetContributor>> = None;
     let sets = genesis.sets();
@@ -1030,9 +1041,9 @@ fn set_contributors(
             _ => None,
         };
         let contributor = SetContributor {
-            corona: corona_ceremony(genesis, &set, &members, index, shares.corona)
+            corona: corona_ceremony(genesis, &set, &members, index, shares.corona, remote)
                 .map(|c| c.until(last_height)),
-            pulsar: pulsar_ceremony(genesis, &set, &members, index, shares.pulsar)
+            pulsar: pulsar_ceremony(genesis, &set, &members, index, shares.pulsar, remote)
                 .map(|c| c.until(last_height)),
             members,
             validators: Arc::new(set.validators.clone()),
@@ -1060,13 +1071,16 @@ fn set_contributors(
 /// positions `members`), when the profile has a Corona leg and the set a Corona group key. This
 /// node, validator `index` of the set (`None`: not a member), signs when `share` is its party's
 /// share of the set's key with the dealt threshold; otherwise (or without a share) it does not
-/// sign, says why, and still collects the rounds and combines the legs.
+/// sign, says why, and still collects the rounds and combines the legs. With `remote`
+/// (`signer = "remote"`) a member's rounds run in that thresholdd, which must hold its share
+/// (`thresholdd keys import-validator`), and `share` is not used.
 fn corona_ceremony(
     genesis: &Genesis,
     set: &CheckedSet,
     members: &[u32],
     index: Option<usize>,
     share: Option<quasar_crypto::corona::scheme::KeyShare>,
+    remote: Option<&RemoteSignerTarget>,
 ) -> Option<Ceremony<CoronaParty>> {
     let group = set.keys.corona.clone()?;
     if !genesis.profile.legs().contains(&LegKind::Corona) {
@@ -1075,51 +1089,63 @@ fn corona_ceremony(
     let first_epoch = set.first_epoch;
     let n = set.validators.len();
     let t = config::dealt_threshold(n);
-    let share = match (share, index) {
-        (_, None) => None,
-        (None, Some(_)) => {
-            tracing::warn!(
+    let party = match (remote, index) {
+        (Some(target), Some(me)) => {
+            // The share lives in thresholdd; one in the key file is not used.
+            match remote_party(target, me, &group.to_bytes(), "Corona", first_epoch) {
+                Some(remote) => CoronaParty::remote(group, t, n, remote),
+                None => CoronaParty::new(group, t, n, None),
+            }
+        }
+        _ => {
+            let share = match (share, index) {
+                (_, None) => None,
+                (None, Some(_)) => {
+                    tracing::warn!(
                 first_epoch,
                 "no corona_share for this validator set in the key file: this node combines its \
                  Corona legs but does not sign"
             );
-            None
-        }
-        (Some(s), _) if s.group_key() != &group => {
-            tracing::error!(
-                first_epoch,
-                "corona_share is a share of another Corona key than this validator set's: not \
+                    None
+                }
+                (Some(s), _) if s.group_key() != &group => {
+                    tracing::error!(
+                    first_epoch,
+                    "corona_share is a share of another Corona key than this validator set's: not \
                  signing"
-            );
-            None
-        }
-        (Some(s), _) if (s.threshold(), s.parties()) != (t, n) => {
-            tracing::error!(
-                first_epoch,
-                "corona_share is {}-of-{}, the validator set needs {t}-of-{n}: not signing",
-                s.threshold(),
-                s.parties()
-            );
-            None
-        }
-        (Some(s), Some(me)) if usize::from(s.index()) != me => {
-            tracing::error!(
+                );
+                    None
+                }
+                (Some(s), _) if (s.threshold(), s.parties()) != (t, n) => {
+                    tracing::error!(
+                        first_epoch,
+                        "corona_share is {}-of-{}, the validator set needs {t}-of-{n}: not signing",
+                        s.threshold(),
+                        s.parties()
+                    );
+                    None
+                }
+                (Some(s), Some(me)) if usize::from(s.index()) != me => {
+                    tracing::error!(
                 first_epoch,
                 "corona_share is party {}'s share, this is validator {me} of the set: not signing",
                 s.index()
             );
-            None
-        }
-        (Some(s), Some(me)) => {
-            tracing::info!(
-                first_epoch,
-                "Corona key share loaded: party {me}, {t}-of-{n}"
-            );
-            Some(s)
+                    None
+                }
+                (Some(s), Some(me)) => {
+                    tracing::info!(
+                        first_epoch,
+                        "Corona key share loaded: party {me}, {t}-of-{n}"
+                    );
+                    Some(s)
+                }
+            };
+            CoronaParty::new(group, t, n, share)
         }
     };
     let ceremony = Ceremony::new(
-        CoronaParty::new(group, t, n, share),
+        party,
         genesis.file.chain_id,
         first_epoch,
         genesis.file.bundle_size,
@@ -1134,12 +1160,47 @@ fn corona_ceremony(
     }
 }
 
+/// Party `party`'s rounds of the `scheme` key `public_key` through the thresholdd at `target`
+/// (`signer = "remote"`), or `None` (logged) when its client cannot start.
+fn remote_party(
+    target: &RemoteSignerTarget,
+    party: usize,
+    public_key: &[u8],
+    scheme: &str,
+    first_epoch: u64,
+) -> Option<RemoteParty> {
+    let Ok(index) = u16::try_from(party) else {
+        tracing::error!(
+            first_epoch,
+            party,
+            "{scheme} party index out of range: not signing"
+        );
+        return None;
+    };
+    match RemoteClient::new(target.clone()) {
+        Ok(client) => {
+            tracing::info!(
+                first_epoch,
+                party,
+                "{scheme} rounds run in thresholdd, which holds this party's share"
+            );
+            Some(RemoteParty::new(client, index, public_key))
+        }
+        Err(error) => {
+            tracing::error!(first_epoch, %error, "{scheme}: no thresholdd client: not signing");
+            None
+        }
+    }
+}
+
 /// The Pulsar ceremonies of the validator set `set` (its validators played by the roster
 /// positions `members`) this node runs: when the profile has a Pulsar leg, the set a Pulsar key,
 /// this node (validator `index` of the set) is a member of the set's Pulsar committee, and
 /// `keys` is the set's Pulsar key (the rounds need the full group key) with this node's party
 /// share; otherwise the node does not take part (it takes the Pulsar legs the committee
-/// gossips) and says why.
+/// gossips) and says why. With `remote` (`signer = "remote"`) its rounds run in that
+/// thresholdd, which must hold its share (`thresholdd keys import-validator`); the key file's
+/// group key is still needed (to check and combine the rounds), its share is not used.
 fn pulsar_ceremony(
     genesis: &Genesis,
     set: &CheckedSet,
@@ -1149,6 +1210,7 @@ fn pulsar_ceremony(
         quasar_crypto::pulsar::GroupKey,
         quasar_crypto::pulsar::KeyShare,
     )>,
+    remote: Option<&RemoteSignerTarget>,
 ) -> Option<Ceremony<PulsarParty>> {
     let expected = set.keys.pulsar.as_ref()?;
     if !genesis.profile.legs().contains(&LegKind::Pulsar) {
@@ -1214,8 +1276,23 @@ fn pulsar_ceremony(
         .iter()
         .filter_map(|&v| members.get(v as usize).copied())
         .collect();
+    let party = match remote {
+        Some(target) => {
+            match remote_party(
+                target,
+                party,
+                group.public_key_bytes(),
+                "Pulsar",
+                first_epoch,
+            ) {
+                Some(remote) => PulsarParty::remote(group, remote),
+                None => PulsarParty::new(group, None),
+            }
+        }
+        None => PulsarParty::new(group, Some(share)),
+    };
     let ceremony = Ceremony::new(
-        PulsarParty::new(group, Some(share)),
+        party,
         genesis.file.chain_id,
         first_epoch,
         genesis.file.bundle_size,

@@ -1004,6 +1004,24 @@ impl Testnet {
         Ok(())
     }
 
+    /// Starts every validator's thresholdd ([`Testnet::use_remote_signers`]) before the
+    /// validators, then moves the genesis time to [`GENESIS_DELAY_US`] from now: opening each
+    /// keystore runs Argon2id, and validators that start after the genesis time listen for a
+    /// view timeout before they sign. Errors: as [`Testnet::spawn`]'s for the daemons;
+    /// [`TestnetError::Config`] for the genesis file.
+    pub fn start_signers(&mut self) -> Result<(), TestnetError> {
+        for i in 0..self.validators() {
+            self.start_signer(i)?;
+        }
+        let path = self.dir.join(GENESIS_FILE);
+        GenesisFile {
+            genesis_time_us: now_us().saturating_add(GENESIS_DELAY_US),
+            ..GenesisFile::load(&path)?
+        }
+        .save(&path)?;
+        Ok(())
+    }
+
     /// Starts validator `i`'s thresholdd unless it has none or it is running, and waits until it
     /// accepts connections. Errors: [`TestnetError::Signer`] (it did not start, exited, or did
     /// not listen within [`SIGNER_READY_TIMEOUT`]), [`TestnetError::Io`] (its log).
@@ -1675,6 +1693,7 @@ async fn run_in(dir: &Path, opts: &TestnetOptions) -> Result<TestnetReport, Test
     }
     if opts.remote_signers {
         net.use_remote_signers(&opts.binary.with_file_name(THRESHOLDD_BINARY))?;
+        net.start_signers()?;
     }
     let result = drive(&mut net, opts).await;
     if result.is_err() {

@@ -7,9 +7,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use quasar_crypto::bls::SecretKey;
+use quasar_crypto::{corona, pulsar};
 use quasar_lanes::cert::Profile;
+use quasar_node::ceremony::{CoronaParty, PulsarParty, RemoteParty, Scheme, StepError};
 use quasar_node::config::{NodeConfig, SignerMode};
-use quasar_node::remote_signer::{RemoteSignError, RemoteSigner, RemoteSignerTarget};
+use quasar_node::remote_signer::{RemoteClient, RemoteSignError, RemoteSigner, RemoteSignerTarget};
 use quasar_node::testnet::{self, TestnetOptions, NODE_CONFIG_FILE};
 use quasar_node::thresholdd::keystore::{KdfParams, Keystore};
 use quasar_node::thresholdd::{self, DaemonConfig};
@@ -186,7 +188,7 @@ async fn the_client_refuses_signatures_it_cannot_verify_and_malformed_replies() 
             "short signature",
         ),
         ("<html>not json</html>".to_string(), "not JSON"),
-        ("x".repeat(100_000), "oversized"),
+        ("x".repeat(9 << 20), "oversized"),
         (
             serde_json::json!({"jsonrpc": "2.0", "id": 1}).to_string(),
             "neither result nor error",
@@ -212,8 +214,25 @@ async fn the_client_refuses_signatures_it_cannot_verify_and_malformed_replies() 
     }
 }
 
-/// `quasar-node testnet --remote-signers`: four validators, each signing through its own
-/// thresholdd, finalize with agreement and reach Quasar finality (profile `fast`).
+/// The session records a daemon keeps under `scheme` (one file per party share it used).
+fn session_records(node_dir: &std::path::Path, scheme: &str) -> usize {
+    std::fs::read_dir(
+        node_dir
+            .join("thresholdd")
+            .join(format!("{scheme}-sessions")),
+    )
+    .map(|entries| {
+        entries
+            .filter_map(Result::ok)
+            .filter(|e| e.metadata().is_ok_and(|m| m.len() > 0))
+            .count()
+    })
+    .unwrap_or(0)
+}
+
+/// `quasar-node testnet --remote-signers` under `aurora`: four validators, each with its own
+/// thresholdd holding its vote key and its Corona and Pulsar shares, finalize with agreement and
+/// reach Quasar finality with BLS, Corona and Pulsar legs whose rounds ran in the daemons.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn testnet_with_remote_signers_finalizes() {
     let _turn = one_network_at_a_time().await;
@@ -223,10 +242,9 @@ async fn testnet_with_remote_signers_finalizes() {
         .unwrap();
     let opts = TestnetOptions {
         validators: 4,
-        blocks: 12,
-        block_time_ms: 100,
-        tx_rate: 20.0,
-        profile: Profile::Fast,
+        blocks: 16,
+        tx_rate: 10.0,
+        profile: Profile::Aurora,
         dir: Some(dir.path().join("net")),
         remote_signers: true,
         ..TestnetOptions::new(binary())
@@ -234,8 +252,12 @@ async fn testnet_with_remote_signers_finalizes() {
     let report = testnet::run(opts).await.unwrap();
     eprintln!("{}", serde_json::to_string(&report).unwrap());
     assert!(report.passed(), "{report:?}");
-    assert!(report.finalized_height >= 12, "{report:?}");
-    assert!(report.quasar_finalized_height >= 8, "{report:?}");
+    assert!(report.finalized_height >= 16, "{report:?}");
+    assert!(report.quasar_finalized_height >= 16, "{report:?}");
+    for leg in ["corona", "pulsar"] {
+        assert!(report.leg_sign_p50_ms.contains_key(leg), "{report:?}");
+    }
+    let (mut corona, mut pulsar) = (0, 0);
     for i in 0..4 {
         let node_dir = dir.path().join("net").join(format!("v{i}"));
         let cfg = NodeConfig::load(&node_dir.join(NODE_CONFIG_FILE)).unwrap();
@@ -250,7 +272,14 @@ async fn testnet_with_remote_signers_finalizes() {
             log.contains("vote signed"),
             "validator {i}'s daemon signed nothing"
         );
+        corona += session_records(&node_dir, "corona");
+        pulsar += session_records(&node_dir, "pulsar");
     }
+    // Signing sets are 3 of 4: at least three daemons ran rounds of each scheme.
+    assert!(
+        corona >= 3 && pulsar >= 3,
+        "corona {corona}, pulsar {pulsar}"
+    );
 }
 
 /// Every vote comes from the daemons; a validator whose daemon stops signs nothing while the
@@ -260,6 +289,7 @@ async fn a_stopped_daemon_stops_only_its_validators_votes() {
     let _turn = one_network_at_a_time().await;
     let mut fx = Fixture::with_profile("quasar-remote-signer-test-", 4, 100, Profile::Fast);
     fx.net.use_remote_signers(&thresholdd()).unwrap();
+    fx.net.start_signers().unwrap();
     fx.spawn_all();
     let statuses = fx
         .net
@@ -327,4 +357,138 @@ async fn a_stopped_daemon_stops_only_its_validators_votes() {
         .unwrap()
         .is_some_and(|v| v > 0.0));
     assert_same_chain(&fx.net, target).await;
+}
+
+/// A daemon holding every party's share of a 2-of-3 Corona and a 2-of-3 Pulsar key.
+async fn daemon_with_shares() -> (
+    tempfile::TempDir,
+    thresholdd::Daemon,
+    corona::scheme::GroupKey,
+    pulsar::GroupKey,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let keystore = Keystore::open_with(dir.path(), b"passphrase", KdfParams::for_tests()).unwrap();
+    let mut rng = rand::rngs::OsRng;
+    let (corona_group, corona_shares) =
+        corona::scheme::trusted_dealer_keygen(2, 3, &mut rng).unwrap();
+    for share in &corona_shares {
+        thresholdd::import_corona_share(&keystore, share).unwrap();
+    }
+    let (pulsar_group, pulsar_shares) = pulsar::trusted_dealer_keygen(2, 3, &mut rng).unwrap();
+    for share in &pulsar_shares {
+        thresholdd::import_pulsar_share(&keystore, &pulsar_group, share).unwrap();
+    }
+    drop(keystore);
+    let daemon = thresholdd::start(DaemonConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        allow_remote: false,
+        data_dir: dir.path().to_path_buf(),
+        token: Zeroizing::new(TOKEN.into()),
+        passphrase: Zeroizing::new(b"passphrase".to_vec()),
+        kdf: KdfParams::for_tests(),
+        request_timeout: Duration::from_secs(30),
+    })
+    .await
+    .unwrap();
+    (dir, daemon, corona_group, pulsar_group)
+}
+
+/// The node's ceremony parties with `signer = "remote"`: each round runs in the daemon (which
+/// holds the shares), and the messages combine into legs that verify; a session id used before
+/// is refused by the daemon.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_parties_sign_corona_and_pulsar_legs() {
+    let (_dir, daemon, corona_group, pulsar_group) = daemon_with_shares().await;
+    let addr = daemon.local_addr;
+    let digest: [u8; 32] = [0x5a; 32];
+    let set = [0u16, 2];
+    let client = move || RemoteClient::new(target(addr, TOKEN)).unwrap();
+    tokio::task::spawn_blocking(move || {
+        // Corona: two rounds, then the public combination.
+        let mut parties: Vec<CoronaParty> = set
+            .iter()
+            .map(|&p| {
+                let remote = RemoteParty::new(client(), p, &corona_group.to_bytes());
+                CoronaParty::remote(corona_group.clone(), 2, 3, remote)
+            })
+            .collect();
+        assert_eq!(parties[1].party(), Some(2));
+        let session: [u8; 32] = rand::random();
+        let started = std::time::Instant::now();
+        let (round1, states): (Vec<_>, Vec<_>) = parties
+            .iter_mut()
+            .map(|p| p.round1(&session, &set, None).unwrap())
+            .unzip();
+        let round1_ms = started.elapsed().as_secs_f64() * 1e3 / 2.0;
+        let previous: Vec<&[u8]> = round1.iter().map(Vec::as_slice).collect();
+        let round2: Vec<Vec<u8>> = parties
+            .iter_mut()
+            .zip(states)
+            .map(|(p, state)| {
+                let (message, next) = p.next_round(2, state, &digest, &previous).unwrap();
+                assert!(next.is_none());
+                message
+            })
+            .collect();
+        eprintln!("corona.round1 through thresholdd: {round1_ms:.1} ms per party");
+        let collector = CoronaParty::new(corona_group.clone(), 2, 3, None);
+        let rounds = vec![previous.clone(), round2.iter().map(Vec::as_slice).collect()];
+        let leg = collector.combine(&session, &set, &digest, &rounds).unwrap();
+        let signature = corona::scheme::Signature::from_bytes(&leg).unwrap();
+        assert!(corona_group.verify(&digest, &signature).is_ok());
+        // The daemon refuses a session id it has seen.
+        let again = parties[0].round1(&session, &set, None);
+        assert!(
+            matches!(&again, Err(StepError::Failed(m)) if m.contains("thresholdd corona.round1")),
+            "{:?}",
+            again.err()
+        );
+
+        // Pulsar: three rounds; rejection sampling may need fresh sessions.
+        let mut parties: Vec<PulsarParty> = set
+            .iter()
+            .map(|&p| {
+                let remote = RemoteParty::new(client(), p, pulsar_group.public_key_bytes());
+                PulsarParty::remote(pulsar_group.clone(), remote)
+            })
+            .collect();
+        let collector = PulsarParty::new(pulsar_group.clone(), None);
+        for attempt in 0.. {
+            assert!(attempt < 32, "no Pulsar session met FIPS 204's bounds");
+            let session: [u8; 32] = rand::random();
+            let mut messages: Vec<Vec<Vec<u8>>> = Vec::new();
+            let (first, mut states): (Vec<_>, Vec<_>) = parties
+                .iter_mut()
+                .map(|p| p.round1(&session, &set, Some(&digest)).unwrap())
+                .unzip();
+            messages.push(first);
+            for round in 2..=3 {
+                let previous: Vec<&[u8]> = messages[round - 2].iter().map(Vec::as_slice).collect();
+                let mut next_states = Vec::new();
+                let mut replies = Vec::new();
+                for (p, state) in parties.iter_mut().zip(states) {
+                    let (message, next) = p.next_round(round, state, &digest, &previous).unwrap();
+                    replies.push(message);
+                    next_states.extend(next);
+                }
+                messages.push(replies);
+                states = next_states;
+            }
+            assert!(states.is_empty(), "no state after the last round");
+            let rounds: Vec<Vec<&[u8]>> = messages
+                .iter()
+                .map(|r| r.iter().map(Vec::as_slice).collect())
+                .collect();
+            match collector.combine(&session, &set, &digest, &rounds) {
+                Ok(signature) => {
+                    assert_eq!(signature.len(), 3309);
+                    break;
+                }
+                Err(StepError::Restart) => continue,
+                Err(other) => panic!("pulsar combine: {other}"),
+            }
+        }
+    })
+    .await
+    .unwrap();
 }

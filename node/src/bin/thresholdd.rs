@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use quasar_node::process::{init_tracing, interrupted, runtime};
-use quasar_node::thresholdd::keystore::{KdfParams, Keystore, Scheme, HEADER_FILE};
+use quasar_node::thresholdd::keystore::{KdfParams, Keystore, KeystoreError, Scheme, HEADER_FILE};
 use quasar_node::thresholdd::{self, DaemonConfig};
 use zeroize::Zeroizing;
 
@@ -86,8 +86,11 @@ enum KeysAction {
         /// The key id (`keys list` shows them).
         key_id: String,
     },
-    /// Imports a validator's BLS vote key from its key directory (`quasar-node keygen`'s) as a
-    /// 1-of-1 BLS key, for `validator.sign_vote`; prints the key id and public key.
+    /// Imports a validator's keys from its key directory (`quasar-node keygen`'s): its BLS vote
+    /// key as a 1-of-1 BLS key, for `validator.sign_vote`, and each Corona and Pulsar share
+    /// dealt to it, for the ceremony rounds. Prints one line per key: its id, then its public
+    /// key (the vote key) or the share it is. A key already in the keystore is left as it is
+    /// and said so, so the import can be run again after new shares are dealt.
     ImportValidator {
         /// The validator's key directory.
         #[arg(long)]
@@ -226,9 +229,41 @@ fn keys(cli: &Cli, action: KeysAction) -> Result<(), String> {
         }
         KeysAction::ImportValidator { key_dir } => {
             let keys = quasar_node::config::load_keys(&key_dir).map_err(|e| e.to_string())?;
-            let id =
-                thresholdd::import_vote_key(&keystore, &keys.bls).map_err(|e| e.to_string())?;
-            println!("{id}\t{}", hex::encode(keys.bls.public_key().to_bytes()));
+            let report = |what: String, stored: Result<String, KeystoreError>| match stored {
+                Ok(id) => {
+                    println!("{id}\t{what}");
+                    Ok(())
+                }
+                Err(KeystoreError::DuplicateKey { key_id, .. }) => {
+                    println!("{}\t{what} (already in the keystore)", key_id.as_str());
+                    Ok(())
+                }
+                Err(e) => Err(e.to_string()),
+            };
+            report(
+                hex::encode(keys.bls.public_key().to_bytes()),
+                thresholdd::import_vote_key(&keystore, &keys.bls),
+            )?;
+            for (first_epoch, dealt) in &keys.dealt {
+                if let Some(share) = &dealt.corona {
+                    report(
+                        format!(
+                            "corona share of party {} (validator set from epoch {first_epoch})",
+                            share.index()
+                        ),
+                        thresholdd::import_corona_share(&keystore, share),
+                    )?;
+                }
+                if let Some((group, share)) = &dealt.pulsar {
+                    report(
+                        format!(
+                            "pulsar share of party {} (validator set from epoch {first_epoch})",
+                            share.party()
+                        ),
+                        thresholdd::import_pulsar_share(&keystore, group, share),
+                    )?;
+                }
+            }
         }
     }
     Ok(())

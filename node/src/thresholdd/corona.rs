@@ -43,6 +43,7 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
+use super::keystore::{Keystore, KeystoreError};
 use super::keystore::{Scheme, MAX_SECRET_LEN};
 use super::rpc::{
     self, hex_field, invalid_params, scheme_error, KeygenParams, SignParams, SignReply,
@@ -51,7 +52,7 @@ use super::rpc::{
 use super::sessions::{
     messages_field, round_reply, session_field, ImportShareReply, Party, RoundReply,
 };
-use super::{share_key_id, Context, DaemonError};
+use super::{put_share, share_key_id, Context, DaemonError};
 
 const SCHEME: Scheme = Scheme::Corona;
 /// The most parties of a thresholdd Corona key: all n shares must fit one keystore entry
@@ -227,31 +228,44 @@ struct CombineParams {
     round2_hex: Vec<String>,
 }
 
-fn import_share(
+/// Stores Corona key share `share` in `keystore` as party `share.index()`'s share of its group
+/// key (id `<keyId>-p<party>`), as `corona.import_share` does, e.g. the dealt share of a
+/// validator's key file (`thresholdd keys import-validator`). Returns the id. Errors: the
+/// keystore's ([`KeystoreError::DuplicateKey`] when it is already there).
+pub fn import_share(keystore: &Keystore, share: &KeyShare) -> Result<String, KeystoreError> {
+    let bytes = Zeroizing::new(share.to_bytes());
+    put_share(
+        keystore,
+        SCHEME,
+        &share_shape(share),
+        &share.group_key().to_bytes(),
+        share.index(),
+        &bytes,
+    )
+}
+
+/// A share's t and n (at most MAX_PARTIES, 1024: the casts are lossless).
+fn share_shape(share: &KeyShare) -> KeygenParams {
+    KeygenParams {
+        threshold: share.threshold() as u16,
+        participants: share.parties() as u16,
+    }
+}
+
+fn import_share_method(
     context: &Context,
     params: ImportShareParams,
 ) -> Result<ImportShareReply, ErrorObjectOwned> {
     let bytes = Zeroizing::new(hex_field("shareHex", &params.share_hex)?);
     let share = KeyShare::from_bytes(&bytes).map_err(|e| invalid_params("shareHex", e))?;
-    let public_key = share.group_key().to_bytes();
-    // A share's t and n are at most MAX_PARTIES (1024): the casts are lossless.
-    let (threshold, participants) = (share.threshold() as u16, share.parties() as u16);
-    let id = context.store_share(
-        SCHEME,
-        &KeygenParams {
-            threshold,
-            participants,
-        },
-        &public_key,
-        share.index(),
-        &bytes,
-    )?;
+    let id = import_share(&context.keystore, &share).map_err(scheme_error)?;
+    let shape = share_shape(&share);
     Ok(ImportShareReply {
         key_id: id,
         party: share.index(),
-        public_key: hex::encode(&public_key),
-        threshold,
-        participants,
+        public_key: hex::encode(share.group_key().to_bytes()),
+        threshold: shape.threshold,
+        participants: shape.participants,
     })
 }
 
@@ -358,7 +372,7 @@ fn combine(_: &Context, params: CombineParams) -> Result<SignReply, ErrorObjectO
 /// Registers the multi-host methods: `corona.import_share`, `corona.round1`, `corona.round2`
 /// and `corona.combine`.
 fn register_rounds(module: &mut RpcModule<Context>, timeout: Duration) -> Result<(), DaemonError> {
-    rpc::register(module, "corona.import_share", timeout, import_share)?;
+    rpc::register(module, "corona.import_share", timeout, import_share_method)?;
     rpc::register(module, "corona.round1", timeout, round1)?;
     rpc::register(module, "corona.round2", timeout, round2)?;
     rpc::register(module, "corona.combine", timeout, combine)?;

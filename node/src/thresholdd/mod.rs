@@ -73,7 +73,9 @@ mod serve;
 pub mod sessions;
 mod validator;
 
+pub use corona::import_share as import_corona_share;
 pub use dealer::deal;
+pub use pulsar::import_share as import_pulsar_share;
 pub use serve::TransportLimits;
 pub use validator::import_vote_key;
 
@@ -218,21 +220,6 @@ impl Context {
         )
     }
 
-    /// Stores party `party`'s imported share of `scheme`'s t-of-n key `public_key` under its
-    /// [`share_key_id`] and returns the id. Errors: −32000 when the keystore refuses it (one
-    /// already stored included).
-    fn store_share(
-        &self,
-        scheme: Scheme,
-        params: &rpc::KeygenParams,
-        public_key: &[u8],
-        party: u16,
-        secret: &[u8],
-    ) -> Result<String, ErrorObjectOwned> {
-        let id = share_key_id(scheme, public_key, party);
-        self.store(id, scheme, params, public_key, secret)
-    }
-
     /// The secret blob of party `party`'s imported share of `scheme`'s key `public_key`.
     /// Errors: −32000 when this daemon holds no such share or cannot read it.
     fn share_secret(
@@ -324,6 +311,30 @@ fn key_id(scheme: Scheme, public_key: &[u8]) -> String {
 /// `<key id>-p<party>`.
 fn share_key_id(scheme: Scheme, public_key: &[u8], party: u16) -> String {
     format!("{}-p{party}", key_id(scheme, public_key))
+}
+
+/// Stores party `party`'s share (blob `secret`) of `scheme`'s t-of-n key `public_key` in
+/// `keystore` under its [`share_key_id`] and returns the id, as `<scheme>.import_share` does.
+/// Errors: the keystore's ([`keystore::KeystoreError::DuplicateKey`] when it is already there).
+fn put_share(
+    keystore: &Keystore,
+    scheme: Scheme,
+    shape: &rpc::KeygenParams,
+    public_key: &[u8],
+    party: u16,
+    secret: &[u8],
+) -> Result<String, keystore::KeystoreError> {
+    let id = share_key_id(scheme, public_key, party);
+    keystore.put(&keystore::NewKey {
+        key_id: &id,
+        scheme,
+        threshold: shape.threshold,
+        participants: shape.participants,
+        public_key,
+        secret,
+    })?;
+    tracing::info!(key_id = %id, %scheme, party, "share stored");
+    Ok(id)
 }
 
 /// A running daemon.

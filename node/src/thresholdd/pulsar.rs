@@ -40,6 +40,7 @@ use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
 use super::keystore::Scheme;
+use super::keystore::{KeyId, Keystore, KeystoreError};
 use super::rpc::{
     self, context_field, hex_field, invalid_params, scheme_error, KeygenParams, SignReply,
     VerifyCtxParams, VerifyReply,
@@ -47,7 +48,7 @@ use super::rpc::{
 use super::sessions::{
     messages_field, round_reply, session_field, ImportShareReply, Party, RoundReply,
 };
-use super::{share_key_id, Context, DaemonError};
+use super::{put_share, share_key_id, Context, DaemonError};
 
 const SCHEME: Scheme = Scheme::Pulsar;
 /// Signing sessions tried before giving up (each restarts with probability well under 1/2).
@@ -203,7 +204,7 @@ pub(super) fn register(
         sign_with_context,
     )?;
     rpc::register(module, "pulsar.verify", timeout, verify)?;
-    rpc::register(module, "pulsar.import_share", timeout, import_share)?;
+    rpc::register(module, "pulsar.import_share", timeout, import_share_method)?;
     rpc::register(module, "pulsar.round1", timeout, round1)?;
     rpc::register(module, "pulsar.round2", timeout, round2)?;
     rpc::register(module, "pulsar.round3", timeout, round3)?;
@@ -287,7 +288,49 @@ fn public_key_field(value: &str) -> Result<Vec<u8>, ErrorObjectOwned> {
     Ok(bytes)
 }
 
-fn import_share(
+/// Stores Pulsar key share `share` of `group` in `keystore` as party `share.party()`'s share
+/// (id `<keyId>-p<party>`), as `pulsar.import_share` does, e.g. the dealt share of a
+/// validator's key file (`thresholdd keys import-validator`). The caller checks the share
+/// against the group first (`GroupKey::check_share`). Returns the id. Errors: the keystore's
+/// ([`KeystoreError::DuplicateKey`] when it is already there).
+pub fn import_share(
+    keystore: &Keystore,
+    group: &GroupKey,
+    share: &KeyShare,
+) -> Result<String, KeystoreError> {
+    let encoded = serde_json::to_vec(&StoredKey {
+        group_key_hex: hex::encode(group.to_bytes()),
+        shares_hex: vec![hex::encode(&*share.to_bytes())],
+    });
+    let stored = match encoded {
+        Ok(bytes) => Zeroizing::new(bytes),
+        Err(e) => {
+            let id = share_key_id(SCHEME, group.public_key_bytes(), share.party());
+            return Err(KeystoreError::InvalidKey {
+                key_id: KeyId::new(&id)?,
+                reason: format!("encoding the share: {e}"),
+            });
+        }
+    };
+    put_share(
+        keystore,
+        SCHEME,
+        &group_shape(group),
+        group.public_key_bytes(),
+        share.party(),
+        &stored,
+    )
+}
+
+/// A group key's t and n (t ≤ n ≤ MAX_PARTIES, 6: the casts are lossless).
+fn group_shape(group: &GroupKey) -> KeygenParams {
+    KeygenParams {
+        threshold: group.params().threshold as u16,
+        participants: group.params().parties as u16,
+    }
+}
+
+fn import_share_method(
     context: &Context,
     params: ImportShareParams,
 ) -> Result<ImportShareReply, ErrorObjectOwned> {
@@ -298,20 +341,9 @@ fn import_share(
     if !group.check_share(&share) {
         return Err(invalid_params("shareHex", "not a share of this group key"));
     }
-    // t ≤ n ≤ MAX_PARTIES (6): the casts are lossless.
-    let shape = KeygenParams {
-        threshold: group.params().threshold as u16,
-        participants: group.params().parties as u16,
-    };
-    let stored = Zeroizing::new(
-        serde_json::to_vec(&StoredKey {
-            group_key_hex: hex::encode(group.to_bytes()),
-            shares_hex: vec![hex::encode(&*share_bytes)],
-        })
-        .map_err(|e| scheme_error(format!("pulsar import: {e}")))?,
-    );
+    let id = import_share(&context.keystore, &group, &share).map_err(scheme_error)?;
+    let shape = group_shape(&group);
     let public_key = group.public_key_bytes();
-    let id = context.store_share(SCHEME, &shape, public_key, share.party(), &stored)?;
     Ok(ImportShareReply {
         key_id: id,
         party: share.party(),
