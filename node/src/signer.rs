@@ -5,6 +5,11 @@
 //! before this module signs, so a signature never leaves before the record that forbids its
 //! conflicting twin (DESIGN.md §2, §9). A restarted validator reopens the same guard file.
 //!
+//! The signature itself is made here with the key directory's BLS key ([`VoteKey::Local`]), or,
+//! with `signer = "remote"`, by the validator's thresholdd ([`VoteKey::Remote`],
+//! [`crate::remote_signer`]), which keeps a guard of its own; either way only after this
+//! module's guard has recorded the vote.
+//!
 //! # Fault injection (tests only, off by default)
 //!
 //! The riskiest moment for a validator is a crash after the guard has recorded an intent but before

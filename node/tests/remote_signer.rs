@@ -40,6 +40,23 @@ fn target(addr: SocketAddr, token: &str) -> RemoteSignerTarget {
     }
 }
 
+const PASSPHRASE: &[u8] = b"passphrase";
+
+/// A daemon on a free loopback port over the keystore in `dir`.
+async fn start_daemon(dir: &std::path::Path) -> thresholdd::Daemon {
+    thresholdd::start(DaemonConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        allow_remote: false,
+        data_dir: dir.to_path_buf(),
+        token: Zeroizing::new(TOKEN.into()),
+        passphrase: Zeroizing::new(PASSPHRASE.to_vec()),
+        kdf: KdfParams::for_tests(),
+        request_timeout: Duration::from_secs(30),
+    })
+    .await
+    .unwrap()
+}
+
 fn vote(view: u64, block: u8) -> Vote {
     Vote {
         kind: VoteKind::Notarize,
@@ -77,20 +94,10 @@ async fn sign(
 async fn the_client_signs_and_names_each_refusal() {
     let dir = tempfile::tempdir().unwrap();
     let key = SecretKey::from_seed(&[7; 32]);
-    let keystore = Keystore::open_with(dir.path(), b"passphrase", KdfParams::for_tests()).unwrap();
+    let keystore = Keystore::open_with(dir.path(), PASSPHRASE, KdfParams::for_tests()).unwrap();
     thresholdd::import_vote_key(&keystore, &key).unwrap();
     drop(keystore);
-    let daemon = thresholdd::start(DaemonConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        allow_remote: false,
-        data_dir: dir.path().to_path_buf(),
-        token: Zeroizing::new(TOKEN.into()),
-        passphrase: Zeroizing::new(b"passphrase".to_vec()),
-        kdf: KdfParams::for_tests(),
-        request_timeout: Duration::from_secs(30),
-    })
-    .await
-    .unwrap();
+    let daemon = start_daemon(dir.path()).await;
     let addr = daemon.local_addr;
     let signer =
         std::sync::Arc::new(RemoteSigner::new(target(addr, TOKEN), key.public_key()).unwrap());
@@ -367,7 +374,7 @@ async fn daemon_with_shares() -> (
     pulsar::GroupKey,
 ) {
     let dir = tempfile::tempdir().unwrap();
-    let keystore = Keystore::open_with(dir.path(), b"passphrase", KdfParams::for_tests()).unwrap();
+    let keystore = Keystore::open_with(dir.path(), PASSPHRASE, KdfParams::for_tests()).unwrap();
     let mut rng = rand::rngs::OsRng;
     let (corona_group, corona_shares) =
         corona::scheme::trusted_dealer_keygen(2, 3, &mut rng).unwrap();
@@ -379,17 +386,7 @@ async fn daemon_with_shares() -> (
         thresholdd::import_pulsar_share(&keystore, &pulsar_group, share).unwrap();
     }
     drop(keystore);
-    let daemon = thresholdd::start(DaemonConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        allow_remote: false,
-        data_dir: dir.path().to_path_buf(),
-        token: Zeroizing::new(TOKEN.into()),
-        passphrase: Zeroizing::new(b"passphrase".to_vec()),
-        kdf: KdfParams::for_tests(),
-        request_timeout: Duration::from_secs(30),
-    })
-    .await
-    .unwrap();
+    let daemon = start_daemon(dir.path()).await;
     (dir, daemon, corona_group, pulsar_group)
 }
 
