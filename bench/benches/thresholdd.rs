@@ -19,7 +19,7 @@ use quasar_crypto::corona::local::sign_in_process as corona_sign_in_process;
 use quasar_crypto::corona::scheme::{trusted_dealer_keygen as corona_keygen, SessionId};
 use quasar_crypto::magnetar::{ParameterSet, SecretKey as MagnetarKey};
 use quasar_crypto::pulsar::{self, Signer};
-use quasar_node::thresholdd::keystore::KdfParams;
+use quasar_node::thresholdd::keystore::{KdfParams, Keystore};
 use quasar_node::thresholdd::{self, DaemonConfig};
 use rand::RngCore;
 use serde_json::{json, Value};
@@ -29,6 +29,8 @@ const ROUNDS: usize = 15;
 /// Calls per method per round.
 const CALLS: usize = 8;
 const TOKEN: &str = "bench-token";
+/// The keystore passphrase.
+const PASSPHRASE: &[u8] = b"bench passphrase";
 const MESSAGE: &[u8] = b"a 32-byte round digest, roughly.";
 
 struct Client {
@@ -85,13 +87,20 @@ fn summary() {
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     let dir = tempfile::tempdir().expect("a temporary directory");
     let (mut ms, mut ratios) = (Samples::default(), Samples::default());
+    // The validator vote key `validator.sign_vote` signs with, imported as a node's would be.
+    let vote_key = quasar_crypto::bls::SecretKey::from_seed(&[6; 32]);
+    let keystore =
+        Keystore::open_with(dir.path(), PASSPHRASE, KdfParams::PRODUCTION).expect("a keystore");
+    thresholdd::import_vote_key(&keystore, &vote_key).expect("the vote key imported");
+    drop(keystore);
+    let vote_public = hex::encode(vote_key.public_key().to_bytes());
     runtime.block_on(async {
         let daemon = thresholdd::start(DaemonConfig {
             listen: "127.0.0.1:0".parse().expect("an address"),
             allow_remote: false,
             data_dir: dir.path().to_path_buf(),
             token: Zeroizing::new(TOKEN.to_string()),
-            passphrase: Zeroizing::new(b"bench passphrase".to_vec()),
+            passphrase: Zeroizing::new(PASSPHRASE.to_vec()),
             kdf: KdfParams::PRODUCTION,
             request_timeout: Duration::from_secs(60),
         })
@@ -131,11 +140,11 @@ fn summary() {
             .await;
         let magnetar_public = magnetar_key["publicKey"].clone();
         let magnetar_local = MagnetarKey::from_seed(ParameterSet::Shake192f, &[5; 32]);
-        let vote_key = client
+        // The baseline: a 1-of-1 `bls.keygen` key (a vote key signs only votes).
+        let one_key = client
             .call("bls.keygen", json!({"threshold": 1, "participants": 1}))
             .await;
-        let vote_public = vote_key["publicKey"].clone();
-        let vote_sign = json!({"messageHex": message, "pubKeyHex": vote_public});
+        let one_sign = json!({"messageHex": message, "pubKeyHex": one_key["publicKey"]});
         let mut view = 0u64;
 
         let corona_sign = json!({"messageHex": message, "pubKeyHex": corona_public});
@@ -179,7 +188,7 @@ fn summary() {
                 .await;
             client.time(&mut ms, "magnetar.sign (192f)", "magnetar.sign", &magnetar_sign).await;
             client.time(&mut ms, "magnetar.verify (192f)", "magnetar.verify", &magnetar_verify).await;
-            client.time(&mut ms, "bls.sign (1 of 1)", "bls.sign", &vote_sign).await;
+            client.time(&mut ms, "bls.sign (1 of 1)", "bls.sign", &one_sign).await;
             for _ in 0..CALLS {
                 // A fresh view per call: every vote is a new durable guard record.
                 view += 1;

@@ -2063,6 +2063,7 @@ impl GenesisFile {
 
 /// A peer in `node.toml`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct PeerConfig {
     /// The peer's BLS public key (hex), which names it in genesis.
     pub bls_public_key: String,
@@ -2091,11 +2092,12 @@ impl SignerMode {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct RemoteSignerConfig {
-    /// The daemon's URL, `http://host:port` (plain HTTP: keep it on loopback or a private
-    /// network, as the daemon's README section says).
+    /// The daemon's URL, `http://host:port` (a host name or IP address; port 80 when left out;
+    /// no path; plain HTTP: keep it on loopback or a private network, as the daemon's README
+    /// section says).
     pub url: String,
-    /// A file holding the daemon's bearer token (a trailing newline is dropped); keep it mode
-    /// 0600.
+    /// A file holding the daemon's bearer token (surrounding whitespace is dropped; printable
+    /// ASCII only); keep it mode 0600.
     pub token_file: PathBuf,
     /// The limit on one signing call, milliseconds (default 2000; at most an hour).
     #[serde(default = "default_remote_timeout_ms")]
@@ -2108,8 +2110,8 @@ fn default_remote_timeout_ms() -> u64 {
 
 impl RemoteSignerConfig {
     /// The daemon's address with the token read from `token_file` (bounded). Errors:
-    /// [`ConfigError::Invalid`] for a URL that is not `http://host[:port]`, an empty token;
-    /// [`ConfigError::Io`] reading the file.
+    /// [`ConfigError::Invalid`] for a URL that is not `http://host[:port]`, a token file that
+    /// cannot be read, an empty token or one an HTTP header cannot carry.
     pub fn target(&self) -> Result<crate::remote_signer::RemoteSignerTarget, ConfigError> {
         let url = reqwest::Url::parse(&self.url)
             .map_err(|e| ConfigError::Invalid(format!("remote_signer.url: {e}")))?;
@@ -2120,12 +2122,26 @@ impl RemoteSignerConfig {
                 self.url
             )));
         }
-        let text = read_bounded(&self.token_file)?;
-        let token = text.strip_suffix('\n').unwrap_or(&text);
-        let token = token.strip_suffix('\r').unwrap_or(token);
+        if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
+            return Err(ConfigError::Invalid(format!(
+                "remote_signer.url is the daemon's address only (http://host:port, no path or \
+                 query), got {}",
+                self.url
+            )));
+        }
+        let text = read_bounded(&self.token_file)
+            .map_err(|e| ConfigError::Invalid(format!("remote_signer.token_file: {e}")))?;
+        let token = text.trim();
         if token.is_empty() {
             return Err(ConfigError::Invalid(format!(
                 "remote_signer.token_file {} is empty",
+                self.token_file.display()
+            )));
+        }
+        if !token.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(ConfigError::Invalid(format!(
+                "remote_signer.token_file {}: the token may hold only printable ASCII without \
+                 spaces (it travels in an HTTP header)",
                 self.token_file.display()
             )));
         }
@@ -2253,8 +2269,9 @@ impl NodeConfig {
             }
             (SignerMode::Local, Some(_)) => {
                 return Err(ConfigError::Invalid(
-                    "[remote_signer] is set but signer is \"local\": set signer = \"remote\" or \
-                     remove the table"
+                    "[remote_signer] is set but signer is \"local\": set signer = \"remote\" \
+                     (a top-level key: above the first [[peers]] or other table) or remove the \
+                     table"
                         .into(),
                 ))
             }
@@ -2808,19 +2825,33 @@ mod tests {
         let remote = cfg.remote_signer.clone().unwrap();
         assert_eq!(remote.token_file, dir.path().join("token"));
         assert_eq!(remote.timeout_ms, 2_000);
-        // The token file is read when the node starts: missing, empty, then good.
-        assert!(matches!(remote.target(), Err(ConfigError::Io { .. })));
+        // The token file is read when the node starts: missing, empty, unfit for a header, then
+        // good (surrounding whitespace dropped).
+        let refused = |remote: &RemoteSignerConfig, needle: &str| match remote.target() {
+            Err(ConfigError::Invalid(message)) => assert!(message.contains(needle), "{message}"),
+            other => panic!("{needle}: {other:?}"),
+        };
+        refused(&remote, "remote_signer.token_file");
         std::fs::write(dir.path().join("token"), "\n").unwrap();
-        assert!(matches!(remote.target(), Err(ConfigError::Invalid(_))));
-        std::fs::write(dir.path().join("token"), "s3cret\n").unwrap();
+        refused(&remote, "is empty");
+        std::fs::write(dir.path().join("token"), "s3 cret\n").unwrap();
+        refused(&remote, "printable ASCII");
+        std::fs::write(dir.path().join("token"), "s3cret\n\n").unwrap();
         let target = remote.target().unwrap();
         assert_eq!(target.token, "s3cret");
         assert_eq!(target.url.as_str(), "http://127.0.0.1:7300/");
-        let https = RemoteSignerConfig {
-            url: "https://signer:7300".into(),
-            ..remote
-        };
-        assert!(matches!(https.target(), Err(ConfigError::Invalid(m)) if m.contains("http://")));
+        for (url, needle) in [
+            ("https://signer:7300", "http://"),
+            ("http://:7300", "remote_signer.url"),
+            ("http://127.0.0.1:7300/rpc", "no path"),
+            ("http://127.0.0.1:7300/?a=1", "no path"),
+        ] {
+            let bad = RemoteSignerConfig {
+                url: url.into(),
+                ..remote.clone()
+            };
+            refused(&bad, needle);
+        }
         // The saved file keeps the mode and the table.
         let again = NodeConfig::from_toml(&toml::to_string_pretty(&cfg).unwrap(), dir.path());
         assert_eq!(again.unwrap(), cfg);

@@ -59,13 +59,21 @@ impl std::fmt::Debug for RemoteSignerTarget {
 /// A failed remote signature; nothing was signed for the caller.
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteSignError {
-    /// The daemon could not be reached or did not answer in time.
+    /// The daemon could not be reached.
     #[error("thresholdd at {url} is unreachable: {message}")]
     Unreachable {
         /// The daemon's URL.
         url: String,
         /// The transport error.
         message: String,
+    },
+    /// The daemon did not answer within the configured timeout.
+    #[error("thresholdd at {url} did not answer within {timeout:?}")]
+    TimedOut {
+        /// The daemon's URL.
+        url: String,
+        /// The limit (`remote_signer.timeout_ms`).
+        timeout: Duration,
     },
     /// The daemon refused the bearer token (HTTP 401).
     #[error("thresholdd at {0} refused the token (HTTP 401): check remote_signer.token_file")]
@@ -235,9 +243,13 @@ impl RemoteSigner {
         self.public_key
     }
 
-    /// Calls `health` ([`RemoteClient::check`]). Errors: [`RemoteSignError`].
+    /// Checks that the daemon answers, takes the token (`health`) and holds this validator's
+    /// vote key (`validator.key`). Errors: [`RemoteSignError`]; a daemon without the key is
+    /// [`RemoteSignError::Refused`].
     pub fn check(&self) -> Result<(), RemoteSignError> {
-        self.client.check()
+        self.client.check()?;
+        let params = serde_json::json!({ "pubKeyHex": hex::encode(self.public_key.to_bytes()) });
+        self.client.call("validator.key", params).map(drop)
     }
 
     /// Signs `vote`'s signing message under `domain` (the bytes
@@ -280,6 +292,18 @@ impl RemoteSigner {
     }
 }
 
+/// `error` and its sources, joined with ": ".
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 /// One JSON-RPC call over HTTP: posts, bounds the reply, and splits `result` from `error`.
 async fn rpc(
     client: &reqwest::Client,
@@ -289,9 +313,19 @@ async fn rpc(
     params: serde_json::Value,
 ) -> Result<serde_json::Value, RemoteSignError> {
     let url = target.url.as_str();
-    let unreachable = |e: reqwest::Error| RemoteSignError::Unreachable {
-        url: url.to_string(),
-        message: e.to_string(),
+    let unreachable = |e: reqwest::Error| {
+        if e.is_timeout() {
+            RemoteSignError::TimedOut {
+                url: url.to_string(),
+                timeout: target.timeout,
+            }
+        } else {
+            RemoteSignError::Unreachable {
+                url: url.to_string(),
+                // The source chain names the cause ("connection refused"), the top only the URL.
+                message: error_chain(&e),
+            }
+        }
     };
     let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
     let mut response = client

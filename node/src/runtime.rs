@@ -914,10 +914,11 @@ fn signal(kind: tokio::signal::unix::SignalKind) -> Result<tokio::signal::unix::
 /// than the genesis's `magnetar_set` (both sets have 48-byte keys, so equal bytes are not
 /// enough): the node would sign rollup and Magnetar legs that nobody can verify under the keys
 /// the chain knows. Errors: [`NodeError::Other`] naming the field that differs.
-/// The remote signer of `signer = "remote"`, checked once with `health`: a daemon that refuses
-/// the token stops the node (a configuration error); one that is not reachable yet is logged,
-/// and each vote asks again. Errors: [`NodeError::Other`] for a refused token or a reply that
-/// is not thresholdd's.
+/// The remote signer of `signer = "remote"`, checked once ([`RemoteSigner::check`]): a daemon
+/// that refuses the token or holds no vote key for this validator stops the node (a
+/// configuration error); one that is not reachable yet is logged, and each vote asks again.
+/// Errors: [`NodeError::Other`] for a refused token, a missing key, or a reply that is not
+/// thresholdd's.
 fn connect_remote_signer(
     target: &RemoteSignerTarget,
     public_key: quasar_crypto::bls::PublicKey,
@@ -927,10 +928,12 @@ fn connect_remote_signer(
         .map_err(|e| NodeError::Other(e.to_string()))?;
     match signer.check() {
         Ok(()) => tracing::info!(%url, "votes are signed by thresholdd"),
-        Err(error @ RemoteSignError::Unreachable { .. }) => tracing::warn!(
+        Err(error @ (RemoteSignError::Unreachable { .. } | RemoteSignError::TimedOut { .. })) => {
+            tracing::warn!(
             %error,
             "thresholdd is not reachable yet: votes are not signed until it is"
-        ),
+            )
+        }
         Err(error) => return Err(NodeError::Other(error.to_string())),
     }
     Ok(signer)

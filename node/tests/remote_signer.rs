@@ -136,6 +136,18 @@ async fn the_client_signs_and_names_each_refusal() {
         sign(&unknown, vote(6, 9)).await,
         Err(RemoteSignError::Refused { code: -32000, .. })
     ));
+    // The node's start-up check finds the missing key (and passes with the right one).
+    let check_unknown = unknown.clone();
+    match tokio::task::spawn_blocking(move || check_unknown.check())
+        .await
+        .unwrap()
+    {
+        Err(RemoteSignError::Refused { code, message }) => {
+            assert_eq!(code, -32000);
+            assert!(message.contains("import-validator"), "{message}");
+        }
+        other => panic!("a daemon without the vote key: {other:?}"),
+    }
 
     daemon.handle.stop().unwrap();
     daemon.handle.stopped().await;
@@ -219,6 +231,26 @@ async fn the_client_refuses_signatures_it_cannot_verify_and_malformed_replies() 
             ),
         }
     }
+
+    // A daemon that takes the request and never answers: the call ends at the timeout.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    let silent = RemoteSignerTarget {
+        timeout: Duration::from_millis(300),
+        ..target(addr, TOKEN)
+    };
+    let signer = std::sync::Arc::new(RemoteSigner::new(silent, key.public_key()).unwrap());
+    let answer = sign(&signer, vote(5, 9)).await;
+    assert!(
+        matches!(answer, Err(RemoteSignError::TimedOut { .. })),
+        "{answer:?}"
+    );
 }
 
 /// The session records a daemon keeps under `scheme` (one file per party share it used).
@@ -250,6 +282,8 @@ async fn testnet_with_remote_signers_finalizes() {
     let opts = TestnetOptions {
         validators: 4,
         blocks: 16,
+        // Eight processes share the cores: a calm pace leaves the ceremonies room.
+        block_time_ms: 1000,
         tx_rate: 10.0,
         profile: Profile::Aurora,
         dir: Some(dir.path().join("net")),

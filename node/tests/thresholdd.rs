@@ -723,6 +723,15 @@ async fn pulsar_ceremony_across_three_daemons() {
     }
 }
 
+/// Imports a fresh validator vote key into the keystore in `dir` (created with the test
+/// passphrase); its public key, hex.
+fn import_vote_key(dir: &Path) -> String {
+    let keystore = Keystore::open_with(dir, PASSPHRASE, KdfParams::for_tests()).unwrap();
+    let key = quasar_crypto::bls::SecretKey::from_seed(&rand::random::<[u8; 32]>());
+    thresholdd::import_vote_key(&keystore, &key).unwrap();
+    hex::encode(key.public_key().to_bytes())
+}
+
 /// `validator.sign_vote`'s parameters for a notarize vote in `view` for `block` (one byte,
 /// repeated).
 fn vote(public_key: &str, kind: &str, view: u64, block: u8) -> Value {
@@ -742,15 +751,9 @@ fn vote(public_key: &str, kind: &str, view: u64, block: u8) -> Value {
 #[tokio::test]
 async fn sign_vote_is_guarded_and_survives_a_restart() {
     let dir = tempfile::tempdir().unwrap();
+    let public_key = import_vote_key(dir.path());
     let daemon = start(dir.path()).await;
     let addr = daemon.local_addr;
-    let reply = call(
-        addr,
-        "bls.keygen",
-        json!({"threshold": 1, "participants": 1}),
-    )
-    .await;
-    let public_key = result(&reply)["publicKey"].as_str().unwrap().to_string();
     let signed = call(
         addr,
         "validator.sign_vote",
@@ -824,6 +827,18 @@ async fn sign_vote_is_guarded_and_survives_a_restart() {
     );
     assert_eq!(code, -32000, "{text}");
 
+    // A vote key signs only votes: `bls.sign` cannot reach it (nothing bypasses the guard).
+    let (code, text) = error(
+        &call(
+            addr,
+            "bls.sign",
+            json!({"messageHex": hex::encode(&message), "pubKeyHex": public_key}),
+        )
+        .await,
+    );
+    assert_eq!(code, -32000, "{text}");
+    assert!(text.contains("no bls key"), "{text}");
+
     // The metrics count the votes, the refusals and each method's calls, behind the token.
     let client = reqwest::Client::new();
     let url = format!("http://{addr}/metrics");
@@ -843,8 +858,8 @@ async fn sign_vote_is_guarded_and_survives_a_restart() {
         "thresholdd_guard_refusals_total 3",
         r#"thresholdd_calls_total{method="validator.sign_vote",outcome="ok"} 3"#,
         r#"thresholdd_calls_total{method="validator.sign_vote",outcome="error"} 3"#,
-        r#"thresholdd_calls_total{method="bls.keygen",outcome="ok"} 1"#,
-        r#"thresholdd_call_seconds_count{method="bls.keygen"} 1"#,
+        r#"thresholdd_calls_total{method="bls.sign",outcome="error"} 1"#,
+        r#"thresholdd_call_seconds_count{method="validator.sign_vote"} 6"#,
     ] {
         assert!(
             text.lines().any(|l| l == line),
@@ -1088,14 +1103,8 @@ async fn binary_deals_share_files_for_import() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_during_signing_keeps_keys_and_guard() {
     let dir = tempfile::tempdir().unwrap();
+    let public_key = import_vote_key(dir.path());
     let (mut child, addr) = spawn_binary(dir.path()).await;
-    let reply = call(
-        addr,
-        "bls.keygen",
-        json!({"threshold": 1, "participants": 1}),
-    )
-    .await;
-    let public_key = result(&reply)["publicKey"].as_str().unwrap().to_string();
 
     // Four clients sign views 1, 2, 3, … (client c takes views ≡ c mod 4) until the kill.
     let signed = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(u64, String)>::new()));
@@ -1135,15 +1144,7 @@ async fn kill_9_during_signing_keeps_keys_and_guard() {
     let signed = signed.lock().unwrap().clone();
 
     let (mut child, addr) = spawn_binary(dir.path()).await;
-    // The key is intact: it still signs, and each signed view's record survived.
-    let message = hex::encode(b"after the crash");
-    let reply = call(
-        addr,
-        "bls.sign",
-        json!({"messageHex": message, "pubKeyHex": public_key}),
-    )
-    .await;
-    assert!(result(&reply)["signatureHex"].is_string());
+    // Each signed view's record survived, and the key is intact: it signs the next view.
     for (view, signature) in &signed {
         let (code, text) = error(
             &call(
@@ -1167,6 +1168,19 @@ async fn kill_9_during_signing_keeps_keys_and_guard() {
             "view {view}"
         );
     }
+    // Above any view a client may have had in flight at the kill.
+    let next = signed
+        .iter()
+        .map(|(view, _)| view + 100)
+        .max()
+        .unwrap_or(100);
+    let fresh = call(
+        addr,
+        "validator.sign_vote",
+        vote(&public_key, "notarize", next, 0xa1),
+    )
+    .await;
+    assert_eq!(result(&fresh)["decision"], "fresh");
     child.kill().unwrap();
     child.wait().unwrap();
 }

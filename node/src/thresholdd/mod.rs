@@ -275,6 +275,20 @@ impl Context {
         })
     }
 
+    /// The validator vote key whose BLS public key is `public_key` ([`vote_key_id`]; its
+    /// metadata and its secret blob). Errors: −32000 when the keystore holds no such key or
+    /// cannot read it.
+    fn find_vote_key(
+        &self,
+        public_key: &[u8],
+    ) -> Result<(KeyInfo, Zeroizing<Vec<u8>>), ErrorObjectOwned> {
+        self.entry(&vote_key_id(public_key), Scheme::Bls, public_key, || {
+            "no validator vote key with this public key in the keystore (import it with \
+             `thresholdd keys import-validator`)"
+                .to_string()
+        })
+    }
+
     /// Keystore entry `id` (its metadata and secret blob, one read of its file), checked to
     /// hold `scheme`'s key `public_key`. Errors: −32000 with `missing()` when there is no such
     /// entry, or naming the entry when it holds something else or cannot be read.
@@ -305,6 +319,15 @@ fn key_id(scheme: Scheme, public_key: &[u8]) -> String {
     let name = scheme.as_str();
     let digest = tagged_hash("thresholdd/key-id", &[name.as_bytes(), public_key]);
     format!("{name}-{}", hex::encode(&digest[..8]))
+}
+
+/// The keystore id of the validator vote key whose BLS public key is `public_key`:
+/// `vote-` and the first 16 hex digits of a tagged SHA3-256 of it. Vote keys live apart from
+/// `bls.keygen`'s keys: `validator.sign_vote` reads only these, and `bls.sign` never sees them,
+/// so no method signs with a vote key outside its signing guard.
+fn vote_key_id(public_key: &[u8]) -> String {
+    let digest = tagged_hash("thresholdd/vote-key-id", &[public_key]);
+    format!("vote-{}", hex::encode(&digest[..8]))
 }
 
 /// The keystore id of party `party`'s imported share of `scheme`'s key `public_key`:

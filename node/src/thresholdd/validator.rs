@@ -1,8 +1,10 @@
 //! thresholdd's `validator.sign_vote`: the node's consensus votes, signed behind a signing guard
 //! kept inside the daemon (DESIGN.md §2, §8, §9).
 //!
-//! The vote key is a BLS key of the keystore (`bls.keygen`, usually 1 of 1; a t-of-n key signs
-//! with its first t shares). Each key has its own [`SigningGuard`] in
+//! The vote key is a validator's BLS key imported into the keystore ([`import_vote_key`],
+//! `thresholdd keys import-validator`) under its own id (`vote-…`), apart from `bls.keygen`'s
+//! keys: `bls.sign` cannot reach it, so nothing signs with it outside the guard. Each key has its
+//! own [`SigningGuard`] in
 //! `<data-dir>/guards/<keyId>/`, owned by the key's public key. The guard records, per view and
 //! kind, a digest of the whole signed message (so the same block with another height, chain,
 //! epoch or domain conflicts, and a repeat is byte-identical); a nullify vote must name the
@@ -26,18 +28,18 @@ use serde::{Deserialize, Serialize};
 use super::bls::{public_key_field, sign_with};
 use super::keystore::{Keystore, KeystoreError, NewKey, Scheme};
 use super::rpc::{self, hex_field, invalid_params, scheme_error};
-use super::{key_id, Context, DaemonError};
+use super::{vote_key_id, Context, DaemonError};
 use quasar_crypto::bls::SecretKey;
 use zeroize::Zeroizing;
 
 /// Stores validator key `key` (the node's BLS vote key, `bls_secret_key` of its key directory)
 /// in `keystore` as a 1-of-1 BLS key, so `validator.sign_vote` signs with it: its share is the
-/// secret itself at index 1 (a degree-0 polynomial). Returns the key id (`bls-…`, as
-/// `bls.keygen` names keys). Errors: the keystore's (e.g. [`KeystoreError::DuplicateKey`] when
-/// it is already imported).
+/// secret itself at index 1 (a degree-0 polynomial). Returns the key id (`vote-…`: only
+/// `validator.sign_vote` signs with it). Errors: the keystore's (e.g.
+/// [`KeystoreError::DuplicateKey`] when it is already imported).
 pub fn import_vote_key(keystore: &Keystore, key: &SecretKey) -> Result<String, KeystoreError> {
     let public_key = key.public_key().to_bytes();
-    let id = key_id(Scheme::Bls, &public_key);
+    let id = vote_key_id(&public_key);
     let scalar = Zeroizing::new(key.to_bytes());
     // The layout of `bls_threshold::SecretShare::to_bytes`, which `bls.sign` reads.
     let mut share = Zeroizing::new(Vec::with_capacity(2 + scalar.len()));
@@ -179,7 +181,7 @@ fn sign_vote(context: &Context, params: SignVoteParams) -> Result<SignVoteReply,
     );
     let public_bytes = public_key.to_bytes();
     // The key must exist before its guard is created; its entry is read once for both.
-    let (info, secret) = context.find_key(Scheme::Bls, &public_bytes)?;
+    let (info, secret) = context.find_vote_key(&public_bytes)?;
     let decision = context
         .guards
         .record(
@@ -214,11 +216,36 @@ fn sign_vote(context: &Context, params: SignVoteParams) -> Result<SignVoteReply,
     })
 }
 
-/// Registers `validator.sign_vote`.
+/// `validator.key`'s parameters: a vote key's public key.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct KeyParams {
+    /// The vote key's BLS public key, hex (48 bytes).
+    pub_key_hex: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct KeyReply {
+    key_id: String,
+}
+
+/// `validator.key`: whether this daemon holds the vote key (a node checks this at start).
+/// Errors: −32602 for a bad key; −32000 when the keystore holds no such vote key.
+fn vote_key(context: &Context, params: KeyParams) -> Result<KeyReply, ErrorObjectOwned> {
+    let public_key = public_key_field("pubKeyHex", &params.pub_key_hex)?;
+    let (info, _) = context.find_vote_key(&public_key.to_bytes())?;
+    Ok(KeyReply {
+        key_id: info.key_id.to_string(),
+    })
+}
+
+/// Registers `validator.sign_vote` and `validator.key`.
 pub(super) fn register(
     module: &mut RpcModule<Context>,
     timeout: Duration,
 ) -> Result<(), DaemonError> {
     rpc::register(module, "validator.sign_vote", timeout, sign_vote)?;
+    rpc::register(module, "validator.key", timeout, vote_key)?;
     Ok(())
 }
