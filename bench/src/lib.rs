@@ -1,12 +1,13 @@
-//! Benchmarks for Quasar (DESIGN.md §1, §9).
+//! Benchmarks for Quasar (DESIGN.md §1, §9): the criterion micro-benchmarks under `benches/`
+//! and the `quasar-bench` binary, the performance report a validator operator reads.
 //!
-//! This crate will hold the criterion micro-benchmarks and the `quasar-bench` binary (lanes, cert,
-//! bls-batch, zap and finality subcommands), each printing a Markdown table and writing JSON
-//! records with ratios against a baseline measured in the same run.
-//!
-//! Built so far: [`summary`], the ratio summary the criterion benches (`bls`, `groth16`) print
-//! after their groups. The end-to-end number that exists today is the one printed by
-//! `quasar-node testnet` (blocks per second, finality p50/p99, finalized transactions).
+//! `quasar-bench` subcommands ([`cmd`]) time their workloads in rounds against baselines
+//! measured in the same run ([`measure`]) and write a Markdown report, JSON records and an SVG
+//! plot per subcommand ([`report`]). [`summary`] is the ratio summary the criterion benches
+//! print after their groups.
 #![forbid(unsafe_code)]
 
+pub mod cmd;
+pub mod measure;
+pub mod report;
 pub mod summary;
