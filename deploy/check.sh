@@ -140,8 +140,8 @@ check_systemd() {
   cp -a /usr/lib/systemd/system "${root}/usr/lib/systemd/" 2>/dev/null || cp -a /lib/systemd/system "${root}/usr/lib/systemd/"
   for binary in quasar-node thresholdd; do
     if [[ -x "${repo}/target/release/${binary}" ]]; then
-      ln "${repo}/target/release/${binary}" "${root}/usr/local/bin/${binary}" 2>/dev/null ||
-        cp "${repo}/target/release/${binary}" "${root}/usr/local/bin/${binary}"
+      ln -L "${repo}/target/release/${binary}" "${root}/usr/local/bin/${binary}" 2>/dev/null ||
+        cp -L "${repo}/target/release/${binary}" "${root}/usr/local/bin/${binary}"
     else
       printf '#!/bin/sh\nexit 0\n' >"${root}/usr/local/bin/${binary}"
       chmod 0755 "${root}/usr/local/bin/${binary}"

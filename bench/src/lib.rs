@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cmd;
+pub mod fixtures;
 pub mod measure;
 pub mod report;
 pub mod summary;

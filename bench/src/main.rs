@@ -38,8 +38,9 @@ enum Command {
     BlsBatch(cmd::bls_batch::Options),
     /// ZAP against protobuf (prost) over loopback QUIC: 1, 20 and 50 connections.
     Zap(cmd::zap::Options),
-    /// The distributed finality bench over network namespaces (not built yet).
-    Finality,
+    /// Distributed finality: validators and their thresholdd over network namespaces with
+    /// netem delay, per scale and profile.
+    Finality(cmd::finality::Options),
     /// Threshold signing cost against committee size, per scheme.
     Sweep(cmd::sweep::Options),
     /// Every subcommand at its default sizes, then one Markdown report (report.md).
@@ -57,6 +58,7 @@ fn run_one(
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let started = Instant::now();
+    quasar_bench::report::check_writable(out)?;
     eprintln!("quasar-bench {name}: results to {}", out.display());
     let report = run()?;
     let machine = Machine::detect(gpu.name.clone());
@@ -76,7 +78,7 @@ fn main() -> ExitCode {
         Command::BlsBatch(o) => run_one("bls-batch", out, &gpu, || cmd::bls_batch::run(o, common)),
         Command::Sweep(o) => run_one("sweep", out, &gpu, || cmd::sweep::run(o, common)),
         Command::Zap(o) => run_one("zap", out, &gpu, || cmd::zap::run(o, common)),
-        Command::Finality => run_one("finality", out, &gpu, finality),
+        Command::Finality(o) => run_one("finality", out, &gpu, || cmd::finality::run(o, common)),
         Command::All => all(out, common, &gpu),
     };
     match result {
@@ -88,16 +90,10 @@ fn main() -> ExitCode {
     }
 }
 
-fn finality() -> Result<Report, BenchError> {
-    cmd::not_built(
-        "finality",
-        "the distributed finality bench over network namespaces is issue 11's next step",
-    )
-}
-
 /// Every subcommand at its defaults; `report.md` holds every section and a line for each
 /// failure. Fails when any subcommand failed.
 fn all(out: &Path, common: &Common, gpu: &Gpu) -> Result<String, BenchError> {
+    quasar_bench::report::check_writable(out)?;
     let started = Instant::now();
     let mut sections = Vec::new();
     let mut failures = Vec::new();
@@ -130,7 +126,12 @@ fn all(out: &Path, common: &Common, gpu: &Gpu) -> Result<String, BenchError> {
         "zap",
         run_one("zap", out, gpu, || cmd::zap::run(&default_args(), common)),
     );
-    step("finality", run_one("finality", out, gpu, finality));
+    step(
+        "finality",
+        run_one("finality", out, gpu, || {
+            cmd::finality::run(&default_args(), common)
+        }),
+    );
     step(
         "sweep",
         run_one("sweep", out, gpu, || {

@@ -50,8 +50,8 @@ pub struct Machine {
     pub memory_bytes: u64,
     /// Operating system and kernel release.
     pub os: String,
-    /// The git commit of the source tree (with `-dirty` for uncommitted changes), else
-    /// `$QUASAR_COMMIT`, else "unknown".
+    /// The git commit the binary was built from (`-dirty`: with uncommitted changes at build
+    /// time); without a repository at build time `$QUASAR_COMMIT`, else "unknown".
     pub commit: String,
     /// The GPU the lanes used, when one was found.
     pub gpu: Option<String>,
@@ -86,7 +86,7 @@ impl Machine {
             os: format!("{} {}", std::env::consts::OS, kernel.trim())
                 .trim()
                 .to_string(),
-            commit: commit(),
+            commit: env!("QUASAR_BENCH_COMMIT").to_string(),
             gpu,
         }
     }
@@ -102,32 +102,6 @@ impl Machine {
             self.commit,
             self.gpu.as_deref().unwrap_or("none")
         )
-    }
-}
-
-/// The source tree's commit (module docs of [`Machine::commit`]).
-fn commit() -> String {
-    let tree = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let git = |args: &[&str]| {
-        std::process::Command::new("git")
-            .args(args)
-            .current_dir(tree)
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-    };
-    match git(&["rev-parse", "--short=12", "HEAD"]) {
-        Some(out) => {
-            let hash = String::from_utf8_lossy(&out.stdout).trim().to_string();
-            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
-                .is_some_and(|o| !o.stdout.is_empty());
-            if dirty {
-                format!("{hash}-dirty")
-            } else {
-                hash
-            }
-        }
-        None => std::env::var("QUASAR_COMMIT").unwrap_or_else(|_| "unknown".into()),
     }
 }
 
@@ -177,6 +151,25 @@ impl Record {
             p99: quantile(&sorted, 0.99),
             min: sorted.first().copied().unwrap_or(f64::NAN),
             max: sorted.last().copied().unwrap_or(f64::NAN),
+            extra: serde_json::Map::new(),
+        }
+    }
+
+    /// A quantity known only by its percentiles (from another program's report): no samples
+    /// (`samples` 0), min and max unknown (NaN, written as `null`).
+    pub fn summary(group: &str, name: &str, unit: &str, p50: f64, p95: f64, p99: f64) -> Record {
+        Record {
+            group: group.to_string(),
+            name: name.to_string(),
+            unit: unit.to_string(),
+            samples: 0,
+            calls_per_sample: 0,
+            median: p50,
+            p50,
+            p95,
+            p99,
+            min: f64::NAN,
+            max: f64::NAN,
             extra: serde_json::Map::new(),
         }
     }
@@ -299,11 +292,13 @@ pub fn ratio(value: f64) -> String {
 /// What a subcommand plots.
 #[derive(Clone, Debug)]
 pub enum Plot {
-    /// Horizontal bars of medians on a logarithmic axis, with a whisker to the p95.
+    /// Horizontal bars of medians on a logarithmic axis, each with a whisker to a second value.
     Bars {
         /// Axis label (the unit).
         axis: String,
-        /// (label, median, p95).
+        /// What the whisker reaches, e.g. "p95" or "the slowest run".
+        whisker: String,
+        /// (label, median, whisker end).
         bars: Vec<(String, f64, f64)>,
     },
     /// Lines through (x, y) points, one per series.
@@ -377,7 +372,7 @@ impl Report {
         std::fs::create_dir_all(dir).map_err(io(dir))?;
         let markdown = self.markdown(machine, elapsed_s);
         let md = dir.join(format!("{}.md", self.subcommand));
-        std::fs::write(&md, &markdown).map_err(io(&md))?;
+        write_atomic(&md, markdown.as_bytes()).map_err(io(&md))?;
         let json = serde_json::json!({
             "version": FORMAT_VERSION,
             "subcommand": self.subcommand,
@@ -395,21 +390,49 @@ impl Report {
         let path = dir.join(format!("{}.json", self.subcommand));
         let bytes = serde_json::to_vec_pretty(&json).map_err(std::io::Error::other);
         bytes
-            .and_then(|b| std::fs::write(&path, b))
+            .and_then(|b| write_atomic(&path, &b))
             .map_err(io(&path))?;
         let svg = dir.join(format!("{}.svg", self.subcommand));
-        draw(&self.plot, &self.title, &svg).map_err(|message| ReportError::Plot {
+        let drawing = dir.join(format!(".{}.svg.tmp", self.subcommand));
+        draw(&self.plot, &self.title, &drawing).map_err(|message| ReportError::Plot {
             path: svg.clone(),
             message,
         })?;
+        std::fs::rename(&drawing, &svg).map_err(io(&svg))?;
         Ok(markdown)
     }
+}
+
+/// Writes `bytes` to `path` through a temporary file beside it and a rename, so that a failed
+/// write leaves the previous file whole.
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    let temp = path.with_file_name(format!(".{}.tmp", name.unwrap_or_default()));
+    std::fs::write(&temp, bytes)?;
+    std::fs::rename(&temp, path)
+}
+
+/// Checks before any measurement that results can be written to `dir` (created if missing):
+/// a probe file is written and removed. Errors: [`ReportError::Io`].
+pub fn check_writable(dir: &Path) -> Result<(), ReportError> {
+    let probe = dir.join(".quasar-bench-probe");
+    std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(&probe, b"probe"))
+        .and_then(|()| std::fs::remove_file(&probe))
+        .map_err(|source| ReportError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })
 }
 
 /// Draws `plot` into the SVG file `path`.
 fn draw(plot: &Plot, title: &str, path: &Path) -> Result<(), String> {
     match plot {
-        Plot::Bars { axis, bars } => draw_bars(title, axis, bars, path),
+        Plot::Bars {
+            axis,
+            whisker,
+            bars,
+        } => draw_bars(title, (axis, whisker), bars, path),
         Plot::Lines {
             x_axis,
             y_axis,
@@ -421,7 +444,12 @@ fn draw(plot: &Plot, title: &str, path: &Path) -> Result<(), String> {
 
 type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
-fn draw_bars(title: &str, axis: &str, bars: &[(String, f64, f64)], path: &Path) -> DrawResult {
+fn draw_bars(
+    title: &str,
+    (axis, whisker): (&str, &str),
+    bars: &[(String, f64, f64)],
+    path: &Path,
+) -> DrawResult {
     let finite = || {
         bars.iter()
             .flat_map(|b| [b.1, b.2])
@@ -447,7 +475,9 @@ fn draw_bars(title: &str, axis: &str, bars: &[(String, f64, f64)], path: &Path) 
             SegmentValue::CenterOf(i) => bars.get(*i).map(|b| b.0.clone()).unwrap_or_default(),
             _ => String::new(),
         })
-        .x_desc(format!("{axis} (log scale; bar: median, line: to p95)"))
+        .x_desc(format!(
+            "{axis} (log scale; bar: median, line: to {whisker})"
+        ))
         .draw()?;
     let visible = |v: f64| if v.is_finite() && v > lo { v } else { lo };
     chart.draw_series(bars.iter().enumerate().map(|(i, b)| {
@@ -491,6 +521,9 @@ fn draw_lines(
     let y_hi = points().fold(0.0, |hi: f64, p| hi.max(p.1)) * 1.15;
     let (x_lo, x_hi) = if x_lo < x_hi {
         (x_lo, x_hi)
+    } else if x_lo.is_finite() {
+        // One x value: centre it.
+        (x_lo - 1.0, x_lo + 1.0)
     } else {
         (0.0, 1.0)
     };
@@ -505,6 +538,7 @@ fn draw_lines(
     chart
         .configure_mesh()
         .x_desc(x_axis)
+        .x_label_formatter(&|x| format!("{x:.0}"))
         .y_desc(y_axis)
         .draw()?;
     for (i, (name, pts)) in series.iter().enumerate() {
@@ -569,6 +603,7 @@ mod tests {
             notes: vec!["a note".into()],
             plot: Plot::Bars {
                 axis: "ms".into(),
+                whisker: "p95".into(),
                 bars: vec![("x".into(), 1.5, 1.95), ("y".into(), f64::NAN, f64::NAN)],
             },
         };

@@ -396,6 +396,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 magnetar_set: slhdsa_set,
                 validator_sets,
                 remote_signers,
+                placements: Vec::new(),
             };
             let report = runtime()?.block_on(async {
                 tokio::select! {

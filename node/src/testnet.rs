@@ -61,7 +61,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::fs::OpenOptions;
 use std::io::Write;
-use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::net::{IpAddr, SocketAddr, TcpListener, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Mutex, MutexGuard};
@@ -368,6 +368,8 @@ pub struct TestnetOptions {
     /// ([`Testnet::use_remote_signers`]); the `thresholdd` binary is the one next to
     /// [`TestnetOptions::binary`].
     pub remote_signers: bool,
+    /// Where each validator runs ([`Testnet::place`]); empty: all on this host's loopback.
+    pub placements: Vec<Placement>,
 }
 
 impl TestnetOptions {
@@ -388,6 +390,7 @@ impl TestnetOptions {
             magnetar_set: ParameterSet::Shake192f,
             validator_sets: Vec::new(),
             remote_signers: false,
+            placements: Vec::new(),
         }
     }
 
@@ -415,6 +418,13 @@ impl TestnetOptions {
             }
             check_validator_sets(&self.validator_sets, self.validators)?;
         }
+        if !self.placements.is_empty() && self.placements.len() != self.validators {
+            return Err(TestnetError::Options(format!(
+                "{} placements for {} validators: give one per validator, or none",
+                self.placements.len(),
+                self.validators
+            )));
+        }
         if !self.tx_rate.is_finite() || self.tx_rate < 0.0 {
             return Err(TestnetError::Options(format!(
                 "tx_rate must be a finite number >= 0, got {}",
@@ -440,6 +450,8 @@ pub struct TestnetReport {
     /// Median finality latency (proposal timestamp → finalize quorum seen), milliseconds,
     /// nearest rank over every (validator, block); 0 without samples.
     pub finality_p50_ms: f64,
+    /// 95th percentile of the same samples, milliseconds.
+    pub finality_p95_ms: f64,
     /// 99th percentile of the same samples, milliseconds.
     pub finality_p99_ms: f64,
     /// Transactions a node accepted (`POST /tx` answered 200).
@@ -614,6 +626,30 @@ struct NodeAddrs {
     api: SocketAddr,
 }
 
+/// Where a validator's processes run ([`Testnet::place`]): on another "host" of the same
+/// machine, e.g. a Linux network namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    /// Command prefix its node and thresholdd start under, e.g. `["ip", "netns", "exec",
+    /// "host0"]`; empty: started directly.
+    pub launcher: Vec<String>,
+    /// The address its node (QUIC and HTTP API) and thresholdd bind to, on the same ports as
+    /// before; this process and the other validators must reach it.
+    pub ip: IpAddr,
+}
+
+/// `program` started under `launcher` (a command prefix; empty: none).
+fn launch(launcher: &[String], program: &Path) -> Command {
+    match launcher.split_first() {
+        Some((first, rest)) => {
+            let mut command = Command::new(first);
+            command.args(rest).arg(program);
+            command
+        }
+        None => Command::new(program),
+    }
+}
+
 /// A validator's thresholdd ([`Testnet::use_remote_signers`]).
 struct SignerDaemon {
     binary: PathBuf,
@@ -632,6 +668,8 @@ pub struct Testnet {
     children: Mutex<Vec<Option<Child>>>,
     /// One slot per validator: its thresholdd, with remote signers.
     signers: Vec<Option<SignerDaemon>>,
+    /// One per validator: the command prefix its processes start under ([`Testnet::place`]).
+    launchers: Vec<Vec<String>>,
     http: reqwest::Client,
 }
 
@@ -763,6 +801,7 @@ impl Testnet {
             block_time_ms,
             children: Mutex::new((0..validators).map(|_| None).collect()),
             signers: (0..validators).map(|_| None).collect(),
+            launchers: vec![Vec::new(); validators],
             http,
         })
     }
@@ -1052,9 +1091,13 @@ impl Testnet {
             .open(&log_path)
             .map_err(io_err(&log_path))?;
         let stderr = log.try_clone().map_err(io_err(&log_path))?;
-        let child = Command::new(&daemon.binary)
-            .arg("--listen")
-            .arg(daemon.listen.to_string())
+        let mut command = launch(&self.launchers[i], &daemon.binary);
+        command.arg("--listen").arg(daemon.listen.to_string());
+        if !daemon.listen.ip().is_loopback() {
+            // A placed validator's daemon listens on its host's address (Testnet::place).
+            command.arg("--allow-remote");
+        }
+        let child = command
             .arg("--data-dir")
             .arg(dir.join(SIGNER_DIR))
             .arg("--passphrase-file")
@@ -1089,6 +1132,59 @@ impl Testnet {
     }
 
     /// Rewrites validator `i`'s `node.toml` through `change`.
+    /// Moves validator `i` to another host before it starts: its node and thresholdd bind to
+    /// `placement.ip` (same ports), start under `placement.launcher`, and every other
+    /// validator's peer entry for it points there. Call after [`Testnet::use_remote_signers`]
+    /// (which gives the daemon its port) and before [`Testnet::start_signers`] and
+    /// [`Testnet::spawn`].
+    ///
+    /// Errors: [`TestnetError::NoSuchValidator`], [`TestnetError::AlreadyRunning`], files.
+    pub fn place(&mut self, i: usize, placement: Placement) -> Result<(), TestnetError> {
+        self.check_index(i)?;
+        if self.is_running(i) {
+            return Err(TestnetError::AlreadyRunning(i));
+        }
+        let old_p2p = self.nodes[i].p2p;
+        let moved = |addr: SocketAddr| SocketAddr::new(placement.ip, addr.port());
+        let (p2p, api) = (moved(old_p2p), moved(self.nodes[i].api));
+        let signer = self.signers[i].as_mut().map(|daemon| {
+            daemon.listen = moved(daemon.listen);
+            daemon.listen
+        });
+        self.update_node_config(i, |cfg| NodeConfig {
+            p2p_listen: p2p,
+            api_listen: api,
+            remote_signer: match (cfg.remote_signer, signer) {
+                (Some(remote), Some(listen)) => Some(RemoteSignerConfig {
+                    url: format!("http://{listen}"),
+                    ..remote
+                }),
+                (remote, _) => remote,
+            },
+            ..cfg
+        })?;
+        for j in (0..self.validators()).filter(|&j| j != i) {
+            self.update_node_config(j, |cfg| NodeConfig {
+                peers: cfg
+                    .peers
+                    .into_iter()
+                    .map(|peer| PeerConfig {
+                        address: if peer.address == old_p2p {
+                            p2p
+                        } else {
+                            peer.address
+                        },
+                        ..peer
+                    })
+                    .collect(),
+                ..cfg
+            })?;
+        }
+        self.nodes[i] = NodeAddrs { p2p, api };
+        self.launchers[i] = placement.launcher;
+        Ok(())
+    }
+
     fn update_node_config(
         &self,
         i: usize,
@@ -1207,7 +1303,7 @@ impl Testnet {
         )
         .map_err(io_err)?;
         let stderr = log.try_clone().map_err(io_err)?;
-        let child = Command::new(binary)
+        let child = launch(&self.launchers[i], binary)
             .arg("run")
             .arg("--config")
             .arg(&config_path)
@@ -1693,6 +1789,11 @@ async fn run_in(dir: &Path, opts: &TestnetOptions) -> Result<TestnetReport, Test
     }
     if opts.remote_signers {
         net.use_remote_signers(&opts.binary.with_file_name(THRESHOLDD_BINARY))?;
+    }
+    for (i, placement) in opts.placements.iter().enumerate() {
+        net.place(i, placement.clone())?;
+    }
+    if opts.remote_signers {
         net.start_signers()?;
     }
     let result = drive(&mut net, opts).await;
@@ -1980,6 +2081,7 @@ async fn measure(
         agreement,
         blocks_per_sec,
         finality_p50_ms: nearest_rank(&samples_ms, 50.0),
+        finality_p95_ms: nearest_rank(&samples_ms, 95.0),
         finality_p99_ms: nearest_rank(&samples_ms, 99.0),
         txs_submitted,
         txs_finalized,

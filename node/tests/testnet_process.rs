@@ -95,6 +95,7 @@ fn the_report_is_one_json_object_with_exactly_the_documented_keys_in_order() {
         agreement: true,
         blocks_per_sec: 8.5,
         finality_p50_ms: 120.0,
+        finality_p95_ms: 250.0,
         finality_p99_ms: 300.0,
         txs_submitted: 10,
         txs_finalized: 10,
@@ -107,7 +108,7 @@ fn the_report_is_one_json_object_with_exactly_the_documented_keys_in_order() {
     assert_eq!(
         serde_json::to_string(&report).unwrap(),
         "{\"validators\":4,\"finalized_height\":20,\"agreement\":true,\"blocks_per_sec\":8.5,\
-         \"finality_p50_ms\":120.0,\"finality_p99_ms\":300.0,\"txs_submitted\":10,\"txs_finalized\":10,\
+         \"finality_p50_ms\":120.0,\"finality_p95_ms\":250.0,\"finality_p99_ms\":300.0,\"txs_submitted\":10,\"txs_finalized\":10,\
          \"profile\":\"fast\",\"quasar_finalized_height\":19,\"quasar_unavailable\":null,\
          \"leg_verify_p50_ms\":{\"bls\":1.5},\"leg_sign_p50_ms\":{\"corona\":40.0}}"
     );

@@ -15,12 +15,13 @@
 
 use std::time::Duration;
 
-use quasar_crypto::bls::{batch_verify, fast_aggregate_verify, PublicKey, SecretKey, Signature};
+use quasar_crypto::bls::{batch_verify, fast_aggregate_verify, PublicKey, Signature};
 use quasar_crypto::bls_cache::PublicKeyCache;
 use quasar_lanes::bls::{bitmap_from_signers, verify_aggregate};
-use quasar_lanes::{Validator, ValidatorSet};
+use quasar_lanes::ValidatorSet;
 
-use super::{BenchError, Common};
+use super::{distinct, BenchError, Common};
+use crate::fixtures::BlsSigners;
 use crate::measure::Rounds;
 use crate::report::{ms, ratio, Plot, Ratio, Record, Report, Table};
 
@@ -58,27 +59,13 @@ struct Case {
 
 impl Case {
     fn new(n: usize) -> Result<Case, BenchError> {
-        let secrets: Vec<SecretKey> = (0..n)
-            .map(|i| {
-                let mut seed = [0x3cu8; 32];
-                seed[..8].copy_from_slice(&(i as u64).to_le_bytes());
-                SecretKey::from_seed(&seed)
-            })
-            .collect();
-        let keys: Vec<PublicKey> = secrets.iter().map(SecretKey::public_key).collect();
-        let signatures: Vec<Signature> = secrets.iter().map(|sk| sk.sign(MESSAGE)).collect();
-        let validators = keys
-            .iter()
-            .map(|&public_key| Validator {
-                public_key,
-                stake: 1,
-            })
-            .collect();
+        let signers = BlsSigners::new(n, 0x3c, MESSAGE)?;
+        let (keys, signatures) = (signers.keys, signers.signatures);
         let case = Case {
             n,
             compressed: keys.iter().map(PublicKey::to_bytes).collect(),
             encoded: signatures.iter().map(Signature::to_bytes).collect(),
-            set: ValidatorSet::new(validators).map_err(BenchError::setup("validator set"))?,
+            set: signers.set,
             bitmap: bitmap_from_signers(0..n, n),
             aggregate: Signature::aggregate(&signatures)
                 .map_err(BenchError::setup("aggregate"))?
@@ -153,6 +140,7 @@ pub fn run(options: &Options, common: &Common) -> Result<Report, BenchError> {
             vec![64, 256, 1024]
         }
     });
+    let sizes = distinct(sizes);
     if sizes.iter().any(|&n| n == 0 || n > 4096) {
         return Err(BenchError::Options(
             "signature counts must be between 1 and 4096 (the cache holds about 4096 keys)".into(),

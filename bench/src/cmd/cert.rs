@@ -16,7 +16,7 @@ use quasar_lanes::cert::{bundle_digest, verify_leg, CertPolicy, CertVerifier, Pr
 use quasar_lanes::cert_fixture::{Fixture, FixtureConfig};
 use quasar_wire::LegKind;
 
-use super::{BenchError, Common, Gpu};
+use super::{distinct, BenchError, Common, Gpu};
 use crate::measure::{Rounds, Series};
 use crate::report::{ms, ratio, Plot, Ratio, Record, Report, Table};
 
@@ -94,6 +94,7 @@ pub fn run(options: &Options, common: &Common, gpu: &Gpu) -> Result<Report, Benc
             vec![4, 21, 50, 100]
         }
     });
+    let sizes = distinct(sizes);
     if sizes.iter().any(|&n| n == 0 || n > 1000) {
         return Err(BenchError::Options(
             "validator counts must be between 1 and 1000".into(),
@@ -107,6 +108,7 @@ pub fn run(options: &Options, common: &Common, gpu: &Gpu) -> Result<Report, Benc
             Profile::Fast,
         ]
     });
+    let profiles = distinct(profiles);
     let rounds = common.rounds(9);
     let mut cases = Vec::new();
     for &profile in &profiles {
@@ -271,9 +273,11 @@ fn report(
              near 1 is the target; with more legs than cores they share the cores and the \
              ratio rises toward whole / sum."
         ),
-        "BLS and Magnetar legs carry the smallest quorum of n equal stakes; Corona and Pulsar \
-         are committee signatures (2-of-3 here) whose size and cost do not depend on n; the \
-         Groth16 leg is one 192-byte proof. `hybrid-…` verifies as `quasar`."
+        "BLS and Magnetar legs carry the smallest quorum of n equal stakes. The fixture's Corona \
+         and Pulsar keys are 2-of-3 (a node deals t = n − ⌊(n − 1)/3⌋ of n, and a committee of \
+         4 for Pulsar): each signature verifies against its group key alone, so neither its \
+         size nor its cost depends on the committee. The Groth16 leg is one 192-byte proof. \
+         `hybrid-…` verifies as `quasar`."
             .into(),
     ];
     Report {
@@ -292,6 +296,7 @@ fn report(
         notes,
         plot: Plot::Bars {
             axis: "milliseconds, whole certificate".into(),
+            whisker: "p95".into(),
             bars,
         },
     }

@@ -23,20 +23,21 @@ use ark_groth16::Groth16;
 use ark_serialize::CanonicalSerialize;
 use ark_snark::SNARK;
 use quasar_crypto::accel::BatchArithmetic;
-use quasar_crypto::bls::{PublicKey, SecretKey, Signature};
+use quasar_crypto::bls::{PublicKey, Signature};
 use quasar_crypto::corona;
 use quasar_crypto::magnetar::{self, ParameterSet};
 use quasar_crypto::mldsa::{self, MlDsa65};
-use quasar_crypto::pulsar;
+
 use quasar_crypto::rollup::prover::create_proof;
 use quasar_crypto::rollup::test_circuit::SquaringChain;
 use quasar_lanes::bls::{bitmap_from_signers, verify_aggregate};
 use quasar_lanes::groth16::{Proof, VerifyingKey};
-use quasar_lanes::{Validator, ValidatorSet};
+use quasar_lanes::ValidatorSet;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
-use super::{BenchError, Common, Gpu};
+use super::{distinct, BenchError, Common, Gpu};
+use crate::fixtures::{session_id, BlsSigners, PulsarCommittee};
 use crate::measure::{timed, Rounds, Series};
 use crate::report::{ms, ratio, Plot, Ratio, Record, Report, Table};
 
@@ -75,6 +76,7 @@ pub fn run(options: &Options, common: &Common, gpu: &Gpu) -> Result<Report, Benc
             vec![21, 100]
         }
     });
+    let bls_sizes = distinct(bls_sizes);
     if bls_sizes.iter().any(|&n| n == 0 || n > 10_000) {
         return Err(BenchError::Options(
             "BLS sizes must be between 1 and 10000".into(),
@@ -93,7 +95,7 @@ pub fn run(options: &Options, common: &Common, gpu: &Gpu) -> Result<Report, Benc
         .collect::<Result<_, _>>()?;
     let mldsa = MlDsaCase::new()?;
     let corona = CoronaCase::new(&mut rng)?;
-    let mut pulsar = PulsarCase::new(&mut rng)?;
+    let mut pulsar = PulsarCommittee::deal(3, 4, &mut rng, 13)?;
     let groth16 = Groth16Case::new(prove_log, &mut rng)?;
     let slh = SlhCase::new()?;
 
@@ -217,7 +219,9 @@ pub fn run(options: &Options, common: &Common, gpu: &Gpu) -> Result<Report, Benc
         baseline: Some(("ark-groth16 prove".into(), ark_prove)),
     });
     let pulsar_sign = slot(1);
-    r.add("pulsar 3-of-4", "sign (whole sessions)", || pulsar.sign());
+    r.add("pulsar 3-of-4", "sign (whole sessions)", || {
+        pulsar.sign(MESSAGE, CONTEXT)
+    });
     rows.push(Row {
         lane: "Pulsar",
         operation: "sign, 3 of 4".into(),
@@ -256,7 +260,7 @@ fn report(
     gpu: &Gpu,
     prove_log: u32,
     bls_sizes: &[usize],
-    pulsar: &PulsarCase,
+    pulsar: &PulsarCommittee,
     rounds: usize,
 ) -> Report {
     let mut table = Table::new(
@@ -348,6 +352,7 @@ fn report(
         notes,
         plot: Plot::Bars {
             axis: "milliseconds".into(),
+            whisker: "p95".into(),
             bars,
         },
     }
@@ -365,31 +370,14 @@ struct BlsCase {
 
 impl BlsCase {
     fn new(n: usize) -> Result<BlsCase, BenchError> {
-        let secrets: Vec<SecretKey> = (0..n)
-            .map(|i| {
-                let mut seed = [0x42u8; 32];
-                seed[..8].copy_from_slice(&(i as u64).to_le_bytes());
-                SecretKey::from_seed(&seed)
-            })
-            .collect();
-        let keys: Vec<PublicKey> = secrets.iter().map(SecretKey::public_key).collect();
-        let sigs: Vec<Signature> = secrets.iter().map(|sk| sk.sign(MESSAGE)).collect();
-        let validators = keys
-            .iter()
-            .map(|&public_key| Validator {
-                public_key,
-                stake: 1,
-            })
-            .collect();
+        let signers = BlsSigners::new(n, 0x42, MESSAGE)?;
         Ok(BlsCase {
             n,
-            set: ValidatorSet::new(validators).map_err(BenchError::setup("BLS set"))?,
             bitmap: bitmap_from_signers(0..n, n),
-            aggregate: Signature::aggregate(&sigs)
-                .map_err(BenchError::setup("BLS aggregate"))?
-                .to_bytes(),
-            signatures: sigs.iter().map(Signature::to_bytes).collect(),
-            keys,
+            aggregate: signers.aggregate()?,
+            signatures: signers.signatures.iter().map(Signature::to_bytes).collect(),
+            set: signers.set,
+            keys: signers.keys,
         })
     }
 
@@ -505,10 +493,7 @@ impl CoronaCase {
     /// One signature by parties 0, 1, 2: round 1, round 2, combine, and the total.
     fn sign(&self) -> Vec<Duration> {
         let signing = &mut *self.signing.borrow_mut();
-        signing.sessions += 1;
-        let mut id = [0u8; 32];
-        id[..8].copy_from_slice(&signing.sessions.to_le_bytes());
-        let session = corona::scheme::SessionId(id);
+        let session = corona::scheme::SessionId(session_id(&mut signing.sessions));
         let set = signing.signers[0]
             .share()
             .signing_set(&[0, 1, 2])
@@ -543,54 +528,6 @@ impl CoronaCase {
         self.group
             .verify_on(backend, MESSAGE, &self.signature)
             .expect("the signature verifies");
-    }
-}
-
-/// A 3-of-4 Pulsar key with its signing set.
-struct PulsarCase {
-    group: pulsar::GroupKey,
-    signers: Vec<pulsar::Signer>,
-    signatures: u64,
-    sessions: u64,
-    rng: ChaCha20Rng,
-}
-
-impl PulsarCase {
-    fn new(rng: &mut ChaCha20Rng) -> Result<PulsarCase, BenchError> {
-        let (group, shares) =
-            pulsar::trusted_dealer_keygen(3, 4, rng).map_err(BenchError::setup("Pulsar keygen"))?;
-        Ok(PulsarCase {
-            group,
-            signers: shares
-                .into_iter()
-                .take(3)
-                .map(pulsar::Signer::new)
-                .collect(),
-            signatures: 0,
-            sessions: 0,
-            rng: ChaCha20Rng::seed_from_u64(13),
-        })
-    }
-
-    fn sign(&mut self) {
-        self.signatures += 1;
-        let mut base = [0u8; 32];
-        base[..8].copy_from_slice(&self.signatures.to_le_bytes());
-        let signed = pulsar::sign_in_process(
-            &self.group,
-            &mut self.signers,
-            &base,
-            MESSAGE,
-            CONTEXT,
-            256,
-            &mut self.rng,
-        )
-        .expect("Pulsar signs");
-        self.sessions += u64::from(signed.sessions);
-    }
-
-    fn sessions_per_signature(&self) -> f64 {
-        self.sessions as f64 / self.signatures.max(1) as f64
     }
 }
 

@@ -53,7 +53,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Inspect the keystore (public data only).
+    /// Manage the keystore: list its keys (public data only), import a validator's keys.
     Keys {
         #[command(subcommand)]
         action: KeysAction,
