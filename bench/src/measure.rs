@@ -5,6 +5,8 @@
 
 use std::time::{Duration, Instant};
 
+use crate::summary::time;
+
 /// Linear-interpolation quantile `p` (0 ≤ p ≤ 1) of ascending `sorted`: with h = (len − 1)·p,
 /// `sorted[⌊h⌋] + (h − ⌊h⌋)·(sorted[⌈h⌉] − sorted[⌊h⌋])` (Hyndman and Fan 1996, definition 7).
 /// NaN for an empty slice.
@@ -84,6 +86,7 @@ impl<'a> Rounds<'a> {
         }
     }
 
+    /// Adds a series; returns its index in [`Rounds::run`]'s result.
     fn series(&mut self, group: &str, name: &str) -> usize {
         self.series.push(Series {
             group: group.to_string(),
@@ -96,7 +99,8 @@ impl<'a> Rounds<'a> {
 
     /// Adds `run`, timed whole: each sample is the mean over enough calls to take about the
     /// sample target (one call for slow workloads). Its result is kept from the optimizer.
-    pub fn add<T>(&mut self, group: &str, name: &str, mut run: impl FnMut() -> T + 'a) {
+    /// Returns the index of its series in [`Rounds::run`]'s result.
+    pub fn add<T>(&mut self, group: &str, name: &str, mut run: impl FnMut() -> T + 'a) -> usize {
         let series = self.series(group, name);
         self.works.push(Work::Whole {
             run: Box::new(move || {
@@ -104,21 +108,25 @@ impl<'a> Rounds<'a> {
             }),
             series,
         });
+        series
     }
 
     /// Adds `run`, which times its own phases: it returns one duration per entry of `names`,
-    /// and each becomes its own series (one call per sample).
+    /// and each becomes its own series (one call per sample), at consecutive indices from the
+    /// one returned.
     pub fn add_phased(
         &mut self,
         group: &str,
         names: &[&str],
         run: impl FnMut() -> Vec<Duration> + 'a,
-    ) {
-        let series = names.iter().map(|name| self.series(group, name)).collect();
+    ) -> usize {
+        let series: Vec<usize> = names.iter().map(|name| self.series(group, name)).collect();
+        let first = series.first().copied().unwrap_or(self.series.len());
         self.works.push(Work::Phased {
             run: Box::new(run),
             series,
         });
+        first
     }
 
     /// Runs one warm-up call of every workload (which also calibrates the calls per sample),
@@ -126,7 +134,7 @@ impl<'a> Rounds<'a> {
     pub fn run(mut self, rounds: usize) -> Vec<Series> {
         for work in &mut self.works {
             if let Work::Whole { run, series } = work {
-                let once = time(1, run);
+                let once = time(1, &mut **run);
                 let calls = (self.sample_target.as_secs_f64() / once.max(1e-9)).ceil();
                 self.series[*series].calls_per_sample = calls.clamp(1.0, 100_000.0) as u32;
             }
@@ -136,7 +144,8 @@ impl<'a> Rounds<'a> {
                 match work {
                     Work::Whole { run, series } => {
                         let s = &mut self.series[*series];
-                        s.samples_ms.push(time(s.calls_per_sample, run) * 1e3);
+                        s.samples_ms
+                            .push(time(s.calls_per_sample, &mut **run) * 1e3);
                     }
                     Work::Phased { run, series } => {
                         for (&i, d) in series.iter().zip(run()) {
@@ -148,15 +157,6 @@ impl<'a> Rounds<'a> {
         }
         self.series
     }
-}
-
-/// Seconds per call of `run` over `calls` calls.
-fn time(calls: u32, run: &mut dyn FnMut()) -> f64 {
-    let start = Instant::now();
-    for _ in 0..calls {
-        run();
-    }
-    start.elapsed().as_secs_f64() / f64::from(calls.max(1))
 }
 
 /// Runs `work` and returns how long it took with its result.

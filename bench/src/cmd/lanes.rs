@@ -102,18 +102,10 @@ pub fn run(options: &Options, common: &Common, gpu: &Gpu) -> Result<Report, Benc
     let cpu_backend: Arc<dyn BatchArithmetic> = Arc::new(quasar_gpu::SimdCpuBackend::new());
     let mut r = Rounds::new(Duration::from_millis(if common.smoke { 2 } else { 20 }));
     let mut rows: Vec<Row> = Vec::new();
-    let mut next = 0usize;
-    let mut slot = |count: usize| {
-        let first = next;
-        next += count;
-        first
-    };
     for case in &bls {
         let g = format!("bls n={}", case.n);
-        let agg = slot(1);
-        r.add(&g, "aggregate verify (table keys)", || case.aggregate());
-        let flat = slot(1);
-        r.add(&g, "flat: each signature verified", || case.flat());
+        let agg = r.add(&g, "aggregate verify (table keys)", || case.aggregate());
+        let flat = r.add(&g, "flat: each signature verified", || case.flat());
         rows.push(Row {
             lane: "BLS",
             operation: format!("aggregate verify, n = {}", case.n),
@@ -122,14 +114,11 @@ pub fn run(options: &Options, common: &Common, gpu: &Gpu) -> Result<Report, Benc
             baseline: Some((format!("{} signatures one by one", case.n), flat)),
         });
     }
-    let mldsa_verify = slot(1);
-    r.add("ml-dsa-65", "verify (libcrux)", || mldsa.verify());
-    let fips204_verify = slot(1);
-    r.add("ml-dsa-65", "verify (fips204 crate)", || {
+    let mldsa_verify = r.add("ml-dsa-65", "verify (libcrux)", || mldsa.verify());
+    let fips204_verify = r.add("ml-dsa-65", "verify (fips204 crate)", || {
         mldsa.verify_fips204()
     });
-    let mldsa_sign = slot(1);
-    r.add("ml-dsa-65", "sign (libcrux)", || mldsa.sign());
+    let mldsa_sign = r.add("ml-dsa-65", "sign (libcrux)", || mldsa.sign());
     rows.push(Row {
         lane: "ML-DSA-65",
         operation: "verify".into(),
@@ -137,8 +126,7 @@ pub fn run(options: &Options, common: &Common, gpu: &Gpu) -> Result<Report, Benc
         gpu: None,
         baseline: Some(("fips204 crate verify".into(), fips204_verify)),
     });
-    let corona_phases = slot(4);
-    r.add_phased(
+    let corona_phases = r.add_phased(
         "corona 3-of-4",
         &[
             "round 1 (3 signers)",
@@ -148,18 +136,15 @@ pub fn run(options: &Options, common: &Common, gpu: &Gpu) -> Result<Report, Benc
         ],
         || corona.sign(),
     );
-    let corona_verify = slot(1);
-    r.add("corona 3-of-4", "verify", || {
+    let corona_verify = r.add("corona 3-of-4", "verify", || {
         corona.verify(&quasar_crypto::accel::CpuBackend)
     });
     let corona_gpu = gpu.backend.as_ref().map(|backend| {
-        let at = slot(1);
         let backend = backend.clone();
         let corona = &corona;
         r.add("corona 3-of-4", "verify (GPU)", move || {
             corona.verify(backend.as_ref())
-        });
-        at
+        })
     });
     for (i, what) in [
         "round 1, 3 signers",
@@ -185,25 +170,19 @@ pub fn run(options: &Options, common: &Common, gpu: &Gpu) -> Result<Report, Benc
         gpu: corona_gpu,
         baseline: Some(("ML-DSA-65 verify".into(), mldsa_verify)),
     });
-    let g16_verify = slot(1);
-    r.add("groth16", "verify", || groth16.verify());
-    let ark_verify = slot(1);
-    r.add("groth16", "verify (ark-groth16)", || groth16.verify_ark());
-    let g16_prove = slot(1);
-    r.add("groth16", "prove (SIMD CPU backend)", || {
+    let g16_verify = r.add("groth16", "verify", || groth16.verify());
+    let ark_verify = r.add("groth16", "verify (ark-groth16)", || groth16.verify_ark());
+    let g16_prove = r.add("groth16", "prove (SIMD CPU backend)", || {
         groth16.prove(cpu_backend.as_ref())
     });
     let g16_prove_gpu = gpu.backend.as_ref().map(|backend| {
-        let at = slot(1);
         let backend = backend.clone();
         let groth16 = &groth16;
         r.add("groth16", "prove (GPU)", move || {
             groth16.prove(backend.as_ref())
-        });
-        at
+        })
     });
-    let ark_prove = slot(1);
-    r.add("groth16", "prove (ark-groth16)", || groth16.prove_ark());
+    let ark_prove = r.add("groth16", "prove (ark-groth16)", || groth16.prove_ark());
     rows.push(Row {
         lane: "Groth16",
         operation: "verify (3 public inputs)".into(),
@@ -218,8 +197,7 @@ pub fn run(options: &Options, common: &Common, gpu: &Gpu) -> Result<Report, Benc
         gpu: g16_prove_gpu,
         baseline: Some(("ark-groth16 prove".into(), ark_prove)),
     });
-    let pulsar_sign = slot(1);
-    r.add("pulsar 3-of-4", "sign (whole sessions)", || {
+    let pulsar_sign = r.add("pulsar 3-of-4", "sign (whole sessions)", || {
         pulsar.sign(MESSAGE, CONTEXT)
     });
     rows.push(Row {
@@ -229,12 +207,10 @@ pub fn run(options: &Options, common: &Common, gpu: &Gpu) -> Result<Report, Benc
         gpu: None,
         baseline: Some(("ML-DSA-65 sign".into(), mldsa_sign)),
     });
-    let slh_verify = slot(1);
-    r.add("magnetar", "verify SLH-DSA-SHAKE-192f (fips205)", || {
+    let slh_verify = r.add("magnetar", "verify SLH-DSA-SHAKE-192f (fips205)", || {
         slh.verify()
     });
-    let slh_baseline = slot(1);
-    r.add("magnetar", "verify (RustCrypto slh-dsa)", || {
+    let slh_baseline = r.add("magnetar", "verify (RustCrypto slh-dsa)", || {
         slh.verify_rustcrypto()
     });
     rows.push(Row {

@@ -273,7 +273,8 @@ async fn receive(mut send: quinn::SendStream, recv: quinn::RecvStream) -> Result
 }
 
 /// Sends votes `first..first + count` on one new connection, `batch` per write, and checks the
-/// server's count and checksum.
+/// server's count and checksum against `expected` ([`expected_sum`], computed before the clock
+/// starts).
 async fn send_votes(
     client: quinn::Endpoint,
     server: std::net::SocketAddr,
@@ -281,6 +282,7 @@ async fn send_votes(
     first: u64,
     count: u64,
     batch: u64,
+    expected: u64,
 ) -> Result<(), String> {
     let connection = client
         .connect(server, "localhost")
@@ -308,10 +310,9 @@ async fn send_votes(
         u64::from_le_bytes(reply[8..16].try_into().map_err(|_| "a short reply")?),
     );
     connection.close(0u32.into(), b"done");
-    if got != (count, expected_sum(first, count)) {
+    if got != (count, expected) {
         return Err(format!(
-            "the server decoded {got:?}, expected {count} votes with checksum {}",
-            expected_sum(first, count)
+            "the server decoded {got:?}, expected {count} votes with checksum {expected}"
         ));
     }
     Ok(())
@@ -321,6 +322,9 @@ async fn send_votes(
 async fn run_mode(net: &Loopback, codec: Codec, mode: Mode, total: u64) -> Result<f64, String> {
     let server = net.server.local_addr().map_err(|e| e.to_string())?;
     let per = total.div_ceil(mode.connections);
+    let expected: Vec<u64> = (0..mode.connections)
+        .map(|c| expected_sum(c * per, per))
+        .collect();
     let started = Instant::now();
     let tasks: Vec<_> = (0..mode.connections)
         .map(|c| {
@@ -331,6 +335,7 @@ async fn run_mode(net: &Loopback, codec: Codec, mode: Mode, total: u64) -> Resul
                 c * per,
                 per,
                 mode.batch,
+                expected[c as usize],
             ))
         })
         .collect();
