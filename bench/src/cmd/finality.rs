@@ -28,8 +28,8 @@ use crate::report::{ms, Plot, Ratio, Record, Report, Table};
 /// `finality` options.
 #[derive(Clone, Debug, clap::Args)]
 pub struct Options {
-    /// Validator counts (default 10; smoke 4; the issue's larger scales are 100 and 500, which
-    /// need far more than 2 cores).
+    /// Validator counts (default 10; smoke 4; 100 and 500 need far more than 2 cores: each
+    /// validator is two processes).
     #[arg(long, value_delimiter = ',')]
     pub scales: Option<Vec<usize>>,
     /// Profiles (default aurora,polaris,hybrid-1s; smoke aurora).
@@ -217,14 +217,20 @@ pub fn run(options: &Options, common: &Common) -> Result<Report, BenchError> {
             .map_err(BenchError::setup("own executable"))?
             .with_file_name("quasar-node"),
     };
-    for binary in [node_bin.clone(), node_bin.with_file_name("thresholdd")] {
-        if !binary.is_file() {
-            return Err(BenchError::Setup(format!(
-                "{} not found: build it (`cargo build --release -p quasar-node --bins`) or \
-                 give --node-bin",
-                binary.display()
-            )));
-        }
+    let thresholdd = node_bin.with_file_name("thresholdd");
+    if !node_bin.is_file() {
+        return Err(BenchError::Setup(format!(
+            "{} not found: build it (`cargo build --release -p quasar-node --bins`) or give \
+             --node-bin",
+            node_bin.display()
+        )));
+    }
+    if !thresholdd.is_file() {
+        return Err(BenchError::Setup(format!(
+            "{} not found: thresholdd must sit beside quasar-node (`cargo build --release -p \
+             quasar-node --bins` builds both)",
+            thresholdd.display()
+        )));
     }
     let mut notes = Vec::new();
     let namespaces = if options.loopback {
@@ -439,6 +445,12 @@ fn report(
     ]);
     if ratios.is_empty() {
         notes.push("No post-quantum leg attached in any run.".into());
+    } else {
+        let listed: Vec<String> = ratios
+            .iter()
+            .map(|r| format!("{} {:.2}", r.name, r.value))
+            .collect();
+        notes.push(format!("Leg / BLS finality: {}.", listed.join("; ")));
     }
     Report {
         subcommand: "finality".into(),

@@ -268,7 +268,9 @@ async fn receive(mut send: quinn::SendStream, recv: quinn::RecvStream) -> Result
     reply.extend_from_slice(&sum.to_le_bytes());
     send.write_all(&reply).await.map_err(|e| e.to_string())?;
     send.finish().map_err(|e| e.to_string())?;
-    send.stopped().await.map_err(|e| e.to_string())?;
+    // The sender closes its connection once it has read the reply, so waiting for the
+    // acknowledgement may end in "connection lost": the reply was delivered either way.
+    let _ = send.stopped().await;
     Ok(())
 }
 
