@@ -37,10 +37,13 @@
 //!    pending ones re-checked every 200 ms). If only transactions are missing when the time is up,
 //!    the report says so (`txs_finalized < txs_submitted`); missing heights are an error.
 //! 4. Unless the profile is `hybrid-…` (whose late bundles expire anyway), wait until every
-//!    validator reports a Quasar-finalized height above 0 or Quasar finality unavailable: at
-//!    most [`QUASAR_WAIT`], or [`ROLLUP_QUASAR_WAIT`] with a rollup prover
-//!    ([`TestnetOptions::rollup_setup`], [`Testnet::add_rollup`]). Running out of time is not an
-//!    error; the report shows the heights reached.
+//!    validator reports Quasar finality unavailable or a Quasar-finalized height at the last
+//!    bundle boundary at or below `blocks` (the genesis `bundle_size` times
+//!    ⌊`blocks` / `bundle_size`⌋, or above 0 when no bundle closes by `blocks`): at most
+//!    [`QUASAR_WAIT`]. With a rollup prover ([`TestnetOptions::rollup_setup`],
+//!    [`Testnet::add_rollup`]), whose proofs take minutes each, the first certified bundle is
+//!    enough, within [`ROLLUP_QUASAR_WAIT`]. Running out of time is not an error; the report
+//!    shows the heights reached.
 //! 5. Read `GET /block/h` for `h = 1..=blocks` from every validator:
 //!    - `agreement`: every validator returns the same block hash at every height it still
 //!      holds (a height it pruned, `410 Gone`, is left out for it);
@@ -1833,14 +1836,16 @@ async fn drive(net: &mut Testnet, opts: &TestnetOptions) -> Result<TestnetReport
     );
 
     let txs_finalized = wait_for_finality(net, opts.blocks, &subs.accepted, budget).await?;
-    let quasar_budget = match (opts.profile, &opts.rollup_setup) {
+    let bundle_size = GenesisFile::load(&net.dir.join(GENESIS_FILE))?.bundle_size;
+    let last_bundle = (opts.blocks / bundle_size.max(1)).saturating_mul(bundle_size);
+    let quasar_wait = match (opts.profile, &opts.rollup_setup) {
         // Hybrid bundles expire when their legs are late: waiting longer changes nothing.
         (Profile::Hybrid { .. }, _) => None,
-        (_, Some(_)) => Some(ROLLUP_QUASAR_WAIT),
-        (_, None) => Some(QUASAR_WAIT),
+        (_, Some(_)) => Some((1, ROLLUP_QUASAR_WAIT)),
+        (_, None) => Some((last_bundle.max(1), QUASAR_WAIT)),
     };
-    if let Some(quasar_budget) = quasar_budget {
-        wait_for_quasar(net, quasar_budget).await?;
+    if let Some((target, budget)) = quasar_wait {
+        wait_for_quasar(net, target, budget).await?;
     }
     let report = measure(net, opts.blocks, subs.accepted.len() as u64, txs_finalized).await?;
     eprintln!(
@@ -1966,10 +1971,10 @@ pub const QUASAR_WAIT: Duration = Duration::from_secs(60);
 /// The same with a rollup prover: the first Groth16 proof takes minutes.
 pub const ROLLUP_QUASAR_WAIT: Duration = Duration::from_secs(30 * 60);
 
-/// Waits (at most `budget`) until every validator reports a Quasar-finalized height above 0,
-/// or one reports Quasar finality unavailable. Running out of time is not an error: the report
-/// shows the heights reached.
-async fn wait_for_quasar(net: &Testnet, budget: Duration) -> Result<(), TestnetError> {
+/// Waits (at most `budget`) until every validator reports a Quasar-finalized height of at least
+/// `target`, or one reports Quasar finality unavailable. Running out of time is not an error:
+/// the report shows the heights reached.
+async fn wait_for_quasar(net: &Testnet, target: u64, budget: Duration) -> Result<(), TestnetError> {
     let start = Instant::now();
     let mut next_note = start + Duration::from_secs(30);
     loop {
@@ -1982,19 +1987,19 @@ async fn wait_for_quasar(net: &Testnet, budget: Duration) -> Result<(), TestnetE
             }
             heights.push(status.quasar_finalized_height);
         }
-        if heights.iter().all(|&h| h > 0) {
+        if heights.iter().all(|&h| h >= target) {
             return Ok(());
         }
         if start.elapsed() >= budget {
             eprintln!(
-                "testnet: no Quasar finality on every validator after {budget:?}: {heights:?}"
+                "testnet: Quasar-finalized heights {heights:?} after {budget:?}, short of {target}"
             );
             return Ok(());
         }
         if Instant::now() >= next_note {
             next_note = Instant::now() + Duration::from_secs(30);
             eprintln!(
-                "testnet: waiting for Quasar finality ({:.0} s; Quasar-finalized heights {heights:?})",
+                "testnet: waiting for Quasar finality at height {target} ({:.0} s; Quasar-finalized heights {heights:?})",
                 start.elapsed().as_secs_f64()
             );
         }
