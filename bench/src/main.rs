@@ -44,7 +44,19 @@ enum Command {
     /// Threshold signing cost against committee size, per scheme.
     Sweep(cmd::sweep::Options),
     /// Every subcommand at its default sizes, then one Markdown report (report.md).
-    All,
+    All(AllOptions),
+}
+
+/// What `all` passes on to `finality`; every other size is the subcommands' default.
+#[derive(clap::Args)]
+struct AllOptions {
+    /// The `quasar-node` binary for `finality` (its `thresholdd` must sit beside it); default:
+    /// the one next to this executable.
+    #[arg(long)]
+    node_bin: Option<PathBuf>,
+    /// Run `finality` on this host's loopback (no namespaces).
+    #[arg(long)]
+    loopback: bool,
 }
 
 /// Runs one subcommand and writes its results; returns its Markdown.
@@ -79,7 +91,7 @@ fn main() -> ExitCode {
         Command::Sweep(o) => run_one("sweep", out, &gpu, || cmd::sweep::run(o, common)),
         Command::Zap(o) => run_one("zap", out, &gpu, || cmd::zap::run(o, common)),
         Command::Finality(o) => run_one("finality", out, &gpu, || cmd::finality::run(o, common)),
-        Command::All => all(out, common, &gpu),
+        Command::All(o) => all(o, out, common, &gpu),
     };
     match result {
         Ok(_) => ExitCode::SUCCESS,
@@ -92,7 +104,7 @@ fn main() -> ExitCode {
 
 /// Every subcommand at its defaults; `report.md` holds every section and a line for each
 /// failure. Fails when any subcommand failed.
-fn all(out: &Path, common: &Common, gpu: &Gpu) -> Result<String, BenchError> {
+fn all(options: &AllOptions, out: &Path, common: &Common, gpu: &Gpu) -> Result<String, BenchError> {
     quasar_bench::report::check_writable(out)?;
     let started = Instant::now();
     let mut sections = Vec::new();
@@ -129,7 +141,12 @@ fn all(out: &Path, common: &Common, gpu: &Gpu) -> Result<String, BenchError> {
     step(
         "finality",
         run_one("finality", out, gpu, || {
-            cmd::finality::run(&default_args(), common)
+            let finality = cmd::finality::Options {
+                node_bin: options.node_bin.clone(),
+                loopback: options.loopback,
+                ..default_args()
+            };
+            cmd::finality::run(&finality, common)
         }),
     );
     step(

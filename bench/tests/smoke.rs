@@ -177,6 +177,45 @@ fn sweep_fits_a_cost_per_participant() {
     }
 }
 
+/// `all` runs every subcommand, writes one report, and lists the one that could not run (here
+/// `finality`, pointed at a binary that does not exist) under "Not measured", then fails.
+#[test]
+fn all_writes_one_report_and_names_what_did_not_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-dir").join("quasar-node");
+    let out = bench(
+        dir.path(),
+        &["--smoke", "all", "--node-bin", missing.to_str().unwrap()],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "all succeeded without finality");
+    assert!(
+        stderr.contains("1 of 6 subcommands did not run"),
+        "{stderr}"
+    );
+    let report = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(
+        report.starts_with("# Quasar performance report"),
+        "{report}"
+    );
+    let (measured, not_measured) = report
+        .split_once("## Not measured")
+        .expect("a failure list");
+    assert!(
+        not_measured.contains("`finality`") && not_measured.contains(missing.to_str().unwrap()),
+        "{not_measured}"
+    );
+    for name in ["lanes", "cert", "bls-batch", "zap", "sweep"] {
+        let md = std::fs::read_to_string(dir.path().join(format!("{name}.md"))).unwrap();
+        assert!(
+            measured.contains(md.trim()),
+            "{name}'s section is in the report"
+        );
+        assert!(!not_measured.contains(&format!("`{name}`")), "{name} ran");
+    }
+    assert!(!dir.path().join("finality.json").exists());
+}
+
 #[test]
 fn bad_options_are_refused_with_a_reason() {
     let dir = tempfile::tempdir().unwrap();
