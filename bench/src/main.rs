@@ -169,12 +169,14 @@ fn all(options: &AllOptions, out: &Path, common: &Common, gpu: &Gpu) -> Result<S
         report.push('\n');
     }
     let path = out.join("report.md");
-    std::fs::write(&path, &report).map_err(|source| {
-        BenchError::Report(quasar_bench::report::ReportError::Io {
-            path: path.clone(),
-            source,
-        })
-    })?;
+    std::fs::create_dir_all(out)
+        .and_then(|()| std::fs::write(&path, &report))
+        .map_err(|source| {
+            BenchError::Report(quasar_bench::report::ReportError::Io {
+                path: path.clone(),
+                source,
+            })
+        })?;
     eprintln!("quasar-bench all: report in {}", path.display());
     if failures.is_empty() {
         Ok(report)

@@ -412,13 +412,23 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&temp, path)
 }
 
-/// Checks before any measurement that results can be written to `dir` (created if missing):
-/// a probe file is written and removed. Errors: [`ReportError::Io`].
+/// Checks before any measurement that results can be written to `dir`: a probe file is written
+/// and removed, and `dir`, when this created it, is removed again. Errors: [`ReportError::Io`].
 pub fn check_writable(dir: &Path) -> Result<(), ReportError> {
     let probe = dir.join(".quasar-bench-probe");
+    let existed = dir.is_dir();
     std::fs::create_dir_all(dir)
         .and_then(|()| std::fs::write(&probe, b"probe"))
         .and_then(|()| std::fs::remove_file(&probe))
+        // A run refused later (bad options) leaves no empty directory behind; writing the
+        // report creates it again.
+        .and_then(|()| {
+            if existed {
+                Ok(())
+            } else {
+                std::fs::remove_dir(dir)
+            }
+        })
         .map_err(|source| ReportError::Io {
             path: dir.to_path_buf(),
             source,

@@ -218,7 +218,8 @@ fn all_writes_one_report_and_names_what_did_not_run() {
 
 #[test]
 fn bad_options_are_refused_with_a_reason() {
-    let dir = tempfile::tempdir().unwrap();
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("results");
     let cases: [(&[&str], &str); 6] = [
         (&["bls-batch", "--sizes", "0"], "between 1 and 4096"),
         (&["cert", "--profiles", "nope"], "unknown profile"),
@@ -231,10 +232,11 @@ fn bad_options_are_refused_with_a_reason() {
         (&["finality", "--scales", "3"], "between 4 and 500"),
     ];
     for (args, reason) in cases {
-        let out = bench(dir.path(), args);
+        let out = bench(&dir, args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{args:?} succeeded");
         assert!(stderr.contains(reason), "{args:?}: {stderr}");
+        assert!(!dir.exists(), "{args:?} left {} behind", dir.display());
     }
 }
 
