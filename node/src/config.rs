@@ -2129,28 +2129,35 @@ impl RemoteSignerConfig {
                 self.url
             )));
         }
-        let text = read_bounded(&self.token_file)
+        let token = read_token_file(&self.token_file)
             .map_err(|e| ConfigError::Invalid(format!("remote_signer.token_file: {e}")))?;
-        let token = text.trim();
-        if token.is_empty() {
-            return Err(ConfigError::Invalid(format!(
-                "remote_signer.token_file {} is empty",
-                self.token_file.display()
-            )));
-        }
-        if !token.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(ConfigError::Invalid(format!(
-                "remote_signer.token_file {}: the token may hold only printable ASCII without \
-                 spaces (it travels in an HTTP header)",
-                self.token_file.display()
-            )));
-        }
         Ok(crate::remote_signer::RemoteSignerTarget {
             url,
-            token: token.to_string(),
+            token,
             timeout: std::time::Duration::from_millis(self.timeout_ms),
         })
     }
+}
+
+/// Reads a thresholdd bearer token from `path` (at most 64 MiB read): the file's text with
+/// surrounding whitespace dropped. The node's `remote_signer.token_file` and thresholdd's
+/// `--token-file` read the same file this way. Errors: [`ConfigError::Io`] for a file that
+/// cannot be read, [`ConfigError::Invalid`] for an empty token or one an HTTP header cannot
+/// carry (anything but printable ASCII without spaces; RFC 9110 §5.5 field values).
+pub fn read_token_file(path: &Path) -> Result<String, ConfigError> {
+    let text = read_bounded(path)?;
+    let token = text.trim();
+    if token.is_empty() {
+        return Err(ConfigError::Invalid(format!("{} is empty", path.display())));
+    }
+    if !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(ConfigError::Invalid(format!(
+            "{}: the token may hold only printable ASCII without spaces (it travels in an HTTP \
+             header)",
+            path.display()
+        )));
+    }
+    Ok(token.to_string())
 }
 
 /// `node.toml`.

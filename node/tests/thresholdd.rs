@@ -918,23 +918,43 @@ async fn sign_vote_is_guarded_and_survives_a_restart() {
     stop(daemon).await;
 }
 
-/// Starts the `thresholdd` binary on a free loopback port over `dir`; the child and its address
-/// once `health` answers.
+/// Starts the `thresholdd` binary on a free loopback port over `dir`, with [`TOKEN`] in
+/// `THRESHOLDD_TOKEN`; the child and its address once `health` answers.
 async fn spawn_binary(dir: &Path) -> (std::process::Child, SocketAddr) {
+    spawn_binary_with(dir, |command| {
+        command.env("THRESHOLDD_TOKEN", TOKEN);
+    })
+    .await
+}
+
+/// The `thresholdd` serve command over `dir` with the keystore passphrase in the environment
+/// and no token (`THRESHOLDD_TOKEN` removed); `configure` adds one.
+fn thresholdd_command(dir: &Path, configure: impl FnOnce(&mut Command)) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_thresholdd"));
+    command
+        .arg("--data-dir")
+        .arg(dir)
+        .env_remove("THRESHOLDD_TOKEN")
+        .env(
+            "THRESHOLDD_PASSPHRASE",
+            std::str::from_utf8(PASSPHRASE).unwrap(),
+        );
+    configure(&mut command);
+    command
+}
+
+/// [`spawn_binary`] with the token given by `configure`.
+async fn spawn_binary_with(
+    dir: &Path,
+    configure: impl FnOnce(&mut Command),
+) -> (std::process::Child, SocketAddr) {
     let addr = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_thresholdd"))
+    let mut child = thresholdd_command(dir, configure)
         .arg("--listen")
         .arg(addr.to_string())
-        .arg("--data-dir")
-        .arg(dir)
-        .env("THRESHOLDD_TOKEN", TOKEN)
-        .env(
-            "THRESHOLDD_PASSPHRASE",
-            std::str::from_utf8(PASSPHRASE).unwrap(),
-        )
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -1363,6 +1383,50 @@ async fn keys_survive_a_restart_and_need_the_passphrase() {
     .await;
     assert_eq!(result(&first), result(&second));
     stop(daemon).await;
+}
+
+/// `--token-file` reads the token the way a node's `remote_signer.token_file` does
+/// (whitespace around it dropped); an empty file, a token a header cannot carry, no token at
+/// all, and two tokens at once stop the daemon at start with the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_reads_its_token_from_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let secrets = tempfile::tempdir().unwrap();
+    let token_file = secrets.path().join("signer.token");
+    std::fs::write(&token_file, format!("  {TOKEN}\n")).unwrap();
+    let (mut child, addr) = spawn_binary_with(dir.path(), |command| {
+        command.arg("--token-file").arg(&token_file);
+    })
+    .await;
+    // `call` presents TOKEN: the daemon answers, so the file's token is the one it checks.
+    let health = call(addr, "health", json!({})).await;
+    assert!(health.get("result").is_some(), "{health}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let refused = |configure: &dyn Fn(&mut Command), reason: &str| {
+        let out = thresholdd_command(dir.path(), configure).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{reason}: started");
+        assert!(stderr.contains(reason), "{reason}: {stderr}");
+    };
+    let with_file = |command: &mut Command| {
+        command.arg("--token-file").arg(&token_file);
+    };
+    refused(
+        &|command| {
+            with_file(command);
+            command.env("THRESHOLDD_TOKEN", TOKEN);
+        },
+        "not both",
+    );
+    refused(&|_| {}, "no bearer token");
+    std::fs::write(&token_file, "\n").unwrap();
+    refused(&with_file, "is empty");
+    std::fs::write(&token_file, "two words").unwrap();
+    refused(&with_file, "printable ASCII");
+    std::fs::remove_file(&token_file).unwrap();
+    refused(&with_file, "--token-file");
 }
 
 #[tokio::test]

@@ -44,6 +44,10 @@ struct Cli {
     /// line is visible to other users of the machine.
     #[arg(long, env = "THRESHOLDD_TOKEN", hide_env_values = true)]
     token: Option<String>,
+    /// File holding the bearer token instead (surrounding whitespace is dropped; printable
+    /// ASCII only): the same file a node's `remote_signer.token_file` names.
+    #[arg(long)]
+    token_file: Option<PathBuf>,
     /// The limit on one call's time, in seconds.
     #[arg(long, default_value_t = thresholdd::DEFAULT_REQUEST_TIMEOUT.as_secs())]
     request_timeout_secs: u64,
@@ -272,9 +276,24 @@ fn keys(cli: &Cli, action: KeysAction) -> Result<(), String> {
 /// `thresholdd` without a command: serves until interrupted.
 fn serve(cli: Cli) -> Result<(), String> {
     let (data_dir, passphrase) = keystore_args(&cli)?;
-    let token = cli
-        .token
-        .ok_or("no bearer token: pass --token or set THRESHOLDD_TOKEN")?;
+    let token = match (cli.token, &cli.token_file) {
+        (Some(_), Some(_)) => {
+            return Err(
+                "two bearer tokens: give --token-file or --token (THRESHOLDD_TOKEN), \
+                        not both"
+                    .into(),
+            )
+        }
+        (Some(token), None) => token,
+        (None, Some(path)) => {
+            quasar_node::config::read_token_file(path).map_err(|e| format!("--token-file: {e}"))?
+        }
+        (None, None) => {
+            return Err(
+                "no bearer token: pass --token-file or --token, or set THRESHOLDD_TOKEN".into(),
+            )
+        }
+    };
     warn_if_weak(&token, &passphrase);
     let config = DaemonConfig {
         listen: cli.listen,
