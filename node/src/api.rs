@@ -4,6 +4,7 @@
 //! |---|---|
 //! | `POST /tx` (body: raw bytes, ≤ 64 KiB) | `200 {"hash"}`; `400` empty or too large; `409` duplicate; `503` mempool full |
 //! | `GET /tx/{hash}` | `200 {"hash","status":"pending"|"finalized","height"}`; `400` bad hash; `404` unknown |
+//! | `GET /ready` | `200` when the node finalizes with its peers, `503` otherwise: `{"ready","reasons","finalized_height","height","last_finalized_ms_ago","stale_after_ms","peers"}` (see [`not_ready_reasons`]) |
 //! | `GET /status` | `{"validator","validator_index","height","finalized_height","view","epoch","history_floor","peers","mempool","chain_id","evidence","votes_signed","guard_refusals","profile","quasar_finalized_height","quasar_unavailable","leg_verify_p50_ms","leg_sign_p50_ms"}` |
 //! | `GET /block/{height}` | finalized block summary with its certificate and `"finality"`: `{"tier": "nova"\|"quasar", "profile", "bundle_end", "legs": {leg: "verified"\|"missing"}, "unavailable"?}`; `404` if not finalized |
 //! | `GET /evidence?from_view=V&limit=N` | `200 {"count","evidence":[{"kind","signer","view","first","second"}]}` (see [`evidence_json`]); `400` bad query |
@@ -38,6 +39,7 @@ pub async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
         .route("/tx", post(submit_tx))
         .route("/tx/{hash}", get(get_tx))
         .route("/status", get(status))
+        .route("/ready", get(ready))
         .route("/block/{height}", get(block))
         .route("/evidence", get(evidence))
         .route("/metrics", get(metrics))
@@ -208,6 +210,79 @@ async fn status(State(shared): State<AppState>) -> Json<Value> {
         "leg_verify_p50_ms": crate::quasar_service::leg_p50_ms(&shared.leg_samples),
         "leg_sign_p50_ms": crate::quasar_service::leg_p50_ms(&shared.sign_samples),
     }))
+}
+
+/// View timeouts that may pass without a newly finalized block before `GET /ready` says the
+/// node is not ready: one or two failed leaders in a row cost a view timeout each, a stalled
+/// network or a node cut off from it costs all of them.
+pub const READY_STALE_VIEWS: u64 = 5;
+
+/// Blocks the highest verified proposal may run ahead of the finalized height on a ready node;
+/// more means the node is still catching up.
+pub const READY_MAX_LAG: u64 = 8;
+
+/// Why a node is not ready to serve as a validator, empty when it is. `finalized` is its
+/// finalized height, `height` the highest height of a verified proposal it has seen,
+/// `last_finalized_us` when it saw `finalized` finalized (µs since the Unix epoch; `None` when
+/// it has finalized nothing since it started), `now_us` the time now and `stale_after_ms` the
+/// longest time without a finalized block ([`READY_STALE_VIEWS`] view timeouts).
+pub fn not_ready_reasons(
+    finalized: u64,
+    height: u64,
+    last_finalized_us: Option<u64>,
+    now_us: u64,
+    stale_after_ms: u64,
+) -> Vec<String> {
+    let mut reasons = Vec::new();
+    match last_finalized_us {
+        None => reasons.push("no block finalized since this node started".to_string()),
+        Some(at) => {
+            let age_ms = now_us.saturating_sub(at) / 1000;
+            if age_ms > stale_after_ms {
+                reasons.push(format!(
+                    "the last block finalized here (height {finalized}) is {age_ms} ms old, over \
+                     {stale_after_ms} ms"
+                ));
+            }
+        }
+    }
+    let lag = height.saturating_sub(finalized);
+    if lag > READY_MAX_LAG {
+        reasons.push(format!(
+            "catching up: finalized height {finalized}, proposals seen up to height {height} \
+             ({lag} behind, at most {READY_MAX_LAG})"
+        ));
+    }
+    reasons
+}
+
+/// `GET /ready`: a readiness probe (Kubernetes, compose, load balancers).
+async fn ready(State(shared): State<AppState>) -> Response {
+    let finalized = shared.finalized_height.load(Ordering::Relaxed);
+    let height = shared.height.load(Ordering::Relaxed);
+    let last = shared
+        .finalized_at
+        .lock()
+        .ok()
+        .and_then(|at| at.get(&finalized).copied());
+    let now = crate::runtime::now_us();
+    let stale_after_ms = shared.view_timeout_ms.saturating_mul(READY_STALE_VIEWS);
+    let reasons = not_ready_reasons(finalized, height, last, now, stale_after_ms);
+    let status = if reasons.is_empty() {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let body = json!({
+        "ready": reasons.is_empty(),
+        "reasons": reasons,
+        "finalized_height": finalized,
+        "height": height,
+        "last_finalized_ms_ago": last.map(|at| now.saturating_sub(at) / 1000),
+        "stale_after_ms": stale_after_ms,
+        "peers": shared.network.connected_peers(),
+    });
+    (status, Json(body)).into_response()
 }
 
 fn kind_name(kind: CertificateKind) -> &'static str {
@@ -399,5 +474,32 @@ async fn evidence(State(shared): State<AppState>, RawQuery(raw): RawQuery) -> Re
         Ok(Ok(body)) => Json(body).into_response(),
         Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readiness_needs_a_recent_finalized_block_and_no_backlog() {
+        let now = 1_000_000_000;
+        // Finalized 1 s ago, the next proposal in flight: ready.
+        assert!(not_ready_reasons(40, 41, Some(now - 1_000_000), now, 10_000).is_empty());
+        // At the limit still ready; one millisecond past it not.
+        assert!(not_ready_reasons(40, 40, Some(now - 10_000_000), now, 10_000).is_empty());
+        let stale = not_ready_reasons(40, 40, Some(now - 10_001_000), now, 10_000);
+        assert_eq!(stale.len(), 1);
+        assert!(stale[0].contains("10001 ms old"), "{stale:?}");
+        // Nothing finalized since the start.
+        let fresh = not_ready_reasons(0, 0, None, now, 10_000);
+        assert!(fresh[0].contains("since this node started"), "{fresh:?}");
+        // Catching up: proposals far above the finalized height; both reasons at once.
+        assert!(not_ready_reasons(40, 40 + READY_MAX_LAG, Some(now), now, 10_000).is_empty());
+        let behind = not_ready_reasons(40, 41 + READY_MAX_LAG, None, now, 10_000);
+        assert_eq!(behind.len(), 2);
+        assert!(behind[1].contains("catching up"), "{behind:?}");
+        // A clock that stepped back reads as fresh, never as an overflow.
+        assert!(not_ready_reasons(40, 40, Some(now + 5_000_000), now, 10_000).is_empty());
     }
 }

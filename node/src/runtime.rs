@@ -134,6 +134,8 @@ pub struct Shared {
     pub sets: crate::consensus::EpochSets,
     /// This validator's BLS public key (its index in an epoch's set is found by it).
     pub public_key: quasar_crypto::bls::PublicKey,
+    /// The configured view timeout, milliseconds (`GET /ready` derives its limit from it).
+    pub view_timeout_ms: u64,
 }
 
 impl Shared {
@@ -416,6 +418,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         quasar_tx: quasar.clone(),
         sets: genesis.epoch_sets(),
         public_key,
+        view_timeout_ms: cfg.view_timeout_ms(),
     });
     shared.metrics.finalized_height.set(tip.height as i64);
     shared

@@ -598,6 +598,26 @@ pub enum TxStatus {
     Finalized,
 }
 
+/// `GET /ready` of a node (answered with 200 when `ready`, 503 otherwise).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Readiness {
+    /// Whether the node finalizes with its peers.
+    pub ready: bool,
+    /// Why not, one sentence each; empty when ready.
+    pub reasons: Vec<String>,
+    /// Its finalized height.
+    pub finalized_height: u64,
+    /// The highest height of a verified proposal it has seen.
+    pub height: u64,
+    /// How long ago it saw its finalized height finalized, ms (`None`: nothing since it
+    /// started).
+    pub last_finalized_ms_ago: Option<u64>,
+    /// The longest time without a finalized block a ready node allows, ms.
+    pub stale_after_ms: u64,
+    /// Connected peers.
+    pub peers: usize,
+}
+
 /// `GET /tx/{hash}` of a node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TxInfo {
@@ -1448,6 +1468,28 @@ impl Testnet {
                 body: String::new(),
             }),
         }
+    }
+
+    /// Validator `i`'s `GET /ready`, ready or not. Errors: [`TestnetError::Http`] (not
+    /// reachable, bad JSON), [`TestnetError::Status`] for an answer other than 200 and 503,
+    /// [`TestnetError::Inconsistent`] when the status code and `ready` disagree.
+    pub async fn ready(&self, i: usize) -> Result<Readiness, TestnetError> {
+        let (url, response) = self.get(i, "/ready").await?;
+        let code = response.status();
+        if code != reqwest::StatusCode::OK && code != reqwest::StatusCode::SERVICE_UNAVAILABLE {
+            return Err(status_error(url, response).await);
+        }
+        let readiness: Readiness = response
+            .json()
+            .await
+            .map_err(|source| TestnetError::Http { url, source })?;
+        if readiness.ready != (code == reqwest::StatusCode::OK) {
+            return Err(TestnetError::Inconsistent {
+                validator: i,
+                message: format!("GET /ready answered {code} with {readiness:?}"),
+            });
+        }
+        Ok(readiness)
     }
 
     /// Validator `i`'s finalized block at `height` (`GET /block/{height}`); `None` when it has not

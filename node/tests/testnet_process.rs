@@ -13,8 +13,8 @@ use quasar_node::config::{self, GenesisFile, NodeConfig};
 use quasar_node::p2p::client_config;
 use quasar_node::p2p::tls::SERVER_NAME;
 use quasar_node::testnet::{
-    self, metric_value, nearest_rank, Status, Testnet, TestnetError, TestnetOptions, TestnetReport,
-    GENESIS_FILE, NODE_CONFIG_FILE,
+    self, metric_value, nearest_rank, Readiness, Status, Testnet, TestnetError, TestnetOptions,
+    TestnetReport, GENESIS_FILE, NODE_CONFIG_FILE,
 };
 use quasar_wire::frame::{encode_frame, MAX_FRAME_LEN};
 use tokio::time::sleep;
@@ -595,6 +595,57 @@ async fn killed_validator_restarts_catches_up_and_never_equivocates() {
         "the restarted validator votes again: {:?}",
         statuses[2]
     );
+}
+
+/// Polls validator `i`'s `GET /ready` every 200 ms until `ready` is `want` (an unreachable
+/// validator counts as not there yet); panics after `limit` with the last answer.
+async fn wait_readiness(net: &Testnet, i: usize, want: bool, limit: Duration) -> Readiness {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let answer = net.ready(i).await;
+        match &answer {
+            Ok(readiness) if readiness.ready == want => return readiness.clone(),
+            Err(e @ TestnetError::Inconsistent { .. }) => panic!("{e}"),
+            _ => {}
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "validator {i} not ready = {want} within {limit:?}: {answer:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// `GET /ready` follows finality: ready while the network finalizes; not ready, naming the
+/// stale block, once two of four validators stop and no quorum is left; ready again when one of
+/// them returns, and that one is ready once it has caught up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_follows_finality() {
+    let _turn = one_network_at_a_time().await;
+    let mut fx = Fixture::create("quasar-testnet-test-", 4, 100);
+    fx.spawn_all();
+    fx.net
+        .wait_finalized(&[0, 1, 2, 3], 3, Duration::from_secs(30))
+        .await
+        .unwrap();
+    let live = wait_readiness(&fx.net, 0, true, Duration::from_secs(30)).await;
+    assert!(live.reasons.is_empty() && live.peers >= 2, "{live:?}");
+    assert!(live.last_finalized_ms_ago.is_some(), "{live:?}");
+
+    fx.net.kill(2);
+    fx.net.kill(3);
+    let limit = Duration::from_millis(live.stale_after_ms) + Duration::from_secs(20);
+    let stalled = wait_readiness(&fx.net, 0, false, limit).await;
+    assert!(
+        stalled.reasons.iter().any(|r| r.contains("ms old")),
+        "{stalled:?}"
+    );
+    assert!(stalled.last_finalized_ms_ago >= Some(stalled.stale_after_ms));
+
+    fx.net.spawn(2, &binary()).unwrap();
+    wait_readiness(&fx.net, 0, true, Duration::from_secs(60)).await;
+    let back = wait_readiness(&fx.net, 2, true, Duration::from_secs(60)).await;
+    assert!(back.finalized_height > stalled.finalized_height, "{back:?}");
 }
 
 /// A pinned but Byzantine peer (a client holding validator 3's TLS identity) sends validator 0 an
