@@ -226,11 +226,9 @@ fi
 # --- Prometheus and Grafana -------------------------------------------------------------------
 
 if [[ -n "${promtool}" ]]; then
-  # Relative paths (rules, token files) resolve against the config's directory: a copy with
-  # stand-in token files, which only exist on a running network.
-  mkdir -p "${work}/prometheus/tokens"
+  # Relative paths (the rules file) resolve against the config's directory: a copy.
+  mkdir -p "${work}/prometheus"
   cp "${deploy}"/prometheus/*.yml "${work}/prometheus/"
-  for i in 0 1 2 3; do echo token >"${work}/prometheus/tokens/thresholdd-${i}.token"; done
   for config in prometheus.yml prometheus-kubernetes.yml; do
     run "promtool check config ${config} (with quasar-alerts.yml)" \
       bash -c "cd '${work}/prometheus' && '${promtool}' check config ${config}"

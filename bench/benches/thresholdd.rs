@@ -103,6 +103,7 @@ fn summary() {
             passphrase: Zeroizing::new(PASSPHRASE.to_vec()),
             kdf: KdfParams::PRODUCTION,
             request_timeout: Duration::from_secs(60),
+            metrics_listen: None,
         })
         .await
         .expect("the daemon starts");

@@ -10,14 +10,12 @@
 #   keys-<i>/                      validator i's key directory, node.toml, signer.token (0600)
 #   signer-<i>/keystore/           thresholdd i's keystore (vote key, shares, signing guards)
 #   signer-<i>/passphrase, token   its keystore passphrase and bearer token (0600)
-#   tokens/thresholdd-<i>.token    copies of the bearer tokens for Prometheus (0600)
 #
 # Settings (environment): QUASAR_VALIDATORS (4), QUASAR_PROFILE (aurora: every leg without
 # rollup keys; `quasar` and `hybrid-…` also need a rollup setup, see docs/operations.md),
 # QUASAR_NET_PREFIX (validator i's address is <prefix>.<10+i>), QUASAR_START_DELAY_SECS,
 # QUASAR_SIGNER_URL, QUASAR_P2P_LISTEN, QUASAR_API_LISTEN (`{i}` and `{ip}` are replaced),
-# QUASAR_UID (owner of what is written, when run as root), QUASAR_PROMETHEUS_UID (owner of
-# tokens/, 65534: the prom/prometheus image's user).
+# QUASAR_UID (owner of what is written, when run as root).
 set -euo pipefail
 
 out=${QUASAR_OUT:-/out}
@@ -30,7 +28,6 @@ signer_url=${QUASAR_SIGNER_URL:-${default_signer_url}}
 p2p_listen=${QUASAR_P2P_LISTEN:-0.0.0.0:9000}
 api_listen=${QUASAR_API_LISTEN:-0.0.0.0:8000}
 uid=${QUASAR_UID:-10001}
-prometheus_uid=${QUASAR_PROMETHEUS_UID:-65534}
 
 if [[ -s "${out}/genesis/genesis.json" ]]; then
   echo "init: ${out}/genesis/genesis.json exists; the network is already bootstrapped"
@@ -73,7 +70,7 @@ for ((i = 0; i < n; i++)); do
   peers+=$'\n'"[[peers]]"$'\n'"bls_public_key = \"${key}\""$'\n'"address = \"${prefix}.$((10 + i)):9000\""$'\n'
 done
 
-mkdir -p "${out}/genesis" "${out}/tokens"
+mkdir -p "${out}/genesis"
 for ((i = 0; i < n; i++)); do
   keys="${out}/keys-${i}"
   signer="${out}/signer-${i}"
@@ -88,7 +85,6 @@ for ((i = 0; i < n; i++)); do
   token=$(random_hex)
   printf '%s\n' "${token}" | write_secret "${keys}/signer.token"
   printf '%s\n' "${token}" | write_secret "${signer}/token"
-  printf '%s\n' "${token}" | write_secret "${out}/tokens/thresholdd-${i}.token"
   random_hex | write_secret "${signer}/passphrase"
   cat >"${keys}/node.toml" <<TOML
 # Written by deploy/compose/init.sh for validator ${i}.
@@ -111,7 +107,6 @@ done
 
 if [[ "$(id -u)" == 0 ]]; then
   chown -R "${uid}:${uid}" "${out}"
-  chown -R "${prometheus_uid}:${prometheus_uid}" "${out}/tokens"
 fi
 install -m 0644 "${work}/genesis.json" "${out}/genesis/genesis.json.partial"
 [[ "$(id -u)" != 0 ]] || chown "${uid}:${uid}" "${out}/genesis/genesis.json.partial"

@@ -50,10 +50,7 @@ pub async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
             tracing::warn!(%addr, "the admin API listens beyond loopback and has no authentication; put it behind a proxy or firewall");
         }
     }
-    let listener = LimitedListener {
-        inner: listener,
-        permits: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
-    };
+    let listener = LimitedListener::new(listener, MAX_CONNECTIONS);
     if let Err(e) = axum::serve(listener, app).await {
         tracing::error!(error = %e, "HTTP API stopped");
     }
@@ -63,10 +60,20 @@ pub async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
 /// a flood of idle clients cannot take the file descriptors the signing guard and the store need.
 pub const MAX_CONNECTIONS: usize = 512;
 
-/// A TCP listener that holds one semaphore permit per open connection.
-struct LimitedListener {
+/// A TCP listener for `axum::serve` that holds one semaphore permit per open connection.
+pub(crate) struct LimitedListener {
     inner: tokio::net::TcpListener,
     permits: Arc<Semaphore>,
+}
+
+impl LimitedListener {
+    /// `inner` with at most `max_connections` open at once.
+    pub(crate) fn new(inner: tokio::net::TcpListener, max_connections: usize) -> LimitedListener {
+        LimitedListener {
+            inner,
+            permits: Arc::new(Semaphore::new(max_connections)),
+        }
+    }
 }
 
 impl axum::serve::Listener for LimitedListener {
@@ -96,7 +103,7 @@ impl axum::serve::Listener for LimitedListener {
 }
 
 /// A connection that returns its permit when dropped.
-struct LimitedStream {
+pub(crate) struct LimitedStream {
     stream: tokio::net::TcpStream,
     _permit: OwnedSemaphorePermit,
 }

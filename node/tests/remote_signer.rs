@@ -52,6 +52,7 @@ async fn start_daemon(dir: &std::path::Path) -> thresholdd::Daemon {
         passphrase: Zeroizing::new(PASSPHRASE.to_vec()),
         kdf: KdfParams::for_tests(),
         request_timeout: Duration::from_secs(30),
+        metrics_listen: None,
     })
     .await
     .unwrap()

@@ -23,6 +23,7 @@ fn config(dir: &Path, passphrase: &[u8]) -> DaemonConfig {
         passphrase: Zeroizing::new(passphrase.to_vec()),
         kdf: KdfParams::for_tests(),
         request_timeout: Duration::from_secs(30),
+        metrics_listen: None,
     }
 }
 
@@ -752,7 +753,12 @@ fn vote(public_key: &str, kind: &str, view: u64, block: u8) -> Value {
 async fn sign_vote_is_guarded_and_survives_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let public_key = import_vote_key(dir.path());
-    let daemon = start(dir.path()).await;
+    let daemon = thresholdd::start(DaemonConfig {
+        metrics_listen: Some("127.0.0.1:0".parse().unwrap()),
+        ..config(dir.path(), PASSPHRASE)
+    })
+    .await
+    .unwrap();
     let addr = daemon.local_addr;
     let signed = call(
         addr,
@@ -866,6 +872,28 @@ async fn sign_vote_is_guarded_and_survives_a_restart() {
             "{line} missing from:\n{text}"
         );
     }
+    // The metrics listener serves the same text without a token, and nothing else: no
+    // JSON-RPC call, even with the token, and no other path.
+    let plain = daemon.metrics_addr.expect("a metrics listener");
+    let scraped = client
+        .get(format!("http://{plain}/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(scraped.status().as_u16(), 200);
+    assert_eq!(scraped.text().await.unwrap(), text);
+    let rpc = json!({"jsonrpc": "2.0", "id": 1, "method": "validator.sign_vote",
+        "params": vote(&public_key, "notarize", 9, 0xd4)});
+    let (status, body) = post(plain, Some(TOKEN), rpc.to_string().into_bytes()).await;
+    assert_eq!(status, 404, "{body}");
+    let posted = client
+        .post(format!("http://{plain}/metrics"))
+        .bearer_auth(TOKEN)
+        .body(rpc.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(posted.status().as_u16(), 405);
 
     // Bad parameters name their field; a key the keystore lacks is −32000 and creates no guard.
     let mut wrong_block = vote(&public_key, "notarize", 6, 1);

@@ -44,6 +44,7 @@ async fn start(dir: &Path) -> Daemon {
         passphrase: Zeroizing::new(PASSPHRASE.to_vec()),
         kdf: KdfParams::for_tests(),
         request_timeout: Duration::from_secs(30),
+        metrics_listen: None,
     };
     thresholdd::start_with_limits(config, limits())
         .await

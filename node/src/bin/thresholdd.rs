@@ -48,6 +48,10 @@ struct Cli {
     /// ASCII only): the same file a node's `remote_signer.token_file` names.
     #[arg(long)]
     token_file: Option<PathBuf>,
+    /// Also serve `GET /metrics` here, without a token and nothing else, for Prometheus (e.g.
+    /// 127.0.0.1:7301, or 0.0.0.0:7301 for a scraper on another host: nothing there signs).
+    #[arg(long)]
+    metrics_listen: Option<SocketAddr>,
     /// The limit on one call's time, in seconds.
     #[arg(long, default_value_t = thresholdd::DEFAULT_REQUEST_TIMEOUT.as_secs())]
     request_timeout_secs: u64,
@@ -303,6 +307,7 @@ fn serve(cli: Cli) -> Result<(), String> {
         passphrase,
         kdf: KdfParams::default(),
         request_timeout: Duration::from_secs(cli.request_timeout_secs.max(1)),
+        metrics_listen: cli.metrics_listen,
     };
     runtime()?.block_on(async {
         let daemon = thresholdd::start(config).await.map_err(|e| e.to_string())?;

@@ -1,6 +1,7 @@
-//! thresholdd's metrics, in Prometheus text format at `GET /metrics` on the daemon's own
-//! address (behind the bearer token, like every request: give Prometheus the token with
-//! `authorization: {credentials_file: …}` in its scrape config).
+//! thresholdd's metrics, in Prometheus text format at `GET /metrics`: on the daemon's own
+//! address behind the bearer token, like every request, and, with
+//! [`super::DaemonConfig::metrics_listen`], without a token on a listener of their own that
+//! serves nothing else ([`serve_plain`]), so that Prometheus need not hold a token that signs.
 //!
 //! | metric | type | labels |
 //! |---|---|---|
@@ -124,6 +125,41 @@ impl Default for DaemonMetrics {
     }
 }
 
+/// The content type of `GET /metrics`: prometheus_client's text encoder writes OpenMetrics
+/// (`# EOF`), as the node's API does.
+const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Most simultaneous connections to the metrics listener (a scraper needs one).
+pub const MAX_METRICS_CONNECTIONS: usize = 16;
+
+/// The status and body of `GET /metrics`: the encoded metrics, or 500 with the encoder's error.
+fn exposition(metrics: &DaemonMetrics) -> (http::StatusCode, String) {
+    match metrics.encode() {
+        Ok(text) => (http::StatusCode::OK, text),
+        Err(e) => (
+            http::StatusCode::INTERNAL_SERVER_ERROR,
+            format!("encoding the metrics failed: {e}\n"),
+        ),
+    }
+}
+
+/// Serves `GET /metrics` and nothing else (404), without a token, on `listener` (at most
+/// [`MAX_METRICS_CONNECTIONS`] connections at once) until the task is dropped or aborted.
+/// The metrics are counters and latencies: nothing on this listener reads a key or signs.
+pub async fn serve_plain(listener: tokio::net::TcpListener, metrics: Arc<DaemonMetrics>) {
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || async move {
+            let (status, body) = exposition(&metrics);
+            (status, [(http::header::CONTENT_TYPE, CONTENT_TYPE)], body)
+        }),
+    );
+    let listener = crate::api::LimitedListener::new(listener, MAX_METRICS_CONNECTIONS);
+    if let Err(e) = axum::serve(listener, app).await {
+        tracing::error!(error = %e, "the metrics listener stopped");
+    }
+}
+
 /// A tower layer that answers `GET /metrics` with [`DaemonMetrics::encode`] and passes every
 /// other request on (place it after the bearer-token layer).
 #[derive(Clone, Debug)]
@@ -173,21 +209,12 @@ where
         if request.method() != http::Method::GET || request.uri().path() != "/metrics" {
             return Box::pin(self.inner.call(request));
         }
-        let (status, body) = match self.metrics.encode() {
-            Ok(text) => (http::StatusCode::OK, text),
-            Err(e) => (
-                http::StatusCode::INTERNAL_SERVER_ERROR,
-                format!("encoding the metrics failed: {e}\n"),
-            ),
-        };
+        let (status, body) = exposition(&self.metrics);
         let mut response = HttpResponse::new(HttpBody::from(body));
         *response.status_mut() = status;
         response.headers_mut().insert(
             http::header::CONTENT_TYPE,
-            // prometheus_client's text encoder writes OpenMetrics (`# EOF`), as the node's API.
-            http::HeaderValue::from_static(
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            ),
+            http::HeaderValue::from_static(CONTENT_TYPE),
         );
         Box::pin(async move { Ok(response) })
     }

@@ -129,6 +129,10 @@ pub struct DaemonConfig {
     pub kdf: KdfParams,
     /// The limit on one call's time.
     pub request_timeout: Duration,
+    /// Where to serve `GET /metrics` without a token, nothing else ([`metrics::serve_plain`]);
+    /// `None`: the metrics only on `listen`, behind the token. Any address: nothing there
+    /// signs.
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 impl std::fmt::Debug for DaemonConfig {
@@ -138,6 +142,7 @@ impl std::fmt::Debug for DaemonConfig {
             .field("allow_remote", &self.allow_remote)
             .field("data_dir", &self.data_dir)
             .field("request_timeout", &self.request_timeout)
+            .field("metrics_listen", &self.metrics_listen)
             .finish_non_exhaustive()
     }
 }
@@ -367,8 +372,23 @@ pub struct Daemon {
     pub local_addr: SocketAddr,
     /// Stops the server; [`ServerHandle::stopped`] resolves when it has.
     pub handle: ServerHandle,
+    /// The bound address of the token-free metrics listener, when
+    /// [`DaemonConfig::metrics_listen`] asked for one.
+    pub metrics_addr: Option<SocketAddr>,
+    /// That listener's task, aborted when this is dropped.
+    _metrics_task: Option<AbortOnDrop>,
     /// The exclusive lock on the data directory ([`LOCK_FILE`]), released when this is dropped.
     _lock: std::fs::File,
+}
+
+/// A task aborted when this is dropped.
+#[derive(Debug)]
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The file in the data directory a running daemon holds an exclusive lock on: two daemons on
@@ -471,7 +491,7 @@ pub async fn start_with_limits(
         .build();
     let middleware = tower::ServiceBuilder::new()
         .layer(auth::BearerAuthLayer::new(&config.token))
-        .layer(metrics::MetricsLayer::new(metrics));
+        .layer(metrics::MetricsLayer::new(metrics.clone()));
     let bind_error = |source| DaemonError::Bind {
         addr: config.listen,
         source,
@@ -480,6 +500,19 @@ pub async fn start_with_limits(
         .await
         .map_err(bind_error)?;
     let local_addr = listener.local_addr().map_err(bind_error)?;
+    let (metrics_addr, metrics_task) = match config.metrics_listen {
+        None => (None, None),
+        Some(addr) => {
+            let bind_error = |source| DaemonError::Bind { addr, source };
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(bind_error)?;
+            let bound = listener.local_addr().map_err(bind_error)?;
+            tracing::info!(%bound, "thresholdd metrics listening (GET /metrics, no token)");
+            let task = tokio::spawn(metrics::serve_plain(listener, metrics.clone()));
+            (Some(bound), Some(AbortOnDrop(task)))
+        }
+    };
     // jsonrpsee's service per connection, under our accept loop and deadlines (`serve`).
     let services = Server::builder()
         .set_config(server_config)
@@ -493,6 +526,8 @@ pub async fn start_with_limits(
     Ok(Daemon {
         local_addr,
         handle,
+        metrics_addr,
+        _metrics_task: metrics_task,
         _lock: lock,
     })
 }
