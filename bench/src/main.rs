@@ -71,10 +71,10 @@ fn run_one(
         .map_or(0, |d| d.as_secs());
     let started = Instant::now();
     quasar_bench::report::check_writable(out)?;
-    eprintln!("quasar-bench {name}: results to {}", out.display());
     let report = run()?;
     let machine = Machine::detect(gpu.name.clone());
     let markdown = report.write(out, &machine, started_unix, started.elapsed().as_secs_f64())?;
+    eprintln!("quasar-bench {name}: results in {}", out.display());
     println!("{markdown}");
     Ok(markdown)
 }

@@ -55,6 +55,9 @@ pub struct Machine {
     pub commit: String,
     /// The GPU the lanes used, when one was found.
     pub gpu: Option<String>,
+    /// How `quasar-bench` was built: `release`, or `debug` (debug assertions on, this crate
+    /// unoptimized: its numbers do not represent the node).
+    pub build: &'static str,
 }
 
 impl Machine {
@@ -88,19 +91,29 @@ impl Machine {
                 .to_string(),
             commit: env!("QUASAR_BENCH_COMMIT").to_string(),
             gpu,
+            build: if cfg!(debug_assertions) {
+                "debug"
+            } else {
+                "release"
+            },
         }
     }
 
     /// One line for report headers.
     pub fn describe(&self) -> String {
         format!(
-            "{} ({} cores, {:.1} GiB, {}), commit {}, GPU: {}",
+            "{} ({} cores, {:.1} GiB, {}), commit {}, GPU: {}{}",
             self.cpu_model,
             self.cores,
             self.memory_bytes as f64 / (1u64 << 30) as f64,
             self.os,
             self.commit,
-            self.gpu.as_deref().unwrap_or("none")
+            self.gpu.as_deref().unwrap_or("none"),
+            if self.build == "release" {
+                ""
+            } else {
+                "; a debug build: these numbers do not represent the node (use --release)"
+            }
         )
     }
 }
@@ -416,6 +429,12 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// and removed, and `dir`, when this created it, is removed again. Errors: [`ReportError::Io`].
 pub fn check_writable(dir: &Path) -> Result<(), ReportError> {
     let probe = dir.join(".quasar-bench-probe");
+    if dir.exists() && !dir.is_dir() {
+        return Err(ReportError::Io {
+            path: dir.to_path_buf(),
+            source: std::io::Error::other("it exists and is not a directory (--out names one)"),
+        });
+    }
     let existed = dir.is_dir();
     std::fs::create_dir_all(dir)
         .and_then(|()| std::fs::write(&probe, b"probe"))

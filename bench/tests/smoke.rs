@@ -50,6 +50,13 @@ fn smoke_with(subcommand: &str, more: &[&str]) -> Value {
     assert!(machine["cores"].as_u64().is_some_and(|c| c >= 1));
     assert!(machine["memory_bytes"].is_u64());
     assert!(machine["commit"].as_str().is_some_and(|c| !c.is_empty()));
+    // The binary is built with the tests' profile.
+    let build = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    assert_eq!(machine["build"], build);
     let records = json["records"].as_array().expect("records");
     assert!(!records.is_empty());
     for r in records {
@@ -238,6 +245,21 @@ fn bad_options_are_refused_with_a_reason() {
         assert!(stderr.contains(reason), "{args:?}: {stderr}");
         assert!(!dir.exists(), "{args:?} left {} behind", dir.display());
     }
+    // The binary's own directory as --node-bin, and a file as --out.
+    let out = bench(
+        &dir,
+        &["finality", "--node-bin", parent.path().to_str().unwrap()],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is a directory"), "{stderr}");
+    let file = parent.path().join("a-file");
+    std::fs::write(&file, b"not a directory").unwrap();
+    let out = bench(&file, &["sweep"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("not a directory"),
+        "{stderr}"
+    );
 }
 
 #[test]

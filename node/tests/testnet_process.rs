@@ -49,6 +49,17 @@ async fn kill_and_note_height(fx: &mut Fixture, victim: usize, others: &[usize])
     )
 }
 
+/// Four validators at 100 ms blocks, started, once every one has finalized `height`.
+async fn four_finalizing(height: u64) -> Fixture {
+    let mut fx = Fixture::create("quasar-testnet-test-", 4, 100);
+    fx.spawn_all();
+    fx.net
+        .wait_finalized(&[0, 1, 2, 3], height, Duration::from_secs(30))
+        .await
+        .unwrap();
+    fx
+}
+
 fn max_finalized(statuses: &[Status]) -> u64 {
     statuses
         .iter()
@@ -548,14 +559,9 @@ async fn a_validator_that_fell_behind_fetches_the_quasar_certs_it_missed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_validator_restarts_catches_up_and_never_equivocates() {
     let _turn = one_network_at_a_time().await;
-    let mut fx = Fixture::create("quasar-testnet-test-", 4, 100);
-    fx.spawn_all();
+    let mut fx = four_finalizing(5).await;
     let all = [0, 1, 2, 3];
     let others = [0, 1, 3];
-    fx.net
-        .wait_finalized(&all, 5, Duration::from_secs(30))
-        .await
-        .unwrap();
 
     let at_kill = kill_and_note_height(&mut fx, 2, &others).await;
     // Three of four keep finalizing (allow for view timeouts of the dead leader and a busy CPU).
@@ -622,12 +628,7 @@ async fn wait_readiness(net: &Testnet, i: usize, want: bool, limit: Duration) ->
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readiness_follows_finality() {
     let _turn = one_network_at_a_time().await;
-    let mut fx = Fixture::create("quasar-testnet-test-", 4, 100);
-    fx.spawn_all();
-    fx.net
-        .wait_finalized(&[0, 1, 2, 3], 3, Duration::from_secs(30))
-        .await
-        .unwrap();
+    let mut fx = four_finalizing(3).await;
     let live = wait_readiness(&fx.net, 0, true, Duration::from_secs(30)).await;
     assert!(live.reasons.is_empty() && live.peers >= 2, "{live:?}");
     assert!(live.last_finalized_ms_ago.is_some(), "{live:?}");
@@ -654,12 +655,7 @@ async fn readiness_follows_finality() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_frames_are_counted_and_the_node_keeps_finalizing() {
     let _turn = one_network_at_a_time().await;
-    let mut fx = Fixture::create("quasar-testnet-test-", 4, 100);
-    fx.spawn_all();
-    fx.net
-        .wait_finalized(&[0, 1, 2, 3], 3, Duration::from_secs(30))
-        .await
-        .unwrap();
+    let fx = four_finalizing(3).await;
     let malformed = "quasar_p2p_malformed_frames_total";
     let exported = fx.net.metrics(0).await.unwrap();
     let before = metric_value(&exported, malformed).unwrap_or_else(|| {

@@ -1414,23 +1414,35 @@ async fn keys_survive_a_restart_and_need_the_passphrase() {
 }
 
 /// `--token-file` reads the token the way a node's `remote_signer.token_file` does
-/// (whitespace around it dropped); an empty file, a token a header cannot carry, no token at
-/// all, and two tokens at once stop the daemon at start with the reason.
+/// (whitespace around it dropped), and so does `THRESHOLDD_TOKEN` (a Secret's trailing newline
+/// is not part of the token; an empty one counts as unset). An empty file, a token a header
+/// cannot carry or one too long, no token at all, and two tokens at once stop the daemon at
+/// start with the reason.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn binary_reads_its_token_from_a_file() {
     let dir = tempfile::tempdir().unwrap();
     let secrets = tempfile::tempdir().unwrap();
     let token_file = secrets.path().join("signer.token");
     std::fs::write(&token_file, format!("  {TOKEN}\n")).unwrap();
-    let (mut child, addr) = spawn_binary_with(dir.path(), |command| {
-        command.arg("--token-file").arg(&token_file);
-    })
-    .await;
-    // `call` presents TOKEN: the daemon answers, so the file's token is the one it checks.
-    let health = call(addr, "health", json!({})).await;
-    assert!(health.get("result").is_some(), "{health}");
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let starts: [&dyn Fn(&mut Command); 2] = [
+        &|command| {
+            command
+                .arg("--token-file")
+                .arg(&token_file)
+                .env("THRESHOLDD_TOKEN", "");
+        },
+        &|command| {
+            command.env("THRESHOLDD_TOKEN", format!("{TOKEN}\n"));
+        },
+    ];
+    for configure in starts {
+        let (mut child, addr) = spawn_binary_with(dir.path(), configure).await;
+        // `call` presents TOKEN: the daemon answers, so the trimmed token is the one it checks.
+        let health = call(addr, "health", json!({})).await;
+        assert!(health.get("result").is_some(), "{health}");
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
 
     let refused = |configure: &dyn Fn(&mut Command), reason: &str| {
         let out = thresholdd_command(dir.path(), configure).output().unwrap();
@@ -1449,10 +1461,22 @@ async fn binary_reads_its_token_from_a_file() {
         "not both",
     );
     refused(&|_| {}, "no bearer token");
+    refused(
+        &|command| {
+            command.env("THRESHOLDD_TOKEN", "two words");
+        },
+        "printable ASCII",
+    );
     std::fs::write(&token_file, "\n").unwrap();
-    refused(&with_file, "is empty");
+    refused(&with_file, "no token (empty or only whitespace)");
     std::fs::write(&token_file, "two words").unwrap();
     refused(&with_file, "printable ASCII");
+    std::fs::write(
+        &token_file,
+        "t".repeat(quasar_node::config::MAX_TOKEN_CHARS + 1),
+    )
+    .unwrap();
+    refused(&with_file, "longer than");
     std::fs::remove_file(&token_file).unwrap();
     refused(&with_file, "--token-file");
 }
@@ -1472,6 +1496,29 @@ async fn refuses_remote_binds_and_empty_tokens() {
         thresholdd::start(empty).await,
         Err(DaemonError::EmptyToken)
     ));
+
+    // An address in use names its listener and stops the start before a keystore is written.
+    let running = start(dir.path()).await;
+    let fresh = tempfile::tempdir().unwrap();
+    let taken = DaemonConfig {
+        metrics_listen: Some(running.local_addr),
+        ..config(fresh.path(), PASSPHRASE)
+    };
+    match thresholdd::start(taken).await {
+        Err(e @ DaemonError::Bind { listener, .. }) => {
+            assert!(listener.contains("--metrics-listen"), "{e}");
+            assert!(
+                e.to_string().contains(&running.local_addr.to_string()),
+                "{e}"
+            );
+        }
+        other => panic!("a metrics address in use: {other:?}"),
+    }
+    assert!(!fresh
+        .path()
+        .join(quasar_node::thresholdd::keystore::HEADER_FILE)
+        .exists());
+    stop(running).await;
 }
 
 /// The binary: `keys list` and `keys export-public` show public data, a wrong passphrase fails.

@@ -218,6 +218,12 @@ pub fn run(options: &Options, common: &Common) -> Result<Report, BenchError> {
             .with_file_name("quasar-node"),
     };
     let thresholdd = node_bin.with_file_name("thresholdd");
+    if node_bin.is_dir() {
+        return Err(BenchError::Setup(format!(
+            "{} is a directory: --node-bin names the quasar-node binary itself",
+            node_bin.display()
+        )));
+    }
     if !node_bin.is_file() {
         return Err(BenchError::Setup(format!(
             "{} not found: build it (`cargo build --release -p quasar-node --bins`) or give \

@@ -280,7 +280,9 @@ fn keys(cli: &Cli, action: KeysAction) -> Result<(), String> {
 /// `thresholdd` without a command: serves until interrupted.
 fn serve(cli: Cli) -> Result<(), String> {
     let (data_dir, passphrase) = keystore_args(&cli)?;
-    let token = match (cli.token, &cli.token_file) {
+    // An empty THRESHOLDD_TOKEN counts as unset.
+    let given = cli.token.filter(|token| !token.is_empty());
+    let token = match (given, &cli.token_file) {
         (Some(_), Some(_)) => {
             return Err(
                 "two bearer tokens: give --token-file or --token (THRESHOLDD_TOKEN), \
@@ -288,7 +290,8 @@ fn serve(cli: Cli) -> Result<(), String> {
                     .into(),
             )
         }
-        (Some(token), None) => token,
+        (Some(token), None) => quasar_node::config::parse_token(&token, "--token/THRESHOLDD_TOKEN")
+            .map_err(|e| e.to_string())?,
         (None, Some(path)) => {
             quasar_node::config::read_token_file(path).map_err(|e| format!("--token-file: {e}"))?
         }

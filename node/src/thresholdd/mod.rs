@@ -159,9 +159,12 @@ pub enum DaemonError {
     /// The keystore could not be opened.
     #[error(transparent)]
     Keystore(#[from] KeystoreError),
-    /// The listener could not be bound.
-    #[error("listening on {addr}: {source}")]
+    /// A listener could not be bound.
+    #[error("{listener}: listening on {addr}: {source}")]
     Bind {
+        /// Which: `the signing listener (--listen)` or `the metrics listener
+        /// (--metrics-listen)`.
+        listener: &'static str,
         /// The address.
         addr: SocketAddr,
         /// The error.
@@ -391,6 +394,23 @@ impl Drop for AbortOnDrop {
     }
 }
 
+/// Binds `addr` for `listener` (named in the error); the listener and its bound address.
+async fn bind(
+    listener: &'static str,
+    addr: SocketAddr,
+) -> Result<(tokio::net::TcpListener, SocketAddr), DaemonError> {
+    let bind_error = |source| DaemonError::Bind {
+        listener,
+        addr,
+        source,
+    };
+    let bound = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(bind_error)?;
+    let local_addr = bound.local_addr().map_err(bind_error)?;
+    Ok((bound, local_addr))
+}
+
 /// The file in the data directory a running daemon holds an exclusive lock on: two daemons on
 /// one directory would each open the same signing guards and session records and could sign
 /// conflicting votes.
@@ -465,6 +485,13 @@ pub async fn start_with_limits(
     if config.token.is_empty() {
         return Err(DaemonError::EmptyToken);
     }
+    // Both listeners first, so that an address in use stops the start before a new keystore
+    // is written.
+    let (listener, local_addr) = bind("the signing listener (--listen)", config.listen).await?;
+    let metrics_listener = match config.metrics_listen {
+        None => None,
+        Some(addr) => Some(bind("the metrics listener (--metrics-listen)", addr).await?),
+    };
     let (data_dir, passphrase, kdf) = (
         config.data_dir.clone(),
         config.passphrase.clone(),
@@ -492,22 +519,9 @@ pub async fn start_with_limits(
     let middleware = tower::ServiceBuilder::new()
         .layer(auth::BearerAuthLayer::new(&config.token))
         .layer(metrics::MetricsLayer::new(metrics.clone()));
-    let bind_error = |source| DaemonError::Bind {
-        addr: config.listen,
-        source,
-    };
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
-        .map_err(bind_error)?;
-    let local_addr = listener.local_addr().map_err(bind_error)?;
-    let (metrics_addr, metrics_task) = match config.metrics_listen {
+    let (metrics_addr, metrics_task) = match metrics_listener {
         None => (None, None),
-        Some(addr) => {
-            let bind_error = |source| DaemonError::Bind { addr, source };
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(bind_error)?;
-            let bound = listener.local_addr().map_err(bind_error)?;
+        Some((listener, bound)) => {
             tracing::info!(%bound, "thresholdd metrics listening (GET /metrics, no token)");
             let task = tokio::spawn(metrics::serve_plain(listener, metrics.clone()));
             (Some(bound), Some(AbortOnDrop(task)))
