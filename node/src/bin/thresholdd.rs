@@ -40,8 +40,9 @@ struct Cli {
     /// HTTP).
     #[arg(long)]
     allow_remote: bool,
-    /// Bearer token every request must present. Prefer the environment variable: a command
-    /// line is visible to other users of the machine.
+    /// Bearer token every request must present (whitespace around it dropped). Prefer
+    /// --token-file or the environment variable: a command line is visible to other users of
+    /// the machine.
     #[arg(long, env = "THRESHOLDD_TOKEN", hide_env_values = true)]
     token: Option<String>,
     /// File holding the bearer token instead (surrounding whitespace is dropped; printable
@@ -285,8 +286,7 @@ fn serve(cli: Cli) -> Result<(), String> {
     let token = match (given, &cli.token_file) {
         (Some(_), Some(_)) => {
             return Err(
-                "two bearer tokens: give --token-file or --token (THRESHOLDD_TOKEN), \
-                        not both"
+                "two bearer tokens: give --token-file or --token (THRESHOLDD_TOKEN), not both"
                     .into(),
             )
         }
