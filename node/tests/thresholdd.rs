@@ -1497,6 +1497,18 @@ async fn refuses_remote_binds_and_empty_tokens() {
         Err(DaemonError::EmptyToken)
     ));
 
+    // The metrics on the signing address itself are refused by name.
+    let fixed: SocketAddr = "127.0.0.1:7399".parse().unwrap();
+    let same = DaemonConfig {
+        listen: fixed,
+        metrics_listen: Some(fixed),
+        ..config(dir.path(), PASSPHRASE)
+    };
+    assert!(matches!(
+        thresholdd::start(same).await,
+        Err(DaemonError::SameListen(addr)) if addr == fixed
+    ));
+
     // An address in use names its listener and stops the start before a keystore is written.
     let running = start(dir.path()).await;
     let fresh = tempfile::tempdir().unwrap();

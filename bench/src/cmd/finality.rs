@@ -225,9 +225,13 @@ pub fn run(options: &Options, common: &Common) -> Result<Report, BenchError> {
         )));
     }
     if !node_bin.is_file() {
+        let hint = if options.node_bin.is_some() {
+            "check the --node-bin path"
+        } else {
+            "build it (`cargo build --release -p quasar-node --bins`) or give --node-bin"
+        };
         return Err(BenchError::Setup(format!(
-            "{} not found: build it (`cargo build --release -p quasar-node --bins`) or give \
-             --node-bin",
+            "{} not found: {hint}",
             node_bin.display()
         )));
     }

@@ -156,6 +156,11 @@ pub enum DaemonError {
     /// An empty bearer token.
     #[error("the bearer token is empty")]
     EmptyToken,
+    /// `metrics_listen` is `listen` itself.
+    #[error(
+        "--metrics-listen {0} is the signing address (--listen): give the metrics their own port"
+    )]
+    SameListen(SocketAddr),
     /// The keystore could not be opened.
     #[error(transparent)]
     Keystore(#[from] KeystoreError),
@@ -484,6 +489,9 @@ pub async fn start_with_limits(
     }
     if config.token.is_empty() {
         return Err(DaemonError::EmptyToken);
+    }
+    if config.metrics_listen == Some(config.listen) && config.listen.port() != 0 {
+        return Err(DaemonError::SameListen(config.listen));
     }
     // Both listeners first, so that an address in use stops the start before a new keystore
     // is written.
