@@ -5,7 +5,7 @@
 //! | `POST /tx` (body: raw bytes, ≤ 64 KiB) | `200 {"hash"}`; `400` empty or too large; `409` duplicate; `503` mempool full |
 //! | `GET /tx/{hash}` | `200 {"hash","status":"pending"|"finalized","height"}`; `400` bad hash; `404` unknown |
 //! | `GET /ready` | `200` when the node finalizes with its peers, `503` otherwise: `{"ready","reasons","finalized_height","height","last_finalized_ms_ago","stale_after_ms","peers"}` (see [`not_ready_reasons`]) |
-//! | `GET /status` | `{"validator","validator_index","height","finalized_height","view","epoch","history_floor","peers","mempool","chain_id","evidence","votes_signed","guard_refusals","profile","quasar_finalized_height","quasar_unavailable","leg_verify_p50_ms","leg_sign_p50_ms"}` |
+//! | `GET /status` | `{"validator","validator_index","height","finalized_height","view","epoch","history_floor","peers","mempool","chain_id","evidence","votes_signed","guard_refusals","guard_restart_refusals","profile","quasar_finalized_height","quasar_unavailable","leg_verify_p50_ms","leg_sign_p50_ms"}` |
 //! | `GET /block/{height}` | finalized block summary with its certificate and `"finality"`: `{"tier": "nova"\|"quasar", "profile", "bundle_end", "legs": {leg: "verified"\|"missing"}, "unavailable"?}`; `404` if not finalized |
 //! | `GET /evidence?from_view=V&limit=N` | `200 {"count","evidence":[{"kind","signer","view","first","second"}]}` (see [`evidence_json`]); `400` bad query |
 //! | `GET /metrics` | Prometheus text format |
@@ -209,6 +209,7 @@ async fn status(State(shared): State<AppState>) -> Json<Value> {
         "evidence": shared.metrics.equivocations.get(),
         "votes_signed": shared.metrics.votes_signed.get(),
         "guard_refusals": shared.metrics.guard_refusals.get(),
+        "guard_restart_refusals": shared.metrics.guard_restart_refusals.get(),
         "profile": shared.quasar.lock().map(|t| t.profile().name()).unwrap_or_default(),
         "quasar_finalized_height": shared.quasar_height.load(Ordering::Relaxed),
         "quasar_unavailable": shared.quasar.lock().ok().and_then(|t| {

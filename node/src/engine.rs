@@ -8,7 +8,10 @@
 //!
 //! - A vote or proposal is signed only after the signing guard made its record durable
 //!   ([`VoteSigner`]); a refused or failed record means nothing is signed or sent.
-//! - A proposal is stored before it is broadcast, so this node can serve it to peers that fetch it.
+//! - A proposal is stored and flushed before it is broadcast, so this node can serve it to peers
+//!   that fetch it, and a leader restarted in the middle of its view proposes the same block
+//!   again (its guard names the block's hash) instead of asking its guard for a conflicting one.
+//!   A leader whose proposal was not stored stays silent in that view: its signature never left.
 //! - A certificate of a view above the finalized tip is stored **and flushed** before the core
 //!   acts on it further: if every validator lost the certificate of a view they all left, nobody
 //!   could justify a proposal across it again.
@@ -434,6 +437,36 @@ impl<S: Store> Engine<S> {
         &self.store
     }
 
+    /// The proposal this validator signed for `slot`'s view before a restart, whose hash its
+    /// guard recorded as `block`: `None` when the store does not hold it (the signature never
+    /// left the process: proposals are flushed before they are sent) or when it does not fit
+    /// `slot` (another parent: the view cannot get a proposal from this validator any more).
+    ///
+    /// Errors: [`EngineError::Storage`]; [`EngineError::Inconsistent`] when the stored block
+    /// does not decode.
+    fn proposed_before_restart(
+        &self,
+        slot: &ProposalSlot,
+        block: &Hash,
+    ) -> Result<Option<Proposal>, EngineError> {
+        let Some(bytes) = self.store.block_by_hash(block)? else {
+            return Ok(None);
+        };
+        let Ok(MessageRef::Proposal(proposal)) = decode(&bytes) else {
+            return Err(EngineError::Inconsistent(format!(
+                "stored block {} does not decode",
+                hex::encode(block)
+            )));
+        };
+        let proposal = proposal.to_owned();
+        let header = &proposal.header;
+        let fits = header.view == slot.view
+            && header.height == slot.height
+            && header.parent == slot.parent
+            && header.parent_view == slot.parent_view;
+        Ok(fits.then_some(proposal))
+    }
+
     fn send(&self, host: &mut impl Host, message: Message) {
         match message.encode() {
             Ok(bytes) => host.broadcast(message, bytes),
@@ -468,22 +501,45 @@ impl<S: Store> Engine<S> {
                 Action::Propose(slot) => {
                     // Blocks finalized earlier in this batch leave the mempool first.
                     self.publish(host, &mut finalized)?;
-                    let txs = if slot.seal {
-                        Vec::new()
-                    } else {
-                        host.block_txs(&slot)
+                    let signed = match self.signer.notarized(slot.view) {
+                        // Restarted in the middle of a view it leads: the proposal it signed
+                        // there goes out again, or nothing does.
+                        Some(block) => match self.proposed_before_restart(&slot, &block)? {
+                            Some(proposal) => Some(self.signer.resign_proposal(proposal)),
+                            None => {
+                                tracing::info!(
+                                    view = slot.view,
+                                    block = %hex::encode(&block[..8]),
+                                    "not proposing: this validator signed a proposal in this \
+                                     view before it restarted that it cannot send again (not \
+                                     stored, so it never left the process, or built on another \
+                                     parent)"
+                                );
+                                None
+                            }
+                        },
+                        None => {
+                            let txs = if slot.seal {
+                                Vec::new()
+                            } else {
+                                host.block_txs(&slot)
+                            };
+                            Some(self.signer.sign_block(&slot, txs, host.now_us()))
+                        }
                     };
-                    match self.signer.sign_block(&slot, txs, host.now_us()) {
-                        Ok(proposal) => {
+                    match signed {
+                        Some(Ok(proposal)) => {
                             host.signed();
                             let message = Message::Proposal(proposal.proposal().clone());
                             let bytes = encode("own proposal", &message)?;
                             self.store.put_block(slot.height, proposal.hash(), &bytes)?;
+                            self.store.flush()?;
                             host.broadcast(message, bytes);
                             let input = Input::Proposal(Box::new(proposal));
                             queue.extend(self.core.handle(host.now_us(), input));
                         }
-                        Err(e) => host.refused(slot.view, &e),
+                        Some(Err(e)) => host.refused(slot.view, &e),
+                        None => {}
                     }
                 }
                 Action::SetTimer { view, kind, at_us } => host.set_timer(view, kind, at_us),

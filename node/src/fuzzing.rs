@@ -14,8 +14,8 @@
 //! - [`core_inputs`]: the consensus core's message handler under a fuzz-chosen sequence of
 //!   validly signed (possibly equivocating) messages, timer expiries and clock steps; see its docs
 //!   for the instruction format and the invariants it asserts.
-//! - [`genesis_json`], [`node_toml`], [`guard_file`], [`thresholdd_key_file`],
-//!   [`thresholdd_session_record`]: operator files
+//! - [`genesis_json`], [`node_toml`], [`guard_file`], [`signing_history`],
+//!   [`thresholdd_key_file`], [`thresholdd_session_record`]: operator files
 //!   never panic their parsers.
 //! - [`rollup_signature`]: the rollup signature collector agrees with FIPS 204 on peer bytes.
 
@@ -375,6 +375,26 @@ pub fn guard_file(data: &[u8]) {
                 guard.check_and_record(&intent).is_ok(),
                 "a repeated vote was refused"
             );
+        }
+    }
+}
+
+/// Any bytes as a signing-history document (`quasar-node guard import`): parsing returns the
+/// document or an error, never panics; a parsed document serializes to one that parses to the
+/// same value, and importing it into an empty guard of its owner either succeeds or is refused
+/// by the guard's rules.
+///
+/// Panics: when a parsed document does not round-trip.
+pub fn signing_history(data: &[u8]) {
+    use crate::guard_history::SigningHistory;
+    if let Ok(history) = SigningHistory::parse(data) {
+        let again = serde_json::to_vec(&history).map(|text| SigningHistory::parse(&text));
+        assert!(
+            matches!(&again, Ok(Ok(h)) if *h == history),
+            "a parsed signing history does not round-trip: {again:?}"
+        );
+        if let Ok(owner) = history.owner() {
+            let _ = history.import_into(&mut SigningGuard::in_memory_for(owner), &owner);
         }
     }
 }

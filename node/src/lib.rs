@@ -2,6 +2,7 @@
 //!
 //! - [`consensus`]: the pure consensus state machine and message verification;
 //! - [`signer`]: votes and proposals signed behind the durable signing guard;
+//!   [`guard_history`]: the guard's history as a JSON document (export, import, inspect);
 //! - [`engine`]: one validator's core, signer and store, and the order in which consensus
 //!   actions touch them (shared by the runtime and the simulator);
 //! - [`runtime`]: the tokio process around the core (QUIC via [`p2p`], sled storage, timers);
@@ -23,6 +24,7 @@ pub mod config;
 pub mod consensus;
 pub mod engine;
 pub mod fuzzing;
+pub mod guard_history;
 pub mod mempool;
 pub mod metrics;
 pub mod p2p;

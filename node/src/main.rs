@@ -4,7 +4,7 @@ use clap::{Parser, Subcommand};
 use quasar_crypto::magnetar::ParameterSet;
 use quasar_lanes::cert::Profile;
 use quasar_node::config::{keygen_with_set, parse_magnetar_set, GenesisFile, NodeConfig};
-use quasar_node::process::{init_tracing, interrupted, runtime};
+use quasar_node::process::{init_tracing, interrupted, runtime, LogFormat};
 use quasar_node::rollup;
 use quasar_node::runtime::now_us;
 use quasar_node::testnet::{self, TestnetOptions};
@@ -14,6 +14,16 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(name = "quasar-node", version, about = "Quasar validator node")]
 struct Cli {
+    /// Log line format on stderr: text, or json (one object per line, for log collectors).
+    /// The level comes from RUST_LOG (default info).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value_t,
+        env = "QUASAR_LOG_FORMAT"
+    )]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -81,8 +91,15 @@ enum Command {
         #[arg(long)]
         config: PathBuf,
     },
+    /// The signing guard's history as a JSON document (docs/operations.md "Moving a validator
+    /// to another host"): export it, import one, or print it.
+    Guard {
+        #[command(subcommand)]
+        action: GuardAction,
+    },
     /// Run seeded simulations of the consensus core with random faults and Byzantine validators,
-    /// check each with the independent safety checker, and print one JSON summary line.
+    /// check each with the independent safety checker, and print one JSON summary line. Shows a
+    /// progress bar on a terminal; the simulated validators log nothing unless RUST_LOG is set.
     Simulate {
         /// Number of seeded runs.
         #[arg(long, default_value_t = 100)]
@@ -119,8 +136,9 @@ enum Command {
         #[arg(long, default_value_t = 100.0)]
         tx_rate: f64,
         /// Cert profile of the genesis: quasar, aurora, polaris, fast or hybrid-<deadline>
-        /// (e.g. hybrid-1s).
-        #[arg(long, default_value = "quasar")]
+        /// (e.g. hybrid-1s). The default, aurora, reaches Quasar finality with no setup; quasar
+        /// and hybrid also need `--rollup-setup`.
+        #[arg(long, default_value_t = testnet::DEFAULT_PROFILE)]
         profile: Profile,
         /// A `rollup-setup` directory for this many validators, for profiles with a Groth16 leg
         /// (quasar, hybrid-<deadline>): its verifying key goes into the genesis and its proving
@@ -211,9 +229,47 @@ enum Command {
     },
 }
 
+#[derive(Subcommand)]
+enum GuardAction {
+    /// Write this validator's signing history (every view its guard holds) as JSON.
+    Export {
+        /// The validator's node.toml (its data directory, keys and genesis).
+        #[arg(long)]
+        config: PathBuf,
+        /// File to write (default: standard output).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Merge a signing history (from `guard export` on the old host) into this validator's
+    /// guard, creating it in an empty data directory; never lowers what the guard holds, and
+    /// refuses another validator's or chain's history and conflicting votes. Stop the node
+    /// first.
+    Import {
+        /// The validator's node.toml.
+        #[arg(long)]
+        config: PathBuf,
+        /// The document to import.
+        #[arg(long)]
+        file: PathBuf,
+    },
+    /// Print what this validator's signing guard holds, one line per view.
+    Inspect {
+        /// The validator's node.toml.
+        #[arg(long)]
+        config: PathBuf,
+    },
+}
+
 fn main() -> ExitCode {
-    init_tracing();
-    match run(Cli::parse()) {
+    let cli = Cli::parse();
+    // A simulation runs many validators in one process: their lines would drown its progress,
+    // so it logs nothing unless RUST_LOG asks.
+    let default_level = match cli.command {
+        Command::Simulate { .. } => "off",
+        _ => "info",
+    };
+    init_tracing(cli.log_format, default_level);
+    match run(cli) {
         Ok(code) => code,
         Err(message) => {
             eprintln!("error: {message}");
@@ -319,6 +375,39 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             );
             Ok(ExitCode::SUCCESS)
         }
+        Command::Guard { action } => {
+            use quasar_node::guard_history;
+            let load = |path: &PathBuf| NodeConfig::load(path).map_err(|e| e.to_string());
+            match action {
+                GuardAction::Export { config, out } => {
+                    let json = guard_history::export(&load(&config)?).map_err(|e| e.to_string())?;
+                    match out {
+                        Some(path) => std::fs::write(&path, json + "\n")
+                            .map_err(|e| format!("{}: {e}", path.display()))?,
+                        None => println!("{json}"),
+                    }
+                }
+                GuardAction::Import { config, file } => {
+                    let report =
+                        guard_history::import(&load(&config)?, &file).map_err(|e| e.to_string())?;
+                    eprintln!(
+                        "imported {}: {} view(s) added, {} already held, {} below the guard's \
+                         window (dropped)",
+                        file.display(),
+                        report.views_added,
+                        report.views_unchanged,
+                        report.views_too_old
+                    );
+                }
+                GuardAction::Inspect { config } => {
+                    print!(
+                        "{}",
+                        guard_history::inspect(&load(&config)?).map_err(|e| e.to_string())?
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Run { config } => {
             let cfg = NodeConfig::load(&config).map_err(|e| e.to_string())?;
             let rt = runtime()?;
@@ -346,7 +435,24 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             campaign::validate(&cfg)?;
             let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
             let started = std::time::Instant::now();
-            let report = campaign::run(&cfg, threads);
+            // A progress bar on a terminal (indicatif draws nothing when stderr is not one).
+            let progress = indicatif::ProgressBar::new(seeds).with_style(
+                indicatif::ProgressStyle::with_template(
+                    "{elapsed_precise} [{bar:40}] {pos}/{len} seeds, {msg} (eta {eta})",
+                )
+                .map_err(|e| e.to_string())?,
+            );
+            let failed = std::sync::atomic::AtomicU64::new(0);
+            progress.set_message("0 failed");
+            let report = campaign::run(&cfg, threads, &|passed| {
+                if !passed {
+                    failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                let failed = failed.load(std::sync::atomic::Ordering::Relaxed);
+                progress.set_message(format!("{failed} failed"));
+                progress.inc(1);
+            });
+            progress.finish_and_clear();
             eprintln!(
                 "{} runs in {:.1} s",
                 report.runs,
@@ -405,11 +511,12 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     () = interrupted() => Err("interrupted: validators stopped".to_string()),
                 }
             })?;
+            eprintln!("testnet: {}", report.describe());
             println!(
                 "{}",
                 serde_json::to_string(&report).map_err(|e| e.to_string())?
             );
-            let ok = report.agreement && report.txs_finalized == report.txs_submitted;
+            let ok = report.passed();
             Ok(if ok {
                 ExitCode::SUCCESS
             } else {

@@ -18,8 +18,12 @@ use std::sync::Arc;
 pub struct NodeMetrics {
     /// Votes this validator signed (guard allowed and persisted).
     pub votes_signed: Counter,
-    /// Votes the signing guard refused.
+    /// Votes the signing guard refused against a record this process made, or that it could
+    /// not record (a second signer behind one guard, or a failing disk): never expected.
     pub guard_refusals: Counter,
+    /// Votes the signing guard refused because this validator signed a conflicting vote in the
+    /// same view before it restarted (its own history, not a second signer).
+    pub guard_restart_refusals: Counter,
     /// Votes and proposals the remote signer (`signer = "remote"`) failed or refused to sign.
     pub remote_signer_errors: Counter,
     /// Equivocations detected in received messages.
@@ -73,6 +77,7 @@ impl NodeMetrics {
         let m = NodeMetrics {
             votes_signed: Counter::default(),
             guard_refusals: Counter::default(),
+            guard_restart_refusals: Counter::default(),
             remote_signer_errors: Counter::default(),
             equivocations: Counter::default(),
             evidence_store_failures: Counter::default(),
@@ -99,8 +104,15 @@ impl NodeMetrics {
         );
         r.register(
             "consensus_guard_refusals",
-            "Votes the signing guard refused",
+            "Votes the signing guard refused against a record this process made, or could not \
+             record",
             m.guard_refusals.clone(),
+        );
+        r.register(
+            "consensus_guard_restart_refusals",
+            "Votes the signing guard refused because this validator signed a conflicting vote \
+             in the same view before it restarted",
+            m.guard_restart_refusals.clone(),
         );
         r.register(
             "consensus_remote_signer_errors",

@@ -37,9 +37,9 @@ use crate::sync::{checkpoint_inputs, serve, MAX_SYNC_BLOCKS};
 use prometheus_client::registry::Registry;
 use quasar_crypto::accel::BatchArithmetic;
 use quasar_crypto::bls_cache::PublicKeyCache;
-use quasar_crypto::hash::{tagged_hash, Hash};
+use quasar_crypto::hash::Hash;
 use quasar_lanes::cert::CertVerifier;
-use quasar_storage::{SigningGuard, SledStore, Store};
+use quasar_storage::{GuardError, SigningGuard, SledStore, Store};
 use quasar_wire::{decode, tx_hash, LegKind, Message, MessageRef, SyncRequest, TxBatch};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -120,6 +120,9 @@ pub struct Shared {
     pub validators: usize,
     /// When this node saw each recent height finalized (µs since the Unix epoch).
     pub finalized_at: Mutex<HashMap<u64, u64>>,
+    /// Finality times (proposal timestamp → finalize quorum seen) of the blocks finalized
+    /// since the last INFO summary ([`log_summaries`]), ms; at most [`MAX_SUMMARY_SAMPLES`].
+    pub recent_finality_ms: Mutex<Vec<f64>>,
     /// Quasar finality: bundles waiting for their legs ([`crate::quasar_service`]).
     pub quasar: Mutex<QuasarTracker>,
     /// Highest height covered by a verified QuasarCert (0 when none).
@@ -226,10 +229,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     // The guard file is bound to this validator's key and this chain: another validator's or
     // another chain's guard is refused rather than adopted.
     let public_key = keys.bls.public_key();
-    let owner = tagged_hash(
-        "QUASAR-GUARD-OWNER-v1",
-        &[&public_key.to_bytes(), &genesis.hash],
-    );
+    let owner = crate::guard_history::guard_owner(&public_key, &genesis.hash);
     let guard = SigningGuard::open(&cfg.data_dir, &owner)?;
     let guard_view = guard.highest_view();
     let chain_id = genesis.file.chain_id;
@@ -411,6 +411,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         registry,
         validators: roster.len(),
         finalized_at: Mutex::new(HashMap::new()),
+        recent_finality_ms: Mutex::new(Vec::new()),
         quasar: Mutex::new(tracker),
         quasar_height: AtomicU64::new(quasar_height),
         leg_samples: Mutex::new(BTreeMap::new()),
@@ -450,6 +451,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         .map_err(|e| NodeError::Other(format!("API listen {}: {e}", cfg.api_listen)))?;
     tracing::info!(validator = me, p2p = %cfg.p2p_listen, api = %cfg.api_listen, height = tip.height, "node started");
     tokio::spawn(api::serve(api_listener, shared.clone()));
+    tokio::spawn(log_summaries(shared.clone()));
 
     let (input_tx, input_rx) = mpsc::channel::<Input>(16_384);
     tokio::spawn(inbound_loop(
@@ -793,13 +795,17 @@ impl Host for RuntimeHost {
         m.blocks_finalized.inc();
         m.txs_finalized.inc_by(block.tx_hashes.len() as u64);
         m.finalized_height.set(height as i64);
-        m.finality_seconds.observe(
-            block
-                .seen_us
-                .saturating_sub(block.proposal.header.timestamp_us) as f64
-                / 1e6,
-        );
-        tracing::info!(height, hash = %hex::encode(&block.hash[..8]), txs = block.tx_hashes.len(), "finalized");
+        let finality_s = block
+            .seen_us
+            .saturating_sub(block.proposal.header.timestamp_us) as f64
+            / 1e6;
+        m.finality_seconds.observe(finality_s);
+        if let Ok(mut recent) = self.shared.recent_finality_ms.lock() {
+            if recent.len() < MAX_SUMMARY_SAMPLES {
+                recent.push(finality_s * 1e3);
+            }
+        }
+        tracing::debug!(height, hash = %hex::encode(&block.hash[..8]), txs = block.tx_hashes.len(), "finalized");
     }
 
     fn evidence(&mut self, e: &Evidence, stored: Result<bool, String>) {
@@ -822,13 +828,66 @@ impl Host for RuntimeHost {
     }
 
     fn refused(&mut self, view: u64, error: &SignError) {
-        if let SignError::Remote(_) = error {
-            self.shared.metrics.remote_signer_errors.inc();
-            tracing::warn!(view, %error, "not signed");
-        } else {
-            self.shared.metrics.guard_refusals.inc();
-            tracing::warn!(view, %error, "signing guard refused to sign");
+        match error {
+            SignError::Remote(_) => {
+                self.shared.metrics.remote_signer_errors.inc();
+                tracing::warn!(view, %error, "not signed");
+            }
+            SignError::Guard(GuardError::Conflict {
+                before_restart: true,
+                ..
+            }) => {
+                self.shared.metrics.guard_restart_refusals.inc();
+                tracing::info!(
+                    view,
+                    %error,
+                    "not signed: this validator already voted otherwise in this view before it \
+                     restarted (its own record, not a second signer)"
+                );
+            }
+            _ => {
+                self.shared.metrics.guard_refusals.inc();
+                tracing::warn!(view, %error, "signing guard refused to sign");
+            }
         }
+    }
+}
+
+/// How often a validator logs its INFO summary line; per-block and per-vote lines are DEBUG.
+pub const SUMMARY_INTERVAL: Duration = Duration::from_secs(10);
+/// Most finality samples kept for one summary (blocks beyond it in one interval are counted,
+/// not sampled).
+pub const MAX_SUMMARY_SAMPLES: usize = 4096;
+
+/// Logs one INFO line every [`SUMMARY_INTERVAL`]: the finalized height and the blocks
+/// finalized since the last line, their median finality, the view, connected peers, the
+/// mempool, and the Quasar-finalized height. A stalled chain still logs (with 0 blocks).
+async fn log_summaries(shared: Arc<Shared>) {
+    let mut ticker = tokio::time::interval(SUMMARY_INTERVAL);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticker.tick().await;
+    let mut last_height = shared.finalized_height.load(Ordering::Relaxed);
+    loop {
+        ticker.tick().await;
+        let height = shared.finalized_height.load(Ordering::Relaxed);
+        let mut samples = shared
+            .recent_finality_ms
+            .lock()
+            .map(|mut recent| std::mem::take(&mut *recent))
+            .unwrap_or_default();
+        samples.sort_by(f64::total_cmp);
+        let finality_p50_ms = samples.get(samples.len() / 2).map(|ms| ms.round() as u64);
+        tracing::info!(
+            finalized_height = height,
+            blocks = height.saturating_sub(last_height),
+            finality_p50_ms,
+            view = shared.view.load(Ordering::Relaxed),
+            peers = shared.network.connected_peers(),
+            mempool = shared.mempool.lock().map(|p| p.len()).unwrap_or(0),
+            quasar_finalized_height = shared.quasar_height.load(Ordering::Relaxed),
+            "summary"
+        );
+        last_height = height;
     }
 }
 

@@ -294,6 +294,30 @@ impl VoteSigner {
             timestamp_us: now_us.max(slot.parent_timestamp_us.saturating_add(1)),
             payload_root: payload_root(txs.iter().map(Vec::as_slice)),
         };
+        self.sign_proposal(header, txs)
+    }
+
+    /// Signs `proposal` again: the block this validator proposed in its view before a restart
+    /// (the guard's notarize record for the view, [`VoteSigner::notarized`], names its hash, so
+    /// the guard answers [`GuardDecision::Repeat`] and the identical proposal goes out again).
+    /// Errors: as [`VoteSigner::sign_block`]; [`SignError::Guard`] when the proposal is not the
+    /// one recorded for its view.
+    pub fn resign_proposal(&mut self, proposal: Proposal) -> Result<VerifiedProposal, SignError> {
+        self.sign_proposal(proposal.header, proposal.txs)
+    }
+
+    /// The block this validator's guard recorded a notarize vote for in `view` (its own proposal
+    /// when it leads the view), if any.
+    pub fn notarized(&self, view: u64) -> Option<Hash> {
+        self.guard.notarized(view)
+    }
+
+    /// Records the leader's notarize intent for `header` durably, then signs the proposal.
+    fn sign_proposal(
+        &mut self,
+        header: BlockHeader,
+        txs: Vec<Vec<u8>>,
+    ) -> Result<VerifiedProposal, SignError> {
         let hash = header.hash();
         let (vote, _) = self.sign_vote(VoteKind::Notarize, header.view, header.height, hash)?;
         let proposal = Proposal {

@@ -81,6 +81,7 @@ use crate::config::{
 use crate::rollup::{self, RollupCommandError, PROVING_KEY_FILE, VERIFYING_KEY_FILE};
 use quasar_crypto::magnetar::ParameterSet;
 use quasar_lanes::cert::Profile;
+use quasar_wire::LegKind;
 
 /// Chain id of every testnet genesis.
 pub const CHAIN_ID: u64 = 1;
@@ -181,6 +182,11 @@ pub const DEFAULT_BLOCKS: u64 = 20;
 pub const DEFAULT_BLOCK_TIME_MS: u64 = 500;
 /// Default transaction rate, transactions per second.
 pub const DEFAULT_TX_RATE: f64 = 100.0;
+/// Default genesis cert profile of the `testnet` subcommand: `aurora` (BLS + Pulsar + Corona),
+/// the post-quantum profile that reaches Quasar finality with no setup step. The chain's
+/// default, `quasar`, also needs Groth16 rollup keys, whose single-party setup takes minutes
+/// and gigabytes (`--rollup-setup`), so a first run under it would show Nova finality only.
+pub const DEFAULT_PROFILE: Profile = Profile::Aurora;
 /// Genesis file name inside the testnet directory.
 pub const GENESIS_FILE: &str = "genesis.json";
 /// Node config file name inside a validator's directory.
@@ -386,7 +392,7 @@ impl TestnetOptions {
             block_time_ms: DEFAULT_BLOCK_TIME_MS,
             tx_rate: DEFAULT_TX_RATE,
             binary: binary.into(),
-            profile: Profile::default(),
+            profile: DEFAULT_PROFILE,
             rollup_setup: None,
             rollup_provers: 1,
             epoch_length: None,
@@ -483,6 +489,54 @@ impl TestnetReport {
     pub fn passed(&self) -> bool {
         self.agreement && self.txs_finalized == self.txs_submitted
     }
+
+    /// The run in words, for an operator's terminal: the profile, the finality each tier
+    /// reached, and why Quasar finality did not come when it did not.
+    pub fn describe(&self) -> String {
+        let legs = self
+            .profile
+            .parse::<Profile>()
+            .map(|p| {
+                let names: Vec<String> = p
+                    .legs()
+                    .iter()
+                    .map(|leg| match leg {
+                        LegKind::Bls => "BLS".to_string(),
+                        other => {
+                            let name = other.to_string();
+                            let mut chars = name.chars();
+                            chars.next().map_or(name.clone(), |first| {
+                                first.to_uppercase().chain(chars).collect()
+                            })
+                        }
+                    })
+                    .collect();
+                format!(" ({})", names.join(" + "))
+            })
+            .unwrap_or_default();
+        let quasar = match (&self.quasar_unavailable, self.quasar_finalized_height) {
+            (Some(why), _) => format!(
+                "Quasar finality UNAVAILABLE: {why}; blocks reached Nova finality (BLS) only"
+            ),
+            (None, 0) => "no bundle reached Quasar finality".to_string(),
+            (None, height) => {
+                format!("Quasar finality up to height {height} on every validator")
+            }
+        };
+        format!(
+            "profile {}{legs}: {quasar}; Nova finality up to height {} on every validator; \
+             {} of {} accepted transactions finalized; {}",
+            self.profile,
+            self.finalized_height,
+            self.txs_finalized,
+            self.txs_submitted,
+            if self.agreement {
+                "all validators agree on every block"
+            } else {
+                "VALIDATORS DISAGREE"
+            }
+        )
+    }
 }
 
 /// `GET /status` of a node.
@@ -516,8 +570,13 @@ pub struct Status {
     pub evidence: u64,
     /// Votes this process signed.
     pub votes_signed: u64,
-    /// Votes the signing guard refused.
+    /// Votes the signing guard refused against a record this process made (a second signer),
+    /// or could not record.
     pub guard_refusals: u64,
+    /// Votes the signing guard refused because this validator voted otherwise in the same
+    /// view before it restarted.
+    #[serde(default)]
+    pub guard_restart_refusals: u64,
     /// The cert profile.
     #[serde(default)]
     pub profile: String,

@@ -908,3 +908,150 @@ fn a_checkpoint_whose_links_or_certificate_do_not_hold_is_ignored() {
     let actions = core.handle(100, Input::Checkpoint(Box::new(checkpoint)));
     assert!(!actions.iter().any(|a| matches!(a, Action::Finalized(_))));
 }
+
+/// A host that records what a validator's engine sends and refuses; every proposal it asks
+/// for carries one transaction, `tx`, so two incarnations given different `tx` would build
+/// different blocks.
+struct Recorder {
+    now_us: u64,
+    tx: Vec<u8>,
+    proposals: Vec<Hash>,
+    refusals: Vec<String>,
+    propose_timers: Vec<u64>,
+}
+
+impl Recorder {
+    fn new(now_us: u64, tx: &[u8]) -> Recorder {
+        Recorder {
+            now_us,
+            tx: tx.to_vec(),
+            proposals: Vec::new(),
+            refusals: Vec::new(),
+            propose_timers: Vec::new(),
+        }
+    }
+}
+
+impl quasar_node::engine::Host for Recorder {
+    fn now_us(&self) -> u64 {
+        self.now_us
+    }
+    fn broadcast(&mut self, message: Message, _bytes: Vec<u8>) {
+        if let Message::Proposal(p) = message {
+            self.proposals.push(p.header.hash());
+        }
+    }
+    fn set_timer(&mut self, view: u64, kind: TimerKind, _at_us: u64) {
+        if kind == TimerKind::Propose {
+            self.propose_timers.push(view);
+        }
+    }
+    fn fetch(&mut self, _block: Hash, _from_height: u64) {}
+    fn block_txs(&mut self, _slot: &ProposalSlot) -> Vec<Vec<u8>> {
+        vec![self.tx.clone()]
+    }
+    fn finalized(&mut self, _block: &quasar_node::engine::Published) {}
+    fn evidence(
+        &mut self,
+        _evidence: &quasar_node::consensus::Evidence,
+        _stored: Result<bool, String>,
+    ) {
+    }
+    fn refused(&mut self, _view: u64, error: &quasar_node::signer::SignError) {
+        self.refusals.push(error.to_string());
+    }
+}
+
+/// Starts validator `me` (the leader of the first view) from `store` and the guard file in
+/// `guard_dir`, as a process start does, and lets its propose timer fire: the proposals it
+/// broadcast and the refusals it met.
+fn start_leader(
+    net: &Net,
+    store: &quasar_storage::SimStore,
+    guard_dir: &std::path::Path,
+    me: u32,
+    host: &mut Recorder,
+) {
+    let guard = SigningGuard::open(guard_dir, &[7; 32]).unwrap();
+    let signer = VoteSigner::new(
+        SecretKey::from_seed(&[me as u8 + 1; 32]),
+        me,
+        CHAIN,
+        0,
+        EpochDomain::default(),
+        guard,
+    );
+    let (mut engine, _) =
+        quasar_node::engine::Engine::open(store.clone(), signer, config(me), &net.verifier, 0)
+            .unwrap();
+    engine.start(host).unwrap();
+    let view = engine.core().view();
+    assert_eq!(
+        host.propose_timers,
+        [view],
+        "validator {me} leads view {view}"
+    );
+    engine
+        .handle(
+            host,
+            Input::Timer {
+                view,
+                kind: TimerKind::Propose,
+            },
+        )
+        .unwrap();
+}
+
+/// Regression: a routine restart fired the critical double-sign alert. The leader of a view
+/// that was killed after proposing asked its guard, once restarted, to sign a new block for the
+/// same view, and the guard refused. Now the restarted leader finds the block its guard names in
+/// its store and proposes it again: the same hash, no refusal.
+#[test]
+fn a_leader_restarted_in_its_view_proposes_the_same_block_again() {
+    use quasar_storage::{Crash, SimStore};
+    let net = net();
+    let leader = core_for(&net, 0).leader_of(1);
+    let store = SimStore::new().unwrap();
+    let guard_dir = tempfile::tempdir().unwrap();
+
+    let mut first = Recorder::new(1_000, b"before the crash");
+    start_leader(&net, &store, guard_dir.path(), leader, &mut first);
+    assert_eq!(first.proposals.len(), 1, "refusals: {:?}", first.refusals);
+    // kill -9: whatever was not flushed is gone.
+    store.crash(Crash::LoseUnflushed).unwrap();
+
+    let mut second = Recorder::new(9_000, b"after the restart");
+    start_leader(&net, &store, guard_dir.path(), leader, &mut second);
+    assert_eq!(second.refusals, Vec::<String>::new());
+    assert_eq!(second.proposals, first.proposals, "the same block again");
+}
+
+/// A leader whose guard recorded its proposal but whose store never got the block (killed
+/// between the two) stays silent in that view: that signature never left the process, and the
+/// guard would refuse any other block.
+#[test]
+fn a_restarted_leader_without_its_stored_proposal_stays_silent() {
+    use quasar_storage::SimStore;
+    let net = net();
+    let leader = core_for(&net, 0).leader_of(1);
+    let guard_dir = tempfile::tempdir().unwrap();
+    SigningGuard::open(guard_dir.path(), &[7; 32])
+        .unwrap()
+        .check_and_record(&quasar_storage::VoteIntent {
+            view: 1,
+            kind: quasar_storage::VoteKind::Notarize,
+            block: [5; 32],
+        })
+        .unwrap();
+
+    let mut host = Recorder::new(9_000, b"after the restart");
+    start_leader(
+        &net,
+        &SimStore::new().unwrap(),
+        guard_dir.path(),
+        leader,
+        &mut host,
+    );
+    assert_eq!(host.refusals, Vec::<String>::new());
+    assert_eq!(host.proposals, Vec::<Hash>::new());
+}

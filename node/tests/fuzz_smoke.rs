@@ -438,6 +438,38 @@ fn genesis_json_survives_mutated_files() {
     );
 }
 
+/// A real exported history (notarize, finalize, nullify and a fenced view) and a minimal one.
+fn seed_signing_histories() -> Vec<Vec<u8>> {
+    use quasar_node::guard_history::{guard_owner, SigningHistory};
+    let public_key = key(0).public_key();
+    let genesis = [9; 32];
+    let mut guard = quasar_storage::SigningGuard::in_memory_for(guard_owner(&public_key, &genesis));
+    for (view, kind, block) in [
+        (3, quasar_storage::VoteKind::Notarize, [1; 32]),
+        (3, quasar_storage::VoteKind::Finalize, [1; 32]),
+        (4, quasar_storage::VoteKind::Nullify, [0; 32]),
+    ] {
+        guard
+            .check_and_record(&quasar_storage::VoteIntent { view, kind, block })
+            .unwrap();
+    }
+    guard.fence(5).unwrap();
+    let full = SigningHistory::export(&guard, &public_key, &genesis);
+    let mut empty = full.clone();
+    empty.views.clear();
+    [full, empty]
+        .iter()
+        .map(|h| serde_json::to_vec_pretty(h).unwrap())
+        .collect()
+}
+
+#[test]
+fn signing_history_survives_mutated_documents() {
+    let seeds = seed_signing_histories();
+    assert!(quasar_node::guard_history::SigningHistory::parse(&seeds[0]).is_ok());
+    drive("signing_history", 13, 300, &seeds, fuzzing::signing_history);
+}
+
 #[test]
 fn secret_key_json_survives_mutated_files() {
     let seeds = seed_secret_keys();

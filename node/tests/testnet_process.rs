@@ -595,6 +595,13 @@ async fn killed_validator_restarts_catches_up_and_never_equivocates() {
             "validator {} saw an equivocation: {s:?}",
             s.validator
         );
+        // A routine restart raises no double-sign alert (QuasarSigningGuardRefusal fires on
+        // this counter).
+        assert_eq!(
+            s.guard_refusals, 0,
+            "validator {}'s guard refused a vote: {s:?}",
+            s.validator
+        );
     }
     assert!(
         statuses[2].votes_signed > 0,

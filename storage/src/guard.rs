@@ -103,7 +103,10 @@ pub enum GuardDecision {
 #[derive(Debug, thiserror::Error)]
 pub enum GuardError {
     /// Signing would equivocate: the view already holds a vote that conflicts with the request.
-    #[error("conflicting vote in view {view}: already signed {existing}, refused {requested}")]
+    #[error(
+        "conflicting vote in view {view}: already signed {existing}{}, refused {requested}",
+        if *before_restart { " before this process started" } else { "" }
+    )]
     Conflict {
         /// The view.
         view: u64,
@@ -111,6 +114,11 @@ pub enum GuardError {
         existing: String,
         /// The vote that was requested.
         requested: String,
+        /// The view's record was read from the guard file when this guard was opened: it was
+        /// written by an earlier process of this validator (a restart in the middle of the view),
+        /// not by this one. Such a refusal is this validator meeting its own history; a conflict
+        /// with a record this process made means two signers behind one guard.
+        before_restart: bool,
     },
     /// The view is more than [`GUARD_WINDOW`] below the highest recorded view.
     #[error("view {view} is too old: highest recorded view is {highest}, window {GUARD_WINDOW}")]
@@ -148,6 +156,9 @@ struct ViewRecord {
     notarize: Option<Hash>,
     finalize: Option<Hash>,
     nullify: bool,
+    /// Read from a guard file ([`SigningGuard::open`], [`SigningGuard::from_bytes`]); kept when
+    /// the view's record grows. Not part of the file format.
+    restored: bool,
 }
 
 /// Human-readable description of a vote, for [`GuardError::Conflict`].
@@ -237,9 +248,15 @@ impl SigningGuard {
 
     /// A guard with the same rules and no file, for the deterministic simulator and tests.
     pub fn in_memory() -> SigningGuard {
+        SigningGuard::in_memory_for([0; 32])
+    }
+
+    /// An empty in-memory guard (as [`SigningGuard::in_memory`]) that belongs to `owner`, for
+    /// checking a signing history offline ([`SigningGuard::import`]).
+    pub fn in_memory_for(owner: Hash) -> SigningGuard {
         SigningGuard {
             dir: None,
-            owner: [0; 32],
+            owner,
             views: BTreeMap::new(),
             failing_writes: 0,
         }
@@ -276,6 +293,7 @@ impl SigningGuard {
             view: intent.view,
             existing: Describe(kind, hash).to_string(),
             requested: Describe(intent.kind, intent.block).to_string(),
+            before_restart: existing.restored,
         };
         let mut updated = existing;
         match intent.kind {
@@ -330,6 +348,7 @@ impl SigningGuard {
                 notarize: Some([0; 32]),
                 finalize: Some([0; 32]),
                 nullify: false,
+                restored: false,
             },
         );
         self.adopt(next)
@@ -351,6 +370,13 @@ impl SigningGuard {
         Ok(GuardDecision::Fresh)
     }
 
+    /// The block hash this guard recorded a notarize vote for in `view`, if any (all zeros for a
+    /// fenced view, [`SigningGuard::fence`]). A leader's proposal is its notarize vote, so a
+    /// leader restarted in the middle of its view finds here the block it already proposed.
+    pub fn notarized(&self, view: u64) -> Option<Hash> {
+        self.views.get(&view).and_then(|record| record.notarize)
+    }
+
     /// The highest view with any recorded vote, or 0 if none. A restarted validator resumes from it.
     pub fn highest_view(&self) -> u64 {
         self.highest().unwrap_or(0)
@@ -359,6 +385,143 @@ impl SigningGuard {
     fn highest(&self) -> Option<u64> {
         self.views.last_key_value().map(|(v, _)| *v)
     }
+}
+
+/// What a guard recorded in one view: the unit of the signing-history interchange
+/// ([`SigningGuard::history`], [`SigningGuard::import`]). A fenced view
+/// ([`SigningGuard::fence`]) has the all-zero hash as its notarize and finalize block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ViewVotes {
+    /// The view.
+    pub view: u64,
+    /// The block of the notarize vote signed in the view, if any.
+    pub notarize: Option<Hash>,
+    /// The block of the finalize vote signed in the view, if any.
+    pub finalize: Option<Hash>,
+    /// Whether a nullify vote was signed in the view.
+    pub nullify: bool,
+}
+
+/// What [`SigningGuard::import`] changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ImportReport {
+    /// Views whose record gained a vote (new views included).
+    pub views_added: usize,
+    /// Views the record already held in full.
+    pub views_unchanged: usize,
+    /// Views below the window of the merged record, dropped as every guard drops them (votes
+    /// there are refused as too old either way).
+    pub views_too_old: usize,
+}
+
+impl SigningGuard {
+    /// The owner and every view this guard holds, in increasing view order: its whole
+    /// signing history (at most [`GUARD_WINDOW`] + 1 views).
+    pub fn history(&self) -> (Hash, Vec<ViewVotes>) {
+        let views = self
+            .views
+            .iter()
+            .map(|(&view, record)| ViewVotes {
+                view,
+                notarize: record.notarize,
+                finalize: record.finalize,
+                nullify: record.nullify,
+            })
+            .collect();
+        (self.owner, views)
+    }
+
+    /// Merges `views` (another guard's [`SigningGuard::history`] for the same owner, e.g. from
+    /// the host a validator moves from) into this record and makes the result durable. The
+    /// merge is a union, so it never lowers the record: every vote either side recorded stays
+    /// recorded, the highest view is the higher of the two, and a vote that conflicts with
+    /// either side stays refused.
+    ///
+    /// Errors (nothing is changed): [`GuardError::Foreign`] when `owner` is not this guard's;
+    /// [`GuardError::Conflict`] when a view holds votes that conflict between the two records,
+    /// or within one imported view (finalize and nullify together); [`GuardError::Corrupt`]
+    /// when `views` repeats a view; [`GuardError::Io`] when the result cannot be made durable.
+    pub fn import(
+        &mut self,
+        owner: &Hash,
+        views: &[ViewVotes],
+    ) -> Result<ImportReport, GuardError> {
+        if *owner != self.owner {
+            return Err(GuardError::Foreign {
+                found: hex_hash(owner),
+                expected: hex_hash(&self.owner),
+            });
+        }
+        let mut next = self.views.clone();
+        let mut seen = std::collections::BTreeSet::new();
+        let mut changed = Vec::new();
+        for votes in views {
+            if !seen.insert(votes.view) {
+                return Err(GuardError::Corrupt(format!(
+                    "view {} appears twice in the imported history",
+                    votes.view
+                )));
+            }
+            let imported = ViewRecord {
+                notarize: votes.notarize,
+                finalize: votes.finalize,
+                nullify: votes.nullify,
+                // Signed by an earlier incarnation of this validator, like a record read back
+                // from the file after a restart.
+                restored: true,
+            };
+            let existing = next.get(&votes.view).copied().unwrap_or_default();
+            let merged = merge(votes.view, existing, imported)?;
+            let same_votes = (merged.notarize, merged.finalize, merged.nullify)
+                == (existing.notarize, existing.finalize, existing.nullify);
+            changed.push((votes.view, !same_votes));
+            next.insert(votes.view, merged);
+        }
+        prune(&mut next);
+        let mut report = ImportReport::default();
+        for (view, grew) in changed {
+            match (next.contains_key(&view), grew) {
+                (false, _) => report.views_too_old += 1,
+                (true, true) => report.views_added += 1,
+                (true, false) => report.views_unchanged += 1,
+            }
+        }
+        if next != self.views {
+            if let Some(dir) = &self.dir {
+                persist(dir, &self.owner, &next)?;
+            }
+            self.views = next;
+        }
+        Ok(report)
+    }
+}
+
+/// The union of two records of `view`; [`GuardError::Conflict`] when they hold conflicting
+/// votes (two notarize or two finalize blocks, or a finalize and a nullify between them).
+fn merge(view: u64, a: ViewRecord, b: ViewRecord) -> Result<ViewRecord, GuardError> {
+    let conflict = |existing: Describe, requested: Describe| GuardError::Conflict {
+        view,
+        existing: existing.to_string(),
+        requested: requested.to_string(),
+        before_restart: a.restored,
+    };
+    let one = |kind: VoteKind, x: Option<Hash>, y: Option<Hash>| match (x, y) {
+        (Some(x), Some(y)) if x != y => Err(conflict(Describe(kind, x), Describe(kind, y))),
+        _ => Ok(x.or(y)),
+    };
+    let merged = ViewRecord {
+        notarize: one(VoteKind::Notarize, a.notarize, b.notarize)?,
+        finalize: one(VoteKind::Finalize, a.finalize, b.finalize)?,
+        nullify: a.nullify || b.nullify,
+        restored: a.restored || b.restored,
+    };
+    if let (Some(h), true) = (merged.finalize, merged.nullify) {
+        return Err(conflict(
+            Describe(VoteKind::Finalize, h),
+            Describe(VoteKind::Nullify, [0; 32]),
+        ));
+    }
+    Ok(merged)
 }
 
 /// Drops views below `highest - GUARD_WINDOW`.
@@ -498,6 +661,7 @@ fn decode(bytes: &[u8]) -> Result<Decoded, GuardError> {
                 notarize,
                 finalize,
                 nullify: flags & FLAG_NULLIFY != 0,
+                restored: true,
             },
         );
     }

@@ -6,7 +6,8 @@ use std::path::Path;
 
 use proptest::prelude::*;
 use quasar_storage::{
-    GuardDecision, GuardError, SigningGuard, VoteIntent, VoteKind, GUARD_FILE, GUARD_WINDOW,
+    GuardDecision, GuardError, SigningGuard, ViewVotes, VoteIntent, VoteKind, GUARD_FILE,
+    GUARD_WINDOW,
 };
 
 /// The owner every guard in these tests belongs to.
@@ -92,7 +93,9 @@ fn nullify_then_finalize_is_refused() {
                 view,
                 existing,
                 requested,
+                before_restart,
             } => {
+                assert!(!before_restart, "the record was made by this guard");
                 assert_eq!(view, 5);
                 assert_eq!(existing, "nullify");
                 assert!(requested.starts_with("finalize("), "{requested}");
@@ -190,6 +193,37 @@ fn reopen_preserves_record_and_refuses_conflicts() {
         g.check_and_record(&nullify(11)).unwrap(),
         GuardDecision::Repeat
     );
+}
+
+/// A refusal says whether the conflicting record came from the file (an earlier process of this
+/// validator: a restart in the middle of a view) or from this process (a second signer behind
+/// one guard), so the node can alert on the second kind only.
+#[test]
+fn a_conflict_names_a_record_from_before_the_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    SigningGuard::open(dir.path(), &OWNER)
+        .unwrap()
+        .check_and_record(&notarize(10, 1))
+        .unwrap();
+    let mut g = SigningGuard::open(dir.path(), &OWNER).unwrap();
+    assert_eq!(g.notarized(10), Some([1; 32]));
+    assert_eq!(g.notarized(11), None);
+    g.check_and_record(&notarize(11, 1)).unwrap();
+    // The restored view stays "before the restart" after it grows in this process.
+    g.check_and_record(&finalize(10, 1)).unwrap();
+    for (intent, expected) in [(notarize(10, 2), true), (notarize(11, 2), false)] {
+        match g.check_and_record(&intent) {
+            Err(GuardError::Conflict { before_restart, .. }) => {
+                assert_eq!(before_restart, expected, "view {}", intent.view)
+            }
+            other => panic!("expected Conflict, got {other:?}"),
+        }
+    }
+    let message = g
+        .check_and_record(&notarize(10, 3))
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("before this process started"), "{message}");
 }
 
 fn guard_file_with(dir: &Path) -> Vec<u8> {
@@ -469,4 +503,90 @@ fn a_fence_refuses_every_vote_in_its_view() {
         GuardDecision::Fresh,
         "a fence at the highest view changes nothing"
     );
+}
+
+/// A validator moving hosts carries its signing history: the new host's guard imports the old
+/// one's, and refuses exactly what the old one refused.
+#[test]
+fn an_imported_history_refuses_what_the_exporting_guard_refused() {
+    let old = tempfile::tempdir().unwrap();
+    let mut exporter = SigningGuard::open(old.path(), &OWNER).unwrap();
+    exporter.check_and_record(&notarize(10, 1)).unwrap();
+    exporter.check_and_record(&nullify(11)).unwrap();
+    let (owner, history) = exporter.history();
+    assert_eq!(owner, OWNER);
+    assert_eq!(history.len(), 2);
+
+    let new = tempfile::tempdir().unwrap();
+    let report = SigningGuard::open(new.path(), &OWNER)
+        .unwrap()
+        .import(&owner, &history)
+        .unwrap();
+    assert_eq!((report.views_added, report.views_unchanged), (2, 0));
+    // Durable: a restart on the new host still refuses.
+    let mut g = SigningGuard::open(new.path(), &OWNER).unwrap();
+    assert_eq!(g.highest_view(), 11);
+    assert!(is_conflict(g.check_and_record(&notarize(10, 2))));
+    assert!(is_conflict(g.check_and_record(&finalize(11, 3))));
+    assert_eq!(
+        g.check_and_record(&notarize(10, 1)).unwrap(),
+        GuardDecision::Repeat
+    );
+    // Importing again changes nothing.
+    let again = g.import(&owner, &history).unwrap();
+    assert_eq!((again.views_added, again.views_unchanged), (0, 2));
+}
+
+/// Import merges, never lowers: an older history adds its votes and keeps the newer ones; a
+/// history that conflicts, repeats a view or belongs to another owner changes nothing.
+#[test]
+fn import_never_lowers_the_record_and_refuses_conflicting_histories() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut g = SigningGuard::open(dir.path(), &OWNER).unwrap();
+    g.check_and_record(&notarize(100, 1)).unwrap();
+    let older = [ViewVotes {
+        view: 99,
+        notarize: Some([2; 32]),
+        finalize: None,
+        nullify: true,
+    }];
+    g.import(&OWNER, &older).unwrap();
+    assert_eq!(g.highest_view(), 100, "the newer record stays");
+    assert!(is_conflict(g.check_and_record(&finalize(99, 2))));
+
+    let conflicting = [ViewVotes {
+        view: 100,
+        notarize: Some([3; 32]),
+        finalize: None,
+        nullify: false,
+    }];
+    let finalize_and_nullify = [ViewVotes {
+        view: 101,
+        notarize: None,
+        finalize: Some([4; 32]),
+        nullify: true,
+    }];
+    let repeated = [older[0], older[0]];
+    for bad in [&conflicting[..], &finalize_and_nullify, &repeated] {
+        assert!(g.import(&OWNER, bad).is_err(), "{bad:?}");
+    }
+    assert!(matches!(
+        g.import(&[0xff; 32], &older),
+        Err(GuardError::Foreign { .. })
+    ));
+    let (_, history) = SigningGuard::open(dir.path(), &OWNER).unwrap().history();
+    assert_eq!(
+        history.iter().map(|v| v.view).collect::<Vec<_>>(),
+        [99, 100],
+        "nothing from the refused imports"
+    );
+
+    // A history far below the record's window is dropped, as the guard drops such views.
+    let ancient = [ViewVotes {
+        view: 1,
+        notarize: Some([5; 32]),
+        finalize: None,
+        nullify: false,
+    }];
+    assert_eq!(g.import(&OWNER, &ancient).unwrap().views_too_old, 1);
 }

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use quasar_node::process::{init_tracing, interrupted, runtime};
+use quasar_node::process::{init_tracing, interrupted, runtime, LogFormat};
 use quasar_node::thresholdd::keystore::{KdfParams, Keystore, KeystoreError, Scheme, HEADER_FILE};
 use quasar_node::thresholdd::{self, DaemonConfig};
 use zeroize::Zeroizing;
@@ -26,6 +26,16 @@ const MIN_PASSPHRASE_BYTES: usize = 12;
     about = "Quasar signing daemon (JSON-RPC 2.0 over HTTP)"
 )]
 struct Cli {
+    /// Log line format on stderr: text, or json (one object per line, for log collectors).
+    /// The level comes from RUST_LOG (default info).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value_t,
+        env = "THRESHOLDD_LOG_FORMAT"
+    )]
+    log_format: LogFormat,
     /// Keystore directory (created with mode 0700 if missing).
     #[arg(long, global = true)]
     data_dir: Option<PathBuf>,
@@ -323,8 +333,9 @@ fn serve(cli: Cli) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    init_tracing();
-    match run(Cli::parse()) {
+    let cli = Cli::parse();
+    init_tracing(cli.log_format, "info");
+    match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("thresholdd: {message}");

@@ -303,8 +303,13 @@ pub fn run_one(cfg: &CampaignConfig, seed: u64) -> RunOutcome {
 }
 
 /// Runs the campaign on `threads` worker threads (seeds are independent and deterministic, so
-/// the totals do not depend on the thread count).
-pub fn run(cfg: &CampaignConfig, threads: usize) -> CampaignReport {
+/// the totals do not depend on the thread count). `seed_done` is called once per finished run,
+/// from the worker that ran it, with whether the run passed (for a progress display).
+pub fn run(
+    cfg: &CampaignConfig,
+    threads: usize,
+    seed_done: &(dyn Fn(bool) + Sync),
+) -> CampaignReport {
     let next = AtomicU64::new(0);
     let outcomes = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
@@ -315,6 +320,7 @@ pub fn run(cfg: &CampaignConfig, threads: usize) -> CampaignReport {
                     return;
                 }
                 let outcome = run_one(cfg, cfg.first_seed + k);
+                seed_done(outcome.violations.is_empty() && outcome.live);
                 if let Ok(mut all) = outcomes.lock() {
                     all.push(outcome);
                 }

@@ -200,7 +200,7 @@ fn sign_vote(context: &Context, params: SignVoteParams) -> Result<SignVoteReply,
         })?;
     let signature = sign_with(&info, &secret, &public_key, &message)?;
     context.metrics.votes_signed.inc();
-    tracing::info!(
+    tracing::debug!(
         key_id = %info.key_id,
         view = params.view,
         kind = ?guard_kind,
