@@ -149,6 +149,7 @@ fn liveness_gate_10_validators() {
 #[test]
 fn a_small_campaign_is_safe_and_live() {
     use quasar_node::sim::campaign::{run, CampaignConfig};
+    let done = std::sync::atomic::AtomicU64::new(0);
     let report = run(
         &CampaignConfig {
             seeds: 4,
@@ -158,8 +159,12 @@ fn a_small_campaign_is_safe_and_live() {
             heights: 10,
         },
         2,
+        &|_passed| {
+            done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        },
     );
     assert_eq!(report.runs, 4);
+    assert_eq!(done.into_inner(), 4, "progress is reported once per seed");
     assert_eq!(report.safety_violations, 0, "{:?}", report.failing_seeds);
     assert_eq!(report.liveness_failures, 0, "{:?}", report.failing_seeds);
     assert!(report.faults_injected >= 4);
