@@ -242,7 +242,8 @@ mod tests {
     #[test]
     fn refuses_what_is_not_host_port_saying_why() {
         let long = format!("{}:9000", "a.".repeat(127));
-        let cases: &[(&str, fn(String) -> PeerAddressError)] = &[
+        type Variant = fn(String) -> PeerAddressError;
+        let cases: &[(&str, Variant)] = &[
             ("validator-1", PeerAddressError::NoPort),
             ("validator-1:", PeerAddressError::BadPort),
             ("validator-1:0", PeerAddressError::BadPort),
