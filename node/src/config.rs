@@ -34,6 +34,7 @@
 //! genesis keeps its hash ([`GenesisFile::check`]).
 
 use crate::consensus::{EpochMembers, EpochSchedule, EpochSets};
+use crate::p2p::PeerAddress;
 use quasar_crypto::bls::{ProofOfPossession, SecretKey};
 use quasar_crypto::bls_cache::PublicKeyCache;
 use quasar_crypto::corona::scheme::GroupKey as CoronaGroupKey;
@@ -2067,8 +2068,10 @@ impl GenesisFile {
 pub struct PeerConfig {
     /// The peer's BLS public key (hex), which names it in genesis.
     pub bls_public_key: String,
-    /// Where its QUIC endpoint listens.
-    pub address: SocketAddr,
+    /// Where its QUIC endpoint listens: `ip:port`, `[ipv6]:port` or `host:port` (a DNS name,
+    /// e.g. a Kubernetes Service), checked for syntax when `node.toml` is read and resolved again
+    /// at every dial ([`PeerAddress`]).
+    pub address: PeerAddress,
 }
 
 /// Who signs a validator's votes and proposals (`signer` in `node.toml`).
@@ -2818,6 +2821,64 @@ mod tests {
         assert!(!saved.contains("rollup_proving_key"), "{saved}");
         let again = NodeConfig::from_toml(&toml::to_string_pretty(&cfg).unwrap(), base).unwrap();
         assert_eq!(again, cfg);
+    }
+
+    /// Issue 29: `[[peers]] address` took only IP literals ("invalid socket address syntax" for
+    /// a host name); it now takes `host:port` as well, checked for syntax at load.
+    #[test]
+    fn node_toml_peers_take_host_names_and_ip_literals() {
+        let text = "data_dir = \"data\"\nkey_dir = \".\"\ngenesis = \"g.json\"\n\
+                    p2p_listen = \"0.0.0.0:9000\"\napi_listen = \"127.0.0.1:8000\"\n";
+        let with_peer = |address: &str| {
+            NodeConfig::from_toml(
+                &format!("{text}[[peers]]\nbls_public_key = \"ab\"\naddress = \"{address}\"\n"),
+                Path::new("/srv"),
+            )
+        };
+        for (address, expected) in [
+            (
+                "quasar-1.quasar.svc.cluster.local:9000",
+                PeerAddress::Name {
+                    host: "quasar-1.quasar.svc.cluster.local".into(),
+                    port: 9000,
+                },
+            ),
+            (
+                "10.0.0.5:9000",
+                PeerAddress::Ip("10.0.0.5:9000".parse().unwrap()),
+            ),
+            (
+                "[fd00::5]:9000",
+                PeerAddress::Ip("[fd00::5]:9000".parse().unwrap()),
+            ),
+        ] {
+            let cfg = with_peer(address).unwrap();
+            assert_eq!(cfg.peers[0].address, expected, "{address}");
+            // The saved file spells the address as it was written.
+            let saved = toml::to_string_pretty(&cfg).unwrap();
+            assert!(
+                saved.contains(&format!("address = \"{address}\"")),
+                "{saved}"
+            );
+            assert_eq!(
+                NodeConfig::from_toml(&saved, Path::new("/srv")).unwrap(),
+                cfg
+            );
+        }
+        for (address, why) in [
+            ("quasar-1", "has no port"),
+            ("quasar-1:99999", "the port must be a number in 1..=65535"),
+            (":9000", "has no host"),
+            ("http://quasar-1:9000", "without a scheme or path"),
+            ("fd00::5:9000", "in brackets"),
+            ("quasar 1:9000", "the host name may hold only"),
+        ] {
+            let err = with_peer(address).unwrap_err().to_string();
+            assert!(
+                err.contains(why) && err.contains(address),
+                "{address}: {err}"
+            );
+        }
     }
 
     #[test]

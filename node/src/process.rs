@@ -1,5 +1,7 @@
 //! Process plumbing shared by the `quasar-node` and `thresholdd` binaries: logging, the tokio
-//! runtime, and the shutdown signal.
+//! runtime, the shutdown signal, and the one-process-per-data-directory lock.
+
+use std::path::{Path, PathBuf};
 
 /// How a binary writes its log lines to stderr (`--log-format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -54,5 +56,83 @@ pub async fn interrupted() {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         () = terminate => {}
+    }
+}
+
+/// Why [`lock_dir`] could not take a data directory's lock.
+#[derive(Debug, thiserror::Error)]
+pub enum DirLockError {
+    /// Another process (or another open of the file in this one) holds the lock: a second
+    /// daemon on one directory would share signing guards and could sign conflicting votes.
+    #[error("{} is in use (another process holds {})", dir.display(), lock_file.display())]
+    InUse {
+        /// The data directory.
+        dir: PathBuf,
+        /// The lock file in it.
+        lock_file: PathBuf,
+    },
+    /// The lock file could not be created, opened or locked.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The lock file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// Takes an exclusive advisory lock (`flock`, through `File::try_lock`) on `dir/file_name`,
+/// creating the file (never truncating it) but not `dir`; the lock lasts until the returned file
+/// is dropped or the process ends, however it ends. Does not wait. Errors:
+/// [`DirLockError::InUse`] when the lock is held elsewhere, [`DirLockError::Io`] naming the
+/// file otherwise.
+pub fn lock_dir(dir: &Path, file_name: &str) -> Result<std::fs::File, DirLockError> {
+    let path = dir.join(file_name);
+    let io = |source| DirLockError::Io {
+        path: path.clone(),
+        source,
+    };
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io)?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(DirLockError::InUse {
+            dir: dir.to_path_buf(),
+            lock_file: path,
+        }),
+        Err(std::fs::TryLockError::Error(source)) => Err(io(source)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_locked_directory_is_refused_until_the_holder_drops_its_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = lock_dir(dir.path(), "x.lock").unwrap();
+        match lock_dir(dir.path(), "x.lock") {
+            Err(DirLockError::InUse { dir: d, lock_file }) => {
+                assert_eq!(
+                    (d.as_path(), lock_file),
+                    (dir.path(), dir.path().join("x.lock"))
+                )
+            }
+            other => panic!("expected InUse, got {other:?}"),
+        }
+        drop(held);
+        lock_dir(dir.path(), "x.lock").unwrap();
+        // The directory itself is not created.
+        let missing = dir.path().join("absent");
+        assert!(matches!(
+            lock_dir(&missing, "x.lock"),
+            Err(DirLockError::Io { .. })
+        ));
+        assert!(!missing.exists());
     }
 }

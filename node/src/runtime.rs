@@ -42,6 +42,7 @@ use quasar_lanes::cert::CertVerifier;
 use quasar_storage::{GuardError, SigningGuard, SledStore, Store};
 use quasar_wire::{decode, tx_hash, LegKind, Message, MessageRef, SyncRequest, TxBatch};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -75,9 +76,56 @@ pub enum NodeError {
     /// The consensus engine stopped on a storage failure or an inconsistent store.
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// Another process holds this data directory ([`DATA_DIR_LOCK_FILE`], or sled's lock on
+    /// the store). Fatal: two nodes on one signing guard could sign conflicting votes.
+    #[error(
+        "another quasar-node is using {} ({held}); stop it, or give this node its own data_dir: \
+         two nodes on one data directory could sign conflicting votes",
+        dir.display()
+    )]
+    DataDirInUse {
+        /// The data directory.
+        dir: PathBuf,
+        /// Which lock is held, for the message.
+        held: String,
+    },
     /// Anything else that stops the node, with context.
     #[error("{0}")]
     Other(String),
+}
+
+/// The file in `data_dir` a running node holds an exclusive lock on, for as long as it runs
+/// ([`crate::process::lock_dir`]).
+pub const DATA_DIR_LOCK_FILE: &str = "quasar-node.lock";
+
+/// Creates `data_dir` if needed and takes its lock ([`DATA_DIR_LOCK_FILE`]), then opens the
+/// block store in `data_dir/db`. Hold the returned file as long as the store is used. Errors:
+/// [`NodeError::DataDirInUse`] when another process holds the lock file or sled's own lock on
+/// the store; [`NodeError::Other`] naming the path when the directory or lock file cannot be
+/// made; [`NodeError::Storage`] when the store does not open.
+pub fn open_data_dir(data_dir: &Path) -> Result<(std::fs::File, SledStore), NodeError> {
+    use crate::process::{lock_dir, DirLockError};
+    std::fs::create_dir_all(data_dir)
+        .map_err(|e| NodeError::Other(format!("{}: {e}", data_dir.display())))?;
+    let lock = lock_dir(data_dir, DATA_DIR_LOCK_FILE).map_err(|e| match e {
+        DirLockError::InUse { dir, lock_file } => NodeError::DataDirInUse {
+            dir,
+            held: format!("it holds {}", lock_file.display()),
+        },
+        other => NodeError::Other(format!("locking the data directory: {other}")),
+    })?;
+    let db = data_dir.join("db");
+    let store = SledStore::open(&db).map_err(|e| {
+        if e.is_locked() {
+            NodeError::DataDirInUse {
+                dir: data_dir.to_path_buf(),
+                held: format!("it holds the block store {}", db.display()),
+            }
+        } else {
+            NodeError::Storage(e)
+        }
+    })?;
+    Ok((lock, store))
 }
 
 /// Microseconds since the Unix epoch.
@@ -205,9 +253,18 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         })?;
     check_identity(&roster, genesis.magnetar_set(), me, &keys.public)?;
     let me = me as u32;
-    std::fs::create_dir_all(&cfg.data_dir)
-        .map_err(|e| NodeError::Other(format!("{}: {e}", cfg.data_dir.display())))?;
-    let store = SledStore::open(&cfg.data_dir.join("db"))?;
+    // Every other file the node reads, before anything is created on disk, so that a wrong
+    // path leaves no half-made data directory behind: the token file of signer = "remote", and
+    // the rollup proving key (read in the background later).
+    let remote_target = match (cfg.signer, &cfg.remote_signer) {
+        (SignerMode::Remote, Some(remote)) => Some(remote.target()?),
+        _ => None,
+    };
+    if let Some(path) = &cfg.rollup_proving_key {
+        std::fs::File::open(path)
+            .map_err(|e| NodeError::Other(format!("rollup_proving_key {}: {e}", path.display())))?;
+    }
+    let (_data_dir_lock, store) = open_data_dir(&cfg.data_dir)?;
     // The guard is what stops this validator from signing twice. A store with history but no
     // guard means the guard was lost: refuse to run rather than sign again in old views.
     let guard_path = cfg.data_dir.join(quasar_storage::GUARD_FILE);
@@ -257,10 +314,6 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         max_clock_drift_us: 5_000_000,
     };
     // signer = "remote": votes and ceremony rounds go to thresholdd.
-    let remote_target = match (cfg.signer, &cfg.remote_signer) {
-        (SignerMode::Remote, Some(remote)) => Some(remote.target()?),
-        _ => None,
-    };
     let vote_key = match &remote_target {
         Some(target) => VoteKey::Remote(connect_remote_signer(target, public_key)?),
         None => VoteKey::Local(keys.bls),
@@ -332,7 +385,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         peers.push(PeerInfo {
             index: index as u32,
             cert_der,
-            address: p.address,
+            address: p.address.clone(),
         });
     }
 

@@ -847,7 +847,7 @@ impl Testnet {
                 .filter(|(j, _)| *j != i)
                 .map(|(_, (addrs, key))| PeerConfig {
                     bls_public_key: key.bls_public_key.clone(),
-                    address: addrs.p2p,
+                    address: addrs.p2p.into(),
                 })
                 .collect();
             let cfg = NodeConfig {
@@ -1251,8 +1251,8 @@ impl Testnet {
                     .peers
                     .into_iter()
                     .map(|peer| PeerConfig {
-                        address: if peer.address == old_p2p {
-                            p2p
+                        address: if peer.address == crate::p2p::PeerAddress::from(old_p2p) {
+                            p2p.into()
                         } else {
                             peer.address
                         },

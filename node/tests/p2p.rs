@@ -32,7 +32,7 @@ fn peer(index: u32, id: &TlsIdentity, address: SocketAddr) -> PeerInfo {
     PeerInfo {
         index,
         cert_der: id.cert_der.clone(),
-        address,
+        address: address.into(),
     }
 }
 
@@ -686,6 +686,58 @@ async fn a_fresh_network_does_not_redial_in_a_loop() {
         assert_eq!(node.metrics.redials(), 0);
     }
     for node in &nodes {
+        node.net.shutdown().await;
+    }
+}
+
+/// Issue 29: peers given by host name (`localhost:PORT`, as a Kubernetes Service name would be)
+/// are resolved at each dial and connect like IP literals. A name that does not resolve is a
+/// failed dial, retried with the backoff while the network keeps running; a name that leads to
+/// a server that is not the pinned validator is refused by the TLS check, as an IP literal
+/// would be, so a name never weakens authentication.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn peers_by_host_name_connect_and_still_need_the_pinned_certificate() {
+    let ids: Vec<TlsIdentity> = (0..3).map(identity).collect();
+    let addrs: Vec<SocketAddr> = (0..3).map(|_| free_addr()).collect();
+    let named = |j: u32, name: String| PeerInfo {
+        index: j,
+        cert_der: ids[j as usize].cert_der.clone(),
+        address: name.parse().expect("host:port"),
+    };
+    let localhost = |i: usize| format!("localhost:{}", addrs[i].port());
+    // 0 and 1 know each other by name; 0 knows 2 by a name that never resolves (RFC 2606 §2);
+    // 2 knows 1 by a name that leads to 0.
+    let unresolvable = named(2, "validator-2.invalid:9000".into());
+    let mut a = start(
+        0,
+        &ids[0],
+        addrs[0],
+        vec![named(1, localhost(1)), unresolvable],
+    )
+    .await;
+    let mut b = start(1, &ids[1], addrs[1], vec![named(0, localhost(0))]).await;
+    let c = start(2, &ids[2], addrs[2], vec![named(1, localhost(0))]).await;
+
+    wait_until("0 and 1 connected by name", || {
+        a.net.connected_peers() == 1 && b.net.connected_peers() == 1
+    })
+    .await;
+    a.net.send(1, Arc::new(b"by name".to_vec()));
+    expect_gossip(&mut b, 0, b"by name").await;
+    b.net.send(0, Arc::new(b"back".to_vec()));
+    expect_gossip(&mut a, 1, b"back").await;
+
+    wait_until("2 refuses 0 posing as 1", || {
+        c.metrics.handshake_rejected() >= 1
+    })
+    .await;
+    assert_eq!(c.net.connected_peers(), 0);
+    assert!(
+        a.net.is_running(),
+        "an unresolvable peer name stopped the network"
+    );
+    assert_eq!(a.net.connected_peers(), 1);
+    for node in [&a, &b, &c] {
         node.net.shutdown().await;
     }
 }

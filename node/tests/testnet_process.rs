@@ -200,7 +200,10 @@ fn create_writes_keys_genesis_and_configs_with_distinct_ports_and_full_peer_list
                 .position(|v| v.bls_public_key == peer.bls_public_key)
                 .unwrap();
             assert_ne!(j, i);
-            assert_eq!(peer.address, net.p2p(j));
+            assert_eq!(
+                peer.address,
+                quasar_node::p2p::PeerAddress::from(net.p2p(j))
+            );
         }
         GenesisFile::load(&cfg.genesis).unwrap().check().unwrap();
         assert!(!cfg.archive, "validators prune unless told otherwise");

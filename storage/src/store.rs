@@ -120,6 +120,16 @@ pub enum StoreError {
     Evidence(#[from] EvidenceError),
 }
 
+impl StoreError {
+    /// Whether [`SledStore::open`] failed because another process holds sled's exclusive lock
+    /// on the database (another node on the same data directory). sled 0.34 reports that as an
+    /// I/O error whose message starts "could not acquire lock on", which is what this matches.
+    pub fn is_locked(&self) -> bool {
+        matches!(self, StoreError::Backend(sled::Error::Io(e))
+            if e.to_string().starts_with("could not acquire lock on"))
+    }
+}
+
 /// A block being finalized, with everything [`Store::commit_finalized`] indexes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FinalizedBlock {

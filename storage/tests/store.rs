@@ -409,3 +409,19 @@ fn a_checkpoint_commits_above_a_gap_and_moves_the_floor() {
     assert!(store.block_by_height(8).unwrap().is_some());
     assert!(store.block_by_height(12).unwrap().is_none());
 }
+
+/// A second open of a database that is open already (another node on the same data directory)
+/// fails, and [`StoreError::is_locked`] says why, so the node can name the directory instead of
+/// passing sled's raw message on.
+#[test]
+fn a_second_open_of_one_database_is_reported_as_locked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let first = SledStore::open(&path).unwrap();
+    let err = SledStore::open(&path)
+        .err()
+        .expect("the database is locked");
+    assert!(err.is_locked(), "{err}");
+    drop(first);
+    assert!(!StoreError::Corrupt("x".into()).is_locked());
+}

@@ -6,8 +6,9 @@
 # Refuses the base's placeholders, so an unconfigured set never starts.
 #
 # Environment: POD_NAME (downward API), SIGNER_TOKEN and KEYSTORE_PASSPHRASE (the quasar-signer
-# Secret). node.toml's [[peers]] need IP addresses: validator j is reached through its own
-# ClusterIP Service <statefulset>-<j> (services.yaml), whose address lasts as long as the Service.
+# Secret). Validator j is reached through its own ClusterIP Service <statefulset>-<j>
+# (services.yaml), named in node.toml's [[peers]]: the node resolves the name at every dial, so
+# it follows the Service and retries (with backoff) while DNS has not caught up with it yet.
 # QUASAR_PREPARE_ROOT (tests only) prefixes every path below.
 set -euo pipefail
 
@@ -48,15 +49,7 @@ printf '%s\n' "${SIGNER_TOKEN}" >"${run}/signer.token"
     [[ "${j}" == "${ordinal}" ]] && continue
     key=$(sed -n 's/.*"bls_public_key": *"\([0-9a-fA-F]*\)".*/\1/p' "${pub}")
     [[ -n "${key}" ]] || fail "no bls_public_key in ${pub}"
-    # The Service's ClusterIP; DNS may lag behind a Service created in the same apply.
-    address=""
-    for _ in $(seq 60); do
-      address=$(getent ahostsv4 "${statefulset}-${j}" | awk 'NR == 1 { print $1 }') || true
-      [[ -n "${address}" ]] && break
-      sleep 1
-    done
-    [[ -n "${address}" ]] || fail "the Service ${statefulset}-${j} does not resolve"
-    printf '\n[[peers]]\nbls_public_key = "%s"\naddress = "%s:9000"\n' "${key}" "${address}"
+    printf '\n[[peers]]\nbls_public_key = "%s"\naddress = "%s:9000"\n' "${key}" "${statefulset}-${j}"
   done
 } >"${run}/node.toml.partial"
 mv "${run}/node.toml.partial" "${run}/node.toml"

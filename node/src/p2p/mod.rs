@@ -57,12 +57,16 @@
 //!   requests go out on one's own outbound connection, so reconnection is driven by the sender
 //!   and no tie-breaking between simultaneous dials is needed.
 
+mod address;
 mod frame_io;
 mod log_limit;
 mod metrics;
 mod network;
 pub mod tls;
 
+pub use address::{
+    PeerAddress, PeerAddressError, ResolveError, MAX_HOST_NAME_LEN, RESOLVE_TIMEOUT,
+};
 pub use metrics::P2pMetrics;
 pub use network::{Inbound, Network, NetworkConfig, PeerInfo, StopCause};
 pub use tls::{client_config, TlsIdentity, ALPN};

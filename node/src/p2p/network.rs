@@ -53,6 +53,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tracing::{debug, error, info, warn};
 
+use super::address::PeerAddress;
 use super::frame_io::{read_frame, write_frame, FrameReadError};
 use super::log_limit::{WarnLimiter, MAX_KEYS, WARN_INTERVAL};
 use super::tls::{self, TlsIdentity, SERVER_NAME};
@@ -106,8 +107,9 @@ pub struct PeerInfo {
     pub index: u32,
     /// The pinned TLS certificate (DER), as in the genesis file.
     pub cert_der: Vec<u8>,
-    /// Where the validator listens (UDP).
-    pub address: SocketAddr,
+    /// Where the validator listens (UDP): an IP literal, or a host name resolved again at every
+    /// dial (a resolution failure is a failed dial, retried with the backoff).
+    pub address: PeerAddress,
 }
 
 /// How to start a [`Network`].
@@ -295,6 +297,7 @@ impl Network {
                 metrics: metrics.clone(),
                 shutdown: shutdown_rx.clone(),
                 warn_limit: WarnLimiter::new(WARN_INTERVAL, 1),
+                resolved: None,
             };
             tasks.push(spawn_supervised(
                 format!("outbound task of peer {}", peer.index),
@@ -669,8 +672,11 @@ struct Outbound {
     reconnected: watch::Receiver<()>,
     metrics: P2pMetrics,
     shutdown: watch::Receiver<bool>,
-    /// One WARN per minute about this peer refusing us or not being who we pinned.
+    /// One WARN per minute about this peer refusing us, not being who we pinned, or its name
+    /// not resolving.
     warn_limit: WarnLimiter<()>,
+    /// The address the peer's host name last resolved to (INFO when it changes).
+    resolved: Option<SocketAddr>,
 }
 
 impl Outbound {
@@ -712,7 +718,7 @@ impl Outbound {
             };
             match dialed {
                 Ok(conn) => {
-                    info!(peer = self.peer.index, addr = %self.peer.address, "outbound connection up");
+                    info!(peer = self.peer.index, addr = %self.peer.address, remote = %conn.remote_address(), "outbound connection up");
                     let up_since = Instant::now();
                     let end = {
                         let _up =
@@ -769,16 +775,59 @@ impl Outbound {
         }
     }
 
+    /// The socket address to dial now: the peer's IP literal, or its host name resolved afresh,
+    /// preferring the family of our endpoint's address (`ipv6`). Logs the result at DEBUG and a
+    /// changed one at INFO; a failure is logged with the name (WARN at most once a minute) and
+    /// returned as a failed dial.
+    async fn resolve(&mut self, ipv6: bool) -> Result<SocketAddr, String> {
+        let Some(host) = self.peer.address.host_name() else {
+            return self
+                .peer
+                .address
+                .resolve(ipv6)
+                .await
+                .map_err(|e| e.to_string());
+        };
+        match self.peer.address.resolve(ipv6).await {
+            Ok(addr) => {
+                match self.resolved.replace(addr) {
+                    Some(before) if before == addr => {
+                        debug!(peer = self.peer.index, host, %addr, "resolved peer address")
+                    }
+                    before => info!(
+                        peer = self.peer.index,
+                        host,
+                        %addr,
+                        before = ?before,
+                        "resolved peer address (new)"
+                    ),
+                }
+                Ok(addr)
+            }
+            Err(error) => {
+                self.warn_or_debug(&error, "peer host name does not resolve; retrying");
+                Err(error.to_string())
+            }
+        }
+    }
+
     /// Dials the peer and waits until the server confirmed the handshake (so it accepted our
     /// certificate). Errors say why, for the debug log.
-    async fn dial(&self) -> Result<Connection, String> {
+    async fn dial(&mut self) -> Result<Connection, String> {
+        let ipv6 = self
+            .endpoint
+            .borrow()
+            .as_ref()
+            .and_then(|e| e.local_addr().ok())
+            .is_some_and(|a| a.is_ipv6());
+        let addr = self.resolve(ipv6).await?;
         let endpoint = self
             .endpoint
             .borrow()
             .clone()
             .ok_or("endpoint is being rebound")?;
         let connecting = endpoint
-            .connect_with(self.client.clone(), self.peer.address, SERVER_NAME)
+            .connect_with(self.client.clone(), addr, SERVER_NAME)
             .map_err(|e| e.to_string())?;
         drop(endpoint);
         let conn = match connecting.await {
@@ -818,7 +867,7 @@ impl Outbound {
         }
     }
 
-    fn warn_or_debug(&self, error: &ConnectionError, what: &str) {
+    fn warn_or_debug(&self, error: &dyn std::fmt::Display, what: &str) {
         match self.warn_limit.check(&(), Instant::now()) {
             Some(suppressed) => warn!(
                 peer = self.peer.index,
@@ -1352,7 +1401,7 @@ mod tests {
                 vec![PeerInfo {
                     index: 0,
                     cert_der: ids[0].cert_der.clone(),
-                    address: a_addr,
+                    address: a_addr.into(),
                 }],
             ),
             P2pMetrics::new(),
@@ -1369,7 +1418,7 @@ mod tests {
                     vec![PeerInfo {
                         index: 1,
                         cert_der: ids[1].cert_der.clone(),
-                        address: b.local_addr(),
+                        address: b.local_addr().into(),
                     }],
                 ),
                 P2pMetrics::new(),

@@ -421,24 +421,14 @@ async fn bind(
 /// conflicting votes.
 pub const LOCK_FILE: &str = "thresholdd.lock";
 
-/// Takes the exclusive lock on `data_dir`'s [`LOCK_FILE`]. Errors: [`DaemonError::Locked`]
-/// when another process holds it, [`DaemonError::Startup`] when the file cannot be opened.
+/// Takes the exclusive lock on `data_dir`'s [`LOCK_FILE`] ([`crate::process::lock_dir`]).
+/// Errors: [`DaemonError::Locked`] when another process holds it, [`DaemonError::Startup`] when
+/// the file cannot be opened or locked.
 fn lock_data_dir(data_dir: &std::path::Path) -> Result<std::fs::File, DaemonError> {
-    let path = data_dir.join(LOCK_FILE);
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| DaemonError::Startup(format!("{}: {e}", path.display())))?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(DaemonError::Locked(data_dir.to_path_buf())),
-        Err(std::fs::TryLockError::Error(e)) => Err(DaemonError::Startup(format!(
-            "locking {}: {e}",
-            path.display()
-        ))),
-    }
+    crate::process::lock_dir(data_dir, LOCK_FILE).map_err(|e| match e {
+        crate::process::DirLockError::InUse { dir, .. } => DaemonError::Locked(dir),
+        other => DaemonError::Startup(format!("locking the data directory: {other}")),
+    })
 }
 
 #[derive(Serialize)]

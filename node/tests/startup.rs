@@ -1,0 +1,148 @@
+//! What an operator sees in the first minute (issue 29 "The first hour of an operator"): a
+//! missing input file is reported before anything is created on disk, a second node on a data
+//! directory in use is refused by name, and peers given by host name (`localhost:PORT`) form a
+//! network that finalizes.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use quasar_node::config::{NodeConfig, RemoteSignerConfig, SignerMode};
+use quasar_node::runtime::{self, NodeError};
+use quasar_node::testnet::{Testnet, NODE_CONFIG_FILE};
+
+use common::{binary, one_network_at_a_time, Fixture};
+
+/// Regression: a missing `remote_signer.token_file` (or rollup proving key) was reported only
+/// after the data directory and the signing guard had been created, leaving a half-made data
+/// directory behind. Every file the node reads is now checked first: each missing file is
+/// named, and the data directory does not exist afterwards.
+#[tokio::test]
+async fn a_missing_input_file_is_named_and_leaves_no_data_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let net = Testnet::create(dir.path(), 1, 100).unwrap();
+    let cfg = NodeConfig::load(&net.node_dir(0).join(NODE_CONFIG_FILE)).unwrap();
+    let missing = dir.path().join("missing");
+    let cases: Vec<(NodeConfig, PathBuf)> = vec![
+        (
+            NodeConfig {
+                genesis: missing.join("genesis.json"),
+                ..cfg.clone()
+            },
+            missing.join("genesis.json"),
+        ),
+        (
+            NodeConfig {
+                key_dir: missing.clone(),
+                ..cfg.clone()
+            },
+            missing.clone(),
+        ),
+        (
+            NodeConfig {
+                signer: SignerMode::Remote,
+                remote_signer: Some(RemoteSignerConfig {
+                    url: "http://127.0.0.1:7300".into(),
+                    token_file: missing.join("signer.token"),
+                    timeout_ms: 2_000,
+                }),
+                ..cfg.clone()
+            },
+            missing.join("signer.token"),
+        ),
+        (
+            NodeConfig {
+                rollup_proving_key: Some(missing.join("rollup.pk")),
+                ..cfg.clone()
+            },
+            missing.join("rollup.pk"),
+        ),
+    ];
+    for (cfg, file) in cases {
+        let err = runtime::run(cfg.clone()).await.unwrap_err().to_string();
+        assert!(
+            err.contains(&file.display().to_string()),
+            "the error names {}: {err}",
+            file.display()
+        );
+        assert!(
+            !cfg.data_dir.exists(),
+            "{} was created before {} was found missing",
+            cfg.data_dir.display(),
+            file.display()
+        );
+    }
+}
+
+/// Issue 29, both start-up fixes in one network: four validators that know each other as
+/// `localhost:PORT` (resolved at each dial) finalize; then a second `quasar-node run` on
+/// validator 0's data directory, which used to fail with sled's raw lock error, says that
+/// another quasar-node is using the directory, and validator 0 keeps running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn peers_by_host_name_finalize_and_a_second_node_on_a_data_directory_is_refused() {
+    let _serial = one_network_at_a_time().await;
+    let mut fixture = Fixture::create("quasar-startup-", 4, 200);
+    let net = &fixture.net;
+    for i in 0..4 {
+        let path = net.node_dir(i).join(NODE_CONFIG_FILE);
+        let mut cfg = NodeConfig::load(&path).unwrap();
+        for peer in &mut cfg.peers {
+            let port = match &peer.address {
+                quasar_node::p2p::PeerAddress::Ip(addr) => addr.port(),
+                other => panic!("the testnet writes IP literals, got {other}"),
+            };
+            peer.address = format!("localhost:{port}").parse().unwrap();
+        }
+        cfg.save(&path).unwrap();
+    }
+    fixture.spawn_all();
+    let net = &fixture.net;
+    net.wait_finalized(&[0, 1, 2, 3], 2, Duration::from_secs(60))
+        .await
+        .unwrap();
+
+    let config = net.node_dir(0).join(NODE_CONFIG_FILE);
+    let second = tokio::time::timeout(
+        Duration::from_secs(30),
+        tokio::process::Command::from(Command::new(binary()))
+            .arg("run")
+            .arg("--config")
+            .arg(&config)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the second node exits at once")
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "{stderr}");
+    let data_dir = NodeConfig::load(&config).unwrap().data_dir;
+    assert!(
+        stderr.contains(&format!(
+            "another quasar-node is using {}",
+            data_dir.display()
+        )),
+        "{stderr}"
+    );
+    assert!(net.is_running(0), "the first node was disturbed");
+    net.wait_finalized(&[0], 4, Duration::from_secs(30))
+        .await
+        .unwrap();
+}
+
+/// The mapping the message above relies on, without processes: while a node's start-up holds
+/// the data directory, opening it again is [`NodeError::DataDirInUse`].
+#[test]
+fn opening_a_data_directory_twice_is_data_dir_in_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let held = runtime::open_data_dir(&data).unwrap();
+    match runtime::open_data_dir(&data) {
+        Err(NodeError::DataDirInUse { dir, .. }) => assert_eq!(dir, data),
+        Err(e) => panic!("expected DataDirInUse, got {e}"),
+        Ok(_) => panic!("opened a data directory in use"),
+    }
+    drop(held);
+}
