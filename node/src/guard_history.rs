@@ -32,6 +32,8 @@
 //! A document is at most [`MAX_HISTORY_BYTES`] long.
 
 use crate::config::{load_keys, ConfigError, GenesisFile, NodeConfig};
+use crate::process::{lock_dir, DirLockError};
+use crate::runtime::DATA_DIR_LOCK_FILE;
 use quasar_crypto::bls::PublicKey;
 use quasar_crypto::hash::{tagged_hash, Hash};
 use quasar_storage::{GuardError, SigningGuard, ViewVotes, GUARD_WINDOW};
@@ -75,6 +77,9 @@ pub enum HistoryError {
     /// The data directory holds no signing guard to export or inspect.
     #[error("no signing guard at {0}: this validator has not run with this data directory")]
     NoGuard(PathBuf),
+    /// A node is running on the data directory: stop it before importing.
+    #[error("another quasar-node is using {0}: stop it before importing a signing history")]
+    NodeRunning(PathBuf),
     /// The document could not be read or written.
     #[error("{path}: {error}")]
     File {
@@ -272,11 +277,11 @@ pub fn export(cfg: &NodeConfig) -> Result<String, HistoryError> {
 }
 
 /// `quasar-node guard import`: merges the document in `file` into `cfg`'s validator's guard,
-/// creating the guard in an empty data directory (a validator moving to this host). The node
-/// must not be running on the data directory.
+/// creating the guard in an empty data directory (a validator moving to this host), under the
+/// data directory's lock: it refuses while a node runs there.
 ///
-/// Errors: [`HistoryError::File`], the document's errors ([`SigningHistory::parse`],
-/// [`SigningHistory::import_into`]), and [`open_guard`]'s.
+/// Errors: [`HistoryError::File`], [`HistoryError::NodeRunning`], the document's errors
+/// ([`SigningHistory::parse`], [`SigningHistory::import_into`]), and [`open_guard`]'s.
 pub fn import(cfg: &NodeConfig, file: &Path) -> Result<quasar_storage::ImportReport, HistoryError> {
     use std::io::Read;
     let mut bytes = Vec::new();
@@ -298,6 +303,18 @@ pub fn import(cfg: &NodeConfig, file: &Path) -> Result<quasar_storage::ImportRep
             expected: hex::encode(owner),
         });
     }
+    std::fs::create_dir_all(&cfg.data_dir).map_err(|error| HistoryError::File {
+        path: cfg.data_dir.clone(),
+        error,
+    })?;
+    // The running node's lock: never change a guard under a node that is using it.
+    let _lock = lock_dir(&cfg.data_dir, DATA_DIR_LOCK_FILE).map_err(|e| match e {
+        DirLockError::InUse { dir, .. } => HistoryError::NodeRunning(dir),
+        DirLockError::Io { path, source } => HistoryError::File {
+            path,
+            error: source,
+        },
+    })?;
     let (mut guard, _, _) = open_guard(cfg, true)?;
     history.import_into(&mut guard, &owner)
 }

@@ -146,3 +146,93 @@ fn opening_a_data_directory_twice_is_data_dir_in_use() {
     }
     drop(held);
 }
+
+/// Runs `quasar-node guard ARGS…`; its exit status, stdout and stderr.
+fn guard_cli(args: &[&std::ffi::OsStr]) -> (bool, String, String) {
+    let output = Command::new(binary())
+        .arg("guard")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// A validator moves to a new data directory (another host) with its signing history instead
+/// of its guard file: `guard export` on the running node, `guard import` refused while the
+/// node runs, imported into the new directory once it is stopped, and the validator signs again
+/// from there at once (no listening period: its guard is not new) without a refusal or an
+/// equivocation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_validator_moves_to_a_new_data_directory_with_its_signing_history() {
+    let _serial = one_network_at_a_time().await;
+    let mut fixture = Fixture::create("quasar-guard-move-", 4, 200);
+    fixture.spawn_all();
+    fixture
+        .net
+        .wait_finalized(&[0, 1, 2, 3], 3, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let config = fixture.net.node_dir(0).join(NODE_CONFIG_FILE);
+    let history = fixture.net.node_dir(0).join("history.json");
+    let (ok, _, stderr) = guard_cli(&[
+        "export".as_ref(),
+        "--config".as_ref(),
+        config.as_os_str(),
+        "--out".as_ref(),
+        history.as_os_str(),
+    ]);
+    assert!(ok, "{stderr}");
+    let document =
+        quasar_node::guard_history::SigningHistory::parse(&std::fs::read(&history).unwrap())
+            .unwrap();
+    assert!(!document.views.is_empty(), "a running validator has signed");
+
+    let import = [
+        "import".as_ref(),
+        "--config".as_ref(),
+        config.as_os_str(),
+        "--file".as_ref(),
+        history.as_os_str(),
+    ];
+    let (ok, _, stderr) = guard_cli(&import);
+    assert!(
+        !ok && stderr.contains("stop it before importing"),
+        "{stderr}"
+    );
+
+    fixture.net.kill(0);
+    let mut cfg = NodeConfig::load(&config).unwrap();
+    cfg.data_dir = fixture.net.node_dir(0).join("moved");
+    cfg.save(&config).unwrap();
+    let (ok, _, stderr) = guard_cli(&import);
+    assert!(ok && stderr.contains("view(s) added"), "{stderr}");
+    let (ok, stdout, stderr) =
+        guard_cli(&["inspect".as_ref(), "--config".as_ref(), config.as_os_str()]);
+    assert!(ok, "{stderr}");
+    let highest = document.views.last().map(|v| v.view).unwrap_or_default();
+    assert!(
+        stdout.contains(&format!("highest view {highest}")),
+        "{stdout}"
+    );
+
+    fixture.net.spawn(0, &binary()).unwrap();
+    let others = fixture
+        .net
+        .wait_finalized(&[1, 2, 3], 0, Duration::from_secs(5))
+        .await
+        .unwrap();
+    let target = others.iter().map(|s| s.finalized_height).max().unwrap_or(0) + 4;
+    let statuses = fixture
+        .net
+        .wait_finalized(&[0, 1, 2, 3], target, Duration::from_secs(60))
+        .await
+        .unwrap();
+    for s in &statuses {
+        assert_eq!((s.evidence, s.guard_refusals), (0, 0), "{s:?}");
+    }
+    assert!(statuses[0].votes_signed > 0, "{:?}", statuses[0]);
+}
