@@ -12,7 +12,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "quasar-node", version, about = "Quasar validator node")]
+#[command(
+    name = "quasar-node",
+    version = quasar_node::build_info::LONG_VERSION,
+    about = "Quasar validator node"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
