@@ -718,6 +718,45 @@ async fn an_operator_sees_the_build_the_chain_and_the_latest_block() {
     }
 }
 
+/// With `metrics_listen`, `GET /metrics` is served on that listener alone and no longer on the
+/// admin API, so a scraper needs no route to `POST /tx`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_listen_moves_metrics_off_the_admin_api() {
+    let _turn = one_network_at_a_time().await;
+    let mut fx = Fixture::create("quasar-testnet-test-", 4, 100);
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let metrics_addr = free.local_addr().unwrap();
+    drop(free);
+    let path = fx.net.node_dir(0).join(NODE_CONFIG_FILE);
+    let cfg = NodeConfig {
+        metrics_listen: Some(metrics_addr),
+        ..NodeConfig::load(&path).unwrap()
+    };
+    cfg.save(&path).unwrap();
+    fx.spawn_all();
+    fx.net
+        .wait_finalized(&[0, 1, 2, 3], 1, Duration::from_secs(30))
+        .await
+        .unwrap();
+    let client = reqwest::Client::new();
+    let status = |url: String| {
+        let request = client.get(url).send();
+        async move { request.await.unwrap().status().as_u16() }
+    };
+    let api = fx.net.api(0);
+    assert_eq!(status(format!("http://{api}/metrics")).await, 404);
+    assert_eq!(status(format!("http://{metrics_addr}/metrics")).await, 200);
+    assert_eq!(status(format!("http://{metrics_addr}/status")).await, 404);
+    assert_eq!(status(format!("http://{api}/status")).await, 200);
+    // The other validators keep `/metrics` on their API.
+    assert!(fx
+        .net
+        .metrics(1)
+        .await
+        .unwrap()
+        .contains("quasar_build_info"));
+}
+
 /// A pinned but Byzantine peer (a client holding validator 3's TLS identity) sends validator 0 an
 /// oversized length prefix, a truncated frame and a well-framed non-ZAP message. Each costs the
 /// peer only its stream: validator 0 counts the malformed frames and keeps finalizing.
