@@ -319,6 +319,10 @@ def check_commands(paths):
                     break
             sub = " ".join(path_words)
             if sub not in subcommands:
+                # clap's own top-level flags (`quasar-node --version`) need no subcommand.
+                flags = {w for w in words if w.startswith("--")}
+                if not positional and flags and flags <= {"--help", "--version"}:
+                    continue
                 # A prose mention ("thresholdd listens …"), not a command line: it must then
                 # not carry flags either.
                 if any(w.startswith("--") for w in words) and binary == "quasar-node":

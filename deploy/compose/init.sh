@@ -14,7 +14,8 @@
 # Settings (environment): QUASAR_VALIDATORS (4), QUASAR_PROFILE (aurora: every leg without
 # rollup keys; `quasar` and `hybrid-…` also need a rollup setup, see docs/operations.md),
 # QUASAR_NET_PREFIX (validator i's address is <prefix>.<10+i>), QUASAR_START_DELAY_SECS,
-# QUASAR_SIGNER_URL, QUASAR_P2P_LISTEN, QUASAR_API_LISTEN (`{i}` and `{ip}` are replaced),
+# QUASAR_SIGNER_URL, QUASAR_P2P_LISTEN, QUASAR_API_LISTEN, QUASAR_METRICS_LISTEN (`{i}` and
+# `{ip}` are replaced),
 # QUASAR_UID (owner of what is written, when run as root).
 set -euo pipefail
 
@@ -27,6 +28,7 @@ default_signer_url='http://thresholdd-{i}:7300'
 signer_url=${QUASAR_SIGNER_URL:-${default_signer_url}}
 p2p_listen=${QUASAR_P2P_LISTEN:-0.0.0.0:9000}
 api_listen=${QUASAR_API_LISTEN:-0.0.0.0:8000}
+metrics_listen=${QUASAR_METRICS_LISTEN:-0.0.0.0:8100}
 uid=${QUASAR_UID:-10001}
 
 if [[ -s "${out}/genesis/genesis.json" ]]; then
@@ -93,6 +95,7 @@ key_dir = "/etc/quasar/keys"
 genesis = "/etc/quasar/genesis/genesis.json"
 p2p_listen = "$(fill "${p2p_listen}" "${i}" "${ip}")"
 api_listen = "$(fill "${api_listen}" "${i}" "${ip}")"
+metrics_listen = "$(fill "${metrics_listen}" "${i}" "${ip}")"
 signer = "remote"
 
 [remote_signer]

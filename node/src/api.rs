@@ -2,23 +2,30 @@
 //!
 //! | route | answer |
 //! |---|---|
+//! | `GET /` | `200 {"routes":[{"method","path","answer"}]}`: this table, in short ([`ROUTES`]) |
+//! | `GET /health` | `200 {"status":"ok"}` while the process serves requests (liveness; unlike `/ready` it says nothing about consensus) |
 //! | `POST /tx` (body: raw bytes, ≤ 64 KiB) | `200 {"hash"}`; `400` empty or too large; `409` duplicate; `503` mempool full |
 //! | `GET /tx/{hash}` | `200 {"hash","status":"pending"|"finalized","height"}`; `400` bad hash; `404` unknown |
 //! | `GET /ready` | `200` when the node finalizes with its peers, `503` otherwise: `{"ready","reasons","finalized_height","height","last_finalized_ms_ago","stale_after_ms","peers"}` (see [`not_ready_reasons`]) |
-//! | `GET /status` | `{"validator","validator_index","height","finalized_height","view","epoch","history_floor","peers","mempool","chain_id","evidence","votes_signed","guard_refusals","guard_restart_refusals","profile","quasar_finalized_height","quasar_unavailable","leg_verify_p50_ms","leg_sign_p50_ms"}` |
+//! | `GET /status` | `{"validator","validator_index","height","finalized_height","view","epoch","history_floor","peers","mempool","chain_id","evidence","votes_signed","guard_refusals","guard_restart_refusals","profile","quasar_finalized_height","quasar_unavailable","leg_verify_p50_ms","leg_sign_p50_ms","version","commit","genesis_hash"}` (`commit`: 12 hex digits or `unknown`; `genesis_hash`: 64 hex digits) |
+//! | `GET /block/latest` | the highest finalized block, as `GET /block/{height}` answers it; `404` before the first is finalized |
 //! | `GET /block/{height}` | finalized block summary with its certificate and `"finality"`: `{"tier": "nova"\|"quasar", "profile", "bundle_end", "legs": {leg: "verified"\|"missing"}, "unavailable"?}`; `404` if not finalized |
 //! | `GET /evidence?from_view=V&limit=N` | `200 {"count","evidence":[{"kind","signer","view","first","second"}]}` (see [`evidence_json`]); `400` bad query |
-//! | `GET /metrics` | Prometheus text format |
+//! | `GET /metrics` | Prometheus text format; here only when `metrics_listen` is unset, otherwise on that listener alone ([`serve_metrics`]) |
 
+use crate::config::ApiConfig;
 use crate::consensus::{Evidence, EvidenceKind};
+use crate::http_serve::TransportLimits;
 use crate::mempool::MempoolError;
 use crate::runtime::{Shared, MAX_TX_BYTES};
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, RawQuery, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use governor::clock::QuantaInstant;
+use governor::middleware::NoOpMiddleware;
 use quasar_lanes::bls::signers_from_bitmap;
 use quasar_storage::evidence::kind as evidence_kind;
 use quasar_storage::{EvidenceRecord, Store};
@@ -28,32 +35,206 @@ use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tower_governor::governor::GovernorConfigBuilder;
+use tower_governor::key_extractor::PeerIpKeyExtractor;
+use tower_governor::{GovernorError, GovernorLayer};
 
 type AppState = Arc<Shared>;
 
-/// Serves the API on `listener` until the process exits.
-pub async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
-    let app = Router::new()
-        .route("/tx", post(submit_tx))
+/// Every route of the API but `GET /metrics`, as `GET /` lists them: (method, path, answer).
+pub const ROUTES: &[(&str, &str, &str)] = &[
+    ("GET", "/", "this index"),
+    (
+        "GET",
+        "/health",
+        "200 {\"status\":\"ok\"} while the process serves (liveness)",
+    ),
+    (
+        "GET",
+        "/ready",
+        "200 when the node finalizes with its peers, 503 with reasons otherwise (readiness)",
+    ),
+    (
+        "GET",
+        "/status",
+        "validator, heights, view, epoch, peers, build and genesis",
+    ),
+    ("POST", "/tx", "submit a raw transaction (at most 64 KiB)"),
+    ("GET", "/tx/{hash}", "a transaction: pending or finalized"),
+    ("GET", "/block/latest", "the highest finalized block"),
+    (
+        "GET",
+        "/block/{height}",
+        "a finalized block with its certificate and finality",
+    ),
+    (
+        "GET",
+        "/evidence?from_view=V&limit=N",
+        "stored equivocation evidence",
+    ),
+];
+
+/// The `GET /metrics` entry of `GET /`, listed when the API serves it.
+pub const METRICS_ROUTE: (&str, &str, &str) = ("GET", "/metrics", "Prometheus text format");
+
+/// The body of `GET /`: `{"routes":[{"method","path","answer"}]}` for [`ROUTES`], and
+/// [`METRICS_ROUTE`] when `with_metrics`.
+pub fn index_json(with_metrics: bool) -> Value {
+    let routes: Vec<Value> = ROUTES
+        .iter()
+        .chain(with_metrics.then_some(&METRICS_ROUTE))
+        .map(|(method, path, answer)| json!({ "method": method, "path": path, "answer": answer }))
+        .collect();
+    json!({ "routes": routes })
+}
+
+/// `GET /` and `GET /health`: the routes that answer from the process alone, for any router
+/// state.
+pub fn process_routes<S: Clone + Send + Sync + 'static>(with_metrics: bool) -> Router<S> {
+    let index = index_json(with_metrics);
+    Router::new()
+        .route(
+            "/",
+            get(move || {
+                let index = index.clone();
+                async move { Json(index) }
+            }),
+        )
+        .route("/health", get(|| async { Json(json!({ "status": "ok" })) }))
+}
+
+/// The API's router: every route of the module docs, `GET /metrics` only when `with_metrics`,
+/// `POST /tx` limited per client IP address as `config` says ([`tx_rate_limit`]).
+pub fn router(shared: Arc<Shared>, with_metrics: bool, config: &ApiConfig) -> Router {
+    let mut app = Router::new()
+        .route("/tx", post(submit_tx).layer(tx_rate_limit(config)))
         .route("/tx/{hash}", get(get_tx))
         .route("/status", get(status))
         .route("/ready", get(ready))
+        .route("/block/latest", get(block_latest))
         .route("/block/{height}", get(block))
         .route("/evidence", get(evidence))
-        .route("/metrics", get(metrics))
-        .layer(DefaultBodyLimit::max(MAX_TX_BYTES + 1024))
-        .with_state(shared);
+        .merge(process_routes(with_metrics));
+    if with_metrics {
+        app = app.route("/metrics", get(metrics));
+    }
+    app.layer(DefaultBodyLimit::max(MAX_TX_BYTES + 1024))
+        .with_state(shared)
+}
+
+/// The `POST /tx` rate limit of `config`: per client IP address, [`ApiConfig::tx_burst`]
+/// requests at once, then [`ApiConfig::tx_per_second`] (GCRA, tower_governor). Beyond it the
+/// answer is `429 {"error"}` with `Retry-After` (seconds). The client address is the TCP peer's
+/// ([`crate::http_serve`] sets it): behind a proxy every client shares the proxy's limit.
+pub fn tx_rate_limit(
+    config: &ApiConfig,
+) -> GovernorLayer<PeerIpKeyExtractor, NoOpMiddleware<QuantaInstant>, axum::body::Body> {
+    // At most 10^9 requests a second: the replenish period is at least 1 ns.
+    let period_ns = 1_000_000_000 / u64::from(config.tx_per_second.max(1));
+    let governor = GovernorConfigBuilder::default()
+        .per_nanosecond(period_ns.max(1))
+        .burst_size(config.tx_burst.max(1))
+        .finish();
+    // `finish` refuses only a zero period or burst, which the clamps above rule out.
+    let governor = Arc::new(governor.unwrap_or_default());
+    // The limiter keeps a state per address it has seen; drop the ones back at a full burst.
+    let limiter = Arc::downgrade(governor.limiter());
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(async move {
+            let mut interval = tokio::time::interval(RATE_LIMIT_CLEANUP);
+            loop {
+                interval.tick().await;
+                match limiter.upgrade() {
+                    Some(limiter) => limiter.retain_recent(),
+                    None => break,
+                }
+            }
+        });
+    }
+    GovernorLayer::new(governor).error_handler(|e: GovernorError| {
+        let (status, message, retry_after) = match e {
+            GovernorError::TooManyRequests { wait_time, .. } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "too many transactions from this address: retry in {wait_time} s (api.tx_per_second, api.tx_burst)"
+                ),
+                Some(wait_time),
+            ),
+            GovernorError::UnableToExtractKey => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the client address is unknown".to_string(),
+                None,
+            ),
+            GovernorError::Other { code, msg, .. } => {
+                (code, msg.unwrap_or_else(|| code.to_string()), None)
+            }
+        };
+        let mut response = error(status, message);
+        if let Some(seconds) = retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+        }
+        response
+    })
+}
+
+/// How often the `POST /tx` limiter forgets addresses that are back at a full burst.
+const RATE_LIMIT_CLEANUP: Duration = Duration::from_secs(60);
+
+/// How long writing a response may make no progress before the connection is closed.
+pub const WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The transport bounds of `config`: [`MAX_CONNECTIONS`], its read timeouts, and
+/// [`WRITE_STALL_TIMEOUT`].
+pub fn transport_limits(config: &ApiConfig) -> TransportLimits {
+    TransportLimits {
+        max_connections: MAX_CONNECTIONS,
+        header_read_timeout: Duration::from_millis(config.header_read_timeout_ms),
+        body_read_timeout: Duration::from_millis(config.body_read_timeout_ms),
+        write_stall_timeout: WRITE_STALL_TIMEOUT,
+    }
+}
+
+/// Serves the API on `listener` until the process exits; `GET /metrics` too when
+/// `with_metrics` (no `metrics_listen` configured). Bounds: [`transport_limits`].
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    shared: Arc<Shared>,
+    with_metrics: bool,
+    config: ApiConfig,
+) {
     if let Ok(addr) = listener.local_addr() {
         if !addr.ip().is_loopback() {
             tracing::warn!(%addr, "the admin API listens beyond loopback and has no authentication; put it behind a proxy or firewall");
         }
     }
-    let listener = LimitedListener::new(listener, MAX_CONNECTIONS);
-    if let Err(e) = axum::serve(listener, app).await {
-        tracing::error!(error = %e, "HTTP API stopped");
-    }
+    let app = router(shared, with_metrics, &config);
+    serve_router(listener, app, transport_limits(&config)).await;
+}
+
+/// Serves `GET /metrics` alone on `listener` (`metrics_listen`) until the process exits: every
+/// other path is `404`, so a scraper's network reaches no route that changes anything.
+pub async fn serve_metrics(
+    listener: tokio::net::TcpListener,
+    shared: Arc<Shared>,
+    config: ApiConfig,
+) {
+    let app = Router::new()
+        .route("/metrics", get(metrics))
+        .with_state(shared);
+    serve_router(listener, app, transport_limits(&config)).await;
+}
+
+/// Serves `app` on `listener` under `limits` ([`crate::http_serve`]) until the process exits.
+pub async fn serve_router(listener: tokio::net::TcpListener, app: Router, limits: TransportLimits) {
+    let handle = crate::http_serve::spawn(listener, limits, axum::body::Body::new, move |_stop| {
+        app.clone()
+    });
+    handle.stopped().await;
 }
 
 /// Most simultaneous API connections. Beyond it new connections wait in the kernel's backlog, so
@@ -217,6 +398,9 @@ async fn status(State(shared): State<AppState>) -> Json<Value> {
         }),
         "leg_verify_p50_ms": crate::quasar_service::leg_p50_ms(&shared.leg_samples),
         "leg_sign_p50_ms": crate::quasar_service::leg_p50_ms(&shared.sign_samples),
+        "version": crate::build_info::VERSION,
+        "commit": crate::build_info::COMMIT,
+        "genesis_hash": hex::encode(shared.genesis_hash),
     }))
 }
 
@@ -301,7 +485,21 @@ fn kind_name(kind: CertificateKind) -> &'static str {
     }
 }
 
+/// `GET /block/latest`: the block at the finalized height.
+async fn block_latest(State(shared): State<AppState>) -> Response {
+    let height = shared.finalized_height.load(Ordering::Relaxed);
+    if height == 0 {
+        return error(StatusCode::NOT_FOUND, "no block finalized yet");
+    }
+    block_at(&shared, height)
+}
+
 async fn block(State(shared): State<AppState>, Path(height): Path<u64>) -> Response {
+    block_at(&shared, height)
+}
+
+/// The answer of `GET /block/{height}`.
+fn block_at(shared: &Shared, height: u64) -> Response {
     let stored = match shared.store.block_by_height(height) {
         Ok(Some(b)) => b,
         Ok(None) if height > 0 && height < shared.store.history_floor().unwrap_or(1) => {
@@ -340,7 +538,7 @@ async fn block(State(shared): State<AppState>, Path(height): Path<u64>) -> Respo
         "tx_count": p.tx_count(),
         "tx_hashes": tx_hashes,
         "finalized_at_us": finalized_at,
-        "finality": crate::quasar_service::finality_json(&shared, height),
+        "finality": crate::quasar_service::finality_json(shared, height),
         "certificate": {
             "kind": kind_name(c.kind()),
             "view": c.view(),
@@ -488,6 +686,137 @@ async fn evidence(State(shared): State<AppState>, RawQuery(raw): RawQuery) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::body::Body;
+    use axum::http::Request;
+    use tower::ServiceExt;
+
+    /// `GET path` on `app`: the status and the JSON body.
+    async fn get_json(app: Router, path: &str) -> (StatusCode, Value) {
+        let request = Request::get(path).body(Body::empty()).unwrap();
+        let response = app.oneshot(request).await.unwrap();
+        let status = response.status();
+        let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        (status, serde_json::from_slice(&body).unwrap())
+    }
+
+    #[tokio::test]
+    async fn health_is_ok_while_the_process_serves() {
+        let (status, body) = get_json(process_routes(true), "/health").await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body, json!({ "status": "ok" }));
+    }
+
+    #[tokio::test]
+    async fn the_index_names_every_route_and_metrics_only_where_served() {
+        let (status, body) = get_json(process_routes(true), "/").await;
+        assert_eq!(status, StatusCode::OK);
+        let paths: Vec<&str> = body["routes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["path"].as_str().unwrap())
+            .collect();
+        for path in [
+            "/",
+            "/health",
+            "/ready",
+            "/status",
+            "/tx",
+            "/block/latest",
+            "/metrics",
+        ] {
+            assert!(paths.contains(&path), "{path} missing from {paths:?}");
+        }
+        // With `metrics_listen` set the API does not serve `/metrics`, and its index says so.
+        let (_, body) = get_json(process_routes(false), "/").await;
+        assert!(!body.to_string().contains("/metrics"), "{body}");
+    }
+
+    /// Serves `app` on a fresh loopback port under `limits`; returns its address.
+    async fn serve_on_loopback(app: Router, limits: TransportLimits) -> std::net::SocketAddr {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(serve_router(listener, app, limits));
+        addr
+    }
+
+    /// `POST /tx` accepts a client's burst, then answers `429` with a JSON error and
+    /// `Retry-After` until the rate refills it; other routes are not limited.
+    #[tokio::test]
+    async fn tx_submissions_beyond_the_burst_get_429() {
+        let config = ApiConfig {
+            tx_per_second: 1,
+            tx_burst: 3,
+            ..ApiConfig::default()
+        };
+        let app = Router::new()
+            .route(
+                "/tx",
+                post(|| async { "accepted" }).layer(tx_rate_limit(&config)),
+            )
+            .merge(process_routes(false));
+        let addr = serve_on_loopback(app, transport_limits(&config)).await;
+        let client = reqwest::Client::new();
+        let url = format!("http://{addr}/tx");
+        for i in 0..3 {
+            let response = client.post(&url).body("tx").send().await.unwrap();
+            assert_eq!(response.status(), 200, "request {i} is within the burst");
+        }
+        let response = client.post(&url).body("tx").send().await.unwrap();
+        assert_eq!(response.status(), 429);
+        assert!(response.headers().contains_key("retry-after"));
+        let body: Value = response.json().await.unwrap();
+        assert!(
+            body["error"]
+                .as_str()
+                .unwrap()
+                .contains("too many transactions"),
+            "{body}"
+        );
+        let health = client.get(format!("http://{addr}/health")).send().await;
+        assert_eq!(health.unwrap().status(), 200, "only POST /tx is limited");
+    }
+
+    /// A client that sends part of a request head and stalls is disconnected at the header
+    /// timeout (it held a connection slot for ever before); one that stalls in its body is
+    /// answered `408` at the body timeout.
+    #[tokio::test]
+    async fn stalled_clients_are_dropped() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let limits = TransportLimits {
+            header_read_timeout: Duration::from_millis(200),
+            body_read_timeout: Duration::from_millis(200),
+            ..transport_limits(&ApiConfig::default())
+        };
+        let app = Router::new().route(
+            "/tx",
+            post(|body: Bytes| async move { body.len().to_string() }),
+        );
+        let addr = serve_on_loopback(app, limits).await;
+
+        let mut head = tokio::net::TcpStream::connect(addr).await.unwrap();
+        head.write_all(b"POST /tx HTTP/1.1\r\nHost: x\r\n")
+            .await
+            .unwrap();
+        let mut answer = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(5), head.read_to_end(&mut answer));
+        assert!(
+            read.await.is_ok(),
+            "the server closes a stalled request head"
+        );
+
+        let mut body = tokio::net::TcpStream::connect(addr).await.unwrap();
+        body.write_all(b"POST /tx HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nab")
+            .await
+            .unwrap();
+        let mut answer = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(5), body.read_to_end(&mut answer));
+        assert!(read.await.is_ok(), "the server closes a stalled body");
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    }
 
     #[test]
     fn readiness_needs_a_recent_finalized_block_and_no_backlog() {

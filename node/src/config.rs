@@ -2192,6 +2192,15 @@ pub struct NodeConfig {
     pub p2p_listen: SocketAddr,
     /// HTTP admin API listen address.
     pub api_listen: SocketAddr,
+    /// When set, `GET /metrics` is served here alone (nothing else) and no longer on
+    /// `api_listen`, so that Prometheus's network need not reach the admin API. Must differ
+    /// from `api_listen`. Default: unset, `/metrics` on `api_listen`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics_listen: Option<SocketAddr>,
+    /// The admin API's bounds on slow clients and its `POST /tx` rate limit (`[api]`; every
+    /// key optional, see [`ApiConfig`]).
+    #[serde(default, skip_serializing_if = "ApiConfig::is_default")]
+    pub api: ApiConfig,
     /// Minimum time between blocks, milliseconds.
     #[serde(default = "default_block_time_ms")]
     pub block_time_ms: u64,
@@ -2226,6 +2235,72 @@ pub struct NodeConfig {
     /// The thresholdd for `signer = "remote"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_signer: Option<RemoteSignerConfig>,
+}
+
+/// `[api]` in `node.toml`: how long an admin API client may take to send a request, and how
+/// many transactions one client IP address may submit. Every key is optional.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ApiConfig {
+    /// How long a connection may take to send a complete request head, milliseconds, counted
+    /// from when it starts waiting for one (so also the longest an idle keep-alive connection
+    /// stays open); past it the connection is closed. Default 10 000.
+    pub header_read_timeout_ms: u64,
+    /// How long a request may take to send its whole body, milliseconds from the end of its
+    /// head; past it the answer is `408` and the connection is closed. Default 30 000.
+    pub body_read_timeout_ms: u64,
+    /// `POST /tx` requests one client IP address may make per second, sustained. Default 50.
+    pub tx_per_second: u32,
+    /// `POST /tx` requests one client IP address may make at once before the rate applies;
+    /// beyond it the answer is `429` with `Retry-After`. Default 100.
+    pub tx_burst: u32,
+}
+
+impl Default for ApiConfig {
+    fn default() -> ApiConfig {
+        ApiConfig {
+            header_read_timeout_ms: 10_000,
+            body_read_timeout_ms: 30_000,
+            tx_per_second: 50,
+            tx_burst: 100,
+        }
+    }
+}
+
+impl ApiConfig {
+    /// Whether every key has its default (then `node.toml` leaves `[api]` out).
+    pub fn is_default(&self) -> bool {
+        *self == ApiConfig::default()
+    }
+
+    /// Errors: a timeout outside 1..=3 600 000 ms, or a zero rate or burst.
+    fn check(&self) -> Result<(), ConfigError> {
+        for (name, value) in [
+            ("header_read_timeout_ms", self.header_read_timeout_ms),
+            ("body_read_timeout_ms", self.body_read_timeout_ms),
+        ] {
+            if !(1..=MAX_TIME_MS).contains(&value) {
+                return Err(ConfigError::Invalid(format!(
+                    "api.{name} must be in 1..={MAX_TIME_MS}"
+                )));
+            }
+        }
+        if self.tx_per_second == 0 || self.tx_burst == 0 {
+            return Err(ConfigError::Invalid(
+                "api.tx_per_second and api.tx_burst must be positive".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Whether two TCP listen addresses would take the same socket: one port (not 0, which asks the
+/// OS for a fresh one) and one address, or an unspecified address (`0.0.0.0`, `::`) that
+/// covers the other.
+fn same_socket(a: SocketAddr, b: SocketAddr) -> bool {
+    a.port() == b.port()
+        && a.port() != 0
+        && (a.ip() == b.ip() || a.ip().is_unspecified() || b.ip().is_unspecified())
 }
 
 /// Upper bound for configured durations (one hour), so arithmetic in microseconds cannot overflow.
@@ -2281,6 +2356,17 @@ impl NodeConfig {
                 "view_timeout_ms must be above block_time_ms and at most {MAX_TIME_MS}"
             )));
         }
+        if let Some(metrics) = cfg
+            .metrics_listen
+            .filter(|m| same_socket(*m, cfg.api_listen))
+        {
+            return Err(ConfigError::Invalid(format!(
+                "metrics_listen ({metrics}) is api_listen ({}): give the metrics listener a port \
+                 of its own, or remove metrics_listen to serve /metrics on api_listen",
+                cfg.api_listen
+            )));
+        }
+        cfg.api.check()?;
         if cfg.mempool_max_txs == 0 || cfg.max_block_txs == 0 {
             return Err(ConfigError::Invalid(
                 "mempool_max_txs and max_block_txs must be positive".into(),
@@ -2879,6 +2965,60 @@ mod tests {
                 "{address}: {err}"
             );
         }
+    }
+
+    #[test]
+    fn node_toml_metrics_listen_is_optional_and_must_differ_from_api_listen() {
+        let text = "data_dir = \"data\"\nkey_dir = \".\"\ngenesis = \"g.json\"\n\
+                    p2p_listen = \"127.0.0.1:9000\"\napi_listen = \"127.0.0.1:8000\"\n";
+        let parse = |extra: &str| NodeConfig::from_toml(&format!("{text}{extra}"), Path::new("."));
+        assert_eq!(parse("").unwrap().metrics_listen, None);
+        let cfg = parse("metrics_listen = \"0.0.0.0:8001\"\n").unwrap();
+        assert_eq!(cfg.metrics_listen, Some("0.0.0.0:8001".parse().unwrap()));
+        for taken in ["127.0.0.1:8000", "0.0.0.0:8000"] {
+            match parse(&format!("metrics_listen = \"{taken}\"\n")) {
+                Err(ConfigError::Invalid(message)) => {
+                    assert!(
+                        message.contains("is api_listen (127.0.0.1:8000)"),
+                        "{message}"
+                    )
+                }
+                other => panic!("{taken}: {other:?}"),
+            }
+        }
+        // The same port on another loopback address is another socket.
+        assert!(parse("metrics_listen = \"127.0.0.2:8000\"\n").is_ok());
+    }
+
+    #[test]
+    fn node_toml_api_limits_default_and_are_checked() {
+        let text = "data_dir = \"data\"\nkey_dir = \".\"\ngenesis = \"g.json\"\n\
+                    p2p_listen = \"127.0.0.1:9000\"\napi_listen = \"127.0.0.1:8000\"\n";
+        let parse = |extra: &str| NodeConfig::from_toml(&format!("{text}{extra}"), Path::new("."));
+        let cfg = parse("").unwrap();
+        assert_eq!(cfg.api, ApiConfig::default());
+        assert!(!toml::to_string_pretty(&cfg).unwrap().contains("[api]"));
+        let cfg = parse("[api]\ntx_burst = 5\n").unwrap();
+        assert_eq!(cfg.api.tx_burst, 5);
+        assert_eq!(cfg.api.tx_per_second, ApiConfig::default().tx_per_second);
+        for (extra, needle) in [
+            ("[api]\ntx_per_second = 0\n", "must be positive"),
+            (
+                "[api]\nbody_read_timeout_ms = 0\n",
+                "api.body_read_timeout_ms",
+            ),
+        ] {
+            match parse(extra) {
+                Err(ConfigError::Invalid(message)) => {
+                    assert!(message.contains(needle), "{message}")
+                }
+                other => panic!("{extra}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            parse("[api]\ntx_rate = 5\n"),
+            Err(ConfigError::Parse { .. })
+        ));
     }
 
     #[test]

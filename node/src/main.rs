@@ -12,7 +12,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "quasar-node", version, about = "Quasar validator node")]
+#[command(
+    name = "quasar-node",
+    version = quasar_node::build_info::LONG_VERSION,
+    about = "Quasar validator node"
+)]
 struct Cli {
     /// Log line format on stderr: text, or json (one object per line, for log collectors).
     /// The level comes from RUST_LOG (default info).

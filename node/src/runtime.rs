@@ -187,6 +187,8 @@ pub struct Shared {
     pub public_key: quasar_crypto::bls::PublicKey,
     /// The configured view timeout, milliseconds (`GET /ready` derives its limit from it).
     pub view_timeout_ms: u64,
+    /// The genesis hash (the hash of block 0), for `GET /status`.
+    pub genesis_hash: Hash,
 }
 
 impl Shared {
@@ -225,15 +227,16 @@ impl Shared {
 /// Runs a validator until SIGINT/SIGTERM. Errors: [`NodeError`] (configuration problems at start,
 /// storage failures at any time).
 pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
+    // Decoded BLS keys for the life of the process (DESIGN.md §4); the validator set built from
+    // genesis is the first place the BLS lane looks, this cache the second.
+    let key_cache = Arc::new(PublicKeyCache::new());
+    let genesis = GenesisFile::load(&cfg.genesis)?.check_with(&key_cache)?;
+    crate::build_info::log_node_start(&genesis.hash, genesis.file.chain_id);
     // Connections, the store and the guard file all need descriptors: take the hard limit.
     match rlimit::increase_nofile_limit(u64::MAX) {
         Ok(limit) => tracing::debug!(limit, "file descriptor limit"),
         Err(e) => tracing::warn!(error = %e, "could not raise the file descriptor limit"),
     }
-    // Decoded BLS keys for the life of the process (DESIGN.md §4); the validator set built from
-    // genesis is the first place the BLS lane looks, this cache the second.
-    let key_cache = Arc::new(PublicKeyCache::new());
-    let genesis = GenesisFile::load(&cfg.genesis)?.check_with(&key_cache)?;
     let keys = load_keys(&cfg.key_dir)?;
     // Network identities are roster positions: every validator of the genesis set and of the
     // scheduled changes, once (the genesis set's members keep their genesis indices).
@@ -390,6 +393,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     }
 
     let mut registry = Registry::default();
+    crate::build_info::register(&mut registry, "quasar");
     let metrics = NodeMetrics::new(&mut registry);
     KeyCacheMetrics::register(key_cache, &mut registry);
     let p2p_metrics = P2pMetrics::new();
@@ -473,6 +477,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         sets: genesis.epoch_sets(),
         public_key,
         view_timeout_ms: cfg.view_timeout_ms(),
+        genesis_hash: genesis.hash,
     });
     shared.metrics.finalized_height.set(tip.height as i64);
     shared
@@ -502,8 +507,24 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     let api_listener = tokio::net::TcpListener::bind(cfg.api_listen)
         .await
         .map_err(|e| NodeError::Other(format!("API listen {}: {e}", cfg.api_listen)))?;
-    tracing::info!(validator = me, p2p = %cfg.p2p_listen, api = %cfg.api_listen, height = tip.height, "node started");
-    tokio::spawn(api::serve(api_listener, shared.clone()));
+    let metrics_listener = match cfg.metrics_listen {
+        Some(addr) => Some(
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| NodeError::Other(format!("metrics_listen {addr}: {e}")))?,
+        ),
+        None => None,
+    };
+    tracing::info!(validator = me, p2p = %cfg.p2p_listen, api = %cfg.api_listen, metrics = ?cfg.metrics_listen, height = tip.height, "node started");
+    tokio::spawn(api::serve(
+        api_listener,
+        shared.clone(),
+        metrics_listener.is_none(),
+        cfg.api,
+    ));
+    if let Some(listener) = metrics_listener {
+        tokio::spawn(api::serve_metrics(listener, shared.clone(), cfg.api));
+    }
     tokio::spawn(log_summaries(shared.clone()));
 
     let (input_tx, input_rx) = mpsc::channel::<Input>(16_384);

@@ -856,6 +856,8 @@ impl Testnet {
                 genesis: PathBuf::from("..").join(GENESIS_FILE),
                 p2p_listen: me.p2p,
                 api_listen: me.api,
+                metrics_listen: None,
+                api: Default::default(),
                 block_time_ms,
                 view_timeout_ms: None,
                 mempool_max_txs: MEMPOOL_MAX_TXS,

@@ -659,6 +659,114 @@ async fn readiness_follows_finality() {
     assert!(back.finalized_height > stalled.finalized_height, "{back:?}");
 }
 
+/// The first hour of an operator (issue 29): `/health` answers, `/status` names the build and
+/// the chain (one genesis hash on every validator), `/block/latest` is the block at the
+/// finalized tip in `/block/{height}`'s shape, `/` lists the routes, and `/metrics` carries
+/// `quasar_build_info` and the process metrics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_sees_the_build_the_chain_and_the_latest_block() {
+    let _turn = one_network_at_a_time().await;
+    let fx = four_finalizing(2).await;
+    let client = reqwest::Client::new();
+    let get = |i: usize, path: &str| {
+        let url = format!("http://{}{path}", fx.net.api(i));
+        let request = client.get(url).send();
+        async move {
+            let response = request.await.unwrap();
+            let status = response.status().as_u16();
+            (status, response.text().await.unwrap())
+        }
+    };
+    let json = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap();
+
+    let (code, health) = get(0, "/health").await;
+    assert_eq!(
+        (code, json(&health)),
+        (200, serde_json::json!({"status": "ok"}))
+    );
+    let (_, index) = get(0, "/").await;
+    assert!(
+        index.contains("/block/latest") && index.contains("/metrics"),
+        "{index}"
+    );
+
+    let mut genesis_hashes = HashSet::new();
+    for i in 0..4 {
+        let status = json(&get(i, "/status").await.1);
+        assert_eq!(
+            status["version"],
+            quasar_node::build_info::VERSION,
+            "{status}"
+        );
+        assert_eq!(
+            status["commit"],
+            quasar_node::build_info::COMMIT,
+            "{status}"
+        );
+        let hash = status["genesis_hash"].as_str().unwrap().to_string();
+        assert_eq!(hash.len(), 64, "{status}");
+        genesis_hashes.insert(hash);
+    }
+    assert_eq!(genesis_hashes.len(), 1, "one chain: {genesis_hashes:?}");
+
+    let (code, latest) = get(0, "/block/latest").await;
+    assert_eq!(code, 200, "{latest}");
+    let latest = json(&latest);
+    let height = latest["height"].as_u64().unwrap();
+    assert!(height >= 2, "{latest}");
+    let same = json(&get(0, &format!("/block/{height}")).await.1);
+    assert_eq!(same["hash"], latest["hash"]);
+    assert_eq!(same["certificate"], latest["certificate"]);
+
+    let metrics = fx.net.metrics(0).await.unwrap();
+    for name in [
+        "quasar_build_info{",
+        "process_resident_memory_bytes ",
+        "process_open_fds ",
+    ] {
+        assert!(metrics.contains(name), "{name} missing from:\n{metrics}");
+    }
+}
+
+/// With `metrics_listen`, `GET /metrics` is served on that listener alone and no longer on the
+/// admin API, so a scraper needs no route to `POST /tx`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_listen_moves_metrics_off_the_admin_api() {
+    let _turn = one_network_at_a_time().await;
+    let mut fx = Fixture::create("quasar-testnet-test-", 4, 100);
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let metrics_addr = free.local_addr().unwrap();
+    drop(free);
+    let path = fx.net.node_dir(0).join(NODE_CONFIG_FILE);
+    let cfg = NodeConfig {
+        metrics_listen: Some(metrics_addr),
+        ..NodeConfig::load(&path).unwrap()
+    };
+    cfg.save(&path).unwrap();
+    fx.spawn_all();
+    fx.net
+        .wait_finalized(&[0, 1, 2, 3], 1, Duration::from_secs(30))
+        .await
+        .unwrap();
+    let client = reqwest::Client::new();
+    let status = |url: String| {
+        let request = client.get(url).send();
+        async move { request.await.unwrap().status().as_u16() }
+    };
+    let api = fx.net.api(0);
+    assert_eq!(status(format!("http://{api}/metrics")).await, 404);
+    assert_eq!(status(format!("http://{metrics_addr}/metrics")).await, 200);
+    assert_eq!(status(format!("http://{metrics_addr}/status")).await, 404);
+    assert_eq!(status(format!("http://{api}/status")).await, 200);
+    // The other validators keep `/metrics` on their API.
+    assert!(fx
+        .net
+        .metrics(1)
+        .await
+        .unwrap()
+        .contains("quasar_build_info"));
+}
+
 /// A pinned but Byzantine peer (a client holding validator 3's TLS identity) sends validator 0 an
 /// oversized length prefix, a truncated frame and a well-framed non-ZAP message. Each costs the
 /// peer only its stream: validator 0 counts the malformed frames and keeps finalizing.

@@ -418,9 +418,9 @@ fn a_second_open_of_one_database_is_reported_as_locked() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
     let first = SledStore::open(&path).unwrap();
-    let err = SledStore::open(&path)
-        .err()
-        .expect("the database is locked");
+    let Err(err) = SledStore::open(&path) else {
+        panic!("a database already open was opened again");
+    };
     assert!(err.is_locked(), "{err}");
     drop(first);
     assert!(!StoreError::Corrupt("x".into()).is_locked());

@@ -22,7 +22,7 @@ const MIN_PASSPHRASE_BYTES: usize = 12;
 #[derive(Parser)]
 #[command(
     name = "thresholdd",
-    version,
+    version = quasar_node::build_info::LONG_VERSION,
     about = "Quasar signing daemon (JSON-RPC 2.0 over HTTP)"
 )]
 struct Cli {

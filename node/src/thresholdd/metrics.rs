@@ -9,6 +9,8 @@
 //! | `thresholdd_call_seconds` | histogram | `method` |
 //! | `thresholdd_votes_signed_total` | counter | |
 //! | `thresholdd_guard_refusals_total` | counter | |
+//! | `thresholdd_build_info` | gauge (1) | `version`, `commit` |
+//! | `process_*` (CPU, memory, file descriptors, start time; Linux) | | see [`crate::build_info`] |
 //!
 //! Only registered methods are counted (an unknown method name never becomes a label, so a
 //! client cannot grow the label set).
@@ -64,6 +66,7 @@ impl DaemonMetrics {
     /// Fresh metrics, all zero.
     pub fn new() -> DaemonMetrics {
         let mut registry = Registry::default();
+        crate::build_info::register(&mut registry, "thresholdd");
         let calls = Family::<CallLabels, Counter>::default();
         registry.register(
             "thresholdd_calls",

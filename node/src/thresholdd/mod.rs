@@ -15,7 +15,7 @@
 //!   [`DaemonConfig::request_timeout`]. Parameters decode into fixed shapes ([`rpc::parse`]),
 //!   so nested JSON stops at the first level a field does not expect.
 //! - HTTP/1.1 only. At most [`MAX_CONNECTIONS`] (100) connections at once; a further one waits
-//!   in the listen backlog until one closes. Slow or stalled clients are dropped (`serve.rs`
+//!   in the listen backlog until one closes. Slow or stalled clients are dropped ([`crate::http_serve`]
 //!   has the mechanism): a request head must arrive within [`HEADER_READ_TIMEOUT`] (10 s;
 //!   otherwise the connection closes, which also ends an idle keep-alive connection), its body
 //!   within [`BODY_READ_TIMEOUT`] (30 s after the head; otherwise HTTP 408 and the connection
@@ -69,14 +69,13 @@ mod magnetar;
 pub mod metrics;
 mod pulsar;
 pub mod rpc;
-mod serve;
 pub mod sessions;
 mod validator;
 
+pub use crate::http_serve::TransportLimits;
 pub use corona::import_share as import_corona_share;
 pub use dealer::deal;
 pub use pulsar::import_share as import_pulsar_share;
-pub use serve::TransportLimits;
 pub use validator::import_vote_key;
 
 use std::net::SocketAddr;
@@ -84,7 +83,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use jsonrpsee::core::RegisterMethodError;
-use jsonrpsee::server::{BatchRequestConfig, Methods, Server, ServerConfig, ServerHandle};
+use jsonrpsee::server::{
+    BatchRequestConfig, HttpBody, Methods, Server, ServerConfig, ServerHandle,
+};
 use jsonrpsee::RpcModule;
 use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
@@ -112,6 +113,19 @@ pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long writing a response may make no progress (30 s; the client reads nothing) before
 /// the connection is closed.
 pub const WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The production setting: [`MAX_CONNECTIONS`], [`HEADER_READ_TIMEOUT`],
+/// [`BODY_READ_TIMEOUT`] and [`WRITE_STALL_TIMEOUT`].
+impl Default for TransportLimits {
+    fn default() -> TransportLimits {
+        TransportLimits {
+            max_connections: MAX_CONNECTIONS,
+            header_read_timeout: HEADER_READ_TIMEOUT,
+            body_read_timeout: BODY_READ_TIMEOUT,
+            write_stall_timeout: WRITE_STALL_TIMEOUT,
+        }
+    }
+}
 
 /// Everything [`start`] needs.
 pub struct DaemonConfig {
@@ -525,13 +539,13 @@ pub async fn start_with_limits(
             (Some(bound), Some(AbortOnDrop(task)))
         }
     };
-    // jsonrpsee's service per connection, under our accept loop and deadlines (`serve`).
+    // jsonrpsee's service per connection, under our accept loop and deadlines (`http_serve`).
     let services = Server::builder()
         .set_config(server_config)
         .set_http_middleware(middleware)
         .to_service_builder();
     let methods = Methods::from(module);
-    let handle = serve::spawn(listener, limits, move |stop| {
+    let handle = crate::http_serve::spawn(listener, limits, HttpBody::new, move |stop| {
         services.clone().build(methods.clone(), stop)
     });
     tracing::info!(%local_addr, data_dir = %config.data_dir.display(), "thresholdd listening");

@@ -1,13 +1,13 @@
-//! thresholdd's HTTP/1.1 transport: the accept loop, the connection limit and the bounds on
-//! slow clients, around jsonrpsee's tower service.
+//! The HTTP/1.1 transport of the node's admin API ([`crate::api`]) and of thresholdd: the
+//! accept loop, the connection limit and the bounds on slow clients, around the tower service
+//! of either (axum's router, jsonrpsee's service).
 //!
-//! jsonrpsee's own accept loop bounds neither the time a client may take to send a request
-//! head nor the time it may take to send the body, and its limit counts requests whose body is
-//! still being read: an attacker trial held all 100 slots for over 100 s with 110 connections
-//! that sent headers (or part of them, or headers and part of a body) and then stalled, and
-//! every other caller got HTTP 429. This loop serves each connection with hyper's HTTP/1.1
-//! server directly, so that every way of holding a connection without finishing a request has
-//! a deadline:
+//! Neither axum's nor jsonrpsee's own accept loop bounds the time a client may take to send a
+//! request head or its body: an attacker trial held all 100 of thresholdd's slots for over
+//! 100 s with 110 connections that sent headers (or part of them, or headers and part of a
+//! body) and then stalled, and every other caller got HTTP 429. This loop serves each
+//! connection with hyper's HTTP/1.1 server directly, so that every way of holding a
+//! connection without finishing a request has a deadline:
 //!
 //! - **Request head:** hyper's `header_read_timeout` ([`TransportLimits::header_read_timeout`]).
 //!   Its clock starts whenever the connection waits for a request head, so it also closes an
@@ -18,15 +18,17 @@
 //! - **Response:** a write that makes no progress for [`TransportLimits::write_stall_timeout`]
 //!   (a client that does not read what it asked for) closes the connection
 //!   ([`WriteStallGuard`]).
-//! - **Calls:** each method call is bounded by the daemon's request timeout (`rpc`).
 //!
 //! At most [`TransportLimits::max_connections`] connections are served at once. The loop
 //! accepts a further one only when a slot frees, so an excess connection waits in the kernel's
 //! listen backlog (first come, first served) instead of being refused; with the deadlines above
 //! a slot frees within the longest of them unless its client is making progress.
 //!
-//! Only HTTP/1.1 (and 1.0) is served; jsonrpsee's own loop also accepted HTTP/2 with prior
-//! knowledge, which no thresholdd client uses and which would need a second set of bounds.
+//! Each request carries its peer's address as the `axum::extract::ConnectInfo<SocketAddr>`
+//! extension (per-client rate limits key on it).
+//!
+//! Only HTTP/1.1 (and 1.0) is served: no client of either server uses HTTP/2, which would need
+//! a second set of bounds.
 //!
 //! Shutdown: [`ServerHandle::stop`] stops the accept loop and asks every connection to close
 //! once its current request is answered (hyper's graceful shutdown): an idle keep-alive
@@ -46,21 +48,17 @@ use std::time::Duration;
 use hyper::body::{Body, Bytes, Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use jsonrpsee::core::BoxError;
-use jsonrpsee::server::{
-    stop_channel, HttpBody, HttpRequest, HttpResponse, ServerHandle, StopHandle,
-};
+use jsonrpsee::server::{stop_channel, ServerHandle, StopHandle};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Sleep;
 use tower::Service;
 
-use super::{BODY_READ_TIMEOUT, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, WRITE_STALL_TIMEOUT};
-
 /// The transport's bounds: how many connections are served at once and how long a client may
-/// take over each part of a request. [`Default`] is the production setting (the constants in
-/// the module docs of `thresholdd`); tests use shorter timeouts. A zero count is served as 1
-/// and a zero duration as 1 ms.
+/// take over each part of a request. [`Default`] is thresholdd's production setting (the
+/// constants in the module docs of `thresholdd`), `api::ApiConfig` sets the node API's; tests
+/// use shorter timeouts. A zero count is served as 1 and a zero duration as 1 ms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TransportLimits {
     /// The most connections served at once; a further one waits in the listen backlog.
@@ -72,17 +70,6 @@ pub struct TransportLimits {
     pub body_read_timeout: Duration,
     /// How long writing a response may make no progress before the connection is closed.
     pub write_stall_timeout: Duration,
-}
-
-impl Default for TransportLimits {
-    fn default() -> TransportLimits {
-        TransportLimits {
-            max_connections: MAX_CONNECTIONS,
-            header_read_timeout: HEADER_READ_TIMEOUT,
-            body_read_timeout: BODY_READ_TIMEOUT,
-            write_stall_timeout: WRITE_STALL_TIMEOUT,
-        }
-    }
 }
 
 impl TransportLimits {
@@ -99,33 +86,52 @@ impl TransportLimits {
 }
 
 /// Serves `listener` on a new task until the returned handle stops it (or is dropped):
-/// `make_service(stop)` builds each connection's service (jsonrpsee's tower service with the
-/// HTTP middleware), holding `stop` for as long as the connection lives.
-pub(crate) fn spawn<M, S>(
+/// `make_service(stop)` builds each connection's service, holding `stop` for as long as the
+/// connection lives, and `wrap` turns the bounded request body ([`DeadlineBody`]) into the
+/// body type that service takes (`axum::body::Body::new`, `jsonrpsee::server::HttpBody::new`).
+pub(crate) fn spawn<M, S, Req, Res>(
     listener: TcpListener,
     limits: TransportLimits,
+    wrap: fn(DeadlineBody<Incoming>) -> Req,
     make_service: M,
 ) -> ServerHandle
 where
     M: Fn(StopHandle) -> S + Send + 'static,
-    S: Service<HttpRequest, Response = HttpResponse, Error = BoxError> + Clone + Send + 'static,
+    S: Service<http::Request<Req>, Response = http::Response<Res>> + Clone + Send + 'static,
+    S::Error: Into<BoxError>,
     S::Future: Send + 'static,
+    Req: Send + 'static,
+    Res: Body + From<&'static str> + Send + 'static,
+    Res::Data: Send,
+    Res::Error: Into<BoxError>,
 {
     let (stop, handle) = stop_channel();
-    tokio::spawn(accept_loop(listener, limits.usable(), make_service, stop));
+    tokio::spawn(accept_loop(
+        listener,
+        limits.usable(),
+        wrap,
+        make_service,
+        stop,
+    ));
     handle
 }
 
 /// Accepts connections while a slot is free, until `stop` fires.
-async fn accept_loop<M, S>(
+async fn accept_loop<M, S, Req, Res>(
     listener: TcpListener,
     limits: TransportLimits,
+    wrap: fn(DeadlineBody<Incoming>) -> Req,
     make_service: M,
     stop: StopHandle,
 ) where
     M: Fn(StopHandle) -> S,
-    S: Service<HttpRequest, Response = HttpResponse, Error = BoxError> + Clone + Send + 'static,
+    S: Service<http::Request<Req>, Response = http::Response<Res>> + Clone + Send + 'static,
+    S::Error: Into<BoxError>,
     S::Future: Send + 'static,
+    Req: Send + 'static,
+    Res: Body + From<&'static str> + Send + 'static,
+    Res::Data: Send,
+    Res::Error: Into<BoxError>,
 {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let shutdown = stop.clone().shutdown();
@@ -157,26 +163,33 @@ async fn accept_loop<M, S>(
             socket,
             remote_addr,
             service,
+            wrap,
             limits,
             stop.clone(),
             slot,
         ));
     }
-    tracing::debug!("thresholdd accept loop stopped");
+    tracing::debug!("HTTP accept loop stopped");
 }
 
 /// Serves one connection until it closes, a deadline passes, or the server stops; `_slot`
 /// frees the connection's place when this returns.
-async fn serve_connection<S>(
+async fn serve_connection<S, Req, Res>(
     socket: TcpStream,
     remote_addr: SocketAddr,
     service: S,
+    wrap: fn(DeadlineBody<Incoming>) -> Req,
     limits: TransportLimits,
     stop: StopHandle,
     _slot: OwnedSemaphorePermit,
 ) where
-    S: Service<HttpRequest, Response = HttpResponse, Error = BoxError> + Clone + Send + 'static,
+    S: Service<http::Request<Req>, Response = http::Response<Res>> + Clone + Send + 'static,
+    S::Error: Into<BoxError>,
     S::Future: Send + 'static,
+    Req: Send + 'static,
+    Res: Body + From<&'static str> + Send + 'static,
+    Res::Data: Send,
+    Res::Error: Into<BoxError>,
 {
     if let Err(e) = socket.set_nodelay(true) {
         tracing::debug!(%remote_addr, error = %e, "could not set TCP_NODELAY");
@@ -184,7 +197,13 @@ async fn serve_connection<S>(
     let io = TokioIo::new(WriteStallGuard::new(socket, limits.write_stall_timeout));
     let body_read_timeout = limits.body_read_timeout;
     let handler = hyper::service::service_fn(move |request: http::Request<Incoming>| {
-        handle(service.clone(), request, body_read_timeout, remote_addr)
+        handle(
+            service.clone(),
+            request,
+            wrap,
+            body_read_timeout,
+            remote_addr,
+        )
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
@@ -204,26 +223,37 @@ async fn serve_connection<S>(
         }
     };
     if let Err(e) = result {
-        tracing::debug!(%remote_addr, error = %e, "thresholdd connection closed with an error");
+        tracing::debug!(%remote_addr, error = %e, "HTTP connection closed with an error");
     }
 }
 
 /// Answers one request with `service`, its body bounded by `body_read_timeout`: HTTP 408 in
 /// place of the service's answer when the body did not arrive in time.
-async fn handle<S>(
+async fn handle<S, Req, Res>(
     mut service: S,
     request: http::Request<Incoming>,
+    wrap: fn(DeadlineBody<Incoming>) -> Req,
     body_read_timeout: Duration,
     remote_addr: SocketAddr,
-) -> Result<HttpResponse, BoxError>
+) -> Result<http::Response<Res>, BoxError>
 where
-    S: Service<HttpRequest, Response = HttpResponse, Error = BoxError>,
+    S: Service<http::Request<Req>, Response = http::Response<Res>>,
+    S::Error: Into<BoxError>,
+    Res: From<&'static str>,
 {
     let expired = Arc::new(AtomicBool::new(false));
-    let request = request
-        .map(|body| HttpBody::new(DeadlineBody::new(body, body_read_timeout, expired.clone())));
-    std::future::poll_fn(|cx| service.poll_ready(cx)).await?;
-    let response = service.call(request).await?;
+    let mut request =
+        request.map(|body| wrap(DeadlineBody::new(body, body_read_timeout, expired.clone())));
+    request
+        .extensions_mut()
+        .insert(axum::extract::ConnectInfo(remote_addr));
+    std::future::poll_fn(|cx| service.poll_ready(cx))
+        .await
+        .map_err(Into::<BoxError>::into)?;
+    let response = service
+        .call(request)
+        .await
+        .map_err(Into::<BoxError>::into)?;
     if expired.load(Ordering::Relaxed) {
         tracing::debug!(%remote_addr, "request body not received in time");
         return Ok(request_timeout());
@@ -232,8 +262,8 @@ where
 }
 
 /// HTTP 408 for a request whose body did not arrive in time; the connection closes after it.
-fn request_timeout() -> HttpResponse {
-    let mut response = HttpResponse::new(HttpBody::from("request body not received in time\n"));
+fn request_timeout<Res: From<&'static str>>() -> http::Response<Res> {
+    let mut response = http::Response::new(Res::from("request body not received in time\n"));
     *response.status_mut() = http::StatusCode::REQUEST_TIMEOUT;
     response.headers_mut().insert(
         http::header::CONNECTION,
@@ -249,7 +279,7 @@ struct BodyTimeout(Duration);
 
 /// A request body that fails with [`BodyTimeout`] (and sets `expired`) once `limit` has passed
 /// since it was created, whether the client is silent or trickling bytes.
-struct DeadlineBody<B> {
+pub(crate) struct DeadlineBody<B> {
     inner: B,
     limit: Duration,
     deadline: Pin<Box<Sleep>>,
