@@ -7,7 +7,7 @@
 //!   actions touch them (shared by the runtime and the simulator);
 //! - [`runtime`]: the tokio process around the core (QUIC via [`p2p`], sled storage, timers);
 //! - [`mempool`], [`sync`], [`api`] (HTTP admin API), [`metrics`], [`config`] (keys, genesis,
-//!   `node.toml`); [`build_info`]: version, commit and process metrics of both binaries;
+//!   `node.toml`), [`init`] (a commented starting `node.toml`); [`build_info`]: version, commit and process metrics of both binaries;
 //!   [`http_serve`]: the HTTP/1.1 transport of both, with its bounds on slow clients;
 //! - [`sim`]: a seeded simulation of a validator network around the same core;
 //! - [`testnet`]: the multi-process local network behind `quasar-node testnet`.
@@ -28,6 +28,7 @@ pub mod engine;
 pub mod fuzzing;
 pub mod guard_history;
 pub mod http_serve;
+pub mod init;
 pub mod mempool;
 pub mod metrics;
 pub mod p2p;

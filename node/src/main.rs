@@ -89,6 +89,33 @@ enum Command {
         #[arg(long, num_args = 1.., required = true)]
         validators: Vec<PathBuf>,
     },
+    /// Write a commented starting node.toml for the validator of a key directory on the chain
+    /// of a genesis file (refuses to overwrite a file).
+    Init {
+        /// Key directory written by `keygen` (only its public file is read).
+        #[arg(long)]
+        keys: PathBuf,
+        /// The chain's genesis.json.
+        #[arg(long)]
+        genesis: PathBuf,
+        /// The file to write.
+        #[arg(long, default_value = "node.toml")]
+        out: PathBuf,
+        /// Data directory (block store, signing guard).
+        #[arg(long, default_value = "data")]
+        data_dir: PathBuf,
+        /// QUIC listen address for validator traffic.
+        #[arg(long, default_value = "0.0.0.0:9000")]
+        p2p_listen: std::net::SocketAddr,
+        /// Admin API listen address.
+        #[arg(long, default_value = "127.0.0.1:8000")]
+        api_listen: std::net::SocketAddr,
+        /// Every validator's p2p address (ip:port, [ipv6]:port or host:port), comma-separated
+        /// in genesis order, this validator's own included; without it the [[peers]] entries
+        /// are written commented out, to fill in.
+        #[arg(long, value_delimiter = ',')]
+        peers: Vec<quasar_node::p2p::PeerAddress>,
+    },
     /// Run a validator.
     Run {
         /// Path of node.toml.
@@ -410,6 +437,48 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     );
                 }
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Init {
+            keys,
+            genesis,
+            out,
+            data_dir,
+            p2p_listen,
+            api_listen,
+            peers,
+        } => {
+            let text = quasar_node::init::render_node_toml(&quasar_node::init::InitOptions {
+                key_dir: keys,
+                genesis,
+                data_dir,
+                p2p_listen,
+                api_listen,
+                peers: peers.clone(),
+            })
+            .map_err(|e| e.to_string())?;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&out)
+                .and_then(|mut file| std::io::Write::write_all(&mut file, text.as_bytes()))
+                .map_err(|e| match e.kind() {
+                    std::io::ErrorKind::AlreadyExists => format!(
+                        "{} exists and is left as it is (give another --out)",
+                        out.display()
+                    ),
+                    _ => format!("{}: {e}", out.display()),
+                })?;
+            eprintln!(
+                "wrote {}{}",
+                out.display(),
+                if peers.is_empty() {
+                    "; its [[peers]] are commented out: fill in their addresses (or run init \
+                     with --peers)"
+                } else {
+                    ""
+                }
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::Run { config } => {

@@ -236,3 +236,73 @@ async fn a_validator_moves_to_a_new_data_directory_with_its_signing_history() {
     }
     assert!(statuses[0].votes_signed > 0, "{:?}", statuses[0]);
 }
+
+/// `quasar-node init` writes a node.toml that parses as written and, given every validator's
+/// address, describes the same validator and peers as the one the testnet harness writes; it
+/// refuses a key the genesis does not name and a peer list of the wrong length.
+#[test]
+fn init_writes_a_working_node_toml_from_keys_and_genesis() {
+    use quasar_node::init::{render_node_toml, InitOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let net = Testnet::create(dir.path(), 4, 100).unwrap();
+    let configs: Vec<NodeConfig> = (0..4)
+        .map(|i| NodeConfig::load(&net.node_dir(i).join(NODE_CONFIG_FILE)).unwrap())
+        .collect();
+    let cfg = &configs[1];
+    let options = InitOptions {
+        key_dir: cfg.key_dir.clone(),
+        genesis: cfg.genesis.clone(),
+        data_dir: cfg.data_dir.clone(),
+        p2p_listen: cfg.p2p_listen,
+        api_listen: cfg.api_listen,
+        peers: configs
+            .iter()
+            .map(|c| c.p2p_listen.to_string().parse().unwrap())
+            .collect(),
+    };
+    let text = render_node_toml(&options).unwrap();
+    let written = NodeConfig::from_toml(&text, std::path::Path::new("/elsewhere")).unwrap();
+    assert_eq!(written.key_dir, cfg.key_dir);
+    assert_eq!(written.genesis, cfg.genesis);
+    assert_eq!(written.data_dir, cfg.data_dir);
+    assert_eq!(
+        (written.p2p_listen, written.api_listen),
+        (cfg.p2p_listen, cfg.api_listen)
+    );
+    assert_eq!(written.peers, cfg.peers, "{text}");
+
+    let commented = render_node_toml(&InitOptions {
+        peers: Vec::new(),
+        ..options.clone()
+    })
+    .unwrap();
+    assert!(NodeConfig::from_toml(&commented, std::path::Path::new("/"))
+        .unwrap()
+        .peers
+        .is_empty());
+    assert_eq!(commented.matches("# [[peers]]").count(), 3, "{commented}");
+
+    let too_few = render_node_toml(&InitOptions {
+        peers: options.peers[..3].to_vec(),
+        ..options.clone()
+    });
+    assert!(too_few
+        .unwrap_err()
+        .to_string()
+        .contains("names 3 addresses"));
+    let stranger = dir.path().join("stranger");
+    quasar_node::config::keygen_with_set(
+        &stranger,
+        "stranger",
+        quasar_crypto::magnetar::ParameterSet::Shake192f,
+    )
+    .unwrap();
+    let foreign = render_node_toml(&InitOptions {
+        key_dir: stranger,
+        ..options
+    });
+    assert!(foreign
+        .unwrap_err()
+        .to_string()
+        .contains("is not among the validators"));
+}
