@@ -252,6 +252,9 @@ def command_specs():
     """{binary: (global flags, {subcommand path: flags})}."""
     main = src("main.rs")
     node = {path: clap_flags(body) for path, body in variants(enum_body(main, "Command")).items()}
+    for path, body in variants(enum_body(main, "GuardAction")).items():
+        node[f"guard {path}"] = clap_flags(body)
+    node_cli = re.search(r"struct Cli \{(.*?)\n\}", main, re.S).group(1)
     daemon_text = src("bin/thresholdd.rs")
     cli = re.search(r"struct Cli \{(.*?)\n\}", daemon_text, re.S).group(1)
     daemon = {"": set()}
@@ -260,7 +263,7 @@ def command_specs():
     for path, body in variants(enum_body(daemon_text, "KeysAction")).items():
         daemon[f"keys {path}"] = clap_flags(body)
     return {
-        "quasar-node": (set(), node),
+        "quasar-node": (clap_flags(node_cli), node),
         "thresholdd": (clap_flags(cli), daemon),
     }
 

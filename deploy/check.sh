@@ -5,7 +5,7 @@
 #   Kubernetes       kubectl kustomize, kubernetes-validate --strict (offline schemas), and
 #                    check.py k8s on the rendered objects
 #   compose          check-jsonschema's compose-spec schema, check.py compose, and a real run
-#                    of compose/init.sh when target/release has the binaries
+#                    of compose/init.sh when the release binaries are built
 #   Prometheus       promtool check config (rules included)
 #   Grafana          check.py dashboard, and every metric name the dashboard and the alerts
 #                    query against the names the sources register (check.py metrics)
@@ -22,6 +22,9 @@ set -euo pipefail
 
 deploy=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(dirname "${deploy}")
+# Where cargo put the release binaries: CARGO_TARGET_DIR when set (relative to the working
+# directory, as cargo reads it), else the checkout's target/.
+release=$(realpath -m "${CARGO_TARGET_DIR:-${repo}/target}")/release
 cache=${QUASAR_CHECK_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/quasar-deploy-check}
 k8s_version=${K8S_VERSION:-1.30.0}
 in_ci=false
@@ -139,9 +142,9 @@ check_systemd() {
   mkdir -p "${root}/usr/local/bin" "${root}/etc/systemd/system/quasar-node.service.d" "${root}/usr/lib/systemd"
   cp -a /usr/lib/systemd/system "${root}/usr/lib/systemd/" 2>/dev/null || cp -a /lib/systemd/system "${root}/usr/lib/systemd/"
   for binary in quasar-node thresholdd; do
-    if [[ -x "${repo}/target/release/${binary}" ]]; then
-      ln -L "${repo}/target/release/${binary}" "${root}/usr/local/bin/${binary}" 2>/dev/null ||
-        cp -L "${repo}/target/release/${binary}" "${root}/usr/local/bin/${binary}"
+    if [[ -x "${release}/${binary}" ]]; then
+      ln -L "${release}/${binary}" "${root}/usr/local/bin/${binary}" 2>/dev/null ||
+        cp -L "${release}/${binary}" "${root}/usr/local/bin/${binary}"
     else
       printf '#!/bin/sh\nexit 0\n' >"${root}/usr/local/bin/${binary}"
       chmod 0755 "${root}/usr/local/bin/${binary}"
@@ -211,8 +214,8 @@ fi
 
 # compose/init.sh with the built binaries, when there are any: the real keygen, genesis, deal
 # and key import, and node.toml files the node's parser accepts.
-if [[ -x "${repo}/target/release/quasar-node" && -x "${repo}/target/release/thresholdd" && -n "${python}" ]]; then
-  if PATH="${repo}/target/release:${PATH}" QUASAR_OUT="${work}/init" QUASAR_UID="$(id -u)" \
+if [[ -x "${release}/quasar-node" && -x "${release}/thresholdd" && -n "${python}" ]]; then
+  if PATH="${release}:${PATH}" QUASAR_OUT="${work}/init" QUASAR_UID="$(id -u)" \
     QUASAR_PROMETHEUS_UID="$(id -u)" bash "${deploy}/compose/init.sh" >"${work}/out" 2>&1 &&
     "${python}" "${deploy}/check.py" nodetoml "${work}"/init/keys-*/node.toml >>"${work}/out" 2>&1; then
     pass "compose/init.sh bootstraps 4 validators with the built binaries"
@@ -220,7 +223,7 @@ if [[ -x "${repo}/target/release/quasar-node" && -x "${repo}/target/release/thre
     fail "compose/init.sh with the built binaries" "${work}/out"
   fi
 else
-  printf 'skip  compose/init.sh run (no release build in target/release)\n'
+  printf 'skip  compose/init.sh run (no release build in %s)\n' "${release}"
 fi
 
 # --- Prometheus and Grafana -------------------------------------------------------------------

@@ -105,14 +105,12 @@ impl NodeMetrics {
         );
         r.register(
             "consensus_guard_refusals",
-            "Votes the signing guard refused against a record this process made, or could not \
-             record",
+            "Votes the signing guard refused against a record this process made, or could not record",
             m.guard_refusals.clone(),
         );
         r.register(
             "consensus_guard_restart_refusals",
-            "Votes the signing guard refused because this validator signed a conflicting vote \
-             in the same view before it restarted",
+            "Votes the signing guard refused: a conflicting vote signed before this process started",
             m.guard_restart_refusals.clone(),
         );
         r.register(

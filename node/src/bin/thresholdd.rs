@@ -98,7 +98,9 @@ enum Command {
 
 #[derive(Subcommand)]
 enum KeysAction {
-    /// One line per key: id, scheme, threshold of participants, public key.
+    /// One line per key: id, scheme, threshold of participants, public key (keys longer than
+    /// 48 bytes, such as Corona and Pulsar group keys, shortened to their first 16 bytes and
+    /// their length: `keys export-public ID` gives the whole key).
     List,
     /// One key's public data as JSON.
     ExportPublic {
@@ -219,7 +221,7 @@ fn keys(cli: &Cli, action: KeysAction) -> Result<(), String> {
                     key.scheme,
                     key.threshold,
                     key.participants,
-                    hex::encode(&key.public_key)
+                    listed_public_key(&key.public_key)
                 );
                 match line {
                     Ok(()) => {}
@@ -330,6 +332,21 @@ fn serve(cli: Cli) -> Result<(), String> {
         daemon.handle.stopped().await;
         Ok(())
     })
+}
+
+/// Public keys longer than this many bytes are shortened in `keys list`: a BLS key (48 bytes)
+/// is shown whole, a Corona group key (thousands of bytes) is not.
+const LISTED_KEY_BYTES: usize = 48;
+
+/// A public key as `keys list` shows it: whole up to [`LISTED_KEY_BYTES`], else its first 16
+/// bytes in hex, an ellipsis and its length.
+fn listed_public_key(key: &[u8]) -> String {
+    match key.get(..16) {
+        Some(head) if key.len() > LISTED_KEY_BYTES => {
+            format!("{}… ({} bytes)", hex::encode(head), key.len())
+        }
+        _ => hex::encode(key),
+    }
 }
 
 fn main() -> ExitCode {
