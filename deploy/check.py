@@ -262,6 +262,8 @@ def command_specs():
         daemon[path] = clap_flags(body)
     for path, body in variants(enum_body(daemon_text, "KeysAction")).items():
         daemon[f"keys {path}"] = clap_flags(body)
+    for path, body in variants(enum_body(daemon_text, "GuardAction")).items():
+        daemon[f"guard {path}"] = clap_flags(body)
     return {
         "quasar-node": (clap_flags(node_cli), node),
         "thresholdd": (clap_flags(cli), daemon),

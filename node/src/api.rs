@@ -159,7 +159,8 @@ pub fn tx_rate_limit(
             GovernorError::TooManyRequests { wait_time, .. } => (
                 StatusCode::TOO_MANY_REQUESTS,
                 format!(
-                    "too many transactions from this address: retry in {wait_time} s (api.tx_per_second, api.tx_burst)"
+                    "too many transactions from this address: retry in {} s (api.tx_per_second, api.tx_burst)",
+                    wait_time.max(1)
                 ),
                 Some(wait_time),
             ),

@@ -56,13 +56,13 @@ pub const LONG_VERSION: &str = concat!(
     ", release)"
 );
 
-/// Logs the line a node starts with (before anything else it logs): version, commit, profile,
-/// genesis hash (hex) and chain id, so that every log names the build and the chain it is from.
+/// Logs the line a node starts with (before anything else it logs): version, commit, build
+/// (`release` or `debug`), genesis hash (hex) and chain id, so that every log names the build and the chain it is from.
 pub fn log_node_start(genesis_hash: &[u8; 32], chain_id: u64) {
     tracing::info!(
         version = VERSION,
         commit = COMMIT,
-        profile = PROFILE,
+        build = PROFILE,
         genesis_hash = %hex::encode(genesis_hash),
         chain_id,
         "quasar-node starting"

@@ -16,8 +16,8 @@
 //!   "format": "quasar-signing-history",
 //!   "version": 1,
 //!   "owner": "<64 hex digits>",
-//!   "validator_public_key": "<96 hex digits: the BLS vote key>",
-//!   "genesis_hash": "<64 hex digits>",
+//!   "public_key": "<96 hex digits: the BLS vote key>",
+//!   "genesis_hash": "<64 hex digits>" | null,
 //!   "views": [
 //!     { "view": 41, "notarize": "<64 hex>", "finalize": "<64 hex>", "nullify": false },
 //!     { "view": 42, "notarize": null, "finalize": null, "nullify": true }
@@ -25,11 +25,15 @@
 //! }
 //! ```
 //!
-//! `owner` is what the guard file is bound to: TupleHash-tagged SHA3 of the validator's BLS
-//! public key and the genesis hash ([`guard_owner`]); a history is imported only into the guard
-//! of the same key on the same chain. `views` are strictly increasing; a view names at least one
-//! vote; a fenced view has all-zero notarize and finalize blocks. Unknown fields are refused.
-//! A document is at most [`MAX_HISTORY_BYTES`] long.
+//! `owner` is what the guard file is bound to. For a node: a tagged SHA3 hash of the
+//! validator's BLS public key and the genesis hash ([`guard_owner`]); for one of thresholdd's
+//! per-key guards: a tagged hash of the vote key alone (`genesis_hash` is `null`). A history is
+//! imported only into the guard of the same owner, so a node's history never enters a daemon's
+//! guard or another chain's. `views` are strictly increasing; a view names at least one vote;
+//! a fenced view has all-zero notarize and finalize blocks. A node's guard records the voted
+//! block's hash; thresholdd's records a digest of the whole vote message, which is what its
+//! `notarize`/`finalize` values then hold. Unknown fields are refused. A document is at most
+//! [`MAX_HISTORY_BYTES`] long.
 
 use crate::config::{load_keys, ConfigError, GenesisFile, NodeConfig};
 use crate::process::{lock_dir, DirLockError};
@@ -77,6 +81,13 @@ pub enum HistoryError {
     /// The data directory holds no signing guard to export or inspect.
     #[error("no signing guard at {0}: this validator has not run with this data directory")]
     NoGuard(PathBuf),
+    /// The data directory holds a block store but no guard: a guard made there now would be
+    /// older than the store's history.
+    #[error(
+        "{0} holds a block store but no signing guard: import into an empty data directory \
+         (the node syncs the chain again), or into the guard this store came with"
+    )]
+    StoreWithoutGuard(PathBuf),
     /// A node is running on the data directory: stop it before importing.
     #[error("another quasar-node is using {0}: stop it before importing a signing history")]
     NodeRunning(PathBuf),
@@ -109,10 +120,12 @@ pub struct SigningHistory {
     pub version: u32,
     /// The guard's owner ([`guard_owner`]), hex.
     pub owner: String,
-    /// The validator's BLS public key, hex (informative; `owner` binds it).
-    pub validator_public_key: String,
-    /// The genesis hash, hex (informative; `owner` binds it).
-    pub genesis_hash: String,
+    /// The signing key's public key, hex: the validator's BLS key (informative; `owner`
+    /// binds it).
+    pub public_key: String,
+    /// The genesis hash, hex, for a node's guard (informative; `owner` binds it); `null` for a
+    /// thresholdd guard, which is bound to its key alone.
+    pub genesis_hash: Option<String>,
     /// What was signed, by increasing view.
     pub views: Vec<ViewEntry>,
 }
@@ -132,16 +145,16 @@ pub struct ViewEntry {
 }
 
 impl SigningHistory {
-    /// The history `guard` holds, for the validator with `public_key` on the chain of
-    /// `genesis_hash`.
-    pub fn export(guard: &SigningGuard, public_key: &PublicKey, genesis_hash: &Hash) -> Self {
+    /// The history `guard` holds, for the signing key `public_key` (and, for a node's guard,
+    /// the chain of `genesis_hash`).
+    pub fn export(guard: &SigningGuard, public_key: &[u8], genesis_hash: Option<Hash>) -> Self {
         let (owner, views) = guard.history();
         SigningHistory {
             format: HISTORY_FORMAT.into(),
             version: HISTORY_VERSION,
             owner: hex::encode(owner),
-            validator_public_key: hex::encode(public_key.to_bytes()),
-            genesis_hash: hex::encode(genesis_hash),
+            public_key: hex::encode(public_key),
+            genesis_hash: genesis_hash.map(hex::encode),
             views: views
                 .iter()
                 .map(|v| ViewEntry {
@@ -247,42 +260,74 @@ impl SigningHistory {
     }
 }
 
-/// The guard of the validator `cfg` describes, with its vote key and genesis hash. With
-/// `create` false, a data directory without a guard file is [`HistoryError::NoGuard`] (nothing
-/// is created); with `create`, an empty guard is made, as the node's first start would.
-///
-/// Errors: [`HistoryError::Config`], [`HistoryError::NoGuard`], [`HistoryError::Guard`] (a
-/// corrupt or foreign guard file).
-fn open_guard(
-    cfg: &NodeConfig,
-    create: bool,
-) -> Result<(SigningGuard, PublicKey, Hash), HistoryError> {
-    let genesis = GenesisFile::load(&cfg.genesis)?.check()?;
-    let public_key = load_keys(&cfg.key_dir)?.bls.public_key();
-    let path = cfg.data_dir.join(quasar_storage::GUARD_FILE);
-    if !create && !path.exists() {
-        return Err(HistoryError::NoGuard(path));
-    }
-    let owner = guard_owner(&public_key, &genesis.hash);
-    let guard = SigningGuard::open(&cfg.data_dir, &owner)?;
-    Ok((guard, public_key, genesis.hash))
+/// Where a signing guard lives and whom it belongs to: a node's (`data_dir`, bound to the
+/// validator's BLS key and the genesis, [`GuardLocation::node`]) or one of thresholdd's per-key
+/// guards (`<data-dir>/guards/<keyId>`, bound to the vote key,
+/// [`crate::thresholdd::guard_location`]).
+#[derive(Debug, Clone)]
+pub struct GuardLocation {
+    /// The directory holding the guard file.
+    pub dir: PathBuf,
+    /// The owner the guard file must name.
+    pub owner: Hash,
+    /// The signing key's public key (written into exported documents).
+    pub public_key: Vec<u8>,
+    /// The chain's genesis hash, for a node's guard.
+    pub genesis_hash: Option<Hash>,
+    /// The directory whose lock a running process holds, and the lock file's name: an import
+    /// takes it, so it is refused while the node or daemon runs.
+    pub lock: (PathBuf, &'static str),
 }
 
-/// `quasar-node guard export`: the signing history of `cfg`'s validator as a pretty-printed
-/// document. Errors: as [`open_guard`] (nothing is created).
-pub fn export(cfg: &NodeConfig) -> Result<String, HistoryError> {
-    let (guard, public_key, genesis) = open_guard(cfg, false)?;
-    let history = SigningHistory::export(&guard, &public_key, &genesis);
+impl GuardLocation {
+    /// The guard of the validator `cfg` describes (its genesis and key directory are read;
+    /// nothing is created). Errors: [`HistoryError::Config`].
+    pub fn node(cfg: &NodeConfig) -> Result<GuardLocation, HistoryError> {
+        let genesis = GenesisFile::load(&cfg.genesis)?.check()?;
+        let public_key = load_keys(&cfg.key_dir)?.bls.public_key();
+        Ok(GuardLocation {
+            dir: cfg.data_dir.clone(),
+            owner: guard_owner(&public_key, &genesis.hash),
+            public_key: public_key.to_bytes().to_vec(),
+            genesis_hash: Some(genesis.hash),
+            lock: (cfg.data_dir.clone(), DATA_DIR_LOCK_FILE),
+        })
+    }
+
+    fn path(&self) -> PathBuf {
+        self.dir.join(quasar_storage::GUARD_FILE)
+    }
+
+    /// The guard, which must exist. Errors: [`HistoryError::NoGuard`] (nothing is created),
+    /// [`HistoryError::Guard`] (a corrupt or foreign guard file).
+    fn open_existing(&self) -> Result<SigningGuard, HistoryError> {
+        if !self.path().exists() {
+            return Err(HistoryError::NoGuard(self.path()));
+        }
+        Ok(SigningGuard::open(&self.dir, &self.owner)?)
+    }
+}
+
+/// `guard export`: the signing history at `location` as a pretty-printed document. Errors:
+/// [`HistoryError::NoGuard`], [`HistoryError::Guard`] (nothing is created).
+pub fn export(location: &GuardLocation) -> Result<String, HistoryError> {
+    let guard = location.open_existing()?;
+    let history = SigningHistory::export(&guard, &location.public_key, location.genesis_hash);
     serde_json::to_string_pretty(&history).map_err(|e| HistoryError::Malformed(e.to_string()))
 }
 
-/// `quasar-node guard import`: merges the document in `file` into `cfg`'s validator's guard,
-/// creating the guard in an empty data directory (a validator moving to this host), under the
-/// data directory's lock: it refuses while a node runs there.
+/// `guard import`: merges the document in `file` into the guard at `location`, creating it in
+/// an empty directory (a validator moving to this host), under the lock of the process that
+/// uses the guard: refused while it runs.
 ///
-/// Errors: [`HistoryError::File`], [`HistoryError::NodeRunning`], the document's errors
-/// ([`SigningHistory::parse`], [`SigningHistory::import_into`]), and [`open_guard`]'s.
-pub fn import(cfg: &NodeConfig, file: &Path) -> Result<quasar_storage::ImportReport, HistoryError> {
+/// Errors: [`HistoryError::File`], [`HistoryError::NodeRunning`],
+/// [`HistoryError::StoreWithoutGuard`], [`HistoryError::Foreign`], [`HistoryError::Malformed`]
+/// (also for a document whose key or genesis contradicts its owner), the document's errors
+/// ([`SigningHistory::parse`], [`SigningHistory::import_into`]), [`HistoryError::Guard`].
+pub fn import(
+    location: &GuardLocation,
+    file: &Path,
+) -> Result<quasar_storage::ImportReport, HistoryError> {
     use std::io::Read;
     let mut bytes = Vec::new();
     // One byte past the limit at most, whatever the file is (a pipe, /dev/zero): parse refuses it.
@@ -293,44 +338,97 @@ pub fn import(cfg: &NodeConfig, file: &Path) -> Result<quasar_storage::ImportRep
             error,
         })?;
     let history = SigningHistory::parse(&bytes)?;
-    // Checked before the guard (and its directory) is created.
-    let genesis = GenesisFile::load(&cfg.genesis)?.check()?;
-    let public_key = load_keys(&cfg.key_dir)?.bls.public_key();
-    let owner = guard_owner(&public_key, &genesis.hash);
-    if history.owner()? != owner {
+    // Checked before the guard (and its directory) is created: the owner, and the key and
+    // genesis the document names beside it, which must not contradict it.
+    if history.owner()? != location.owner {
         return Err(HistoryError::Foreign {
             found: history.owner.clone(),
-            expected: hex::encode(owner),
+            expected: hex::encode(location.owner),
         });
     }
-    std::fs::create_dir_all(&cfg.data_dir).map_err(|error| HistoryError::File {
-        path: cfg.data_dir.clone(),
+    let named_key = hex::decode(&history.public_key).ok();
+    let named_genesis = history
+        .genesis_hash
+        .as_deref()
+        .map(|h| parse_hash("genesis_hash", h));
+    let genesis_matches = match (named_genesis, location.genesis_hash) {
+        (None, None) => true,
+        (Some(Ok(named)), Some(expected)) => named == expected,
+        _ => false,
+    };
+    if named_key.as_deref() != Some(location.public_key.as_slice()) || !genesis_matches {
+        return Err(HistoryError::Malformed(format!(
+            "the document's owner is this validator's, but its public_key or genesis_hash is not \
+             (expected public_key {} and genesis_hash {}): it was altered",
+            hex::encode(&location.public_key),
+            location.genesis_hash.map_or("null".into(), hex::encode)
+        )));
+    }
+    // A guard created next to an existing block store would be older than the history that
+    // store holds: the node refuses to start on it. Import into an empty data directory, or
+    // into the guard that store came with.
+    if !location.path().exists() && location.dir.join("db").exists() {
+        return Err(HistoryError::StoreWithoutGuard(location.dir.clone()));
+    }
+    let (lock_dir_path, lock_file) = &location.lock;
+    std::fs::create_dir_all(lock_dir_path).map_err(|error| HistoryError::File {
+        path: lock_dir_path.clone(),
         error,
     })?;
-    // The running node's lock: never change a guard under a node that is using it.
-    let _lock = lock_dir(&cfg.data_dir, DATA_DIR_LOCK_FILE).map_err(|e| match e {
+    // The running process's lock: never change a guard under a process that is using it.
+    let _lock = lock_dir(lock_dir_path, lock_file).map_err(|e| match e {
         DirLockError::InUse { dir, .. } => HistoryError::NodeRunning(dir),
         DirLockError::Io { path, source } => HistoryError::File {
             path,
             error: source,
         },
     })?;
-    let (mut guard, _, _) = open_guard(cfg, true)?;
-    history.import_into(&mut guard, &owner)
+    let mut guard = SigningGuard::open(&location.dir, &location.owner)?;
+    history.import_into(&mut guard, &location.owner)
 }
 
-/// `quasar-node guard inspect`: the guard of `cfg`'s validator in words, one line per view.
-/// Errors: as [`open_guard`] (nothing is created).
-pub fn inspect(cfg: &NodeConfig) -> Result<String, HistoryError> {
-    let (guard, public_key, genesis) = open_guard(cfg, false)?;
+/// `guard export --out`: [`export`] written to `out`, or to standard output without one.
+/// Errors: as [`export`]; [`HistoryError::File`] when `out` cannot be written.
+pub fn write_export(location: &GuardLocation, out: Option<&Path>) -> Result<(), HistoryError> {
+    let json = export(location)? + "\n";
+    match out {
+        Some(path) => std::fs::write(path, json).map_err(|error| HistoryError::File {
+            path: path.to_path_buf(),
+            error,
+        }),
+        None => {
+            print!("{json}");
+            Ok(())
+        }
+    }
+}
+
+/// What `guard import` prints about `report`, the import of `file`.
+pub fn describe_import(file: &Path, report: &quasar_storage::ImportReport) -> String {
+    format!(
+        "imported {}: {} view(s) added, {} already held, {} below the guard's window (dropped)",
+        file.display(),
+        report.views_added,
+        report.views_unchanged,
+        report.views_too_old
+    )
+}
+
+/// `guard inspect`: the guard at `location` in words, one line per view. Errors: as
+/// [`export`] (nothing is created).
+pub fn inspect(location: &GuardLocation) -> Result<String, HistoryError> {
+    let guard = location.open_existing()?;
     let (owner, views) = guard.history();
     let mut out = format!(
-        "signing guard {}\nowner {}\nvalidator {}\ngenesis {}\nhighest view {}, {} view(s) \
-         recorded (window {GUARD_WINDOW})\n",
-        cfg.data_dir.join(quasar_storage::GUARD_FILE).display(),
+        "signing guard {}\nowner {}\npublic key {}\n{}highest view {}, {} view(s) recorded \
+         (window {GUARD_WINDOW})\n",
+        location.path().display(),
         hex::encode(owner),
-        hex::encode(public_key.to_bytes()),
-        hex::encode(genesis),
+        hex::encode(&location.public_key),
+        location
+            .genesis_hash
+            .map(|h| format!("genesis {}\n", hex::encode(h)))
+            .unwrap_or_default(),
         guard.highest_view(),
         views.len()
     );
@@ -390,8 +488,11 @@ mod tests {
         let genesis = [9; 32];
         let owner = guard_owner(&key, &genesis);
         let from = tempfile::tempdir().unwrap();
-        let history =
-            SigningHistory::export(&guard_with_votes(from.path(), &owner), &key, &genesis);
+        let history = SigningHistory::export(
+            &guard_with_votes(from.path(), &owner),
+            &key.to_bytes(),
+            Some(genesis),
+        );
         let text = serde_json::to_string_pretty(&history).unwrap();
         let parsed = SigningHistory::parse(text.as_bytes()).unwrap();
         assert_eq!(parsed, history);
@@ -420,8 +521,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let good = serde_json::to_value(SigningHistory::export(
             &guard_with_votes(dir.path(), &owner),
-            &key,
-            &[9; 32],
+            &key.to_bytes(),
+            Some([9; 32]),
         ))
         .unwrap();
         let edits: [(&str, serde_json::Value); 7] = [

@@ -407,35 +407,25 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Guard { action } => {
-            use quasar_node::guard_history;
-            let load = |path: &PathBuf| NodeConfig::load(path).map_err(|e| e.to_string());
+            use quasar_node::guard_history::{self, GuardLocation};
+            let location = |path: &PathBuf| {
+                let cfg = NodeConfig::load(path).map_err(|e| e.to_string())?;
+                GuardLocation::node(&cfg).map_err(|e| e.to_string())
+            };
             match action {
                 GuardAction::Export { config, out } => {
-                    let json = guard_history::export(&load(&config)?).map_err(|e| e.to_string())?;
-                    match out {
-                        Some(path) => std::fs::write(&path, json + "\n")
-                            .map_err(|e| format!("{}: {e}", path.display()))?,
-                        None => println!("{json}"),
-                    }
+                    guard_history::write_export(&location(&config)?, out.as_deref())
+                        .map_err(|e| e.to_string())?
                 }
                 GuardAction::Import { config, file } => {
-                    let report =
-                        guard_history::import(&load(&config)?, &file).map_err(|e| e.to_string())?;
-                    eprintln!(
-                        "imported {}: {} view(s) added, {} already held, {} below the guard's \
-                         window (dropped)",
-                        file.display(),
-                        report.views_added,
-                        report.views_unchanged,
-                        report.views_too_old
-                    );
+                    let report = guard_history::import(&location(&config)?, &file)
+                        .map_err(|e| e.to_string())?;
+                    eprintln!("{}", guard_history::describe_import(&file, &report));
                 }
-                GuardAction::Inspect { config } => {
-                    print!(
-                        "{}",
-                        guard_history::inspect(&load(&config)?).map_err(|e| e.to_string())?
-                    );
-                }
+                GuardAction::Inspect { config } => print!(
+                    "{}",
+                    guard_history::inspect(&location(&config)?).map_err(|e| e.to_string())?
+                ),
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -515,7 +515,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         ),
         None => None,
     };
-    tracing::info!(validator = me, p2p = %cfg.p2p_listen, api = %cfg.api_listen, metrics = ?cfg.metrics_listen, height = tip.height, "node started");
+    tracing::info!(validator = me, p2p = %cfg.p2p_listen, api = %cfg.api_listen, metrics = %cfg.metrics_listen.map_or_else(|| "on the API".to_string(), |a| a.to_string()), height = tip.height, "node started");
     tokio::spawn(api::serve(
         api_listener,
         shared.clone(),

@@ -454,7 +454,7 @@ fn seed_signing_histories() -> Vec<Vec<u8>> {
             .unwrap();
     }
     guard.fence(5).unwrap();
-    let full = SigningHistory::export(&guard, &public_key, &genesis);
+    let full = SigningHistory::export(&guard, &public_key.to_bytes(), Some(genesis));
     let mut empty = full.clone();
     empty.views.clear();
     [full, empty]

@@ -206,8 +206,33 @@ async fn a_validator_moves_to_a_new_data_directory_with_its_signing_history() {
 
     fixture.net.kill(0);
     let mut cfg = NodeConfig::load(&config).unwrap();
+    // A data directory with a block store but no guard is refused: a guard made there would
+    // be older than the store's history.
+    cfg.data_dir = fixture.net.node_dir(0).join("store-only");
+    std::fs::create_dir_all(cfg.data_dir.join("db")).unwrap();
+    cfg.save(&config).unwrap();
+    let (ok, _, stderr) = guard_cli(&import);
+    assert!(
+        !ok && stderr.contains("holds a block store but no signing guard"),
+        "{stderr}"
+    );
     cfg.data_dir = fixture.net.node_dir(0).join("moved");
     cfg.save(&config).unwrap();
+    // A document whose genesis contradicts its owner was altered: refused.
+    let mut altered: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&history).unwrap()).unwrap();
+    altered["genesis_hash"] = "11".repeat(32).into();
+    let altered_file = fixture.net.node_dir(0).join("altered.json");
+    std::fs::write(&altered_file, altered.to_string()).unwrap();
+    let (ok, _, stderr) = guard_cli(&[
+        "import".as_ref(),
+        "--config".as_ref(),
+        config.as_os_str(),
+        "--file".as_ref(),
+        altered_file.as_os_str(),
+    ]);
+    assert!(!ok && stderr.contains("it was altered"), "{stderr}");
+    assert!(!cfg.data_dir.join(quasar_storage::GUARD_FILE).exists());
     let (ok, _, stderr) = guard_cli(&import);
     assert!(ok && stderr.contains("view(s) added"), "{stderr}");
     let (ok, stdout, stderr) =

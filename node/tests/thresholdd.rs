@@ -1607,3 +1607,92 @@ fn binary_lists_and_exports_public_keys() {
     assert!(String::from_utf8_lossy(&typo.stderr).contains("no keystore"));
     assert!(!missing.exists());
 }
+
+/// Runs `thresholdd guard ARGS… --data-dir DIR` with the test passphrase in the environment;
+/// whether it succeeded, and its stdout and stderr.
+fn thresholdd_guard(dir: &Path, args: &[&str]) -> (bool, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_thresholdd"))
+        .arg("guard")
+        .args(args)
+        .arg("--data-dir")
+        .arg(dir)
+        .env(
+            "THRESHOLDD_PASSPHRASE",
+            std::str::from_utf8(PASSPHRASE).unwrap(),
+        )
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// A vote key's signing history moves with the key: `thresholdd guard export` on the old
+/// keystore, `guard import` into a new one holding the same vote key (refused while a daemon
+/// runs there), after which the new daemon refuses the conflicting twin of what the old one
+/// signed and repeats the vote itself.
+#[tokio::test]
+async fn a_vote_keys_signing_history_moves_to_another_keystore() {
+    let key = quasar_crypto::bls::SecretKey::from_seed(&[0x42; 32]);
+    let public_key = hex::encode(key.public_key().to_bytes());
+    let (old, new) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let ids: Vec<String> = [old.path(), new.path()]
+        .iter()
+        .map(|dir| {
+            let keystore = Keystore::open_with(dir, PASSPHRASE, KdfParams::for_tests()).unwrap();
+            thresholdd::import_vote_key(&keystore, &key).unwrap()
+        })
+        .collect();
+    assert_eq!(ids[0], ids[1]);
+    let id = ids[0].as_str();
+
+    let daemon = start(old.path()).await;
+    let signed = call(
+        daemon.local_addr,
+        "validator.sign_vote",
+        vote(&public_key, "notarize", 5, 0xa1),
+    )
+    .await;
+    assert_eq!(result(&signed)["decision"], "fresh");
+    stop(daemon).await;
+    let history = old.path().join("history.json");
+    let (ok, _, stderr) = thresholdd_guard(
+        old.path(),
+        &["export", id, "--out", history.to_str().unwrap()],
+    );
+    assert!(ok, "{stderr}");
+
+    let file = history.to_str().unwrap();
+    let daemon = start(new.path()).await;
+    let (ok, _, stderr) = thresholdd_guard(new.path(), &["import", id, "--file", file]);
+    assert!(
+        !ok && stderr.contains("stop it before importing"),
+        "{stderr}"
+    );
+    stop(daemon).await;
+    let (ok, _, stderr) = thresholdd_guard(new.path(), &["import", id, "--file", file]);
+    assert!(ok && stderr.contains("1 view(s) added"), "{stderr}");
+    let (ok, stdout, stderr) = thresholdd_guard(new.path(), &["inspect", id]);
+    assert!(ok && stdout.contains("highest view 5"), "{stdout}{stderr}");
+
+    let daemon = start(new.path()).await;
+    let (code, text) = error(
+        &call(
+            daemon.local_addr,
+            "validator.sign_vote",
+            vote(&public_key, "notarize", 5, 0xb2),
+        )
+        .await,
+    );
+    assert!(code == -32000 && text.contains("conflict"), "{text}");
+    let again = call(
+        daemon.local_addr,
+        "validator.sign_vote",
+        vote(&public_key, "notarize", 5, 0xa1),
+    )
+    .await;
+    assert_eq!(result(&again)["decision"], "repeat");
+    stop(daemon).await;
+}

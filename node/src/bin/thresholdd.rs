@@ -77,6 +77,12 @@ enum Command {
         #[command(subcommand)]
         action: KeysAction,
     },
+    /// A vote key's signing guard as a JSON document (docs/operations.md "Moving a validator
+    /// to another host"): export it, import one (stop the daemon first), or print it.
+    Guard {
+        #[command(subcommand)]
+        action: GuardAction,
+    },
     /// Deal a Corona or Pulsar key as a trusted dealer: one share file per party (mode 0600)
     /// for `<scheme>.import_share` on that party's host. The dealer sees every share: for
     /// development, or on an offline machine.
@@ -93,6 +99,33 @@ enum Command {
         /// Where to write `<scheme>-party-<i>.json` (created if missing).
         #[arg(long)]
         out_dir: PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
+enum GuardAction {
+    /// Write the signing history of vote key KEY_ID (`keys list` shows `vote-…` ids) as JSON.
+    Export {
+        /// The vote key's id.
+        key_id: String,
+        /// File to write (default: standard output).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Merge a signing history (from `guard export` on the old host) into vote key KEY_ID's
+    /// guard; never lowers it, refuses another key's history and conflicting votes, and refuses
+    /// while a daemon runs on the data directory.
+    Import {
+        /// The vote key's id.
+        key_id: String,
+        /// The document to import.
+        #[arg(long)]
+        file: PathBuf,
+    },
+    /// Print what vote key KEY_ID's guard holds, one line per view.
+    Inspect {
+        /// The vote key's id.
+        key_id: String,
     },
 }
 
@@ -181,6 +214,7 @@ fn run(mut cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Some(Command::Keys { action }) => keys(&cli, action),
+        Some(Command::Guard { action }) => guard(&cli, action),
         None => serve(cli),
     }
 }
@@ -286,6 +320,40 @@ fn keys(cli: &Cli, action: KeysAction) -> Result<(), String> {
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// `thresholdd guard …`: the vote key's public key comes from the keystore.
+fn guard(cli: &Cli, action: GuardAction) -> Result<(), String> {
+    use quasar_node::guard_history;
+    let (data_dir, passphrase) = keystore_args(cli)?;
+    if !data_dir.join(HEADER_FILE).is_file() {
+        return Err(format!(
+            "no keystore at {} (no {HEADER_FILE})",
+            data_dir.display()
+        ));
+    }
+    let keystore = Keystore::open(&data_dir, &passphrase).map_err(|e| e.to_string())?;
+    let key_id = match &action {
+        GuardAction::Export { key_id, .. }
+        | GuardAction::Import { key_id, .. }
+        | GuardAction::Inspect { key_id } => key_id,
+    };
+    let key = keystore.public(key_id).map_err(|e| e.to_string())?;
+    let location = thresholdd::guard_location(&data_dir, key.key_id.as_str(), &key.public_key);
+    match action {
+        GuardAction::Export { out, .. } => {
+            guard_history::write_export(&location, out.as_deref()).map_err(|e| e.to_string())?
+        }
+        GuardAction::Import { file, .. } => {
+            let report = guard_history::import(&location, &file).map_err(|e| e.to_string())?;
+            eprintln!("{}", guard_history::describe_import(&file, &report));
+        }
+        GuardAction::Inspect { .. } => print!(
+            "{}",
+            guard_history::inspect(&location).map_err(|e| e.to_string())?
+        ),
     }
     Ok(())
 }

@@ -76,7 +76,7 @@ pub use crate::http_serve::TransportLimits;
 pub use corona::import_share as import_corona_share;
 pub use dealer::deal;
 pub use pulsar::import_share as import_pulsar_share;
-pub use validator::import_vote_key;
+pub use validator::{guard_location, import_vote_key};
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use crate::guard_history::GuardLocation;
 use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::RpcModule;
 use quasar_crypto::hash::{tagged_hash, Hash};
@@ -59,6 +60,25 @@ pub fn import_vote_key(keystore: &Keystore, key: &SecretKey) -> Result<String, K
 /// The longest cert profile id a vote may name, in bytes.
 const MAX_PROFILE_ID_LEN: usize = 64;
 
+/// The owner of the signing guard of the vote key `public_key` (its file names it, so one
+/// key's guard never stands in for another's).
+fn guard_owner(public_key: &[u8]) -> Hash {
+    tagged_hash("thresholdd/guard-owner", &[public_key])
+}
+
+/// Where the signing guard of vote key `key_id` (public key `public_key`) of the keystore in
+/// `data_dir` lives, for `thresholdd guard export | import | inspect`
+/// ([`crate::guard_history`]); an import takes the daemon's lock ([`super::LOCK_FILE`]).
+pub fn guard_location(data_dir: &Path, key_id: &str, public_key: &[u8]) -> GuardLocation {
+    GuardLocation {
+        dir: data_dir.join("guards").join(key_id),
+        owner: guard_owner(public_key),
+        public_key: public_key.to_vec(),
+        genesis_hash: None,
+        lock: (data_dir.to_path_buf(), super::LOCK_FILE),
+    }
+}
+
 /// The open signing guards, one per vote key, opened on first use.
 pub(super) struct Guards {
     dir: PathBuf,
@@ -89,8 +109,7 @@ impl Guards {
             )
         })?;
         if !open.contains_key(key_id) {
-            let owner: Hash = tagged_hash("thresholdd/guard-owner", &[public_key]);
-            let guard = SigningGuard::open(&self.dir.join(key_id), &owner)
+            let guard = SigningGuard::open(&self.dir.join(key_id), &guard_owner(public_key))
                 .map_err(|e| scheme_error(format!("the signing guard of {key_id}: {e}")))?;
             open.insert(key_id.to_string(), guard);
         }
