@@ -38,6 +38,29 @@ pub struct CallLabels {
     pub outcome: &'static str,
 }
 
+/// How often thresholdd logs its INFO summary line; each vote it signs is a DEBUG line.
+pub const SUMMARY_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Logs one INFO line every [`SUMMARY_INTERVAL`]: the votes signed since the last line, in
+/// all, and the guard refusals in all (a quiet daemon still logs, with 0 votes).
+pub async fn log_summaries(metrics: std::sync::Arc<DaemonMetrics>) {
+    let mut ticker = tokio::time::interval(SUMMARY_INTERVAL);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticker.tick().await;
+    let mut last = metrics.votes_signed.get();
+    loop {
+        ticker.tick().await;
+        let signed = metrics.votes_signed.get();
+        tracing::info!(
+            votes_signed = signed.saturating_sub(last),
+            votes_signed_total = signed,
+            guard_refusals_total = metrics.guard_refusals.get(),
+            "summary"
+        );
+        last = signed;
+    }
+}
+
 /// The `method` label of [`DaemonMetrics::call_seconds`].
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct MethodLabel {

@@ -399,6 +399,8 @@ pub struct Daemon {
     pub metrics_addr: Option<SocketAddr>,
     /// That listener's task, aborted when this is dropped.
     _metrics_task: Option<AbortOnDrop>,
+    /// The periodic INFO summary ([`metrics::log_summaries`]), aborted when this is dropped.
+    _summary_task: AbortOnDrop,
     /// The exclusive lock on the data directory ([`LOCK_FILE`]), released when this is dropped.
     _lock: std::fs::File,
 }
@@ -549,11 +551,13 @@ pub async fn start_with_limits(
         services.clone().build(methods.clone(), stop)
     });
     tracing::info!(%local_addr, data_dir = %config.data_dir.display(), "thresholdd listening");
+    let summary_task = AbortOnDrop(tokio::spawn(metrics::log_summaries(metrics)));
     Ok(Daemon {
         local_addr,
         handle,
         metrics_addr,
         _metrics_task: metrics_task,
+        _summary_task: summary_task,
         _lock: lock,
     })
 }
