@@ -139,28 +139,11 @@ fn warn_if_weak(token: &str, passphrase: &[u8]) {
     }
 }
 
-/// The passphrase from `--passphrase-file` or THRESHOLDD_PASSPHRASE.
+/// The passphrase from `--passphrase-file` or THRESHOLDD_PASSPHRASE
+/// ([`quasar_node::sealing::read_passphrase`]).
 fn passphrase(file: Option<&Path>) -> Result<Zeroizing<Vec<u8>>, String> {
-    let mut bytes = match file {
-        Some(path) => Zeroizing::new(
-            std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?,
-        ),
-        None => match std::env::var_os("THRESHOLDD_PASSPHRASE") {
-            Some(value) => Zeroizing::new(value.into_encoded_bytes()),
-            None => {
-                return Err("no keystore passphrase: pass --passphrase-file or set \
-                            THRESHOLDD_PASSPHRASE"
-                    .into())
-            }
-        },
-    };
-    while bytes.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
-        bytes.pop();
-    }
-    if bytes.is_empty() {
-        return Err("the keystore passphrase is empty".into());
-    }
-    Ok(bytes)
+    quasar_node::sealing::read_passphrase(file, "THRESHOLDD_PASSPHRASE", "--passphrase-file")
+        .map_err(|e| format!("keystore passphrase: {e}"))
 }
 
 fn run(mut cli: Cli) -> Result<(), String> {
