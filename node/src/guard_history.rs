@@ -258,7 +258,9 @@ fn open_guard(
     create: bool,
 ) -> Result<(SigningGuard, PublicKey, Hash), HistoryError> {
     let genesis = GenesisFile::load(&cfg.genesis)?.check()?;
-    let public_key = load_keys(&cfg.key_dir)?.bls.public_key();
+    let public_key = load_keys(&cfg.key_dir, &cfg.key_access()?)?
+        .bls
+        .public_key();
     let path = cfg.data_dir.join(quasar_storage::GUARD_FILE);
     if !create && !path.exists() {
         return Err(HistoryError::NoGuard(path));
@@ -295,7 +297,9 @@ pub fn import(cfg: &NodeConfig, file: &Path) -> Result<quasar_storage::ImportRep
     let history = SigningHistory::parse(&bytes)?;
     // Checked before the guard (and its directory) is created.
     let genesis = GenesisFile::load(&cfg.genesis)?.check()?;
-    let public_key = load_keys(&cfg.key_dir)?.bls.public_key();
+    let public_key = load_keys(&cfg.key_dir, &cfg.key_access()?)?
+        .bls
+        .public_key();
     let owner = guard_owner(&public_key, &genesis.hash);
     if history.owner()? != owner {
         return Err(HistoryError::Foreign {

@@ -114,6 +114,13 @@ enum KeysAction {
         /// The validator's key directory.
         #[arg(long)]
         key_dir: PathBuf,
+        /// File holding the passphrase of the validator's encrypted key file (not the
+        /// keystore's); otherwise QUASAR_KEY_PASSPHRASE.
+        #[arg(long)]
+        key_passphrase_file: Option<PathBuf>,
+        /// Accept a plaintext (unencrypted) validator key file.
+        #[arg(long)]
+        plaintext_keys: bool,
     },
 }
 
@@ -229,8 +236,18 @@ fn keys(cli: &Cli, action: KeysAction) -> Result<(), String> {
             });
             println!("{json:#}");
         }
-        KeysAction::ImportValidator { key_dir } => {
-            let keys = quasar_node::config::load_keys(&key_dir).map_err(|e| e.to_string())?;
+        KeysAction::ImportValidator {
+            key_dir,
+            key_passphrase_file,
+            plaintext_keys,
+        } => {
+            let access = quasar_node::config::KeyAccess::from_sources(
+                key_passphrase_file.as_deref(),
+                plaintext_keys,
+            )
+            .map_err(|e| e.to_string())?;
+            let keys =
+                quasar_node::config::load_keys(&key_dir, &access).map_err(|e| e.to_string())?;
             let report = |what: String, stored: Result<String, KeystoreError>| match stored {
                 Ok(id) => {
                     println!("{id}\t{what}");
