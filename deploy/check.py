@@ -211,9 +211,14 @@ def kebab(name):
     return name.replace("_", "-")
 
 
-def clap_flags(body):
-    """--flags of the fields in a clap struct or enum-variant body."""
+def clap_flags(body, text=""):
+    """--flags of the fields in a clap struct or enum-variant body; a `#[command(flatten)]`
+    field adds the flags of its struct, looked up in `text` (the source file)."""
     flags = set()
+    for flattened in re.findall(r"#\[command\(flatten\)\]\s*(?:pub\s+)?\w+\s*:\s*(\w+)", body):
+        found = re.search(rf"struct {flattened} \{{(.*?)\n\}}", text, re.S)
+        if found:
+            flags |= clap_flags(found.group(1), text)
     for attrs, field in re.findall(r"((?:\s*#\[[^\]]*\]\s*|\s*///[^\n]*\n)*)\s*(?:pub\s+)?(\w+)\s*:", body):
         arg = re.search(r"#\[arg\(([^\]]*)\)\]", attrs)
         if not arg or "long" not in arg.group(1):
@@ -251,9 +256,14 @@ def variants(body):
 def command_specs():
     """{binary: (global flags, {subcommand path: flags})}."""
     main = src("main.rs")
-    node = {path: clap_flags(body) for path, body in variants(enum_body(main, "Command")).items()}
-    for path, body in variants(enum_body(main, "GuardAction")).items():
-        node[f"guard {path}"] = clap_flags(body)
+    node = {}
+    for path, body in variants(enum_body(main, "Command")).items():
+        node[path] = clap_flags(body, main)
+        # A nested subcommand enum (`#[command(subcommand)] action: GuardAction`).
+        nested = re.search(r"#\[command\(subcommand\)\]\s*\w+\s*:\s*(\w+)", body)
+        if nested:
+            for sub, sub_body in variants(enum_body(main, nested.group(1))).items():
+                node[f"{path} {sub}"] = clap_flags(sub_body, main)
     node_cli = re.search(r"struct Cli \{(.*?)\n\}", main, re.S).group(1)
     daemon_text = src("bin/thresholdd.rs")
     cli = re.search(r"struct Cli \{(.*?)\n\}", daemon_text, re.S).group(1)

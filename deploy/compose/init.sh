@@ -7,7 +7,8 @@
 # Layout under $QUASAR_OUT (one named volume each):
 #   genesis/genesis.json           shared, read-only for the validators; written last, so its
 #                                  presence means the bootstrap completed
-#   keys-<i>/                      validator i's key directory, node.toml, signer.token (0600)
+#   keys-<i>/                      validator i's key directory (its secret file encrypted under
+#                                  key.passphrase, 0600), node.toml, signer.token (0600)
 #   signer-<i>/keystore/           thresholdd i's keystore (vote key, shares, signing guards)
 #   signer-<i>/passphrase, token   its keystore passphrase and bearer token (0600)
 #
@@ -48,7 +49,9 @@ trap 'rm -rf "${work}"' EXIT
 
 dirs=()
 for ((i = 0; i < n; i++)); do
-  quasar-node keygen --out "${work}/v${i}" --name "v${i}" >/dev/null
+  # Plaintext only in this private temporary directory: each is sealed under its own
+  # passphrase below, once dealt.
+  quasar-node keygen --out "${work}/v${i}" --name "v${i}" --plaintext >/dev/null
   dirs+=("${work}/v${i}")
 done
 quasar-node genesis --validators "${dirs[@]}" --out "${work}/genesis.json" \
@@ -62,7 +65,7 @@ if [[ "${profile}" != quasar ]]; then
 fi
 # Every profile but `fast` has a Corona leg, so the dealer has threshold keys to deal.
 if [[ "${profile}" != fast ]]; then
-  quasar-node deal --genesis "${work}/genesis.json" --validators "${dirs[@]}"
+  quasar-node deal --genesis "${work}/genesis.json" --validators "${dirs[@]}" --plaintext
 fi
 
 # The peers table every node.toml shares (a node skips its own entry).
@@ -88,10 +91,13 @@ for ((i = 0; i < n; i++)); do
   printf '%s\n' "${token}" | write_secret "${keys}/signer.token"
   printf '%s\n' "${token}" | write_secret "${signer}/token"
   random_hex | write_secret "${signer}/passphrase"
+  random_hex | write_secret "${keys}/key.passphrase"
+  quasar-node keys seal --dir "${keys}" --passphrase-file "${keys}/key.passphrase"
   cat >"${keys}/node.toml" <<TOML
 # Written by deploy/compose/init.sh for validator ${i}.
 data_dir = "/var/lib/quasar"
 key_dir = "/etc/quasar/keys"
+key_passphrase_file = "/etc/quasar/keys/key.passphrase"
 genesis = "/etc/quasar/genesis/genesis.json"
 p2p_listen = "$(fill "${p2p_listen}" "${i}" "${ip}")"
 api_listen = "$(fill "${api_listen}" "${i}" "${ip}")"
@@ -105,6 +111,7 @@ timeout_ms = 5000
 ${peers}
 TOML
   thresholdd keys import-validator --key-dir "${keys}" \
+    --key-passphrase-file "${keys}/key.passphrase" \
     --data-dir "${signer}/keystore" --passphrase-file "${signer}/passphrase"
 done
 

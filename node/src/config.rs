@@ -34,6 +34,8 @@
 //! genesis keeps its hash ([`GenesisFile::check`]).
 
 use crate::consensus::{EpochMembers, EpochSchedule, EpochSets};
+pub use crate::key_file::KeyAccess;
+use crate::key_file::KeyFileError;
 use crate::p2p::PeerAddress;
 use quasar_crypto::bls::{ProofOfPossession, SecretKey};
 use quasar_crypto::bls_cache::PublicKeyCache;
@@ -70,6 +72,10 @@ pub enum ConfigError {
     /// A value is present but invalid (bad key, bad proof of possession, ...).
     #[error("{0}")]
     Invalid(String),
+    /// A secret key file cannot be opened or written (wrong passphrase, plaintext without the
+    /// opt-in, ...): fatal to the command or node start.
+    #[error(transparent)]
+    KeyFile(#[from] KeyFileError),
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ConfigError + '_ {
@@ -398,14 +404,18 @@ impl DealtShares {
 
 /// Generates fresh validator keys into `dir` (created if needed), the Magnetar key of
 /// `slhdsa_set` (its 32-byte seed goes into the secret file, its 48-byte public key and the set
-/// into the public file). The secret file is written with mode 0600 and never overwritten.
-/// Expanding an SLH-DSA-SHAKE-192s seed takes about 0.2 s (its top hypertree layer has 2^9
-/// leaves, 192f's 2^3). Errors: [`ConfigError`].
+/// into the public file). The secret file is written with mode 0600 and never overwritten:
+/// sealed under `access`'s passphrase ([`crate::key_file`]), or plaintext when `access` holds
+/// no passphrase but opts into plaintext. Expanding an SLH-DSA-SHAKE-192s seed takes about 0.2 s
+/// (its top hypertree layer has 2^9 leaves, 192f's 2^3); sealing runs Argon2id once. Errors:
+/// [`ConfigError`] (with neither a passphrase nor the opt-in, before anything is written).
 pub fn keygen_with_set(
     dir: &Path,
     name: &str,
     slhdsa_set: ParameterSet,
+    access: &KeyAccess,
 ) -> Result<PublicKeyFile, ConfigError> {
+    let sealed = access.new_file_sealed()?;
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
     let secret_path = dir.join(SECRET_KEY_FILE);
     if secret_path.exists() {
@@ -442,7 +452,7 @@ pub fn keygen_with_set(
         pulsar_group: None,
         set_shares: Vec::new(),
     };
-    write_secret(&secret_path, &to_json(&secret)?)?;
+    write_secret(&secret_path, &secret, access, sealed)?;
     let public_path = dir.join(PUBLIC_KEY_FILE);
     std::fs::write(&public_path, to_json(&public)?).map_err(io_err(&public_path))?;
     Ok(public)
@@ -452,8 +462,54 @@ fn to_json<T: Serialize>(value: &T) -> Result<String, ConfigError> {
     serde_json::to_string_pretty(value).map_err(|e| ConfigError::Invalid(e.to_string()))
 }
 
-fn write_secret(path: &Path, contents: &str) -> Result<(), ConfigError> {
-    write_private_new(path, contents.as_bytes()).map_err(io_err(path))
+/// Writes a new secret key file (mode 0600, failing if it exists): sealed under `access`'s
+/// passphrase when `sealed`, else plaintext.
+fn write_secret(
+    path: &Path,
+    secret: &SecretKeyFile,
+    access: &KeyAccess,
+    sealed: bool,
+) -> Result<(), ConfigError> {
+    let json = zeroize::Zeroizing::new(to_json(secret)?);
+    let bytes = zeroize::Zeroizing::new(access.encode(json.as_bytes(), sealed)?);
+    write_private_new(path, &bytes).map_err(io_err(path))
+}
+
+/// Reads a secret key file under `access` ([`KeyAccess::open_file`]): the decoded file and
+/// whether it was sealed. Errors: [`ConfigError`] naming the file (wrong passphrase, plaintext
+/// without the opt-in, sealed without a passphrase, not a key file).
+pub fn read_secret(path: &Path, access: &KeyAccess) -> Result<(SecretKeyFile, bool), ConfigError> {
+    let text = zeroize::Zeroizing::new(read_bounded(path)?);
+    let (plaintext, sealed) = access.open_file(path, text.as_bytes())?;
+    let secret = serde_json::from_slice(&plaintext).map_err(|e| ConfigError::Parse {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    Ok((secret, sealed))
+}
+
+/// Seals the plaintext secret key file of the key directory `dir` in place under `access`'s
+/// passphrase (`quasar-node keys seal`): the file is checked to parse, sealed into
+/// `validator.key.json.new` (mode 0600) and renamed over the original. Returns `false`, changing
+/// nothing, when the file is already sealed and opens under the passphrase. Errors:
+/// [`ConfigError`]: no passphrase, wrong passphrase for a sealed file, unreadable file.
+pub fn seal_key_dir(dir: &Path, access: &KeyAccess) -> Result<bool, ConfigError> {
+    if !access.has_passphrase() {
+        return Err(KeyFileError::NoWriteMode.into());
+    }
+    let path = dir.join(SECRET_KEY_FILE);
+    let (secret, sealed) = read_secret(&path, &access.clone().allow_plaintext(true))?;
+    if sealed {
+        return Ok(false);
+    }
+    let next = path.with_extension("json.new");
+    let _ = std::fs::remove_file(&next);
+    if let Err(e) = write_secret(&next, &secret, access, true) {
+        let _ = std::fs::remove_file(&next);
+        return Err(e);
+    }
+    std::fs::rename(&next, &path).map_err(io_err(&path))?;
+    Ok(true)
 }
 
 /// Creates `path` (failing if it exists) with mode 0600 on Unix, writes `bytes` and fsyncs
@@ -507,18 +563,21 @@ fn other_set<'a>(
 /// Reads and checks a key directory: the secret key must match the public file. The SLH-DSA
 /// seed is expanded under the public file's `slhdsa_parameter_set` (192f when absent) and must
 /// give its `slhdsa_public_key`. Errors: [`ConfigError`], naming the directory and the field.
-pub fn load_keys(dir: &Path) -> Result<ValidatorKeys, ConfigError> {
-    load_keys_unlabelled(dir).map_err(|e| match e {
+///
+/// The secret file is opened under `access`: sealed files need its passphrase, plaintext files
+/// its opt-in ([`crate::key_file`]).
+pub fn load_keys(dir: &Path, access: &KeyAccess) -> Result<ValidatorKeys, ConfigError> {
+    load_keys_unlabelled(dir, access).map_err(|e| match e {
         ConfigError::Invalid(m) => ConfigError::Invalid(format!("{}: {m}", dir.display())),
         other => other,
     })
 }
 
-fn load_keys_unlabelled(dir: &Path) -> Result<ValidatorKeys, ConfigError> {
+fn load_keys_unlabelled(dir: &Path, access: &KeyAccess) -> Result<ValidatorKeys, ConfigError> {
     let public = load_public(dir)?;
     let secret_path = dir.join(SECRET_KEY_FILE);
     warn_if_exposed(&secret_path);
-    let secret: SecretKeyFile = parse_json(&secret_path)?;
+    let (secret, _) = read_secret(&secret_path, access)?;
     let bls = SecretKey::from_bytes(&decode_hex("bls_secret_key", &secret.bls_secret_key)?)
         .map_err(|e| ConfigError::Invalid(format!("bls_secret_key: {e}")))?;
     if hex::encode(bls.public_key().to_bytes()) != public.bls_public_key {
@@ -616,7 +675,9 @@ pub const PULSAR_COMMITTEE_SIZE: usize = 4;
 /// without changes, simply the genesis validators). Each validator's shares go into its secret
 /// key file: the genesis set's into the top-level share fields (party index = its index in
 /// the set), a changed set's into a `set_shares` entry of that change's epoch, for the sets it
-/// belongs to. Files are replaced atomically, mode 0600. Save the genesis afterwards.
+/// belongs to. Files are replaced atomically, mode 0600, each in the form it was read: a sealed
+/// file is opened and sealed again under its directory's `accesses` entry's passphrase (fresh salt and nonce), a
+/// plaintext one (read only with `access`'s opt-in) stays plaintext. Save the genesis afterwards.
 ///
 /// Shares already in a key file are refused under [`Existing::Refuse`] and dropped under
 /// [`Existing::Replace`] (a test network dealing again after its sets changed).
@@ -630,9 +691,17 @@ pub fn deal(
     genesis: &mut GenesisFile,
     which: Dealt,
     existing: Existing,
+    accesses: &[KeyAccess],
     rng: &mut (impl rand::RngCore + rand::CryptoRng),
 ) -> Result<(), ConfigError> {
     let checked = genesis.clone().check()?;
+    if accesses.len() != key_dirs.len() {
+        return Err(ConfigError::Invalid(format!(
+            "{} key accesses for {} key directories",
+            accesses.len(),
+            key_dirs.len()
+        )));
+    }
     let sets_with_keys: Vec<u64> =
         std::iter::once((0, &genesis.corona_group_key, &genesis.pulsar_group_key))
             .chain(
@@ -679,9 +748,9 @@ pub fn deal(
     }
     // Every key file is read and checked before anything is generated or written.
     let mut secrets = Vec::with_capacity(key_dirs.len());
-    for dir in key_dirs {
+    for (dir, access) in key_dirs.iter().zip(accesses) {
         let path = dir.join(SECRET_KEY_FILE);
-        let mut secret: SecretKeyFile = parse_json(&path)?;
+        let (mut secret, sealed) = read_secret(&path, access)?;
         let dealt = secret.corona_share.is_some()
             || secret.pulsar_share.is_some()
             || secret.pulsar_group.is_some()
@@ -696,7 +765,7 @@ pub fn deal(
         secret.pulsar_share = None;
         secret.pulsar_group = None;
         secret.set_shares.clear();
-        secrets.push((path, secret));
+        secrets.push((path, secret, sealed, access));
     }
     let seeds: Vec<Hash> = std::iter::once(committee_seed(genesis))
         .chain(
@@ -725,7 +794,7 @@ pub fn deal(
             else {
                 continue;
             };
-            let Some((_, secret)) = secrets.get_mut(member) else {
+            let Some((_, secret, _, _)) = secrets.get_mut(member) else {
                 continue;
             };
             if *first_epoch == 0 {
@@ -743,10 +812,10 @@ pub fn deal(
     }
     // All staged first (a failure removes them and changes nothing), then renamed into place.
     let mut staged = Vec::with_capacity(secrets.len());
-    for (path, secret) in &secrets {
+    for (path, secret, sealed, access) in &secrets {
         let next = path.with_extension("json.new");
         let _ = std::fs::remove_file(&next);
-        let written = to_json(secret).and_then(|text| write_secret(&next, &text));
+        let written = write_secret(&next, secret, access, *sealed);
         if let Err(error) = written {
             for (file, _) in &staged {
                 let _ = std::fs::remove_file(file);
@@ -2186,6 +2255,15 @@ pub struct NodeConfig {
     pub data_dir: PathBuf,
     /// Key directory written by `keygen`.
     pub key_dir: PathBuf,
+    /// File holding the passphrase of the sealed secret key file (a trailing newline is
+    /// dropped; at most 64 KiB). Unset: the `QUASAR_KEY_PASSPHRASE` environment variable, if
+    /// set ([`crate::key_file`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_passphrase_file: Option<PathBuf>,
+    /// Accept a plaintext secret key file (default false: a plaintext file is refused, with
+    /// a message naming `quasar-node keys seal`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub plaintext_keys: bool,
     /// Path of `genesis.json`.
     pub genesis: PathBuf,
     /// QUIC listen address for validator traffic.
@@ -2317,6 +2395,16 @@ fn default_max_block_txs() -> usize {
 }
 
 impl NodeConfig {
+    /// How to open this node's secret key file: the passphrase of `key_passphrase_file` (else
+    /// `QUASAR_KEY_PASSPHRASE`, if set) and `plaintext_keys`. Errors: the passphrase file cannot
+    /// be read or is empty.
+    pub fn key_access(&self) -> Result<KeyAccess, ConfigError> {
+        Ok(KeyAccess::from_sources(
+            self.key_passphrase_file.as_deref(),
+            self.plaintext_keys,
+        )?)
+    }
+
     /// Reads and parses `node.toml`; relative paths are resolved against the file's directory.
     pub fn load(path: &Path) -> Result<NodeConfig, ConfigError> {
         let text = read_bounded(path)?;
@@ -2339,6 +2427,7 @@ impl NodeConfig {
         let paths = [&mut cfg.data_dir, &mut cfg.key_dir, &mut cfg.genesis]
             .into_iter()
             .chain(cfg.rollup_proving_key.as_mut())
+            .chain(cfg.key_passphrase_file.as_mut())
             .chain(cfg.remote_signer.as_mut().map(|r| &mut r.token_file));
         for p in paths {
             if p.is_relative() {
@@ -2413,13 +2502,29 @@ impl NodeConfig {
 mod tests {
     use super::*;
 
+    /// Sealed key files under one passphrase, with Argon2id at its minimum cost.
+    fn test_access() -> KeyAccess {
+        KeyAccess::sealed(b"test passphrase").with_kdf(crate::sealing::KdfParams::for_tests())
+    }
+
+    /// [`test_access`] for each of `n` key directories.
+    fn test_accesses(n: usize) -> Vec<KeyAccess> {
+        vec![test_access(); n]
+    }
+
     /// `n` fresh key directories `v0`, `v1`, … and their public files.
     fn key_files(n: usize) -> (tempfile::TempDir, Vec<PublicKeyFile>) {
         let dir = tempfile::tempdir().unwrap();
         let keys: Vec<PublicKeyFile> = (0..n)
             .map(|i| {
                 let dir = dir.path().join(format!("v{i}"));
-                keygen_with_set(&dir, &format!("v{i}"), ParameterSet::default()).unwrap()
+                keygen_with_set(
+                    &dir,
+                    &format!("v{i}"),
+                    ParameterSet::default(),
+                    &test_access(),
+                )
+                .unwrap()
             })
             .collect();
         (dir, keys)
@@ -2475,7 +2580,7 @@ mod tests {
     fn keygen_writes_mldsa_65_and_slhdsa_keys_that_load_keys_reads_back() {
         let (dir, keys, _) = two_validators();
         let v0 = dir.path().join("v0");
-        let loaded = load_keys(&v0).unwrap();
+        let loaded = load_keys(&v0, &test_access()).unwrap();
         assert_eq!(loaded.public, keys[0]);
         assert_eq!(
             hex::encode(loaded.mldsa.public_key().as_bytes()),
@@ -2493,7 +2598,8 @@ mod tests {
         );
         assert_eq!(keys[0].slhdsa_public_key.len(), 2 * 48);
         assert_ne!(keys[0].slhdsa_public_key, keys[1].slhdsa_public_key);
-        let secret: SecretKeyFile = parse_json(&v0.join(SECRET_KEY_FILE)).unwrap();
+        let (secret, sealed) = read_secret(&v0.join(SECRET_KEY_FILE), &test_access()).unwrap();
+        assert!(sealed, "keygen seals the secret file under the passphrase");
         assert_eq!(secret.mldsa_seed.len(), 2 * 32);
         assert_eq!(secret.slhdsa_seed.len(), 2 * 32);
         assert_ne!(secret.slhdsa_seed, secret.mldsa_seed, "independent seeds");
@@ -2509,12 +2615,73 @@ mod tests {
     }
 
     #[test]
+    fn a_wrong_passphrase_is_an_error_naming_the_key_file() {
+        let (dir, _, _) = two_validators();
+        let v0 = dir.path().join("v0");
+        let wrong = KeyAccess::sealed(b"not the passphrase");
+        let message = load_keys(&v0, &wrong).err().expect("refused").to_string();
+        assert!(message.contains("wrong passphrase"), "{message}");
+        assert!(message.contains(SECRET_KEY_FILE), "{message}");
+        // A sealed file without any passphrase says where to give one.
+        let message = load_keys(&v0, &KeyAccess::plaintext())
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(message.contains("QUASAR_KEY_PASSPHRASE"), "{message}");
+    }
+
+    #[test]
+    fn a_tampered_sealed_key_file_is_refused() {
+        let (dir, _, _) = two_validators();
+        let path = dir.path().join("v0").join(SECRET_KEY_FILE);
+        let mut file: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let text = file["ciphertextHex"].as_str().unwrap().to_string();
+        let flipped = if text.starts_with('0') { "1" } else { "0" };
+        file["ciphertextHex"] = format!("{flipped}{}", &text[1..]).into();
+        std::fs::write(&path, file.to_string()).unwrap();
+        let message = load_keys(&dir.path().join("v0"), &test_access())
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(message.contains("or the file was modified"), "{message}");
+    }
+
+    #[test]
+    fn plaintext_key_files_need_the_opt_in_and_keys_seal_encrypts_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let v0 = dir.path().join("v0");
+        let refused = keygen_with_set(&v0, "v0", ParameterSet::default(), &KeyAccess::default());
+        assert!(matches!(
+            refused,
+            Err(ConfigError::KeyFile(KeyFileError::NoWriteMode))
+        ));
+        assert!(!v0.join(SECRET_KEY_FILE).exists(), "nothing written");
+        keygen_with_set(&v0, "v0", ParameterSet::default(), &KeyAccess::plaintext()).unwrap();
+        // Without the opt-in a plaintext file is refused with how to encrypt it.
+        let message = load_keys(&v0, &test_access())
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(message.contains("quasar-node keys seal"), "{message}");
+        assert!(message.contains("plaintext_keys = true"), "{message}");
+        assert!(load_keys(&v0, &KeyAccess::plaintext()).is_ok());
+        assert!(seal_key_dir(&v0, &test_access()).unwrap(), "sealed");
+        assert!(
+            !seal_key_dir(&v0, &test_access()).unwrap(),
+            "already sealed"
+        );
+        assert!(load_keys(&v0, &test_access()).is_ok());
+        assert!(load_keys(&v0, &KeyAccess::plaintext()).is_err());
+    }
+
+    #[test]
     fn load_keys_refuses_a_seed_that_does_not_match_the_public_file() {
         let (dir, keys, _) = two_validators();
         let v0 = dir.path().join("v0");
         let refused = |public: &PublicKeyFile| {
             std::fs::write(v0.join(PUBLIC_KEY_FILE), to_json(public).unwrap()).unwrap();
-            let Err(ConfigError::Invalid(message)) = load_keys(&v0) else {
+            let Err(ConfigError::Invalid(message)) = load_keys(&v0, &test_access()) else {
                 panic!("a mismatched key must be refused");
             };
             message
@@ -2593,7 +2760,7 @@ mod tests {
         let text = std::fs::read_to_string(v0.join(PUBLIC_KEY_FILE)).unwrap();
         assert!(!text.contains("slhdsa_parameter_set"), "{text}");
         assert_eq!(keys[0].slhdsa_parameter_set, ParameterSet::Shake192f);
-        let loaded = load_keys(&v0).unwrap();
+        let loaded = load_keys(&v0, &test_access()).unwrap();
         assert_eq!(
             loaded.slhdsa.public_key().parameter_set(),
             ParameterSet::Shake192f
@@ -2605,9 +2772,9 @@ mod tests {
             std::fs::write(v0.join(PUBLIC_KEY_FILE), json.to_string()).unwrap();
         };
         with_set("192f");
-        assert_eq!(load_keys(&v0).unwrap().public, keys[0]);
+        assert_eq!(load_keys(&v0, &test_access()).unwrap().public, keys[0]);
         with_set("192s");
-        let Err(ConfigError::Invalid(message)) = load_keys(&v0) else {
+        let Err(ConfigError::Invalid(message)) = load_keys(&v0, &test_access()) else {
             panic!("a 192f seed under a file that says 192s must be refused");
         };
         assert!(
@@ -2750,7 +2917,10 @@ mod tests {
         let keys: Vec<PublicKeyFile> = dirs
             .iter()
             .enumerate()
-            .map(|(i, d)| keygen_with_set(d, &format!("v{i}"), ParameterSet::default()).unwrap())
+            .map(|(i, d)| {
+                keygen_with_set(d, &format!("v{i}"), ParameterSet::default(), &test_access())
+                    .unwrap()
+            })
             .collect();
         let mut genesis = GenesisFile {
             profile: "aurora".into(),
@@ -2765,6 +2935,7 @@ mod tests {
             &mut genesis,
             which,
             Existing::Refuse,
+            &test_accesses(dirs.len()),
             &mut rand::rngs::OsRng,
         )
         .unwrap();
@@ -2774,7 +2945,7 @@ mod tests {
         assert_eq!(checked.pulsar_committee(), committee);
         assert!(checked.cert_policy().is_ok());
         for (i, d) in dirs.iter().enumerate() {
-            let loaded = load_keys(d).unwrap();
+            let loaded = load_keys(d, &test_access()).unwrap();
             let shares = loaded.dealt.get(&0).expect("genesis set shares");
             assert!(
                 shares.corona.is_some(),
@@ -3229,7 +3400,15 @@ mod tests {
         let dirs: Vec<PathBuf> = (0..5).map(|i| dir.path().join(format!("v{i}"))).collect();
         let which = Dealt::for_profile(Profile::Aurora);
         let mut rng = rand::rngs::OsRng;
-        deal(&dirs, &mut genesis, which, Existing::Refuse, &mut rng).unwrap();
+        deal(
+            &dirs,
+            &mut genesis,
+            which,
+            Existing::Refuse,
+            &test_accesses(dirs.len()),
+            &mut rng,
+        )
+        .unwrap();
         let checked = genesis.clone().check().unwrap();
         for (epoch, policy) in checked.cert_policies() {
             assert!(policy.is_ok(), "epoch {epoch}: {:?}", policy.err());
@@ -3247,7 +3426,7 @@ mod tests {
         assert_eq!(corona_keys.len(), 3, "each set has its own Corona key");
         let sets = checked.sets();
         for (v, key_dir) in dirs.iter().enumerate() {
-            let keys = load_keys(key_dir).unwrap();
+            let keys = load_keys(key_dir, &test_access()).unwrap();
             let mine = &pool[v].bls_public_key;
             for (entries, set) in &sets {
                 let shares = keys.dealt.get(&set.first_epoch);
@@ -3268,8 +3447,15 @@ mod tests {
             }
         }
         // Dealing again is refused, unless the shares may be replaced (a test network).
-        let error = deal(&dirs, &mut genesis, which, Existing::Refuse, &mut rng)
-            .expect_err("shares are there");
+        let error = deal(
+            &dirs,
+            &mut genesis,
+            which,
+            Existing::Refuse,
+            &test_accesses(dirs.len()),
+            &mut rng,
+        )
+        .expect_err("shares are there");
         assert!(
             error
                 .to_string()
@@ -3277,14 +3463,29 @@ mod tests {
             "{error}"
         );
         let before = genesis.validator_changes[0].corona_group_key.clone();
-        deal(&dirs, &mut genesis, which, Existing::Replace, &mut rng).unwrap();
+        deal(
+            &dirs,
+            &mut genesis,
+            which,
+            Existing::Replace,
+            &test_accesses(dirs.len()),
+            &mut rng,
+        )
+        .unwrap();
         assert_ne!(genesis.validator_changes[0].corona_group_key, before);
         genesis.clone().check().unwrap();
         // Key directories must come in roster order.
         let mut swapped = dirs.clone();
         swapped.swap(3, 4);
-        let error = deal(&swapped, &mut genesis, which, Existing::Replace, &mut rng)
-            .expect_err("out of roster order");
+        let error = deal(
+            &swapped,
+            &mut genesis,
+            which,
+            Existing::Replace,
+            &test_accesses(swapped.len()),
+            &mut rng,
+        )
+        .expect_err("out of roster order");
         assert!(
             error.to_string().contains("does not hold validator 3"),
             "{error}"

@@ -24,6 +24,7 @@ use crate::consensus::{
     Action, BlockLimits, Core, CoreConfig, EpochSchedule, Input, ProposalSlot, TimerKind, Tip,
     Verifier,
 };
+use crate::key_file;
 use crate::rollup_job::{CollectError, WindowCollector};
 use crate::signer::{SignError, VoteSigner};
 use crate::sync::{serve, SyncSource, MAX_SYNC_BLOCKS};
@@ -396,6 +397,23 @@ pub fn signing_history(data: &[u8]) {
         if let Ok(owner) = history.owner() {
             let _ = history.import_into(&mut SigningGuard::in_memory_for(owner), &owner);
         }
+    }
+}
+
+/// Any bytes as a sealed validator key file (`validator.key.json` sealed under a passphrase,
+/// [`key_file`]): the sealed/plaintext probe and the parser return a value or an error naming
+/// the field, never panic, and whatever parses re-encodes to bytes that parse to the same value.
+/// (Opening needs the passphrase and runs Argon2id; a mutated file fails it by design.)
+///
+/// Panics: when a parsed file's encoding does not parse back to it.
+pub fn sealed_key_file(data: &[u8]) {
+    let _ = key_file::is_sealed(data);
+    if let Ok(sealed) = key_file::parse_sealed(data) {
+        let again = key_file::parse_sealed(&sealed.to_bytes());
+        assert!(
+            again.as_ref().is_ok_and(|a| *a == sealed),
+            "a sealed key file does not survive re-encoding: {again:?}"
+        );
     }
 }
 

@@ -35,7 +35,7 @@
 //! `notarize`/`finalize` values then hold. Unknown fields are refused. A document is at most
 //! [`MAX_HISTORY_BYTES`] long.
 
-use crate::config::{load_keys, ConfigError, GenesisFile, NodeConfig};
+use crate::config::{load_public, ConfigError, GenesisFile, NodeConfig};
 use crate::process::{lock_dir, DirLockError};
 use crate::runtime::DATA_DIR_LOCK_FILE;
 use quasar_crypto::bls::PublicKey;
@@ -284,7 +284,18 @@ impl GuardLocation {
     /// nothing is created). Errors: [`HistoryError::Config`].
     pub fn node(cfg: &NodeConfig) -> Result<GuardLocation, HistoryError> {
         let genesis = GenesisFile::load(&cfg.genesis)?.check()?;
-        let public_key = load_keys(&cfg.key_dir)?.bls.public_key();
+        // The public key file is enough: the guard commands never need the secret key (nor its
+        // passphrase).
+        let public = load_public(&cfg.key_dir)?;
+        let public_key = hex::decode(&public.bls_public_key)
+            .ok()
+            .and_then(|bytes| PublicKey::from_bytes(&bytes).ok())
+            .ok_or_else(|| {
+                ConfigError::Invalid(format!(
+                    "{}: bls_public_key is not a BLS public key",
+                    cfg.key_dir.display()
+                ))
+            })?;
         Ok(GuardLocation {
             dir: cfg.data_dir.clone(),
             owner: guard_owner(&public_key, &genesis.hash),

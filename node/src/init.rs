@@ -81,6 +81,10 @@ pub fn render_node_toml(opts: &InitOptions) -> Result<String, ConfigError> {
          data_dir = {}\n\
          # Key directory written by `keygen` (validator.key.json stays mode 0600).\n\
          key_dir = {}\n\
+         # The passphrase of the sealed validator.key.json (else QUASAR_KEY_PASSPHRASE):\n\
+         # key_passphrase_file = \"/etc/quasar/key.passphrase\"\n\
+         # A plaintext key file (keygen --plaintext) is refused unless this is set (tests):\n\
+         # plaintext_keys = true\n\
          genesis = {}\n",
         absolute(&opts.data_dir),
         absolute(&opts.key_dir),

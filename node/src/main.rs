@@ -3,7 +3,9 @@
 use clap::{Parser, Subcommand};
 use quasar_crypto::magnetar::ParameterSet;
 use quasar_lanes::cert::Profile;
-use quasar_node::config::{keygen_with_set, parse_magnetar_set, GenesisFile, NodeConfig};
+use quasar_node::config::{
+    keygen_with_set, parse_magnetar_set, GenesisFile, KeyAccess, NodeConfig,
+};
 use quasar_node::process::{init_tracing, interrupted, runtime, LogFormat};
 use quasar_node::rollup;
 use quasar_node::runtime::now_us;
@@ -32,6 +34,40 @@ struct Cli {
     command: Command,
 }
 
+/// How a command opens the validator secret key file (`quasar_node::key_file`).
+#[derive(clap::Args)]
+struct KeyFileArgs {
+    /// File holding the key file's passphrase (a trailing newline is dropped); otherwise the
+    /// QUASAR_KEY_PASSPHRASE environment variable.
+    #[arg(long)]
+    passphrase_file: Option<PathBuf>,
+    /// Accept a plaintext (unencrypted) key file; with `keygen`, write one.
+    #[arg(long)]
+    plaintext: bool,
+}
+
+impl KeyFileArgs {
+    fn access(&self) -> Result<KeyAccess, String> {
+        KeyAccess::from_sources(self.passphrase_file.as_deref(), self.plaintext)
+            .map_err(|e| e.to_string())
+    }
+}
+
+#[derive(Subcommand)]
+enum KeysAction {
+    /// Encrypt the plaintext secret key file of a key directory in place, under the passphrase
+    /// of `--passphrase-file` (else QUASAR_KEY_PASSPHRASE). A file already encrypted under it
+    /// is left as it is.
+    Seal {
+        /// Key directory written by `keygen`.
+        #[arg(long)]
+        dir: PathBuf,
+        /// File holding the passphrase (a trailing newline is dropped).
+        #[arg(long)]
+        passphrase_file: Option<PathBuf>,
+    },
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Generate validator keys (BLS with proof of possession, ML-DSA-65 identity, SLH-DSA Magnetar
@@ -48,6 +84,10 @@ enum Command {
         /// validator of a network uses the same set; the genesis takes it from the key files.
         #[arg(long, default_value = "192f", value_parser = parse_magnetar_set)]
         slhdsa_set: ParameterSet,
+        /// The secret file is encrypted under this passphrase (Argon2id + XChaCha20-Poly1305);
+        /// `--plaintext` writes it unencrypted instead.
+        #[command(flatten)]
+        key_file: KeyFileArgs,
     },
     /// Build genesis.json from validator key directories (whose Magnetar keys must all be of one
     /// parameter set, which the genesis records).
@@ -88,6 +128,15 @@ enum Command {
         /// validators in index order, then each validator change's newcomers in theirs.
         #[arg(long, num_args = 1.., required = true)]
         validators: Vec<PathBuf>,
+        /// Opens every secret key file (one passphrase for all); each is rewritten in the form
+        /// it was read, encrypted or (with `--plaintext`) plaintext.
+        #[command(flatten)]
+        key_file: KeyFileArgs,
+    },
+    /// Validator key directory maintenance.
+    Keys {
+        #[command(subcommand)]
+        action: KeysAction,
     },
     /// Write a commented starting node.toml for the validator of a key directory on the chain
     /// of a genesis file (refuses to overwrite a file).
@@ -226,6 +275,8 @@ enum Command {
         /// The digest, 64 hex digits.
         #[arg(long)]
         digest: String,
+        #[command(flatten)]
+        key_file: KeyFileArgs,
     },
     /// Prove that a quorum of the genesis validators signed a digest, from a JSON array of
     /// `rollup-sign` entries; writes a proof file.
@@ -315,13 +366,20 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             out,
             name,
             slhdsa_set,
+            key_file,
         } => {
+            let access = if key_file.plaintext {
+                KeyAccess::plaintext()
+            } else {
+                key_file.access()?
+            };
             let name = name.unwrap_or_else(|| {
                 out.file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_else(|| "validator".into())
             });
-            let public = keygen_with_set(&out, &name, slhdsa_set).map_err(|e| e.to_string())?;
+            let public =
+                keygen_with_set(&out, &name, slhdsa_set, &access).map_err(|e| e.to_string())?;
             println!(
                 "{}",
                 serde_json::to_string(&public).map_err(|e| e.to_string())?
@@ -364,7 +422,9 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Deal {
             genesis: path,
             validators,
+            key_file,
         } => {
+            let access = key_file.access()?;
             let mut genesis = GenesisFile::load(&path).map_err(|e| e.to_string())?;
             // The genesis is checked before any share is written: a refusal changes nothing.
             genesis.clone().check().map_err(|e| e.to_string())?;
@@ -384,6 +444,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 &mut genesis,
                 which,
                 quasar_node::config::Existing::Refuse,
+                &vec![access; validators.len()],
                 &mut rand::rngs::OsRng,
             )
             .map_err(|e| e.to_string())?;
@@ -404,6 +465,26 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 hex::encode(checked.hash),
                 path.display()
             );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Keys {
+            action:
+                KeysAction::Seal {
+                    dir,
+                    passphrase_file,
+                },
+        } => {
+            let access = KeyAccess::from_sources(passphrase_file.as_deref(), false)
+                .map_err(|e| e.to_string())?;
+            let path = dir.join(quasar_node::config::SECRET_KEY_FILE);
+            if quasar_node::config::seal_key_dir(&dir, &access).map_err(|e| e.to_string())? {
+                eprintln!("encrypted {}", path.display());
+            } else {
+                eprintln!(
+                    "{} is already encrypted under this passphrase",
+                    path.display()
+                );
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Guard { action } => {
@@ -600,9 +681,14 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 rollup::setup(&out, validators, quorum, seed).map_err(|e| e.to_string())?;
             print_json(&summary)
         }
-        Command::RollupSign { keys, digest } => {
+        Command::RollupSign {
+            keys,
+            digest,
+            key_file,
+        } => {
             let digest = rollup::parse_digest("--digest", &digest).map_err(|e| e.to_string())?;
-            let entry = rollup::sign(&keys, digest).map_err(|e| e.to_string())?;
+            let entry =
+                rollup::sign(&keys, &key_file.access()?, digest).map_err(|e| e.to_string())?;
             print_json(&entry)
         }
         Command::RollupProve {

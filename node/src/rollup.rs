@@ -30,7 +30,7 @@ use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::config::{load_keys, ConfigError, GenesisFile};
+use crate::config::{load_keys, ConfigError, GenesisFile, KeyAccess};
 
 /// Proving key file name in a setup directory.
 pub const PROVING_KEY_FILE: &str = "rollup.pk";
@@ -342,9 +342,14 @@ pub fn setup(
 }
 
 /// `rollup-sign`: the validator in key directory `keys` signs `digest` with its ML-DSA-65
-/// identity key (hedged signing, context [`ROLLUP_CONTEXT`]).
-pub fn sign(keys: &Path, digest: [u8; 32]) -> Result<SignatureEntry, RollupCommandError> {
-    let keys = load_keys(keys)?;
+/// identity key (hedged signing, context [`ROLLUP_CONTEXT`]); the secret file is opened under
+/// `access`.
+pub fn sign(
+    keys: &Path,
+    access: &KeyAccess,
+    digest: [u8; 32],
+) -> Result<SignatureEntry, RollupCommandError> {
+    let keys = load_keys(keys, access)?;
     let signature = keys
         .mldsa
         .sign(&digest, ROLLUP_CONTEXT, &mut OsRng)

@@ -237,7 +237,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         Ok(limit) => tracing::debug!(limit, "file descriptor limit"),
         Err(e) => tracing::warn!(error = %e, "could not raise the file descriptor limit"),
     }
-    let keys = load_keys(&cfg.key_dir)?;
+    let keys = load_keys(&cfg.key_dir, &cfg.key_access()?)?;
     // Network identities are roster positions: every validator of the genesis set and of the
     // scheduled changes, once (the genesis set's members keep their genesis indices).
     let roster: Vec<GenesisValidator> = genesis.roster().into_iter().cloned().collect();

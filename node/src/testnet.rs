@@ -6,7 +6,10 @@
 //!
 //! ```text
 //! DIR/genesis.json            chain id 1, genesis time = creation time, stake 100 per validator
-//! DIR/v{i}/validator.key.json secret keys of validator i (mode 0600, `config::keygen_with_set`)
+//! DIR/v{i}/validator.key.json secret keys of validator i, encrypted under its passphrase (mode
+//!                             0600, `config::keygen_with_set`, `crate::key_file`)
+//! DIR/v{i}/validator.passphrase  that passphrase (mode 0600, random; node.toml's
+//!                             key_passphrase_file)
 //! DIR/v{i}/validator.pub.json its public keys
 //! DIR/v{i}/node.toml          data_dir "data", key_dir ".", genesis "../genesis.json", loopback
 //!                             ports, every other validator as a peer (relative paths, so DIR can
@@ -106,7 +109,18 @@ fn deal_keys(
         return Ok(());
     }
     let dirs: Vec<PathBuf> = roster.iter().map(|&v| node_dir(dir, v)).collect();
-    config::deal(&dirs, genesis, which, existing, &mut rand::rngs::OsRng)?;
+    let accesses = dirs
+        .iter()
+        .map(|d| key_access(d))
+        .collect::<Result<Vec<_>, _>>()?;
+    config::deal(
+        &dirs,
+        genesis,
+        which,
+        existing,
+        &accesses,
+        &mut rand::rngs::OsRng,
+    )?;
     Ok(())
 }
 
@@ -220,6 +234,10 @@ const SIGNER_DIR: &str = "thresholdd";
 const SIGNER_TOKEN_FILE: &str = "thresholdd.token";
 /// Its keystore passphrase file.
 const SIGNER_PASSPHRASE_FILE: &str = "thresholdd.passphrase";
+/// A validator's key file passphrase, inside its node directory. Testnet keys are encrypted
+/// like an operator's: the cost is one Argon2id derivation (a few hundred milliseconds) per
+/// node start and per key file written, small beside a node's start.
+const KEY_PASSPHRASE_FILE: &str = "validator.passphrase";
 /// Its log.
 pub const SIGNER_LOG_FILE: &str = "thresholdd.log";
 /// How long a starting thresholdd may take to listen (opening the keystore runs Argon2id).
@@ -809,10 +827,23 @@ impl Testnet {
         })?;
         let mut keys = Vec::with_capacity(validators);
         for i in 0..validators {
+            let key_dir = node_dir(dir, i);
+            std::fs::create_dir_all(&key_dir).map_err(|source| TestnetError::Io {
+                path: key_dir.clone(),
+                source,
+            })?;
+            // An existing one is kept: keygen then refuses an existing key as before.
+            let path = key_dir.join(KEY_PASSPHRASE_FILE);
+            if !path.exists() {
+                let passphrase = hex::encode(rand::random::<[u8; 32]>());
+                config::write_private_new(&path, passphrase.as_bytes())
+                    .map_err(|source| TestnetError::Io { path, source })?;
+            }
             keys.push(config::keygen_with_set(
-                &node_dir(dir, i),
+                &key_dir,
                 &format!("validator-{i}"),
                 magnetar_set,
+                &key_access(&key_dir)?,
             )?);
         }
         // The chain starts shortly after creation, so every process is up before block 1 is due.
@@ -853,6 +884,8 @@ impl Testnet {
             let cfg = NodeConfig {
                 data_dir: PathBuf::from("data"),
                 key_dir: PathBuf::from("."),
+                key_passphrase_file: Some(PathBuf::from(KEY_PASSPHRASE_FILE)),
+                plaintext_keys: false,
                 genesis: PathBuf::from("..").join(GENESIS_FILE),
                 p2p_listen: me.p2p,
                 api_listen: me.api,
@@ -1093,6 +1126,8 @@ impl Testnet {
                 .arg(dir.join(SIGNER_PASSPHRASE_FILE))
                 .args(["keys", "import-validator", "--key-dir"])
                 .arg(&dir)
+                .arg("--key-passphrase-file")
+                .arg(dir.join(KEY_PASSPHRASE_FILE))
                 .stdin(Stdio::null())
                 .output()
                 .map_err(|e| TestnetError::Signer {
@@ -1297,6 +1332,12 @@ impl Testnet {
     /// The block time the network was created with, milliseconds.
     pub fn block_time_ms(&self) -> u64 {
         self.block_time_ms
+    }
+
+    /// How validator `i`'s secret key file opens (its passphrase file), for
+    /// [`config::load_keys`]. Errors: the passphrase file cannot be read.
+    pub fn key_access(&self, i: usize) -> Result<config::KeyAccess, TestnetError> {
+        key_access(&self.node_dir(i))
     }
 
     /// Validator `i`'s directory (keys, `node.toml`, `node.log`, `data/`).
@@ -2312,6 +2353,13 @@ fn truncate(mut text: String) -> String {
         text.push('…');
     }
     text
+}
+
+/// How the key directory `key_dir` of a testnet validator is opened: under the passphrase in
+/// its `validator.passphrase`. Errors: that file cannot be read.
+fn key_access(key_dir: &Path) -> Result<config::KeyAccess, TestnetError> {
+    let path = key_dir.join(KEY_PASSPHRASE_FILE);
+    Ok(config::KeyAccess::from_sources(Some(&path), false).map_err(config::ConfigError::from)?)
 }
 
 fn node_dir(dir: &Path, i: usize) -> PathBuf {

@@ -11,7 +11,11 @@ use std::process::{Command, Output};
 use quasar_node::config::{load_keys, GenesisFile, SECRET_KEY_FILE};
 
 fn run(args: &[&str]) -> Output {
-    Command::new(common::binary()).args(args).output().unwrap()
+    Command::new(common::binary())
+        .args(args)
+        .env("QUASAR_KEY_PASSPHRASE", common::KEY_PASSPHRASE)
+        .output()
+        .unwrap()
 }
 
 fn ok(args: &[&str]) {
@@ -70,20 +74,26 @@ fn deal_writes_shares_and_group_keys_and_refuses_bad_calls() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(load_keys(&dirs[0]).unwrap().dealt.is_empty());
+    assert!(load_keys(&dirs[0], &common::key_access())
+        .unwrap()
+        .dealt
+        .is_empty());
     assert_eq!(GenesisFile::load(&genesis).unwrap(), file);
 
     // A key file that already holds a share (the last one) refuses the deal before any other
     // key file is written.
     let last = dirs[2].join(SECRET_KEY_FILE);
-    let original = std::fs::read_to_string(&last).unwrap();
-    let mut edited: serde_json::Value = serde_json::from_str(&original).unwrap();
+    let original = std::fs::read(&last).unwrap();
+    let mut edited = common::read_secret_json(&last);
     edited["corona_share"] = serde_json::Value::String("00".into());
-    std::fs::write(&last, edited.to_string()).unwrap();
+    common::write_secret_json(&last, &edited);
     let out = deal(&genesis, &in_order);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("already holds threshold key shares"));
-    assert!(load_keys(&dirs[0]).unwrap().dealt.is_empty());
+    assert!(load_keys(&dirs[0], &common::key_access())
+        .unwrap()
+        .dealt
+        .is_empty());
     assert_eq!(GenesisFile::load(&genesis).unwrap(), file);
     std::fs::write(&last, original).unwrap();
 
@@ -95,7 +105,10 @@ fn deal_writes_shares_and_group_keys_and_refuses_bad_calls() {
     let out = deal(&genesis, &in_order);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a multiple of bundle_size"));
-    assert!(load_keys(&dirs[0]).unwrap().dealt.is_empty());
+    assert!(load_keys(&dirs[0], &common::key_access())
+        .unwrap()
+        .dealt
+        .is_empty());
     file.save(&genesis).unwrap();
 
     let out = deal(&genesis, &in_order);
@@ -110,7 +123,7 @@ fn deal_writes_shares_and_group_keys_and_refuses_bad_calls() {
     let checked = dealt.clone().check().unwrap();
     assert!(checked.cert_policy().is_ok(), "aurora has every key now");
     for (i, d) in dirs.iter().enumerate() {
-        let mut keys = load_keys(d).unwrap();
+        let mut keys = load_keys(d, &common::key_access()).unwrap();
         let dealt = keys.dealt.remove(&0).expect("genesis set shares");
         let corona = dealt.corona.expect("a Corona share");
         assert_eq!(usize::from(corona.index()), i);
@@ -131,19 +144,23 @@ fn deal_writes_shares_and_group_keys_and_refuses_bad_calls() {
     }
     // A key file missing one half of its Pulsar key names the missing half.
     let first = dirs[0].join(SECRET_KEY_FILE);
-    let dealt_file = std::fs::read_to_string(&first).unwrap();
+    let dealt_file = std::fs::read(&first).unwrap();
+    let dealt_json = common::read_secret_json(&first);
     for (removed, named) in [
         ("pulsar_group", "pulsar_group is missing"),
         ("pulsar_share", "pulsar_share is missing"),
     ] {
-        let mut edited: serde_json::Value = serde_json::from_str(&dealt_file).unwrap();
+        let mut edited = dealt_json.clone();
         edited.as_object_mut().unwrap().remove(removed);
-        std::fs::write(&first, edited.to_string()).unwrap();
-        let err = load_keys(&dirs[0]).err().expect("refused").to_string();
+        common::write_secret_json(&first, &edited);
+        let err = load_keys(&dirs[0], &common::key_access())
+            .err()
+            .expect("refused")
+            .to_string();
         assert!(err.contains(named), "{err}");
     }
     std::fs::write(&first, dealt_file).unwrap();
-    assert!(load_keys(&dirs[0]).is_ok());
+    assert!(load_keys(&dirs[0], &common::key_access()).is_ok());
     // Dealing twice would replace the keys of a chain: refused.
     let err = fails(&[
         "deal",
@@ -223,8 +240,14 @@ fn genesis_change_and_deal_give_each_set_its_keys() {
     for (epoch, policy) in checked.cert_policies() {
         assert!(policy.is_ok(), "epoch {epoch}: {:?}", policy.err());
     }
-    let epochs =
-        |i: usize| -> Vec<u64> { load_keys(&dirs[i]).unwrap().dealt.keys().copied().collect() };
+    let epochs = |i: usize| -> Vec<u64> {
+        load_keys(&dirs[i], &common::key_access())
+            .unwrap()
+            .dealt
+            .keys()
+            .copied()
+            .collect()
+    };
     assert_eq!(epochs(0), [0], "v0 left at epoch 2");
     assert_eq!(epochs(1), [0, 2]);
     assert_eq!(epochs(3), [2], "v3 joined at epoch 2");

@@ -576,6 +576,31 @@ fn thresholdd_keystore_files_survive_mutation() {
 }
 
 #[test]
+fn sealed_validator_key_files_survive_mutation() {
+    use quasar_node::key_file::{parse_sealed, SealedKeyFile};
+    use quasar_node::sealing::KdfParams;
+    let seeds: Vec<Vec<u8>> = [&b"{}"[..], &[0x41; 300][..]]
+        .iter()
+        .map(|plaintext| {
+            SealedKeyFile::seal(b"fuzz passphrase", KdfParams::for_tests(), plaintext)
+                .expect("sealing a short plaintext")
+                .to_bytes()
+        })
+        .collect();
+    // The seeds decode in full, so mutations start from the deep paths.
+    for seed in &seeds {
+        parse_sealed(seed).expect("a sealed file this build wrote parses");
+    }
+    drive(
+        "sealed_key_file",
+        29,
+        2000,
+        &seeds,
+        fuzzing::sealed_key_file,
+    );
+}
+
+#[test]
 fn thresholdd_session_records_survive_mutation() {
     let seeds = vec![Vec::new(), [7u8; 64].to_vec(), [1u8; 31].to_vec()];
     drive(

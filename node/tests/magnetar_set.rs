@@ -12,7 +12,11 @@ use quasar_node::config::{load_keys, GenesisFile};
 use std::process::{Command, Output};
 
 fn quasar_node(args: &[&str]) -> Output {
-    Command::new(common::binary()).args(args).output().unwrap()
+    Command::new(common::binary())
+        .args(args)
+        .env("QUASAR_KEY_PASSPHRASE", common::KEY_PASSPHRASE)
+        .output()
+        .unwrap()
 }
 
 fn ok(args: &[&str]) {
@@ -160,7 +164,7 @@ fn a_192s_network_from_keygen_to_policy() {
     let magnetar = policy.keys().magnetar.as_ref().expect("Magnetar keys");
     assert_eq!(magnetar.parameter_set(), ParameterSet::Shake192s);
 
-    let keys = load_keys(&dir.path().join("a")).unwrap();
+    let keys = load_keys(&dir.path().join("a"), &common::key_access()).unwrap();
     assert_eq!(keys.public.slhdsa_parameter_set, ParameterSet::Shake192s);
     assert_eq!(keys.slhdsa.public_key(), &genesis.slhdsa_public_keys[0]);
 }

@@ -11,7 +11,11 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn run(args: &[&str]) -> Output {
-    Command::new(common::binary()).args(args).output().unwrap()
+    Command::new(common::binary())
+        .args(args)
+        .env("QUASAR_KEY_PASSPHRASE", common::KEY_PASSPHRASE)
+        .output()
+        .unwrap()
 }
 
 fn ok(args: &[&str]) -> String {

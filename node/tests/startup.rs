@@ -320,6 +320,7 @@ fn init_writes_a_working_node_toml_from_keys_and_genesis() {
         &stranger,
         "stranger",
         quasar_crypto::magnetar::ParameterSet::Shake192f,
+        &quasar_node::config::KeyAccess::plaintext(),
     )
     .unwrap();
     let foreign = render_node_toml(&InitOptions {

@@ -1021,10 +1021,12 @@ async fn spawn_binary_with(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn binary_imports_a_validator_key_for_sign_vote() {
     let keys = tempfile::tempdir().unwrap();
+    // The validator's key file is encrypted; import-validator opens it with its passphrase.
     let public = quasar_node::config::keygen_with_set(
         keys.path(),
         "v0",
         quasar_crypto::magnetar::ParameterSet::Shake192f,
+        &quasar_node::config::KeyAccess::sealed(b"validator key passphrase"),
     )
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -1038,6 +1040,7 @@ async fn binary_imports_a_validator_key_for_sign_vote() {
                 "THRESHOLDD_PASSPHRASE",
                 std::str::from_utf8(PASSPHRASE).unwrap(),
             )
+            .env("QUASAR_KEY_PASSPHRASE", "validator key passphrase")
             .output()
             .unwrap()
     };

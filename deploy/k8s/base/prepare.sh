@@ -2,11 +2,12 @@
 # Init container of each validator pod: picks this pod's own keys out of the
 # quasar-validator-keys Secret by its ordinal, and renders node.toml with every validator of the
 # StatefulSet as a peer. Writes into the pod's in-memory /run/quasar volume:
-#   keys/validator.key.json (0600), keys/validator.pub.json, signer.token (0600), node.toml
+#   keys/validator.key.json (0600, encrypted under the Secret's key-passphrase),
+#   keys/validator.pub.json, signer.token (0600), node.toml
 # Refuses the base's placeholders, so an unconfigured set never starts.
 #
-# Environment: POD_NAME (downward API), SIGNER_TOKEN and KEYSTORE_PASSPHRASE (the quasar-signer
-# Secret). Validator j is reached through its own ClusterIP Service <statefulset>-<j>
+# Environment: POD_NAME (downward API), SIGNER_TOKEN, KEYSTORE_PASSPHRASE and KEY_PASSPHRASE (the
+# quasar-signer Secret). Validator j is reached through its own ClusterIP Service <statefulset>-<j>
 # (services.yaml), named in node.toml's [[peers]]: the node resolves the name at every dial, so
 # it follows the Service and retries (with backoff) while DNS has not caught up with it yet.
 # QUASAR_PREPARE_ROOT (tests only) prefixes every path below.
@@ -29,7 +30,7 @@ fail() {
 if grep -q REPLACE_ME "${genesis}"; then
   fail "genesis.json is the base's placeholder: supply the network's genesis (docs/operations.md)"
 fi
-case "${SIGNER_TOKEN}${KEYSTORE_PASSPHRASE}" in
+case "${SIGNER_TOKEN}${KEYSTORE_PASSPHRASE}${KEY_PASSPHRASE}" in
   *REPLACE_ME*) fail "the quasar-signer Secret still holds the base's placeholder values" ;;
 esac
 [[ -f "${all_keys}/validator-${ordinal}.key.json" ]] ||

@@ -149,6 +149,13 @@ enum KeysAction {
         /// The validator's key directory.
         #[arg(long)]
         key_dir: PathBuf,
+        /// File holding the passphrase of the validator's encrypted key file (not the
+        /// keystore's); otherwise QUASAR_KEY_PASSPHRASE.
+        #[arg(long)]
+        key_passphrase_file: Option<PathBuf>,
+        /// Accept a plaintext (unencrypted) validator key file.
+        #[arg(long)]
+        plaintext_keys: bool,
     },
 }
 
@@ -174,28 +181,11 @@ fn warn_if_weak(token: &str, passphrase: &[u8]) {
     }
 }
 
-/// The passphrase from `--passphrase-file` or THRESHOLDD_PASSPHRASE.
+/// The passphrase from `--passphrase-file` or THRESHOLDD_PASSPHRASE
+/// ([`quasar_node::sealing::read_passphrase`]).
 fn passphrase(file: Option<&Path>) -> Result<Zeroizing<Vec<u8>>, String> {
-    let mut bytes = match file {
-        Some(path) => Zeroizing::new(
-            std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?,
-        ),
-        None => match std::env::var_os("THRESHOLDD_PASSPHRASE") {
-            Some(value) => Zeroizing::new(value.into_encoded_bytes()),
-            None => {
-                return Err("no keystore passphrase: pass --passphrase-file or set \
-                            THRESHOLDD_PASSPHRASE"
-                    .into())
-            }
-        },
-    };
-    while bytes.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
-        bytes.pop();
-    }
-    if bytes.is_empty() {
-        return Err("the keystore passphrase is empty".into());
-    }
-    Ok(bytes)
+    quasar_node::sealing::read_passphrase(file, "THRESHOLDD_PASSPHRASE", "--passphrase-file")
+        .map_err(|e| format!("keystore passphrase: {e}"))
 }
 
 fn run(mut cli: Cli) -> Result<(), String> {
@@ -282,8 +272,18 @@ fn keys(cli: &Cli, action: KeysAction) -> Result<(), String> {
             });
             println!("{json:#}");
         }
-        KeysAction::ImportValidator { key_dir } => {
-            let keys = quasar_node::config::load_keys(&key_dir).map_err(|e| e.to_string())?;
+        KeysAction::ImportValidator {
+            key_dir,
+            key_passphrase_file,
+            plaintext_keys,
+        } => {
+            let access = quasar_node::config::KeyAccess::from_sources(
+                key_passphrase_file.as_deref(),
+                plaintext_keys,
+            )
+            .map_err(|e| e.to_string())?;
+            let keys =
+                quasar_node::config::load_keys(&key_dir, &access).map_err(|e| e.to_string())?;
             let report = |what: String, stored: Result<String, KeystoreError>| match stored {
                 Ok(id) => {
                     println!("{id}\t{what}");

@@ -11,6 +11,9 @@
 //!
 //! # Cryptography
 //!
+//! The key derivation and the AEAD are [`crate::sealing`]'s, shared with the node's sealed
+//! validator key file ([`crate::key_file`]).
+//!
 //! - **Master key.** Argon2id (RFC 9106, version 0x13) over the passphrase with a 16-byte random
 //!   salt gives a 32-byte master key, derived once by [`Keystore::open`] and held in memory that
 //!   is zeroized on drop. The production parameters ([`KdfParams::PRODUCTION`]) are m = 64 MiB,
@@ -96,9 +99,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use argon2::{Algorithm, Argon2, Block, Params, Version};
-use chacha20poly1305::aead::{AeadInPlace, KeyInit};
-use chacha20poly1305::{Key, XChaCha20Poly1305, XNonce};
+use crate::sealing::{self, ARGON2_VERSION, KDF_NAME};
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
@@ -123,16 +124,10 @@ pub const MAX_PUBLIC_KEY_LEN: usize = 1 << 20;
 const MAX_HEADER_FILE_LEN: u64 = 64 << 10;
 /// Longest key id, in characters.
 pub const MAX_KEY_ID_LEN: usize = 64;
-/// Argon2id salt length, bytes.
-pub const SALT_LEN: usize = 16;
-const KEY_LEN: usize = 32;
-const NONCE_LEN: usize = 24;
-const TAG_LEN: usize = 16;
+use crate::sealing::{KdfError, SealingKey, KEY_LEN, NONCE_LEN, TAG_LEN};
+pub use crate::sealing::{KdfParams, SALT_LEN};
 /// Bounds on header KDF parameters read from disk (an edited header must not make `open`
 /// allocate without limit or spin for hours): memory ≤ 1 GiB, t ≤ 64, p ≤ 16.
-const MAX_KDF_MEMORY_KIB: u32 = 1 << 20;
-const MAX_KDF_ITERATIONS: u32 = 64;
-const MAX_KDF_PARALLELISM: u32 = 16;
 /// The plaintext of the header's check value.
 const CHECK_LABEL: &[u8] = b"quasar-thresholdd keystore v1";
 /// Associated-data prefixes: one per use of the master key.
@@ -144,63 +139,6 @@ const KEY_AD_PREFIX: &[u8] = b"quasar-thresholdd/key/v1\0";
 const _: () = assert!(
     2 * (MAX_SECRET_LEN + TAG_LEN) + 2 * MAX_PUBLIC_KEY_LEN + 4096 <= MAX_KEY_FILE_LEN as usize
 );
-
-/// Argon2id cost parameters (RFC 9106 §3.1): memory in KiB, passes, lanes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KdfParams {
-    /// Memory size m, KiB (at least 8 × `parallelism`, at most 1 GiB).
-    pub memory_kib: u32,
-    /// Number of passes t (1..=64).
-    pub iterations: u32,
-    /// Degree of parallelism p (1..=16).
-    pub parallelism: u32,
-}
-
-impl KdfParams {
-    /// m = 64 MiB, t = 3, p = 1: RFC 9106 §4's second recommended option with one lane (see
-    /// the module docs).
-    pub const PRODUCTION: KdfParams = KdfParams {
-        memory_kib: 64 << 10,
-        iterations: 3,
-        parallelism: 1,
-    };
-
-    /// Argon2id at its minimum cost (m = 8 KiB, t = 1, p = 1): a real derivation in microseconds,
-    /// for tests and fuzz seeds only (it does nothing against passphrase guessing).
-    pub const fn for_tests() -> KdfParams {
-        KdfParams {
-            memory_kib: 8,
-            iterations: 1,
-            parallelism: 1,
-        }
-    }
-
-    /// The `argon2` crate's parameters, or [`KeystoreError::Kdf`] outside this module's bounds.
-    fn to_argon2(self) -> Result<Params, KeystoreError> {
-        if self.memory_kib > MAX_KDF_MEMORY_KIB
-            || !(1..=MAX_KDF_ITERATIONS).contains(&self.iterations)
-            || !(1..=MAX_KDF_PARALLELISM).contains(&self.parallelism)
-        {
-            return Err(KeystoreError::Kdf(format!(
-                "{self:?} outside m ≤ {MAX_KDF_MEMORY_KIB} KiB, 1 ≤ t ≤ {MAX_KDF_ITERATIONS}, \
-                 1 ≤ p ≤ {MAX_KDF_PARALLELISM}"
-            )));
-        }
-        Params::new(
-            self.memory_kib,
-            self.iterations,
-            self.parallelism,
-            Some(KEY_LEN),
-        )
-        .map_err(|e| KeystoreError::Kdf(format!("{self:?}: {e}")))
-    }
-}
-
-impl Default for KdfParams {
-    fn default() -> KdfParams {
-        KdfParams::PRODUCTION
-    }
-}
 
 /// The threshold schemes thresholdd serves (DESIGN.md §4, §8); the JSON name is lowercase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -519,7 +457,7 @@ pub struct Keystore {
     dir: PathBuf,
     kdf: KdfParams,
     /// Boxed so moving the keystore never copies the key; zeroized on drop.
-    master_key: Box<Zeroizing<[u8; KEY_LEN]>>,
+    master_key: SealingKey,
 }
 
 impl fmt::Debug for Keystore {
@@ -607,16 +545,15 @@ impl Keystore {
 
     fn unlock(dir: &Path, passphrase: &[u8], header: &Header) -> Result<Keystore, KeystoreError> {
         let master_key = derive_master_key(passphrase, &header.salt, header.kdf)?;
-        let mut check = header.check.clone();
-        cipher(&master_key)
-            .decrypt_in_place(
-                XNonce::from_slice(&header.check_nonce),
-                &header.associated_data(),
-                &mut check,
-            )
-            .map_err(|_| KeystoreError::WrongPassphrase {
-                path: dir.join(HEADER_FILE),
-            })?;
+        sealing::open(
+            &master_key,
+            &header.check_nonce,
+            &header.associated_data(),
+            &header.check,
+        )
+        .ok_or_else(|| KeystoreError::WrongPassphrase {
+            path: dir.join(HEADER_FILE),
+        })?;
         Ok(Keystore {
             dir: dir.to_path_buf(),
             kdf: header.kdf,
@@ -828,36 +765,22 @@ impl SealedKey {
     /// Encrypts `secret` in place in a buffer with room for the tag (so the plaintext is never
     /// copied into memory that is not zeroized).
     fn seal(master_key: &[u8; KEY_LEN], info: KeyInfo, secret: &[u8]) -> SealedKey {
-        let mut nonce = [0u8; NONCE_LEN];
-        rand::rngs::OsRng.fill_bytes(&mut nonce);
-        let mut buffer = Zeroizing::new(Vec::with_capacity(secret.len() + TAG_LEN));
-        buffer.extend_from_slice(secret);
-        let tag = cipher(master_key)
-            .encrypt_in_place_detached(
-                XNonce::from_slice(&nonce),
-                &key_associated_data(&info),
-                &mut buffer,
-            )
-            .expect("XChaCha20-Poly1305 seals any message shorter than 2^38 bytes");
-        buffer.extend_from_slice(&tag);
+        let (nonce, ciphertext) = sealing::seal(master_key, &key_associated_data(&info), secret);
         SealedKey {
             info,
             nonce,
-            ciphertext: std::mem::take(&mut *buffer),
+            ciphertext,
         }
     }
 
     /// The secret, or `None` when authentication fails.
     fn open(&self, master_key: &[u8; KEY_LEN]) -> Option<Zeroizing<Vec<u8>>> {
-        let mut buffer = Zeroizing::new(self.ciphertext.clone());
-        cipher(master_key)
-            .decrypt_in_place(
-                XNonce::from_slice(&self.nonce),
-                &key_associated_data(&self.info),
-                &mut *buffer,
-            )
-            .ok()?;
-        Some(buffer)
+        sealing::open(
+            master_key,
+            &self.nonce,
+            &key_associated_data(&self.info),
+            &self.ciphertext,
+        )
     }
 
     /// The key file's bytes (pretty JSON, lowercase hex).
@@ -873,9 +796,7 @@ impl SealedKey {
             nonce_hex: hex::encode(self.nonce),
             ciphertext_hex: hex::encode(&self.ciphertext),
         };
-        let mut bytes = serde_json::to_vec_pretty(&file).expect("a struct of strings and integers");
-        bytes.push(b'\n');
-        bytes
+        sealing::file_bytes(&file)
     }
 }
 
@@ -981,17 +902,8 @@ fn decode_hex(
     min: usize,
     max: usize,
 ) -> Result<Vec<u8>, FileError> {
-    let problem = if !text.len().is_multiple_of(2) {
-        format!("odd hex length {}", text.len())
-    } else if !(min..=max).contains(&(text.len() / 2)) {
-        format!("{} bytes, expected {min}..={max}", text.len() / 2)
-    } else {
-        match hex::decode(text) {
-            Ok(bytes) => return Ok(bytes),
-            Err(e) => format!("not hex: {e}"),
-        }
-    };
-    Err(FileError::Field { field, problem })
+    sealing::decode_hex_bounded(text, min, max)
+        .map_err(|problem| FileError::Field { field, problem })
 }
 
 /// The decoded header: KDF parameters, salt and check value.
@@ -1018,32 +930,27 @@ struct HeaderJson {
     check_hex: String,
 }
 
-const KDF_NAME: &str = "argon2id";
-
 impl Header {
     fn seal(kdf: KdfParams, salt: [u8; SALT_LEN], master_key: &[u8; KEY_LEN]) -> Header {
-        let mut check_nonce = [0u8; NONCE_LEN];
-        rand::rngs::OsRng.fill_bytes(&mut check_nonce);
-        let mut header = Header {
+        let ad = Header::associated_data_of(kdf, &salt);
+        let (check_nonce, check) = sealing::seal(master_key, &ad, CHECK_LABEL);
+        Header {
             kdf,
             salt,
             check_nonce,
-            check: CHECK_LABEL.to_vec(),
-        };
-        let ad = header.associated_data();
-        cipher(master_key)
-            .encrypt_in_place(XNonce::from_slice(&check_nonce), &ad, &mut header.check)
-            .expect("XChaCha20-Poly1305 seals a short label");
-        header
+            check,
+        }
     }
 
     /// `"quasar-thresholdd/keystore-check/v1\0" ‖ m ‖ t ‖ p ‖ salt` (u32 little-endian).
     fn associated_data(&self) -> Vec<u8> {
+        Header::associated_data_of(self.kdf, &self.salt)
+    }
+
+    fn associated_data_of(kdf: KdfParams, salt: &[u8; SALT_LEN]) -> Vec<u8> {
         let mut ad = CHECK_AD_PREFIX.to_vec();
-        ad.extend_from_slice(&self.kdf.memory_kib.to_le_bytes());
-        ad.extend_from_slice(&self.kdf.iterations.to_le_bytes());
-        ad.extend_from_slice(&self.kdf.parallelism.to_le_bytes());
-        ad.extend_from_slice(&self.salt);
+        ad.extend_from_slice(&kdf.to_le_bytes());
+        ad.extend_from_slice(salt);
         ad
     }
 
@@ -1052,7 +959,7 @@ impl Header {
         let file = HeaderJson {
             version: u64::from(FORMAT_VERSION),
             kdf: KDF_NAME.into(),
-            argon2_version: u64::from(u32::from(Version::V0x13)),
+            argon2_version: u64::from(ARGON2_VERSION),
             memory_kib: u64::from(self.kdf.memory_kib),
             iterations: u64::from(self.kdf.iterations),
             parallelism: u64::from(self.kdf.parallelism),
@@ -1060,9 +967,7 @@ impl Header {
             check_nonce_hex: hex::encode(self.check_nonce),
             check_hex: hex::encode(&self.check),
         };
-        let mut bytes = serde_json::to_vec_pretty(&file).expect("a struct of strings and integers");
-        bytes.push(b'\n');
-        bytes
+        sealing::file_bytes(&file)
     }
 }
 
@@ -1077,28 +982,14 @@ pub fn parse_header(bytes: &[u8]) -> Result<Header, FileError> {
         return Err(FileError::Version(file.version));
     }
     let field = |field, problem| FileError::Field { field, problem };
-    if file.kdf != KDF_NAME {
-        return Err(field(
-            "kdf",
-            format!("{:?}, expected \"argon2id\"", clip(&file.kdf)),
-        ));
-    }
-    if file.argon2_version != u64::from(u32::from(Version::V0x13)) {
-        return Err(field(
-            "argon2Version",
-            format!("{}, expected 19 (0x13)", file.argon2_version),
-        ));
-    }
-    let narrow = |name, value: u64| {
-        u32::try_from(value).map_err(|_| field(name, format!("{value} out of range")))
-    };
-    let kdf = KdfParams {
-        memory_kib: narrow("memoryKib", file.memory_kib)?,
-        iterations: narrow("iterations", file.iterations)?,
-        parallelism: narrow("parallelism", file.parallelism)?,
-    };
-    kdf.to_argon2()
-        .map_err(|e| field("memoryKib/iterations/parallelism", e.to_string()))?;
+    let kdf = sealing::kdf_from_fields(
+        &file.kdf,
+        file.argon2_version,
+        file.memory_kib,
+        file.iterations,
+        file.parallelism,
+    )
+    .map_err(|(name, problem)| field(name, problem))?;
     let salt = decode_hex("saltHex", &file.salt_hex, SALT_LEN, SALT_LEN)?
         .try_into()
         .map_err(|_| field("saltHex", "not 16 bytes".into()))?;
@@ -1132,27 +1023,12 @@ fn read_header(path: &Path) -> Result<Option<Header>, KeystoreError> {
         })
 }
 
-fn cipher(master_key: &[u8; KEY_LEN]) -> XChaCha20Poly1305 {
-    XChaCha20Poly1305::new(Key::from_slice(master_key))
-}
-
-/// Argon2id(passphrase, salt) with `kdf`, into boxed zeroizing memory. Argon2's working memory
-/// is overwritten afterwards.
 fn derive_master_key(
     passphrase: &[u8],
     salt: &[u8; SALT_LEN],
     kdf: KdfParams,
-) -> Result<Box<Zeroizing<[u8; KEY_LEN]>>, KeystoreError> {
-    let argon2 = Argon2::new(Algorithm::Argon2id, Version::V0x13, kdf.to_argon2()?);
-    let mut blocks = vec![Block::default(); argon2.params().block_count()];
-    let mut key = Box::new(Zeroizing::new([0u8; KEY_LEN]));
-    let result = argon2.hash_password_into_with_memory(passphrase, salt, &mut key[..], &mut blocks);
-    // The last blocks determine the key. The `argon2` crate's `zeroize` feature is off, so
-    // overwrite them here; `black_box` keeps the stores from being elided before the free.
-    blocks.iter_mut().for_each(|b| *b = Block::default());
-    std::hint::black_box(&blocks);
-    result.map_err(|e| KeystoreError::Kdf(e.to_string()))?;
-    Ok(key)
+) -> Result<SealingKey, KeystoreError> {
+    sealing::derive_key(passphrase, salt, kdf).map_err(|KdfError(e)| KeystoreError::Kdf(e))
 }
 
 /// Creates `dir` (and missing parents) with mode 0700, or checks the existing one is a
@@ -1919,12 +1795,12 @@ mod tests {
     fn production_parameters_are_rfc_9106_sized() {
         assert_eq!(KdfParams::default(), KdfParams::PRODUCTION);
         assert_eq!(KdfParams::PRODUCTION.memory_kib, 65_536);
-        assert!(KdfParams::PRODUCTION.to_argon2().is_ok());
+        assert!(KdfParams::PRODUCTION.check().is_ok());
         assert!(KdfParams {
             iterations: 0,
             ..TINY
         }
-        .to_argon2()
+        .check()
         .is_err());
     }
 }

@@ -7,6 +7,30 @@ use quasar_node::testnet::Testnet;
 use std::path::PathBuf;
 use tokio::sync::{Mutex, MutexGuard};
 
+/// The passphrase the command-line tests encrypt validator key files under (given to the
+/// binary as QUASAR_KEY_PASSPHRASE).
+pub const KEY_PASSPHRASE: &str = "test validator key passphrase";
+
+/// How the tests open key files the binary wrote under [`KEY_PASSPHRASE`].
+pub fn key_access() -> quasar_node::config::KeyAccess {
+    quasar_node::config::KeyAccess::sealed(KEY_PASSPHRASE.as_bytes())
+}
+
+/// The plaintext JSON of a key file encrypted under [`KEY_PASSPHRASE`].
+pub fn read_secret_json(path: &std::path::Path) -> serde_json::Value {
+    let bytes = std::fs::read(path).unwrap();
+    let (plaintext, _) = key_access().open_file(path, &bytes).unwrap();
+    serde_json::from_slice(&plaintext).unwrap()
+}
+
+/// Writes `value` as a key file encrypted under [`KEY_PASSPHRASE`] (Argon2id at its minimum
+/// cost: the file states its parameters).
+pub fn write_secret_json(path: &std::path::Path, value: &serde_json::Value) {
+    let access = key_access().with_kdf(quasar_node::sealing::KdfParams::for_tests());
+    let bytes = access.encode(value.to_string().as_bytes(), true).unwrap();
+    std::fs::write(path, bytes).unwrap();
+}
+
 /// The `quasar-node` binary cargo built for these tests.
 pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_quasar-node"))
