@@ -460,6 +460,18 @@ fn signed_certificate_in(
     }
 }
 
+/// Validator `me`'s signer (the key [`net`] gives it) behind `guard`.
+fn signer_with(me: u32, guard: SigningGuard) -> VoteSigner {
+    VoteSigner::new(
+        SecretKey::from_seed(&[me as u8 + 1; 32]),
+        me,
+        CHAIN,
+        0,
+        EpochDomain::default(),
+        guard,
+    )
+}
+
 /// What `Engine::open` reports as signed above validator `me`'s guard, whose highest recorded
 /// view is `guard_view` (0: a fresh guard).
 fn signed_above_guard(
@@ -477,14 +489,7 @@ fn signed_above_guard(
         };
         guard.check_and_record(&intent).unwrap();
     }
-    let signer = VoteSigner::new(
-        SecretKey::from_seed(&[me as u8 + 1; 32]),
-        me,
-        CHAIN,
-        0,
-        EpochDomain::default(),
-        guard,
-    );
+    let signer = signer_with(me, guard);
     let (_, recovery) =
         quasar_node::engine::Engine::open(store.clone(), signer, config(me), &net.verifier, 0)
             .unwrap();
@@ -972,15 +977,7 @@ fn start_leader(
     me: u32,
     host: &mut Recorder,
 ) {
-    let guard = SigningGuard::open(guard_dir, &[7; 32]).unwrap();
-    let signer = VoteSigner::new(
-        SecretKey::from_seed(&[me as u8 + 1; 32]),
-        me,
-        CHAIN,
-        0,
-        EpochDomain::default(),
-        guard,
-    );
+    let signer = signer_with(me, SigningGuard::open(guard_dir, &[7; 32]).unwrap());
     let (mut engine, _) =
         quasar_node::engine::Engine::open(store.clone(), signer, config(me), &net.verifier, 0)
             .unwrap();
