@@ -1099,7 +1099,7 @@ impl Testnet {
     pub fn use_remote_signers(&mut self, thresholdd: &Path) -> Result<(), TestnetError> {
         // Held until every port is chosen, so that no two daemons get the same one.
         let listeners = (0..self.validators())
-            .map(|_| TcpListener::bind("127.0.0.1:0"))
+            .map(|_| bind_below_ephemeral(|port| TcpListener::bind(("127.0.0.1", port))))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|source| TestnetError::Port {
                 protocol: "tcp",
@@ -2374,21 +2374,48 @@ fn now_us() -> u64 {
         .unwrap_or(0)
 }
 
-/// Picks `count` distinct free loopback (UDP p2p, TCP API) address pairs by binding port 0. All
-/// sockets are held until every port is chosen, so the pairs do not collide with each other;
-/// another process could still take a port before the node binds it (unlikely on loopback).
+/// Binds `bind(port)` on a free loopback port below the kernel's ephemeral range
+/// (`/proc/sys/net/ipv4/ip_local_port_range`, 32768 and up by default), chosen at random from
+/// 10000 up: ports there are never handed to outgoing connections, so one stays free between
+/// this reservation and the node binding it, however many connections other processes open
+/// meanwhile (a port from `bind(0)` did not: a test saw its API port taken by a client in that
+/// window). Falls back to port 0 when the range below is too small or 64 tries find nothing.
+fn bind_below_ephemeral<T>(bind: impl Fn(u16) -> std::io::Result<T>) -> std::io::Result<T> {
+    const LOWEST: u16 = 10_000;
+    let ephemeral_start = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32_768);
+    if ephemeral_start > LOWEST + 1_000 {
+        for _ in 0..64 {
+            let port = rand::Rng::gen_range(&mut rand::thread_rng(), LOWEST..ephemeral_start);
+            if let Ok(bound) = bind(port) {
+                return Ok(bound);
+            }
+        }
+    }
+    bind(0)
+}
+
+/// Picks `count` distinct free loopback (UDP p2p, TCP API) address pairs
+/// ([`bind_below_ephemeral`]). All sockets are held until every port is chosen, so the pairs do
+/// not collide with each other.
 fn reserve_ports(count: usize) -> Result<Vec<NodeAddrs>, TestnetError> {
     let mut held = Vec::with_capacity(count);
     let mut addrs = Vec::with_capacity(count);
     for _ in 0..count {
-        let udp = UdpSocket::bind("127.0.0.1:0").map_err(|source| TestnetError::Port {
-            protocol: "udp",
-            source,
-        })?;
-        let tcp = TcpListener::bind("127.0.0.1:0").map_err(|source| TestnetError::Port {
-            protocol: "tcp",
-            source,
-        })?;
+        let udp = bind_below_ephemeral(|port| UdpSocket::bind(("127.0.0.1", port))).map_err(
+            |source| TestnetError::Port {
+                protocol: "udp",
+                source,
+            },
+        )?;
+        let tcp = bind_below_ephemeral(|port| TcpListener::bind(("127.0.0.1", port))).map_err(
+            |source| TestnetError::Port {
+                protocol: "tcp",
+                source,
+            },
+        )?;
         let p2p = udp.local_addr().map_err(|source| TestnetError::Port {
             protocol: "udp",
             source,
