@@ -37,7 +37,7 @@
 
 use crate::config::{load_public, ConfigError, GenesisFile, NodeConfig};
 use crate::process::{lock_dir, DirLockError};
-use crate::runtime::DATA_DIR_LOCK_FILE;
+use crate::runtime::{DATA_DIR_LOCK_FILE, STORE_DIR};
 use quasar_crypto::bls::PublicKey;
 use quasar_crypto::hash::{tagged_hash, Hash};
 use quasar_storage::{GuardError, SigningGuard, ViewVotes, GUARD_WINDOW};
@@ -378,7 +378,7 @@ pub fn import(
     // A guard created next to an existing block store would be older than the history that
     // store holds: the node refuses to start on it. Import into an empty data directory, or
     // into the guard that store came with.
-    if !location.path().exists() && location.dir.join("db").exists() {
+    if !location.path().exists() && location.dir.join(STORE_DIR).exists() {
         return Err(HistoryError::StoreWithoutGuard(location.dir.clone()));
     }
     let (lock_dir_path, lock_file) = &location.lock;

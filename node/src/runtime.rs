@@ -98,6 +98,9 @@ pub enum NodeError {
 /// ([`crate::process::lock_dir`]).
 pub const DATA_DIR_LOCK_FILE: &str = "quasar-node.lock";
 
+/// The block store's folder (sled) inside `data_dir`.
+pub const STORE_DIR: &str = "db";
+
 /// Creates `data_dir` if needed and takes its lock ([`DATA_DIR_LOCK_FILE`]), then opens the
 /// block store in `data_dir/db`. Hold the returned file as long as the store is used. Errors:
 /// [`NodeError::DataDirInUse`] when another process holds the lock file or sled's own lock on
@@ -114,7 +117,7 @@ pub fn open_data_dir(data_dir: &Path) -> Result<(std::fs::File, SledStore), Node
         },
         other => NodeError::Other(format!("locking the data directory: {other}")),
     })?;
-    let db = data_dir.join("db");
+    let db = data_dir.join(STORE_DIR);
     let store = SledStore::open(&db).map_err(|e| {
         if e.is_locked() {
             NodeError::DataDirInUse {
@@ -277,7 +280,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
              (never delete it), or remove the whole data directory: the node then syncs again and \
              listens to the network before it signs",
             guard_path.display(),
-            cfg.data_dir.join("db").display()
+            cfg.data_dir.join(STORE_DIR).display()
         )));
     }
     // A new guard on a chain that is already running: either this validator joins late for the

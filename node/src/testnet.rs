@@ -515,18 +515,15 @@ impl TestnetReport {
             .profile
             .parse::<Profile>()
             .map(|p| {
-                let names: Vec<String> = p
+                let names: Vec<&str> = p
                     .legs()
                     .iter()
                     .map(|leg| match leg {
-                        LegKind::Bls => "BLS".to_string(),
-                        other => {
-                            let name = other.to_string();
-                            let mut chars = name.chars();
-                            chars.next().map_or(name.clone(), |first| {
-                                first.to_uppercase().chain(chars).collect()
-                            })
-                        }
+                        LegKind::Bls => "BLS",
+                        LegKind::Corona => "Corona",
+                        LegKind::Groth16 => "Groth16",
+                        LegKind::Pulsar => "Pulsar",
+                        LegKind::Magnetar => "Magnetar",
                     })
                     .collect();
                 format!(" ({})", names.join(" + "))

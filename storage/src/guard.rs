@@ -161,6 +161,13 @@ struct ViewRecord {
     restored: bool,
 }
 
+impl ViewRecord {
+    /// The votes, without where the record came from.
+    fn votes(&self) -> (Option<Hash>, Option<Hash>, bool) {
+        (self.notarize, self.finalize, self.nullify)
+    }
+}
+
 /// Human-readable description of a vote, for [`GuardError::Conflict`].
 struct Describe(VoteKind, Hash);
 
@@ -289,38 +296,16 @@ impl SigningGuard {
             }
         }
         let existing = self.views.get(&intent.view).copied().unwrap_or_default();
-        let conflict = |kind: VoteKind, hash: Hash| GuardError::Conflict {
-            view: intent.view,
-            existing: Describe(kind, hash).to_string(),
-            requested: Describe(intent.kind, intent.block).to_string(),
-            before_restart: existing.restored,
-        };
-        let mut updated = existing;
+        let mut requested = ViewRecord::default();
         match intent.kind {
-            VoteKind::Notarize => match existing.notarize {
-                Some(h) if h == intent.block => return Ok(GuardDecision::Repeat),
-                Some(h) => return Err(conflict(VoteKind::Notarize, h)),
-                None => updated.notarize = Some(intent.block),
-            },
-            VoteKind::Finalize => {
-                if existing.nullify {
-                    return Err(conflict(VoteKind::Nullify, [0; 32]));
-                }
-                match existing.finalize {
-                    Some(h) if h == intent.block => return Ok(GuardDecision::Repeat),
-                    Some(h) => return Err(conflict(VoteKind::Finalize, h)),
-                    None => updated.finalize = Some(intent.block),
-                }
-            }
-            VoteKind::Nullify => {
-                if let Some(h) = existing.finalize {
-                    return Err(conflict(VoteKind::Finalize, h));
-                }
-                if existing.nullify {
-                    return Ok(GuardDecision::Repeat);
-                }
-                updated.nullify = true;
-            }
+            VoteKind::Notarize => requested.notarize = Some(intent.block),
+            VoteKind::Finalize => requested.finalize = Some(intent.block),
+            VoteKind::Nullify => requested.nullify = true,
+        }
+        // The rules (module docs) live in `merge`, shared with `import`.
+        let updated = merge(intent.view, existing, requested)?;
+        if updated.votes() == existing.votes() {
+            return Ok(GuardDecision::Repeat);
         }
         // Build the next state aside; adopt it only once it is durable.
         let mut next = self.views.clone();
@@ -472,9 +457,7 @@ impl SigningGuard {
             };
             let existing = next.get(&votes.view).copied().unwrap_or_default();
             let merged = merge(votes.view, existing, imported)?;
-            let same_votes = (merged.notarize, merged.finalize, merged.nullify)
-                == (existing.notarize, existing.finalize, existing.nullify);
-            changed.push((votes.view, !same_votes));
+            changed.push((votes.view, merged.votes() != existing.votes()));
             next.insert(votes.view, merged);
         }
         prune(&mut next);
@@ -496,8 +479,10 @@ impl SigningGuard {
     }
 }
 
-/// The union of two records of `view`; [`GuardError::Conflict`] when they hold conflicting
-/// votes (two notarize or two finalize blocks, or a finalize and a nullify between them).
+/// The union of record `a` of `view` with `b` (one requested vote, or an imported record): the
+/// guard's rules (module docs) in one place. [`GuardError::Conflict`], naming `a`'s vote as the
+/// existing one, when they hold conflicting votes: two notarize or two finalize blocks, or a
+/// finalize and a nullify between or within them.
 fn merge(view: u64, a: ViewRecord, b: ViewRecord) -> Result<ViewRecord, GuardError> {
     let conflict = |existing: Describe, requested: Describe| GuardError::Conflict {
         view,
@@ -516,10 +501,16 @@ fn merge(view: u64, a: ViewRecord, b: ViewRecord) -> Result<ViewRecord, GuardErr
         restored: a.restored || b.restored,
     };
     if let (Some(h), true) = (merged.finalize, merged.nullify) {
-        return Err(conflict(
+        let (finalize, nullify) = (
             Describe(VoteKind::Finalize, h),
-            Describe(VoteKind::Nullify, [0; 32]),
-        ));
+            Describe(VoteKind::Nullify, h),
+        );
+        // Name the side that held each: the record's vote first.
+        return Err(if a.nullify && a.finalize.is_none() {
+            conflict(nullify, finalize)
+        } else {
+            conflict(finalize, nullify)
+        });
     }
     Ok(merged)
 }
