@@ -22,6 +22,10 @@ pub struct InitOptions {
     pub p2p_listen: SocketAddr,
     /// Admin API listen address.
     pub api_listen: SocketAddr,
+    /// The passphrase file of the sealed key file, written as `key_passphrase_file`; `None`
+    /// writes that setting commented out (the passphrase then comes from
+    /// `QUASAR_KEY_PASSPHRASE`).
+    pub key_passphrase_file: Option<PathBuf>,
     /// Every validator's QUIC address in the genesis roster's order (this validator's own
     /// entry is skipped), or empty to write the `[[peers]]` entries commented out, with their
     /// keys, for the operator to fill in (the node then dials nobody and waits to be dialled).
@@ -82,12 +86,16 @@ pub fn render_node_toml(opts: &InitOptions) -> Result<String, ConfigError> {
          # Key directory written by `keygen` (validator.key.json stays mode 0600).\n\
          key_dir = {}\n\
          # The passphrase of the sealed validator.key.json (else QUASAR_KEY_PASSPHRASE):\n\
-         # key_passphrase_file = \"/etc/quasar/key.passphrase\"\n\
+         {}\n\
          # A plaintext key file (keygen --plaintext) is refused unless this is set (tests):\n\
          # plaintext_keys = true\n\
          genesis = {}\n",
         absolute(&opts.data_dir),
         absolute(&opts.key_dir),
+        opts.key_passphrase_file.as_deref().map_or_else(
+            || "# key_passphrase_file = \"/etc/quasar/key.passphrase\"".to_string(),
+            |file| format!("key_passphrase_file = {}", absolute(file)),
+        ),
         absolute(&opts.genesis),
     );
     let _ = writeln!(

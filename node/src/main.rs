@@ -159,6 +159,11 @@ enum Command {
         /// Admin API listen address.
         #[arg(long, default_value = "127.0.0.1:8000")]
         api_listen: std::net::SocketAddr,
+        /// The key file's passphrase file (as `keygen --passphrase-file`), written as
+        /// `key_passphrase_file`; without it that line is commented out and the node reads
+        /// QUASAR_KEY_PASSPHRASE.
+        #[arg(long)]
+        key_passphrase_file: Option<PathBuf>,
         /// Every validator's p2p address (ip:port, [ipv6]:port or host:port), comma-separated
         /// in genesis order, this validator's own included; without it the [[peers]] entries
         /// are written commented out, to fill in.
@@ -517,15 +522,18 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             data_dir,
             p2p_listen,
             api_listen,
+            key_passphrase_file,
             peers,
         } => {
+            let peers_commented_out = peers.is_empty();
             let text = quasar_node::init::render_node_toml(&quasar_node::init::InitOptions {
                 key_dir: keys,
                 genesis,
                 data_dir,
                 p2p_listen,
                 api_listen,
-                peers: peers.clone(),
+                key_passphrase_file,
+                peers,
             })
             .map_err(|e| e.to_string())?;
             std::fs::OpenOptions::new()
@@ -543,7 +551,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             eprintln!(
                 "wrote {}{}",
                 out.display(),
-                if peers.is_empty() {
+                if peers_commented_out {
                     "; its [[peers]] are commented out: fill in their addresses (or run init \
                      with --peers)"
                 } else {

@@ -280,6 +280,7 @@ fn init_writes_a_working_node_toml_from_keys_and_genesis() {
         data_dir: cfg.data_dir.clone(),
         p2p_listen: cfg.p2p_listen,
         api_listen: cfg.api_listen,
+        key_passphrase_file: cfg.key_passphrase_file.clone(),
         peers: configs
             .iter()
             .map(|c| c.p2p_listen.to_string().parse().unwrap())
@@ -295,6 +296,7 @@ fn init_writes_a_working_node_toml_from_keys_and_genesis() {
         (cfg.p2p_listen, cfg.api_listen)
     );
     assert_eq!(written.peers, cfg.peers, "{text}");
+    assert_eq!(written.key_passphrase_file, cfg.key_passphrase_file);
 
     let commented = render_node_toml(&InitOptions {
         peers: Vec::new(),
