@@ -214,7 +214,7 @@ fn corrupt_stored_record_is_an_error_not_a_panic() {
     }
     {
         // Corrupt it behind the store's back: a length prefix that points past the end.
-        let db = sled::open(dir.path()).unwrap();
+        let db = common::retry_locked(|| sled::open(dir.path()));
         let tree = db.open_tree("evidence").unwrap();
         let mut value = good.encode().unwrap();
         value[14..18].copy_from_slice(&1_000u32.to_be_bytes());
