@@ -28,10 +28,10 @@ use crate::consensus::{
     Action, Core, CoreConfig, EpochSets, Evidence, FinalizedBlock, Input, ProposalSlot, TimerKind,
     Tip, Verifier,
 };
-use crate::signer::{SignError, VoteSigner};
+use crate::signer::{guard_kind, SignError, VoteSigner};
 use quasar_crypto::hash::Hash;
 use quasar_lanes::bls::signers_from_bitmap;
-use quasar_storage::{Store, StoreError};
+use quasar_storage::{Store, StoreError, VoteIntent, VoteKind as GuardVoteKind, GUARD_WINDOW};
 use quasar_wire::{decode, tx_hash, Certificate, Message, MessageRef, Proposal};
 use std::collections::VecDeque;
 
@@ -52,6 +52,24 @@ pub enum EngineError {
         what: &'static str,
         /// The wire error.
         error: quasar_wire::WireError,
+    },
+    /// A message signed with this validator's key, in a view above its fence, that its signing
+    /// guard never recorded: another process signs with this key (or the guard file was replaced
+    /// by an older copy). Signing on would equivocate.
+    #[error(
+        "another instance is signing with this key: it signed {kind:?} of block {} in view \
+         {view}, which this validator's signing guard never recorded; stop every other process \
+         that holds this validator's key (or put back the current guard file) before starting \
+         this one again",
+        hex::encode(&block[..8])
+    )]
+    SecondInstance {
+        /// The view of the foreign signature.
+        view: u64,
+        /// What it signed (a proposal counts as its proposer's notarize vote).
+        kind: GuardVoteKind,
+        /// The block it signed (all zeros for nullify).
+        block: Hash,
     },
 }
 
@@ -118,8 +136,9 @@ pub struct Recovery {
     pub dropped: usize,
     /// The newest view above the signing guard's highest recorded view at which the store holds
     /// a certificate this validator signed (a finalization of a stored block, or a kept view
-    /// certificate), if any. `Some` means the guard is older than the store: restored from a
-    /// backup or copied from elsewhere, and unsafe to sign with.
+    /// certificate), if any. With a guard that records something, `Some` means the guard is
+    /// older than the store: restored from a backup or copied from elsewhere, and unsafe to sign
+    /// with. A new guard ([`Engine::guard_is_new`]) listens and fences past it instead.
     pub signed_above_guard: Option<u64>,
 }
 
@@ -140,12 +159,22 @@ pub const PRUNE_STEP: usize = 64;
 /// How long a validator with a new signing guard listens ([`Engine::listen_before_signing`]).
 #[derive(Debug, Clone, Copy)]
 struct Listening {
-    /// It fences and signs once this time has passed (µs) and it has seen a certificate.
+    /// The listening period ends at this time (µs); it fences and signs once the period is over
+    /// and the network has certified [`Listening::must_pass`].
     until_us: u64,
     /// Without any certificate, it signs without a fence from this time on (µs).
     give_up_us: u64,
     /// The highest view of a verified certificate it has seen (0: none).
     certified_view: u64,
+    /// Fixed when the period ends: one above the highest certified view heard by then, the view
+    /// the network was in. The network must certify it (move past it) before this validator
+    /// signs: its earlier incarnation may have signed there.
+    must_pass: Option<u64>,
+    /// The highest view of a message signed with this validator's key that it received while
+    /// listening (its earlier incarnation's, relayed or fetched): the fence covers it too.
+    own_view: u64,
+    /// Whether the wait for the network to move past [`Listening::must_pass`] was logged.
+    wait_logged: bool,
 }
 
 /// How many listening periods a validator with a new guard waits for a first certificate before
@@ -168,6 +197,13 @@ pub struct Engine<S: Store> {
     archive: bool,
     /// Listening before signing ([`Engine::listen_before_signing`]).
     listening: Option<Listening>,
+    /// The view a new guard was fenced at: messages signed with this key at or below it may be
+    /// an earlier incarnation's, so they are not judged ([`Engine::handle`]).
+    fenced_view: u64,
+    /// No [`EngineError::SecondInstance`] ([`Engine::allow_second_instance`]).
+    second_instance_allowed: bool,
+    /// [`Recovery::signed_above_guard`]: a listening validator fences at least up to it.
+    signed_above_guard: u64,
 }
 
 fn encode(what: &'static str, message: &Message) -> Result<Vec<u8>, EngineError> {
@@ -318,6 +354,9 @@ impl<S: Store> Engine<S> {
             prune_below,
             archive: false,
             listening: None,
+            fenced_view: 0,
+            second_instance_allowed: false,
+            signed_above_guard: signed_above_guard.unwrap_or(0),
         };
         let recovery = Recovery {
             tip,
@@ -339,7 +378,13 @@ impl<S: Store> Engine<S> {
 
     /// Hands one verified input to the core and performs what it asks for.
     ///
-    /// Errors: [`EngineError`] (fatal: stop the validator).
+    /// A proposal or vote signed with this validator's own key in its current epoch (fetched,
+    /// synced or relayed back) is first compared with the signing guard: while listening
+    /// ([`Engine::listen_before_signing`]) its view joins the fence; afterwards, one in a view
+    /// above the fence that the guard never recorded was signed by another process.
+    ///
+    /// Errors: [`EngineError`] (fatal: stop the validator), [`EngineError::SecondInstance`]
+    /// among them.
     pub fn handle(&mut self, host: &mut impl Host, input: Input) -> Result<(), EngineError> {
         if let Some(listening) = self.listening.as_mut() {
             let certified = match &input {
@@ -349,37 +394,114 @@ impl<S: Store> Engine<S> {
             };
             listening.certified_view = listening.certified_view.max(certified);
         }
+        if let Some(intent) = self.own_signature(&input) {
+            self.judge_own_signature(&intent)?;
+        }
         self.stop_listening_when_due(host.now_us());
         let actions = self.core.handle(host.now_us(), input);
         self.perform(host, actions)
     }
 
+    /// What `input` asks this validator's guard about, when it carries a signature made with
+    /// this validator's key in its current epoch: a proposal is its proposer's notarize vote.
+    fn own_signature(&self, input: &Input) -> Option<VoteIntent> {
+        let me = self.signer.index()?;
+        let epoch = self.signer.epoch();
+        match input {
+            Input::Proposal(p) => {
+                let header = &p.proposal().header;
+                (header.epoch == epoch && header.proposer == me).then(|| VoteIntent {
+                    view: header.view,
+                    kind: GuardVoteKind::Notarize,
+                    block: *p.hash(),
+                })
+            }
+            Input::Vote(v) => {
+                let vote = v.vote();
+                (vote.epoch == epoch && vote.signer == me).then(|| VoteIntent {
+                    view: vote.view,
+                    kind: guard_kind(vote.kind),
+                    block: vote.block,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// While listening, a view this key signed in joins the fence. Afterwards a signature the
+    /// guard never recorded, in a view above the fence and inside the guard's window, was made
+    /// by another process holding this key.
+    ///
+    /// Errors: [`EngineError::SecondInstance`].
+    fn judge_own_signature(&mut self, intent: &VoteIntent) -> Result<(), EngineError> {
+        if let Some(listening) = self.listening.as_mut() {
+            listening.own_view = listening.own_view.max(intent.view);
+            return Ok(());
+        }
+        let judged = !self.second_instance_allowed
+            && intent.view > self.fenced_view
+            && intent.view.saturating_add(GUARD_WINDOW) >= self.signer.highest_view();
+        if judged && !self.signer.recorded(intent) {
+            return Err(EngineError::SecondInstance {
+                view: intent.view,
+                kind: intent.kind,
+                block: intent.block,
+            });
+        }
+        Ok(())
+    }
+
     /// For a validator whose signing guard is new on a chain that is already running (a late
     /// first start, or a data directory that was lost): from `now_us` it signs nothing for at
-    /// least `listen_us` while it follows the network, and until it has seen a certificate; it
-    /// then fences the highest view H of a certificate it has seen ([`VoteSigner::fence`]) and
-    /// signs from H + 1 on. Call before [`Engine::start`].
+    /// least `listen_us` while it follows the network. When that period is over it takes the
+    /// highest view H of a certificate it has heard, and waits until the network certifies a
+    /// view V ≥ H + 1 (and at least every view in which it received a message signed with its
+    /// own key, or the store holds a certificate it signed: [`Recovery::signed_above_guard`]);
+    /// it then fences V ([`VoteSigner::fence`]) and signs from V + 1 on. Call before
+    /// [`Engine::start`].
     ///
     /// What this protects: a validator enters view v + 1 only on a certificate of view v, so
     /// every view an earlier incarnation signed in is at most one above a certificate that
     /// existed when it stopped, and certificates only move up. Listening for a view timeout
     /// hears the network's current certificates (a running chain keeps sending them even when
     /// it stalls: timed-out validators rebroadcast their latest one), so H is at least the
-    /// highest certificate at the crash, and every view at or below H is fenced.
+    /// highest certificate at the crash, and H + 1 is at least the highest view the earlier
+    /// incarnation could have signed in. Waiting for the network to move past H + 1 rather
+    /// than signing there is what keeps a leader restarted on an empty data directory from
+    /// proposing a second block in the view it led.
     ///
-    /// What it does not: the one view above H. The earlier incarnation may have voted there
-    /// too, and the network may be stalled there waiting for this validator (fencing it would
-    /// stall it for ever), so the validator signs in it. A conflict there needs a leader that
-    /// equivocated in that view, or a notarization of it that only the earlier incarnation
-    /// saw. And a chain that has certified nothing (e.g. every validator starting late at
+    /// What it costs: the validator counts as absent for the view the network is in. A network
+    /// stalled there for want of this validator's vote (fewer than a quorum of others up) stays
+    /// stalled until another validator returns; signing would risk equivocation, and the wait
+    /// is logged. A chain that has certified nothing (e.g. every validator starting late at
     /// once) sends no certificate: after [`LISTEN_GIVE_UP_PERIODS`] × `listen_us` without one
-    /// the validator signs without a fence, so such a chain can still start.
+    /// the validator fences the views its own key was seen in and signs, so such a chain can
+    /// still start.
     pub fn listen_before_signing(&mut self, now_us: u64, listen_us: u64) {
         self.listening = Some(Listening {
             until_us: now_us.saturating_add(listen_us),
             give_up_us: now_us.saturating_add(listen_us.saturating_mul(LISTEN_GIVE_UP_PERIODS)),
             certified_view: 0,
+            must_pass: None,
+            own_view: self.signed_above_guard,
+            wait_logged: false,
         });
+    }
+
+    /// Whether this validator's signing guard records nothing on a chain whose genesis time
+    /// (`genesis_time_us`, µs) is past at `now_us`: a late first start, a lost data directory, or
+    /// a restart before the first record (while still listening, or after listening without a
+    /// fence). Nothing here tells which views this key signed in, so the validator must
+    /// [`Engine::listen_before_signing`]. Deciding on the guard's contents, not on whether its
+    /// file existed, keeps a validator restarted in the middle of listening from signing at once.
+    pub fn guard_is_new(&self, now_us: u64, genesis_time_us: u64) -> bool {
+        self.signer.guard_is_empty() && now_us > genesis_time_us
+    }
+
+    /// Turns off the second-instance check of [`Engine::handle`]: for the simulator's Byzantine
+    /// twins, two processes that share one key on purpose. A validator never calls it.
+    pub fn allow_second_instance(&mut self) {
+        self.second_instance_allowed = true;
     }
 
     /// Whether the engine is still listening before signing.
@@ -388,29 +510,57 @@ impl<S: Store> Engine<S> {
     }
 
     fn stop_listening_when_due(&mut self, now_us: u64) {
-        let Some(listening) = self.listening else {
+        let Some(listening) = self.listening.as_mut() else {
             return;
         };
-        let view = listening.certified_view;
-        if view > 0 && now_us >= listening.until_us {
-            if let Err(e) = self.signer.fence(view) {
-                // Not durable: keep listening rather than sign without the fence.
-                tracing::error!(view, error = %e, "could not fence the signing guard");
+        if now_us < listening.until_us {
+            return;
+        }
+        let certified = listening.certified_view;
+        let fence = if certified == 0 {
+            if now_us < listening.give_up_us {
                 return;
             }
-            self.listening = None;
-            tracing::info!(
-                fenced_view = view,
-                "listened to the network with a new signing guard: signing from the next view"
-            );
-        } else if now_us >= listening.give_up_us {
-            self.listening = None;
             tracing::warn!(
                 view = self.core.view(),
+                own_view = listening.own_view,
                 "no certificate heard while listening with a new signing guard: the chain \
-                 appears to have certified nothing yet, signing without a fence"
+                 appears to have certified nothing yet, signing without a fence above the views \
+                 this key was seen in"
             );
+            listening.own_view
+        } else {
+            let must_pass = *listening.must_pass.get_or_insert(certified + 1);
+            let target = must_pass.max(listening.own_view);
+            if certified < target {
+                if !listening.wait_logged {
+                    listening.wait_logged = true;
+                    tracing::warn!(
+                        certified_view = certified,
+                        must_pass = target,
+                        "new signing guard: waiting for the network to move past view {target} \
+                         before signing, because this validator's earlier incarnation may have \
+                         signed there. A network stalled in that view for want of this \
+                         validator's vote needs another validator back"
+                    );
+                }
+                return;
+            }
+            certified
+        };
+        if fence > 0 {
+            if let Err(e) = self.signer.fence(fence) {
+                // Not durable: keep listening rather than sign without the fence.
+                tracing::error!(view = fence, error = %e, "could not fence the signing guard");
+                return;
+            }
         }
+        self.listening = None;
+        self.fenced_view = fence;
+        tracing::info!(
+            fenced_view = fence,
+            "listened to the network with a new signing guard: signing from the next view"
+        );
     }
 
     /// Makes this an archive node: it keeps its whole history (blocks, certificates,

@@ -283,12 +283,6 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
             cfg.data_dir.join(STORE_DIR).display()
         )));
     }
-    // A new guard on a chain that is already running: either this validator joins late for the
-    // first time, or its data directory was lost, and then nothing here can tell which views it
-    // signed before; the engine listens first and fences the views the network reached
-    // (`Engine::listen_before_signing`).
-    let new_guard_on_running_chain =
-        !guard_path.exists() && now_us() > genesis.file.genesis_time_us;
     // The guard file is bound to this validator's key and this chain: another validator's or
     // another chain's guard is refused rather than adopted.
     let public_key = keys.bls.public_key();
@@ -335,19 +329,26 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     if cfg.archive {
         engine.keep_history();
     }
-    if new_guard_on_running_chain {
+    // A guard that records nothing on a chain that is already running: a late first start, a
+    // lost data directory, or a restart before the guard's first record. Nothing here tells which
+    // views this key signed in before; the engine listens first and fences past the view the
+    // network was in (`Engine::listen_before_signing`).
+    let guard_is_new = engine.guard_is_new(now_us(), genesis.file.genesis_time_us);
+    if guard_is_new {
         let listen_us = cfg.view_timeout_ms() * 1000;
         tracing::warn!(
             guard = %guard_path.display(),
             listen_ms = listen_us / 1000,
             "new signing guard on a chain that is already running (a late first start, or a lost \
-             data directory): signing nothing while listening to the network, then fencing the \
-             views it reached, so that no view this key may have signed in before is signed again"
+             data directory): signing nothing while listening to the network, then until the \
+             network moves past the view it is in, so that no view this key may have signed in \
+             before is signed again"
         );
         engine.listen_before_signing(now_us(), listen_us);
     }
     let tip = recovery.tip;
-    if let Some(view) = recovery.signed_above_guard {
+    // A new guard fences past the store's certificates too; an older, non-empty one was restored.
+    if let (Some(view), false) = (recovery.signed_above_guard, guard_is_new) {
         return Err(NodeError::Other(format!(
             "{} is older than this validator's history: the store holds a certificate with its \
              signature at view {view}, but the guard's highest view is {guard_view}. It was \

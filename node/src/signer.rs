@@ -147,7 +147,8 @@ impl std::fmt::Debug for VoteSigner {
     }
 }
 
-fn guard_kind(kind: VoteKind) -> quasar_storage::VoteKind {
+/// The signing guard's name for a wire vote kind.
+pub(crate) fn guard_kind(kind: VoteKind) -> quasar_storage::VoteKind {
     match kind {
         VoteKind::Notarize => quasar_storage::VoteKind::Notarize,
         VoteKind::Finalize => quasar_storage::VoteKind::Finalize,
@@ -194,6 +195,17 @@ impl VoteSigner {
         self.index
     }
 
+    /// The epoch this signer signs in ([`VoteSigner::enter_epoch`]).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Whether the signing guard holds exactly `intent` (this key signed it since the guard's
+    /// record began; [`SigningGuard::recorded`]).
+    pub fn recorded(&self, intent: &VoteIntent) -> bool {
+        self.guard.recorded(intent)
+    }
+
     /// The BLS public key of this validator's signing key.
     pub fn public_key(&self) -> PublicKey {
         self.key.public_key()
@@ -214,6 +226,11 @@ impl VoteSigner {
     /// durable.
     pub fn fence(&mut self, view: u64) -> Result<GuardDecision, SignError> {
         Ok(self.guard.fence(view)?)
+    }
+
+    /// Whether the guard records nothing (no vote, no fence).
+    pub fn guard_is_empty(&self) -> bool {
+        self.guard.is_empty()
     }
 
     /// The highest view the guard has a record for (where a restarted validator resumes).

@@ -1052,3 +1052,53 @@ fn a_restarted_leader_without_its_stored_proposal_stays_silent() {
     assert_eq!(host.refusals, Vec::<String>::new());
     assert_eq!(host.proposals, Vec::<Hash>::new());
 }
+
+/// Validator `me`'s engine on an empty store and an in-memory guard, started.
+fn started_engine(
+    net: &Net,
+    me: u32,
+    host: &mut Recorder,
+) -> quasar_node::engine::Engine<quasar_storage::SimStore> {
+    let signer = signer_with(me, SigningGuard::in_memory());
+    let store = quasar_storage::SimStore::new().unwrap();
+    let (mut engine, _) =
+        quasar_node::engine::Engine::open(store, signer, config(me), &net.verifier, 0).unwrap();
+    engine.start(host).unwrap();
+    engine
+}
+
+/// Doppelganger protection: a vote signed with this validator's key that its guard never
+/// recorded, in a view above its fence, comes from another process holding the key; the engine
+/// stops with an error that says so. Its own vote seen again is no alarm, and while it listens
+/// with a new guard such a vote only moves the fence.
+#[test]
+fn a_vote_signed_with_this_key_that_its_guard_never_recorded_stops_the_engine() {
+    use quasar_node::engine::EngineError;
+    let mut net = net();
+    let me = 1;
+    let mut host = Recorder::new(1_000, b"tx");
+    let mut engine = started_engine(&net, me, &mut host);
+    let view = engine.core().view();
+    let timeout = Input::Timer {
+        view,
+        kind: TimerKind::Timeout,
+    };
+    engine.handle(&mut host, timeout).unwrap();
+    // `net`'s signer for `me` is a second process with the same key and a guard of its own.
+    let own = vote(&mut net, me as usize, VoteKind::Nullify, view, 0, [0; 32]);
+    engine.handle(&mut host, Input::Vote(own)).unwrap();
+    let foreign = vote(&mut net, me as usize, VoteKind::Notarize, view, 1, [3; 32]);
+    match engine.handle(&mut host, Input::Vote(foreign.clone())) {
+        Err(e @ EngineError::SecondInstance { .. }) => {
+            assert!(e
+                .to_string()
+                .contains("another instance is signing with this key"))
+        }
+        other => panic!("expected SecondInstance, got {other:?}"),
+    }
+
+    let mut listening = started_engine(&net, me, &mut host);
+    listening.listen_before_signing(1_000, 1_000_000);
+    listening.handle(&mut host, Input::Vote(foreign)).unwrap();
+    assert!(listening.listening(), "still listening: no certificate yet");
+}

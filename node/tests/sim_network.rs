@@ -253,3 +253,56 @@ fn planted_lost_final_block_is_caught() {
         "{violations:?}"
     );
 }
+
+/// The state-loss scenario: two of four validators stop, so the network stalls in a view whose
+/// leader has already proposed there; that leader loses its whole data directory, signing guard
+/// included, and restarts (and once more, routinely, after its listening period). It must not
+/// propose or vote again in the stalled view (its earlier incarnation did): it waits until the
+/// network, with the two others back, moves past that view. No honest node may hold evidence
+/// against it, and the chain goes on.
+#[test]
+fn a_leader_restarted_on_an_empty_data_directory_never_signs_in_the_view_it_led() {
+    let mut tried = 0;
+    for seed in 40..80 {
+        let mut s = sim(seed);
+        assert!(s.run_until_height(5, 30 * SECOND));
+        // Stop two validators; the network stalls in some view S. The scenario needs S's leader
+        // to be one of the two that are up.
+        s.crash(1);
+        s.crash(2);
+        s.run_until(s.now() + 5 * SECOND);
+        let stalled = s.view(0);
+        let leader = s.leader(0, stalled);
+        if leader == 1 || leader == 2 || s.view(3) != stalled {
+            continue;
+        }
+        tried += 1;
+        s.restart_with_new_guard(leader);
+        s.run_until(s.now() + 10 * SECOND);
+        // A routine restart on top, once it has listened: it must not forget what it waits for.
+        s.crash(leader);
+        s.restart(leader);
+        s.run_until(s.now() + 10 * SECOND);
+        let before = s.finalized_height(0);
+        s.restart(1);
+        s.restart(2);
+        assert!(
+            s.run_until_height(before + 5, s.now() + 120 * SECOND),
+            "seed {seed}: the network moves on once the others are back: {}",
+            s.describe()
+        );
+        s.check_safety().unwrap();
+        for i in 0..4 {
+            assert!(
+                s.evidence(i).is_empty(),
+                "seed {seed}: validator {i} holds evidence {:?} (the restarted leader {leader} \
+                 signed twice in view {stalled})",
+                s.evidence(i)
+            );
+        }
+        if tried == 3 {
+            return;
+        }
+    }
+    panic!("only {tried} of 40 seeds stalled in a view led by a validator that was up");
+}

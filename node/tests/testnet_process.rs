@@ -1100,3 +1100,106 @@ async fn a_validator_that_lost_its_data_directory_fences_before_signing_again() 
         .unwrap();
     assert!(statuses.iter().all(|s| s.evidence == 0), "{statuses:?}");
 }
+
+/// The state-loss scenario on real processes: two of four validators stop, so the chain stalls
+/// in a view S led by one of the two that are up, which has proposed there. That leader loses
+/// its whole data directory (keys kept) and restarts, and once more, routinely, after its
+/// listening period. Its earlier incarnation proposed and voted in S, so it must sign nothing
+/// there: it waits until the network, with the two others back, moves past S, and no validator
+/// records evidence against it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_restarted_on_an_empty_data_directory_waits_out_the_view_it_led() {
+    let _turn = one_network_at_a_time().await;
+    let mut fx = Fixture::with_profile("quasar-testnet-test-", 4, 100, Profile::Fast);
+    fx.spawn_all();
+    let genesis = GenesisFile::load(&fx.net.dir().join(GENESIS_FILE))
+        .unwrap()
+        .check()
+        .unwrap();
+    let mut height = 5;
+    let (leader, stalled) = 'stall: {
+        for _ in 0..8 {
+            fx.net
+                .wait_finalized(&[0, 1, 2, 3], height, Duration::from_secs(40))
+                .await
+                .unwrap();
+            fx.net.kill(1);
+            fx.net.kill(2);
+            // Two of four form no certificate: the views stop where they are.
+            sleep(Duration::from_secs(2)).await;
+            let (a, b) = (
+                fx.net.status(0).await.unwrap(),
+                fx.net.status(3).await.unwrap(),
+            );
+            let leader = quasar_node::consensus::leader(
+                &genesis.validators,
+                &genesis.hash,
+                genesis.file.chain_id,
+                a.epoch,
+                a.view,
+            ) as usize;
+            if a.view == b.view && (leader == 0 || leader == 3) {
+                break 'stall (leader, a.view);
+            }
+            fx.net.spawn(1, &binary()).unwrap();
+            fx.net.spawn(2, &binary()).unwrap();
+            height = a.finalized_height.max(b.finalized_height) + 3;
+        }
+        panic!("the chain never stalled in a view led by validator 0 or 3");
+    };
+    let other = 3 - leader;
+    fx.net.kill(leader);
+    std::fs::remove_dir_all(fx.net.node_dir(leader).join("data")).unwrap();
+    fx.net.spawn(leader, &binary()).unwrap();
+    // Once its listening period is over (it waits, or it fenced a view and signs)...
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let log = fx.net.log_tail(leader, 4000);
+        if log.contains("waiting for the network to move past view")
+            || log.contains("listened to the network with a new signing guard")
+        {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "validator {leader} ends its listening period"
+        );
+        sleep(Duration::from_millis(200)).await;
+    }
+    // ...a routine restart on top: a validator that fenced too low would now lead S again.
+    fx.net.kill(leader);
+    fx.net.spawn(leader, &binary()).unwrap();
+    sleep(Duration::from_secs(4)).await;
+    let seen = fx.net.status(other).await.unwrap();
+    assert_eq!(
+        seen.evidence, 0,
+        "validator {other} holds evidence against validator {leader}, which signed twice in \
+         view {stalled}: {seen:?}"
+    );
+    assert!(fx
+        .net
+        .log_tail(leader, 4000)
+        .contains("waiting for the network to move past view"));
+
+    fx.net.spawn(1, &binary()).unwrap();
+    fx.net.spawn(2, &binary()).unwrap();
+    let target = fx.net.status(other).await.unwrap().finalized_height + 5;
+    let statuses = fx
+        .net
+        .wait_finalized(&[0, 1, 2, 3], target, Duration::from_secs(60))
+        .await
+        .unwrap();
+    for s in &statuses {
+        assert_eq!(
+            s.evidence, 0,
+            "validator {} holds evidence: {s:?}",
+            s.validator
+        );
+    }
+    let log = fx.net.log_tail(leader, 4000);
+    assert!(
+        log.contains("listened to the network with a new signing guard"),
+        "validator {leader} fenced and signs again"
+    );
+    assert!(statuses[leader].votes_signed > 0, "{:?}", statuses[leader]);
+}

@@ -362,6 +362,24 @@ impl SigningGuard {
         self.views.get(&view).and_then(|record| record.notarize)
     }
 
+    /// Whether the record is empty: nothing signed, nothing fenced.
+    pub fn is_empty(&self) -> bool {
+        self.views.is_empty()
+    }
+
+    /// Whether the record holds exactly `intent` (for nullify, a nullify in its view). A fenced
+    /// view holds no real vote, so nothing signed there counts as recorded. A validator uses this
+    /// to tell its own signatures, seen again on the network, from another process's.
+    pub fn recorded(&self, intent: &VoteIntent) -> bool {
+        self.views
+            .get(&intent.view)
+            .is_some_and(|record| match intent.kind {
+                VoteKind::Notarize => record.notarize == Some(intent.block),
+                VoteKind::Finalize => record.finalize == Some(intent.block),
+                VoteKind::Nullify => record.nullify,
+            })
+    }
+
     /// The highest view with any recorded vote, or 0 if none. A restarted validator resumes from it.
     pub fn highest_view(&self) -> u64 {
         self.highest().unwrap_or(0)

@@ -435,7 +435,12 @@ impl Simulation {
             EpochDomain::default(),
             guard,
         );
-        Engine::open(store, signer, cfg, &self.verifier, 0)
+        let (mut engine, recovery) = Engine::open(store, signer, cfg, &self.verifier, 0)?;
+        if self.behavior_of(validator) == Behavior::Twins {
+            // Two processes with one key on purpose.
+            engine.allow_second_instance();
+        }
+        Ok((engine, recovery))
     }
 
     /// Lets node `i`'s engine start (`None`) or handle `input`, with this event's faults armed,
@@ -809,12 +814,13 @@ impl Simulation {
         }
         let guard = self.nodes[i].engine.signer_mut().take_guard();
         let store = self.nodes[i].engine.store().clone();
-        self.reopen(i, store, guard, false);
+        self.reopen(i, store, guard);
     }
 
-    /// Reopens node `i` on `store` and `guard`; a node with a `new_guard` listens before it
-    /// signs, as the runtime makes it ([`Engine::listen_before_signing`], one view timeout).
-    fn reopen(&mut self, i: usize, store: SimStore, guard: SigningGuard, new_guard: bool) {
+    /// Reopens node `i` on `store` and `guard`; a node whose guard records nothing listens before
+    /// it signs, as the runtime makes it ([`Engine::guard_is_new`],
+    /// [`Engine::listen_before_signing`], one view timeout).
+    fn reopen(&mut self, i: usize, store: SimStore, guard: SigningGuard) {
         let validator = self.nodes[i].validator;
         let (engine, recovery) = match self.open_engine(validator, store, guard) {
             Ok(opened) => opened,
@@ -855,7 +861,7 @@ impl Simulation {
         }
         let node = &mut self.nodes[i];
         node.engine = engine;
-        if new_guard {
+        if node.engine.guard_is_new(self.now, 0) {
             node.engine
                 .listen_before_signing(self.now, self.cfg.view_timeout_us);
         }
@@ -872,7 +878,7 @@ impl Simulation {
         let guard = self.nodes[i].engine.signer_mut().take_guard();
         self.nodes[i].published.clear();
         let store = SimStore::new().expect("a temporary sled store can be created");
-        self.reopen(i, store, guard, false);
+        self.reopen(i, store, guard);
     }
 
     /// Restarts a crashed node on an empty data directory: no blocks and a new signing guard
@@ -883,7 +889,7 @@ impl Simulation {
         self.crash_with(i, Crash::LoseUnflushed);
         self.nodes[i].published.clear();
         let store = SimStore::new().expect("a temporary sled store can be created");
-        self.reopen(i, store, SigningGuard::in_memory(), true);
+        self.reopen(i, store, SigningGuard::in_memory());
     }
 
     /// Cuts every link between different groups (both directions). Nodes in no group are isolated.
@@ -924,6 +930,11 @@ impl Simulation {
     /// Current view of node `i`.
     pub fn view(&self, i: usize) -> u64 {
         self.nodes[i].engine.core().view()
+    }
+
+    /// The validator that leads `view` in node `i`'s current epoch.
+    pub fn leader(&self, i: usize, view: u64) -> usize {
+        self.nodes[i].engine.core().leader_of(view) as usize
     }
 
     /// Node `i`'s store (to inspect what survived a crash).
