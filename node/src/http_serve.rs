@@ -641,7 +641,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for WriteStallGuard<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::AsyncWriteExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     /// A body whose client never sends anything.
     struct Silent;
@@ -698,6 +698,86 @@ mod tests {
         guarded.shutdown().await.expect("shuts down");
         drop(guarded);
         assert_eq!(reader.await.expect("reader"), 1024);
+    }
+
+    /// Opens a connection to `addr` and sends `bytes`.
+    async fn send(addr: SocketAddr, bytes: &[u8]) -> TcpStream {
+        let mut stream = TcpStream::connect(addr).await.expect("connects");
+        stream.write_all(bytes).await.expect("sends");
+        stream
+    }
+
+    /// Reads from `stream` until its bytes contain `needle`, for at most 5 s.
+    async fn read_until(stream: &mut TcpStream, needle: &str) -> String {
+        let mut received = Vec::new();
+        let mut buf = [0u8; 1024];
+        let read = async {
+            while !String::from_utf8_lossy(&received).contains(needle) {
+                match stream.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => received.extend_from_slice(&buf[..n]),
+                }
+            }
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(5), read).await;
+        String::from_utf8_lossy(&received).into_owned()
+    }
+
+    /// With the unauthenticated budget full, a new connection closes the oldest
+    /// unauthenticated one (after the grace) and is served instead of waiting behind it; the
+    /// next oldest stays, and a connection that authenticated neither counts nor is closed.
+    #[tokio::test]
+    async fn a_new_connection_closes_the_oldest_unauthenticated_one() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("binds");
+        let addr = listener.local_addr().expect("bound");
+        let long = Duration::from_secs(30);
+        let limits = TransportLimits {
+            max_unauthenticated: 2,
+            max_authenticated: 1,
+            header_read_timeout: long,
+            idle_timeout: long,
+            body_read_timeout: long,
+            write_stall_timeout: long,
+        };
+        let app = axum::Router::new().route("/", axum::routing::get(|| async { "served" }));
+        let authenticates: Authenticates =
+            Arc::new(|headers: &http::HeaderMap| headers.contains_key("x-token"));
+        let handle = spawn(
+            listener,
+            limits,
+            authenticates,
+            axum::body::Body::new,
+            move |_| app.clone(),
+        );
+        let with_token = b"GET / HTTP/1.1\r\nHost: x\r\nx-token: 1\r\n\r\n";
+        let mut authenticated = send(addr, with_token).await;
+        assert!(read_until(&mut authenticated, "served")
+            .await
+            .contains("served"));
+        let mut oldest = send(addr, b"GET / HTTP/1.1\r\nHo").await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut next = send(addr, b"GET / HTTP/1.1\r\nHo").await;
+
+        let mut third = send(
+            addr,
+            b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        )
+        .await;
+        assert!(read_until(&mut third, "served").await.contains("served"));
+        let mut rest = Vec::new();
+        let closed = tokio::time::timeout(Duration::from_secs(5), oldest.read_to_end(&mut rest));
+        assert!(closed.await.is_ok(), "the oldest is closed to make room");
+        let mut buf = [0u8; 16];
+        let open = tokio::time::timeout(Duration::from_millis(200), next.read(&mut buf));
+        assert!(open.await.is_err(), "the next oldest stays open");
+        authenticated
+            .write_all(with_token)
+            .await
+            .expect("still open");
+        assert!(read_until(&mut authenticated, "served")
+            .await
+            .contains("served"));
+        handle.stop().expect("stops");
     }
 
     /// A body that never ends fails at the deadline and marks itself expired.
