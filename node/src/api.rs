@@ -193,8 +193,10 @@ pub const WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// [`WRITE_STALL_TIMEOUT`].
 pub fn transport_limits(config: &ApiConfig) -> TransportLimits {
     TransportLimits {
-        max_connections: MAX_CONNECTIONS,
+        max_unauthenticated: MAX_CONNECTIONS / 2,
+        max_authenticated: MAX_CONNECTIONS / 2,
         header_read_timeout: Duration::from_millis(config.header_read_timeout_ms),
+        idle_timeout: Duration::from_millis(config.header_read_timeout_ms),
         body_read_timeout: Duration::from_millis(config.body_read_timeout_ms),
         write_stall_timeout: WRITE_STALL_TIMEOUT,
     }
@@ -232,14 +234,21 @@ pub async fn serve_metrics(
 
 /// Serves `app` on `listener` under `limits` ([`crate::http_serve`]) until the process exits.
 pub async fn serve_router(listener: tokio::net::TcpListener, app: Router, limits: TransportLimits) {
-    let handle = crate::http_serve::spawn(listener, limits, axum::body::Body::new, move |_stop| {
-        app.clone()
-    });
+    // No authentication: any request head moves a connection to the authenticated class.
+    let handle = crate::http_serve::spawn(
+        listener,
+        limits,
+        Arc::new(|_: &http::HeaderMap| true),
+        axum::body::Body::new,
+        move |_stop| app.clone(),
+    );
     handle.stopped().await;
 }
 
-/// Most simultaneous API connections. Beyond it new connections wait in the kernel's backlog, so
-/// a flood of idle clients cannot take the file descriptors the signing guard and the store need.
+/// Most simultaneous API connections, so that a flood of idle clients cannot take the file
+/// descriptors the signing guard and the store need: half for connections that have not yet
+/// sent a request head (a further one closes the oldest of them), half for those that have
+/// ([`crate::http_serve`], "Admission").
 pub const MAX_CONNECTIONS: usize = 512;
 
 /// A TCP listener for `axum::serve` that holds one semaphore permit per open connection.

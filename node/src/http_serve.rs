@@ -1,28 +1,60 @@
 //! The HTTP/1.1 transport of the node's admin API ([`crate::api`]) and of thresholdd: the
-//! accept loop, the connection limit and the bounds on slow clients, around the tower service
-//! of either (axum's router, jsonrpsee's service).
+//! accept loop, the connection budgets and the bounds on slow clients, around the tower
+//! service of either (axum's router, jsonrpsee's service).
 //!
 //! Neither axum's nor jsonrpsee's own accept loop bounds the time a client may take to send a
 //! request head or its body: an attacker trial held all 100 of thresholdd's slots for over
 //! 100 s with 110 connections that sent headers (or part of them, or headers and part of a
 //! body) and then stalled, and every other caller got HTTP 429. This loop serves each
 //! connection with hyper's HTTP/1.1 server directly, so that every way of holding a
-//! connection without finishing a request has a deadline:
+//! connection without finishing a request has a deadline.
 //!
-//! - **Request head:** hyper's `header_read_timeout` ([`TransportLimits::header_read_timeout`]).
-//!   Its clock starts whenever the connection waits for a request head, so it also closes an
-//!   idle keep-alive connection. The connection is closed without a response.
+//! # Admission: authenticated connections never wait behind unauthenticated ones
+//!
+//! A second trial opened 200 connections that sent part of a request head and stalled. With
+//! one pool of 100 slots, taken at accept and freed only at the 10 s head deadline, the accept
+//! loop stopped accepting: 100 stalled connections were served, the other 100 and every honest
+//! caller behind them waited in the kernel's listen backlog (first come, first served) for
+//! two to three rounds of that deadline, and a `health` call was answered after 29 s. The node's
+//! remote signer gives up after 2 s, so the validator missed its votes. A request head cannot
+//! be told apart from an attacker's until it has arrived, so the loop now admits connections
+//! in two classes:
+//!
+//! - **Unauthenticated** (every connection when accepted): it must send a request head that
+//!   authenticates it (the caller's `authenticates` predicate on the head's headers:
+//!   thresholdd's bearer token; any head for the unauthenticated node API) within
+//!   [`TransportLimits::header_read_timeout`] of being accepted, or it is closed; requests
+//!   that do not authenticate (HTTP 401) do not extend that. At most
+//!   [`TransportLimits::max_unauthenticated`] are open at once. The accept loop never waits
+//!   for one of them to finish: when the budget is full, the oldest unauthenticated connection
+//!   is closed to make room for the new one (the one closest to its deadline anyway), once it
+//!   has been open for [`EVICTION_GRACE`]. A client that sends its head as soon as it
+//!   connects, as every client of these servers does, is authenticated within a round trip,
+//!   well inside that grace, so stalled connections only push out each other. The grace also
+//!   bounds the churn of an attacker that reconnects at once: at most `max_unauthenticated`
+//!   connections are closed per grace period, and a new connection waits in the backlog for
+//!   at most about one grace period per `max_unauthenticated` connections queued before it.
+//! - **Authenticated**: up to [`TransportLimits::max_authenticated`] connections move, on
+//!   their first authenticating head, to a budget of their own that unauthenticated
+//!   connections cannot take, and freeing their unauthenticated slot. From then on each request
+//!   head, and so each idle keep-alive wait, may take [`TransportLimits::idle_timeout`]
+//!   (hyper's `header_read_timeout`): the node's remote signer keeps one such connection open
+//!   between votes ([`crate::remote_signer`] pools it), so its votes go to a connection that no
+//!   number of unauthenticated ones delays. An authenticated connection beyond that budget is
+//!   served on its unauthenticated slot, with the idle limit, and is no longer closed to make
+//!   room (only when every unauthenticated slot is held by such does the accept loop wait).
+//!
+//! Per-source-address limits were not chosen: thresholdd listens on loopback by default, where
+//! the node and any local attacker share one address.
+//!
+//! # Deadlines within a request
+//!
 //! - **Request body:** the whole body must arrive within
 //!   [`TransportLimits::body_read_timeout`] of the end of the head ([`DeadlineBody`]); after
 //!   that the request is answered HTTP 408 and the connection closed.
 //! - **Response:** a write that makes no progress for [`TransportLimits::write_stall_timeout`]
 //!   (a client that does not read what it asked for) closes the connection
 //!   ([`WriteStallGuard`]).
-//!
-//! At most [`TransportLimits::max_connections`] connections are served at once. The loop
-//! accepts a further one only when a slot frees, so an excess connection waits in the kernel's
-//! listen backlog (first come, first served) instead of being refused; with the deadlines above
-//! a slot frees within the longest of them unless its client is making progress.
 //!
 //! Each request carries its peer's address as the `axum::extract::ConnectInfo<SocketAddr>`
 //! extension (per-client rate limits key on it).
@@ -36,12 +68,13 @@
 //! bounded as above). [`ServerHandle::stopped`] resolves when the loop and every connection
 //! task have ended.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -51,21 +84,27 @@ use jsonrpsee::core::BoxError;
 use jsonrpsee::server::{stop_channel, ServerHandle, StopHandle};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Sleep;
 use tower::Service;
 
-/// The transport's bounds: how many connections are served at once and how long a client may
-/// take over each part of a request. [`Default`] is thresholdd's production setting (the
-/// constants in the module docs of `thresholdd`), `api::ApiConfig` sets the node API's; tests
-/// use shorter timeouts. A zero count is served as 1 and a zero duration as 1 ms.
+/// The transport's bounds: how many connections of each class (module docs, "Admission") are
+/// served at once and how long a client may take over each part of a request. [`Default`] is
+/// thresholdd's production setting (the constants in the module docs of `thresholdd`),
+/// `api::transport_limits` sets the node API's; tests use shorter timeouts. A zero count is
+/// served as 1 and a zero duration as 1 ms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TransportLimits {
-    /// The most connections served at once; a further one waits in the listen backlog.
-    pub max_connections: usize,
-    /// How long a connection may take to send a complete request head, counted from when it
-    /// starts waiting for one (so also the longest a keep-alive connection may sit idle).
+    /// The most unauthenticated connections open at once; a further one closes the oldest.
+    pub max_unauthenticated: usize,
+    /// The most authenticated connections on their own budget.
+    pub max_authenticated: usize,
+    /// How long a connection may take, from being accepted, to send a request head that
+    /// authenticates it; then it is closed.
     pub header_read_timeout: Duration,
+    /// How long an authenticated connection may take to send each later request head,
+    /// counted from when it starts waiting for one (so also the longest it may sit idle).
+    pub idle_timeout: Duration,
     /// How long a request may take to send its whole body, counted from the end of its head.
     pub body_read_timeout: Duration,
     /// How long writing a response may make no progress before the connection is closed.
@@ -77,21 +116,32 @@ impl TransportLimits {
     fn usable(self) -> TransportLimits {
         let at_least = |d: Duration| d.max(Duration::from_millis(1));
         TransportLimits {
-            max_connections: self.max_connections.max(1),
+            max_unauthenticated: self.max_unauthenticated.max(1),
+            max_authenticated: self.max_authenticated.max(1),
             header_read_timeout: at_least(self.header_read_timeout),
+            idle_timeout: at_least(self.idle_timeout),
             body_read_timeout: at_least(self.body_read_timeout),
             write_stall_timeout: at_least(self.write_stall_timeout),
         }
     }
 }
 
+/// How long an unauthenticated connection is open at least before the accept loop closes it
+/// to make room (module docs, "Admission"), unless its header deadline is shorter.
+pub const EVICTION_GRACE: Duration = Duration::from_millis(250);
+
+/// Whether a request head's headers authenticate its connection (module docs, "Admission").
+pub(crate) type Authenticates = Arc<dyn Fn(&http::HeaderMap) -> bool + Send + Sync>;
+
 /// Serves `listener` on a new task until the returned handle stops it (or is dropped):
 /// `make_service(stop)` builds each connection's service, holding `stop` for as long as the
-/// connection lives, and `wrap` turns the bounded request body ([`DeadlineBody`]) into the
-/// body type that service takes (`axum::body::Body::new`, `jsonrpsee::server::HttpBody::new`).
+/// connection lives, `wrap` turns the bounded request body ([`DeadlineBody`]) into the body
+/// type that service takes (`axum::body::Body::new`, `jsonrpsee::server::HttpBody::new`), and
+/// `authenticates` says which request heads authenticate their connection.
 pub(crate) fn spawn<M, S, Req, Res>(
     listener: TcpListener,
     limits: TransportLimits,
+    authenticates: Authenticates,
     wrap: fn(DeadlineBody<Incoming>) -> Req,
     make_service: M,
 ) -> ServerHandle
@@ -106,9 +156,18 @@ where
     Res::Error: Into<BoxError>,
 {
     let (stop, handle) = stop_channel();
+    let limits = limits.usable();
+    let admission = Arc::new(Admission {
+        unauthenticated: Arc::new(Semaphore::new(limits.max_unauthenticated)),
+        authenticated: Arc::new(Semaphore::new(limits.max_authenticated)),
+        waiting: Mutex::new(VecDeque::new()),
+        grace: EVICTION_GRACE.min(limits.header_read_timeout),
+        authenticates,
+    });
     tokio::spawn(accept_loop(
         listener,
-        limits.usable(),
+        limits,
+        admission,
         wrap,
         make_service,
         stop,
@@ -116,10 +175,132 @@ where
     handle
 }
 
-/// Accepts connections while a slot is free, until `stop` fires.
+/// The two connection budgets and the unauthenticated connections, oldest first.
+struct Admission {
+    unauthenticated: Arc<Semaphore>,
+    authenticated: Arc<Semaphore>,
+    /// The unauthenticated connections in accept order.
+    waiting: Mutex<VecDeque<Waiting>>,
+    /// [`EVICTION_GRACE`], or the header deadline when that is shorter.
+    grace: Duration,
+    authenticates: Authenticates,
+}
+
+/// An unauthenticated connection in [`Admission::waiting`].
+struct Waiting {
+    id: u64,
+    accepted: tokio::time::Instant,
+    /// Closes the connection.
+    evict: Arc<Notify>,
+}
+
+impl Admission {
+    fn waiting(&self) -> MutexGuard<'_, VecDeque<Waiting>> {
+        // The queue is consistent after every statement; a panic elsewhere leaves it usable.
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A slot for a just-accepted connection: a free unauthenticated one, or the one the
+    /// oldest unauthenticated connection frees when it is told to close, once it has been open
+    /// for the grace. `None` when the budget's semaphore is closed (never).
+    async fn unauthenticated_slot(&self) -> Option<OwnedSemaphorePermit> {
+        loop {
+            if let Ok(slot) = self.unauthenticated.clone().try_acquire_owned() {
+                return Some(slot);
+            }
+            let oldest = self.waiting().front().map(|w| (w.id, w.accepted));
+            let Some((id, accepted)) = oldest else {
+                // Every slot is held by an authenticated connection beyond its budget.
+                return self.unauthenticated.clone().acquire_owned().await.ok();
+            };
+            tokio::select! {
+                slot = self.unauthenticated.clone().acquire_owned() => return slot.ok(),
+                () = tokio::time::sleep_until(accepted + self.grace) => {}
+            }
+            // It may have been authenticated or closed meanwhile: then look again.
+            let evicted = {
+                let mut waiting = self.waiting();
+                match waiting.front() {
+                    Some(front) if front.id == id => waiting.pop_front(),
+                    _ => None,
+                }
+            };
+            if let Some(oldest) = evicted {
+                oldest.evict.notify_one();
+                return self.unauthenticated.clone().acquire_owned().await.ok();
+            }
+        }
+    }
+}
+
+/// One connection's class and slot.
+struct Place {
+    id: u64,
+    admission: Arc<Admission>,
+    /// Notified when the accept loop closes this connection to make room.
+    evicted: Arc<Notify>,
+    /// Set, under the admission's queue lock, when a head authenticated this connection.
+    authenticated: AtomicBool,
+    slot: Mutex<Option<OwnedSemaphorePermit>>,
+}
+
+impl Place {
+    fn slot(&self) -> MutexGuard<'_, Option<OwnedSemaphorePermit>> {
+        self.slot.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes this connection out of the unauthenticated queue in `waiting`; whether it was
+    /// there (not yet closed to make room, not yet authenticated).
+    fn leave_queue(&self, waiting: &mut VecDeque<Waiting>) -> bool {
+        match waiting.iter().position(|w| w.id == self.id) {
+            Some(index) => waiting.remove(index).is_some(),
+            None => false,
+        }
+    }
+
+    /// Called with each request head: when `headers` authenticate a connection that is still
+    /// unauthenticated (and not being closed), marks it authenticated and moves it to the
+    /// authenticated budget if that has room.
+    fn admit(&self, headers: &http::HeaderMap) {
+        if self.authenticated.load(Ordering::Acquire) || !(self.admission.authenticates)(headers) {
+            return;
+        }
+        {
+            let mut waiting = self.admission.waiting();
+            if !self.leave_queue(&mut waiting) {
+                return;
+            }
+            self.authenticated.store(true, Ordering::Release);
+        }
+        if let Ok(slot) = self.admission.authenticated.clone().try_acquire_owned() {
+            // Frees the unauthenticated slot for the next connection.
+            *self.slot() = Some(slot);
+        }
+    }
+
+    /// At the unauthenticated deadline: whether the connection must close (no head has
+    /// authenticated it); it leaves the queue if so.
+    fn expire(&self) -> bool {
+        let mut waiting = self.admission.waiting();
+        if self.authenticated.load(Ordering::Acquire) {
+            return false;
+        }
+        self.leave_queue(&mut waiting);
+        true
+    }
+
+    /// The connection has ended: out of the queue, its slot freed.
+    fn release(&self) {
+        self.leave_queue(&mut self.admission.waiting());
+        self.slot().take();
+    }
+}
+
+/// Accepts connections until `stop` fires, each with an unauthenticated slot (module docs).
 async fn accept_loop<M, S, Req, Res>(
     listener: TcpListener,
     limits: TransportLimits,
+    admission: Arc<Admission>,
     wrap: fn(DeadlineBody<Incoming>) -> Req,
     make_service: M,
     stop: StopHandle,
@@ -133,18 +314,10 @@ async fn accept_loop<M, S, Req, Res>(
     Res::Data: Send,
     Res::Error: Into<BoxError>,
 {
-    let slots = Arc::new(Semaphore::new(limits.max_connections));
     let shutdown = stop.clone().shutdown();
     tokio::pin!(shutdown);
+    let mut next_id = 0u64;
     loop {
-        let slot = tokio::select! {
-            _ = &mut shutdown => break,
-            slot = slots.clone().acquire_owned() => match slot {
-                Ok(slot) => slot,
-                // The semaphore is never closed.
-                Err(_) => break,
-            },
-        };
         let (socket, remote_addr) = tokio::select! {
             _ = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
@@ -158,6 +331,27 @@ async fn accept_loop<M, S, Req, Res>(
                 }
             },
         };
+        let slot = tokio::select! {
+            _ = &mut shutdown => break,
+            slot = admission.unauthenticated_slot() => match slot {
+                Some(slot) => slot,
+                None => break,
+            },
+        };
+        next_id = next_id.wrapping_add(1);
+        let evicted = Arc::new(Notify::new());
+        admission.waiting().push_back(Waiting {
+            id: next_id,
+            accepted: tokio::time::Instant::now(),
+            evict: evicted.clone(),
+        });
+        let place = Arc::new(Place {
+            id: next_id,
+            admission: admission.clone(),
+            evicted,
+            authenticated: AtomicBool::new(false),
+            slot: Mutex::new(Some(slot)),
+        });
         let service = make_service(stop.clone());
         tokio::spawn(serve_connection(
             socket,
@@ -166,14 +360,14 @@ async fn accept_loop<M, S, Req, Res>(
             wrap,
             limits,
             stop.clone(),
-            slot,
+            place,
         ));
     }
     tracing::debug!("HTTP accept loop stopped");
 }
 
-/// Serves one connection until it closes, a deadline passes, or the server stops; `_slot`
-/// frees the connection's place when this returns.
+/// Serves one connection until it closes, a deadline passes, the accept loop closes it to
+/// make room, or the server stops; `place` frees the connection's slot when this returns.
 async fn serve_connection<S, Req, Res>(
     socket: TcpStream,
     remote_addr: SocketAddr,
@@ -181,7 +375,7 @@ async fn serve_connection<S, Req, Res>(
     wrap: fn(DeadlineBody<Incoming>) -> Req,
     limits: TransportLimits,
     stop: StopHandle,
-    _slot: OwnedSemaphorePermit,
+    place: Arc<Place>,
 ) where
     S: Service<http::Request<Req>, Response = http::Response<Res>> + Clone + Send + 'static,
     S::Error: Into<BoxError>,
@@ -196,7 +390,9 @@ async fn serve_connection<S, Req, Res>(
     }
     let io = TokioIo::new(WriteStallGuard::new(socket, limits.write_stall_timeout));
     let body_read_timeout = limits.body_read_timeout;
+    let admit = place.clone();
     let handler = hyper::service::service_fn(move |request: http::Request<Incoming>| {
+        admit.admit(request.headers());
         handle(
             service.clone(),
             request,
@@ -206,22 +402,40 @@ async fn serve_connection<S, Req, Res>(
         )
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
+    // hyper's head deadline is the authenticated one; `unauthenticated` below is shorter.
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout)
+        .header_read_timeout(limits.idle_timeout)
         .keep_alive(true);
     let connection = builder.serve_connection(io, handler);
     tokio::pin!(connection);
     let shutdown = stop.shutdown();
     tokio::pin!(shutdown);
-    let result = tokio::select! {
-        result = connection.as_mut() => result,
-        _ = &mut shutdown => {
-            // Finish the request in progress (each part is bounded), then close.
-            connection.as_mut().graceful_shutdown();
-            connection.await
+    let unauthenticated = tokio::time::sleep(limits.header_read_timeout);
+    tokio::pin!(unauthenticated);
+    let mut authenticated_in_time = false;
+    let result = loop {
+        tokio::select! {
+            result = connection.as_mut() => break result,
+            _ = &mut shutdown => {
+                // Finish the request in progress (each part is bounded), then close.
+                connection.as_mut().graceful_shutdown();
+                break connection.await;
+            }
+            () = place.evicted.notified() => {
+                tracing::debug!(%remote_addr, "unauthenticated connection closed to make room");
+                break Ok(());
+            }
+            () = &mut unauthenticated, if !authenticated_in_time => {
+                if place.expire() {
+                    tracing::debug!(%remote_addr, "no authenticated request head in time");
+                    break Ok(());
+                }
+                authenticated_in_time = true;
+            }
         }
     };
+    place.release();
     if let Err(e) = result {
         tracing::debug!(%remote_addr, error = %e, "HTTP connection closed with an error");
     }
@@ -427,7 +641,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for WriteStallGuard<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::AsyncWriteExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     /// A body whose client never sends anything.
     struct Silent;
@@ -484,6 +698,86 @@ mod tests {
         guarded.shutdown().await.expect("shuts down");
         drop(guarded);
         assert_eq!(reader.await.expect("reader"), 1024);
+    }
+
+    /// Opens a connection to `addr` and sends `bytes`.
+    async fn send(addr: SocketAddr, bytes: &[u8]) -> TcpStream {
+        let mut stream = TcpStream::connect(addr).await.expect("connects");
+        stream.write_all(bytes).await.expect("sends");
+        stream
+    }
+
+    /// Reads from `stream` until its bytes contain `needle`, for at most 5 s.
+    async fn read_until(stream: &mut TcpStream, needle: &str) -> String {
+        let mut received = Vec::new();
+        let mut buf = [0u8; 1024];
+        let read = async {
+            while !String::from_utf8_lossy(&received).contains(needle) {
+                match stream.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => received.extend_from_slice(&buf[..n]),
+                }
+            }
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(5), read).await;
+        String::from_utf8_lossy(&received).into_owned()
+    }
+
+    /// With the unauthenticated budget full, a new connection closes the oldest
+    /// unauthenticated one (after the grace) and is served instead of waiting behind it; the
+    /// next oldest stays, and a connection that authenticated neither counts nor is closed.
+    #[tokio::test]
+    async fn a_new_connection_closes_the_oldest_unauthenticated_one() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("binds");
+        let addr = listener.local_addr().expect("bound");
+        let long = Duration::from_secs(30);
+        let limits = TransportLimits {
+            max_unauthenticated: 2,
+            max_authenticated: 1,
+            header_read_timeout: long,
+            idle_timeout: long,
+            body_read_timeout: long,
+            write_stall_timeout: long,
+        };
+        let app = axum::Router::new().route("/", axum::routing::get(|| async { "served" }));
+        let authenticates: Authenticates =
+            Arc::new(|headers: &http::HeaderMap| headers.contains_key("x-token"));
+        let handle = spawn(
+            listener,
+            limits,
+            authenticates,
+            axum::body::Body::new,
+            move |_| app.clone(),
+        );
+        let with_token = b"GET / HTTP/1.1\r\nHost: x\r\nx-token: 1\r\n\r\n";
+        let mut authenticated = send(addr, with_token).await;
+        assert!(read_until(&mut authenticated, "served")
+            .await
+            .contains("served"));
+        let mut oldest = send(addr, b"GET / HTTP/1.1\r\nHo").await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut next = send(addr, b"GET / HTTP/1.1\r\nHo").await;
+
+        let mut third = send(
+            addr,
+            b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        )
+        .await;
+        assert!(read_until(&mut third, "served").await.contains("served"));
+        let mut rest = Vec::new();
+        let closed = tokio::time::timeout(Duration::from_secs(5), oldest.read_to_end(&mut rest));
+        assert!(closed.await.is_ok(), "the oldest is closed to make room");
+        let mut buf = [0u8; 16];
+        let open = tokio::time::timeout(Duration::from_millis(200), next.read(&mut buf));
+        assert!(open.await.is_err(), "the next oldest stays open");
+        authenticated
+            .write_all(with_token)
+            .await
+            .expect("still open");
+        assert!(read_until(&mut authenticated, "served")
+            .await
+            .contains("served"));
+        handle.stop().expect("stops");
     }
 
     /// A body that never ends fails at the deadline and marks itself expired.

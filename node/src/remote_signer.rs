@@ -21,16 +21,18 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use crate::thresholdd::HEADER_READ_TIMEOUT;
+use crate::thresholdd::IDLE_TIMEOUT;
 use quasar_crypto::bls::{PublicKey, Signature};
 use quasar_wire::{EpochDomain, Vote, VoteKind};
 use serde::Deserialize;
 
 /// The JSON-RPC method that signs a vote.
 const SIGN_VOTE_METHOD: &str = "validator.sign_vote";
-/// How long an idle connection to the daemon is kept: half of thresholdd's limit on a request's
-/// head, after which the daemon closes an idle keep-alive connection.
-const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(HEADER_READ_TIMEOUT.as_secs() / 2);
+/// How long an idle connection to the daemon is kept: half of thresholdd's idle limit for a
+/// connection that has sent the token, after which the daemon closes it. A node votes far more
+/// often, so its votes go over one authenticated connection that the daemon's unauthenticated
+/// connections cannot delay (`http_serve`, "Admission").
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(IDLE_TIMEOUT.as_secs() / 2);
 /// The largest reply read from the daemon, bytes: a vote reply is about 250, a Corona round-1
 /// reply about 1.3 MB (its 615 KB message in hex).
 const MAX_REPLY_BYTES: usize = 8 * 1024 * 1024;

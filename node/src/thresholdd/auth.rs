@@ -50,6 +50,17 @@ impl BearerAuthLayer {
         let digest = sha3_256(presented);
         bool::from(digest.ct_eq(&*self.digest)) && header.is_some()
     }
+
+    /// Whether `headers` carry `Authorization: Bearer <token>` ([`BearerAuthLayer::admits`]
+    /// on its value). The transport asks this of each request head, to move a connection that
+    /// presents the token to the authenticated budget ([`crate::http_serve`], "Admission").
+    pub fn admits_headers(&self, headers: &http::HeaderMap) -> bool {
+        self.admits(
+            headers
+                .get(http::header::AUTHORIZATION)
+                .map(|value| value.as_bytes()),
+        )
+    }
 }
 
 impl<S> Layer<S> for BearerAuthLayer {
@@ -97,11 +108,7 @@ where
     }
 
     fn call(&mut self, mut request: HttpRequest<B>) -> Self::Future {
-        let header = request
-            .headers()
-            .get(http::header::AUTHORIZATION)
-            .map(|value| value.as_bytes());
-        if self.layer.admits(header) {
+        if self.layer.admits_headers(request.headers()) {
             // Nothing past this layer needs the token: jsonrpsee logs request headers at TRACE.
             request.headers_mut().remove(http::header::AUTHORIZATION);
             Box::pin(self.inner.call(request))

@@ -14,13 +14,18 @@
 //!   too large", and no call runs), each call answered within
 //!   [`DaemonConfig::request_timeout`]. Parameters decode into fixed shapes ([`rpc::parse`]),
 //!   so nested JSON stops at the first level a field does not expect.
-//! - HTTP/1.1 only. At most [`MAX_CONNECTIONS`] (100) connections at once; a further one waits
-//!   in the listen backlog until one closes. Slow or stalled clients are dropped ([`crate::http_serve`]
-//!   has the mechanism): a request head must arrive within [`HEADER_READ_TIMEOUT`] (10 s;
-//!   otherwise the connection closes, which also ends an idle keep-alive connection), its body
-//!   within [`BODY_READ_TIMEOUT`] (30 s after the head; otherwise HTTP 408 and the connection
-//!   closes), and a response write that makes no progress for [`WRITE_STALL_TIMEOUT`] (30 s)
-//!   closes the connection. [`start_with_limits`] takes other values ([`TransportLimits`]).
+//! - HTTP/1.1 only. Connections are admitted in two classes ([`crate::http_serve`] has the
+//!   mechanism and the reasons), so that the node's signer never waits behind connections
+//!   that have not shown the token. A connection must send a request head with the token
+//!   within [`HEADER_READ_TIMEOUT`] (5 s) of being accepted, or it is closed; at most
+//!   [`MAX_UNAUTHENTICATED_CONNECTIONS`] (100) such connections are open at once, and a new
+//!   one closes the oldest rather than waiting for it. Up to
+//!   [`MAX_AUTHENTICATED_CONNECTIONS`] (64) connections that have shown the token have a
+//!   budget of their own and may sit idle, or take to send each later head, up to
+//!   [`IDLE_TIMEOUT`] (60 s). A body must arrive within [`BODY_READ_TIMEOUT`] (30 s after the
+//!   head; otherwise HTTP 408 and the connection closes), and a response write that makes no
+//!   progress for [`WRITE_STALL_TIMEOUT`] (30 s) closes the connection.
+//!   [`start_with_limits`] takes other values ([`TransportLimits`]).
 //!
 //! # Methods (this version)
 //!
@@ -102,11 +107,19 @@ pub const MAX_BODY_BYTES: u32 = 16 << 20;
 pub const MAX_BATCH: u32 = 256;
 /// The default limit on one call's time.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
-/// The most connections served at once; a further one waits in the listen backlog.
-pub const MAX_CONNECTIONS: usize = 100;
-/// How long a connection may take to send a complete request head (10 s), counted from when it
-/// starts waiting for one: a slow head, and an idle keep-alive connection, are closed after it.
-pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most connections open at once that have not yet sent a request head with the token; a
+/// further one closes the oldest of them ([`crate::http_serve`], "Admission").
+pub const MAX_UNAUTHENTICATED_CONNECTIONS: usize = 100;
+/// The most connections that have sent the token and hold a slot unauthenticated connections
+/// cannot take (the node's signer needs one, a ceremony coordinator or operator a few).
+pub const MAX_AUTHENTICATED_CONNECTIONS: usize = 64;
+/// How long a connection may take, from being accepted, to send a request head with the token
+/// (5 s; a client on loopback takes well under a millisecond); then it is closed.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a connection that has sent the token may take to send each later request head
+/// (60 s), counted from when it starts waiting for one: so also how long it may sit idle
+/// between calls before it is closed.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a request may take to send its whole body (30 s), counted from the end of its
 /// head; a later body gets HTTP 408 and the connection is closed.
 pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
@@ -114,13 +127,16 @@ pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// the connection is closed.
 pub const WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The production setting: [`MAX_CONNECTIONS`], [`HEADER_READ_TIMEOUT`],
+/// The production setting: [`MAX_UNAUTHENTICATED_CONNECTIONS`],
+/// [`MAX_AUTHENTICATED_CONNECTIONS`], [`HEADER_READ_TIMEOUT`], [`IDLE_TIMEOUT`],
 /// [`BODY_READ_TIMEOUT`] and [`WRITE_STALL_TIMEOUT`].
 impl Default for TransportLimits {
     fn default() -> TransportLimits {
         TransportLimits {
-            max_connections: MAX_CONNECTIONS,
+            max_unauthenticated: MAX_UNAUTHENTICATED_CONNECTIONS,
+            max_authenticated: MAX_AUTHENTICATED_CONNECTIONS,
             header_read_timeout: HEADER_READ_TIMEOUT,
+            idle_timeout: IDLE_TIMEOUT,
             body_read_timeout: BODY_READ_TIMEOUT,
             write_stall_timeout: WRITE_STALL_TIMEOUT,
         }
@@ -526,12 +542,20 @@ pub async fn start_with_limits(
         .max_request_body_size(MAX_BODY_BYTES)
         .max_response_body_size(MAX_BODY_BYTES)
         .set_batch_request_config(BatchRequestConfig::Limit(MAX_BATCH))
-        // jsonrpsee's own count of requests in progress; the accept loop's limit binds first.
-        .max_connections(u32::try_from(limits.max_connections.max(1)).unwrap_or(u32::MAX))
+        // jsonrpsee's own count of requests in progress; the accept loop's budgets bind first.
+        .max_connections(
+            u32::try_from(
+                limits
+                    .max_unauthenticated
+                    .saturating_add(limits.max_authenticated),
+            )
+            .unwrap_or(u32::MAX),
+        )
         .http_only()
         .build();
+    let auth = auth::BearerAuthLayer::new(&config.token);
     let middleware = tower::ServiceBuilder::new()
-        .layer(auth::BearerAuthLayer::new(&config.token))
+        .layer(auth.clone())
         .layer(metrics::MetricsLayer::new(metrics.clone()));
     let (metrics_addr, metrics_task) = match metrics_listener {
         None => (None, None),
@@ -547,9 +571,15 @@ pub async fn start_with_limits(
         .set_http_middleware(middleware)
         .to_service_builder();
     let methods = Methods::from(module);
-    let handle = crate::http_serve::spawn(listener, limits, HttpBody::new, move |stop| {
-        services.clone().build(methods.clone(), stop)
-    });
+    let authenticates =
+        std::sync::Arc::new(move |headers: &http::HeaderMap| auth.admits_headers(headers));
+    let handle = crate::http_serve::spawn(
+        listener,
+        limits,
+        authenticates,
+        HttpBody::new,
+        move |stop| services.clone().build(methods.clone(), stop),
+    );
     tracing::info!(%local_addr, data_dir = %config.data_dir.display(), "thresholdd listening");
     let summary_task = AbortOnDrop(tokio::spawn(metrics::log_summaries(metrics)));
     Ok(Daemon {
