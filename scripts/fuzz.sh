@@ -7,6 +7,8 @@
 # Needs cargo-fuzz (`cargo install cargo-fuzz`). cargo-fuzz needs nightly compiler flags; on a
 # stable toolchain this script sets RUSTC_BOOTSTRAP=1, which lets stable rustc accept them.
 # Corpora grow under <crate>/fuzz/corpus/<target>/ (kept between runs, git-ignored).
+# Ends with a table of every target's executions and executions per second (libFuzzer's
+# stat::number_of_executed_units and stat::average_exec_per_sec): how fast each one explores.
 # Exits non-zero on the first target that crashes and prints the crashing input; reproduce with
 #   cd <crate> && RUSTC_BOOTSTRAP=1 cargo fuzz run --target-dir ../target/fuzz <target> <input>
 # Extra arguments for cargo fuzz (e.g. --sanitizer none) can be passed in FUZZ_ARGS.
@@ -33,6 +35,11 @@ target_dir="$(pwd)/target/fuzz"
 # messages (libFuzzer takes its maximum input length from the corpus).
 cargo run --release -q -p quasar-crypto --example corona_fuzz_seeds -- crypto/fuzz/corpus/corona_decode
 
+log="$(mktemp)"
+trap 'rm -f "${log}"' EXIT
+# One of libFuzzer's -print_final_stats lines of the last run, e.g. `final_stat average_exec_per_sec`.
+final_stat() { sed -n "s/^stat::$1: *//p" "${log}" | tail -n 1; }
+summary=()
 for crate in crypto lanes wire storage node; do
   for target in $(cd "${crate}" && cargo fuzz list); do
     echo "=== ${crate}/fuzz ${target}: ${seconds} s"
@@ -41,7 +48,9 @@ for crate in crypto lanes wire storage node; do
     before=$(find "${artifacts}" -type f | wc -l)
     status=0
     (cd "${crate}" && cargo fuzz run --target-dir "${target_dir}" "${extra[@]}" "${target}" -- \
-      -max_total_time="${seconds}" -print_final_stats=1) || status=$?
+      -max_total_time="${seconds}" -print_final_stats=1) 2>&1 | tee "${log}" || status=${PIPESTATUS[0]}
+    summary+=("$(printf '%-26s %12s %10s' "${crate}/${target}" \
+      "$(final_stat number_of_executed_units)" "$(final_stat average_exec_per_sec)")")
     if [ "${status}" -ne 0 ] || [ "$(find "${artifacts}" -type f | wc -l)" -gt "${before}" ]; then
       echo "FAILED: ${crate}/fuzz ${target} (exit ${status}); crashing inputs, newest first:" >&2
       ls -1t "${artifacts}" | sed "s|^|  ${artifacts}/|" >&2
@@ -51,3 +60,5 @@ for crate in crypto lanes wire storage node; do
   done
 done
 echo "all fuzz targets ran ${seconds} s each without a crash"
+printf '%-26s %12s %10s\n' target executions "per second"
+printf '%s\n' "${summary[@]}"

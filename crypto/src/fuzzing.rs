@@ -10,11 +10,14 @@
 //!   canonical (re-encodes to the same bytes) and never the identity.
 //! - [`bls_threshold_decode`]: threshold BLS secret shares and signature shares decode or fail
 //!   cleanly (length, index in 1..=1024, scalar below r and nonzero, point in G2 and not the
-//!   identity); what decodes is canonical, a decoded secret share signs a share that verifies
-//!   under its public key, and one signature share combines (threshold 1) to its own signature.
+//!   identity), and what decodes is canonical.
+//! - [`bls_threshold_verify`]: what decodes works: a decoded secret share signs a share that
+//!   verifies under its public key, and one signature share combines (threshold 1) to its own
+//!   signature.
 //! - [`corona_decode`]: Corona group keys, signatures and round messages decode or fail cleanly,
-//!   and what decodes re-encodes to the same bytes (the encodings are canonical); a decoded
-//!   signature verifies or is rejected without panicking.
+//!   and what decodes re-encodes to the same bytes (the encodings are canonical).
+//! - [`corona_verify`]: a decoded signature, and a valid signature edited anywhere, verifies or
+//!   is rejected without panicking; the unedited signature verifies.
 //! - [`rollup_proving_key`]: rollup proving key files of any content load or fail with an
 //!   error (header, arkworks body, checksum), and a valid header with a damaged body never loads.
 //! - [`pulsar_decode`]: Pulsar round messages decode or fail cleanly (lengths checked before
@@ -22,6 +25,11 @@
 //! - [`mldsa_verify`]: ML-DSA-65 public keys and signatures of any length decode or fail cleanly,
 //!   and verification of a valid pair edited anywhere (key, c̃, z, hints) returns a verdict
 //!   without panicking.
+//!
+//! Decoding and verification are separate targets where verification is expensive (a pairing,
+//! a Corona verification: milliseconds against a decoder's microseconds), so that the decoders
+//! are explored at full speed. Targets that fuzz a long valid encoding apply the input to it as
+//! edits ([`edit`]).
 
 use crate::bls::{ProofOfPossession, PublicKey, Signature, PUBLIC_KEY_LEN, SIGNATURE_LEN};
 use crate::bls_cache::PublicKeyCache;
@@ -82,15 +90,24 @@ pub fn bls_decode(data: &[u8]) {
 /// of its length, and from the whole input).
 ///
 /// Panics if something decodes that does not re-encode to its input or has an index outside
-/// `1..=MAX_PARTICIPANTS`, if a decoded secret share's signature share does not verify under its
-/// share public key, or if a decoded signature share, combined alone at threshold 1 (Lagrange
-/// coefficient 1), is not its own signature.
+/// `1..=MAX_PARTICIPANTS`.
 pub fn bls_threshold_decode(data: &[u8]) {
+    bls_threshold_shares(data);
+}
+
+/// The secret shares and signature shares that [`bls_threshold_decode`] decodes from `data`
+/// (checked canonical and in range).
+type ThresholdShares = (
+    Vec<crate::bls_threshold::SecretShare>,
+    Vec<crate::bls_threshold::SignatureShare>,
+);
+
+fn bls_threshold_shares(data: &[u8]) -> ThresholdShares {
     use crate::bls_threshold::{
-        combine, verify_share, SecretShare, SignatureShare, MAX_PARTICIPANTS, SECRET_SHARE_LEN,
-        SIGNATURE_SHARE_LEN,
+        SecretShare, SignatureShare, MAX_PARTICIPANTS, SECRET_SHARE_LEN, SIGNATURE_SHARE_LEN,
     };
     let valid_index = |index: u16| (1..=MAX_PARTICIPANTS).contains(&index);
+    let mut secrets = Vec::new();
     let secret_bytes = data.get(..SECRET_SHARE_LEN).unwrap_or(data);
     for bytes in [data, secret_bytes] {
         if let Ok(share) = SecretShare::from_bytes(bytes) {
@@ -103,15 +120,10 @@ pub fn bls_threshold_decode(data: &[u8]) {
                 valid_index(share.index()),
                 "secret share index out of range"
             );
-            let signed = share.sign(b"quasar-fuzz");
-            assert_eq!(signed.index(), share.index());
-            assert_eq!(
-                verify_share(&share.public_key(), b"quasar-fuzz", &signed),
-                Ok(()),
-                "a decoded secret share signs a share that does not verify"
-            );
+            secrets.push(share);
         }
     }
+    let mut signatures = Vec::new();
     let share_bytes = data.get(..SIGNATURE_SHARE_LEN).unwrap_or(data);
     for bytes in [data, share_bytes] {
         if let Ok(share) = SignatureShare::from_bytes(bytes) {
@@ -124,13 +136,59 @@ pub fn bls_threshold_decode(data: &[u8]) {
                 valid_index(share.index()),
                 "signature share index out of range"
             );
-            assert_eq!(
-                combine(1, &[share]).ok(),
-                Some(*share.signature()),
-                "one share at threshold 1 must combine to itself"
-            );
+            signatures.push(share);
         }
     }
+    (secrets, signatures)
+}
+
+/// Decodes `data` as [`bls_threshold_decode`] does, then uses what decodes: a decoded secret
+/// share signs a signature share, which must verify under the share's public key; a decoded
+/// signature share, combined alone at threshold 1 (Lagrange coefficient 1), must be its own
+/// signature.
+///
+/// Panics if one of those fails, or as [`bls_threshold_decode`].
+pub fn bls_threshold_verify(data: &[u8]) {
+    use crate::bls_threshold::{combine, verify_share};
+    let (secrets, signatures) = bls_threshold_shares(data);
+    for share in secrets {
+        let signed = share.sign(b"quasar-fuzz");
+        assert_eq!(signed.index(), share.index());
+        assert_eq!(
+            verify_share(&share.public_key(), b"quasar-fuzz", &signed),
+            Ok(()),
+            "a decoded secret share signs a share that does not verify"
+        );
+    }
+    for share in signatures {
+        assert_eq!(
+            combine(1, &[share]).ok(),
+            Some(*share.signature()),
+            "one share at threshold 1 must combine to itself"
+        );
+    }
+}
+
+/// `base` edited by `data`, for targets that fuzz a valid encoding too long for a fuzzer to build
+/// whole: each `offset_len + 1` bytes of `data` are an offset (`offset_len` bytes, little-endian,
+/// modulo `base.len()`) and a byte XORed in there, so that small inputs reach any field. Trailing
+/// bytes that make no whole edit are ignored. The result is unedited exactly when it equals
+/// `base`.
+pub fn edit(base: &[u8], data: &[u8], offset_len: usize) -> Vec<u8> {
+    let mut bytes = base.to_vec();
+    for edit in data.chunks_exact(offset_len + 1) {
+        let Some((&value, offset)) = edit.split_last() else {
+            continue;
+        };
+        let offset = offset
+            .iter()
+            .rev()
+            .fold(0usize, |acc, &b| acc << 8 | usize::from(b));
+        if let Some(byte) = bytes.get_mut(offset % base.len().max(1)) {
+            *byte ^= value;
+        }
+    }
+    bytes
 }
 
 /// A fixed ML-DSA-65 key and its signature on `b"quasar-fuzz"` with context `b"fuzz"`.
@@ -147,9 +205,9 @@ fn mldsa_fixture() -> &'static (Vec<u8>, Vec<u8>) {
 }
 
 /// Decodes `data` as an ML-DSA-65 public key and as a signature, then verifies a fixed valid
-/// (key, signature) pair after applying `data` as edits: each 3 bytes are an offset (u16 LE) into
-/// key ‖ signature and a byte XORed in there (so small inputs reach every field of a signature:
-/// c̃, z, and the hint encoding). Keys and signatures are too long for a fuzzer to build whole.
+/// (key, signature) pair after applying `data` as edits ([`edit`] with 2-byte offsets into key ‖
+/// signature, so small inputs reach every field of a signature: c̃, z, and the hint encoding).
+/// Keys and signatures are too long for a fuzzer to build whole.
 ///
 /// Panics if a decoder accepts a wrong length or a decoded value does not round-trip, or if the
 /// unedited pair does not verify.
@@ -173,18 +231,9 @@ pub fn mldsa_verify(data: &[u8]) {
         assert_eq!(sig.as_bytes(), data);
     }
     let (key, sig) = mldsa_fixture();
-    let mut bytes = key.clone();
-    bytes.extend_from_slice(sig);
-    let mut edited = false;
-    for edit in data.chunks_exact(3) {
-        if let [lo, hi, value] = edit {
-            let offset = usize::from(u16::from_le_bytes([*lo, *hi])) % bytes.len().max(1);
-            if let Some(byte) = bytes.get_mut(offset) {
-                *byte ^= value;
-                edited |= *value != 0;
-            }
-        }
-    }
+    let valid = [key.as_slice(), sig].concat();
+    let bytes = edit(&valid, data, 2);
+    let edited = bytes != valid;
     let (key, sig) = bytes.split_at(key.len());
     let decoded = (Key::from_bytes(key), Sig::from_bytes(sig));
     assert!(
@@ -202,16 +251,22 @@ pub fn mldsa_verify(data: &[u8]) {
 /// The dealer's seed of the fixed Corona 2-of-3 group key.
 const CORONA_FIXTURE_SEED: [u8; 32] = [0x3c; 32];
 
-/// A fixed Corona 2-of-3 group key (dealt from a fixed seed) and its encoding.
+/// The fixed Corona 2-of-3 group key and the encoding of a signature on "quasar-fuzz" that
+/// verifies under it, both from [`corona_seeds`].
 fn corona_fixture() -> Option<&'static (GroupKey, Vec<u8>)> {
     static FIXTURE: OnceLock<Option<(GroupKey, Vec<u8>)>> = OnceLock::new();
     FIXTURE
         .get_or_init(|| {
-            use rand::SeedableRng;
-            let mut rng = rand_chacha::ChaCha20Rng::from_seed(CORONA_FIXTURE_SEED);
-            let (key, _) = crate::corona::scheme::trusted_dealer_keygen(2, 3, &mut rng).ok()?;
-            let bytes = key.to_bytes();
-            Some((key, bytes))
+            let seeds = corona_seeds().ok()?;
+            let seed = |name: &str| seeds.iter().find(|(n, _)| *n == name).map(|(_, b)| b);
+            let key = GroupKey::from_bytes(seed("group_key")?).ok()?;
+            let signature = seed("signature")?.clone();
+            key.verify(
+                b"quasar-fuzz",
+                &CoronaSignature::from_bytes(&signature).ok()?,
+            )
+            .ok()?;
+            Some((key, signature))
         })
         .as_ref()
 }
@@ -260,9 +315,20 @@ pub fn corona_seeds() -> Result<Vec<(&'static str, Vec<u8>)>, CoronaError> {
     Ok(seeds)
 }
 
+/// Decodes `bytes` as a Corona signature; panics if it decodes but does not re-encode to `bytes`.
+fn decode_corona_signature(bytes: &[u8]) -> Option<CoronaSignature> {
+    let signature = CoronaSignature::from_bytes(bytes).ok()?;
+    assert_eq!(
+        signature.to_bytes(),
+        bytes,
+        "non-canonical signature accepted"
+    );
+    Some(signature)
+}
+
 /// Decodes `data` as a Corona group key, key share, signature, round-1 message and round-2
-/// message; each that decodes must re-encode to exactly `data`. A decoded signature is verified under a fixed
-/// group key (any verdict is fine; a panic is not).
+/// message; each that decodes must re-encode to exactly `data`. Nothing is verified
+/// ([`corona_verify`] does that).
 ///
 /// Panics if an encoding is not canonical (two byte strings for one value).
 pub fn corona_decode(data: &[u8]) {
@@ -276,16 +342,7 @@ pub fn corona_decode(data: &[u8]) {
             "non-canonical key share accepted"
         );
     }
-    if let Ok(signature) = CoronaSignature::from_bytes(data) {
-        assert_eq!(
-            signature.to_bytes(),
-            data,
-            "non-canonical signature accepted"
-        );
-        if let Some((key, _)) = corona_fixture() {
-            let _ = key.verify(b"quasar-fuzz", &signature);
-        }
-    }
+    decode_corona_signature(data);
     if let Ok(message) = Round1Message::from_bytes(data) {
         assert_eq!(
             message.to_bytes(),
@@ -298,6 +355,34 @@ pub fn corona_decode(data: &[u8]) {
             message.to_bytes(),
             data,
             "non-canonical round-2 message accepted"
+        );
+    }
+}
+
+/// Verifies `data`, if it decodes as a Corona signature, under the fixed group key; then applies
+/// `data` as edits ([`edit`] with 3-byte offsets) to a valid signature on "quasar-fuzz" and
+/// verifies what decodes (any verdict is fine; a panic is not).
+///
+/// Panics if a signature decodes that does not re-encode to its bytes, if the fixture does not
+/// build, or if the unedited signature does not verify.
+pub fn corona_verify(data: &[u8]) {
+    let fixture = corona_fixture();
+    assert!(
+        fixture.is_some(),
+        "the Corona fixture must build and its signature verify"
+    );
+    let Some((key, valid)) = fixture else {
+        return;
+    };
+    if let Some(signature) = decode_corona_signature(data) {
+        let _ = key.verify(b"quasar-fuzz", &signature);
+    }
+    let bytes = edit(valid, data, 3);
+    if let Some(signature) = decode_corona_signature(&bytes) {
+        let verdict = key.verify(b"quasar-fuzz", &signature);
+        assert!(
+            verdict.is_ok() || bytes != *valid,
+            "the unedited fixture signature must verify"
         );
     }
 }

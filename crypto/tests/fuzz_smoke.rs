@@ -42,11 +42,12 @@ fn bls_decoders_survive_mutated_and_random_input() {
     }
 }
 
-/// Real threshold BLS shares of a 2-of-3 dealing (a secret share and a signature share), mutated.
+/// Real threshold BLS shares of a 2-of-3 dealing (a secret share and a signature share), mutated,
+/// through the decode target and the target that signs and combines what decodes.
 #[test]
 fn bls_threshold_decoders_survive_mutated_and_random_input() {
     use quasar_crypto::bls_threshold::deal;
-    use quasar_crypto::fuzzing::bls_threshold_decode;
+    use quasar_crypto::fuzzing::{bls_threshold_decode, bls_threshold_verify};
     let dealing = deal(2, 3, &mut ChaCha8Rng::seed_from_u64(6)).unwrap();
     let share = &dealing.shares()[2];
     let seeds = [
@@ -56,8 +57,11 @@ fn bls_threshold_decoders_survive_mutated_and_random_input() {
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     for seed in &seeds {
         bls_threshold_decode(seed);
+        bls_threshold_verify(seed);
         for _ in 0..300 {
-            bls_threshold_decode(&mutate(&mut rng, seed));
+            let input = mutate(&mut rng, seed);
+            bls_threshold_decode(&input);
+            bls_threshold_verify(&input);
         }
     }
 }
@@ -95,11 +99,12 @@ fn mldsa_decoders_and_verify_survive_mutated_and_random_input() {
 }
 
 /// The corpus seeds of `corona_decode` are what they claim: each decodes as its type (and
-/// re-encodes, which `corona_decode` checks), and the signature verifies under the group key.
+/// re-encodes, which `corona_decode` checks), and the signature verifies under the group key;
+/// `corona_verify` survives the seeds and edits of the valid signature.
 #[test]
 fn corona_fuzz_seeds_are_real_encodings() {
     use quasar_crypto::corona::scheme::{GroupKey, Round1Message, Round2Message, Signature};
-    use quasar_crypto::fuzzing::{corona_decode, corona_seeds};
+    use quasar_crypto::fuzzing::{corona_decode, corona_seeds, corona_verify};
     let seeds = corona_seeds().unwrap();
     let names: Vec<&str> = seeds.iter().map(|(name, _)| *name).collect();
     assert_eq!(names, ["group_key", "signature", "round1", "round2"]);
@@ -112,6 +117,21 @@ fn corona_fuzz_seeds_are_real_encodings() {
     Round2Message::from_bytes(bytes("round2")).unwrap();
     for (_, seed) in &seeds {
         corona_decode(seed);
+        corona_verify(seed);
+    }
+    // Edits of the valid signature: none (it must verify), then single bytes and short lists,
+    // three offset bytes and a value each.
+    corona_verify(&[]);
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let len = bytes("signature").len();
+    for _ in 0..24 {
+        let edits: Vec<u8> = (0..rng.gen_range(1..4))
+            .flat_map(|_| {
+                let [a, b, c, _] = (rng.gen_range(0..len) as u32).to_le_bytes();
+                [a, b, c, rng.gen()]
+            })
+            .collect();
+        corona_verify(&edits);
     }
 }
 

@@ -1,20 +1,31 @@
-//! Entry points for fuzzers and smoke tests of this crate's decoders.
+//! Entry points for fuzzers and smoke tests of this crate's decoders and verifiers.
 //!
 //! Each function takes arbitrary bytes and panics only when a property of this crate is broken;
 //! for every other input it returns quietly. The cargo-fuzz targets in `lanes/fuzz` are one-line
-//! calls to these functions, and `lanes/tests/groth16.rs` and `node/tests/fuzz_smoke.rs` drive
-//! the same functions with seeded mutated and random inputs on the stable toolchain.
+//! calls to these functions, and `lanes/tests/groth16.rs`, `lanes/tests/cert.rs` and
+//! `node/tests/fuzz_smoke.rs` drive the same functions with seeded mutated and random inputs on
+//! the stable toolchain.
+//!
+//! Decoding and verification are separate targets: a pairing or an SLH-DSA verification costs
+//! milliseconds, a decoder microseconds, so a target that verifies explores its decoders a
+//! thousand times slower than one that only decodes.
 //!
 //! - [`groth16_decode`]: Groth16 proofs, verifying keys and public inputs decode or fail cleanly,
-//!   and what decodes re-encodes to the same bytes (the encodings are canonical); a fixed valid
-//!   statement edited anywhere decodes or fails, and verifies or is rejected, without panicking.
-//! - [`magnetar_leg`]: Magnetar legs decode or fail cleanly for either parameter set, and what
-//!   decodes re-encodes to the same bytes; decoded legs and a fixed valid leg edited anywhere are
+//!   and what decodes re-encodes to the same bytes (the encodings are canonical).
+//! - [`groth16_verify`]: a fixed valid statement edited anywhere decodes or fails, and verifies
+//!   or is rejected, without panicking.
+//! - [`magnetar_leg`]: Magnetar legs (arbitrary bytes, and the fixture's valid leg edited
+//!   anywhere) decode or fail cleanly for either parameter set, and what decodes re-encodes to
+//!   the same bytes.
+//! - [`magnetar_leg_verify`]: decoded legs and the fixture's valid leg edited anywhere are
 //!   verified against the fixture's keys, and only a quorum is ever accepted.
-//! - [`quasar_cert`]: arbitrary bytes and a valid `polaris` certificate edited anywhere go
-//!   through the parallel-max verifier under the `polaris` and `quasar` policies of one epoch
-//!   ([`crate::cert_fixture`]); nothing panics, and an accepted certificate is the valid one's
-//!   block, height, view and bundle with every leg individually valid.
+//! - [`quasar_cert`]: arbitrary bytes and a valid `polaris` certificate edited anywhere parse or
+//!   fail cleanly, and every leg body of a parsed certificate decodes with its leg's decoder or
+//!   fails cleanly; what decodes re-encodes to the same bytes.
+//! - [`quasar_cert_verify`]: the same inputs go through the parallel-max verifier under the
+//!   `polaris` and `quasar` policies of one epoch ([`crate::cert_fixture`]); nothing panics, and
+//!   an accepted certificate is the valid one's block, height, view and bundle with every leg
+//!   individually valid.
 
 use std::sync::OnceLock;
 
@@ -22,8 +33,12 @@ use ark_bls12_381::{Fr, G1Affine, G2Affine};
 use ark_ec::{AffineRepr, CurveGroup};
 use ark_ff::Field;
 
-use quasar_crypto::{bls, magnetar};
+use quasar_crypto::fuzzing::edit;
+use quasar_crypto::{bls, corona, magnetar, mldsa};
+use quasar_wire::{LegKind, QuasarCertRef};
 
+use crate::bls::{bitmap_from_signers, signers_from_bitmap};
+use crate::cert::{CertPolicy, BLS_SIGNATURE_LEN, GROTH16_LEG_LEN};
 use crate::groth16::{
     field_element_from_bytes, field_element_to_bytes, Proof, VerifyingKey, FIELD_ELEMENT_LEN,
     MAX_PUBLIC_INPUTS, PROOF_LEN,
@@ -87,97 +102,102 @@ fn fixture() -> Option<&'static Fixture> {
         .as_ref()
 }
 
+/// Decodes `bytes` as a Groth16 proof; panics if it decodes but does not re-encode to `bytes`.
+fn decode_proof(bytes: &[u8]) -> Option<Proof> {
+    let proof = Proof::from_bytes(bytes).ok()?;
+    assert_eq!(
+        proof.to_bytes().as_slice(),
+        bytes,
+        "non-canonical proof accepted"
+    );
+    Some(proof)
+}
+
+/// Decodes `bytes` as a public input (a field element, little-endian); panics if it decodes but
+/// does not re-encode to `bytes` (a value at or above r was reduced).
+fn decode_field_element(bytes: &[u8]) -> Option<Fr> {
+    let bytes = <&[u8; FIELD_ELEMENT_LEN]>::try_from(bytes).ok()?;
+    let x = field_element_from_bytes(bytes).ok()?;
+    assert_eq!(&field_element_to_bytes(&x), bytes, "input reduced");
+    Some(x)
+}
+
+/// Decodes `bytes` as a verifying key; panics if it decodes but does not re-encode to `bytes` or
+/// has more than [`MAX_PUBLIC_INPUTS`] inputs.
+fn decode_verifying_key(bytes: &[u8]) -> Option<VerifyingKey> {
+    let key = VerifyingKey::from_bytes(bytes).ok()?;
+    assert_eq!(
+        key.to_bytes(),
+        bytes,
+        "non-canonical verifying key accepted"
+    );
+    assert!(
+        key.num_inputs() <= MAX_PUBLIC_INPUTS,
+        "unbounded key accepted"
+    );
+    Some(key)
+}
+
 /// Decodes `data` as a proof, a verifying key and a public input (each from the whole input and,
-/// for fixed-length values, from the prefix of its length); then edits a fixed valid statement
-/// with `data` (each 3 bytes are an offset, u16 LE, into key ‖ proof ‖ inputs and a byte XORed in
-/// there, so that small inputs reach every field of every encoding) and decodes and verifies it.
+/// for fixed-length values, from the prefix of its length). Nothing is verified
+/// ([`groth16_verify`] does that).
 ///
-/// Panics if something decodes that does not re-encode to its input, a key with more than
-/// [`MAX_PUBLIC_INPUTS`] inputs decodes, or the fixture statement does not build, decode and
-/// verify.
+/// Panics if something decodes that does not re-encode to its input, or a key with more than
+/// [`MAX_PUBLIC_INPUTS`] inputs decodes.
 pub fn groth16_decode(data: &[u8]) {
     for bytes in [data, data.get(..PROOF_LEN).unwrap_or(data)] {
-        if let Ok(proof) = Proof::from_bytes(bytes) {
-            assert_eq!(
-                proof.to_bytes().as_slice(),
-                bytes,
-                "non-canonical proof accepted"
-            );
-        }
+        decode_proof(bytes);
     }
-    if let Ok(key) = VerifyingKey::from_bytes(data) {
-        assert_eq!(key.to_bytes(), data, "non-canonical verifying key accepted");
-        assert!(
-            key.num_inputs() <= MAX_PUBLIC_INPUTS,
-            "unbounded key accepted"
-        );
+    decode_verifying_key(data);
+    if let Some(bytes) = data.get(..FIELD_ELEMENT_LEN) {
+        decode_field_element(bytes);
     }
-    if let Some(bytes) = data
-        .get(..FIELD_ELEMENT_LEN)
-        .and_then(|b| <&[u8; FIELD_ELEMENT_LEN]>::try_from(b).ok())
-    {
-        if let Ok(x) = field_element_from_bytes(bytes) {
-            assert_eq!(&field_element_to_bytes(&x), bytes, "input reduced");
-        }
-    }
+}
 
+/// Edits a fixed valid statement, key ‖ proof ‖ inputs, with `data` ([`edit`] with 2-byte
+/// offsets, so that small inputs reach every field of every encoding), then decodes and verifies
+/// it.
+///
+/// Panics if something decodes that does not re-encode to its input, or the fixture statement
+/// does not build, decode and verify.
+pub fn groth16_verify(data: &[u8]) {
     let Some(fixture) = fixture() else {
         panic!("the fixture statement must build");
     };
-    let mut bytes = fixture.vk.clone();
-    bytes.extend_from_slice(&fixture.proof);
-    bytes.extend_from_slice(&fixture.inputs);
+    let valid = [fixture.vk.as_slice(), &fixture.proof, &fixture.inputs].concat();
+    let bytes = edit(&valid, data, 2);
     let vk_end = fixture.vk.len();
     let proof_end = vk_end + PROOF_LEN;
-    let (mut vk_edited, mut rest_edited) = (false, false);
-    for edit in data.chunks_exact(3) {
-        if let [lo, hi, value] = edit {
-            let offset = usize::from(u16::from_le_bytes([*lo, *hi])) % bytes.len().max(1);
-            if let Some(byte) = bytes.get_mut(offset) {
-                *byte ^= value;
-                if offset < vk_end {
-                    vk_edited |= *value != 0;
-                } else {
-                    rest_edited |= *value != 0;
-                }
-            }
-        }
-    }
+    let (vk_bytes, rest) = bytes.split_at(vk_end.min(bytes.len()));
+    let vk_edited = vk_bytes != fixture.vk.as_slice();
+    let rest_edited = rest != valid.get(vk_end..).unwrap_or_default();
     if !vk_edited && !rest_edited {
         // The fixture itself, known to decode and verify.
         return;
     }
-    let (vk_bytes, rest) = bytes.split_at(vk_end.min(bytes.len()));
     let (proof_bytes, input_bytes) = rest.split_at((proof_end - vk_end).min(rest.len()));
     // An unedited key is the fixture's (decoding one builds its tables: too slow per input).
     let decoded_key;
     let key = if vk_edited {
-        match VerifyingKey::from_bytes(vk_bytes) {
-            Ok(key) => {
-                assert_eq!(
-                    key.to_bytes(),
-                    vk_bytes,
-                    "non-canonical verifying key accepted"
-                );
+        match decode_verifying_key(vk_bytes) {
+            Some(key) => {
                 decoded_key = key;
                 &decoded_key
             }
-            Err(_) => return,
+            None => return,
         }
     } else {
         &fixture.key
     };
-    let Ok(proof) = Proof::from_bytes(proof_bytes) else {
+    let Some(proof) = decode_proof(proof_bytes) else {
         assert!(rest_edited, "the unedited fixture proof must decode");
         return;
     };
-    assert_eq!(proof.to_bytes().as_slice(), proof_bytes);
-    let inputs: Result<Vec<Fr>, _> = input_bytes
+    let inputs: Option<Vec<Fr>> = input_bytes
         .chunks_exact(FIELD_ELEMENT_LEN)
-        .filter_map(|chunk| <&[u8; FIELD_ELEMENT_LEN]>::try_from(chunk).ok())
-        .map(field_element_from_bytes)
+        .map(decode_field_element)
         .collect();
-    let Ok(inputs) = inputs else {
+    let Some(inputs) = inputs else {
         assert!(rest_edited, "the unedited fixture inputs must decode");
         return;
     };
@@ -253,14 +273,21 @@ fn magnetar_verdict(fixture: &MagnetarFixture, leg: &MagnetarLeg) {
     }
 }
 
-/// Decodes `data` as a Magnetar leg of each parameter set and verifies what decodes against the
-/// fixture's keys (so mutated real legs by the fixture's validators reach the signature checks);
-/// then edits the fixture's valid leg with `data` (each 4 bytes are an offset, 24-bit
-/// little-endian, into the leg and a byte XORed in there, so that small inputs reach the header,
-/// the bitmap and every signature) and decodes and verifies it.
+/// Decodes `bytes` as a Magnetar leg of `set`; panics if it decodes but does not re-encode to
+/// `bytes`.
+fn decode_magnetar_leg(bytes: &[u8], set: magnetar::ParameterSet) -> Option<MagnetarLeg> {
+    let leg = MagnetarLeg::decode(bytes, set).ok()?;
+    assert_eq!(leg.encode(), bytes, "non-canonical Magnetar leg accepted");
+    Some(leg)
+}
+
+/// Decodes `data` as a Magnetar leg of each parameter set, then edits the fixture's valid leg
+/// with `data` ([`edit`] with 3-byte offsets, so that small inputs reach the header, the bitmap
+/// and every signature)
+/// and decodes it. Nothing is verified ([`magnetar_leg_verify`] does that).
 ///
-/// Panics if something decodes that does not re-encode to its input, a leg whose signers are not
-/// a quorum verifies, or the fixture does not build and verify.
+/// Panics if something decodes that does not re-encode to its input, or the fixture does not
+/// build and verify.
 pub fn magnetar_leg(data: &[u8]) {
     let Some(fixture) = magnetar_fixture() else {
         panic!("the Magnetar fixture must build and verify");
@@ -269,42 +296,45 @@ pub fn magnetar_leg(data: &[u8]) {
         magnetar::ParameterSet::Shake192f,
         magnetar::ParameterSet::Shake192s,
     ] {
-        if let Ok(leg) = MagnetarLeg::decode(data, set) {
-            assert_eq!(leg.encode(), data, "non-canonical Magnetar leg accepted");
-            if set == fixture.keys.parameter_set() {
-                magnetar_verdict(fixture, &leg);
-            }
-        }
+        decode_magnetar_leg(data, set);
     }
+    decode_magnetar_leg(&edit(&fixture.leg, data, 3), fixture.keys.parameter_set());
+}
 
-    let mut bytes = fixture.leg.clone();
-    let mut edited = false;
-    for edit in data.chunks_exact(4) {
-        if let [b0, b1, b2, value] = edit {
-            let offset = usize::from(*b0) | usize::from(*b1) << 8 | usize::from(*b2) << 16;
-            if let Some(byte) = bytes.get_mut(offset % fixture.leg.len().max(1)) {
-                *byte ^= value;
-                edited |= *value != 0;
-            }
-        }
+/// Decodes `data` as a Magnetar leg of the fixture's parameter set and verifies it against the
+/// fixture's keys (so mutated real legs by the fixture's validators reach the signature checks);
+/// then edits the fixture's valid leg with `data` ([`edit`] with 3-byte offsets) and decodes and
+/// verifies it.
+///
+/// Panics if something decodes that does not re-encode to its input, a leg whose signers are not
+/// a quorum verifies, or the fixture does not build and verify.
+pub fn magnetar_leg_verify(data: &[u8]) {
+    let Some(fixture) = magnetar_fixture() else {
+        panic!("the Magnetar fixture must build and verify");
+    };
+    let set = fixture.keys.parameter_set();
+    if let Some(leg) = decode_magnetar_leg(data, set) {
+        magnetar_verdict(fixture, &leg);
     }
-    if !edited {
+    let bytes = edit(&fixture.leg, data, 3);
+    if bytes == fixture.leg {
         // The fixture itself, known to decode and verify.
         return;
     }
-    if let Ok(leg) = MagnetarLeg::decode(&bytes, fixture.keys.parameter_set()) {
-        assert_eq!(leg.encode(), bytes, "non-canonical Magnetar leg accepted");
+    if let Some(leg) = decode_magnetar_leg(&bytes, set) {
         magnetar_verdict(fixture, &leg);
     }
 }
 
 /// The `quasar_cert` fixture: one epoch's keys under `polaris` and `quasar`, a valid encoded
-/// `polaris` certificate, and the verifier.
+/// `polaris` certificate, the verifier, and the verifier's report on the valid certificate
+/// (verified once, when the fixture is built).
 struct CertFixture {
-    polaris: crate::cert::CertPolicy,
-    quasar: crate::cert::CertPolicy,
+    polaris: CertPolicy,
+    quasar: CertPolicy,
     valid: Vec<u8>,
     verifier: crate::cert::CertVerifier,
+    reference: crate::cert::CertReport,
 }
 
 fn cert_fixture() -> Option<&'static CertFixture> {
@@ -321,39 +351,111 @@ fn cert_fixture() -> Option<&'static CertFixture> {
                 .ok()?
                 .encode()
                 .ok()?;
+            let verifier = CertVerifier::new(2).ok()?;
+            let reference = verifier.verify(polaris.policy(), &valid).ok()?;
             Some(CertFixture {
                 polaris: polaris.policy().clone(),
                 quasar: quasar.policy().clone(),
                 valid,
-                verifier: CertVerifier::new(2).ok()?,
+                verifier,
+                reference,
             })
         })
         .as_ref()
 }
 
-/// Fuzz entry point: QuasarCert verification (module docs).
+/// Decodes one leg body of a parsed certificate with its leg's decoder, as the verifier does
+/// before any signature check: a BLS aggregate (96 bytes, compressed G2) and the signer bitmap
+/// over `policy`'s set; a Corona signature; a Groth16 leg's proof and h_x (proof ‖ digest ‖
+/// h_x); a Pulsar ML-DSA-65 signature; a Magnetar leg of `policy`'s parameter set.
+///
+/// Panics if something decodes that does not re-encode to its bytes.
+fn decode_leg_body(policy: &CertPolicy, leg: LegKind, body: &[u8]) {
+    match leg {
+        LegKind::Bls => {
+            let Some((aggregate, bitmap)) = body.split_at_checked(BLS_SIGNATURE_LEN) else {
+                return;
+            };
+            if let Ok(signature) = bls::Signature::from_bytes(aggregate) {
+                assert_eq!(
+                    signature.to_bytes().as_slice(),
+                    aggregate,
+                    "non-canonical BLS aggregate accepted"
+                );
+            }
+            let n = policy.keys().validators.len();
+            if let Ok(signers) = signers_from_bitmap(bitmap, n) {
+                assert_eq!(
+                    bitmap_from_signers(signers, n),
+                    bitmap,
+                    "non-canonical signer bitmap accepted"
+                );
+            }
+        }
+        LegKind::Corona => {
+            if let Ok(signature) = corona::scheme::Signature::from_bytes(body) {
+                assert_eq!(
+                    signature.to_bytes(),
+                    body,
+                    "non-canonical Corona signature accepted"
+                );
+            }
+        }
+        LegKind::Groth16 => {
+            if body.len() == GROTH16_LEG_LEN {
+                decode_proof(body.get(..PROOF_LEN).unwrap_or_default());
+                decode_field_element(body.get(PROOF_LEN + 32..).unwrap_or_default());
+            }
+        }
+        LegKind::Pulsar => {
+            if let Ok(signature) = mldsa::Signature::<mldsa::MlDsa65>::from_bytes(body) {
+                assert_eq!(signature.as_bytes(), body, "Pulsar signature changed");
+            }
+        }
+        LegKind::Magnetar => {
+            if let Some(keys) = &policy.keys().magnetar {
+                decode_magnetar_leg(body, keys.parameter_set());
+            }
+        }
+    }
+}
+
+/// Fuzz entry point: QuasarCert decoding (module docs). `data` is parsed as a certificate, and
+/// also applied as edits ([`edit`] with 3-byte offsets) to the fixture's valid `polaris`
+/// certificate, which is parsed too; every leg body of what parses goes through its leg's
+/// decoder. Nothing is verified ([`quasar_cert_verify`] does that).
+///
+/// # Panics
+///
+/// If the fixture does not build, or a leg body decodes that does not re-encode to its bytes.
+pub fn quasar_cert(data: &[u8]) {
+    let Some(fixture) = cert_fixture() else {
+        panic!("the certificate fixture must build and its certificate verify");
+    };
+    let edited = edit(&fixture.valid, data, 3);
+    for candidate in [data, edited.as_slice()] {
+        if let Ok(cert) = QuasarCertRef::parse(candidate) {
+            for (leg, body) in cert.legs() {
+                decode_leg_body(&fixture.polaris, leg, body);
+            }
+        }
+    }
+}
+
+/// Fuzz entry point: QuasarCert verification (module docs), of `data` and of the fixture's valid
+/// certificate edited by `data` ([`edit`] with 3-byte offsets).
 ///
 /// # Panics
 ///
 /// If the fixture does not build or its certificate does not verify, or a certificate other
 /// than the fixture's block is accepted, or an accepted certificate has a leg that does not
 /// verify on its own.
-pub fn quasar_cert(data: &[u8]) {
+pub fn quasar_cert_verify(data: &[u8]) {
     let Some(fixture) = cert_fixture() else {
-        panic!("the certificate fixture must build");
+        panic!("the certificate fixture must build and its certificate verify");
     };
-    let Ok(reference) = fixture.verifier.verify(&fixture.polaris, &fixture.valid) else {
-        panic!("the fixture certificate must verify");
-    };
-    let mut bytes = fixture.valid.clone();
-    for edit in data.chunks_exact(4) {
-        if let [b0, b1, b2, value] = edit {
-            let offset = usize::from(*b0) | usize::from(*b1) << 8 | usize::from(*b2) << 16;
-            if let Some(byte) = bytes.get_mut(offset % fixture.valid.len().max(1)) {
-                *byte ^= value;
-            }
-        }
-    }
+    let reference = &fixture.reference;
+    let bytes = edit(&fixture.valid, data, 3);
     for candidate in [data, bytes.as_slice()] {
         for policy in [&fixture.polaris, &fixture.quasar] {
             let Ok(report) = fixture.verifier.verify(policy, candidate) else {
@@ -368,7 +470,7 @@ pub fn quasar_cert(data: &[u8]) {
                 (reference.height, reference.block, &reference.bundle),
                 "an accepted certificate certifies another block"
             );
-            let Ok(cert) = quasar_wire::QuasarCertRef::parse(candidate) else {
+            let Ok(cert) = QuasarCertRef::parse(candidate) else {
                 panic!("an accepted certificate does not parse");
             };
             for (leg, body) in cert.legs() {

@@ -355,13 +355,15 @@ fn a_groth16_leg_must_prove_this_bundle_for_this_epoch() {
     }
 }
 
-/// The `quasar_cert` fuzz entry point on stable: the empty input (the valid certificate), random
-/// bytes, and seeded edits of the valid certificate.
+/// The `quasar_cert` and `quasar_cert_verify` fuzz entry points on stable: the empty input (the
+/// valid certificate), random bytes, and seeded edits of the valid certificate.
 #[test]
 fn fuzz_entry_point_smoke() {
+    use quasar_lanes::fuzzing::{quasar_cert, quasar_cert_verify};
     use rand::{Rng, SeedableRng};
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(8);
-    quasar_lanes::fuzzing::quasar_cert(&[]);
+    quasar_cert(&[]);
+    quasar_cert_verify(&[]);
     for round in 0..48 {
         let len = if round % 2 == 0 {
             4 * rng.gen_range(1..4)
@@ -369,6 +371,7 @@ fn fuzz_entry_point_smoke() {
             rng.gen_range(0..300)
         };
         let data: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
-        quasar_lanes::fuzzing::quasar_cert(&data);
+        quasar_cert(&data);
+        quasar_cert_verify(&data);
     }
 }

@@ -558,9 +558,11 @@ fn verifying_key_decode_bounds_the_input_count_before_allocating() {
 }
 
 /// Decoders never panic on truncated, extended, mutated or random bytes, and what decodes is
-/// canonical: a seeded mutation loop through the fuzz entry point.
+/// canonical; the fixture statement edited by the same bytes verifies or is rejected: a seeded
+/// mutation loop through the fuzz entry points `groth16_decode` and `groth16_verify`.
 #[test]
 fn decoders_never_panic_on_mutated_bytes() {
+    use quasar_lanes::fuzzing::{groth16_decode, groth16_verify};
     let f = fixture();
     let mut rng = ChaCha20Rng::seed_from_u64(7);
     let proof = f.proofs[0].to_bytes().to_vec();
@@ -571,7 +573,8 @@ fn decoders_never_panic_on_mutated_bytes() {
         if len != PROOF_LEN {
             assert!(Proof::from_bytes(&bytes).is_err(), "{len} bytes");
         }
-        quasar_lanes::fuzzing::groth16_decode(&bytes);
+        groth16_decode(&bytes);
+        groth16_verify(&bytes);
     }
     for _ in 0..300 {
         let base = match rng.gen_range(0..3) {
@@ -591,10 +594,12 @@ fn decoders_never_panic_on_mutated_bytes() {
                 _ => {}
             }
         }
-        quasar_lanes::fuzzing::groth16_decode(&bytes);
+        groth16_decode(&bytes);
+        groth16_verify(&bytes);
         let _ = Proof::from_bytes(&bytes);
         let _ = VerifyingKey::from_bytes(&bytes);
     }
     // No edits: the fixture statement (checked to verify when it is built) is left alone.
-    quasar_lanes::fuzzing::groth16_decode(&[]);
+    groth16_decode(&[]);
+    groth16_verify(&[]);
 }

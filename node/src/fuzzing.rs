@@ -1,10 +1,10 @@
 //! Entry points for fuzzers and smoke tests.
 //!
 //! Each function takes arbitrary bytes and panics only when a property of this crate is broken;
-//! for every other input it returns quietly. The cargo-fuzz targets in `node/fuzz` (and the
-//! `guard_file` target in `storage/fuzz`) are one-line calls to these functions, and the workspace
-//! smoke test (`node/tests/fuzz_smoke.rs`) drives the same functions with seeded pseudo-random and
-//! mutated inputs on the stable toolchain, so a crash found by either reproduces under both.
+//! for every other input it returns quietly. The cargo-fuzz targets in `node/fuzz` are one-line
+//! calls to these functions, and the workspace smoke test (`node/tests/fuzz_smoke.rs`) drives the
+//! same functions with seeded pseudo-random and mutated inputs on the stable toolchain, so a crash
+//! found by either reproduces under both.
 //!
 //! The consensus targets share one fixture: four validators of stake 1 whose keys are
 //! `SecretKey::from_seed(&[i + 1; 32])`, chain [`CHAIN_ID`], epoch 0, genesis hash [`GENESIS`].
@@ -14,9 +14,8 @@
 //! - [`core_inputs`]: the consensus core's message handler under a fuzz-chosen sequence of
 //!   validly signed (possibly equivocating) messages, timer expiries and clock steps; see its docs
 //!   for the instruction format and the invariants it asserts.
-//! - [`genesis_json`], [`node_toml`], [`guard_file`], [`signing_history`],
-//!   [`thresholdd_key_file`], [`thresholdd_session_record`]: operator files
-//!   never panic their parsers.
+//! - [`genesis_json`], [`node_toml`], [`signing_history`], [`thresholdd_key_file`],
+//!   [`thresholdd_session_record`]: operator files never panic their parsers.
 //! - [`rollup_signature`]: the rollup signature collector agrees with FIPS 204 on peer bytes.
 
 use crate::config::{GenesisFile, NodeConfig, SecretKeyFile};
@@ -40,13 +39,13 @@ use quasar_crypto::rollup::circuit::{
 use quasar_crypto::rollup::native::{ExpandedKey, ML_DSA_65};
 use quasar_lanes::bls::bitmap_from_signers;
 use quasar_lanes::{Validator, ValidatorSet};
-use quasar_storage::{GuardError, SigningGuard, VoteIntent};
+use quasar_storage::{GuardError, SigningGuard};
 use quasar_wire::frame::MAX_FRAME_LEN;
 use quasar_wire::{
     payload_root, vote_signing_message, BlockHeader, Certificate, CertificateKind, EpochDomain,
     LegKind, Message, MessageRef, Proposal, QuasarCert, Vote, VoteKind,
 };
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Validators in the fixture set (stake 1 each, so a quorum is 3).
@@ -115,25 +114,61 @@ fn fixture() -> &'static Fixture {
     })
 }
 
-/// Signs `message` with fixture validator `signer`, memoized: signing is deterministic, and
-/// mutated inputs ask for the same signatures again and again.
-/// Signatures by (signer, message).
-type SignatureCache = Mutex<HashMap<(usize, Vec<u8>), Signature>>;
+/// Entries a [`Memo`] holds before it starts over (bounded memory over a long fuzzing run).
+const MEMO_ENTRIES: usize = 1 << 14;
 
+/// A process-wide memo of a deterministic, expensive answer: a fixture key's signature or the
+/// fixture verifier's verdict (one set, chain, epoch and domain, so the same bytes always get the
+/// same answer). Mutated fuzz inputs ask the same questions again and again; with the memo each
+/// question meets the real signer or verifier once, and the fuzzer's time goes to the code under
+/// test instead of to pairings.
+struct Memo<K, V>(OnceLock<Mutex<HashMap<K, V>>>);
+
+impl<K: std::hash::Hash + Eq, V: Clone> Memo<K, V> {
+    const fn new() -> Self {
+        Memo(OnceLock::new())
+    }
+
+    /// The memoized answer for `key`, or `answer()` (remembered) when there is none.
+    fn get_or(&self, key: K, answer: impl FnOnce() -> V) -> V {
+        let memo = self.0.get_or_init(Mutex::default);
+        let lock = || memo.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(value) = lock().get(&key) {
+            return value.clone();
+        }
+        let value = answer();
+        let mut memo = lock();
+        if memo.len() >= MEMO_ENTRIES {
+            memo.clear();
+        }
+        memo.insert(key, value.clone());
+        value
+    }
+}
+
+/// Signs `message` with fixture validator `signer` (memoized: signing is deterministic).
 fn sign(signer: usize, message: &[u8]) -> Signature {
-    static CACHE: OnceLock<SignatureCache> = OnceLock::new();
-    let cache = CACHE.get_or_init(Mutex::default);
-    let key = (signer, message.to_vec());
-    if let Some(signature) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
-        return *signature;
-    }
-    let signature = fixture().keys[signer].sign(message);
-    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
-    if cache.len() >= 1 << 14 {
-        cache.clear();
-    }
-    cache.insert(key, signature);
-    signature
+    static SIGNATURES: Memo<(usize, Vec<u8>), Signature> = Memo::new();
+    SIGNATURES.get_or((signer, message.to_vec()), || {
+        fixture().keys[signer].sign(message)
+    })
+}
+
+/// What a proposal instruction signs: proposer, view, height, parent hash and view, time and
+/// transactions (the parent's timestamp is a function of its hash).
+type ProposalKey = (u32, u64, u64, Hash, u64, u64, Vec<Vec<u8>>);
+
+/// Proposals signed by a fresh [`VoteSigner`] of their proposer (memoized: a fresh signer's
+/// in-memory guard allows any first block, and signing is deterministic); `None` when refused.
+static PROPOSALS: Memo<ProposalKey, Option<Proposal>> = Memo::new();
+
+/// [`Verifier::verify_message`] of the fixture on `message`, whose encoding is `encoded`
+/// (memoized by the encoding): the verified input, or `None` when it is refused or needs nothing.
+fn verify_message(encoded: &[u8], message: Message) -> Option<Input> {
+    static VERDICTS: Memo<Vec<u8>, Option<Input>> = Memo::new();
+    VERDICTS.get_or(encoded.to_vec(), || {
+        fixture().verifier.verify_message(message).ok().flatten()
+    })
 }
 
 /// Any bytes: when they decode as a Certificate, verifying it against the fixture set returns a
@@ -172,14 +207,14 @@ pub fn certificate(data: &[u8]) {
 
 /// Any bytes: when they decode as a SyncResponse, every item decodes as a Proposal, a
 /// Certificate or a QuasarCert (the decoder checked them) and verifying the first
-/// [`MAX_SYNC_ITEMS`] blocks and certificates against the fixture set never panics.
+/// [`MAX_SYNC_ITEMS`] blocks and certificates against the fixture set never panics (verdicts are
+/// memoized by the item's bytes: a mutated response mostly repeats the items of its parent).
 ///
 /// Panics: when an item of a decoded response does not decode, or decodes as another type.
 pub fn sync_response(data: &[u8]) {
     let Ok(MessageRef::SyncResponse(response)) = quasar_wire::decode(data) else {
         return;
     };
-    let f = fixture();
     for (index, item) in response.items().enumerate() {
         let message = match quasar_wire::decode(item) {
             Ok(m @ (MessageRef::Proposal(_) | MessageRef::Certificate(_))) => m.to_owned(),
@@ -187,7 +222,7 @@ pub fn sync_response(data: &[u8]) {
             other => panic!("sync item {index} of a decoded response: {other:?}"),
         };
         if index < MAX_SYNC_ITEMS {
-            let _ = f.verifier.verify_message(message);
+            verify_message(item, message);
         }
     }
 }
@@ -359,27 +394,6 @@ pub fn node_toml(data: &[u8]) {
     }
 }
 
-/// Any bytes as a signing-guard file: decoding returns a guard or an error, never panics, and a
-/// decoded guard still answers questions (a nullify at its highest view, asked twice, gets the
-/// same answer kind).
-///
-/// Panics: when the second identical question is refused after the first was allowed.
-pub fn guard_file(data: &[u8]) {
-    if let Ok(mut guard) = SigningGuard::from_bytes(data) {
-        let intent = VoteIntent {
-            view: guard.highest_view(),
-            kind: quasar_storage::VoteKind::Nullify,
-            block: [0; 32],
-        };
-        if guard.check_and_record(&intent).is_ok() {
-            assert!(
-                guard.check_and_record(&intent).is_ok(),
-                "a repeated vote was refused"
-            );
-        }
-    }
-}
-
 /// Any bytes as a signing-history document (`quasar-node guard import`): parsing returns the
 /// document or an error, never panics; a parsed document serializes to one that parses to the
 /// same value, and importing it into an empty guard of its owner either succeeds or is refused
@@ -498,6 +512,9 @@ pub struct CoreRun {
 /// Views are chosen near the core's current view (−4..+3, or far ahead); blocks from those
 /// proposed so far plus one unknown hash. Every message is encoded, decoded and passed through
 /// [`Verifier::verify_message`] as network bytes are; what verifies goes to [`Core::handle`].
+/// Signatures, proposals and verdicts on the fixture's keys are memoized: each distinct
+/// message meets the real signer and verifier once per process, so the fuzzer's time goes to the
+/// core instead of to BLS.
 ///
 /// Panics (each a broken invariant, for any input): the view decreases; the finalized height
 /// decreases; an `Action::Finalized` is not at the previous tip's height + 1, does not extend the
@@ -569,7 +586,6 @@ struct CoreHarness {
     view: u64,
     entered: u64,
     tip: Tip,
-    checked_certificates: HashSet<(u8, u64, Hash, Vec<u8>)>,
     accepted: usize,
 }
 
@@ -616,7 +632,6 @@ impl CoreHarness {
             view: 0,
             entered: 0,
             tip,
-            checked_certificates: HashSet::new(),
             accepted: 0,
         };
         let actions = run.core.start(0, 0);
@@ -704,20 +719,34 @@ impl CoreHarness {
             exclude: Vec::new(),
             seal: false,
         };
-        // A fresh signer may sign anything, as a Byzantine leader would.
-        let mut signer = VoteSigner::new(
-            SecretKey::from_seed(&seed_of(proposer as usize)),
+        let now = self.now.saturating_add(late_us);
+        let key = (
             proposer,
-            CHAIN_ID,
-            0,
-            domain(),
-            SigningGuard::in_memory(),
+            slot.view,
+            slot.height,
+            slot.parent,
+            slot.parent_view,
+            now,
+            txs,
         );
-        let Ok(signed) = signer.sign_block(&slot, txs, self.now.saturating_add(late_us)) else {
-            return;
-        };
-        self.remember(signed.proposal());
-        self.deliver(Message::Proposal(signed.proposal().clone()));
+        let signed = PROPOSALS.get_or(key.clone(), || {
+            // A fresh signer may sign anything, as a Byzantine leader would.
+            let mut signer = VoteSigner::new(
+                SecretKey::from_seed(&seed_of(proposer as usize)),
+                proposer,
+                CHAIN_ID,
+                0,
+                domain(),
+                SigningGuard::in_memory(),
+            );
+            let (.., txs) = key;
+            let signed = signer.sign_block(&slot, txs, now);
+            signed.ok().map(|p| p.proposal().clone())
+        });
+        if let Some(proposal) = signed {
+            self.remember(&proposal);
+            self.deliver(Message::Proposal(proposal));
+        }
     }
 
     fn remember(&mut self, proposal: &Proposal) {
@@ -825,7 +854,7 @@ impl CoreHarness {
             .expect("an encoded message decodes")
             .to_owned();
         assert_eq!(decoded, message, "encoding changed the message");
-        if let Ok(Some(input)) = fixture().verifier.verify_message(decoded) {
+        if let Some(input) = verify_message(&encoded, decoded) {
             self.accepted += 1;
             self.handle(input);
         }
@@ -887,7 +916,7 @@ impl CoreHarness {
                     self.entered = view;
                 }
                 Action::Broadcast(Message::Certificate(c)) | Action::Certified(c) => {
-                    self.check_certificate(c);
+                    check_certificate(c);
                 }
                 Action::Broadcast(_) | Action::Fetch { .. } | Action::Evidence(_) => {}
                 Action::EpochEnded { .. } => panic!("an epoch ended on a chain with one epoch"),
@@ -925,14 +954,24 @@ impl CoreHarness {
             self.tip
         );
     }
+}
 
-    fn check_certificate(&mut self, c: Certificate) {
-        let key = (c.kind as u8, c.view, c.block, c.signers.clone());
-        if self.checked_certificates.insert(key) {
-            if let Err(e) = fixture().verifier.verify_certificate(c.clone()) {
-                panic!("the core sent a certificate that does not verify ({e}): {c:?}");
-            }
-        }
+/// Panics unless `c`, a certificate the core sent or reported, verifies under the fixture set
+/// (memoized by its encoding).
+fn check_certificate(c: Certificate) {
+    static VERDICTS: Memo<Vec<u8>, Result<(), String>> = Memo::new();
+    let Ok(encoded) = Message::Certificate(c.clone()).encode() else {
+        panic!("the core sent a certificate that does not encode: {c:?}");
+    };
+    let verdict = VERDICTS.get_or(encoded, || {
+        fixture()
+            .verifier
+            .verify_certificate(c.clone())
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    });
+    if let Err(e) = verdict {
+        panic!("the core sent a certificate that does not verify ({e}): {c:?}");
     }
 }
 

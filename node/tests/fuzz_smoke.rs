@@ -1,7 +1,7 @@
 //! Smoke pass of every fuzz target on the stable toolchain.
 //!
 //! The cargo-fuzz targets in `wire/fuzz`, `storage/fuzz` and `node/fuzz` are one-line calls to
-//! `quasar_wire::fuzzing` and `quasar_node::fuzzing`; this test drives the same functions with a
+//! `quasar_wire::fuzzing`, `quasar_storage::fuzzing` and `quasar_node::fuzzing`; this test drives the same functions with a
 //! few hundred inputs each: valid seed messages and files, seeded mutations of them (bit flips,
 //! interesting bytes and lengths, truncation, insertion, splicing) and pseudo-random bytes. It is
 //! no substitute for coverage-guided fuzzing (`scripts/fuzz.sh SECONDS`), but it keeps the targets
@@ -532,13 +532,21 @@ fn seed_magnetar_legs() -> Vec<Vec<u8>> {
 }
 
 #[test]
-fn magnetar_leg_decode_survives_mutated_legs() {
+fn magnetar_leg_decode_and_verify_survive_mutated_legs() {
+    let seeds = seed_magnetar_legs();
     drive(
         "magnetar_leg",
         11,
         200,
-        &seed_magnetar_legs(),
+        &seeds,
         quasar_lanes::fuzzing::magnetar_leg,
+    );
+    drive(
+        "magnetar_leg_verify",
+        11,
+        200,
+        &seeds,
+        quasar_lanes::fuzzing::magnetar_leg_verify,
     );
 }
 
@@ -554,7 +562,7 @@ fn guard_file_survives_mutated_files() {
         8,
         500,
         &seed_guard_files(),
-        fuzzing::guard_file,
+        quasar_storage::fuzzing::guard_file,
     );
 }
 

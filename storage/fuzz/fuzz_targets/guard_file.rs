@@ -1,4 +1,4 @@
-//! See `quasar_node::fuzzing::guard_file`.
+//! See `quasar_storage::fuzzing::guard_file`.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| quasar_node::fuzzing::guard_file(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| quasar_storage::fuzzing::guard_file(data));

@@ -1,0 +1,4 @@
+//! See `quasar_crypto::fuzzing::corona_verify`.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| quasar_crypto::fuzzing::corona_verify(data));
