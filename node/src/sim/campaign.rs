@@ -26,7 +26,7 @@
 //!   reach `heights` finalized blocks on every honest node within `10 s + 2 s × heights` of
 //!   simulated time (a liveness failure otherwise), and the checker must find no violation.
 
-use super::{Behavior, SimConfig, Simulation};
+use super::{Behavior, Mutation, SimConfig, Simulation};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -49,6 +49,9 @@ pub struct CampaignConfig {
     pub byzantine: usize,
     /// Heights every honest node must finalize.
     pub heights: u64,
+    /// A safety mechanism switched off in every run, for the checker's tests ([`Mutation`];
+    /// `None` in a real campaign).
+    pub mutation: Option<Mutation>,
 }
 
 /// The outcome of one run.
@@ -196,6 +199,7 @@ pub fn run_one(cfg: &CampaignConfig, seed: u64) -> RunOutcome {
         byzantine: byzantine.clone(),
         epoch_length,
         sets,
+        mutation: cfg.mutation,
         ..SimConfig::default()
     };
     let mut sim = Simulation::new(sim_cfg);
