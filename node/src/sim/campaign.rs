@@ -20,7 +20,8 @@
 //!   block store but the signing guard, so the validator syncs the chain again from genesis, by
 //!   checkpoints where its peers pruned it; one in ten loses the whole data directory, guard
 //!   included, so the validator also listens before it signs and fences the views it may have
-//!   signed in, and the checker shows whether it ever contradicts its earlier votes), or the
+//!   signed in, and the checker shows whether it ever contradicts its earlier votes or
+//!   proposals), or the
 //!   network splits into two random groups and heals 0.5–3 s later;
 //! - after the window every link heals and every crashed validator restarts; the run must then
 //!   reach `heights` finalized blocks on every honest node within `10 s + 2 s × heights` of
