@@ -37,7 +37,7 @@ use crate::consensus::{
 use crate::engine::{Engine, EngineError, Host, Published};
 use crate::signer::VoteSigner;
 use crate::sync::{checkpoint_inputs, serve, MAX_SYNC_BLOCKS};
-use quasar_crypto::bls::SecretKey;
+use quasar_crypto::bls::{PublicKey, SecretKey};
 use quasar_crypto::hash::{tagged_hash, Hash};
 use quasar_lanes::cert::Profile;
 use quasar_lanes::{Validator, ValidatorSet};
@@ -304,6 +304,8 @@ pub struct Simulation {
     seeds: Vec<[u8; 32]>,
     /// Each validator's key (the honest signer holds its own copy behind the guard).
     keys: Vec<SecretKey>,
+    /// Each validator's public key (derived once: a scalar multiplication each).
+    public_keys: Vec<PublicKey>,
     verifier: Verifier,
     genesis: Hash,
     blocked: HashSet<(usize, usize)>,
@@ -360,6 +362,7 @@ impl Simulation {
             queue: BinaryHeap::new(),
             nodes: Vec::new(),
             seeds,
+            public_keys: keys.iter().map(SecretKey::public_key).collect(),
             keys,
             verifier,
             genesis,
@@ -563,7 +566,9 @@ impl Simulation {
         let members = self.verifier.members(epoch);
         let key = &self.keys[validator];
         let mut ctx = Context {
-            validator: members.index_of(&key.public_key()).unwrap_or(u32::MAX),
+            validator: members
+                .index_of(&self.public_keys[validator])
+                .unwrap_or(u32::MAX),
             key,
             slots: self.nodes.len(),
             me: from,
@@ -1036,7 +1041,7 @@ impl Simulation {
         Observation {
             sets,
             honest,
-            keys: self.keys.iter().map(SecretKey::public_key).collect(),
+            keys: self.public_keys.clone(),
             genesis: self.genesis,
             chains,
             certificates: self.accepted_certificates.clone(),
