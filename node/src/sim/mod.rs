@@ -981,6 +981,14 @@ impl Simulation {
         self.storage_failures
     }
 
+    /// The honest nodes with their slots.
+    fn honest_nodes(&self) -> impl Iterator<Item = (usize, &SimNode)> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.behavior == Behavior::Honest)
+    }
+
     /// Everything the independent checker needs: honest nodes' chains and every vote and
     /// certificate sent.
     pub fn observation(&self) -> Observation {
@@ -988,10 +996,7 @@ impl Simulation {
             .map(|v| self.behavior_of(v) == Behavior::Honest)
             .collect();
         let chains = self
-            .nodes
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| n.behavior == Behavior::Honest)
+            .honest_nodes()
             .map(|(slot, n)| {
                 let chain = n
                     .published
@@ -1022,10 +1027,7 @@ impl Simulation {
             })
             .collect();
         let evidence = self
-            .nodes
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| n.behavior == Behavior::Honest)
+            .honest_nodes()
             .flat_map(|(slot, n)| {
                 // Evidence is made of votes and proposals: each carries its epoch.
                 n.evidence.iter().filter_map(move |e| {
