@@ -583,6 +583,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 validators,
                 byzantine,
                 heights,
+                mutation: None,
             };
             campaign::validate(&cfg)?;
             let threads = std::thread::available_parallelism().map_or(1, |n| n.get());

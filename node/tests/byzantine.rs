@@ -157,6 +157,7 @@ fn a_small_campaign_is_safe_and_live() {
             validators: 4,
             byzantine: 1,
             heights: 10,
+            mutation: None,
         },
         2,
         &|_passed| {
@@ -181,6 +182,7 @@ fn campaign_seed_336_stays_live() {
         validators: 7,
         byzantine: 2,
         heights: 30,
+        mutation: None,
     };
     let outcome = run_one(&cfg, 336);
     assert!(

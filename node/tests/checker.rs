@@ -4,8 +4,10 @@
 use quasar_crypto::bls::{SecretKey, Signature};
 use quasar_crypto::hash::Hash;
 use quasar_lanes::bls::bitmap_from_signers;
-use quasar_node::sim::checker::{check, ChainEntry, Observation, ObservedSet, Violation};
-use quasar_wire::{Certificate, CertificateKind, EpochDomain, Vote, VoteKind};
+use quasar_node::sim::checker::{
+    check, ChainEntry, HeldEvidence, Observation, ObservedSet, Violation,
+};
+use quasar_wire::{BlockHeader, Certificate, CertificateKind, EpochDomain, Vote, VoteKind};
 
 const GENESIS: Hash = [0xee; 32];
 
@@ -64,6 +66,22 @@ fn certificate(kind: CertificateKind, view: u64, block: Hash, signers: &[usize])
     }
 }
 
+/// A proposal header of `proposer` (its index in the epoch's set) in `view`, told apart from
+/// others in the view by `payload_root`.
+fn header(proposer: u32, view: u64, payload_root: Hash) -> BlockHeader {
+    BlockHeader {
+        chain_id: 1,
+        epoch: 0,
+        view,
+        height: view,
+        parent_view: view - 1,
+        parent: [0; 32],
+        proposer,
+        timestamp_us: view,
+        payload_root,
+    }
+}
+
 fn chain(hashes: &[Hash]) -> Vec<ChainEntry> {
     let mut parent = GENESIS;
     hashes
@@ -82,14 +100,19 @@ fn chain(hashes: &[Hash]) -> Vec<ChainEntry> {
         .collect()
 }
 
-/// Two nodes on one chain, a notarization and finalization per view, honest votes.
+/// Two nodes on one chain, a proposal (sent twice), a notarization and finalization per view,
+/// honest votes, and evidence against the Byzantine validator 3.
 fn clean() -> Observation {
     let keys = keys();
     let blocks = [[1; 32], [2; 32], [3; 32]];
     let mut certificates = Vec::new();
     let mut votes = Vec::new();
+    let mut proposals = Vec::new();
     for (k, b) in blocks.iter().enumerate() {
         let view = k as u64 + 1;
+        let leader = view as u32 % 4;
+        proposals.push((leader, header(leader, view, *b)));
+        proposals.push((leader, header(leader, view, *b)));
         certificates.push(certificate(
             CertificateKind::Notarization,
             view,
@@ -114,6 +137,7 @@ fn clean() -> Observation {
             domain: EpochDomain::default(),
         }],
         honest: vec![true, true, true, false],
+        keys: keys.iter().map(SecretKey::public_key).collect(),
         genesis: GENESIS,
         chains: vec![
             ("a".into(), chain(&blocks)),
@@ -121,6 +145,13 @@ fn clean() -> Observation {
         ],
         certificates,
         votes,
+        proposals,
+        evidence: vec![HeldEvidence {
+            holder: "a".into(),
+            epoch: 0,
+            signer: 3,
+            view: 2,
+        }],
     }
 }
 
@@ -348,6 +379,90 @@ fn planted_honest_equivocation_is_caught_but_byzantine_is_expected() {
                 validator: 2,
                 view: 1
             },
+        ]
+    );
+}
+
+#[test]
+fn planted_conflicting_proposals_of_an_honest_leader_are_caught() {
+    let mut obs = clean();
+    // Honest validator 2 proposes a second block in view 2, where it leads (what a leader
+    // restarted on an empty data directory did in a real network).
+    obs.proposals.push((2, header(2, 2, [7; 32])));
+    // Byzantine validator 3 leads view 3 and does the same: expected of it.
+    obs.proposals.push((3, header(3, 3, [7; 32])));
+    assert_eq!(
+        check(&obs),
+        vec![Violation::HonestConflictingProposals {
+            validator: 2,
+            view: 2
+        }]
+    );
+}
+
+#[test]
+fn evidence_against_an_honest_validator_is_caught() {
+    let mut obs = clean();
+    obs.evidence.push(HeldEvidence {
+        holder: "b".into(),
+        epoch: 0,
+        signer: 1,
+        view: 3,
+    });
+    assert_eq!(
+        check(&obs),
+        vec![Violation::EvidenceAgainstHonest {
+            holder: "b".into(),
+            validator: 1,
+            view: 3
+        }]
+    );
+}
+
+/// After a set change a validator's index is no longer its number: epoch 1's set lists
+/// validators 3, 0, 1, 2, so honest validator 1 signs as index 2. Its conflicting notarize in
+/// epoch 1 is its own and is caught; evidence naming index 2 in epoch 1 accuses it; a vote that
+/// Byzantine validator 3 sent under validator 1's index (a forgery, rejected by the verifier)
+/// does not count against validator 1, nor does a vote validator 1's node sent under another's
+/// index.
+#[test]
+fn votes_and_evidence_are_judged_by_identity_after_a_set_change() {
+    let keys = keys();
+    let mut obs = clean();
+    let order = [3usize, 0, 1, 2];
+    obs.sets.push(ObservedSet {
+        first_epoch: 1,
+        validators: order.iter().map(|&v| (keys[v].public_key(), 1)).collect(),
+        domain: EpochDomain::default(),
+    });
+    let in_epoch_1 = |signer: u32, view: u64, block: Hash| {
+        let mut v = vote(&keys[1], signer, VoteKind::Notarize, view, block);
+        v.epoch = 1;
+        v
+    };
+    obs.votes.push((1, in_epoch_1(2, 10, [10; 32])));
+    obs.votes.push((3, in_epoch_1(2, 10, [11; 32])));
+    obs.votes.push((1, in_epoch_1(1, 10, [12; 32])));
+    assert_eq!(check(&obs), vec![], "one vote of validator 1 in view 10");
+    obs.votes.push((1, in_epoch_1(2, 10, [13; 32])));
+    obs.evidence.push(HeldEvidence {
+        holder: "a".into(),
+        epoch: 1,
+        signer: 2,
+        view: 10,
+    });
+    assert_eq!(
+        check(&obs),
+        vec![
+            Violation::HonestEquivocation {
+                validator: 1,
+                view: 10
+            },
+            Violation::EvidenceAgainstHonest {
+                holder: "a".into(),
+                validator: 1,
+                view: 10
+            }
         ]
     );
 }

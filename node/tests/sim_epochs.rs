@@ -5,9 +5,10 @@
 
 use quasar_node::consensus::EpochSchedule;
 use quasar_node::engine::Published;
+use quasar_node::sim::checker::{check, Violation};
 use quasar_node::sim::{SimConfig, Simulation};
 use quasar_storage::Store;
-use quasar_wire::{decode, MessageRef};
+use quasar_wire::{decode, MessageRef, VoteKind};
 
 const SECOND: u64 = 1_000_000;
 
@@ -275,5 +276,25 @@ fn validator_sets_change_at_epoch_boundaries() {
     assert!(
         bitmaps(2) >= 3 && bitmaps(5) >= 4,
         "quorums of 3 of 4, then 4 of 5"
+    );
+    // The checker judges these votes by identity: validator 1 signs as index 0 in epochs 2
+    // and 3, so a conflicting notarize planted for it there is its equivocation (a checker
+    // that matched indices to validator numbers skipped it).
+    let mut planted = observation.clone();
+    let (_, mut second) = observation
+        .votes
+        .iter()
+        .find(|(v, vote)| *v == 1 && vote.epoch == 2 && vote.kind == VoteKind::Notarize)
+        .cloned()
+        .expect("validator 1 notarizes in epoch 2");
+    assert_eq!(second.signer, 0);
+    second.block[0] ^= 1;
+    planted.votes.push((1, second.clone()));
+    assert_eq!(
+        check(&planted),
+        vec![Violation::HonestEquivocation {
+            validator: 1,
+            view: second.view
+        }]
     );
 }

@@ -20,13 +20,14 @@
 //!   block store but the signing guard, so the validator syncs the chain again from genesis, by
 //!   checkpoints where its peers pruned it; one in ten loses the whole data directory, guard
 //!   included, so the validator also listens before it signs and fences the views it may have
-//!   signed in, and the checker shows whether it ever contradicts its earlier votes), or the
+//!   signed in, and the checker shows whether it ever contradicts its earlier votes or
+//!   proposals), or the
 //!   network splits into two random groups and heals 0.5–3 s later;
 //! - after the window every link heals and every crashed validator restarts; the run must then
 //!   reach `heights` finalized blocks on every honest node within `10 s + 2 s × heights` of
 //!   simulated time (a liveness failure otherwise), and the checker must find no violation.
 
-use super::{Behavior, SimConfig, Simulation};
+use super::{Behavior, Mutation, SimConfig, Simulation};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -49,6 +50,9 @@ pub struct CampaignConfig {
     pub byzantine: usize,
     /// Heights every honest node must finalize.
     pub heights: u64,
+    /// A safety mechanism switched off in every run, for the checker's tests ([`Mutation`];
+    /// `None` in a real campaign).
+    pub mutation: Option<Mutation>,
 }
 
 /// The outcome of one run.
@@ -196,6 +200,7 @@ pub fn run_one(cfg: &CampaignConfig, seed: u64) -> RunOutcome {
         byzantine: byzantine.clone(),
         epoch_length,
         sets,
+        mutation: cfg.mutation,
         ..SimConfig::default()
     };
     let mut sim = Simulation::new(sim_cfg);

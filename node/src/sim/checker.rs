@@ -18,12 +18,23 @@
 //!    aggregate that verifies for them, and is signed by more than 2/3 of the stake.
 //! 5. **Honest validators never equivocate** — no honest validator sent two notarize votes for
 //!    different blocks in one view, two different finalize votes, or finalize and nullify in one
-//!    view.
+//!    view, and no honest leader sent two different proposals in one view.
+//! 6. **No evidence against the honest** — no honest node holds equivocation evidence against an
+//!    honest validator (it would be a false accusation, or proof that property 5 failed).
+//!
+//! Votes, proposals and evidence name their signer by its index in their epoch's validator set,
+//! which differs from the validator's number once the set changes. The checker maps each index
+//! to the public key the epoch's set gives it and judges honesty by that key
+//! ([`Observation::keys`]); a message sent by an honest validator's node counts as that
+//! validator's only when its index names that validator's key (a Byzantine node may claim any
+//! index, so a claim alone proves nothing).
 
 use quasar_crypto::bls::{fast_aggregate_verify, PublicKey, Signature};
 use quasar_crypto::hash::Hash;
-use quasar_wire::{Certificate, CertificateKind, EpochDomain, Vote, VoteKind};
-use std::collections::HashMap;
+use quasar_wire::{
+    BlockHeader, Certificate, CertificateKind, EpochDomain, Vote, VoteKind, SIGNATURE_LEN,
+};
+use std::collections::{HashMap, HashSet};
 
 /// A committed block as the checker needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +69,9 @@ pub struct Observation {
     pub sets: Vec<ObservedSet>,
     /// Whether each validator (the node's number, not its index in a set) is honest.
     pub honest: Vec<bool>,
+    /// Each validator's BLS public key, by number (as `honest`): what a signer index of an
+    /// epoch's set is mapped back to.
+    pub keys: Vec<PublicKey>,
     /// The genesis hash.
     pub genesis: Hash,
     /// Committed chains of honest nodes: (node label, chain in commit order).
@@ -66,6 +80,23 @@ pub struct Observation {
     pub certificates: Vec<Certificate>,
     /// Every vote sent, with the validator whose node sent it.
     pub votes: Vec<(u32, Vote)>,
+    /// The header of every proposal sent, with the validator whose node sent it.
+    pub proposals: Vec<(u32, BlockHeader)>,
+    /// Equivocation evidence the honest nodes hold.
+    pub evidence: Vec<HeldEvidence>,
+}
+
+/// Equivocation evidence an honest node holds, as the checker needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldEvidence {
+    /// The node that holds it.
+    pub holder: String,
+    /// The epoch of the conflicting messages (its set names the signer).
+    pub epoch: u64,
+    /// The accused signer's index in that epoch's set.
+    pub signer: u32,
+    /// The view of the conflicting messages.
+    pub view: u64,
 }
 
 /// A violated property.
@@ -90,6 +121,14 @@ pub enum Violation {
     BadCertificate { view: u64, kind: CertificateKind },
     /// An honest validator signed conflicting votes.
     HonestEquivocation { validator: u32, view: u64 },
+    /// An honest leader signed two different proposals in one view.
+    HonestConflictingProposals { validator: u32, view: u64 },
+    /// An honest node holds equivocation evidence against an honest validator.
+    EvidenceAgainstHonest {
+        holder: String,
+        validator: u32,
+        view: u64,
+    },
     /// A node lost (or changed) a block at `height` after reporting it final: its store did
     /// not keep what it had flushed. Reported by the simulation, which sees the crashes.
     LostFinalized { node: String, height: u64 },
@@ -114,12 +153,63 @@ fn signers(bitmap: &[u8], n: usize) -> Option<Vec<usize>> {
     Some(out)
 }
 
-/// The signers of a certificate whose bitmap is canonical and whose aggregate verifies for them.
-/// The set that signs `epoch`: the last one starting at or before it.
-fn set_of(obs: &Observation, epoch: u64) -> Option<&ObservedSet> {
-    obs.sets.iter().rev().find(|s| s.first_epoch <= epoch)
+/// The position in `obs.sets` of the set that signs `epoch`: the last one starting at or before
+/// it.
+fn set_index(obs: &Observation, epoch: u64) -> Option<usize> {
+    obs.sets.iter().rposition(|s| s.first_epoch <= epoch)
 }
 
+/// The set that signs `epoch`.
+fn set_of(obs: &Observation, epoch: u64) -> Option<&ObservedSet> {
+    obs.sets.get(set_index(obs, epoch)?)
+}
+
+/// Maps a signer index of an epoch's set to the validator (by number) whose key it names.
+struct Identities<'a> {
+    obs: &'a Observation,
+    /// For each of `obs.sets`, the validator number of each index (`None`: a key no validator
+    /// has).
+    numbers: Vec<Vec<Option<u32>>>,
+}
+
+impl<'a> Identities<'a> {
+    fn new(obs: &'a Observation) -> Self {
+        let by_key: HashMap<&PublicKey, u32> = obs.keys.iter().zip(0..).collect();
+        let numbers = obs
+            .sets
+            .iter()
+            .map(|set| {
+                set.validators
+                    .iter()
+                    .map(|(key, _)| by_key.get(key).copied())
+                    .collect()
+            })
+            .collect();
+        Identities { obs, numbers }
+    }
+
+    /// The validator whose key signs as `index` in `epoch`'s set.
+    fn validator(&self, epoch: u64, index: u32) -> Option<u32> {
+        *self.numbers[set_index(self.obs, epoch)?].get(index as usize)?
+    }
+
+    /// Whether validator `number` is honest.
+    fn honest(&self, number: u32) -> bool {
+        self.obs
+            .honest
+            .get(number as usize)
+            .copied()
+            .unwrap_or(false)
+    }
+
+    /// The honest validator `sender` when the message it sent signs as `index` in `epoch`, i.e.
+    /// is its own; `None` for a Byzantine sender or a message under another validator's index.
+    fn honest_own(&self, sender: u32, epoch: u64, index: u32) -> Option<u32> {
+        (self.honest(sender) && self.validator(epoch, index) == Some(sender)).then_some(sender)
+    }
+}
+
+/// The signers of a certificate whose bitmap is canonical and whose aggregate verifies for them.
 fn aggregate_verifies(set: &ObservedSet, c: &Certificate) -> Option<Vec<usize>> {
     let who = signers(&c.signers, set.validators.len())?;
     if who.is_empty() || c.signers.len() != set.validators.len().div_ceil(8) {
@@ -136,7 +226,10 @@ pub fn check(obs: &Observation) -> Vec<Violation> {
     let mut violations = Vec::new();
     check_chains(obs, &mut violations);
     check_certificates(obs, &mut violations);
-    check_votes(obs, &mut violations);
+    let identities = Identities::new(obs);
+    check_votes(&identities, &mut violations);
+    check_proposals(&identities, &mut violations);
+    check_evidence(&identities, &mut violations);
     violations
 }
 
@@ -172,10 +265,38 @@ fn check_chains(obs: &Observation, out: &mut Vec<Violation>) {
     }
 }
 
+/// A certificate's whole content, to check each distinct certificate once.
+type CertificateKey<'a> = (
+    u8,
+    u64,
+    u64,
+    u64,
+    u64,
+    &'a Hash,
+    &'a [u8],
+    &'a [u8; SIGNATURE_LEN],
+);
+
+/// Each distinct certificate is checked once: every honest node accepts the same ones, and the
+/// aggregate verification is most of the checker's cost.
 fn check_certificates(obs: &Observation, out: &mut Vec<Violation>) {
     let mut seen: HashMap<(u64, u8), Hash> = HashMap::new();
     let mut reported: Vec<(u64, u8)> = Vec::new();
+    let mut checked: HashSet<CertificateKey> = HashSet::new();
     for c in &obs.certificates {
+        let key = (
+            c.kind as u8,
+            c.chain_id,
+            c.epoch,
+            c.view,
+            c.height,
+            &c.block,
+            c.signers.as_slice(),
+            &c.signature,
+        );
+        if !checked.insert(key) {
+            continue;
+        }
         let verified =
             set_of(obs, c.epoch).and_then(|set| Some((set, aggregate_verifies(set, c)?)));
         let Some((set, who)) = verified else {
@@ -230,15 +351,14 @@ fn check_certificates(obs: &Observation, out: &mut Vec<Violation>) {
 /// What one validator signed in one view: (notarized block, finalized block, nullified).
 type Signed = (Option<Hash>, Option<Hash>, bool);
 
-fn check_votes(obs: &Observation, out: &mut Vec<Violation>) {
+fn check_votes(ids: &Identities, out: &mut Vec<Violation>) {
     let mut record: HashMap<(u32, u64), Signed> = HashMap::new();
     let mut reported: Vec<(u32, u64)> = Vec::new();
-    for (sender, vote) in &obs.votes {
-        let honest = obs.honest.get(*sender as usize).copied().unwrap_or(false);
-        if !honest || vote.signer != *sender {
+    for (sender, vote) in &ids.obs.votes {
+        let Some(validator) = ids.honest_own(*sender, vote.epoch, vote.signer) else {
             continue;
-        }
-        let entry = record.entry((*sender, vote.view)).or_default();
+        };
+        let entry = record.entry((validator, vote.view)).or_default();
         let conflict = match vote.kind {
             VoteKind::Notarize => entry.0.replace(vote.block).is_some_and(|b| b != vote.block),
             VoteKind::Finalize => {
@@ -249,12 +369,49 @@ fn check_votes(obs: &Observation, out: &mut Vec<Violation>) {
                 entry.1.is_some()
             }
         };
-        if conflict && !reported.contains(&(*sender, vote.view)) {
-            reported.push((*sender, vote.view));
+        if conflict && !reported.contains(&(validator, vote.view)) {
+            reported.push((validator, vote.view));
             out.push(Violation::HonestEquivocation {
-                validator: *sender,
+                validator,
                 view: vote.view,
             });
+        }
+    }
+}
+
+fn check_proposals(ids: &Identities, out: &mut Vec<Violation>) {
+    let mut proposed: HashMap<(u32, u64), Hash> = HashMap::new();
+    let mut reported: Vec<(u32, u64)> = Vec::new();
+    for (sender, header) in &ids.obs.proposals {
+        let Some(validator) = ids.honest_own(*sender, header.epoch, header.proposer) else {
+            continue;
+        };
+        let hash = header.hash();
+        let first = *proposed.entry((validator, header.view)).or_insert(hash);
+        if first != hash && !reported.contains(&(validator, header.view)) {
+            reported.push((validator, header.view));
+            out.push(Violation::HonestConflictingProposals {
+                validator,
+                view: header.view,
+            });
+        }
+    }
+}
+
+/// Reported once per holder, accused validator and view (one equivocation often yields several
+/// pieces of evidence).
+fn check_evidence(ids: &Identities, out: &mut Vec<Violation>) {
+    for held in &ids.obs.evidence {
+        let accused = ids.validator(held.epoch, held.signer);
+        if let Some(validator) = accused.filter(|&v| ids.honest(v)) {
+            let violation = Violation::EvidenceAgainstHonest {
+                holder: held.holder.clone(),
+                validator,
+                view: held.view,
+            };
+            if !out.contains(&violation) {
+                out.push(violation);
+            }
         }
     }
 }

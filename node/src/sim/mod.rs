@@ -17,6 +17,10 @@
 //! to a different half of the honest nodes. Every vote and certificate that crosses the network is
 //! recorded, and [`Simulation::check_safety`] hands the record and the honest nodes' committed
 //! chains to the independent [`checker`].
+//!
+//! A [`Mutation`] switches off one of the validator's own safety mechanisms in the simulated
+//! restarts, so that tests can show the checker reports what the mechanism prevents. Mutations
+//! exist only here: the runtime has no such switch.
 
 pub mod byzantine;
 pub mod campaign;
@@ -24,7 +28,7 @@ pub mod checker;
 
 pub use byzantine::Behavior;
 use byzantine::{outgoing, Context, Target};
-use checker::{ChainEntry, Observation, ObservedSet, Violation};
+use checker::{ChainEntry, HeldEvidence, Observation, ObservedSet, Violation};
 
 use crate::consensus::{
     BlockLimits, CoreConfig, EpochMembers, EpochSchedule, EpochSets, Evidence, Input, ProposalSlot,
@@ -33,17 +37,31 @@ use crate::consensus::{
 use crate::engine::{Engine, EngineError, Host, Published};
 use crate::signer::VoteSigner;
 use crate::sync::{checkpoint_inputs, serve, MAX_SYNC_BLOCKS};
-use quasar_crypto::bls::SecretKey;
+use quasar_crypto::bls::{PublicKey, SecretKey};
 use quasar_crypto::hash::{tagged_hash, Hash};
 use quasar_lanes::cert::Profile;
 use quasar_lanes::{Validator, ValidatorSet};
 use quasar_storage::{Crash, SigningGuard, SimStore, Store};
-use quasar_wire::{decode, Certificate, EpochDomain, Message, MessageRef, SyncRequest, Vote};
+use quasar_wire::{
+    decode, BlockHeader, Certificate, EpochDomain, Message, MessageRef, SyncRequest, Vote,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 use std::sync::Arc;
+
+/// A safety mechanism of the validator switched off on purpose in a simulation, so that the
+/// checker's tests see the violations it prevents (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mutation {
+    /// Every restart gets a new, empty signing guard and signs at once (no
+    /// [`Engine::listen_before_signing`]): the guard forgets at each crash what it signed.
+    NoGuard,
+    /// A restart on an empty data directory ([`Simulation::restart_with_new_guard`]) signs at
+    /// once with its new guard instead of listening and fencing first.
+    NoFence,
+}
 
 /// Network and protocol parameters of a simulation. Times are microseconds.
 #[derive(Debug, Clone)]
@@ -88,6 +106,8 @@ pub struct SimConfig {
     /// `0..validators` in every epoch. Every validator runs a node, so one outside an epoch's set
     /// follows the chain without signing until a set names it.
     pub sets: Vec<(u64, Vec<usize>)>,
+    /// A safety mechanism switched off for the checker's tests (`None` in every real use).
+    pub mutation: Option<Mutation>,
 }
 
 impl Default for SimConfig {
@@ -109,6 +129,7 @@ impl Default for SimConfig {
             store_flush_failures: 0.0,
             epoch_length: 0,
             sets: Vec::new(),
+            mutation: None,
         }
     }
 }
@@ -283,6 +304,8 @@ pub struct Simulation {
     seeds: Vec<[u8; 32]>,
     /// Each validator's key (the honest signer holds its own copy behind the guard).
     keys: Vec<SecretKey>,
+    /// Each validator's public key (derived once: a scalar multiplication each).
+    public_keys: Vec<PublicKey>,
     verifier: Verifier,
     genesis: Hash,
     blocked: HashSet<(usize, usize)>,
@@ -291,6 +314,8 @@ pub struct Simulation {
     trace: Vec<u8>,
     /// Every vote sent, with the sending validator.
     sent_votes: Vec<(u32, Vote)>,
+    /// The header of every proposal sent, with the sending validator.
+    sent_proposals: Vec<(u32, BlockHeader)>,
     /// Every certificate an honest node accepted (formed or received).
     accepted_certificates: Vec<Certificate>,
     /// Messages that deviated from the protocol.
@@ -337,6 +362,7 @@ impl Simulation {
             queue: BinaryHeap::new(),
             nodes: Vec::new(),
             seeds,
+            public_keys: keys.iter().map(SecretKey::public_key).collect(),
             keys,
             verifier,
             genesis,
@@ -344,6 +370,7 @@ impl Simulation {
             fixed_blocks: HashSet::new(),
             trace: Vec::new(),
             sent_votes: Vec::new(),
+            sent_proposals: Vec::new(),
             accepted_certificates: Vec::new(),
             byzantine_messages: 0,
             verified: HashMap::new(),
@@ -540,16 +567,13 @@ impl Simulation {
     fn emit(&mut self, from: usize, message: Message) {
         let node = &self.nodes[from];
         let (validator, behavior) = (node.validator, node.behavior);
-        let epoch = match &message {
-            Message::Proposal(p) => p.header.epoch,
-            Message::Vote(v) => v.epoch,
-            Message::Certificate(c) => c.epoch,
-            _ => node.engine.core().epoch(),
-        };
+        let epoch = epoch_of(&message).unwrap_or_else(|| node.engine.core().epoch());
         let members = self.verifier.members(epoch);
         let key = &self.keys[validator];
         let mut ctx = Context {
-            validator: members.index_of(&key.public_key()).unwrap_or(u32::MAX),
+            validator: members
+                .index_of(&self.public_keys[validator])
+                .unwrap_or(u32::MAX),
             key,
             slots: self.nodes.len(),
             me: from,
@@ -560,8 +584,12 @@ impl Simulation {
         let (messages, deviations) = outgoing(behavior, &mut ctx, message);
         self.byzantine_messages += deviations;
         for (target, message) in messages {
-            if let Message::Vote(v) = &message {
-                self.sent_votes.push((validator as u32, v.clone()));
+            match &message {
+                Message::Vote(v) => self.sent_votes.push((validator as u32, v.clone())),
+                Message::Proposal(p) => self
+                    .sent_proposals
+                    .push((validator as u32, p.header.clone())),
+                _ => {}
             }
             let Ok(bytes) = message.encode() else {
                 continue;
@@ -812,14 +840,24 @@ impl Simulation {
         if self.nodes[i].alive {
             self.crash(i);
         }
-        let guard = self.nodes[i].engine.signer_mut().take_guard();
+        let guard = self.surviving_guard(i);
         let store = self.nodes[i].engine.store().clone();
         self.reopen(i, store, guard);
     }
 
+    /// The signing guard node `i` restarts with: the one it had (it survives crashes whole, as
+    /// the fsync'd guard file does), or a new one under [`Mutation::NoGuard`].
+    fn surviving_guard(&mut self, i: usize) -> SigningGuard {
+        match self.cfg.mutation {
+            Some(Mutation::NoGuard) => SigningGuard::in_memory(),
+            _ => self.nodes[i].engine.signer_mut().take_guard(),
+        }
+    }
+
     /// Reopens node `i` on `store` and `guard`; a node whose guard records nothing listens before
     /// it signs, as the runtime makes it ([`Engine::guard_is_new`],
-    /// [`Engine::listen_before_signing`], one view timeout).
+    /// [`Engine::listen_before_signing`], one view timeout), unless a [`Mutation`] switched that
+    /// off.
     fn reopen(&mut self, i: usize, store: SimStore, guard: SigningGuard) {
         let validator = self.nodes[i].validator;
         let (engine, recovery) = match self.open_engine(validator, store, guard) {
@@ -861,7 +899,7 @@ impl Simulation {
         }
         let node = &mut self.nodes[i];
         node.engine = engine;
-        if node.engine.guard_is_new(self.now, 0) {
+        if node.engine.guard_is_new(self.now, 0) && self.cfg.mutation.is_none() {
             node.engine
                 .listen_before_signing(self.now, self.cfg.view_timeout_us);
         }
@@ -875,7 +913,7 @@ impl Simulation {
     /// before is forgotten with the disk.
     pub fn restart_with_empty_store(&mut self, i: usize) {
         self.crash_with(i, Crash::LoseUnflushed);
-        let guard = self.nodes[i].engine.signer_mut().take_guard();
+        let guard = self.surviving_guard(i);
         self.nodes[i].published.clear();
         let store = SimStore::new().expect("a temporary sled store can be created");
         self.reopen(i, store, guard);
@@ -954,6 +992,14 @@ impl Simulation {
         self.storage_failures
     }
 
+    /// The honest nodes with their slots.
+    fn honest_nodes(&self) -> impl Iterator<Item = (usize, &SimNode)> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.behavior == Behavior::Honest)
+    }
+
     /// Everything the independent checker needs: honest nodes' chains and every vote and
     /// certificate sent.
     pub fn observation(&self) -> Observation {
@@ -961,10 +1007,7 @@ impl Simulation {
             .map(|v| self.behavior_of(v) == Behavior::Honest)
             .collect();
         let chains = self
-            .nodes
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| n.behavior == Behavior::Honest)
+            .honest_nodes()
             .map(|(slot, n)| {
                 let chain = n
                     .published
@@ -994,13 +1037,30 @@ impl Simulation {
                 domain: members.domain.clone(),
             })
             .collect();
+        let evidence = self
+            .honest_nodes()
+            .flat_map(|(slot, n)| {
+                // Evidence is made of votes and proposals: each carries its epoch.
+                n.evidence.iter().filter_map(move |e| {
+                    Some(HeldEvidence {
+                        holder: format!("node {slot}"),
+                        epoch: epoch_of(&e.first)?,
+                        signer: e.signer,
+                        view: e.view,
+                    })
+                })
+            })
+            .collect();
         Observation {
             sets,
             honest,
+            keys: self.public_keys.clone(),
             genesis: self.genesis,
             chains,
             certificates: self.accepted_certificates.clone(),
             votes: self.sent_votes.clone(),
+            proposals: self.sent_proposals.clone(),
+            evidence,
         }
     }
 
@@ -1050,6 +1110,16 @@ impl Simulation {
     /// SHA3-256 of the event log (times, sequence numbers, delivered bytes).
     pub fn trace_digest(&self) -> Hash {
         quasar_crypto::hash::sha3_256(&self.trace)
+    }
+}
+
+/// The epoch a consensus message is signed in (`None` for messages outside consensus).
+fn epoch_of(message: &Message) -> Option<u64> {
+    match message {
+        Message::Proposal(p) => Some(p.header.epoch),
+        Message::Vote(v) => Some(v.epoch),
+        Message::Certificate(c) => Some(c.epoch),
+        _ => None,
     }
 }
 
