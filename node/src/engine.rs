@@ -121,6 +121,13 @@ pub trait Host {
     /// The signing guard refused (or failed to record) a vote or proposal for `view`; nothing
     /// was signed.
     fn refused(&mut self, _view: u64, _error: &SignError) {}
+    /// Whether this validator reaches every other validator now. A validator listening with a
+    /// new guard gives up waiting for a certificate only while it does
+    /// ([`Engine::listen_before_signing`]): silence from peers it cannot reach says nothing about
+    /// what the chain certified. The default (a host without a peer view) answers `true`.
+    fn all_peers_connected(&self) -> bool {
+        true
+    }
 }
 
 /// What [`Engine::open`] found in the store.
@@ -138,7 +145,8 @@ pub struct Recovery {
     /// a certificate this validator signed (a finalization of a stored block, or a kept view
     /// certificate), if any. With a guard that records something, `Some` means the guard is
     /// older than the store: restored from a backup or copied from elsewhere, and unsafe to sign
-    /// with. A new guard ([`Engine::guard_is_new`]) listens and fences past it instead.
+    /// with. A validator that listens before signing ([`Engine::listen_before_signing`])
+    /// fences past it instead.
     pub signed_above_guard: Option<u64>,
 }
 
@@ -164,6 +172,9 @@ struct Listening {
     until_us: u64,
     /// Without any certificate, it signs without a fence from this time on (µs).
     give_up_us: u64,
+    /// [`LISTEN_GIVE_UP_PERIODS`] listening periods (µs): the give-up time moves this far past
+    /// every moment some peer is out of reach.
+    give_up_period_us: u64,
     /// The highest view of a verified certificate it has seen (0: none).
     certified_view: u64,
     /// Fixed when the period ends: one above the highest certified view heard by then, the view
@@ -397,7 +408,7 @@ impl<S: Store> Engine<S> {
         if let Some(intent) = self.own_signature(&input) {
             self.judge_own_signature(&intent)?;
         }
-        self.stop_listening_when_due(host.now_us());
+        self.stop_listening_when_due(host.now_us(), host.all_peers_connected());
         let actions = self.core.handle(host.now_us(), input);
         self.perform(host, actions)
     }
@@ -474,28 +485,21 @@ impl<S: Store> Engine<S> {
     /// stalled there for want of this validator's vote (fewer than a quorum of others up) stays
     /// stalled until another validator returns; signing would risk equivocation, and the wait
     /// is logged. A chain that has certified nothing (e.g. every validator starting late at
-    /// once) sends no certificate: after [`LISTEN_GIVE_UP_PERIODS`] × `listen_us` without one
-    /// the validator fences the views its own key was seen in and signs, so such a chain can
-    /// still start.
+    /// once) sends no certificate: after [`LISTEN_GIVE_UP_PERIODS`] × `listen_us` without one,
+    /// all of it with every peer connected ([`Host::all_peers_connected`]: a running chain's
+    /// validators rebroadcast their latest certificate while they wait), the validator fences
+    /// the views its own key was seen in and signs, so such a chain can still start. Alone, or
+    /// with peers out of reach, it never gives up.
     pub fn listen_before_signing(&mut self, now_us: u64, listen_us: u64) {
         self.listening = Some(Listening {
             until_us: now_us.saturating_add(listen_us),
             give_up_us: now_us.saturating_add(listen_us.saturating_mul(LISTEN_GIVE_UP_PERIODS)),
+            give_up_period_us: listen_us.saturating_mul(LISTEN_GIVE_UP_PERIODS),
             certified_view: 0,
             must_pass: None,
             own_view: self.signed_above_guard,
             wait_logged: false,
         });
-    }
-
-    /// Whether this validator's signing guard records nothing on a chain whose genesis time
-    /// (`genesis_time_us`, µs) is past at `now_us`: a late first start, a lost data directory, or
-    /// a restart before the first record (while still listening, or after listening without a
-    /// fence). Nothing here tells which views this key signed in, so the validator must
-    /// [`Engine::listen_before_signing`]. Deciding on the guard's contents, not on whether its
-    /// file existed, keeps a validator restarted in the middle of listening from signing at once.
-    pub fn guard_is_new(&self, now_us: u64, genesis_time_us: u64) -> bool {
-        self.signer.guard_is_empty() && now_us > genesis_time_us
     }
 
     /// Turns off the second-instance check of [`Engine::handle`]: for the simulator's Byzantine
@@ -509,10 +513,14 @@ impl<S: Store> Engine<S> {
         self.listening.is_some()
     }
 
-    fn stop_listening_when_due(&mut self, now_us: u64) {
+    fn stop_listening_when_due(&mut self, now_us: u64, all_peers_connected: bool) {
         let Some(listening) = self.listening.as_mut() else {
             return;
         };
+        if !all_peers_connected {
+            // Give up only after a whole give-up period with every peer in reach.
+            listening.give_up_us = now_us.saturating_add(listening.give_up_period_us);
+        }
         if now_us < listening.until_us {
             return;
         }
@@ -630,10 +638,15 @@ impl<S: Store> Engine<S> {
         while let Some(action) = queue.pop_front() {
             match action {
                 Action::Broadcast(message) => self.send(host, message),
+                // Not while listening, and never in a fenced view: the fence would refuse it,
+                // and a refusal would read as a double-sign attempt.
                 Action::Vote { view, .. } | Action::Propose(ProposalSlot { view, .. })
-                    if self.listening.is_some() =>
+                    if self.listening.is_some() || view <= self.fenced_view =>
                 {
-                    tracing::debug!(view, "listening before signing: not signed");
+                    tracing::debug!(
+                        view,
+                        "listening before signing, or a fenced view: not signed"
+                    );
                 }
                 Action::Vote {
                     kind,

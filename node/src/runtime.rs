@@ -287,6 +287,17 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     // another chain's guard is refused rather than adopted.
     let public_key = keys.bls.public_key();
     let owner = crate::guard_history::guard_owner(&public_key, &genesis.hash);
+    // A new guard on a chain that is already running (a late first start, or a lost data
+    // directory), or one whose earlier start had not fenced yet: nothing here tells which views
+    // this key signed in before; the engine listens first and fences past the view the network
+    // was in (`Engine::listen_before_signing`). The marker outlives a restart mid-listening.
+    let unfenced_path = cfg.data_dir.join(quasar_storage::UNFENCED_FILE);
+    let must_listen =
+        (!guard_path.exists() || unfenced_path.exists()) && now_us() > genesis.file.genesis_time_us;
+    if must_listen {
+        quasar_storage::mark_unfenced(&cfg.data_dir)
+            .map_err(|e| NodeError::Other(format!("{}: {e}", unfenced_path.display())))?;
+    }
     let guard = SigningGuard::open(&cfg.data_dir, &owner)?;
     let guard_view = guard.highest_view();
     let chain_id = genesis.file.chain_id;
@@ -329,12 +340,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     if cfg.archive {
         engine.keep_history();
     }
-    // A guard that records nothing on a chain that is already running: a late first start, a
-    // lost data directory, or a restart before the guard's first record. Nothing here tells which
-    // views this key signed in before; the engine listens first and fences past the view the
-    // network was in (`Engine::listen_before_signing`).
-    let guard_is_new = engine.guard_is_new(now_us(), genesis.file.genesis_time_us);
-    if guard_is_new {
+    if must_listen {
         let listen_us = cfg.view_timeout_ms() * 1000;
         tracing::warn!(
             guard = %guard_path.display(),
@@ -348,7 +354,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     }
     let tip = recovery.tip;
     // A new guard fences past the store's certificates too; an older, non-empty one was restored.
-    if let (Some(view), false) = (recovery.signed_above_guard, guard_is_new) {
+    if let (Some(view), false) = (recovery.signed_above_guard, must_listen) {
         return Err(NodeError::Other(format!(
             "{} is older than this validator's history: the store holds a certificate with its \
              signature at view {view}, but the guard's highest view is {guard_view}. It was \
@@ -549,6 +555,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
             span: tracing::Span::none(),
             quasar,
         },
+        unfenced: must_listen.then(|| cfg.data_dir.clone()),
     };
     // Report the view consensus will resume at while it waits for peers.
     let resume = driver.engine.signer_mut().highest_view().max(tip.view + 1);
@@ -766,6 +773,9 @@ fn ingest(shared: &Shared, verifier: &Verifier, bytes: &[u8]) -> Option<Input> {
 struct Driver {
     engine: Engine<SledStore>,
     host: RuntimeHost,
+    /// The data directory while its guard is unfenced ([`quasar_storage::UNFENCED_FILE`]):
+    /// the marker goes once the engine has fenced and stopped listening.
+    unfenced: Option<PathBuf>,
 }
 
 impl Driver {
@@ -782,6 +792,15 @@ impl Driver {
                     let span = self.host.span.clone();
                     let _entered = span.enter();
                     self.engine.handle(&mut self.host, input)?;
+                    if !self.engine.listening() {
+                        if let Some(dir) = self.unfenced.take() {
+                            // Left behind, it only makes the next start listen again.
+                            if let Err(e) = quasar_storage::clear_unfenced(&dir) {
+                                tracing::warn!(dir = %dir.display(), error = %e,
+                                    "could not remove the unfenced-guard marker");
+                            }
+                        }
+                    }
                 }
                 _ = tokio::signal::ctrl_c() => return Ok(()),
                 _ = terminate.recv() => return Ok(()),
@@ -809,6 +828,9 @@ struct RuntimeHost {
 }
 
 impl Host for RuntimeHost {
+    fn all_peers_connected(&self) -> bool {
+        self.shared.network.all_peers_connected()
+    }
     fn now_us(&self) -> u64 {
         now_us()
     }

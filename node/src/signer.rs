@@ -228,11 +228,6 @@ impl VoteSigner {
         Ok(self.guard.fence(view)?)
     }
 
-    /// Whether the guard records nothing (no vote, no fence).
-    pub fn guard_is_empty(&self) -> bool {
-        self.guard.is_empty()
-    }
-
     /// The highest view the guard has a record for (where a restarted validator resumes).
     pub fn highest_view(&self) -> u64 {
         self.guard.highest_view()

@@ -923,6 +923,8 @@ struct Recorder {
     proposals: Vec<Hash>,
     refusals: Vec<String>,
     propose_timers: Vec<u64>,
+    /// What [`quasar_node::engine::Host::all_peers_connected`] answers.
+    all_peers_connected: bool,
 }
 
 impl Recorder {
@@ -933,6 +935,7 @@ impl Recorder {
             proposals: Vec::new(),
             refusals: Vec::new(),
             propose_timers: Vec::new(),
+            all_peers_connected: true,
         }
     }
 }
@@ -964,6 +967,9 @@ impl quasar_node::engine::Host for Recorder {
     }
     fn refused(&mut self, _view: u64, error: &quasar_node::signer::SignError) {
         self.refusals.push(error.to_string());
+    }
+    fn all_peers_connected(&self) -> bool {
+        self.all_peers_connected
     }
 }
 
@@ -1101,4 +1107,42 @@ fn a_vote_signed_with_this_key_that_its_guard_never_recorded_stops_the_engine() 
     listening.listen_before_signing(1_000, 1_000_000);
     listening.handle(&mut host, Input::Vote(foreign)).unwrap();
     assert!(listening.listening(), "still listening: no certificate yet");
+}
+
+/// A validator listening with a new guard that hears no certificate gives up (and signs
+/// without a fence) only after ten listening periods with every peer connected: alone, it keeps
+/// waiting however long the silence, since a network that is down says nothing about what the
+/// chain certified (a fresh-user trial saw a validator restarted alone on an empty data
+/// directory sign unfenced and equivocate).
+#[test]
+fn a_listening_validator_gives_up_only_with_every_peer_connected() {
+    let net = net();
+    let me = 2;
+    let period = 1_000_000;
+    let mut host = Recorder::new(1_000, b"tx");
+    let mut engine = started_engine(&net, me, &mut host);
+    engine.listen_before_signing(1_000, period);
+    let tick = |engine: &mut quasar_node::engine::Engine<_>, host: &mut Recorder, at: u64| {
+        host.now_us = at;
+        let view = engine.core().view();
+        let retry = Input::Timer {
+            view,
+            kind: TimerKind::Retry,
+        };
+        engine.handle(host, retry).unwrap();
+    };
+    host.all_peers_connected = false;
+    for k in 1..=30 {
+        tick(&mut engine, &mut host, 1_000 + k * period);
+    }
+    assert!(engine.listening(), "alone for 30 periods: still listening");
+    host.all_peers_connected = true;
+    let start = 1_000 + 30 * period;
+    tick(&mut engine, &mut host, start + 9 * period);
+    assert!(engine.listening(), "9 periods connected: still listening");
+    tick(&mut engine, &mut host, start + 11 * period);
+    assert!(
+        !engine.listening(),
+        "10 periods connected and silent: gives up"
+    );
 }

@@ -55,6 +55,30 @@ pub const GUARD_WINDOW: u64 = 64;
 
 /// Name of the guard file inside the directory given to [`SigningGuard::open`].
 pub const GUARD_FILE: &str = "signing-guard.bin";
+
+/// The marker of a guard that is not fenced yet, beside [`GUARD_FILE`]: a validator that
+/// started with a new guard on a running chain creates it before the guard, and removes it once
+/// its fence is durable ([`SigningGuard::fence`]). While it exists, every start listens to the
+/// network before signing, so a restart in the middle of listening cannot sign at once.
+pub const UNFENCED_FILE: &str = "signing-guard.unfenced";
+
+/// Creates [`UNFENCED_FILE`] in `dir` durably (file and directory fsync'd), creating `dir` if
+/// needed. Errors: the I/O error.
+pub fn mark_unfenced(dir: &Path) -> std::io::Result<()> {
+    fs::create_dir_all(dir)?;
+    fs::File::create(dir.join(UNFENCED_FILE))?.sync_all()?;
+    fs::File::open(dir)?.sync_all()
+}
+
+/// Removes [`UNFENCED_FILE`] from `dir` (call once the fence is durable), durably. Errors: the
+/// I/O error (none when it is already gone).
+pub fn clear_unfenced(dir: &Path) -> std::io::Result<()> {
+    match fs::remove_file(dir.join(UNFENCED_FILE)) {
+        Ok(()) => fs::File::open(dir)?.sync_all(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
 const GUARD_TMP_FILE: &str = "signing-guard.bin.tmp";
 const MAGIC: &[u8; 8] = b"QSGUARD\0";
 const VERSION: u16 = 2;
@@ -360,11 +384,6 @@ impl SigningGuard {
     /// leader restarted in the middle of its view finds here the block it already proposed.
     pub fn notarized(&self, view: u64) -> Option<Hash> {
         self.views.get(&view).and_then(|record| record.notarize)
-    }
-
-    /// Whether the record is empty: nothing signed, nothing fenced.
-    pub fn is_empty(&self) -> bool {
-        self.views.is_empty()
     }
 
     /// Whether the record holds exactly `intent` (for nullify, a nullify in its view). A fenced

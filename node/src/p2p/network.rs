@@ -471,6 +471,12 @@ impl Network {
             .count()
     }
 
+    /// Whether every configured peer has an established connection now ([`Network::connected_peers`]
+    /// counts them).
+    pub fn all_peers_connected(&self) -> bool {
+        self.connected_peers() == self.inner.peers.len()
+    }
+
     /// Whether the transport still runs: `false` once [`Network::stopped`] would resolve.
     pub fn is_running(&self) -> bool {
         self.inner.stop.borrow().is_none()

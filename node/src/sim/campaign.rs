@@ -95,6 +95,9 @@ pub struct CampaignReport {
 
 /// Checks a configuration. Errors name the bad field.
 pub fn validate(cfg: &CampaignConfig) -> Result<(), String> {
+    if cfg.seeds == 0 {
+        return Err("seeds must be at least 1, got 0".into());
+    }
     if !(4..=64).contains(&cfg.validators) {
         return Err(format!(
             "validators must be in 4..=64, got {}",
@@ -205,6 +208,10 @@ pub fn run_one(cfg: &CampaignConfig, seed: u64) -> RunOutcome {
     };
     let mut sim = Simulation::new(sim_cfg);
     let honest: Vec<usize> = (0..sim.slots()).filter(|&s| sim.is_honest(s)).collect();
+    // A validator restarted on an empty data directory sits out the view the network was in
+    // (`Engine::listen_before_signing`): it counts against the fault budget, so a run loses a
+    // whole data directory at most once, and only while fewer than f validators are Byzantine.
+    let mut data_directory_loss_left = cfg.byzantine < (cfg.validators - 1) / 3;
     let mut faults: Vec<Fault> = (0..rng.gen_range(1..=4))
         .map(|_| {
             let at = rng.gen_range(0..FAULT_WINDOW_US);
@@ -217,7 +224,11 @@ pub fn run_one(cfg: &CampaignConfig, seed: u64) -> RunOutcome {
                     torn: rng.gen_bool(0.5),
                     lost: match rng.gen_range(0..10) {
                         0 => Loss::Store,
-                        1 => Loss::Everything,
+                        1 if data_directory_loss_left => {
+                            data_directory_loss_left = false;
+                            Loss::Everything
+                        }
+                        1 => Loss::Store,
                         _ => Loss::Nothing,
                     },
                 }

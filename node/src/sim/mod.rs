@@ -164,6 +164,9 @@ struct SimNode {
     published: BTreeMap<u64, Published>,
     timers: HashMap<(u64, u8), u64>,
     evidence: Vec<Evidence>,
+    /// Its guard is new and not fenced yet (the runtime's `UNFENCED_FILE` marker): every
+    /// restart listens before signing until the engine has fenced.
+    unfenced: bool,
 }
 
 impl SimNode {
@@ -399,6 +402,7 @@ impl Simulation {
                 published: BTreeMap::new(),
                 timers: HashMap::new(),
                 evidence: Vec::new(),
+                unfenced: false,
             });
         }
         sim.split_twins();
@@ -463,8 +467,8 @@ impl Simulation {
             guard,
         );
         let (mut engine, recovery) = Engine::open(store, signer, cfg, &self.verifier, 0)?;
-        if self.behavior_of(validator) == Behavior::Twins {
-            // Two processes with one key on purpose.
+        if self.behavior_of(validator) == Behavior::Twins || self.cfg.mutation.is_some() {
+            // Two processes with one key on purpose, or the guard's protections switched off.
             engine.allow_second_instance();
         }
         Ok((engine, recovery))
@@ -507,6 +511,9 @@ impl Simulation {
         if write_fault || flush_fault {
             engine.store().fail_next_writes(0);
             engine.store().fail_next_flushes(0);
+        }
+        if self.nodes[i].unfenced && !self.nodes[i].engine.listening() {
+            self.nodes[i].unfenced = false;
         }
         for effect in host.effects {
             self.perform(i, effect);
@@ -854,10 +861,9 @@ impl Simulation {
         }
     }
 
-    /// Reopens node `i` on `store` and `guard`; a node whose guard records nothing listens before
-    /// it signs, as the runtime makes it ([`Engine::guard_is_new`],
-    /// [`Engine::listen_before_signing`], one view timeout), unless a [`Mutation`] switched that
-    /// off.
+    /// Reopens node `i` on `store` and `guard`; a node whose guard is not fenced yet listens
+    /// before it signs, as the runtime makes it ([`Engine::listen_before_signing`], one view
+    /// timeout), unless a [`Mutation`] switched that off.
     fn reopen(&mut self, i: usize, store: SimStore, guard: SigningGuard) {
         let validator = self.nodes[i].validator;
         let (engine, recovery) = match self.open_engine(validator, store, guard) {
@@ -899,7 +905,7 @@ impl Simulation {
         }
         let node = &mut self.nodes[i];
         node.engine = engine;
-        if node.engine.guard_is_new(self.now, 0) && self.cfg.mutation.is_none() {
+        if node.unfenced && self.cfg.mutation.is_none() {
             node.engine
                 .listen_before_signing(self.now, self.cfg.view_timeout_us);
         }
@@ -926,6 +932,7 @@ impl Simulation {
     pub fn restart_with_new_guard(&mut self, i: usize) {
         self.crash_with(i, Crash::LoseUnflushed);
         self.nodes[i].published.clear();
+        self.nodes[i].unfenced = true;
         let store = SimStore::new().expect("a temporary sled store can be created");
         self.reopen(i, store, SigningGuard::in_memory());
     }
