@@ -467,8 +467,9 @@ impl Simulation {
             guard,
         );
         let (mut engine, recovery) = Engine::open(store, signer, cfg, &self.verifier, 0)?;
-        if self.behavior_of(validator) == Behavior::Twins || self.cfg.mutation.is_some() {
-            // Two processes with one key on purpose, or the guard's protections switched off.
+        if self.behavior_of(validator) != Behavior::Honest || self.cfg.mutation.is_some() {
+            // A Byzantine validator signs outside its engine's guard (Twins: a second process
+            // on purpose), or the guard's protections are switched off.
             engine.allow_second_instance();
         }
         Ok((engine, recovery))
