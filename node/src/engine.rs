@@ -356,6 +356,8 @@ impl<S: Store> Engine<S> {
             .schedule
             .length()
             .map(|_| cfg.schedule.retained_from(epoch));
+        // A fence made before a restart still covers the earlier incarnation's messages.
+        let fenced_view = signer.fenced_view();
         let engine = Engine {
             core,
             signer,
@@ -365,7 +367,7 @@ impl<S: Store> Engine<S> {
             prune_below,
             archive: false,
             listening: None,
-            fenced_view: 0,
+            fenced_view,
             second_instance_allowed: false,
             signed_above_guard: signed_above_guard.unwrap_or(0),
         };

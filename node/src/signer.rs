@@ -200,6 +200,11 @@ impl VoteSigner {
         self.epoch
     }
 
+    /// The highest fenced view the signing guard holds ([`SigningGuard::fenced_view`]).
+    pub fn fenced_view(&self) -> u64 {
+        self.guard.fenced_view()
+    }
+
     /// Whether the signing guard holds exactly `intent` (this key signed it since the guard's
     /// record began; [`SigningGuard::recorded`]).
     pub fn recorded(&self, intent: &VoteIntent) -> bool {

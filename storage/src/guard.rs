@@ -386,6 +386,15 @@ impl SigningGuard {
         self.views.get(&view).and_then(|record| record.notarize)
     }
 
+    /// The highest view fenced by [`SigningGuard::fence`] that the record still holds (0: none).
+    pub fn fenced_view(&self) -> u64 {
+        self.views
+            .iter()
+            .rev()
+            .find(|(_, record)| record.notarize == Some([0; 32]))
+            .map_or(0, |(view, _)| *view)
+    }
+
     /// Whether the record holds exactly `intent` (for nullify, a nullify in its view). A fenced
     /// view holds no real vote, so nothing signed there counts as recorded. A validator uses this
     /// to tell its own signatures, seen again on the network, from another process's.
