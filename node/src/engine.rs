@@ -558,12 +558,10 @@ impl<S: Store> Engine<S> {
             }
             certified
         };
-        if fence > 0 {
-            if let Err(e) = self.signer.fence(fence) {
-                // Not durable: keep listening rather than sign without the fence.
-                tracing::error!(view = fence, error = %e, "could not fence the signing guard");
-                return;
-            }
+        if let Err(e) = self.signer.fence(fence) {
+            // Not durable: keep listening rather than sign without the fence.
+            tracing::error!(view = fence, error = %e, "could not fence the signing guard");
+            return;
         }
         self.listening = None;
         self.fenced_view = fence;

@@ -8,6 +8,12 @@
 //! verified against the validator's BLS public key before it is used: a daemon holding another
 //! key, or a corrupted reply, is an error, never a bad vote on the wire.
 //!
+//! A daemon whose guard is new signs nothing until it is fenced (`validator.fence`,
+//! [`crate::thresholdd`]'s `validator` module): [`RemoteSigner::check`] reports whether it is, a
+//! node with an unfenced daemon listens to the network before signing as if its own guard were
+//! new, and the fence it then makes is sent to the daemon before its next vote
+//! ([`RemoteSigner::fence_before_signing`]).
+//!
 //! The same daemon runs this validator's Corona and Pulsar ceremony rounds
 //! ([`RemoteClient`], used by [`crate::ceremony`]): it holds the validator's shares and the
 //! secret state between rounds, and records each session id durably before its first round
@@ -18,7 +24,7 @@
 //! single-threaded Tokio runtime, so the caller may be a Tokio task or a plain thread alike;
 //! each call is bounded by the configured timeout.
 
-use std::sync::mpsc;
+use std::sync::{mpsc, Mutex};
 use std::time::Duration;
 
 use crate::thresholdd::IDLE_TIMEOUT;
@@ -28,6 +34,8 @@ use serde::Deserialize;
 
 /// The JSON-RPC method that signs a vote.
 const SIGN_VOTE_METHOD: &str = "validator.sign_vote";
+/// The JSON-RPC method that fences the daemon's guard.
+const FENCE_METHOD: &str = "validator.fence";
 /// How long an idle connection to the daemon is kept: half of thresholdd's idle limit for a
 /// connection that has sent the token, after which the daemon closes it. A node votes far more
 /// often, so its votes go over one authenticated connection that the daemon's unauthenticated
@@ -126,6 +134,9 @@ impl std::fmt::Debug for RemoteClient {
 pub struct RemoteSigner {
     public_key: PublicKey,
     client: RemoteClient,
+    /// A fence the daemon's guard must receive before the next vote
+    /// ([`RemoteSigner::fence_before_signing`]); cleared once the daemon took it.
+    fence_due: Mutex<Option<u64>>,
 }
 
 /// The answer of a JSON-RPC call: `result` or `error`.
@@ -145,6 +156,12 @@ struct RpcError {
 #[serde(rename_all = "camelCase")]
 struct SignVoteReply {
     signature_hex: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct KeyReply {
+    fenced: bool,
 }
 
 impl RemoteClient {
@@ -237,6 +254,7 @@ impl RemoteSigner {
         Ok(RemoteSigner {
             public_key,
             client: RemoteClient::new(target)?,
+            fence_due: Mutex::new(None),
         })
     }
 
@@ -246,24 +264,53 @@ impl RemoteSigner {
     }
 
     /// Checks that the daemon answers, takes the token (`health`) and holds this validator's
-    /// vote key (`validator.key`). Errors: [`RemoteSignError`]; a daemon without the key is
-    /// [`RemoteSignError::Refused`].
-    pub fn check(&self) -> Result<(), RemoteSignError> {
+    /// vote key (`validator.key`), and returns whether the key's guard there is fenced (a new
+    /// one signs nothing until [`RemoteSigner::fence_before_signing`]'s fence reaches it).
+    /// Errors: [`RemoteSignError`]; a daemon without the key is [`RemoteSignError::Refused`].
+    pub fn check(&self) -> Result<bool, RemoteSignError> {
         self.client.check()?;
         let params = serde_json::json!({ "pubKeyHex": hex::encode(self.public_key.to_bytes()) });
-        self.client.call("validator.key", params).map(drop)
+        let result = self.client.call("validator.key", params)?;
+        let reply: KeyReply = serde_json::from_value(result)
+            .map_err(|e| RemoteSignError::BadReply(format!("validator.key: {e}")))?;
+        Ok(reply.fenced)
+    }
+
+    /// Sends `view` to the daemon's guard (`validator.fence`) before the next vote: the view
+    /// this node fenced after listening to the network (0 at a genesis start), which lets a new
+    /// daemon guard sign above it. Makes no call now; a failed fence is sent again at the next
+    /// vote, and the vote waits for it.
+    pub fn fence_before_signing(&self, view: u64) {
+        let mut due = self.fence_due.lock().unwrap_or_else(|e| e.into_inner());
+        *due = Some(due.map_or(view, |earlier| earlier.max(view)));
+    }
+
+    /// Sends the fence that is due, if any. Errors: [`RemoteSignError`] (it stays due).
+    fn send_due_fence(&self) -> Result<(), RemoteSignError> {
+        let mut due = self.fence_due.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(view) = *due {
+            let params = serde_json::json!({
+                "pubKeyHex": hex::encode(self.public_key.to_bytes()),
+                "view": view,
+            });
+            self.client.call(FENCE_METHOD, params)?;
+            tracing::info!(view, "thresholdd's signing guard fenced");
+            *due = None;
+        }
+        Ok(())
     }
 
     /// Signs `vote`'s signing message under `domain` (the bytes
     /// [`quasar_wire::vote_signing_message`] gives) through `validator.sign_vote`, and verifies
-    /// the signature under [`RemoteSigner::public_key`]. Blocks for one HTTP call. Errors:
-    /// [`RemoteSignError`]; a refusal by the daemon's signing guard is
-    /// [`RemoteSignError::Refused`].
+    /// the signature under [`RemoteSigner::public_key`]. Blocks for one HTTP call (two when a
+    /// fence is due first). Errors: [`RemoteSignError`]; a refusal by the daemon's signing
+    /// guard (also an unfenced one) is [`RemoteSignError::Refused`].
     pub fn sign_vote(
         &self,
         vote: &Vote,
         domain: &EpochDomain,
     ) -> Result<Signature, RemoteSignError> {
+        self.send_due_fence()?;
         let kind = match vote.kind {
             VoteKind::Notarize => "notarize",
             VoteKind::Finalize => "finalize",

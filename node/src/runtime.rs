@@ -291,9 +291,17 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     // directory), or one whose earlier start had not fenced yet: nothing here tells which views
     // this key signed in before; the engine listens first and fences past the view the network
     // was in (`Engine::listen_before_signing`). The marker outlives a restart mid-listening.
+    // signer = "remote": votes and ceremony rounds go to thresholdd, whose own guard follows the
+    // same rule: a new one signs nothing until this node fences it. A daemon whose guard is not
+    // known to be fenced (new, or not reachable yet) makes this node listen too.
+    let remote = match &remote_target {
+        Some(target) => Some(connect_remote_signer(target, public_key)?),
+        None => None,
+    };
+    let daemon_unfenced = remote.as_ref().is_some_and(|(_, fenced)| *fenced != Some(true));
     let unfenced_path = cfg.data_dir.join(quasar_storage::UNFENCED_FILE);
-    let must_listen =
-        (!guard_path.exists() || unfenced_path.exists()) && now_us() > genesis.file.genesis_time_us;
+    let must_listen = (!guard_path.exists() || unfenced_path.exists() || daemon_unfenced)
+        && now_us() > genesis.file.genesis_time_us;
     if must_listen {
         quasar_storage::mark_unfenced(&cfg.data_dir)
             .map_err(|e| NodeError::Other(format!("{}: {e}", unfenced_path.display())))?;
@@ -324,9 +332,15 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         max_future_views: 1_000,
         max_clock_drift_us: 5_000_000,
     };
-    // signer = "remote": votes and ceremony rounds go to thresholdd.
-    let vote_key = match &remote_target {
-        Some(target) => VoteKey::Remote(connect_remote_signer(target, public_key)?),
+    let vote_key = match remote {
+        Some((remote, _)) => {
+            if daemon_unfenced && !must_listen {
+                // Nothing to listen for (the chain starts now): the daemon's new guard is
+                // fenced where this node's guard is.
+                remote.fence_before_signing(guard.fenced_view());
+            }
+            VoteKey::Remote(remote)
+        }
         None => VoteKey::Local(keys.bls),
     };
     let signer = VoteSigner::new(vote_key, me, chain_id, 0, genesis.domain(), guard);
@@ -345,10 +359,11 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         tracing::warn!(
             guard = %guard_path.display(),
             listen_ms = listen_us / 1000,
+            daemon_guard_unfenced = daemon_unfenced,
             "new signing guard on a chain that is already running (a late first start, or a lost \
-             data directory): signing nothing while listening to the network, then until the \
-             network moves past the view it is in, so that no view this key may have signed in \
-             before is signed again"
+             data directory, here or in thresholdd): signing nothing while listening to the \
+             network, then until the network moves past the view it is in, so that no view this \
+             key may have signed in before is signed again"
         );
         engine.listen_before_signing(now_us(), listen_us);
     }
@@ -1076,7 +1091,8 @@ fn signal(kind: tokio::signal::unix::SignalKind) -> Result<tokio::signal::unix::
 /// than the genesis's `magnetar_set` (both sets have 48-byte keys, so equal bytes are not
 /// enough): the node would sign rollup and Magnetar legs that nobody can verify under the keys
 /// the chain knows. Errors: [`NodeError::Other`] naming the field that differs.
-/// The remote signer of `signer = "remote"`, checked once ([`RemoteSigner::check`]): a daemon
+/// The remote signer of `signer = "remote"`, checked once ([`RemoteSigner::check`]), with
+/// whether its guard is fenced (`None`: not known, the daemon is not reachable yet): a daemon
 /// that refuses the token or holds no vote key for this validator stops the node (a
 /// configuration error); one that is not reachable yet is logged, and each vote asks again.
 /// Errors: [`NodeError::Other`] for a refused token, a missing key, or a reply that is not
@@ -1084,21 +1100,25 @@ fn signal(kind: tokio::signal::unix::SignalKind) -> Result<tokio::signal::unix::
 fn connect_remote_signer(
     target: &RemoteSignerTarget,
     public_key: quasar_crypto::bls::PublicKey,
-) -> Result<RemoteSigner, NodeError> {
+) -> Result<(RemoteSigner, Option<bool>), NodeError> {
     let url = target.url.to_string();
     let signer = RemoteSigner::new(target.clone(), public_key)
         .map_err(|e| NodeError::Other(e.to_string()))?;
-    match signer.check() {
-        Ok(()) => tracing::info!(%url, "votes are signed by thresholdd"),
+    let fenced = match signer.check() {
+        Ok(fenced) => {
+            tracing::info!(%url, daemon_guard_fenced = fenced, "votes are signed by thresholdd");
+            Some(fenced)
+        }
         Err(error @ (RemoteSignError::Unreachable { .. } | RemoteSignError::TimedOut { .. })) => {
             tracing::warn!(
-            %error,
-            "thresholdd is not reachable yet: votes are not signed until it is"
-            )
+                %error,
+                "thresholdd is not reachable yet: votes are not signed until it is"
+            );
+            None
         }
         Err(error) => return Err(NodeError::Other(error.to_string())),
-    }
-    Ok(signer)
+    };
+    Ok((signer, fenced))
 }
 
 fn check_identity(

@@ -179,17 +179,6 @@ impl VoteSigner {
         }
     }
 
-    /// Hands the guard over (leaving an empty in-memory one), as a crashed process leaves its
-    /// guard file to its successor. Used by the simulator's restart.
-    pub fn take_guard(&mut self) -> SigningGuard {
-        std::mem::replace(&mut self.guard, SigningGuard::in_memory())
-    }
-
-    /// The signing guard (the simulator arms its fault injection through this).
-    pub fn guard_mut(&mut self) -> &mut SigningGuard {
-        &mut self.guard
-    }
-
     /// This validator's index in the current epoch's set (`None`: not a member).
     pub fn index(&self) -> Option<u32> {
         self.index
@@ -227,10 +216,18 @@ impl VoteSigner {
     }
 
     /// Fences `view` in the signing guard (durably): nothing more is signed in it
-    /// ([`SigningGuard::fence`]). Errors: [`SignError::Guard`] when the record cannot be made
-    /// durable.
-    pub fn fence(&mut self, view: u64) -> Result<GuardDecision, SignError> {
-        Ok(self.guard.fence(view)?)
+    /// ([`SigningGuard::fence`]; view 0 fences nothing). With a remote key, the guard's fenced
+    /// view then goes to the daemon's guard before the next vote
+    /// ([`RemoteSigner::fence_before_signing`]), which lets a new daemon guard sign. Errors:
+    /// [`SignError::Guard`] when the record cannot be made durable (nothing goes to the daemon).
+    pub fn fence(&mut self, view: u64) -> Result<(), SignError> {
+        if view > 0 {
+            self.guard.fence(view)?;
+        }
+        if let VoteKey::Remote(remote) = &self.key {
+            remote.fence_before_signing(self.guard.fenced_view());
+        }
+        Ok(())
     }
 
     /// The highest view the guard has a record for (where a restarted validator resumes).

@@ -102,16 +102,27 @@ async fn the_client_signs_and_names_each_refusal() {
     let addr = daemon.local_addr;
     let signer =
         std::sync::Arc::new(RemoteSigner::new(target(addr, TOKEN), key.public_key()).unwrap());
-    let check = signer.clone();
-    tokio::task::spawn_blocking(move || check.check())
-        .await
-        .unwrap()
-        .unwrap();
+    let check = || {
+        let signer = signer.clone();
+        tokio::task::spawn_blocking(move || signer.check())
+    };
+    // The daemon's guard is new: not fenced, it signs nothing until the node fences it.
+    assert!(!check().await.unwrap().unwrap());
+    match sign(&signer, vote(5, 9)).await {
+        Err(RemoteSignError::Refused { code, message }) => {
+            assert_eq!(code, -32000);
+            assert!(message.contains("validator.fence"), "{message}");
+        }
+        other => panic!("a vote before the fence: {other:?}"),
+    }
+    // The fence goes with the next vote; afterwards the guard reports fenced.
+    signer.fence_before_signing(0);
 
     // BLS signing is deterministic: the daemon's signature is exactly the key's.
     let signed = sign(&signer, vote(5, 9)).await.unwrap();
     let own = key.sign(&vote(5, 9).signing_message(&domain())).to_bytes();
     assert_eq!(signed, own);
+    assert!(check().await.unwrap().unwrap());
     // A repeat gets the same signature; another block in the same view is refused by the
     // daemon's own guard, whatever the node's guard said.
     assert_eq!(sign(&signer, vote(5, 9)).await.unwrap(), own);

@@ -733,6 +733,18 @@ fn import_vote_key(dir: &Path) -> String {
     hex::encode(key.public_key().to_bytes())
 }
 
+/// Fences view 0 in the guard of vote key `public_key` (hex) at the daemon at `addr`, as a node
+/// starting at genesis does: a new guard signs nothing before.
+async fn fence_new_guard(addr: SocketAddr, public_key: &str) {
+    let fenced = call(
+        addr,
+        "validator.fence",
+        json!({"pubKeyHex": public_key, "view": 0}),
+    )
+    .await;
+    assert_eq!(result(&fenced)["fencedView"], 0, "{fenced}");
+}
+
 /// `validator.sign_vote`'s parameters for a notarize vote in `view` for `block` (one byte,
 /// repeated).
 fn vote(public_key: &str, kind: &str, view: u64, block: u8) -> Value {
@@ -760,6 +772,7 @@ async fn sign_vote_is_guarded_and_survives_a_restart() {
     .await
     .unwrap();
     let addr = daemon.local_addr;
+    fence_new_guard(addr, &public_key).await;
     let signed = call(
         addr,
         "validator.sign_vote",
@@ -954,6 +967,86 @@ async fn sign_vote_is_guarded_and_survives_a_restart() {
     stop(daemon).await;
 }
 
+/// The daemon's guard follows the node's rule: a new one (a first start, or a `guards/`
+/// directory lost with the keystore kept) signs nothing until `validator.fence`, which the node
+/// sends after listening to the network; votes at or below the fenced view stay refused, and a
+/// fenced guard stays fenced across restarts.
+#[tokio::test]
+async fn a_new_vote_guard_signs_nothing_until_the_node_fences_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let public_key = import_vote_key(dir.path());
+    let public_key = public_key.as_str();
+    async fn fenced(addr: SocketAddr, public_key: &str) -> bool {
+        let reply = call(addr, "validator.key", json!({"pubKeyHex": public_key})).await;
+        result(&reply)["fenced"].as_bool().unwrap()
+    }
+    async fn refused_before_fence(addr: SocketAddr, public_key: &str, view: u64) {
+        let (code, text) = error(
+            &call(
+                addr,
+                "validator.sign_vote",
+                vote(public_key, "notarize", view, 0xa1),
+            )
+            .await,
+        );
+        assert!(
+            code == -32000 && text.contains("validator.fence"),
+            "{text}"
+        );
+    }
+
+    let daemon = start(dir.path()).await;
+    let addr = daemon.local_addr;
+    assert!(!fenced(addr, public_key).await);
+    refused_before_fence(addr, public_key, 3).await;
+    for (params, field) in [
+        (json!({"pubKeyHex": public_key}), "view"),
+        (json!({"pubKeyHex": "00", "view": 1}), "pubKeyHex"),
+        (json!({"pubKeyHex": public_key, "view": -1}), "view"),
+    ] {
+        refused_naming(addr, "validator.fence", params, field).await;
+    }
+    let reply = call(
+        addr,
+        "validator.fence",
+        json!({"pubKeyHex": public_key, "view": 10}),
+    )
+    .await;
+    assert_eq!(result(&reply)["fencedView"], 10);
+    assert!(fenced(addr, public_key).await);
+    // The fenced view itself is refused (the earlier incarnation may have signed there);
+    // the next one signs.
+    let (code, text) = error(
+        &call(
+            addr,
+            "validator.sign_vote",
+            vote(public_key, "notarize", 10, 0xa1),
+        )
+        .await,
+    );
+    assert!(code == -32000 && text.contains("conflict"), "{text}");
+    let signed = call(
+        addr,
+        "validator.sign_vote",
+        vote(public_key, "notarize", 11, 0xa1),
+    )
+    .await;
+    assert_eq!(result(&signed)["decision"], "fresh");
+    stop(daemon).await;
+
+    // A restart keeps the fence.
+    let daemon = start(dir.path()).await;
+    assert!(fenced(daemon.local_addr, public_key).await);
+    stop(daemon).await;
+
+    // The guards are lost, the keystore kept: new again, so nothing is signed until a fence.
+    std::fs::remove_dir_all(dir.path().join("guards")).unwrap();
+    let daemon = start(dir.path()).await;
+    assert!(!fenced(daemon.local_addr, public_key).await);
+    refused_before_fence(daemon.local_addr, public_key, 12).await;
+    stop(daemon).await;
+}
+
 /// Starts the `thresholdd` binary on a free loopback port over `dir`, with [`TOKEN`] in
 /// `THRESHOLDD_TOKEN`; the child and its address once `health` answers.
 async fn spawn_binary(dir: &Path) -> (std::process::Child, SocketAddr) {
@@ -1055,6 +1148,7 @@ async fn binary_imports_a_validator_key_for_sign_vote() {
     assert!(line.contains("already in the keystore"), "{line}");
 
     let (mut child, addr) = spawn_binary(dir.path()).await;
+    fence_new_guard(addr, &public.bls_public_key).await;
     let signed = call(
         addr,
         "validator.sign_vote",
@@ -1164,6 +1258,7 @@ async fn kill_9_during_signing_keeps_keys_and_guard() {
     let dir = tempfile::tempdir().unwrap();
     let public_key = import_vote_key(dir.path());
     let (mut child, addr) = spawn_binary(dir.path()).await;
+    fence_new_guard(addr, &public_key).await;
 
     // Four clients sign views 1, 2, 3, … (client c takes views ≡ c mod 4) until the kill.
     let signed = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(u64, String)>::new()));
@@ -1652,6 +1747,7 @@ async fn a_vote_keys_signing_history_moves_to_another_keystore() {
     let id = ids[0].as_str();
 
     let daemon = start(old.path()).await;
+    fence_new_guard(daemon.local_addr, &public_key).await;
     let signed = call(
         daemon.local_addr,
         "validator.sign_vote",

@@ -399,7 +399,10 @@ fn signer(addr: SocketAddr, key: &SecretKey) -> Arc<RemoteSigner> {
         token: TOKEN.to_string(),
         timeout: SIGNER_TIMEOUT,
     };
-    Arc::new(RemoteSigner::new(target, key.public_key()).unwrap())
+    let signer = RemoteSigner::new(target, key.public_key()).unwrap();
+    // The daemon's guard is new: the first vote fences it, as a node at genesis does.
+    signer.fence_before_signing(0);
+    Arc::new(signer)
 }
 
 /// `signer` signs a notarize vote for view `view` (off the async workers: the client blocks);

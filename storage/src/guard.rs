@@ -209,16 +209,94 @@ fn hex_hash(hash: &Hash) -> String {
     hash.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The file operations a [`SigningGuard`] makes in its directory: the seam through which the
+/// simulator runs the guard's write path (tmp file, fsync, rename, directory fsync) on a
+/// simulated disk that loses or tears what was not made durable
+/// ([`crate::sim::SimGuardDir`]). [`OsGuardDir`] is the real directory. Names are file names
+/// inside the directory.
+pub trait GuardDir: fmt::Debug + Send {
+    /// The contents of file `name`, reading at most `limit` bytes; `None` when it does not exist.
+    /// Errors: the I/O error.
+    fn read(&mut self, name: &str, limit: u64) -> std::io::Result<Option<Vec<u8>>>;
+    /// Creates (or truncates) file `name` and writes `bytes` to it, not durably yet.
+    /// Errors: the I/O error.
+    fn write(&mut self, name: &str, bytes: &[u8]) -> std::io::Result<()>;
+    /// Makes file `name`'s contents durable (fsync). Errors: the I/O error.
+    fn sync_file(&mut self, name: &str) -> std::io::Result<()>;
+    /// Renames file `from` over `to` atomically (durable only after [`GuardDir::sync_dir`]).
+    /// Errors: the I/O error.
+    fn rename(&mut self, from: &str, to: &str) -> std::io::Result<()>;
+    /// Makes the directory's entries durable (fsync of the directory). Errors: the I/O error.
+    fn sync_dir(&mut self) -> std::io::Result<()>;
+}
+
+/// A [`GuardDir`] on the real file system.
+#[derive(Debug)]
+pub struct OsGuardDir {
+    dir: PathBuf,
+    /// The file last written, still open, so its fsync needs no second open.
+    written: Option<(String, fs::File)>,
+}
+
+impl OsGuardDir {
+    /// The directory `dir`, created if needed. Errors: the I/O error.
+    pub fn create(dir: &Path) -> std::io::Result<OsGuardDir> {
+        fs::create_dir_all(dir)?;
+        Ok(OsGuardDir {
+            dir: dir.to_path_buf(),
+            written: None,
+        })
+    }
+}
+
+impl GuardDir for OsGuardDir {
+    fn read(&mut self, name: &str, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
+        match fs::File::open(self.dir.join(name)) {
+            Ok(file) => {
+                let mut bytes = Vec::new();
+                file.take(limit).read_to_end(&mut bytes)?;
+                Ok(Some(bytes))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn write(&mut self, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+        self.written = None;
+        let mut file = fs::File::create(self.dir.join(name))?;
+        file.write_all(bytes)?;
+        self.written = Some((name.to_string(), file));
+        Ok(())
+    }
+
+    fn sync_file(&mut self, name: &str) -> std::io::Result<()> {
+        match self.written.take() {
+            Some((written, file)) if written == name => file.sync_all(),
+            _ => fs::OpenOptions::new()
+                .write(true)
+                .open(self.dir.join(name))?
+                .sync_all(),
+        }
+    }
+
+    fn rename(&mut self, from: &str, to: &str) -> std::io::Result<()> {
+        fs::rename(self.dir.join(from), self.dir.join(to))
+    }
+
+    fn sync_dir(&mut self) -> std::io::Result<()> {
+        fs::File::open(&self.dir)?.sync_all()
+    }
+}
+
 /// The durable record of signed votes; see the module docs for rules and safety argument.
 #[derive(Debug)]
 pub struct SigningGuard {
     /// Directory holding [`GUARD_FILE`]; `None` for [`SigningGuard::in_memory`].
-    dir: Option<PathBuf>,
+    dir: Option<Box<dyn GuardDir>>,
     /// Who the record belongs to (see the module docs).
     owner: Hash,
     views: BTreeMap<u64, ViewRecord>,
-    /// Fault injection: this many upcoming fresh records fail as a failed fsync would.
-    failing_writes: u32,
 }
 
 impl SigningGuard {
@@ -230,15 +308,16 @@ impl SigningGuard {
     /// its checksum; [`GuardError::Foreign`] if it records another owner. A bad file is never
     /// reset: the operator must investigate (signing with a lost record risks equivocation).
     pub fn open(dir: &Path, owner: &Hash) -> Result<SigningGuard, GuardError> {
-        fs::create_dir_all(dir)?;
-        let path = dir.join(GUARD_FILE);
-        let views = match fs::File::open(&path) {
-            Ok(file) => {
-                let mut bytes = Vec::new();
-                // Read at most one byte past the limit, so an oversized file is detected
-                // without reading it whole.
-                file.take(MAX_FILE_LEN.saturating_add(1))
-                    .read_to_end(&mut bytes)?;
+        SigningGuard::open_in(Box::new(OsGuardDir::create(dir)?), owner)
+    }
+
+    /// Opens the guard whose [`GUARD_FILE`] lives in `dir` (a real or a simulated directory),
+    /// exactly as [`SigningGuard::open`] does, with its errors.
+    pub fn open_in(mut dir: Box<dyn GuardDir>, owner: &Hash) -> Result<SigningGuard, GuardError> {
+        // Read at most one byte past the limit, so an oversized file is detected without
+        // reading it whole.
+        let views = match dir.read(GUARD_FILE, MAX_FILE_LEN.saturating_add(1))? {
+            Some(bytes) => {
                 let (found, views) = decode(&bytes)?;
                 if found != *owner {
                     return Err(GuardError::Foreign {
@@ -248,18 +327,16 @@ impl SigningGuard {
                 }
                 views
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            None => {
                 let views = BTreeMap::new();
-                persist(dir, owner, &views)?;
+                persist(dir.as_mut(), owner, &views)?;
                 views
             }
-            Err(e) => return Err(GuardError::Io(e)),
         };
         Ok(SigningGuard {
-            dir: Some(dir.to_path_buf()),
+            dir: Some(dir),
             owner: *owner,
             views,
-            failing_writes: 0,
         })
     }
 
@@ -273,7 +350,6 @@ impl SigningGuard {
             dir: None,
             owner,
             views,
-            failing_writes: 0,
         })
     }
 
@@ -289,16 +365,7 @@ impl SigningGuard {
             dir: None,
             owner,
             views: BTreeMap::new(),
-            failing_writes: 0,
         }
-    }
-
-    /// Fault injection for simulations and tests: the next `count` records that would be
-    /// [`GuardDecision::Fresh`] fail with [`GuardError::Io`] instead, recording nothing, exactly
-    /// as a failed write or fsync of the guard file does. `0` disarms. Repeats and refusals are
-    /// unaffected (they write nothing).
-    pub fn fail_next_writes(&mut self, count: u32) {
-        self.failing_writes = count;
     }
 
     /// Decides whether `intent` may be signed and, if it is new, records it durably first.
@@ -366,14 +433,8 @@ impl SigningGuard {
     /// Prunes `next`, makes it durable, then adopts it as the record (unchanged on an error).
     fn adopt(&mut self, mut next: BTreeMap<u64, ViewRecord>) -> Result<GuardDecision, GuardError> {
         prune(&mut next);
-        if self.failing_writes > 0 {
-            self.failing_writes -= 1;
-            return Err(GuardError::Io(std::io::Error::other(
-                "injected fault: the guard record could not be made durable",
-            )));
-        }
-        if let Some(dir) = &self.dir {
-            persist(dir, &self.owner, &next)?;
+        if let Some(dir) = self.dir.as_mut() {
+            persist(dir.as_mut(), &self.owner, &next)?;
         }
         self.views = next;
         Ok(GuardDecision::Fresh)
@@ -516,8 +577,8 @@ impl SigningGuard {
             }
         }
         if next != self.views {
-            if let Some(dir) = &self.dir {
-                persist(dir, &self.owner, &next)?;
+            if let Some(dir) = self.dir.as_mut() {
+                persist(dir.as_mut(), &self.owner, &next)?;
             }
             self.views = next;
         }
@@ -570,16 +631,15 @@ fn prune(views: &mut BTreeMap<u64, ViewRecord>) {
 }
 
 /// Writes `views` durably: tmp file, fsync, rename, directory fsync.
-fn persist(dir: &Path, owner: &Hash, views: &BTreeMap<u64, ViewRecord>) -> Result<(), GuardError> {
-    let bytes = encode(owner, views);
-    let tmp = dir.join(GUARD_TMP_FILE);
-    {
-        let mut file = fs::File::create(&tmp)?;
-        file.write_all(&bytes)?;
-        file.sync_all()?;
-    }
-    fs::rename(&tmp, dir.join(GUARD_FILE))?;
-    fs::File::open(dir)?.sync_all()?;
+fn persist(
+    dir: &mut dyn GuardDir,
+    owner: &Hash,
+    views: &BTreeMap<u64, ViewRecord>,
+) -> Result<(), GuardError> {
+    dir.write(GUARD_TMP_FILE, &encode(owner, views))?;
+    dir.sync_file(GUARD_TMP_FILE)?;
+    dir.rename(GUARD_TMP_FILE, GUARD_FILE)?;
+    dir.sync_dir()?;
     Ok(())
 }
 

@@ -37,5 +37,5 @@ pub mod store;
 
 pub use evidence::{EvidenceError, EvidenceRecord};
 pub use guard::*;
-pub use sim::{Crash, SimStore};
+pub use sim::{Crash, SimGuardDir, SimStore};
 pub use store::*;

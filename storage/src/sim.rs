@@ -1,5 +1,7 @@
 //! [`SimStore`]: the production [`SledStore`] behind a simulated disk with injectable faults, for
-//! the deterministic simulator and crash tests (DESIGN.md §9).
+//! the deterministic simulator and crash tests (DESIGN.md §9); and [`SimGuardDir`], the
+//! simulated directory of a signing guard file (a POSIX-like model of file contents, directory
+//! entries and their fsyncs; its own docs).
 //!
 //! # Model
 //!
@@ -27,11 +29,13 @@
 //! The database underneath is a real temporary [`SledStore`], so the simulator runs the same
 //! storage code (transactions, ordering checks, evidence bounds) as a validator.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use quasar_crypto::hash::Hash;
 
 use crate::evidence::EvidenceRecord;
+use crate::guard::GuardDir;
 use crate::store::{FinalizedBlock, SledStore, Store, StoreError, StoredBlock};
 
 /// How much of the unflushed work survives [`SimStore::crash`].
@@ -359,5 +363,222 @@ impl Store for SimStore {
         self.write(Operation::PruneSessions(below_height), |s| {
             s.prune_sessions(below_height)
         })
+    }
+}
+
+/// The files of a directory on a simulated disk: what the running process sees, or what a
+/// crash keeps. Contents belong to inodes, so a rename moves a file without copying it and a
+/// file's contents and its directory entry become durable separately, as on a POSIX file
+/// system.
+#[derive(Debug, Clone, Default)]
+struct Files {
+    /// Directory entries: name → inode.
+    names: BTreeMap<String, u64>,
+    /// Inode contents (an inode missing here is empty).
+    data: BTreeMap<u64, Vec<u8>>,
+}
+
+#[derive(Debug, Default)]
+struct GuardDisk {
+    /// What reads see: every write, rename and truncation so far.
+    live: Files,
+    /// What a crash keeps: file contents as of their last fsync, entries as of the last
+    /// directory fsync.
+    durable: Files,
+    /// A lying disk's ([`SimGuardDir::lagging`]) state after the last fsync it acknowledged,
+    /// which it makes durable only at the next one.
+    ahead: Option<Files>,
+    lagging: bool,
+    next_inode: u64,
+    /// [`SimGuardDir::fail_operation`]: operations to let through before one fails.
+    fail_after: Option<u32>,
+}
+
+impl GuardDisk {
+    /// Applies one fsync (`sync` to a durable state): at once on an honest disk, one fsync late
+    /// on a lagging one.
+    fn sync(&mut self, sync: impl FnOnce(&mut Files, &Files)) {
+        if self.lagging {
+            // This fsync's effect waits for the next one; the previous one's lands now.
+            let mut next = self.ahead.clone().unwrap_or_else(|| self.durable.clone());
+            sync(&mut next, &self.live);
+            if let Some(previous) = self.ahead.replace(next) {
+                self.durable = previous;
+            }
+        } else {
+            sync(&mut self.durable, &self.live);
+        }
+    }
+
+    /// Counts one file operation against an armed fault: `Err` for the one that fails.
+    fn operation(&mut self) -> std::io::Result<()> {
+        match self.fail_after {
+            Some(0) => {
+                self.fail_after = None;
+                Err(std::io::Error::other("injected fault: the guard file operation failed"))
+            }
+            Some(left) => {
+                self.fail_after = Some(left - 1);
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
+    fn inode(&self, name: &str) -> std::io::Result<u64> {
+        self.live.names.get(name).copied().ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::NotFound, format!("{name}: no such file"))
+        })
+    }
+}
+
+/// A [`GuardDir`] on a simulated disk, for the simulator's signing guards: the guard's real
+/// write path (tmp file, fsync, rename, directory fsync, [`crate::SigningGuard`]) runs against
+/// it, and [`SimGuardDir::crash`] keeps only what those fsyncs made durable, plus, for
+/// [`Crash::Torn`], a prefix of each file written since its last fsync (a torn write). A new
+/// one is an empty directory (a new or wiped data directory). Clones share one disk, so the
+/// directory outlives the guard that a crashed process held.
+#[derive(Debug, Clone, Default)]
+pub struct SimGuardDir {
+    disk: Arc<Mutex<GuardDisk>>,
+}
+
+impl SimGuardDir {
+    /// An empty directory on an honest disk.
+    pub fn new() -> SimGuardDir {
+        SimGuardDir::default()
+    }
+
+    /// An empty directory on a disk that acknowledges each fsync before it is done and makes
+    /// it durable only at the next one, so a crash loses the last write that was reported
+    /// durable. No guard is safe on it; it exists so tests can show the simulator's checker
+    /// catches a lost guard record.
+    pub fn lagging() -> SimGuardDir {
+        let dir = SimGuardDir::default();
+        dir.disk().lagging = true;
+        dir
+    }
+
+    fn disk(&self) -> MutexGuard<'_, GuardDisk> {
+        self.disk
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Fault injection: after `after` more successful file operations (write, fsync, rename,
+    /// directory fsync; reads do not count), the next one fails with an I/O error and does
+    /// nothing, as a failed write, fsync or rename does. A crash disarms it.
+    pub fn fail_operation(&self, after: u32) {
+        self.disk().fail_after = Some(after);
+    }
+
+    /// Disarms [`SimGuardDir::fail_operation`].
+    pub fn disarm(&self) {
+        self.disk().fail_after = None;
+    }
+
+    /// Whether file `name` exists (as the running process sees it).
+    pub fn contains(&self, name: &str) -> bool {
+        self.disk().live.names.contains_key(name)
+    }
+
+    /// Simulates a crash of the process using this directory: keeps what was made durable and
+    /// what `crash` lets through ([`Crash::Torn`]'s `keep` counts bytes here: each file written
+    /// since its last fsync keeps at most that many of its first bytes), drops everything
+    /// else, including what a lagging disk had acknowledged but not written.
+    pub fn crash(&self, crash: Crash) {
+        let mut disk = self.disk();
+        disk.ahead = None;
+        disk.fail_after = None;
+        if let Crash::Torn { keep } = crash {
+            let torn: Vec<(u64, Vec<u8>)> = disk
+                .live
+                .data
+                .iter()
+                .filter(|(inode, bytes)| disk.durable.data.get(inode) != Some(bytes))
+                .map(|(inode, bytes)| (*inode, bytes[..keep.min(bytes.len())].to_vec()))
+                .collect();
+            disk.durable.data.extend(torn);
+        }
+        let durable = &disk.durable;
+        let names = durable.names.clone();
+        let data = names
+            .values()
+            .filter_map(|inode| Some((*inode, durable.data.get(inode)?.clone())))
+            .collect();
+        disk.durable = Files { names, data };
+        disk.live = disk.durable.clone();
+    }
+}
+
+impl GuardDir for SimGuardDir {
+    fn read(&mut self, name: &str, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
+        let disk = self.disk();
+        Ok(disk.live.names.get(name).map(|inode| {
+            let bytes = disk.live.data.get(inode).map_or(&[][..], Vec::as_slice);
+            let len = usize::try_from(limit).unwrap_or(usize::MAX).min(bytes.len());
+            bytes[..len].to_vec()
+        }))
+    }
+
+    fn write(&mut self, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+        let mut disk = self.disk();
+        disk.operation()?;
+        let inode = match disk.live.names.get(name) {
+            Some(inode) => *inode,
+            None => {
+                let inode = disk.next_inode;
+                disk.next_inode += 1;
+                disk.live.names.insert(name.to_string(), inode);
+                inode
+            }
+        };
+        disk.live.data.insert(inode, bytes.to_vec());
+        Ok(())
+    }
+
+    fn sync_file(&mut self, name: &str) -> std::io::Result<()> {
+        let mut disk = self.disk();
+        disk.operation()?;
+        let inode = disk.inode(name)?;
+        disk.sync(|durable, live| {
+            if let Some(bytes) = live.data.get(&inode) {
+                durable.data.insert(inode, bytes.clone());
+            }
+        });
+        Ok(())
+    }
+
+    fn rename(&mut self, from: &str, to: &str) -> std::io::Result<()> {
+        let mut disk = self.disk();
+        disk.operation()?;
+        let inode = disk.inode(from)?;
+        disk.live.names.remove(from);
+        disk.live.names.insert(to.to_string(), inode);
+        Ok(())
+    }
+
+    fn sync_dir(&mut self) -> std::io::Result<()> {
+        let mut disk = self.disk();
+        disk.operation()?;
+        disk.sync(|durable, live| durable.names = live.names.clone());
+        // Inodes no directory entry can reach any more are gone.
+        let GuardDisk {
+            live,
+            durable,
+            ahead,
+            ..
+        } = &mut *disk;
+        let reachable: std::collections::BTreeSet<u64> = live
+            .names
+            .values()
+            .chain(durable.names.values())
+            .chain(ahead.iter().flat_map(|files| files.names.values()))
+            .copied()
+            .collect();
+        for files in [live, durable].into_iter().chain(ahead.as_mut()) {
+            files.data.retain(|inode, _| reachable.contains(inode));
+        }
+        Ok(())
     }
 }

@@ -349,32 +349,6 @@ fn failed_write_records_nothing() {
     );
 }
 
-/// The injected fault behaves as a failed fsync: the fresh record fails with `Io`, nothing is
-/// recorded, repeats are unaffected, and the next record after the armed count succeeds.
-#[test]
-fn injected_write_failures_record_nothing() {
-    both(|g| {
-        g.check_and_record(&notarize(1, 1)).unwrap();
-        g.fail_next_writes(2);
-        assert_eq!(
-            g.check_and_record(&notarize(1, 1)).unwrap(),
-            GuardDecision::Repeat,
-            "a repeat writes nothing, so it does not consume the fault"
-        );
-        for _ in 0..2 {
-            assert!(matches!(
-                g.check_and_record(&notarize(2, 1)),
-                Err(GuardError::Io(_))
-            ));
-            assert_eq!(g.highest_view(), 1);
-        }
-        assert_eq!(
-            g.check_and_record(&notarize(2, 1)).unwrap(),
-            GuardDecision::Fresh
-        );
-    });
-}
-
 fn intent_strategy() -> impl Strategy<Value = VoteIntent> {
     (0u64..6, 0u8..3, 0u8..3).prop_map(|(view, kind, b)| match kind {
         0 => notarize(view, b),

@@ -1,8 +1,9 @@
 //! A deterministic, seeded simulation of a validator network around the real consensus core.
 //!
 //! Every simulated validator runs the production [`Engine`] — the [`Core`](crate::consensus::Core),
-//! the [`VoteSigner`] and the storage code a validator runs — with an in-memory signing guard that
-//! keeps its records across simulated crashes (as the durable guard file does) and a
+//! the [`VoteSigner`] and the storage code a validator runs — with its signing guard file in a
+//! [`SimGuardDir`] (the guard's own write path, tmp file, fsync, rename, directory fsync, on a
+//! simulated disk that keeps across a crash only what those fsyncs made durable) and a
 //! [`SimStore`]: the sled store behind a simulated disk. Faults are injected into both: a guard
 //! record that fails to become durable, a store write or flush that fails (fatal, as in the
 //! runtime: the validator goes down and is restarted), and crashes that keep a torn prefix of
@@ -34,14 +35,14 @@ use crate::consensus::{
     BlockLimits, CoreConfig, EpochMembers, EpochSchedule, EpochSets, Evidence, Input, ProposalSlot,
     TimerKind, Verifier,
 };
-use crate::engine::{Engine, EngineError, Host, Published};
+use crate::engine::{Engine, Host, Published};
 use crate::signer::VoteSigner;
 use crate::sync::{checkpoint_inputs, serve, MAX_SYNC_BLOCKS};
 use quasar_crypto::bls::{PublicKey, SecretKey};
 use quasar_crypto::hash::{tagged_hash, Hash};
 use quasar_lanes::cert::Profile;
 use quasar_lanes::{Validator, ValidatorSet};
-use quasar_storage::{Crash, SigningGuard, SimStore, Store};
+use quasar_storage::{Crash, SigningGuard, SimGuardDir, SimStore, Store};
 use quasar_wire::{
     decode, BlockHeader, Certificate, EpochDomain, Message, MessageRef, SyncRequest, Vote,
 };
@@ -61,6 +62,10 @@ pub enum Mutation {
     /// A restart on an empty data directory ([`Simulation::restart_with_new_guard`]) signs at
     /// once with its new guard instead of listening and fencing first.
     NoFence,
+    /// Every guard directory lies on a disk that acknowledges each fsync before it is done
+    /// ([`SimGuardDir::lagging`]): a crash loses the guard's last record, so the restarted
+    /// validator may sign again in the view it last signed in.
+    LaggingGuardDisk,
 }
 
 /// Network and protocol parameters of a simulation. Times are microseconds.
@@ -88,8 +93,9 @@ pub struct SimConfig {
     pub duplicate: f64,
     /// Byzantine validators and their behaviour (all others are honest).
     pub byzantine: Vec<(usize, Behavior)>,
-    /// Probability, per event a node handles, that its signing guard's next record fails to
-    /// become durable; that vote is then neither signed nor sent, as in the runtime.
+    /// Probability, per event a node handles, that one of the file operations of its signing
+    /// guard's next record (write, fsync, rename, directory fsync) fails, so the record is not
+    /// durable; that vote is then neither signed nor sent, as in the runtime.
     pub guard_failures: f64,
     /// Probability, per event a node handles, that its store's next write fails. Fatal, as in
     /// the runtime: the node goes down (a torn prefix of its unflushed writes survives) and is
@@ -167,6 +173,9 @@ struct SimNode {
     /// Its guard is new and not fenced yet (the runtime's `UNFENCED_FILE` marker): every
     /// restart listens before signing until the engine has fenced.
     unfenced: bool,
+    /// The directory of its signing guard file, on a simulated disk that keeps only what the
+    /// guard's fsyncs made durable across a crash.
+    guard_dir: SimGuardDir,
 }
 
 impl SimNode {
@@ -251,6 +260,13 @@ fn timer_kind(code: u8) -> TimerKind {
 
 /// The chain id simulations use.
 pub const SIM_CHAIN_ID: u64 = 7;
+
+/// The owner every simulated signing guard file names (each node has a directory of its own).
+const SIM_GUARD_OWNER: Hash = [0; 32];
+
+/// The most bytes of a guard file written since its last fsync that a crash keeps
+/// ([`Crash::Torn`]); a full record is at most a few KiB, so whole files survive sometimes.
+const GUARD_TORN_BYTES: usize = 8 * 1024;
 
 /// One epoch's members in a simulation: `members` (validator numbers) with stake 100 each; the
 /// set root hashes the seed and, when sets change, the members' keys.
@@ -390,8 +406,9 @@ impl Simulation {
         }
         for &validator in &slots {
             let store = SimStore::new().expect("a temporary sled store can be created");
+            let guard_dir = sim.new_guard_dir();
             let (engine, _) = sim
-                .open_engine(validator, store, SigningGuard::in_memory())
+                .open_engine(validator, store, &guard_dir)
                 .expect("an empty store opens");
             sim.nodes.push(SimNode {
                 validator,
@@ -403,6 +420,7 @@ impl Simulation {
                 timers: HashMap::new(),
                 evidence: Vec::new(),
                 unfenced: false,
+                guard_dir,
             });
         }
         sim.split_twins();
@@ -438,13 +456,26 @@ impl Simulation {
         self.blocked.extend(self.fixed_blocks.iter().copied());
     }
 
-    /// Opens validator `validator`'s engine on `store` with `guard`, as a starting process does.
+    /// An empty directory for a signing guard: on a disk that lags one fsync behind under
+    /// [`Mutation::LaggingGuardDisk`], an honest one otherwise.
+    fn new_guard_dir(&self) -> SimGuardDir {
+        match self.cfg.mutation {
+            Some(Mutation::LaggingGuardDisk) => SimGuardDir::lagging(),
+            _ => SimGuardDir::new(),
+        }
+    }
+
+    /// Opens validator `validator`'s engine on `store` with the signing guard file in
+    /// `guard_dir` (created there if absent), as a starting process does. Errors: the guard
+    /// file's (corrupt, e.g. torn) or the engine's, as text.
     fn open_engine(
         &self,
         validator: usize,
         store: SimStore,
-        guard: SigningGuard,
-    ) -> Result<(Engine<SimStore>, crate::engine::Recovery), EngineError> {
+        guard_dir: &SimGuardDir,
+    ) -> Result<(Engine<SimStore>, crate::engine::Recovery), String> {
+        let guard = SigningGuard::open_in(Box::new(guard_dir.clone()), &SIM_GUARD_OWNER)
+            .map_err(|e| format!("signing guard: {e}"))?;
         let cfg = CoreConfig {
             chain_id: SIM_CHAIN_ID,
             epoch: 0,
@@ -466,7 +497,8 @@ impl Simulation {
             EpochDomain::default(),
             guard,
         );
-        let (mut engine, recovery) = Engine::open(store, signer, cfg, &self.verifier, 0)?;
+        let (mut engine, recovery) =
+            Engine::open(store, signer, cfg, &self.verifier, 0).map_err(|e| e.to_string())?;
         if self.behavior_of(validator) != Behavior::Honest || self.cfg.mutation.is_some() {
             // A Byzantine validator signs outside its engine's guard (Twins: a second process
             // on purpose), or the guard's protections are switched off.
@@ -490,11 +522,14 @@ impl Simulation {
             txs_per_block: self.cfg.txs_per_block,
             effects: Vec::new(),
         };
-        let engine = &mut self.nodes[i].engine;
+        // The guard's write path is four file operations: the fault hits one of them.
+        let guard_fault = guard_fault.then(|| self.rng.gen_range(0..4u32));
+        let node = &mut self.nodes[i];
+        let engine = &mut node.engine;
         // Faults are armed for this event only (four mutex round trips saved on the common,
         // fault-free event).
-        if guard_fault {
-            engine.signer_mut().guard_mut().fail_next_writes(1);
+        if let Some(after) = guard_fault {
+            node.guard_dir.fail_operation(after);
         }
         if write_fault {
             engine.store().fail_next_writes(1);
@@ -506,8 +541,8 @@ impl Simulation {
             Some(input) => engine.handle(&mut host, input),
             None => engine.start(&mut host),
         };
-        if guard_fault {
-            engine.signer_mut().guard_mut().fail_next_writes(0);
+        if guard_fault.is_some() {
+            node.guard_dir.disarm();
         }
         if write_fault || flush_fault {
             engine.store().fail_next_writes(0);
@@ -809,9 +844,10 @@ impl Simulation {
         }
     }
 
-    /// Stops node `i` as `kill -9` would: it receives nothing, its timers are void, and its
-    /// store keeps what was flushed plus a random prefix of the unflushed writes. Its signing
-    /// guard survives whole, as the fsync'd guard file does.
+    /// Stops node `i` as `kill -9` would: it receives nothing, its timers are void, its store
+    /// keeps what was flushed plus a random prefix of the unflushed writes, and its guard
+    /// directory keeps what the guard's fsyncs made durable (plus a random prefix of any file
+    /// written since its last fsync).
     pub fn crash(&mut self, i: usize) {
         let unflushed = self.nodes[i].engine.store().unflushed();
         let keep = self.rng.gen_range(0..=unflushed);
@@ -832,6 +868,12 @@ impl Simulation {
         node.alive = false;
         node.failed = false;
         node.timers.clear();
+        node.guard_dir.crash(match crash {
+            Crash::LoseUnflushed => Crash::LoseUnflushed,
+            Crash::Torn { .. } => Crash::Torn {
+                keep: self.rng.gen_range(0..=GUARD_TORN_BYTES),
+            },
+        });
         if let Err(e) = node.engine.store().crash(crash) {
             self.durability_violations.push(Violation::Unrecoverable {
                 node: format!("node {i}"),
@@ -840,39 +882,58 @@ impl Simulation {
         }
     }
 
-    /// Restarts node `i` (crashing it first if it is up) from its store and signing guard, as a
-    /// new process would. A store that cannot be reopened, or that lost a block the node had
+    /// Restarts node `i` (crashing it first if it is up) from its store and signing guard file,
+    /// as a new process would. A store that cannot be reopened, or that lost a block the node had
     /// reported final, is a violation; blocks that became durable without being reported (the
     /// crash hit between flush and report) are reported now.
     pub fn restart(&mut self, i: usize) {
         if self.nodes[i].alive {
             self.crash(i);
         }
-        let guard = self.surviving_guard(i);
-        let store = self.nodes[i].engine.store().clone();
-        self.reopen(i, store, guard);
-    }
-
-    /// The signing guard node `i` restarts with: the one it had (it survives crashes whole, as
-    /// the fsync'd guard file does), or a new one under [`Mutation::NoGuard`].
-    fn surviving_guard(&mut self, i: usize) -> SigningGuard {
-        match self.cfg.mutation {
-            Some(Mutation::NoGuard) => SigningGuard::in_memory(),
-            _ => self.nodes[i].engine.signer_mut().take_guard(),
+        if self.cfg.mutation == Some(Mutation::NoGuard) {
+            self.nodes[i].guard_dir = self.new_guard_dir();
         }
+        let store = self.nodes[i].engine.store().clone();
+        self.reopen(i, store);
     }
 
-    /// Reopens node `i` on `store` and `guard`; a node whose guard is not fenced yet listens
-    /// before it signs, as the runtime makes it ([`Engine::listen_before_signing`], one view
-    /// timeout), unless a [`Mutation`] switched that off.
-    fn reopen(&mut self, i: usize, store: SimStore, guard: SigningGuard) {
+    /// Reopens node `i` on `store` and its guard directory, as the runtime starts a validator:
+    /// a missing guard file with a store that holds history stops it (a violation here: the
+    /// file was lost); a missing one on an empty store is new, and a node whose guard is new
+    /// or not fenced yet listens before it signs ([`Engine::listen_before_signing`], one view
+    /// timeout), unless [`Mutation::NoGuard`] or [`Mutation::NoFence`] switched that off.
+    fn reopen(&mut self, i: usize, store: SimStore) {
         let validator = self.nodes[i].validator;
-        let (engine, recovery) = match self.open_engine(validator, store, guard) {
+        let guard_dir = self.nodes[i].guard_dir.clone();
+        // Under `NoGuard` the runtime's check is off with the guard.
+        if !guard_dir.contains(quasar_storage::GUARD_FILE)
+            && self.cfg.mutation != Some(Mutation::NoGuard)
+        {
+            match store.is_empty() {
+                Ok(true) => self.nodes[i].unfenced = true,
+                Ok(false) => {
+                    self.durability_violations.push(Violation::Unrecoverable {
+                        node: format!("node {i}"),
+                        error: "the signing guard file is missing but the store holds history"
+                            .into(),
+                    });
+                    return;
+                }
+                Err(e) => {
+                    self.durability_violations.push(Violation::Unrecoverable {
+                        node: format!("node {i}"),
+                        error: e.to_string(),
+                    });
+                    return;
+                }
+            }
+        }
+        let (engine, recovery) = match self.open_engine(validator, store, &guard_dir) {
             Ok(opened) => opened,
-            Err(e) => {
+            Err(error) => {
                 self.durability_violations.push(Violation::Unrecoverable {
                     node: format!("node {i}"),
-                    error: e.to_string(),
+                    error,
                 });
                 return;
             }
@@ -906,7 +967,11 @@ impl Simulation {
         }
         let node = &mut self.nodes[i];
         node.engine = engine;
-        if node.unfenced && self.cfg.mutation.is_none() {
+        let fence_off = matches!(
+            self.cfg.mutation,
+            Some(Mutation::NoGuard | Mutation::NoFence)
+        );
+        if node.unfenced && !fence_off {
             node.engine
                 .listen_before_signing(self.now, self.cfg.view_timeout_us);
         }
@@ -920,10 +985,12 @@ impl Simulation {
     /// before is forgotten with the disk.
     pub fn restart_with_empty_store(&mut self, i: usize) {
         self.crash_with(i, Crash::LoseUnflushed);
-        let guard = self.surviving_guard(i);
+        if self.cfg.mutation == Some(Mutation::NoGuard) {
+            self.nodes[i].guard_dir = self.new_guard_dir();
+        }
         self.nodes[i].published.clear();
         let store = SimStore::new().expect("a temporary sled store can be created");
-        self.reopen(i, store, guard);
+        self.reopen(i, store);
     }
 
     /// Restarts a crashed node on an empty data directory: no blocks and a new signing guard
@@ -933,9 +1000,9 @@ impl Simulation {
     pub fn restart_with_new_guard(&mut self, i: usize) {
         self.crash_with(i, Crash::LoseUnflushed);
         self.nodes[i].published.clear();
-        self.nodes[i].unfenced = true;
+        self.nodes[i].guard_dir = self.new_guard_dir();
         let store = SimStore::new().expect("a temporary sled store can be created");
-        self.reopen(i, store, SigningGuard::in_memory());
+        self.reopen(i, store);
     }
 
     /// Cuts every link between different groups (both directions). Nodes in no group are isolated.

@@ -55,7 +55,12 @@
 //! - `validator.sign_vote {pubKeyHex, kind, chainId, epoch, view, height, blockHex,
 //!   validatorSetRootHex, profileId}` → `{signatureHex, decision}`: the node's consensus vote,
 //!   signed with a stored BLS key only after the key's signing guard has durably recorded it
-//!   ([`validator`]); a vote that conflicts with a recorded one is refused (−32000).
+//!   ([`validator`]); a vote that conflicts with a recorded one is refused (−32000), and so is
+//!   every vote while the guard is new and not fenced yet.
+//! - `validator.key {pubKeyHex}` → `{keyId, fenced}`: whether this daemon holds the vote key and
+//!   whether its guard is fenced; `validator.fence {pubKeyHex, view}` → `{fencedView}`: fences
+//!   `view` in the guard (the node calls it after listening to the network), which lets a new
+//!   guard sign in later views.
 //! - `corona.import_share {shareHex}`, `corona.round1`, `corona.round2`, `corona.combine`: the
 //!   multi-host Corona ceremony, one party's share per host ([`corona`] has the protocol).
 //! - `pulsar.import_share {groupKeyHex, shareHex}`, `pulsar.round1`, `pulsar.round2`,

@@ -12,6 +12,11 @@
 //! (write, fsync, directory fsync) before it is signed, so a signature never leaves before the
 //! record that forbids its conflicting twin, across crashes and restarts too. The message signed
 //! is [`quasar_wire::vote_signing_message`], the bytes the node itself would sign.
+//!
+//! A guard that is new (a first start, or a lost `guards/` directory) signs nothing until the
+//! node fences it with `validator.fence` ([`Guards`]): like the node's own guard, it cannot know
+//! in which views its earlier self signed, so it waits for the node, which listens to the
+//! network first. `validator.key` reports whether the guard is fenced.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -79,10 +84,25 @@ pub fn guard_location(data_dir: &Path, key_id: &str, public_key: &[u8]) -> Guard
     }
 }
 
+/// One vote key's signing guard and whether it is fenced yet.
+struct OpenGuard {
+    guard: SigningGuard,
+    /// The guard is new (its directory held no record, or an earlier start never fenced it):
+    /// it signs nothing until the node fences it ([`Guards::fence`]).
+    unfenced: bool,
+}
+
 /// The open signing guards, one per vote key, opened on first use.
+///
+/// A guard that is new when opened ([`quasar_storage::GUARD_FILE`] absent: a first start, or a
+/// lost data directory) is marked unfenced on disk ([`quasar_storage::UNFENCED_FILE`]) before
+/// its empty record is written, and signs nothing until `validator.fence` names the view the
+/// node fenced after listening to the network: the daemon cannot tell on its own in which views
+/// its earlier self signed, the node can (the rule of `quasar-node`'s engine,
+/// `Engine::listen_before_signing`, applied to the daemon's guard).
 pub(super) struct Guards {
     dir: PathBuf,
-    open: Mutex<HashMap<String, SigningGuard>>,
+    open: Mutex<HashMap<String, OpenGuard>>,
 }
 
 impl Guards {
@@ -94,31 +114,82 @@ impl Guards {
         }
     }
 
-    /// Records `intent` durably in the guard of key `key_id` (public key `public_key`), opening
-    /// the guard if needed. Errors: −32000 when the guard refuses (a conflicting or too old
-    /// vote) or cannot persist or read its record.
+    /// Runs `action` on the guard of key `key_id` (public key `public_key`), opening it if
+    /// needed (a new one is marked unfenced first). Errors: −32000 when the guard cannot be
+    /// opened (corrupt, another key's) or the guards are poisoned; `action`'s.
+    fn with_guard<T>(
+        &self,
+        key_id: &str,
+        public_key: &[u8],
+        action: impl FnOnce(&Path, &mut OpenGuard) -> Result<T, ErrorObjectOwned>,
+    ) -> Result<T, ErrorObjectOwned> {
+        let mut open = self.open.lock().map_err(|_| {
+            scheme_error(
+                "the signing guards are unavailable after an internal failure: restart thresholdd",
+            )
+        })?;
+        let dir = self.dir.join(key_id);
+        if !open.contains_key(key_id) {
+            let opening = |e: &dyn std::fmt::Display| {
+                scheme_error(format!("the signing guard of {key_id}: {e}"))
+            };
+            if !dir.join(quasar_storage::GUARD_FILE).exists() {
+                quasar_storage::mark_unfenced(&dir).map_err(|e| opening(&e))?;
+            }
+            let guard = SigningGuard::open(&dir, &guard_owner(public_key)).map_err(|e| opening(&e))?;
+            let unfenced = dir.join(quasar_storage::UNFENCED_FILE).exists();
+            open.insert(key_id.to_string(), OpenGuard { guard, unfenced });
+        }
+        let entry = open
+            .get_mut(key_id)
+            .ok_or_else(|| scheme_error(format!("the signing guard of {key_id} is not open")))?;
+        action(&dir, entry)
+    }
+
+    /// Records `intent` durably in the guard of key `key_id` (public key `public_key`).
+    /// Errors: −32000 when the guard is not fenced yet, refuses (a conflicting or too old vote)
+    /// or cannot persist or read its record.
     fn record(
         &self,
         key_id: &str,
         public_key: &[u8],
         intent: &VoteIntent,
     ) -> Result<GuardDecision, ErrorObjectOwned> {
-        let mut open = self.open.lock().map_err(|_| {
-            scheme_error(
-                "the signing guards are unavailable after an internal failure: restart thresholdd",
-            )
-        })?;
-        if !open.contains_key(key_id) {
-            let guard = SigningGuard::open(&self.dir.join(key_id), &guard_owner(public_key))
+        self.with_guard(key_id, public_key, |_, entry| {
+            if entry.unfenced {
+                return Err(scheme_error(format!(
+                    "the signing guard of {key_id} is new (a first start, or its record was \
+                     lost): it signs nothing until the node fences it (validator.fence) after \
+                     listening to the network"
+                )));
+            }
+            entry
+                .guard
+                .check_and_record(intent)
+                .map_err(|e| scheme_error(format!("signing guard refused: {e}")))
+        })
+    }
+
+    /// Whether the guard of key `key_id` is fenced (opening it, so a new one is marked).
+    /// Errors: as [`Guards::with_guard`].
+    fn fenced(&self, key_id: &str, public_key: &[u8]) -> Result<bool, ErrorObjectOwned> {
+        self.with_guard(key_id, public_key, |_, entry| Ok(!entry.unfenced))
+    }
+
+    /// Fences `view` in the guard of key `key_id` durably ([`SigningGuard::fence`]), then
+    /// removes its unfenced marker; returns the guard's fenced view. Errors: −32000 when the
+    /// fence or the marker's removal cannot be made durable (the guard stays unfenced).
+    fn fence(&self, key_id: &str, public_key: &[u8], view: u64) -> Result<u64, ErrorObjectOwned> {
+        self.with_guard(key_id, public_key, |dir, entry| {
+            entry
+                .guard
+                .fence(view)
                 .map_err(|e| scheme_error(format!("the signing guard of {key_id}: {e}")))?;
-            open.insert(key_id.to_string(), guard);
-        }
-        let guard = open
-            .get_mut(key_id)
-            .ok_or_else(|| scheme_error(format!("the signing guard of {key_id} is not open")))?;
-        guard
-            .check_and_record(intent)
-            .map_err(|e| scheme_error(format!("signing guard refused: {e}")))
+            quasar_storage::clear_unfenced(dir)
+                .map_err(|e| scheme_error(format!("the signing guard of {key_id}: {e}")))?;
+            entry.unfenced = false;
+            Ok(entry.guard.fenced_view())
+        })
     }
 }
 
@@ -247,24 +318,68 @@ struct KeyParams {
 #[serde(rename_all = "camelCase")]
 struct KeyReply {
     key_id: String,
+    /// Whether the key's signing guard is fenced ([`Guards`]): `false` for a new guard, which
+    /// signs nothing until `validator.fence`.
+    fenced: bool,
 }
 
-/// `validator.key`: whether this daemon holds the vote key (a node checks this at start).
-/// Errors: −32602 for a bad key; −32000 when the keystore holds no such vote key.
+/// `validator.key`: whether this daemon holds the vote key, and whether its signing guard is
+/// fenced (a node checks both at start). Opens the guard, marking a new one unfenced.
+/// Errors: −32602 for a bad key; −32000 when the keystore holds no such vote key or its guard
+/// cannot be opened.
 fn vote_key(context: &Context, params: KeyParams) -> Result<KeyReply, ErrorObjectOwned> {
     let public_key = public_key_field("pubKeyHex", &params.pub_key_hex)?;
-    let (info, _) = context.find_vote_key(&public_key.to_bytes())?;
+    let public_bytes = public_key.to_bytes();
+    let (info, _) = context.find_vote_key(&public_bytes)?;
+    let fenced = context
+        .guards
+        .fenced(info.key_id.as_str(), &public_bytes)?;
     Ok(KeyReply {
         key_id: info.key_id.to_string(),
+        fenced,
     })
 }
 
-/// Registers `validator.sign_vote` and `validator.key`.
+/// `validator.fence`'s parameters: a vote key and the view to fence.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct FenceParams {
+    /// The vote key's BLS public key, hex (48 bytes).
+    pub_key_hex: String,
+    /// The view the node fenced: nothing is signed in it or (beyond the guard window) below it.
+    view: u64,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FenceReply {
+    /// The highest fenced view the guard now holds.
+    fenced_view: u64,
+}
+
+/// `validator.fence`: fences `view` in the vote key's signing guard and lets a new guard sign
+/// (in views above it). A node calls it once it has listened to the network and fenced its own
+/// guard; a fence only ever forbids votes, so it never makes an equivocation possible. Errors:
+/// −32602 for a bad key; −32000 when the keystore holds no such vote key or the fence cannot be
+/// made durable.
+fn fence(context: &Context, params: FenceParams) -> Result<FenceReply, ErrorObjectOwned> {
+    let public_key = public_key_field("pubKeyHex", &params.pub_key_hex)?;
+    let public_bytes = public_key.to_bytes();
+    let (info, _) = context.find_vote_key(&public_bytes)?;
+    let fenced_view = context
+        .guards
+        .fence(info.key_id.as_str(), &public_bytes, params.view)?;
+    tracing::info!(key_id = %info.key_id, view = params.view, fenced_view, "signing guard fenced");
+    Ok(FenceReply { fenced_view })
+}
+
+/// Registers `validator.sign_vote`, `validator.key` and `validator.fence`.
 pub(super) fn register(
     module: &mut RpcModule<Context>,
     timeout: Duration,
 ) -> Result<(), DaemonError> {
     rpc::register(module, "validator.sign_vote", timeout, sign_vote)?;
     rpc::register(module, "validator.key", timeout, vote_key)?;
+    rpc::register(module, "validator.fence", timeout, fence)?;
     Ok(())
 }
