@@ -21,11 +21,11 @@
 use crate::config::{GenesisFile, NodeConfig, SecretKeyFile};
 use crate::consensus::{
     Action, BlockLimits, Core, CoreConfig, EpochSchedule, Input, ProposalSlot, TimerKind, Tip,
-    Verifier,
+    VerifiedProposal, VerifiedVote, Verifier,
 };
 use crate::key_file;
 use crate::rollup_job::{CollectError, WindowCollector};
-use crate::signer::{SignError, VoteSigner};
+use crate::signer::{guard_kind, SignError, VoteSigner};
 use crate::sync::{serve, SyncSource, MAX_SYNC_BLOCKS};
 use crate::thresholdd::keystore;
 use quasar_crypto::bls::{SecretKey, Signature};
@@ -39,7 +39,7 @@ use quasar_crypto::rollup::circuit::{
 use quasar_crypto::rollup::native::{ExpandedKey, ML_DSA_65};
 use quasar_lanes::bls::bitmap_from_signers;
 use quasar_lanes::{Validator, ValidatorSet};
-use quasar_storage::{GuardError, SigningGuard};
+use quasar_storage::{GuardError, SigningGuard, VoteIntent};
 use quasar_wire::frame::MAX_FRAME_LEN;
 use quasar_wire::{
     payload_root, vote_signing_message, BlockHeader, Certificate, CertificateKind, EpochDomain,
@@ -114,34 +114,79 @@ fn fixture() -> &'static Fixture {
     })
 }
 
-/// Entries a [`Memo`] holds before it starts over (bounded memory over a long fuzzing run).
-const MEMO_ENTRIES: usize = 1 << 14;
+/// Entries one generation of a [`Memo`] holds; a memo holds at most two (bounded memory over a
+/// long fuzzing run).
+const MEMO_GENERATION: usize = 1 << 15;
 
 /// A process-wide memo of a deterministic, expensive answer: a fixture key's signature or the
 /// fixture verifier's verdict (one set, chain, epoch and domain, so the same bytes always get the
 /// same answer). Mutated fuzz inputs ask the same questions again and again; with the memo each
 /// question meets the real signer or verifier once, and the fuzzer's time goes to the code under
 /// test instead of to pairings.
-struct Memo<K, V>(OnceLock<Mutex<HashMap<K, V>>>);
+///
+/// When the current generation is full it becomes the previous one and the one before it is
+/// dropped; an answer found in the previous generation moves to the current one. So the answers
+/// the fuzzer keeps asking for survive (starting over from empty, as this memo once did, cost a
+/// burst of pairings each time it filled).
+struct Memo<K, V>(OnceLock<Mutex<Generations<K, V>>>);
+
+/// The two generations of a [`Memo`].
+struct Generations<K, V> {
+    current: HashMap<K, V>,
+    previous: HashMap<K, V>,
+}
+
+impl<K, V> Default for Generations<K, V> {
+    fn default() -> Self {
+        Generations {
+            current: HashMap::new(),
+            previous: HashMap::new(),
+        }
+    }
+}
+
+impl<K: std::hash::Hash + Eq, V: Clone> Generations<K, V> {
+    fn insert(&mut self, key: K, value: V) {
+        if self.current.len() >= MEMO_GENERATION {
+            self.previous = std::mem::take(&mut self.current);
+        }
+        self.current.insert(key, value);
+    }
+}
 
 impl<K: std::hash::Hash + Eq, V: Clone> Memo<K, V> {
     const fn new() -> Self {
         Memo(OnceLock::new())
     }
 
+    fn lock(&self) -> std::sync::MutexGuard<'_, Generations<K, V>> {
+        let memo = self.0.get_or_init(Mutex::default);
+        memo.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The memoized answer for `key`, if any.
+    fn get(&self, key: &K) -> Option<V> {
+        let mut memo = self.lock();
+        if let Some(value) = memo.current.get(key) {
+            return Some(value.clone());
+        }
+        let (key, value) = memo.previous.remove_entry(key)?;
+        memo.insert(key, value.clone());
+        Some(value)
+    }
+
+    /// Remembers `value` as the answer for `key`.
+    fn insert(&self, key: K, value: V) {
+        self.lock().insert(key, value);
+    }
+
     /// The memoized answer for `key`, or `answer()` (remembered) when there is none.
     fn get_or(&self, key: K, answer: impl FnOnce() -> V) -> V {
-        let memo = self.0.get_or_init(Mutex::default);
-        let lock = || memo.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(value) = lock().get(&key) {
-            return value.clone();
+        if let Some(value) = self.get(&key) {
+            return value;
         }
         let value = answer();
-        let mut memo = lock();
-        if memo.len() >= MEMO_ENTRIES {
-            memo.clear();
-        }
-        memo.insert(key, value.clone());
+        self.insert(key, value.clone());
         value
     }
 }
@@ -161,6 +206,20 @@ type ProposalKey = (u32, u64, u64, Hash, u64, u64, Vec<Vec<u8>>);
 /// Proposals signed by a fresh [`VoteSigner`] of their proposer (memoized: a fresh signer's
 /// in-memory guard allows any first block, and signing is deterministic); `None` when refused.
 static PROPOSALS: Memo<ProposalKey, Option<Proposal>> = Memo::new();
+
+/// What the harness's own signer (validator 0, a local key) signs a vote for: kind, view, height,
+/// block.
+type OwnVoteKey = (VoteKind, u64, u64, Hash);
+
+/// The harness's own votes, signed once per process (module docs of [`core_inputs`]).
+static OWN_VOTES: Memo<OwnVoteKey, VerifiedVote> = Memo::new();
+
+/// What the harness's own signer builds a proposal from: the slot's view, height, parent hash,
+/// parent view and parent timestamp, the time and the transactions.
+type OwnProposalKey = (u64, u64, Hash, u64, u64, u64, Vec<Vec<u8>>);
+
+/// The harness's own proposals, signed once per process.
+static OWN_PROPOSALS: Memo<OwnProposalKey, VerifiedProposal> = Memo::new();
 
 /// [`Verifier::verify_message`] of the fixture on `message`, whose encoding is `encoded`
 /// (memoized by the encoding): the verified input, or `None` when it is refused or needs nothing.
@@ -514,7 +573,8 @@ pub struct CoreRun {
 /// [`Verifier::verify_message`] as network bytes are; what verifies goes to [`Core::handle`].
 /// Signatures, proposals and verdicts on the fixture's keys are memoized: each distinct
 /// message meets the real signer and verifier once per process, so the fuzzer's time goes to the
-/// core instead of to BLS.
+/// core instead of to BLS. That includes the core's own votes and proposals: its signing guard
+/// decides each one every time, and only the BLS signature of one signed before is reused.
 ///
 /// Panics (each a broken invariant, for any input): the view decreases; the finalized height
 /// decreases; an `Action::Finalized` is not at the previous tip's height + 1, does not extend the
@@ -879,6 +939,62 @@ impl CoreHarness {
         }
     }
 
+    /// `self.me.sign_vote(kind, view, height, block)`, with the signature memoized: the guard
+    /// decides every time (the `check_and_record` the signer runs before it signs, on the same
+    /// guard), and only a vote this process has not signed before meets the signer and BLS.
+    fn own_vote(
+        &mut self,
+        kind: VoteKind,
+        view: u64,
+        height: u64,
+        block: Hash,
+    ) -> Result<VerifiedVote, SignError> {
+        let key = (kind, view, height, block);
+        if let Some(vote) = OWN_VOTES.get(&key) {
+            let intent = VoteIntent {
+                view,
+                kind: guard_kind(kind),
+                block,
+            };
+            self.me.guard_mut().check_and_record(&intent)?;
+            return Ok(vote);
+        }
+        let (vote, _) = self.me.sign_vote(kind, view, height, block)?;
+        OWN_VOTES.insert(key, vote.clone());
+        Ok(vote)
+    }
+
+    /// `self.me.sign_block(slot, txs, now)`, memoized as [`CoreHarness::own_vote`] is: the guard
+    /// records the leader's notarize intent for the block every time (as `sign_block` does), and
+    /// a block this process has not built before meets the real signer.
+    fn own_proposal(
+        &mut self,
+        slot: &ProposalSlot,
+        txs: Vec<Vec<u8>>,
+    ) -> Result<VerifiedProposal, SignError> {
+        let key = (
+            slot.view,
+            slot.height,
+            slot.parent,
+            slot.parent_view,
+            slot.parent_timestamp_us,
+            self.now,
+            txs,
+        );
+        if let Some(proposal) = OWN_PROPOSALS.get(&key) {
+            let intent = VoteIntent {
+                view: proposal.proposal().header.view,
+                kind: guard_kind(VoteKind::Notarize),
+                block: *proposal.hash(),
+            };
+            self.me.guard_mut().check_and_record(&intent)?;
+            return Ok(proposal);
+        }
+        let proposal = self.me.sign_block(slot, key.6.clone(), self.now)?;
+        OWN_PROPOSALS.insert(key, proposal.clone());
+        Ok(proposal)
+    }
+
     /// Checks the invariants over one batch of actions and plays the runtime's part.
     fn after(&mut self, actions: Vec<Action>, queue: &mut VecDeque<Input>) {
         let view = self.core.view();
@@ -931,13 +1047,13 @@ impl CoreHarness {
                     view,
                     height,
                     block,
-                } => match self.me.sign_vote(kind, view, height, block) {
-                    Ok((vote, _)) => queue.push_back(Input::Vote(vote)),
+                } => match self.own_vote(kind, view, height, block) {
+                    Ok(vote) => queue.push_back(Input::Vote(vote)),
                     Err(e) => refused(e),
                 },
                 Action::Propose(slot) => {
                     let txs = vec![slot.view.to_le_bytes().to_vec()];
-                    match self.me.sign_block(&slot, txs, self.now) {
+                    match self.own_proposal(&slot, txs) {
                         Ok(proposal) => {
                             self.remember(proposal.proposal());
                             queue.push_back(Input::Proposal(Box::new(proposal)));

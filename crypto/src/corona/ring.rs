@@ -659,6 +659,12 @@ macro_rules! vector_ops {
                 $t((0..L).map(f).collect())
             }
 
+            /// The vector of exactly `L` entries, without copying them; `None` for another
+            /// count.
+            pub fn from_entries(entries: Vec<$p>) -> Option<Self> {
+                (entries.len() == L).then(|| $t(entries.into_boxed_slice()))
+            }
+
             /// The `L` entries.
             pub fn as_slice(&self) -> &[$p] {
                 &self.0
@@ -725,6 +731,12 @@ impl<const R: usize, const C: usize> NttMatrix<R, C> {
                 .map(|(i, j)| f(i, j))
                 .collect(),
         )
+    }
+
+    /// The matrix of exactly R·C entries in row-major order (entry (i, j) at i·C + j), without
+    /// copying them; `None` for another count.
+    pub fn from_entries(entries: Vec<NttPoly>) -> Option<Self> {
+        (Some(entries.len()) == R.checked_mul(C)).then(|| NttMatrix(entries.into_boxed_slice()))
     }
 
     /// Entry (i, j), or `None` outside the shape.

@@ -1732,26 +1732,9 @@ impl Round1Message {
             }
             macs.push((to, tag));
         }
-        let mut values = Vec::with_capacity(M * COLS * DEGREE);
-        unpack(rest, M * COLS * DEGREE, RESIDUE_BITS, "commitment", |v| {
-            if v >= Q {
-                return Err(EncodingError::OutOfRange { what: "commitment" });
-            }
-            values.push(v);
-            Ok(())
-        })?;
-        let mut polys = values.chunks_exact(DEGREE);
-        let mut failed = false;
-        let d = NttMatrix::from_fn(|_, _| match polys.next().map(NttPoly::from_coefficients) {
-            Some(Ok(p)) => p,
-            _ => {
-                failed = true;
-                NttPoly::ZERO
-            }
-        });
-        if failed {
-            return Err(EncodingError::OutOfRange { what: "commitment" });
-        }
+        let polys = unpack_residues(rest, M * COLS, "commitment", NttPoly::from_coefficients)?;
+        let d = NttMatrix::from_entries(polys)
+            .ok_or(EncodingError::Truncated { what: "commitment" })?;
         Ok(Round1Message {
             sender,
             session,
@@ -1760,6 +1743,34 @@ impl Round1Message {
             macs,
         })
     }
+}
+
+/// Unpacks `polys` polynomials of 256 residues at [`RESIDUE_BITS`] bits each from `bytes`
+/// (exactly their packed length, zero padding), each built by `make` as soon as its 256 values
+/// are read, without an intermediate buffer of all values; `make` refuses a value ≥ q, reported
+/// as [`EncodingError::OutOfRange`] naming `what`. Returns exactly `polys` polynomials; other
+/// errors are [`unpack`]'s.
+fn unpack_residues<P>(
+    bytes: &[u8],
+    polys: usize,
+    what: &'static str,
+    make: fn(&[u64]) -> Result<P, RingError>,
+) -> Result<Vec<P>, EncodingError> {
+    let mut out = Vec::with_capacity(polys);
+    let mut row = [0u64; DEGREE];
+    let mut filled = 0;
+    unpack(bytes, polys * DEGREE, RESIDUE_BITS, what, |v| {
+        if let Some(slot) = row.get_mut(filled) {
+            *slot = v;
+        }
+        filled += 1;
+        if filled == DEGREE {
+            out.push(make(&row).map_err(|_| EncodingError::OutOfRange { what })?);
+            filled = 0;
+        }
+        Ok(())
+    })?;
+    Ok(out)
 }
 
 /// Reads sender (u16 BE, < [`MAX_PARTIES`]) and session id.
@@ -1817,26 +1828,8 @@ impl Round2Message {
             });
         }
         let (sender, session, rest) = read_header(bytes, WHAT)?;
-        let mut values = Vec::with_capacity(N * DEGREE);
-        unpack(rest, N * DEGREE, RESIDUE_BITS, WHAT, |v| {
-            if v >= Q {
-                return Err(EncodingError::OutOfRange { what: WHAT });
-            }
-            values.push(v);
-            Ok(())
-        })?;
-        let mut polys = values.chunks_exact(DEGREE);
-        let mut failed = false;
-        let z = PolyVec::from_fn(|_| match polys.next().map(Poly::from_coefficients) {
-            Some(Ok(p)) => p,
-            _ => {
-                failed = true;
-                Poly::ZERO
-            }
-        });
-        if failed {
-            return Err(EncodingError::OutOfRange { what: WHAT });
-        }
+        let polys = unpack_residues(rest, N, WHAT, Poly::from_coefficients)?;
+        let z = PolyVec::from_entries(polys).ok_or(EncodingError::Truncated { what: WHAT })?;
         Ok(Round2Message { sender, session, z })
     }
 }
