@@ -179,6 +179,11 @@ impl VoteSigner {
         }
     }
 
+    /// The signing guard (the fuzzing harness records its memoized votes through this).
+    pub fn guard_mut(&mut self) -> &mut SigningGuard {
+        &mut self.guard
+    }
+
     /// This validator's index in the current epoch's set (`None`: not a member).
     pub fn index(&self) -> Option<u32> {
         self.index
