@@ -298,7 +298,9 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         Some(target) => Some(connect_remote_signer(target, public_key)?),
         None => None,
     };
-    let daemon_unfenced = remote.as_ref().is_some_and(|(_, fenced)| *fenced != Some(true));
+    let daemon_unfenced = remote
+        .as_ref()
+        .is_some_and(|(_, fenced)| *fenced != Some(true));
     let unfenced_path = cfg.data_dir.join(quasar_storage::UNFENCED_FILE);
     let must_listen = (!guard_path.exists() || unfenced_path.exists() || daemon_unfenced)
         && now_us() > genesis.file.genesis_time_us;

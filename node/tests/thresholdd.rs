@@ -989,10 +989,7 @@ async fn a_new_vote_guard_signs_nothing_until_the_node_fences_it() {
             )
             .await,
         );
-        assert!(
-            code == -32000 && text.contains("validator.fence"),
-            "{text}"
-        );
+        assert!(code == -32000 && text.contains("validator.fence"), "{text}");
     }
 
     let daemon = start(dir.path()).await;

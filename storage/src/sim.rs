@@ -415,7 +415,9 @@ impl GuardDisk {
         match self.fail_after {
             Some(0) => {
                 self.fail_after = None;
-                Err(std::io::Error::other("injected fault: the guard file operation failed"))
+                Err(std::io::Error::other(
+                    "injected fault: the guard file operation failed",
+                ))
             }
             Some(left) => {
                 self.fail_after = Some(left - 1);
@@ -427,7 +429,10 @@ impl GuardDisk {
 
     fn inode(&self, name: &str) -> std::io::Result<u64> {
         self.live.names.get(name).copied().ok_or_else(|| {
-            std::io::Error::new(std::io::ErrorKind::NotFound, format!("{name}: no such file"))
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!("{name}: no such file"),
+            )
         })
     }
 }
@@ -516,7 +521,9 @@ impl GuardDir for SimGuardDir {
         let disk = self.disk();
         Ok(disk.live.names.get(name).map(|inode| {
             let bytes = disk.live.data.get(inode).map_or(&[][..], Vec::as_slice);
-            let len = usize::try_from(limit).unwrap_or(usize::MAX).min(bytes.len());
+            let len = usize::try_from(limit)
+                .unwrap_or(usize::MAX)
+                .min(bytes.len());
             bytes[..len].to_vec()
         }))
     }

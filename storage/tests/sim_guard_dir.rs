@@ -112,9 +112,12 @@ fn a_torn_guard_file_is_refused_not_reset() {
     let mut guard = open(&dir);
     guard.check_and_record(&notarize(1, 1)).unwrap();
     // The file rewritten in place and never synced (not the guard's own path): a crash tears it.
-    let bytes = dir.read(GUARD_FILE, 1 << 20).unwrap().unwrap();
+    let mut bytes = dir.read(GUARD_FILE, 1 << 20).unwrap().unwrap();
+    bytes.extend_from_slice(&[0; 16]);
     dir.write(GUARD_FILE, &bytes).unwrap();
-    dir.crash(Crash::Torn { keep: bytes.len() / 2 });
+    dir.crash(Crash::Torn {
+        keep: bytes.len() / 2,
+    });
     assert!(SigningGuard::open_in(Box::new(dir.clone()), &OWNER).is_err());
 }
 

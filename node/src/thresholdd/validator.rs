@@ -136,7 +136,8 @@ impl Guards {
             if !dir.join(quasar_storage::GUARD_FILE).exists() {
                 quasar_storage::mark_unfenced(&dir).map_err(|e| opening(&e))?;
             }
-            let guard = SigningGuard::open(&dir, &guard_owner(public_key)).map_err(|e| opening(&e))?;
+            let guard =
+                SigningGuard::open(&dir, &guard_owner(public_key)).map_err(|e| opening(&e))?;
             let unfenced = dir.join(quasar_storage::UNFENCED_FILE).exists();
             open.insert(key_id.to_string(), OpenGuard { guard, unfenced });
         }
@@ -181,10 +182,13 @@ impl Guards {
     /// fence or the marker's removal cannot be made durable (the guard stays unfenced).
     fn fence(&self, key_id: &str, public_key: &[u8], view: u64) -> Result<u64, ErrorObjectOwned> {
         self.with_guard(key_id, public_key, |dir, entry| {
-            entry
-                .guard
-                .fence(view)
-                .map_err(|e| scheme_error(format!("the signing guard of {key_id}: {e}")))?;
+            // View 0 (a genesis start) fences nothing: no vote is ever in it.
+            if view > 0 {
+                entry
+                    .guard
+                    .fence(view)
+                    .map_err(|e| scheme_error(format!("the signing guard of {key_id}: {e}")))?;
+            }
             quasar_storage::clear_unfenced(dir)
                 .map_err(|e| scheme_error(format!("the signing guard of {key_id}: {e}")))?;
             entry.unfenced = false;
@@ -331,9 +335,7 @@ fn vote_key(context: &Context, params: KeyParams) -> Result<KeyReply, ErrorObjec
     let public_key = public_key_field("pubKeyHex", &params.pub_key_hex)?;
     let public_bytes = public_key.to_bytes();
     let (info, _) = context.find_vote_key(&public_bytes)?;
-    let fenced = context
-        .guards
-        .fenced(info.key_id.as_str(), &public_bytes)?;
+    let fenced = context.guards.fenced(info.key_id.as_str(), &public_bytes)?;
     Ok(KeyReply {
         key_id: info.key_id.to_string(),
         fenced,
