@@ -501,7 +501,7 @@ impl SimGuardDir {
                 .data
                 .iter()
                 .filter(|(inode, bytes)| disk.durable.data.get(inode) != Some(bytes))
-                .map(|(inode, bytes)| (*inode, bytes[..keep.min(bytes.len())].to_vec()))
+                .map(|(inode, bytes)| (*inode, bytes.iter().take(keep).copied().collect()))
                 .collect();
             disk.durable.data.extend(torn);
         }
@@ -521,10 +521,8 @@ impl GuardDir for SimGuardDir {
         let disk = self.disk();
         Ok(disk.live.names.get(name).map(|inode| {
             let bytes = disk.live.data.get(inode).map_or(&[][..], Vec::as_slice);
-            let len = usize::try_from(limit)
-                .unwrap_or(usize::MAX)
-                .min(bytes.len());
-            bytes[..len].to_vec()
+            let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+            bytes.iter().take(limit).copied().collect()
         }))
     }
 
