@@ -287,12 +287,8 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     // another chain's guard is refused rather than adopted.
     let public_key = keys.bls.public_key();
     let owner = crate::guard_history::guard_owner(&public_key, &genesis.hash);
-    // A new guard on a chain that is already running (a late first start, or a lost data
-    // directory), or one whose earlier start had not fenced yet: nothing here tells which views
-    // this key signed in before; the engine listens first and fences past the view the network
-    // was in (`Engine::listen_before_signing`). The marker outlives a restart mid-listening.
     // signer = "remote": votes and ceremony rounds go to thresholdd, whose own guard follows the
-    // same rule: a new one signs nothing until this node fences it. A daemon whose guard is not
+    // rule below: a new one signs nothing until this node fences it. A daemon whose guard is not
     // known to be fenced (new, or not reachable yet) makes this node listen too.
     let remote = match &remote_target {
         Some(target) => Some(connect_remote_signer(target, public_key)?),
@@ -301,6 +297,10 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     let daemon_unfenced = remote
         .as_ref()
         .is_some_and(|(_, fenced)| *fenced != Some(true));
+    // A new guard on a chain that is already running (a late first start, or a lost data
+    // directory), or one whose earlier start had not fenced yet: nothing here tells which views
+    // this key signed in before; the engine listens first and fences past the view the network
+    // was in (`Engine::listen_before_signing`). The marker outlives a restart mid-listening.
     let unfenced_path = cfg.data_dir.join(quasar_storage::UNFENCED_FILE);
     let must_listen = (!guard_path.exists() || unfenced_path.exists() || daemon_unfenced)
         && now_us() > genesis.file.genesis_time_us;
