@@ -441,13 +441,24 @@ impl<S: Store> Engine<S> {
         }
     }
 
-    /// While listening, a view this key signed in joins the fence. Afterwards a signature the
-    /// guard never recorded, in a view above the fence and inside the guard's window, was made
-    /// by another process holding this key.
+    /// While listening, a view this key signed in joins the fence, unless it lies above
+    /// [`Listening::must_pass`] once that is fixed: an earlier incarnation signed at most there,
+    /// so a signature above it was made by another process that is signing now. Afterwards a
+    /// signature the guard never recorded, in a view above the fence and inside the guard's
+    /// window, was made by another process holding this key.
     ///
     /// Errors: [`EngineError::SecondInstance`].
     fn judge_own_signature(&mut self, intent: &VoteIntent) -> Result<(), EngineError> {
+        let second_instance = || EngineError::SecondInstance {
+            view: intent.view,
+            kind: intent.kind,
+            block: intent.block,
+        };
         if let Some(listening) = self.listening.as_mut() {
+            let live = listening.must_pass.is_some_and(|view| intent.view > view);
+            if live && !self.second_instance_allowed {
+                return Err(second_instance());
+            }
             listening.own_view = listening.own_view.max(intent.view);
             return Ok(());
         }
@@ -455,11 +466,7 @@ impl<S: Store> Engine<S> {
             && intent.view > self.fenced_view
             && intent.view.saturating_add(GUARD_WINDOW) >= self.signer.highest_view();
         if judged && !self.signer.recorded(intent) {
-            return Err(EngineError::SecondInstance {
-                view: intent.view,
-                kind: intent.kind,
-                block: intent.block,
-            });
+            return Err(second_instance());
         }
         Ok(())
     }
@@ -492,6 +499,11 @@ impl<S: Store> Engine<S> {
     /// validators rebroadcast their latest certificate while they wait), the validator fences
     /// the views its own key was seen in and signs, so such a chain can still start. Alone, or
     /// with peers out of reach, it never gives up.
+    ///
+    /// Messages signed with its own key reach it because peers relay them on request
+    /// ([`crate::relay`]). Once [`Listening::must_pass`] is fixed, one in a view above it
+    /// cannot be the earlier incarnation's: another process is signing with this key now, and
+    /// [`Engine::handle`] stops with [`EngineError::SecondInstance`].
     pub fn listen_before_signing(&mut self, now_us: u64, listen_us: u64) {
         self.listening = Some(Listening {
             until_us: now_us.saturating_add(listen_us),

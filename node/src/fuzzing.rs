@@ -24,6 +24,7 @@ use crate::consensus::{
     VerifiedProposal, VerifiedVote, Verifier,
 };
 use crate::key_file;
+use crate::relay::{RelayCache, MAX_RELAY_ITEMS, RELAY_VIEWS};
 use crate::rollup_job::{CollectError, WindowCollector};
 use crate::signer::{guard_kind, SignError, VoteSigner};
 use crate::sync::{serve, SyncSource, MAX_SYNC_BLOCKS};
@@ -264,9 +265,9 @@ pub fn certificate(data: &[u8]) {
     );
 }
 
-/// Any bytes: when they decode as a SyncResponse, every item decodes as a Proposal, a
+/// Any bytes: when they decode as a SyncResponse, every item decodes as a Proposal, a Vote, a
 /// Certificate or a QuasarCert (the decoder checked them) and verifying the first
-/// [`MAX_SYNC_ITEMS`] blocks and certificates against the fixture set never panics (verdicts are
+/// [`MAX_SYNC_ITEMS`] blocks, votes and certificates against the fixture set never panics (verdicts are
 /// memoized by the item's bytes: a mutated response mostly repeats the items of its parent).
 ///
 /// Panics: when an item of a decoded response does not decode, or decodes as another type.
@@ -276,7 +277,9 @@ pub fn sync_response(data: &[u8]) {
     };
     for (index, item) in response.items().enumerate() {
         let message = match quasar_wire::decode(item) {
-            Ok(m @ (MessageRef::Proposal(_) | MessageRef::Certificate(_))) => m.to_owned(),
+            Ok(
+                m @ (MessageRef::Proposal(_) | MessageRef::Vote(_) | MessageRef::Certificate(_)),
+            ) => m.to_owned(),
             Ok(MessageRef::QuasarCert(_)) => continue,
             other => panic!("sync item {index} of a decoded response: {other:?}"),
         };
@@ -416,6 +419,74 @@ pub fn sync_request(data: &[u8]) {
         .filter(|h| h % FIXTURE_BUNDLE == 0)
         .collect();
     assert_eq!(quasar, expected, "QuasarCerts for {request:?}");
+    let bytes = Message::SyncResponse(response)
+        .encode()
+        .expect("a served reply encodes");
+    assert!(
+        bytes.len() <= MAX_FRAME_LEN,
+        "reply of {} bytes",
+        bytes.len()
+    );
+}
+
+/// Views the relay fixture signs votes in: more than [`RELAY_VIEWS`], so the cache's window
+/// drops the oldest.
+const RELAY_FIXTURE_VIEWS: u64 = 12;
+
+/// A relay cache that recorded a notarize and a finalize vote of every fixture validator in each
+/// of views `1..=RELAY_FIXTURE_VIEWS`.
+fn relay_fixture() -> &'static RelayCache {
+    static CACHE: OnceLock<RelayCache> = OnceLock::new();
+    CACHE.get_or_init(|| {
+        let mut cache = RelayCache::new();
+        for index in 0..VALIDATORS {
+            let key = SecretKey::from_seed(&seed_of(index));
+            let guard = SigningGuard::in_memory();
+            let mut signer = VoteSigner::new(key, index as u32, CHAIN_ID, 0, domain(), guard);
+            for view in 1..=RELAY_FIXTURE_VIEWS {
+                for kind in [VoteKind::Notarize, VoteKind::Finalize] {
+                    let (vote, _) = signer
+                        .sign_vote(kind, view, view, [view as u8; 32])
+                        .expect("a fresh guard signs one block per view");
+                    cache.record(&Input::Vote(vote));
+                }
+            }
+        }
+        cache
+    })
+}
+
+/// Any bytes: when they decode as a RelayRequest, serving it from the relay fixture returns at
+/// most [`MAX_RELAY_ITEMS`] votes, each of the asked signer and epoch, from the asked view on
+/// and within the cache's window of [`RELAY_VIEWS`] views, and the reply encodes within one
+/// frame.
+///
+/// Panics: when the reply breaks one of those bounds or fails to encode.
+pub fn relay_request(data: &[u8]) {
+    let Ok(MessageRef::RelayRequest(decoded)) = quasar_wire::decode(data) else {
+        return;
+    };
+    let request = decoded.to_owned();
+    let response = relay_fixture().serve(&request, &FixtureChain);
+    assert!(
+        response.items.len() <= MAX_RELAY_ITEMS,
+        "{} items for {request:?}",
+        response.items.len()
+    );
+    for item in &response.items {
+        let Ok(MessageRef::Vote(vote)) = quasar_wire::decode(item) else {
+            panic!("a relayed item that is not a vote, for {request:?}");
+        };
+        assert!(
+            vote.signer() == request.signer
+                && vote.epoch() == request.epoch
+                && vote.view() >= request.from_view
+                && vote.view() + RELAY_VIEWS >= RELAY_FIXTURE_VIEWS,
+            "vote of signer {} in view {} relayed for {request:?}",
+            vote.signer(),
+            vote.view()
+        );
+    }
     let bytes = Message::SyncResponse(response)
         .encode()
         .expect("a served reply encodes");

@@ -6,6 +6,8 @@
 //! - [`engine`]: one validator's core, signer and store, and the order in which consensus
 //!   actions touch them (shared by the runtime and the simulator);
 //! - [`runtime`]: the tokio process around the core (QUIC via [`p2p`], sled storage, timers);
+//! - [`relay`]: recent signed messages relayed to peers on request, so a validator sees
+//!   another process signing with its key;
 //! - [`mempool`], [`sync`], [`api`] (HTTP admin API), [`metrics`], [`config`] (keys, genesis,
 //!   `node.toml`), [`init`] (a commented starting `node.toml`); [`build_info`]: version, commit and process metrics of both binaries;
 //!   [`http_serve`]: the HTTP/1.1 transport of both, with its bounds on slow clients;
@@ -36,6 +38,7 @@ pub mod p2p;
 pub mod process;
 pub mod quasar;
 pub mod quasar_service;
+pub mod relay;
 pub mod remote_signer;
 pub mod rollup;
 pub mod rollup_job;

@@ -30,6 +30,7 @@ use crate::metrics::{DispatcherMetrics, KeyCacheMetrics, NodeMetrics};
 use crate::p2p::{Inbound, Network, NetworkConfig, P2pMetrics, PeerInfo};
 use crate::quasar::QuasarTracker;
 use crate::quasar_service::{self, Contributor, Finalized, QuasarHandle, SetContributor};
+use crate::relay::{RelayCache, RELAY_INTERVAL, RELAY_LISTENING_INTERVAL, RELAY_VIEWS};
 use crate::remote_signer::{RemoteClient, RemoteSignError, RemoteSigner, RemoteSignerTarget};
 use crate::rollup_job::{RollupSet, WindowProver};
 use crate::signer::{SignError, VoteKey, VoteSigner};
@@ -40,7 +41,9 @@ use quasar_crypto::bls_cache::PublicKeyCache;
 use quasar_crypto::hash::Hash;
 use quasar_lanes::cert::CertVerifier;
 use quasar_storage::{GuardError, SigningGuard, SledStore, Store};
-use quasar_wire::{decode, tx_hash, LegKind, Message, MessageRef, SyncRequest, TxBatch};
+use quasar_wire::{
+    decode, tx_hash, LegKind, Message, MessageRef, RelayRequest, SyncRequest, TxBatch,
+};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -192,6 +195,8 @@ pub struct Shared {
     pub view_timeout_ms: u64,
     /// The genesis hash (the hash of block 0), for `GET /status`.
     pub genesis_hash: Hash,
+    /// Recent proposals and votes by signer, relayed to peers on request ([`crate::relay`]).
+    pub relay: Mutex<RelayCache>,
 }
 
 impl Shared {
@@ -505,6 +510,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         public_key,
         view_timeout_ms: cfg.view_timeout_ms(),
         genesis_hash: genesis.hash,
+        relay: Mutex::new(RelayCache::new()),
     });
     shared.metrics.finalized_height.set(tip.height as i64);
     shared
@@ -671,6 +677,13 @@ async fn inbound_loop(
                                 &shared.schedule,
                             ))
                             .encode(),
+                            Ok(MessageRef::RelayRequest(req)) => {
+                                let response = match shared.relay.lock() {
+                                    Ok(relay) => relay.serve(&req.to_owned(), &shared.store),
+                                    Err(_) => return,
+                                };
+                                Message::SyncResponse(response).encode()
+                            }
                             _ => {
                                 shared.p2p_metrics.record_malformed();
                                 return;
@@ -799,12 +812,16 @@ impl Driver {
     async fn run(mut self, mut input_rx: mpsc::Receiver<Input>) -> Result<(), NodeError> {
         self.engine.start(&mut self.host)?;
         let mut terminate = signal(tokio::signal::unix::SignalKind::terminate())?;
+        let mut next_relay = tokio::time::Instant::now();
         loop {
             tokio::select! {
                 input = input_rx.recv() => {
                     let Some(input) = input else { return Ok(()) };
                     if let Input::Proposal(p) = &input {
                         self.host.shared.height.fetch_max(p.proposal().header.height, Ordering::Relaxed);
+                    }
+                    if let Ok(mut relay) = self.host.shared.relay.lock() {
+                        relay.record(&input);
                     }
                     let span = self.host.span.clone();
                     let _entered = span.enter();
@@ -817,6 +834,19 @@ impl Driver {
                                     "could not remove the unfenced-guard marker");
                             }
                         }
+                    }
+                }
+                () = tokio::time::sleep_until(next_relay) => {
+                    let listening = self.engine.listening();
+                    next_relay = tokio::time::Instant::now()
+                        + if listening { RELAY_LISTENING_INTERVAL } else { RELAY_INTERVAL };
+                    if let Some(signer) = self.engine.signer_mut().index() {
+                        let request = RelayRequest {
+                            epoch: self.engine.signer_mut().epoch(),
+                            from_view: self.engine.core().view().saturating_sub(RELAY_VIEWS),
+                            signer,
+                        };
+                        ask_for_relays(&self.host, request, listening);
                     }
                 }
                 _ = tokio::signal::ctrl_c() => return Ok(()),
@@ -1084,15 +1114,69 @@ fn fetch(
     });
 }
 
+/// Asks peers for what they hold signed with this validator's key ([`crate::relay`]): every
+/// peer while `listening` with a new signing guard, one random peer otherwise; what comes back
+/// goes through verification to the engine, which judges it against the signing guard.
+fn ask_for_relays(host: &RuntimeHost, request: RelayRequest, listening: bool) {
+    let shared = host.shared.clone();
+    let verifier = host.verifier.clone();
+    let input_tx = host.input_tx.clone();
+    let Ok(bytes) = Message::RelayRequest(request).encode() else {
+        return;
+    };
+    let n = shared.validators as u32;
+    let me = shared.validator;
+    let peers: Vec<u32> = if listening {
+        (0..n).filter(|&peer| peer != me).collect()
+    } else {
+        let others = n.saturating_sub(1).max(1);
+        let pick = rand::random::<u32>() % others;
+        vec![if pick >= me { pick + 1 } else { pick }]
+    };
+    for peer in peers.into_iter().filter(|&peer| peer < n) {
+        let (shared, verifier, input_tx, bytes) = (
+            shared.clone(),
+            verifier.clone(),
+            input_tx.clone(),
+            bytes.clone(),
+        );
+        tokio::spawn(async move {
+            let reply = match shared
+                .network
+                .request(peer, bytes, Duration::from_secs(3))
+                .await
+            {
+                Ok(reply) => reply,
+                Err(e) => {
+                    tracing::debug!(peer, error = %e, "relay request failed");
+                    return;
+                }
+            };
+            let inputs = tokio::task::spawn_blocking(move || {
+                let Ok(MessageRef::SyncResponse(response)) = decode(&reply) else {
+                    shared.p2p_metrics.record_malformed();
+                    return Vec::new();
+                };
+                response
+                    .items()
+                    .filter_map(|item| ingest(&shared, &verifier, item))
+                    .collect::<Vec<_>>()
+            })
+            .await
+            .unwrap_or_default();
+            for input in inputs {
+                if input_tx.send(input).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
 fn signal(kind: tokio::signal::unix::SignalKind) -> Result<tokio::signal::unix::Signal, NodeError> {
     tokio::signal::unix::signal(kind).map_err(|e| NodeError::Other(format!("signal handler: {e}")))
 }
 
-/// Refuses a key directory whose post-quantum identity keys differ from its genesis entry
-/// (entry `me`, found by its BLS key), or whose Magnetar key is of another SLH-DSA parameter set
-/// than the genesis's `magnetar_set` (both sets have 48-byte keys, so equal bytes are not
-/// enough): the node would sign rollup and Magnetar legs that nobody can verify under the keys
-/// the chain knows. Errors: [`NodeError::Other`] naming the field that differs.
 /// The remote signer of `signer = "remote"`, checked once ([`RemoteSigner::check`]), with
 /// whether its guard is fenced (`None`: not known, the daemon is not reachable yet): a daemon
 /// that refuses the token or holds no vote key for this validator stops the node (a
@@ -1123,6 +1207,11 @@ fn connect_remote_signer(
     Ok((signer, fenced))
 }
 
+/// Refuses a key directory whose post-quantum identity keys differ from its genesis entry
+/// (entry `me`, found by its BLS key), or whose Magnetar key is of another SLH-DSA parameter set
+/// than the genesis's `magnetar_set` (both sets have 48-byte keys, so equal bytes are not
+/// enough): the node would sign rollup and Magnetar legs that nobody can verify under the keys
+/// the chain knows. Errors: [`NodeError::Other`] naming the field that differs.
 fn check_identity(
     validators: &[crate::config::GenesisValidator],
     magnetar_set: quasar_crypto::magnetar::ParameterSet,

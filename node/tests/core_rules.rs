@@ -1146,3 +1146,136 @@ fn a_listening_validator_gives_up_only_with_every_peer_connected() {
         "10 periods connected and silent: gives up"
     );
 }
+
+/// A listening validator fixes the view it must see the network pass when its listening period
+/// ends (one above the highest certificate it heard). Its earlier incarnation signed at most
+/// there, so a message signed with its key in that view only joins the fence; one in a later
+/// view was signed by another process that is signing now, and the engine stops.
+#[test]
+fn a_listening_validator_that_hears_its_key_sign_after_its_period_stops() {
+    use quasar_node::engine::EngineError;
+    let mut net = net();
+    let me = 1;
+    let period = 1_000_000;
+    let mut host = Recorder::new(1_000, b"tx");
+    let mut engine = started_engine(&net, me, &mut host);
+    engine.listen_before_signing(1_000, period);
+    let nullified = signed_certificate(CertificateKind::Nullification, 1, 0, [0; 32], &[0, 2, 3]);
+    let nullified = net.verifier.verify_certificate(nullified).unwrap();
+    engine
+        .handle(&mut host, Input::Certificate(nullified))
+        .unwrap();
+    host.now_us = 1_000 + period + 1;
+    let view = engine.core().view();
+    assert_eq!(view, 2, "the nullification moved the network to view 2");
+    let retry = Input::Timer {
+        view,
+        kind: TimerKind::Retry,
+    };
+    engine.handle(&mut host, retry).unwrap();
+    assert!(engine.listening(), "waits for the network to pass view 2");
+
+    // `net`'s signer for `me` is the other process.
+    let in_view_2 = vote(&mut net, me as usize, VoteKind::Nullify, 2, 0, [0; 32]);
+    engine.handle(&mut host, Input::Vote(in_view_2)).unwrap();
+    assert!(engine.listening());
+    let in_view_3 = vote(&mut net, me as usize, VoteKind::Nullify, 3, 0, [0; 32]);
+    match engine.handle(&mut host, Input::Vote(in_view_3)) {
+        Err(e @ EngineError::SecondInstance { view: 3, .. }) => assert!(e
+            .to_string()
+            .contains("another instance is signing with this key")),
+        other => panic!("expected SecondInstance in view 3, got {other:?}"),
+    }
+}
+
+/// The relay cache keeps each signer's proposals and votes of the last few views and serves one
+/// signer's from a view on: nothing of other signers or epochs, nothing below the window, at most
+/// `MAX_RELAY_ITEMS` per signer, proposals read back from the block store.
+#[test]
+fn the_relay_cache_serves_one_signers_recent_messages() {
+    use quasar_node::relay::{RelayCache, MAX_RELAY_ITEMS, RELAY_VIEWS};
+    use quasar_storage::Store;
+    use quasar_wire::{decode, MessageRef, RelayRequest};
+    let mut net = net();
+    let mut cache = RelayCache::new();
+    let store = quasar_storage::SimStore::new().unwrap();
+    let leader = core_for(&net, 0).leader_of(1) as usize;
+    let proposal = net.signers[leader]
+        .sign_block(&slot(1, 1, GENESIS, 0), vec![], 11)
+        .unwrap();
+    let encoded = Message::Proposal(proposal.proposal().clone())
+        .encode()
+        .unwrap();
+    store.put_block(1, proposal.hash(), &encoded).unwrap();
+    let mut fresh = RelayCache::new();
+    fresh.record(&Input::Proposal(Box::new(proposal.clone())));
+    cache.record(&Input::Proposal(Box::new(proposal)));
+    let top = 10;
+    for view in 2..=top {
+        for signer in 0..4 {
+            let block = [view as u8; 32];
+            for kind in [VoteKind::Notarize, VoteKind::Finalize] {
+                let vote = vote(&mut net, signer, kind, view, view, block);
+                cache.record(&Input::Vote(vote));
+            }
+        }
+    }
+    let served = |signer: usize, from_view: u64, epoch: u64| -> Vec<(u8, u32, u64)> {
+        let request = RelayRequest {
+            epoch,
+            from_view,
+            signer: signer as u32,
+        };
+        cache
+            .serve(&request, &store)
+            .items
+            .iter()
+            .map(|item| match decode(item).unwrap() {
+                MessageRef::Vote(v) => (v.kind() as u8, v.signer(), v.view()),
+                MessageRef::Proposal(p) => (0, p.header().proposer, p.header().view),
+                other => panic!("relayed {:?}", other.message_type()),
+            })
+            .collect()
+    };
+    let window: Vec<(u8, u32, u64)> = (top - RELAY_VIEWS..=top)
+        .flat_map(|view| [(1, 2, view), (2, 2, view)])
+        .collect();
+    assert_eq!(served(2, 0, 0), window, "the window, oldest first");
+    assert!(window.len() <= MAX_RELAY_ITEMS);
+    assert_eq!(served(2, top, 0), vec![(1, 2, top), (2, 2, top)]);
+    assert_eq!(served(2, 0, 1), Vec::new(), "another epoch");
+    assert_eq!(served(2, top + 1, 0), Vec::new(), "nothing from the future");
+    assert!(
+        !served(leader, 0, 0).contains(&(0, leader as u32, 1)),
+        "the proposal of view 1 fell out of the window"
+    );
+
+    let request = RelayRequest {
+        epoch: 0,
+        from_view: 0,
+        signer: leader as u32,
+    };
+    let items = fresh.serve(&request, &store).items;
+    assert_eq!(
+        items,
+        vec![encoded.clone()],
+        "the proposal, from the block store"
+    );
+    // An equivocating signer: a fresh guard per vote, a different block each time, one view.
+    for k in 0..2 * MAX_RELAY_ITEMS {
+        let (vote, _) = signer_with(leader as u32, SigningGuard::in_memory())
+            .sign_vote(VoteKind::Notarize, 100, 1, [k as u8; 32])
+            .unwrap();
+        fresh.record(&Input::Vote(vote));
+    }
+    let items = fresh.serve(&request, &store).items;
+    assert_eq!(
+        items.len(),
+        MAX_RELAY_ITEMS,
+        "at most MAX_RELAY_ITEMS per signer"
+    );
+    assert!(
+        !items.contains(&encoded),
+        "view 100 pushed the proposal of view 1 out of the window"
+    );
+}

@@ -127,10 +127,14 @@ async fn crashes_right_after_the_guard_record_never_cause_equivocation() {
         .spawn_with_env(2, &binary(), &[(CRASH_AFTER_GUARD_ENV, "0")])
         .unwrap();
     fx.net.spawn(3, &binary()).unwrap();
+    // All four start together: validators that start late on a loaded machine listen first, and
+    // only give up waiting for a certificate with every peer connected.
+    fx.net.spawn(crashy, &binary()).unwrap();
     fx.net
-        .wait_finalized(&[0, 2, 3], 1, Duration::from_secs(30))
+        .wait_finalized(&[0, 1, 2, 3], 1, Duration::from_secs(30))
         .await
         .unwrap();
+    fx.net.kill(crashy);
     fx.net.spawn_with_env(crashy, &binary(), &inject).unwrap();
 
     let deadline = Instant::now() + Duration::from_secs(25);

@@ -21,8 +21,8 @@ use quasar_node::thresholdd::keystore::{self, KdfParams, Keystore, NewKey, Schem
 use quasar_storage::{SigningGuard, VoteIntent, VoteKind as GuardVoteKind, GUARD_FILE};
 use quasar_wire::{
     payload_root, vote_signing_message, BlockHeader, Certificate, CertificateKind, LaneKind,
-    LaneMessage, LegKind, Message, Proposal, QuasarCert, SyncRequest, SyncResponse, TxBatch, Vote,
-    VoteKind,
+    LaneMessage, LegKind, Message, Proposal, QuasarCert, RelayRequest, SyncRequest, SyncResponse,
+    TxBatch, Vote, VoteKind,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -140,6 +140,11 @@ fn seed_messages() -> Vec<Vec<u8>> {
             max_blocks: 4,
         }),
         Message::SyncResponse(sync_response),
+        Message::RelayRequest(RelayRequest {
+            epoch: 0,
+            from_view: 9,
+            signer: 1,
+        }),
         Message::QuasarCert(QuasarCert {
             chain_id: CHAIN_ID,
             epoch: 0,
@@ -424,6 +429,17 @@ fn sync_request_serving_survives_mutated_requests() {
         500,
         &seed_messages(),
         fuzzing::sync_request,
+    );
+}
+
+#[test]
+fn relay_request_serving_survives_mutated_requests() {
+    drive(
+        "relay_request",
+        31,
+        500,
+        &seed_messages(),
+        fuzzing::relay_request,
     );
 }
 

@@ -1203,3 +1203,72 @@ async fn a_leader_restarted_on_an_empty_data_directory_waits_out_the_view_it_led
     );
     assert!(statuses[leader].votes_signed > 0, "{:?}", statuses[leader]);
 }
+
+/// Doppelganger protection on real processes: a copy of validator 3 (same keys, its own data
+/// directory and addresses, as an operator's standby started by mistake) listens before signing
+/// with its new guard, hears through its peers' relays that the key is signing now, and stops
+/// with "another instance is signing with this key" without having signed anything. The first
+/// instance and the chain go on, and no validator records evidence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_instance_of_a_running_validator_stops_before_it_signs() {
+    let _turn = one_network_at_a_time().await;
+    let mut fx = Fixture::with_profile("quasar-testnet-test-", 4, 100, Profile::Fast);
+    fx.spawn_all();
+    fx.net
+        .wait_finalized(&[0, 1, 2, 3], 3, Duration::from_secs(30))
+        .await
+        .unwrap();
+    let dir = fx.net.node_dir(3);
+    let mut cfg = NodeConfig::load(&dir.join(NODE_CONFIG_FILE)).unwrap();
+    let free = |udp: bool| {
+        if udp {
+            let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            socket.local_addr().unwrap()
+        } else {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap()
+        }
+    };
+    cfg.data_dir = dir.join("data-of-the-copy");
+    cfg.p2p_listen = free(true);
+    cfg.api_listen = free(false);
+    cfg.metrics_listen = None;
+    let copy_config = dir.join("copy.toml");
+    cfg.save(&copy_config).unwrap();
+    let copy = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::process::Command::new(binary())
+            .arg("run")
+            .arg("--config")
+            .arg(&copy_config)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the copy stops within a minute")
+    .unwrap();
+    let output = format!(
+        "{}{}",
+        String::from_utf8_lossy(&copy.stdout),
+        String::from_utf8_lossy(&copy.stderr)
+    );
+    assert!(!copy.status.success(), "{output}");
+    assert!(
+        output.contains("another instance is signing with this key"),
+        "{output}"
+    );
+    assert!(fx.net.is_running(3), "the first instance was disturbed");
+    let target = fx.net.status(0).await.unwrap().finalized_height + 3;
+    let statuses = fx
+        .net
+        .wait_finalized(&[0, 1, 2, 3], target, Duration::from_secs(30))
+        .await
+        .unwrap();
+    for s in &statuses {
+        assert_eq!(
+            s.evidence, 0,
+            "validator {} holds evidence: {s:?}",
+            s.validator
+        );
+    }
+}

@@ -20,7 +20,8 @@ use crate::frame::{frame_len, FRAME_HEADER_LEN, MAX_FRAME_LEN};
 /// the encoder's is the canonical one.)
 ///
 /// Panics: when a decoded message fails to re-encode, the re-encoding fails to decode or decodes
-/// to a different value, a sync response item does not decode, or a QuasarCert's or lane
+/// to a different value, a sync response item does not decode (as a Proposal, Vote, Certificate
+/// or QuasarCert), or a QuasarCert's or lane
 /// message's view, owned copy and canonical bytes disagree.
 pub fn decode(data: &[u8]) {
     let Ok(decoded) = crate::decode(data) else {
@@ -29,7 +30,9 @@ pub fn decode(data: &[u8]) {
     if let crate::MessageRef::SyncResponse(response) = &decoded {
         for item in response.items() {
             match crate::decode(item) {
-                Ok(crate::MessageRef::Proposal(_)) | Ok(crate::MessageRef::Certificate(_)) => {}
+                Ok(crate::MessageRef::Proposal(_))
+                | Ok(crate::MessageRef::Vote(_))
+                | Ok(crate::MessageRef::Certificate(_)) => {}
                 Ok(crate::MessageRef::QuasarCert(cert)) => {
                     let canonical = cert.to_owned().encode().expect("a checked item re-encodes");
                     quasar_cert(&cert, &canonical);

@@ -63,12 +63,14 @@ pub enum MessageType {
     QuasarCert = 7,
     /// One validator's contribution to the post-quantum legs of a bundle ([`LaneMessage`]).
     Lane = 8,
+    /// A request for the recent proposals and votes of one signer ([`RelayRequest`]).
+    RelayRequest = 9,
 }
 
 impl TryFrom<u8> for MessageType {
     type Error = WireError;
 
-    /// Errors: [`WireError::UnknownMessageType`] for any byte outside 1..=8.
+    /// Errors: [`WireError::UnknownMessageType`] for any byte outside 1..=9.
     fn try_from(found: u8) -> Result<Self, WireError> {
         Ok(match found {
             1 => Self::Proposal,
@@ -79,6 +81,7 @@ impl TryFrom<u8> for MessageType {
             6 => Self::SyncResponse,
             7 => Self::QuasarCert,
             8 => Self::Lane,
+            9 => Self::RelayRequest,
             _ => return Err(WireError::UnknownMessageType { found }),
         })
     }
@@ -400,9 +403,20 @@ pub mod layout {
         /// Fixed size.
         pub const SIZE: usize = 44;
     }
+    /// `RelayRequest` root object, 20 bytes.
+    pub mod relay_request {
+        /// `epoch: u64`.
+        pub const EPOCH: usize = 0;
+        /// `from_view: u64`.
+        pub const FROM_VIEW: usize = 8;
+        /// `signer: u32`.
+        pub const SIGNER: usize = 16;
+        /// Fixed size.
+        pub const SIZE: usize = 20;
+    }
     /// `SyncResponse` root object, 8 bytes.
     pub mod sync_response {
-        /// `items: ptr → list of bytes` (each a complete ZAP Proposal, Certificate or
+        /// `items: ptr → list of bytes` (each a complete ZAP Proposal, Vote, Certificate or
         /// QuasarCert).
         pub const ITEMS: usize = 0;
         /// Fixed size.
@@ -454,6 +468,7 @@ pub mod layout {
     }
 }
 
+use layout::relay_request as rq;
 use layout::vote as vo;
 use layout::{block_header as bh, certificate as ce, proposal as pr, sync_request as sq};
 use layout::{lane_message as lm, quasar_cert as qc, sync_response as ss, tx_batch as tb};
@@ -1185,23 +1200,88 @@ impl<'a> SyncRequestRef<'a> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// RelayRequest
+// ---------------------------------------------------------------------------------------------
+
+/// A request for the proposals and votes that the peer holds from one signer in recent views;
+/// the reply is a [`SyncResponse`] of Proposal and Vote messages. A validator asks about its own
+/// key: what peers relay back shows whether another process signs with it (DESIGN.md §2's
+/// signing guard; the doppelganger check of `docs/operations.md`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RelayRequest {
+    /// The epoch whose validator index `signer` is.
+    pub epoch: u64,
+    /// Lowest view wanted.
+    pub from_view: u64,
+    /// The signer's index in `epoch`'s validator set.
+    pub signer: u32,
+}
+
+impl RelayRequest {
+    /// Encodes as a ZAP message of type [`MessageType::RelayRequest`] (fixed 36 bytes).
+    ///
+    /// Errors: none in practice; the signature mirrors the other encoders.
+    pub fn encode(&self) -> Result<Vec<u8>, WireError> {
+        let (mut b, root) = Builder::new(MessageType::RelayRequest as u8, rq::SIZE)?;
+        b.put_u64(root, rq::EPOCH, self.epoch)?;
+        b.put_u64(root, rq::FROM_VIEW, self.from_view)?;
+        b.put_u32(root, rq::SIGNER, self.signer)?;
+        b.finish()
+    }
+}
+
+/// A validated, zero-copy view of an encoded [`RelayRequest`].
+#[derive(Clone, Debug)]
+pub struct RelayRequestRef {
+    request: RelayRequest,
+}
+
+impl RelayRequestRef {
+    /// Validates `buf` as a RelayRequest message.
+    ///
+    /// Errors: header errors, [`WireError::UnknownMessageType`], [`WireError::WrongMessageType`],
+    /// [`WireError::RootOutOfBounds`].
+    pub fn parse(buf: &[u8]) -> Result<Self, WireError> {
+        Self::from_root(&open(buf, MessageType::RelayRequest, rq::SIZE)?)
+    }
+
+    fn from_root(root: &Object<'_>) -> Result<Self, WireError> {
+        Ok(Self {
+            request: RelayRequest {
+                epoch: root.u64(rq::EPOCH)?,
+                from_view: root.u64(rq::FROM_VIEW)?,
+                signer: root.u32(rq::SIGNER)?,
+            },
+        })
+    }
+
+    /// Copies into an owned [`RelayRequest`].
+    pub fn to_owned(&self) -> RelayRequest {
+        self.request.clone()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // SyncResponse
 // ---------------------------------------------------------------------------------------------
 
-/// Blocks and certificates answering a [`SyncRequest`].
+/// Blocks and certificates answering a [`SyncRequest`], or proposals and votes answering a
+/// [`RelayRequest`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SyncResponse {
-    /// Each item is a complete encoded ZAP message of type Proposal, Certificate or QuasarCert.
+    /// Each item is a complete encoded ZAP message of type Proposal, Vote, Certificate or
+    /// QuasarCert.
     pub items: Vec<Vec<u8>>,
 }
 
-/// Checks that `item` is a valid encoded Proposal, Certificate or QuasarCert (no deeper nesting
-/// is allowed).
+/// Checks that `item` is a valid encoded Proposal, Vote, Certificate or QuasarCert (no deeper
+/// nesting is allowed).
 fn check_sync_item(index: usize, item: &[u8]) -> Result<(), WireError> {
     let check = || -> Result<(), WireError> {
         let reader = Reader::new(item)?;
         match MessageType::try_from(reader.message_type())? {
             MessageType::Proposal => ProposalRef::parse(item).map(drop),
+            MessageType::Vote => VoteRef::parse(item).map(drop),
             MessageType::Certificate => CertificateRef::parse(item).map(drop),
             MessageType::QuasarCert => QuasarCertRef::parse(item).map(drop),
             other => Err(WireError::WrongMessageType {
@@ -1219,7 +1299,7 @@ fn check_sync_item(index: usize, item: &[u8]) -> Result<(), WireError> {
 impl SyncResponse {
     /// Encodes as a ZAP message of type [`MessageType::SyncResponse`].
     ///
-    /// Errors: [`WireError::BadSyncItem`] when an item is not a valid encoded Proposal,
+    /// Errors: [`WireError::BadSyncItem`] when an item is not a valid encoded Proposal, Vote,
     /// Certificate or QuasarCert (the receiver would reject it); [`WireError::MessageTooLarge`].
     pub fn encode(&self) -> Result<Vec<u8>, WireError> {
         for (index, item) in self.items.iter().enumerate() {
@@ -1232,7 +1312,7 @@ impl SyncResponse {
 }
 
 /// A validated, zero-copy view of an encoded [`SyncResponse`]; every item has been checked to be a
-/// valid Proposal, Certificate or QuasarCert message.
+/// valid Proposal, Vote, Certificate or QuasarCert message.
 #[derive(Clone, Debug)]
 pub struct SyncResponseRef<'a> {
     items: BytesList<'a>,
@@ -1244,7 +1324,7 @@ impl<'a> SyncResponseRef<'a> {
     /// Errors: header errors, [`WireError::UnknownMessageType`], [`WireError::WrongMessageType`],
     /// [`WireError::RootOutOfBounds`], [`WireError::PointerOutOfBounds`],
     /// [`WireError::LengthOverflow`], [`WireError::BadSyncItem`] (an item that is not a valid
-    /// Proposal, Certificate or QuasarCert; its `reason` is `WrongMessageType { expected: 1, .. }`
+    /// Proposal, Vote, Certificate or QuasarCert; its `reason` is `WrongMessageType { expected: 1, .. }`
     /// for a valid message of another type).
     pub fn parse(buf: &'a [u8]) -> Result<Self, WireError> {
         Self::from_root(&open(buf, MessageType::SyncResponse, ss::SIZE)?)
@@ -1747,6 +1827,8 @@ pub enum Message {
     QuasarCert(QuasarCert),
     /// See [`LaneMessage`].
     Lane(LaneMessage),
+    /// See [`RelayRequest`].
+    RelayRequest(RelayRequest),
 }
 
 impl Message {
@@ -1767,6 +1849,7 @@ impl Message {
             Self::SyncResponse(m) => m.encode(),
             Self::QuasarCert(m) => m.encode(),
             Self::Lane(m) => m.encode(),
+            Self::RelayRequest(m) => m.encode(),
         }
     }
 
@@ -1781,6 +1864,7 @@ impl Message {
             Self::SyncResponse(_) => MessageType::SyncResponse,
             Self::QuasarCert(_) => MessageType::QuasarCert,
             Self::Lane(_) => MessageType::Lane,
+            Self::RelayRequest(_) => MessageType::RelayRequest,
         }
     }
 }
@@ -1804,6 +1888,8 @@ pub enum MessageRef<'a> {
     QuasarCert(QuasarCertRef<'a>),
     /// See [`LaneMessageRef`].
     Lane(LaneMessageRef<'a>),
+    /// See [`RelayRequestRef`].
+    RelayRequest(RelayRequestRef),
 }
 
 impl MessageRef<'_> {
@@ -1818,6 +1904,7 @@ impl MessageRef<'_> {
             Self::SyncResponse(_) => MessageType::SyncResponse,
             Self::QuasarCert(_) => MessageType::QuasarCert,
             Self::Lane(_) => MessageType::Lane,
+            Self::RelayRequest(_) => MessageType::RelayRequest,
         }
     }
 
@@ -1832,6 +1919,7 @@ impl MessageRef<'_> {
             Self::SyncResponse(m) => Message::SyncResponse(m.to_owned()),
             Self::QuasarCert(m) => Message::QuasarCert(m.to_owned()),
             Self::Lane(m) => Message::Lane(m.to_owned()),
+            Self::RelayRequest(m) => Message::RelayRequest(m.to_owned()),
         }
     }
 }
@@ -1866,5 +1954,8 @@ pub fn decode(buf: &[u8]) -> Result<MessageRef<'_>, WireError> {
             MessageRef::QuasarCert(QuasarCertRef::from_root(&reader.root(qc::SIZE)?)?)
         }
         MessageType::Lane => MessageRef::Lane(LaneMessageRef::from_root(&reader.root(lm::SIZE)?)?),
+        MessageType::RelayRequest => {
+            MessageRef::RelayRequest(RelayRequestRef::from_root(&reader.root(rq::SIZE)?)?)
+        }
     })
 }

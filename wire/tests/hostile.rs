@@ -72,8 +72,8 @@ fn each_header_field_has_its_own_error() {
         WireError::ReservedFlags { found: 0x80 }
     );
 
-    // 9 is the first type byte after the last known type (8, LaneMessage).
-    for found in [0u8, 9, 0xff] {
+    // 10 is the first type byte after the last known type (9, RelayRequest).
+    for found in [0u8, 10, 0xff] {
         let mut b = vote.clone();
         b[7] = found; // message type, high byte of flags
         assert_eq!(
@@ -134,6 +134,10 @@ fn typed_readers_reject_other_types() {
     ));
     assert!(matches!(
         SyncRequestRef::parse(&vote),
+        Err(WireError::WrongMessageType { .. })
+    ));
+    assert!(matches!(
+        RelayRequestRef::parse(&vote),
         Err(WireError::WrongMessageType { .. })
     ));
     assert!(matches!(
@@ -301,12 +305,13 @@ fn hostile_bytes_and_object_pointers_are_rejected() {
 }
 
 #[test]
-fn sync_response_items_must_be_proposals_or_certificates_or_quasar_certs() {
+fn sync_response_items_must_be_proposals_votes_certificates_or_quasar_certs() {
     // A SyncResponse has the same root layout as a TxBatch, so a TxBatch with the type byte
     // changed to 6 is a SyncResponse whose items are the batch's transactions.
     let vote = common::vote().encode().unwrap();
+    let batch = common::tx_batch().encode().unwrap();
     let mut b = TxBatch {
-        txs: vec![vote.clone()],
+        txs: vec![vote.clone(), batch],
     }
     .encode()
     .unwrap();
@@ -314,10 +319,10 @@ fn sync_response_items_must_be_proposals_or_certificates_or_quasar_certs() {
     assert_eq!(
         decode(&b).unwrap_err(),
         WireError::BadSyncItem {
-            index: 0,
+            index: 1,
             reason: Box::new(WireError::WrongMessageType {
                 expected: 1,
-                found: 2
+                found: 4
             })
         }
     );

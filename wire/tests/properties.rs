@@ -143,6 +143,7 @@ fn lane_message() -> impl Strategy<Value = LaneMessage> {
 fn message() -> impl Strategy<Value = Message> {
     let item = prop_oneof![
         proposal().prop_map(|p| p.encode().unwrap()),
+        vote().prop_map(|v| v.encode().unwrap()),
         certificate().prop_map(|c| c.encode().unwrap()),
         quasar_cert().prop_map(|c| c.encode().unwrap()),
     ];
@@ -161,6 +162,13 @@ fn message() -> impl Strategy<Value = Message> {
         vec(item, 0..4).prop_map(|items| Message::SyncResponse(SyncResponse { items })),
         quasar_cert().prop_map(Message::QuasarCert),
         lane_message().prop_map(Message::Lane),
+        (any::<u64>(), any::<u64>(), any::<u32>()).prop_map(|(epoch, from_view, signer)| {
+            Message::RelayRequest(RelayRequest {
+                epoch,
+                from_view,
+                signer,
+            })
+        }),
     ]
 }
 

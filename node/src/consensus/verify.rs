@@ -268,7 +268,8 @@ impl Verifier {
             | Message::SyncRequest(_)
             | Message::SyncResponse(_)
             | Message::QuasarCert(_)
-            | Message::Lane(_) => None,
+            | Message::Lane(_)
+            | Message::RelayRequest(_) => None,
         })
     }
 

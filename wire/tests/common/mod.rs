@@ -70,6 +70,14 @@ pub fn tx_batch() -> TxBatch {
     }
 }
 
+pub fn relay_request() -> RelayRequest {
+    RelayRequest {
+        epoch: 3,
+        from_view: 41,
+        signer: 9,
+    }
+}
+
 pub fn sync_request() -> SyncRequest {
     SyncRequest {
         from_height: 100,
@@ -147,6 +155,7 @@ pub fn all() -> Vec<Message> {
         Message::SyncResponse(sync_response()),
         Message::QuasarCert(quasar_cert()),
         Message::Lane(lane_message()),
+        Message::RelayRequest(relay_request()),
     ]
 }
 
