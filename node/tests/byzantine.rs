@@ -192,3 +192,29 @@ fn campaign_seed_336_stays_live() {
     );
     assert!(outcome.violations.is_empty(), "{:?}", outcome.violations);
 }
+
+// Regression: campaign seeds 113 and 932 (7 validators, two Byzantine, storage faults) reported
+// `LostFinalized`: a store fault crashed a node while it took the blocks of one sync reply, and
+// the simulator kept handing the crashed engine the reply's later blocks, so it reported a block
+// past a gap as final. A node that is down handles nothing.
+#[test]
+fn campaign_seeds_113_and_932_report_no_block_past_a_gap() {
+    use quasar_node::sim::campaign::{run_one, CampaignConfig};
+    for seed in [113, 932] {
+        let cfg = CampaignConfig {
+            seeds: 1,
+            first_seed: seed,
+            validators: 7,
+            byzantine: 2,
+            heights: 30,
+            mutation: None,
+        };
+        let outcome = run_one(&cfg, seed);
+        assert!(
+            outcome.violations.is_empty(),
+            "seed {seed}: {:?}",
+            outcome.violations
+        );
+        assert!(outcome.live, "seed {seed} stalled");
+    }
+}

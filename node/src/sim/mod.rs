@@ -508,8 +508,13 @@ impl Simulation {
     }
 
     /// Lets node `i`'s engine start (`None`) or handle `input`, with this event's faults armed,
-    /// then performs what it asked for. A fatal engine error takes the node down.
+    /// then performs what it asked for. A fatal engine error takes the node down; a node that is
+    /// down handles nothing (a sync reply's later blocks must not reach an engine whose process
+    /// died on an earlier one: campaigns saw it report a block past a gap as final).
     fn drive(&mut self, i: usize, input: Option<Input>) {
+        if !self.nodes[i].alive {
+            return;
+        }
         let guard_fault =
             self.cfg.guard_failures > 0.0 && self.rng.gen_bool(self.cfg.guard_failures);
         let write_fault =
