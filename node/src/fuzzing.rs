@@ -448,7 +448,7 @@ fn relay_fixture() -> &'static RelayCache {
                     let (vote, _) = signer
                         .sign_vote(kind, view, view, [view as u8; 32])
                         .expect("a fresh guard signs one block per view");
-                    cache.record(&Input::Vote(vote));
+                    cache.record(&Input::Vote(vote), view);
                 }
             }
         }

@@ -821,7 +821,7 @@ impl Driver {
                         self.host.shared.height.fetch_max(p.proposal().header.height, Ordering::Relaxed);
                     }
                     if let Ok(mut relay) = self.host.shared.relay.lock() {
-                        relay.record(&input);
+                        relay.record(&input, self.engine.core().view());
                     }
                     let span = self.host.span.clone();
                     let _entered = span.enter();
@@ -1121,7 +1121,7 @@ fn ask_for_relays(host: &RuntimeHost, request: RelayRequest, listening: bool) {
     let shared = host.shared.clone();
     let verifier = host.verifier.clone();
     let input_tx = host.input_tx.clone();
-    let Ok(bytes) = Message::RelayRequest(request).encode() else {
+    let Ok(bytes) = Message::RelayRequest(request.clone()).encode() else {
         return;
     };
     let n = shared.validators as u32;
@@ -1134,11 +1134,12 @@ fn ask_for_relays(host: &RuntimeHost, request: RelayRequest, listening: bool) {
         vec![if pick >= me { pick + 1 } else { pick }]
     };
     for peer in peers.into_iter().filter(|&peer| peer < n) {
-        let (shared, verifier, input_tx, bytes) = (
+        let (shared, verifier, input_tx, bytes, request) = (
             shared.clone(),
             verifier.clone(),
             input_tx.clone(),
             bytes.clone(),
+            request.clone(),
         );
         tokio::spawn(async move {
             let reply = match shared
@@ -1157,8 +1158,8 @@ fn ask_for_relays(host: &RuntimeHost, request: RelayRequest, listening: bool) {
                     shared.p2p_metrics.record_malformed();
                     return Vec::new();
                 };
-                response
-                    .items()
+                RelayCache::relevant(&request, response.items())
+                    .into_iter()
                     .filter_map(|item| ingest(&shared, &verifier, item))
                     .collect::<Vec<_>>()
             })

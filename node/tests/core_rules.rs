@@ -1208,18 +1208,23 @@ fn the_relay_cache_serves_one_signers_recent_messages() {
         .unwrap();
     store.put_block(1, proposal.hash(), &encoded).unwrap();
     let mut fresh = RelayCache::new();
-    fresh.record(&Input::Proposal(Box::new(proposal.clone())));
-    cache.record(&Input::Proposal(Box::new(proposal)));
+    fresh.record(&Input::Proposal(Box::new(proposal.clone())), 1);
+    cache.record(&Input::Proposal(Box::new(proposal)), 1);
     let top = 10;
     for view in 2..=top {
         for signer in 0..4 {
             let block = [view as u8; 32];
             for kind in [VoteKind::Notarize, VoteKind::Finalize] {
                 let vote = vote(&mut net, signer, kind, view, view, block);
-                cache.record(&Input::Vote(vote));
+                cache.record(&Input::Vote(vote), view);
             }
         }
     }
+    let nullified = signed_certificate(CertificateKind::Nullification, top, 0, [0; 32], &[0, 1, 2]);
+    let nullified = net.verifier.verify_certificate(nullified).unwrap();
+    cache.record(&Input::Certificate(nullified), top);
+    let far = vote(&mut net, 3, VoteKind::Nullify, 1 << 40, 0, [0; 32]);
+    cache.record(&Input::Vote(far), top);
     let served = |signer: usize, from_view: u64, epoch: u64| -> Vec<(u8, u32, u64)> {
         let request = RelayRequest {
             epoch,
@@ -1233,8 +1238,41 @@ fn the_relay_cache_serves_one_signers_recent_messages() {
             .map(|item| match decode(item).unwrap() {
                 MessageRef::Vote(v) => (v.kind() as u8, v.signer(), v.view()),
                 MessageRef::Proposal(p) => (0, p.header().proposer, p.header().view),
+                MessageRef::Certificate(c) => (9, u32::MAX, c.view()),
                 other => panic!("relayed {:?}", other.message_type()),
             })
+            .collect()
+    };
+    // The highest certificate goes at the end of every reply.
+    let request = RelayRequest {
+        epoch: 0,
+        from_view: top,
+        signer: 2,
+    };
+    let reply = cache.serve(&request, &store).items;
+    assert!(matches!(
+        decode(reply.last().unwrap()).unwrap(),
+        MessageRef::Certificate(c) if c.view() == top
+    ));
+    // The asking side keeps the asked signer's messages and one certificate, nothing else.
+    let mut stuffed = reply.clone();
+    stuffed.extend(
+        cache
+            .serve(
+                &RelayRequest {
+                    signer: 1,
+                    ..request.clone()
+                },
+                &store,
+            )
+            .items,
+    );
+    let kept = RelayCache::relevant(&request, stuffed.iter().map(Vec::as_slice));
+    assert_eq!(kept, reply.iter().map(Vec::as_slice).collect::<Vec<_>>());
+    let served = |signer: usize, from_view: u64, epoch: u64| -> Vec<(u8, u32, u64)> {
+        served(signer, from_view, epoch)
+            .into_iter()
+            .filter(|(kind, _, _)| *kind != 9)
             .collect()
     };
     let window: Vec<(u8, u32, u64)> = (top - RELAY_VIEWS..=top)
@@ -1245,6 +1283,9 @@ fn the_relay_cache_serves_one_signers_recent_messages() {
     assert_eq!(served(2, top, 0), vec![(1, 2, top), (2, 2, top)]);
     assert_eq!(served(2, 0, 1), Vec::new(), "another epoch");
     assert_eq!(served(2, top + 1, 0), Vec::new(), "nothing from the future");
+    // A validly signed vote far above this node's view was not kept, and pushed nothing out.
+    assert_eq!(served(2, 0, 0), window, "the window is this node's view's");
+    assert!(served(3, top + 1, 0).is_empty());
     assert!(
         !served(leader, 0, 0).contains(&(0, leader as u32, 1)),
         "the proposal of view 1 fell out of the window"
@@ -1266,7 +1307,7 @@ fn the_relay_cache_serves_one_signers_recent_messages() {
         let (vote, _) = signer_with(leader as u32, SigningGuard::in_memory())
             .sign_vote(VoteKind::Notarize, 100, 1, [k as u8; 32])
             .unwrap();
-        fresh.record(&Input::Vote(vote));
+        fresh.record(&Input::Vote(vote), 100);
     }
     let items = fresh.serve(&request, &store).items;
     assert_eq!(

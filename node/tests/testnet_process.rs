@@ -1257,6 +1257,11 @@ async fn a_second_instance_of_a_running_validator_stops_before_it_signs() {
         output.contains("another instance is signing with this key"),
         "{output}"
     );
+    // It heard the network's certificate through the relays and stopped while listening.
+    assert!(
+        !output.contains("listened to the network with a new signing guard"),
+        "the copy fenced and was ready to sign: {output}"
+    );
     assert!(fx.net.is_running(3), "the first instance was disturbed");
     let target = fx.net.status(0).await.unwrap().finalized_height + 3;
     let statuses = fx
