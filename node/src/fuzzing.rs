@@ -44,7 +44,7 @@ use quasar_storage::{GuardError, SigningGuard, VoteIntent};
 use quasar_wire::frame::MAX_FRAME_LEN;
 use quasar_wire::{
     payload_root, vote_signing_message, BlockHeader, Certificate, CertificateKind, EpochDomain,
-    LegKind, Message, MessageRef, Proposal, QuasarCert, Vote, VoteKind,
+    LegKind, Message, MessageRef, Proposal, QuasarCert, SyncResponse, Vote, VoteKind,
 };
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -419,6 +419,11 @@ pub fn sync_request(data: &[u8]) {
         .filter(|h| h % FIXTURE_BUNDLE == 0)
         .collect();
     assert_eq!(quasar, expected, "QuasarCerts for {request:?}");
+    assert_fits_a_frame(response);
+}
+
+/// Panics unless `response` encodes within one frame (what a node serves must reach its peer).
+fn assert_fits_a_frame(response: SyncResponse) {
     let bytes = Message::SyncResponse(response)
         .encode()
         .expect("a served reply encodes");
@@ -487,14 +492,7 @@ pub fn relay_request(data: &[u8]) {
             vote.view()
         );
     }
-    let bytes = Message::SyncResponse(response)
-        .encode()
-        .expect("a served reply encodes");
-    assert!(
-        bytes.len() <= MAX_FRAME_LEN,
-        "reply of {} bytes",
-        bytes.len()
-    );
+    assert_fits_a_frame(response);
 }
 
 /// Any text as genesis.json: parsing and checking return a genesis or an error, never panic.

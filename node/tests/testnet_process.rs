@@ -60,6 +60,23 @@ async fn four_finalizing(height: u64) -> Fixture {
     fx
 }
 
+/// Waits (at most `limit`) until validators 0..=3 have finalized `target`, and asserts that none
+/// of them holds equivocation evidence; returns their statuses.
+async fn all_finalize_without_evidence(net: &Testnet, target: u64, limit: Duration) -> Vec<Status> {
+    let statuses = net
+        .wait_finalized(&[0, 1, 2, 3], target, limit)
+        .await
+        .unwrap();
+    for s in &statuses {
+        assert_eq!(
+            s.evidence, 0,
+            "validator {} holds evidence: {s:?}",
+            s.validator
+        );
+    }
+    statuses
+}
+
 fn max_finalized(statuses: &[Status]) -> u64 {
     statuses
         .iter()
@@ -1184,18 +1201,7 @@ async fn a_leader_restarted_on_an_empty_data_directory_waits_out_the_view_it_led
     fx.net.spawn(1, &binary()).unwrap();
     fx.net.spawn(2, &binary()).unwrap();
     let target = fx.net.status(other).await.unwrap().finalized_height + 5;
-    let statuses = fx
-        .net
-        .wait_finalized(&[0, 1, 2, 3], target, Duration::from_secs(60))
-        .await
-        .unwrap();
-    for s in &statuses {
-        assert_eq!(
-            s.evidence, 0,
-            "validator {} holds evidence: {s:?}",
-            s.validator
-        );
-    }
+    let statuses = all_finalize_without_evidence(&fx.net, target, Duration::from_secs(60)).await;
     let log = fx.net.log_tail(leader, 4000);
     assert!(
         log.contains("listened to the network with a new signing guard"),
@@ -1264,16 +1270,5 @@ async fn a_second_instance_of_a_running_validator_stops_before_it_signs() {
     );
     assert!(fx.net.is_running(3), "the first instance was disturbed");
     let target = fx.net.status(0).await.unwrap().finalized_height + 3;
-    let statuses = fx
-        .net
-        .wait_finalized(&[0, 1, 2, 3], target, Duration::from_secs(30))
-        .await
-        .unwrap();
-    for s in &statuses {
-        assert_eq!(
-            s.evidence, 0,
-            "validator {} holds evidence: {s:?}",
-            s.validator
-        );
-    }
+    all_finalize_without_evidence(&fx.net, target, Duration::from_secs(30)).await;
 }
