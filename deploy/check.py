@@ -112,7 +112,7 @@ def exported_metrics():
     (prefix,) = prefixes(text)
     for name, kind in registered(text) + collected(text):
         families[f"{prefix}_{name}"] = kind
-    # node/src/p2p/metrics.rs registers under `p2p`, inside the registry runtime.rs gives it.
+    # p2p/src/metrics.rs registers under `p2p`, inside the registry runtime.rs gives it.
     p2p = src("p2p/metrics.rs")
     (inner,) = prefixes(p2p)
     outer = re.search(

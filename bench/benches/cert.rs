@@ -1,4 +1,4 @@
-//! QuasarCert verification benchmarks (issue 8, DESIGN.md §3 "Parallel max"): the whole
+//! QuasarCert verification benchmarks (issue 8, docs/architecture.md §3 "Parallel max"): the whole
 //! certificate through the parallel-max verifier (`quasar_lanes::cert::CertVerifier`), against
 //! its slowest leg verified on its own, measured in the same run.
 //!

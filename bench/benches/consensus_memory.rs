@@ -1,4 +1,4 @@
-//! Resident consensus state after 10^6 finality events (issue 8, DESIGN.md §6: at most 6 MB).
+//! Resident consensus state after 10^6 finality events (issue 8, docs/architecture.md §6: at most 6 MB).
 //!
 //! Run: `cargo bench -p quasar-bench --bench consensus_memory` (about a minute; set
 //! `QUASAR_MEMORY_EVENTS` for another event count).
@@ -26,14 +26,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use quasar_bench::summary::criterion_dir;
+use quasar_consensus::{
+    Action, Core, CoreConfig, EpochSchedule, Input, Tip, VerifiedProposal, VerifiedVote,
+};
 use quasar_crypto::bls::{SecretKey, Signature};
 use quasar_crypto::hash::Hash;
 use quasar_lanes::cert::{CertVerifier, Profile};
 use quasar_lanes::cert_fixture::{Fixture, FixtureConfig};
 use quasar_lanes::ValidatorSet;
-use quasar_node::consensus::{
-    Action, Core, CoreConfig, EpochSchedule, Input, Tip, VerifiedProposal, VerifiedVote,
-};
 use quasar_node::quasar::{FinalizedInfo, QuasarTracker};
 use quasar_wire::{payload_root, BlockHeader, Proposal, Vote, VoteKind};
 
@@ -71,7 +71,7 @@ const EPOCH_LENGTH: u64 = 1_000;
 const VALIDATORS: usize = 4;
 const CHAIN: u64 = 7;
 const GENESIS: Hash = [42; 32];
-/// The target of DESIGN.md §6.
+/// The target of docs/architecture.md §6.
 const TARGET_MB: f64 = 6.0;
 
 fn mb(bytes: usize) -> f64 {

@@ -1,6 +1,6 @@
 //! ML-DSA-65 side by side: key generation, signing and verification in each candidate crate
 //! (libcrux-ml-dsa, aws-lc-rs, pqcrypto-mldsa, fips204) and in our wrapper
-//! `quasar_crypto::mldsa`, which is how the crate behind the wrapper was chosen (DESIGN.md §4).
+//! `quasar_crypto::mldsa`, which is how the crate behind the wrapper was chosen (docs/architecture.md §4).
 //!
 //! ```sh
 //! cargo bench -p quasar-bench --bench mldsa --features compare-mldsa

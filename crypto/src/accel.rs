@@ -1,4 +1,4 @@
-//! The acceleration seam (DESIGN.md §1, §7): batched polynomial arithmetic behind one trait.
+//! The acceleration seam (docs/architecture.md §1, §7): batched polynomial arithmetic behind one trait.
 //!
 //! [`BatchArithmetic`] is what the `gpu` crate's dispatcher and accelerator backends implement;
 //! [`CpuBackend`] is the always-present implementation and the reference for differential tests.

@@ -4,7 +4,8 @@
 //! (§4.2.3, "Proof of possession"): public keys are 48-byte compressed G1 points, signatures are
 //! 96-byte compressed G2 points (ZCash serialization, draft §2.5 / Appendix A), messages are hashed
 //! to G2 with hash_to_curve (RFC 9380, suite `BLS12381G2_XMD:SHA-256_SSWU_RO_`). The arithmetic is
-//! `blst::min_pk`; this module adds the type discipline of DESIGN.md §4 and STYLE.md habit 3.
+//! `blst::min_pk`; this module adds the type discipline of docs/architecture.md §4: a key that exists has
+//! passed its subgroup check.
 //!
 //! # What the types guarantee
 //!
@@ -358,7 +359,7 @@ impl fmt::Debug for ProofOfPossession {
 /// Keys summed per call of blst's batched affine addition (`blst_p1s_add`, Montgomery's
 /// simultaneous inversion: one field inversion per call). blst hands 384 or more points to its
 /// thread pool; staying below that keeps one aggregation on the caller's thread, so the parallelism
-/// belongs to whoever schedules the verifications (DESIGN.md §3).
+/// belongs to whoever schedules the verifications (docs/architecture.md §3).
 const AGGREGATE_CHUNK: usize = 256;
 
 /// A sum of validated public keys: a G1 point in projective form, the aggregate key of

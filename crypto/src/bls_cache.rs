@@ -1,4 +1,4 @@
-//! Pubkey decompression cache (DESIGN.md §4): decoded BLS public keys by their compressed bytes.
+//! Pubkey decompression cache (docs/architecture.md §4): decoded BLS public keys by their compressed bytes.
 //!
 //! Decoding a 48-byte compressed G1 key costs a square root in Fp and a subgroup check (tens of
 //! microseconds); a cache hit costs one FNV-1a hash and a 48-byte compare. The cache holds only
@@ -36,9 +36,9 @@ use std::sync::{PoisonError, RwLock};
 
 use crate::bls::{BlsError, PublicKey, PUBLIC_KEY_LEN};
 
-/// Number of buckets (DESIGN.md §4).
+/// Number of buckets (docs/architecture.md §4).
 pub const BUCKETS: usize = 2048;
-/// Ways (slots) per bucket (DESIGN.md §4).
+/// Ways (slots) per bucket (docs/architecture.md §4).
 pub const WAYS: usize = 2;
 
 /// FNV-1a 64-bit offset basis.

@@ -1,9 +1,9 @@
 //! Hashing: SHA3-256 (FIPS 202 §6.1) and a domain-separated, injective "tagged hash".
 //!
 //! [`tagged_hash`] is the project's way to hash structured data under a domain tag such as
-//! `QUASAR-BLOCK-v1` (DESIGN.md §4, "`QUASAR-…-v1` customization strings"). It length-prefixes the
+//! `QUASAR-BLOCK-v1` (docs/architecture.md §4, "`QUASAR-…-v1` customization strings"). It length-prefixes the
 //! tag and every part, so different `(tag, parts)` inputs never collide unless SHA3-256 itself
-//! does. It is *not* TupleHash (SP 800-185 §5); the round digest μ, which DESIGN.md §3 pins to
+//! does. It is *not* TupleHash (SP 800-185 §5); the round digest μ, which docs/architecture.md §3 pins to
 //! TupleHash256, must not use it.
 
 use sha3::{Digest, Sha3_256};

@@ -1,4 +1,4 @@
-//! Cryptographic primitives of Quasar (DESIGN.md §1, §4).
+//! Cryptographic primitives of Quasar (docs/architecture.md §1, §4).
 //!
 //! - [`hash`]: SHA3-256 (FIPS 202) and the project's domain-separated [`hash::tagged_hash`].
 //! - [`bls`]: BLS12-381 min-pk signatures on `blst`, proof-of-possession ciphersuite of

@@ -1,5 +1,5 @@
 //! Magnetar: per-validator SLH-DSA signatures (FIPS 205), the hash-based leg of a QuasarCert
-//! (DESIGN.md §3, §4).
+//! (docs/architecture.md §3, §4).
 //!
 //! Every validator holds its own SLH-DSA key; a Magnetar leg is a signer bitmap plus one
 //! independent signature per signer on the 32-byte round digest μ (the leg itself, its encoding
@@ -94,7 +94,7 @@ const _: () = assert!(slh_dsa_shake_192f::PK_LEN == PUBLIC_KEY_LEN);
 const _: () = assert!(slh_dsa_shake_192s::PK_LEN == PUBLIC_KEY_LEN);
 
 /// One of the two SLH-DSA parameter sets Magnetar uses (FIPS 205 §11, Table 2). Which one an epoch
-/// uses is chain policy; [`ParameterSet::Shake192f`] is the default (DESIGN.md §4).
+/// uses is chain policy; [`ParameterSet::Shake192f`] is the default (docs/architecture.md §4).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ParameterSet {
     /// SLH-DSA-SHAKE-192f: fast signing, 35,664-byte signatures.

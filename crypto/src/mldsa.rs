@@ -1,6 +1,6 @@
 //! ML-DSA signatures (FIPS 204): ML-DSA-44, ML-DSA-65 and ML-DSA-87.
 //!
-//! Validators' post-quantum identity keys are ML-DSA-65 (DESIGN.md §4). This module implements,
+//! Validators' post-quantum identity keys are ML-DSA-65 (docs/architecture.md §4). This module implements,
 //! for each of the three parameter sets of FIPS 204 §4 (Table 1):
 //!
 //! - key generation from a 32-byte seed ξ: ML-DSA.KeyGen_internal (FIPS 204 §6.1, Algorithm 6),
@@ -24,7 +24,7 @@
 //! pqcrypto-mldsa; with x86-64-v3 it is on par with them (the benchmark's docs say how to
 //! measure both).
 //!
-//! This module adds the type discipline of STYLE.md habits 3 and 5: length-checked decoders that
+//! This module adds a type discipline (docs/architecture.md §4, §10): length-checked decoders that
 //! never panic, typed keys and signatures per parameter set, and wiping of secret material.
 //!
 //! # Sizes (FIPS 204 Table 2)
@@ -207,7 +207,7 @@ pub trait ParameterSet: backend::Sealed + Sized + Send + Sync + 'static {
 pub enum MlDsa44 {}
 
 /// ML-DSA-65 (NIST security category 3): 1952-byte public keys, 3309-byte signatures. Quasar's
-/// validator identity keys use this set (DESIGN.md §4).
+/// validator identity keys use this set (docs/architecture.md §4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MlDsa65 {}
 

@@ -1,4 +1,4 @@
-//! The dispatcher: many callers' ring requests stacked into dense batches (DESIGN.md §7).
+//! The dispatcher: many callers' ring requests stacked into dense batches (docs/architecture.md §7).
 //!
 //! This is the rectangular scheduler of the Aegis study ("Architectural Limits of Cloud TPUs in
 //! Finite-Field Cryptography"): an accelerator is fed best with one tall, homogeneous batch, while

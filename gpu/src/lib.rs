@@ -1,4 +1,4 @@
-//! QuasarGPU adapter (DESIGN.md §1, §7): the one place that batches ring NTTs, F_r NTTs and
+//! QuasarGPU adapter (docs/architecture.md §1, §7): the one place that batches ring NTTs, F_r NTTs and
 //! MSMs from many callers onto the fastest backend present, without ever changing a result.
 //!
 //! `quasar-crypto` defines the seam, [`quasar_crypto::accel::BatchArithmetic`], and its CPU

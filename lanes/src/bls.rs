@@ -50,7 +50,7 @@ pub fn bitmap_from_signers(signers: impl IntoIterator<Item = usize>, n: usize) -
 }
 
 /// The signers of a canonical `bitmap` over `set`, ascending, and their stake, if they hold a
-/// stake quorum (DESIGN.md §2), checked before any signature is looked at.
+/// stake quorum (docs/architecture.md §2), checked before any signature is looked at.
 ///
 /// Errors: those of [`signers_from_bitmap`]; [`LaneError::NoQuorum`].
 pub fn quorum_signers(set: &ValidatorSet, bitmap: &[u8]) -> Result<(Vec<usize>, u64), LaneError> {

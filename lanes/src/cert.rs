@@ -1,5 +1,5 @@
 //! QuasarCert verification: round and bundle digests, cert profiles, the epoch's keys, and the
-//! parallel-max verifier (DESIGN.md §3; issue 8).
+//! parallel-max verifier (docs/architecture.md §3; issue 8).
 //!
 //! # What a certificate covers
 //!
@@ -15,8 +15,8 @@
 //!   consecutive finalized blocks of one epoch, oldest first: TupleHash256 with customization
 //!   [`BUNDLE_DIGEST_CUSTOMIZATION`] over (μ_1, …, μ_k). The certificate travels with the block
 //!   that closes the bundle and lists the k digests; its own μ is the last one. With k = 1 the
-//!   post-quantum legs cover exactly one block. (DESIGN.md calls the Corona bundle root a Merkle
-//!   root of block digests; a tuple hash over at most [`quasar_wire::MAX_BUNDLE`] digests binds
+//!   post-quantum legs cover exactly one block. (A Merkle root of the block digests would serve too;
+//!   a tuple hash over at most [`quasar_wire::MAX_BUNDLE`] digests binds
 //!   the same list, and nothing here needs membership proofs for single blocks.)
 //!
 //! # Profiles
@@ -75,7 +75,7 @@ pub const GROTH16_LEG_LEN: usize = PROOF_LEN + 32 + FIELD_ELEMENT_LEN;
 /// Length of the BLS aggregate at the head of a BLS leg body (a compressed G2 point).
 pub const BLS_SIGNATURE_LEN: usize = 96;
 
-/// A cert profile: which legs a certificate must carry (module docs, DESIGN.md §3).
+/// A cert profile: which legs a certificate must carry (module docs, docs/architecture.md §3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Profile {
     /// BLS + Corona + Groth16 (the default).

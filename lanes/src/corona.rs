@@ -1,5 +1,5 @@
 //! The Corona lane: one Corona lattice threshold signature (the Ringtail construction, IACR
-//! ePrint 2024/1113; `quasar_crypto::corona`) under the epoch's group key (DESIGN.md §3).
+//! ePrint 2024/1113; `quasar_crypto::corona`) under the epoch's group key (docs/architecture.md §3).
 //!
 //! The leg body is the signature's compact encoding ([`Signature::to_bytes`]); the message is
 //! the digest the leg signs (the bundle digest of a QuasarCert, [`crate::cert`]). Decoding is

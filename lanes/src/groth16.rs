@@ -1,4 +1,4 @@
-//! The Groth16 lane: verification of Groth16 proofs over BLS12-381 (DESIGN.md §3, §4), one at a
+//! The Groth16 lane: verification of Groth16 proofs over BLS12-381 (docs/architecture.md §3, §4), one at a
 //! time and in batches.
 //!
 //! Source: J. Groth, "On the size of pairing-based non-interactive arguments", EUROCRYPT 2016,

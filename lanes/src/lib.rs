@@ -1,4 +1,4 @@
-//! Certificate verification lanes (DESIGN.md §1, §3).
+//! Certificate verification lanes (docs/architecture.md §1, §3).
 //!
 //! Each leg of a QuasarCert has its own verifier here, and [`cert`] puts them together: round and
 //! bundle digests, cert profiles, the epoch's keys and policy, and the parallel-max verifier.
@@ -17,11 +17,11 @@
 //!   and the quorum rule; the leg's bounded encoding; signatures verified in parallel.
 //! - [`fuzzing`]: entry points of the `lanes/fuzz` targets (Groth16 and Magnetar leg decoders).
 //!
-//! Quorum rule (DESIGN.md §2): a set of signers is a quorum when its stake is more than 2/3 of the
+//! Quorum rule (docs/architecture.md §2): a set of signers is a quorum when its stake is more than 2/3 of the
 //! epoch's total stake, computed exactly in integers as `signed_stake * 3 > total_stake * 2`
 //! (in `u128`, so it cannot overflow).
 #![forbid(unsafe_code)]
-// No panics where an attacker reaches (STYLE.md 5): every lane decodes peer bytes.
+// No panics where an attacker reaches (docs/architecture.md §10): every lane decodes peer bytes.
 #![cfg_attr(
     not(test),
     deny(
@@ -53,7 +53,7 @@ use quasar_crypto::magnetar::{MagnetarError, ParameterSet};
 use quasar_crypto::mldsa::MlDsaError;
 
 /// The context string of every FIPS 204 / FIPS 205 signature in a certificate leg (Pulsar and
-/// Magnetar), DESIGN.md §3: both sign the round digest μ with it.
+/// Magnetar), docs/architecture.md §3: both sign the round digest μ with it.
 pub const CERT_CONTEXT: &[u8] = b"quasar-cert-v1";
 
 /// Why a certificate leg or a validator set was rejected.

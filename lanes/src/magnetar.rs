@@ -1,6 +1,6 @@
 //! The Magnetar certificate lane: one SLH-DSA signature (FIPS 205) per signer on the digest μ the
 //! certificate's post-quantum legs sign (the bundle digest, [`crate::cert`]), a signer bitmap, and
-//! the stake-weighted quorum rule (DESIGN.md §3, §4).
+//! the stake-weighted quorum rule (docs/architecture.md §3, §4).
 //!
 //! Source: SLH-DSA is FIPS 205; keys, signing and single verification are
 //! `quasar_crypto::magnetar` (slh_verify, §10.3 Algorithm 24). A leg is not an aggregate: every
@@ -32,7 +32,7 @@
 //! 1. The bitmap is canonical for the epoch's `n` validators (length, padding bits, not empty):
 //!    signers are distinct members by construction; a repeated or non-member signer cannot be
 //!    expressed.
-//! 2. The signers' stake is a quorum: `signed_stake * 3 > total_stake * 2` (DESIGN.md §2), before
+//! 2. The signers' stake is a quorum: `signed_stake * 3 > total_stake * 2` (docs/architecture.md §2), before
 //!    any signature is looked at, so a leg without a quorum costs no hashing.
 //! 3. Every signature verifies under its signer's key, in parallel on the rayon pool. The error
 //!    names the lowest signer index whose signature fails (and verification of higher indices

@@ -1,5 +1,5 @@
 //! The Pulsar certificate lane: one standard ML-DSA-65 signature (FIPS 204) on the round digest μ
-//! under the epoch's Pulsar group key (DESIGN.md §3, §4).
+//! under the epoch's Pulsar group key (docs/architecture.md §3, §4).
 //!
 //! Pulsar is threshold ML-DSA-65: a sampled committee produces, jointly, a signature that is an
 //! ordinary FIPS 204 signature under an ordinary 1952-byte ML-DSA-65 public key (the group key,

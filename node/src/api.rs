@@ -14,8 +14,6 @@
 //! | `GET /metrics` | Prometheus text format; here only when `metrics_listen` is unset, otherwise on that listener alone ([`serve_metrics`]) |
 
 use crate::config::ApiConfig;
-use crate::consensus::{Evidence, EvidenceKind};
-use crate::http_serve::TransportLimits;
 use crate::mempool::MempoolError;
 use crate::runtime::{Shared, MAX_TX_BYTES};
 use axum::body::Bytes;
@@ -26,7 +24,9 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use governor::clock::QuantaInstant;
 use governor::middleware::NoOpMiddleware;
+use quasar_consensus::{Evidence, EvidenceKind};
 use quasar_lanes::bls::signers_from_bitmap;
+use quasar_process::http_serve::TransportLimits;
 use quasar_storage::evidence::kind as evidence_kind;
 use quasar_storage::{EvidenceRecord, Store};
 use quasar_wire::{decode, tx_hash, CertificateKind, MessageRef, WireError};
@@ -128,7 +128,7 @@ pub fn router(shared: Arc<Shared>, with_metrics: bool, config: &ApiConfig) -> Ro
 /// The `POST /tx` rate limit of `config`: per client IP address, [`ApiConfig::tx_burst`]
 /// requests at once, then [`ApiConfig::tx_per_second`] (GCRA, tower_governor). Beyond it the
 /// answer is `429 {"error"}` with `Retry-After` (seconds). The client address is the TCP peer's
-/// ([`crate::http_serve`] sets it): behind a proxy every client shares the proxy's limit.
+/// ([`quasar_process::http_serve`] sets it): behind a proxy every client shares the proxy's limit.
 pub fn tx_rate_limit(
     config: &ApiConfig,
 ) -> GovernorLayer<PeerIpKeyExtractor, NoOpMiddleware<QuantaInstant>, axum::body::Body> {
@@ -232,10 +232,10 @@ pub async fn serve_metrics(
     serve_router(listener, app, transport_limits(&config)).await;
 }
 
-/// Serves `app` on `listener` under `limits` ([`crate::http_serve`]) until the process exits.
+/// Serves `app` on `listener` under `limits` ([`quasar_process::http_serve`]) until the process exits.
 pub async fn serve_router(listener: tokio::net::TcpListener, app: Router, limits: TransportLimits) {
     // No authentication: any request head moves a connection to the authenticated class.
-    let handle = crate::http_serve::spawn(
+    let handle = quasar_process::http_serve::spawn(
         listener,
         limits,
         Arc::new(|_: &http::HeaderMap| true),
@@ -248,7 +248,7 @@ pub async fn serve_router(listener: tokio::net::TcpListener, app: Router, limits
 /// Most simultaneous API connections, so that a flood of idle clients cannot take the file
 /// descriptors the signing guard and the store need: half for connections that have not yet
 /// sent a request head (a further one closes the oldest of them), half for those that have
-/// ([`crate::http_serve`], "Admission").
+/// ([`quasar_process::http_serve`], "Admission").
 pub const MAX_CONNECTIONS: usize = 512;
 
 /// A TCP listener for `axum::serve` that holds one semaphore permit per open connection.
@@ -408,8 +408,8 @@ async fn status(State(shared): State<AppState>) -> Json<Value> {
         }),
         "leg_verify_p50_ms": crate::quasar_service::leg_p50_ms(&shared.leg_samples),
         "leg_sign_p50_ms": crate::quasar_service::leg_p50_ms(&shared.sign_samples),
-        "version": crate::build_info::VERSION,
-        "commit": crate::build_info::COMMIT,
+        "version": quasar_process::build_info::VERSION,
+        "commit": quasar_process::build_info::COMMIT,
         "genesis_hash": hex::encode(shared.genesis_hash),
     }))
 }

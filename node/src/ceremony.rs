@@ -1,4 +1,4 @@
-//! Threshold signing ceremonies for the Corona and Pulsar legs (DESIGN.md §3, issue 8: "Corona
+//! Threshold signing ceremonies for the Corona and Pulsar legs (docs/architecture.md §3, issue 8: "Corona
 //! runs in epoch mode … retries with a fresh session id if a ceremony fails").
 //!
 //! One [`Ceremony`] per scheme runs every bundle's signing rounds among the validators over

@@ -7,7 +7,7 @@
 //!   parameter set, the self-signed TLS certificate that pins this validator's QUIC identity).
 //! - `genesis` collects public files into `genesis.json`: chain id, genesis time, the Magnetar
 //!   parameter set the files share, and the validators with their stake. Loading a genesis
-//!   checks every BLS key's subgroup membership and proof of possession (DESIGN.md §4), so a
+//!   checks every BLS key's subgroup membership and proof of possession (docs/architecture.md §4), so a
 //!   rogue-key attack cannot enter through genesis, and decodes every ML-DSA-65 identity key
 //!   (FIPS 204; exactly 1952 bytes, no two alike) and every SLH-DSA Magnetar key of the
 //!   genesis's parameter set (FIPS 205; exactly 48 bytes, no two alike). A genesis may also
@@ -33,10 +33,9 @@
 //! the default 192f, so files written before the set was selectable read as 192f and a 192f
 //! genesis keeps its hash ([`GenesisFile::check`]).
 
-use crate::consensus::{EpochMembers, EpochSchedule, EpochSets};
 pub use crate::key_file::KeyAccess;
 use crate::key_file::KeyFileError;
-use crate::p2p::PeerAddress;
+use quasar_consensus::{EpochMembers, EpochSchedule, EpochSets};
 use quasar_crypto::bls::{ProofOfPossession, SecretKey};
 use quasar_crypto::bls_cache::PublicKeyCache;
 use quasar_crypto::corona::scheme::GroupKey as CoronaGroupKey;
@@ -50,6 +49,7 @@ use quasar_lanes::cert::{CertPolicy, EpochKeys, Profile, ProfileParseError, Roll
 use quasar_lanes::groth16::VerifyingKey;
 use quasar_lanes::magnetar::MagnetarKeys;
 use quasar_lanes::{Validator, ValidatorSet};
+use quasar_p2p::PeerAddress;
 use quasar_wire::{EpochDomain, LegKind};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -336,7 +336,7 @@ pub struct ValidatorKeys {
     /// SLH-DSA Magnetar key, of the public file's `slhdsa_parameter_set`.
     pub slhdsa: magnetar::SecretKey,
     /// QUIC/TLS identity.
-    pub tls: crate::p2p::TlsIdentity,
+    pub tls: quasar_p2p::TlsIdentity,
     /// The public file.
     pub public: PublicKeyFile,
     /// This validator's dealt threshold key shares, by the first epoch of their validator set
@@ -431,7 +431,7 @@ pub fn keygen_with_set(
     let mldsa = mldsa::SecretKey::<MlDsa65>::from_seed(&seed);
     rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut *seed);
     let slhdsa = magnetar::SecretKey::from_seed(slhdsa_set, &seed);
-    let tls = crate::p2p::TlsIdentity::generate(name)
+    let tls = quasar_p2p::TlsIdentity::generate(name)
         .map_err(|e| ConfigError::Invalid(format!("TLS identity: {e}")))?;
     let public = PublicKeyFile {
         name: name.to_string(),
@@ -609,7 +609,7 @@ fn load_keys_unlabelled(dir: &Path, access: &KeyAccess) -> Result<ValidatorKeys,
             magnetar_set_name(public.slhdsa_parameter_set)
         )));
     }
-    let tls = crate::p2p::TlsIdentity::from_der(
+    let tls = quasar_p2p::TlsIdentity::from_der(
         decode_hex("tls_certificate", &public.tls_certificate)?,
         decode_hex("tls_private_key", &secret.tls_private_key)?,
     );
@@ -1041,7 +1041,7 @@ pub struct GenesisFile {
     pub genesis_time_us: u64,
     /// Validators of epoch 0, in index order.
     pub validators: Vec<GenesisValidator>,
-    /// The cert profile of epoch 0 (DESIGN.md §3): `quasar` (the default when absent),
+    /// The cert profile of epoch 0 (docs/architecture.md §3): `quasar` (the default when absent),
     /// `aurora`, `polaris`, `fast` or `hybrid-<deadline>`.
     #[serde(default = "default_profile")]
     pub profile: String,
@@ -1098,7 +1098,7 @@ pub struct GenesisFile {
 #[serde(deny_unknown_fields)]
 pub struct ValidatorChange {
     /// The first epoch of the new set: at least 1 (epoch 0's set is the genesis `validators`),
-    /// above the previous change's, at most [`crate::consensus::epoch::MAX_EPOCH`].
+    /// above the previous change's, at most [`quasar_consensus::epoch::MAX_EPOCH`].
     pub epoch: u64,
     /// The validator set from `epoch` on, until the next change, in index order (the index is
     /// the signer bitmap position in that set's certificates). Each is checked as a genesis

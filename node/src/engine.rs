@@ -4,7 +4,7 @@
 //! persistence code a real validator runs, against a store with injected faults
 //! ([`quasar_storage::SimStore`]).
 //!
-//! # Ordering rules (DESIGN.md §2, §6, §9)
+//! # Ordering rules (docs/architecture.md §2, §6, §9)
 //!
 //! - A vote or proposal is signed only after the signing guard made its record durable
 //!   ([`VoteSigner`]); a refused or failed record means nothing is signed or sent.
@@ -24,11 +24,11 @@
 //!   store it is reported to the host and consensus goes on.
 
 use crate::api::evidence_record;
-use crate::consensus::{
+use crate::signer::{guard_kind, SignError, VoteSigner};
+use quasar_consensus::{
     Action, Core, CoreConfig, EpochSets, Evidence, FinalizedBlock, Input, ProposalSlot, TimerKind,
     Tip, Verifier,
 };
-use crate::signer::{guard_kind, SignError, VoteSigner};
 use quasar_crypto::hash::Hash;
 use quasar_lanes::bls::signers_from_bitmap;
 use quasar_storage::{Store, StoreError, VoteIntent, VoteKind as GuardVoteKind, GUARD_WINDOW};
@@ -86,7 +86,7 @@ pub struct Published {
     pub tx_hashes: Vec<Hash>,
     /// When this node saw the finalize quorum (host clock, µs), before any storage work.
     pub seen_us: u64,
-    /// It is a checkpoint ([`crate::consensus::Checkpoint`]): the blocks between the previous
+    /// It is a checkpoint ([`quasar_consensus::Checkpoint`]): the blocks between the previous
     /// tip and this one were skipped, and are not stored here.
     pub checkpoint: bool,
 }
@@ -759,7 +759,7 @@ impl<S: Store> Engine<S> {
     /// Replaces the finished core with the next epoch's, started on `boundary`: keeps the
     /// `seals` (sync serves them with the boundary block), drops the view certificates of the
     /// epoch left behind and the history and evidence past retention (of epochs before the last
-    /// [`crate::consensus::epoch::RETAINED_EPOCHS`], all but the boundary blocks and seals),
+    /// [`quasar_consensus::epoch::RETAINED_EPOCHS`], all but the boundary blocks and seals),
     /// and returns the new core's first actions.
     fn next_epoch(
         &mut self,

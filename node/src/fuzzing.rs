@@ -19,16 +19,16 @@
 //! - [`rollup_signature`]: the rollup signature collector agrees with FIPS 204 on peer bytes.
 
 use crate::config::{GenesisFile, NodeConfig, SecretKeyFile};
-use crate::consensus::{
-    Action, BlockLimits, Core, CoreConfig, EpochSchedule, Input, ProposalSlot, TimerKind, Tip,
-    VerifiedProposal, VerifiedVote, Verifier,
-};
 use crate::key_file;
 use crate::relay::{RelayCache, MAX_RELAY_ITEMS, RELAY_VIEWS};
 use crate::rollup_job::{CollectError, WindowCollector};
 use crate::signer::{guard_kind, SignError, VoteSigner};
 use crate::sync::{serve, SyncSource, MAX_SYNC_BLOCKS};
 use crate::thresholdd::keystore;
+use quasar_consensus::{
+    Action, BlockLimits, Core, CoreConfig, EpochSchedule, Input, ProposalSlot, TimerKind, Tip,
+    VerifiedProposal, VerifiedVote, Verifier,
+};
 use quasar_crypto::bls::{SecretKey, Signature};
 use quasar_crypto::hash::Hash;
 use quasar_crypto::mldsa::{

@@ -7,7 +7,7 @@
 //! the history belongs to and, per view, what was signed; importing merges it into the
 //! destination's guard and never lowers it ([`SigningGuard::import`]). Unlike EIP-3076 it carries
 //! every view the guard holds (at most `GUARD_WINDOW + 1`, a few kilobytes), not only the highest
-//! ones, because our guard's rule is per view (DESIGN.md §2) and the whole record is small.
+//! ones, because our guard's rule is per view (docs/architecture.md §2) and the whole record is small.
 //!
 //! # Format (`quasar-signing-history`, version 1)
 //!
@@ -36,10 +36,10 @@
 //! [`MAX_HISTORY_BYTES`] long.
 
 use crate::config::{load_public, ConfigError, GenesisFile, NodeConfig};
-use crate::process::{lock_dir, DirLockError};
 use crate::runtime::{DATA_DIR_LOCK_FILE, STORE_DIR};
 use quasar_crypto::bls::PublicKey;
 use quasar_crypto::hash::{tagged_hash, Hash};
+use quasar_process::{lock_dir, DirLockError};
 use quasar_storage::{GuardError, SigningGuard, ViewVotes, GUARD_WINDOW};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

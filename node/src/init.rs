@@ -4,7 +4,7 @@
 //! edits a working configuration instead of writing one from the README.
 
 use crate::config::{load_public, ConfigError, GenesisFile, NodeConfig};
-use crate::p2p::PeerAddress;
+use quasar_p2p::PeerAddress;
 use std::fmt::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,5 @@
 //! The validator secret key file (`validator.key.json`) sealed at rest under a passphrase
-//! (issue 29; DESIGN.md §8 "Keys persist encrypted at rest").
+//! (issue 29; docs/architecture.md §9: keys persist encrypted at rest).
 //!
 //! # What it seals
 //!

@@ -6,17 +6,17 @@ use quasar_lanes::cert::Profile;
 use quasar_node::config::{
     keygen_with_set, parse_magnetar_set, GenesisFile, KeyAccess, NodeConfig,
 };
-use quasar_node::process::{init_tracing, interrupted, runtime, LogFormat};
 use quasar_node::rollup;
 use quasar_node::runtime::now_us;
 use quasar_node::testnet::{self, TestnetOptions};
+use quasar_process::{init_tracing, interrupted, runtime, LogFormat};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
 #[command(
     name = "quasar-node",
-    version = quasar_node::build_info::LONG_VERSION,
+    version = quasar_process::build_info::LONG_VERSION,
     about = "Quasar validator node"
 )]
 struct Cli {
@@ -168,7 +168,7 @@ enum Command {
         /// in genesis order, this validator's own included; without it the [[peers]] entries
         /// are written commented out, to fill in.
         #[arg(long, value_delimiter = ',')]
-        peers: Vec<quasar_node::p2p::PeerAddress>,
+        peers: Vec<quasar_p2p::PeerAddress>,
     },
     /// Run a validator.
     Run {

@@ -1,5 +1,5 @@
 //! Node metrics, exported in Prometheus text format at `GET /metrics` (with
-//! `quasar_build_info` and the `process_*` metrics of [`crate::build_info`]).
+//! `quasar_build_info` and the `process_*` metrics of [`quasar_process::build_info`]).
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::EncodeLabelSet;

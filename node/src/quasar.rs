@@ -1,5 +1,5 @@
 //! Quasar finality: bundles of finalized blocks, their legs, and the certificates that lift them
-//! from Nova to Quasar finality (DESIGN.md §2–§3; issue 8).
+//! from Nova to Quasar finality (docs/architecture.md §2–§3; issue 8).
 //!
 //! # Bundles
 //!
@@ -42,7 +42,7 @@ use quasar_lanes::cert::{
 };
 use quasar_lanes::LaneError;
 
-use crate::consensus::{ByEpoch, EpochSchedule, SetChangeError};
+use quasar_consensus::{ByEpoch, EpochSchedule, SetChangeError};
 use quasar_wire::{Certificate, CertificateKind, LegKind, QuasarCert};
 
 /// Most bundles waiting for legs at once.

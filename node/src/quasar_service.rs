@@ -1,6 +1,6 @@
 //! The validator's Quasar finality service: a thread that feeds finalized blocks to the
 //! [`QuasarTracker`], stores the certificates it completes, and answers the API's questions
-//! about a block's finality tier (DESIGN.md §2–§3).
+//! about a block's finality tier (docs/architecture.md §2–§3).
 //!
 //! It runs beside consensus, never in its way: the core task hands it each finalized block
 //! through a bounded queue and moves on (a full queue drops the event with a warning, which
@@ -57,7 +57,6 @@ use rand::rngs::OsRng;
 use serde_json::{json, Map, Value};
 
 use crate::ceremony::{Action, Ceremony, CoronaParty, PulsarParty, Scheme};
-use crate::consensus::epoch::ByEpoch;
 use crate::metrics::LegLabel;
 use crate::quasar::{
     BundleStatus, FinalizedInfo, LegRefused, QuasarEvent, QuasarTracker, QuorumCollector,
@@ -65,6 +64,7 @@ use crate::quasar::{
 };
 use crate::rollup_job::{ProverEvent, RollupSet, WindowProver};
 use crate::runtime::{now_us, Shared};
+use quasar_consensus::epoch::ByEpoch;
 
 /// Finalized blocks the service may lag behind before events are dropped.
 pub const QUEUE: usize = 4096;
@@ -968,7 +968,7 @@ fn add_sample(samples: &LegSamples, leg: LegKind, ms: f64) {
 impl Service<'_> {
     /// When the bundle closing at `height` ends an epoch, forgets the signing-session claims of
     /// the epochs that the next one leaves past retention
-    /// ([`crate::consensus::epoch::RETAINED_EPOCHS`]).
+    /// ([`quasar_consensus::epoch::RETAINED_EPOCHS`]).
     fn prune_sessions(&self, height: u64) {
         let schedule = self.shared.schedule;
         let epoch = schedule.epoch_of(height);

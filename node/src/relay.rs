@@ -29,8 +29,8 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
-use crate::consensus::Input;
 use crate::sync::{SyncSource, MAX_SYNC_BYTES};
+use quasar_consensus::Input;
 use quasar_crypto::hash::Hash;
 use quasar_wire::{Message, MessageRef, RelayRequest, SyncResponse};
 

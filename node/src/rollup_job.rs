@@ -1,5 +1,5 @@
-//! The node side of the Groth16 rollup (issue 6; DESIGN.md §3: "the Groth16 rollup is produced
-//! asynchronously once per window of W blocks"): collecting the validators' ML-DSA-65 signatures
+//! The node side of the Groth16 rollup (issue 6; docs/architecture.md §3: the Groth16 proof is produced
+//! asynchronously, once per window of blocks): collecting the validators' ML-DSA-65 signatures
 //! on a window's digest, and proving off the consensus path.
 //!
 //! - [`WindowCollector`] is pure (no I/O, no clock): it takes signatures as they arrive from
@@ -11,7 +11,7 @@
 //!   and gigabytes of memory, so two at once would only thrash), fed by a one-slot queue: a
 //!   newer window replaces a window still waiting, because a node that cannot keep up must
 //!   catch up with the chain rather than fall further behind, and a window without a proof
-//!   keeps the finality tier it reached (DESIGN.md §3). Results arrive on a tokio channel, so
+//!   keeps the finality tier it reached (docs/architecture.md §3). Results arrive on a tokio channel, so
 //!   the consensus task never blocks on proving. The FFTs and MSMs go through the
 //!   batched-arithmetic backend it is given (`quasar_crypto::accel`), so the GPU adapter can
 //!   take them over.

@@ -20,14 +20,9 @@ use crate::config::{
     self, load_keys, CheckedSet, ConfigError, DealtShares, Genesis, GenesisFile, GenesisValidator,
     NodeConfig, SignerMode,
 };
-use crate::consensus::epoch::ByEpoch;
-use crate::consensus::{
-    BlockLimits, CoreConfig, EpochSchedule, Evidence, Input, ProposalSlot, TimerKind, Verifier,
-};
 use crate::engine::{Engine, EngineError, Host, Published};
 use crate::mempool::{Mempool, MempoolLimits};
 use crate::metrics::{DispatcherMetrics, KeyCacheMetrics, NodeMetrics};
-use crate::p2p::{Inbound, Network, NetworkConfig, P2pMetrics, PeerInfo};
 use crate::quasar::QuasarTracker;
 use crate::quasar_service::{self, Contributor, Finalized, QuasarHandle, SetContributor};
 use crate::relay::{RelayCache, RELAY_INTERVAL, RELAY_LISTENING_INTERVAL, RELAY_VIEWS};
@@ -36,10 +31,15 @@ use crate::rollup_job::{RollupSet, WindowProver};
 use crate::signer::{SignError, VoteKey, VoteSigner};
 use crate::sync::{checkpoint_inputs, serve, MAX_SYNC_BLOCKS};
 use prometheus_client::registry::Registry;
+use quasar_consensus::epoch::ByEpoch;
+use quasar_consensus::{
+    BlockLimits, CoreConfig, EpochSchedule, Evidence, Input, ProposalSlot, TimerKind, Verifier,
+};
 use quasar_crypto::accel::BatchArithmetic;
 use quasar_crypto::bls_cache::PublicKeyCache;
 use quasar_crypto::hash::Hash;
 use quasar_lanes::cert::CertVerifier;
+use quasar_p2p::{Inbound, Network, NetworkConfig, P2pMetrics, PeerInfo};
 use quasar_storage::{GuardError, SigningGuard, SledStore, Store};
 use quasar_wire::{
     decode, tx_hash, LegKind, Message, MessageRef, RelayRequest, SyncRequest, TxBatch,
@@ -75,7 +75,7 @@ pub enum NodeError {
     Guard(#[from] quasar_storage::GuardError),
     /// The transport failed to start.
     #[error("network: {0}")]
-    Network(#[from] crate::p2p::P2pError),
+    Network(#[from] quasar_p2p::P2pError),
     /// The consensus engine stopped on a storage failure or an inconsistent store.
     #[error(transparent)]
     Engine(#[from] EngineError),
@@ -98,7 +98,7 @@ pub enum NodeError {
 }
 
 /// The file in `data_dir` a running node holds an exclusive lock on, for as long as it runs
-/// ([`crate::process::lock_dir`]).
+/// ([`quasar_process::lock_dir`]).
 pub const DATA_DIR_LOCK_FILE: &str = "quasar-node.lock";
 
 /// The block store's folder (sled) inside `data_dir`.
@@ -110,7 +110,7 @@ pub const STORE_DIR: &str = "db";
 /// the store; [`NodeError::Other`] naming the path when the directory or lock file cannot be
 /// made; [`NodeError::Storage`] when the store does not open.
 pub fn open_data_dir(data_dir: &Path) -> Result<(std::fs::File, SledStore), NodeError> {
-    use crate::process::{lock_dir, DirLockError};
+    use quasar_process::{lock_dir, DirLockError};
     std::fs::create_dir_all(data_dir)
         .map_err(|e| NodeError::Other(format!("{}: {e}", data_dir.display())))?;
     let lock = lock_dir(data_dir, DATA_DIR_LOCK_FILE).map_err(|e| match e {
@@ -188,7 +188,7 @@ pub struct Shared {
     /// The Quasar finality service's input.
     pub quasar_tx: QuasarHandle,
     /// Every epoch's validator set.
-    pub sets: crate::consensus::EpochSets,
+    pub sets: quasar_consensus::EpochSets,
     /// This validator's BLS public key (its index in an epoch's set is found by it).
     pub public_key: quasar_crypto::bls::PublicKey,
     /// The configured view timeout, milliseconds (`GET /ready` derives its limit from it).
@@ -235,11 +235,11 @@ impl Shared {
 /// Runs a validator until SIGINT/SIGTERM. Errors: [`NodeError`] (configuration problems at start,
 /// storage failures at any time).
 pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
-    // Decoded BLS keys for the life of the process (DESIGN.md §4); the validator set built from
+    // Decoded BLS keys for the life of the process (docs/architecture.md §4); the validator set built from
     // genesis is the first place the BLS lane looks, this cache the second.
     let key_cache = Arc::new(PublicKeyCache::new());
     let genesis = GenesisFile::load(&cfg.genesis)?.check_with(&key_cache)?;
-    crate::build_info::log_node_start(&genesis.hash, genesis.file.chain_id);
+    quasar_process::build_info::log_node_start(&genesis.hash, genesis.file.chain_id);
     // Connections, the store and the guard file all need descriptors: take the hard limit.
     match rlimit::increase_nofile_limit(u64::MAX) {
         Ok(limit) => tracing::debug!(limit, "file descriptor limit"),
@@ -425,7 +425,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     }
 
     let mut registry = Registry::default();
-    crate::build_info::register(&mut registry, "quasar");
+    quasar_process::build_info::register(&mut registry, "quasar");
     let metrics = NodeMetrics::new(&mut registry);
     KeyCacheMetrics::register(key_cache, &mut registry);
     let p2p_metrics = P2pMetrics::new();

@@ -3,7 +3,7 @@
 //! Every vote and every proposal (whose signature is the leader's notarize vote) passes the
 //! [`SigningGuard`] first; the guard makes the decision durable (write + fsync + directory fsync)
 //! before this module signs, so a signature never leaves before the record that forbids its
-//! conflicting twin (DESIGN.md §2, §9). A restarted validator reopens the same guard file.
+//! conflicting twin (docs/architecture.md §2, §9). A restarted validator reopens the same guard file.
 //!
 //! The signature itself is made here with the key directory's BLS key ([`VoteKey::Local`]), or,
 //! with `signer = "remote"`, by the validator's thresholdd ([`VoteKey::Remote`],
@@ -25,8 +25,8 @@
 //! `node/tests/crash_points.rs`; never set it on a production validator, nor for a process that
 //! runs the in-process simulator (its signers read the variable too).
 
-use crate::consensus::{ProposalSlot, VerifiedProposal, VerifiedVote};
 use crate::remote_signer::{RemoteSignError, RemoteSigner};
+use quasar_consensus::{ProposalSlot, VerifiedProposal, VerifiedVote};
 use quasar_crypto::bls::{PublicKey, SecretKey, Signature};
 use quasar_crypto::hash::Hash;
 use quasar_storage::{GuardDecision, GuardError, SigningGuard, VoteIntent};
@@ -213,7 +213,7 @@ impl VoteSigner {
     /// Signs in `epoch` from now on, as validator `index` of its set (`None`: not a member, so
     /// nothing is signed), binding `domain` (the engine moves on when an epoch's boundary block
     /// is final). The signing guard still refuses views below its highest record, and a later
-    /// epoch's views are all higher ([`crate::consensus::epoch`]).
+    /// epoch's views are all higher ([`quasar_consensus::epoch`]).
     pub fn enter_epoch(&mut self, epoch: u64, index: Option<u32>, domain: EpochDomain) {
         self.epoch = epoch;
         self.index = index;

@@ -12,7 +12,7 @@
 //!
 //! # Pruned history: checkpoints
 //!
-//! Validators keep the last [`crate::consensus::epoch::RETAINED_EPOCHS`] epochs and, of older
+//! Validators keep the last [`quasar_consensus::epoch::RETAINED_EPOCHS`] epochs and, of older
 //! ones, only each epoch's boundary block with its closing certificate (and seals). Asked for
 //! a height below what it still holds, a node serves the **checkpoint** of that height's epoch
 //! instead: the boundary block, its seals and its certificate, then the certificate of its own
@@ -22,7 +22,7 @@
 //! walks the chain of epoch transitions, one reply per epoch, until it reaches blocks its peers
 //! kept.
 
-use crate::consensus::{Checkpoint, EpochSchedule, Input};
+use quasar_consensus::{Checkpoint, EpochSchedule, Input};
 use quasar_crypto::hash::Hash;
 use quasar_storage::Store;
 use quasar_wire::{decode, BlockHeader, CertificateKind, MessageRef, SyncRequest, SyncResponse};
@@ -248,7 +248,7 @@ fn header_of(block: &[u8]) -> Option<BlockHeader> {
 }
 
 /// When `certificate` finalized the block of `header` through seals (the block is its epoch's
-/// boundary, see [`crate::consensus::epoch`]), the seals from just above the block up to the
+/// boundary, see [`quasar_consensus::epoch`]), the seals from just above the block up to the
 /// certified one, lowest first; empty otherwise, or when a seal is missing or they are more
 /// than [`MAX_SYNC_SEALS`].
 fn seals_above(source: &impl SyncSource, header: &BlockHeader, certificate: &[u8]) -> Vec<Vec<u8>> {

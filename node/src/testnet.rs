@@ -62,7 +62,7 @@
 //! printed) after a failing one.
 //!
 //! Processes are stopped with SIGKILL ([`std::process::Child::kill`]), never gracefully: a killed
-//! validator must come back from its durable state alone (DESIGN.md §2, signing guard).
+//! validator must come back from its durable state alone (docs/architecture.md §2, signing guard).
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::OpenOptions;
@@ -1285,7 +1285,7 @@ impl Testnet {
                     .peers
                     .into_iter()
                     .map(|peer| PeerConfig {
-                        address: if peer.address == crate::p2p::PeerAddress::from(old_p2p) {
+                        address: if peer.address == quasar_p2p::PeerAddress::from(old_p2p) {
                             p2p.into()
                         } else {
                             peer.address

@@ -3,7 +3,7 @@
 //! validators. Liveness gates: with f validators crashed or Byzantine, n in {4, 7, 10}, at least
 //! 20 heights finalize within bounded simulated time, and again after a partition heals.
 
-use quasar_node::consensus::EvidenceKind;
+use quasar_consensus::EvidenceKind;
 use quasar_node::sim::{Behavior, SimConfig, Simulation};
 
 const SECOND: u64 = 1_000_000;

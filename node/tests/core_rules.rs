@@ -1,13 +1,13 @@
 //! Focused rules of the consensus core, driven input by input with real signatures: what it votes,
 //! what it refuses, what it reports.
 
-use quasar_crypto::bls::SecretKey;
-use quasar_crypto::hash::Hash;
-use quasar_lanes::ValidatorSet;
-use quasar_node::consensus::{
+use quasar_consensus::{
     Action, BlockLimits, Checkpoint, Core, CoreConfig, EpochSchedule, EvidenceKind, Input,
     ProposalSlot, TimerKind, Tip, VerifiedVote, Verifier,
 };
+use quasar_crypto::bls::SecretKey;
+use quasar_crypto::hash::Hash;
+use quasar_lanes::ValidatorSet;
 use quasar_node::signer::VoteSigner;
 use quasar_storage::SigningGuard;
 use quasar_wire::{CertificateKind, EpochDomain, Message, VoteKind};
@@ -369,8 +369,8 @@ fn a_vote_the_guard_failed_to_record_is_requested_again_on_retry() {
 /// get alone, and the bad ones among many good ones are named individually.
 #[test]
 fn a_burst_of_votes_gets_the_same_verdicts_as_one_by_one() {
+    use quasar_consensus::VerifyError;
     use quasar_crypto::bls::BlsError;
-    use quasar_node::consensus::VerifyError;
     let mut net = net();
     let mut burst: Vec<quasar_wire::Vote> = (0..40u64)
         .map(|k| {
@@ -746,9 +746,9 @@ fn a_message_of_a_later_epoch_makes_a_core_fetch_what_it_missed() {
 fn checkpoint_parts(
     net: &mut Net,
 ) -> (
-    quasar_node::consensus::VerifiedProposal,
-    quasar_node::consensus::VerifiedProposal,
-    quasar_node::consensus::VerifiedCertificate,
+    quasar_consensus::VerifiedProposal,
+    quasar_consensus::VerifiedProposal,
+    quasar_consensus::VerifiedCertificate,
 ) {
     let schedule = EpochSchedule::new(2);
     let probe = core_in(net, 0, schedule);
@@ -959,12 +959,7 @@ impl quasar_node::engine::Host for Recorder {
         vec![self.tx.clone()]
     }
     fn finalized(&mut self, _block: &quasar_node::engine::Published) {}
-    fn evidence(
-        &mut self,
-        _evidence: &quasar_node::consensus::Evidence,
-        _stored: Result<bool, String>,
-    ) {
-    }
+    fn evidence(&mut self, _evidence: &quasar_consensus::Evidence, _stored: Result<bool, String>) {}
     fn refused(&mut self, _view: u64, error: &quasar_node::signer::SignError) {
         self.refusals.push(error.to_string());
     }

@@ -104,7 +104,7 @@ struct Incarnation {
     resumed: bool,
 }
 
-/// Crash between the guard record and the vote (DESIGN.md §2, signing guard): validator 1 runs
+/// Crash between the guard record and the vote (docs/architecture.md §2, signing guard): validator 1 runs
 /// with the fault injection at 3 % per fresh guard record, so it aborts every few views right
 /// after its intent is durable and before the vote leaves; the test restarts it each time. The
 /// restarted process must treat the recorded-but-unsent vote as signed: it resumes at or above

@@ -3,15 +3,15 @@
 //! ([`api::parse_evidence_query`]), and the property that makes it evidence at all: anyone can
 //! decode both messages from the JSON and verify both signatures with the offender's public key.
 
+use quasar_consensus::{
+    Action, Core, CoreConfig, EpochSchedule, Evidence, EvidenceKind, Input, Tip,
+};
 use quasar_crypto::bls::{PublicKey, SecretKey, Signature};
 use quasar_crypto::hash::Hash;
 use quasar_lanes::ValidatorSet;
 use quasar_node::api::{
     self, evidence_json, evidence_record, parse_evidence_query, EvidenceQuery,
     DEFAULT_EVIDENCE_LIMIT, MAX_EVIDENCE_LIMIT,
-};
-use quasar_node::consensus::{
-    Action, Core, CoreConfig, EpochSchedule, Evidence, EvidenceKind, Input, Tip,
 };
 use quasar_node::signer::VoteSigner;
 use quasar_storage::{SigningGuard, SledStore, Store};

@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
+use quasar_consensus::EpochSchedule;
 use quasar_crypto::hash::Hash;
 use quasar_lanes::cert::{bundle_digest, CertVerifier, Profile, BLS_SIGNATURE_LEN};
 use quasar_lanes::cert_fixture::{Fixture, FixtureConfig};
-use quasar_node::consensus::EpochSchedule;
 use quasar_node::quasar::{
     BundleStatus, FinalizedInfo, LegRefused, QuasarEvent, QuasarTracker, MAX_PENDING_BUNDLES,
 };

@@ -3,7 +3,7 @@
 //! decided in its own epoch's views, seals never enter the chain, and a validator that was
 //! down across boundaries catches up through sync, seals included.
 
-use quasar_node::consensus::EpochSchedule;
+use quasar_consensus::EpochSchedule;
 use quasar_node::engine::Published;
 use quasar_node::sim::checker::{check, Violation};
 use quasar_node::sim::{SimConfig, Simulation};

@@ -90,7 +90,7 @@ async fn peers_by_host_name_finalize_and_a_second_node_on_a_data_directory_is_re
         let mut cfg = NodeConfig::load(&path).unwrap();
         for peer in &mut cfg.peers {
             let port = match &peer.address {
-                quasar_node::p2p::PeerAddress::Ip(addr) => addr.port(),
+                quasar_p2p::PeerAddress::Ip(addr) => addr.port(),
                 other => panic!("the testnet writes IP literals, got {other}"),
             };
             peer.address = format!("localhost:{port}").parse().unwrap();

@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use quasar_lanes::cert::Profile;
 use quasar_node::config::{self, GenesisFile, NodeConfig};
-use quasar_node::p2p::client_config;
-use quasar_node::p2p::tls::SERVER_NAME;
 use quasar_node::testnet::{
     self, metric_value, nearest_rank, Readiness, Status, Testnet, TestnetError, TestnetOptions,
     TestnetReport, GENESIS_FILE, NODE_CONFIG_FILE,
 };
+use quasar_p2p::client_config;
+use quasar_p2p::tls::SERVER_NAME;
 use quasar_wire::frame::{encode_frame, MAX_FRAME_LEN};
 use tokio::time::sleep;
 
@@ -218,10 +218,7 @@ fn create_writes_keys_genesis_and_configs_with_distinct_ports_and_full_peer_list
                 .position(|v| v.bls_public_key == peer.bls_public_key)
                 .unwrap();
             assert_ne!(j, i);
-            assert_eq!(
-                peer.address,
-                quasar_node::p2p::PeerAddress::from(net.p2p(j))
-            );
+            assert_eq!(peer.address, quasar_p2p::PeerAddress::from(net.p2p(j)));
         }
         GenesisFile::load(&cfg.genesis).unwrap().check().unwrap();
         assert!(!cfg.archive, "validators prune unless told otherwise");
@@ -713,12 +710,12 @@ async fn an_operator_sees_the_build_the_chain_and_the_latest_block() {
         let status = json(&get(i, "/status").await.1);
         assert_eq!(
             status["version"],
-            quasar_node::build_info::VERSION,
+            quasar_process::build_info::VERSION,
             "{status}"
         );
         assert_eq!(
             status["commit"],
-            quasar_node::build_info::COMMIT,
+            quasar_process::build_info::COMMIT,
             "{status}"
         );
         let hash = status["genesis_hash"].as_str().unwrap().to_string();
@@ -1148,7 +1145,7 @@ async fn a_leader_restarted_on_an_empty_data_directory_waits_out_the_view_it_led
                 fx.net.status(0).await.unwrap(),
                 fx.net.status(3).await.unwrap(),
             );
-            let leader = quasar_node::consensus::leader(
+            let leader = quasar_consensus::leader(
                 &genesis.validators,
                 &genesis.hash,
                 genesis.file.chain_id,

@@ -46,7 +46,7 @@ fn limits() -> TransportLimits {
         idle_timeout: IDLE_TIMEOUT,
         body_read_timeout: BODY_TIMEOUT,
         write_stall_timeout: Duration::from_secs(2),
-        ..TransportLimits::default()
+        ..thresholdd::transport_limits()
     }
 }
 

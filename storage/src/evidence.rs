@@ -1,5 +1,5 @@
-//! Durable evidence of equivocation (DESIGN.md §2 "Equivocation is recorded as evidence, never a
-//! crash", §6 "evidence").
+//! Durable evidence of equivocation (docs/architecture.md §2: equivocation is recorded as evidence, never a
+//! crash, §6 "evidence").
 //!
 //! # What is stored
 //!

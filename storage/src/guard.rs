@@ -1,5 +1,5 @@
 //! The signing guard: decides whether a consensus vote may be signed, and makes that decision
-//! durable before the signature leaves (DESIGN.md §2 "Signing guard", §6, §9; modelled on aptos
+//! durable before the signature leaves (docs/architecture.md §2 "Signing guard", §6, §9; modelled on aptos
 //! safety rules and Tendermint's `priv_validator_state`).
 //!
 //! # Rules (per view)
@@ -90,7 +90,7 @@ const FLAG_NULLIFY: u8 = 4;
 /// Upper bound on a valid file: header, full entries, checksum.
 const MAX_FILE_LEN: u64 = 8 + 2 + 32 + 4 + MAX_ENTRIES * (8 + 1 + 32 + 32) + 32;
 
-/// The kind of consensus vote (DESIGN.md §2).
+/// The kind of consensus vote (docs/architecture.md §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum VoteKind {
     /// A vote that a block is valid for the view.

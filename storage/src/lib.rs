@@ -1,11 +1,12 @@
-//! Storage of a Quasar validator (DESIGN.md §1, §6).
+//! Storage of a Quasar validator (docs/architecture.md §1, §6).
 //!
 //! Two independent components:
 //!
 //! - [`store`]: the [`Store`] trait and its sled backend [`SledStore`]: finalized blocks by hash and
 //!   height, the certificate that finalized each height, the tx-hash index, notarized-but-not-yet-
 //!   finalized blocks, and the finalized pointer. Storage is byte-oriented: it never decodes blocks or
-//!   certificates. Any storage error is fatal to the node (STYLE.md habit 4).
+//!   certificates. Any storage error is fatal to the node: a validator that cannot
+//!   persist cannot promise what it signed.
 //! - [`guard`]: the [`SigningGuard`], the tiny durable record that decides whether a consensus vote
 //!   may be signed, kept in its own fsync'd file because sled's flush is not durable enough for it.
 //! - [`evidence`]: [`EvidenceRecord`], durable and bounded proof of equivocation (both signed

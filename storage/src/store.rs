@@ -1,4 +1,4 @@
-//! The block store: the [`Store`] trait and its sled backend [`SledStore`] (DESIGN.md §6).
+//! The block store: the [`Store`] trait and its sled backend [`SledStore`] (docs/architecture.md §6).
 //!
 //! # Layout
 //!
@@ -158,7 +158,7 @@ pub struct StoredBlock {
     pub certificate: Vec<u8>,
 }
 
-/// Persistent storage of blocks, certificates and the finalized index (DESIGN.md §6).
+/// Persistent storage of blocks, certificates and the finalized index (docs/architecture.md §6).
 ///
 /// Implementations are shared between threads. Every method returns [`StoreError`]; all errors but
 /// [`StoreError::OutOfOrder`] are fatal.
@@ -217,7 +217,7 @@ pub trait Store: Send + Sync {
     /// [`Store::prune_history`] passes its height.
     fn put_block(&self, height: u64, hash: &Hash, block: &[u8]) -> Result<(), StoreError>;
 
-    /// Stores a seal (a block above an epoch's boundary block that finalized it, DESIGN.md §2)
+    /// Stores a seal (a block above an epoch's boundary block that finalized it, docs/architecture.md §2)
     /// for as long as the boundary block is kept: pruning never removes it.
     fn put_seal(&self, hash: &Hash, block: &[u8]) -> Result<(), StoreError>;
 
@@ -273,7 +273,7 @@ pub trait Store: Send + Sync {
     /// returns how many records went.
     fn prune_evidence(&self, below_view: u64) -> Result<u64, StoreError>;
 
-    /// Keeps the verified QuasarCert (DESIGN.md §3) of the bundle that ends at finalized
+    /// Keeps the verified QuasarCert (docs/architecture.md §3) of the bundle that ends at finalized
     /// `height`. The first certificate stored for a height stays: returns `true` when this one
     /// was stored, `false` when the height already had one (nothing written). The caller
     /// verifies the certificate; storage does not decode it.

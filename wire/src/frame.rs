@@ -1,4 +1,4 @@
-//! Stream framing (DESIGN.md §5): every message on a QUIC stream is `u32 LE length ‖ message`.
+//! Stream framing (docs/architecture.md §5): every message on a QUIC stream is `u32 LE length ‖ message`.
 //!
 //! The length counts the message bytes only (not the 4-byte prefix) and is at most
 //! [`MAX_FRAME_LEN`] (16 MiB). A reader checks the prefix with [`frame_len`] before it allocates

@@ -1,4 +1,4 @@
-//! ZAP: the zero-copy wire format of every Quasar message (DESIGN.md §5).
+//! ZAP: the zero-copy wire format of every Quasar message (docs/architecture.md §5).
 //!
 //! Every consensus, sync, QuasarCert and lane message is one ZAP buffer; on a QUIC stream each
 //! buffer travels in one [`frame`] (`u32 LE length ‖ message`, at most 16 MiB). [`decode`] turns
@@ -68,7 +68,7 @@
 //! Fixed fields are ordered so that no object has internal padding (LaneMessage's two bytes at
 //! @30 are a reserved field the decoder requires to be zero, not padding).
 //!
-//! A [`QuasarCert`] is the post-quantum certificate of one finalized block (DESIGN.md §3): its
+//! A [`QuasarCert`] is the post-quantum certificate of one finalized block (docs/architecture.md §3): its
 //! bundle lists the round digests μ of the consecutive finalized blocks it covers, oldest first
 //! (this block's last), and each leg is a [`LegKind`] byte followed by an opaque body that the lane
 //! of that kind (`quasar-lanes`) decodes and verifies. Duplicated or unexpected leg kinds decode;

@@ -16,7 +16,7 @@ use crate::WireError;
 
 pub use quasar_crypto::hash::Hash;
 
-/// Length of a BLS12-381 G2 signature (compressed), in bytes (DESIGN.md §4).
+/// Length of a BLS12-381 G2 signature (compressed), in bytes (docs/architecture.md §4).
 pub const SIGNATURE_LEN: usize = 96;
 
 /// Domain tag of [`BlockHeader::hash`].
@@ -87,7 +87,7 @@ impl TryFrom<u8> for MessageType {
     }
 }
 
-/// What a vote endorses (DESIGN.md §2: Wave = notarize, Focus = finalize, nullify on timeout).
+/// What a vote endorses (docs/architecture.md §2: Wave = notarize, Focus = finalize, nullify on timeout).
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum VoteKind {
@@ -150,7 +150,7 @@ impl TryFrom<u8> for CertificateKind {
     }
 }
 
-/// The kind of one leg of a [`QuasarCert`] (DESIGN.md §3): which lane decodes and verifies its
+/// The kind of one leg of a [`QuasarCert`] (docs/architecture.md §3): which lane decodes and verifies its
 /// body. The discriminant is the leg's kind byte on the wire.
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -212,7 +212,7 @@ impl TryFrom<u8> for LegKind {
     }
 }
 
-/// What a [`LaneMessage`] carries (DESIGN.md §3): a finished leg body, or one validator's share of
+/// What a [`LaneMessage`] carries (docs/architecture.md §3): a finished leg body, or one validator's share of
 /// the work an aggregator combines into a leg. The discriminant is the kind byte on the wire.
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -530,7 +530,7 @@ fn unreachable_node() -> Hash {
     tagged_hash(MERKLE_TAG, &[])
 }
 
-/// Customization string of the round digest μ (DESIGN.md §3).
+/// Customization string of the round digest μ (docs/architecture.md §3).
 pub const ROUND_DIGEST_CUSTOMIZATION: &[u8] = b"QUASAR-ROUND-DIGEST-v1";
 
 /// What every vote and certificate of an epoch binds besides its own fields: the epoch's
@@ -545,7 +545,7 @@ pub struct EpochDomain {
 }
 
 /// The round digest μ of block `block` at `height`, finalized in `view` of `epoch` on
-/// `chain_id` (DESIGN.md §3): TupleHash256 (NIST SP 800-185 §5.2), customization
+/// `chain_id` (docs/architecture.md §3): TupleHash256 (NIST SP 800-185 §5.2), customization
 /// [`ROUND_DIGEST_CUSTOMIZATION`], over the tuple (chain_id, epoch, height, view as 8-byte
 /// little-endian strings; the validator-set root; the block hash; the profile id bytes).
 /// 32 bytes; never fails.
@@ -567,7 +567,7 @@ pub fn round_digest(
     h.finalize()
 }
 
-/// The exact bytes a validator signs for a vote (BLS, DESIGN.md §4).
+/// The exact bytes a validator signs for a vote (BLS, docs/architecture.md §4).
 ///
 /// - Finalize: the round digest μ ([`round_digest`], 32 bytes), so a finalization is the BLS leg
 ///   of the block's QuasarCert.
@@ -674,7 +674,7 @@ impl BlockHeader {
     }
 }
 
-/// A leader's block proposal (Photon, DESIGN.md §2).
+/// A leader's block proposal (Photon, docs/architecture.md §2).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Proposal {
     /// The block header.
@@ -1205,7 +1205,7 @@ impl<'a> SyncRequestRef<'a> {
 
 /// A request for the proposals and votes that the peer holds from one signer in recent views;
 /// the reply is a [`SyncResponse`] of Proposal and Vote messages. A validator asks about its own
-/// key: what peers relay back shows whether another process signs with it (DESIGN.md §2's
+/// key: what peers relay back shows whether another process signs with it (docs/architecture.md §2's
 /// signing guard; the doppelganger check of `docs/operations.md`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RelayRequest {
@@ -1359,9 +1359,9 @@ impl<'a> SyncResponseRef<'a> {
 // ---------------------------------------------------------------------------------------------
 
 /// The post-quantum certificate of the finalized block `block` at `height`, finalized in `view`
-/// of `epoch` on chain `chain_id` (DESIGN.md §3).
+/// of `epoch` on chain `chain_id` (docs/architecture.md §3).
 ///
-/// `bundle` lists the round digests μ (DESIGN.md §3) of the consecutive finalized blocks the
+/// `bundle` lists the round digests μ (docs/architecture.md §3) of the consecutive finalized blocks the
 /// certificate covers, oldest first, the last one being this block's μ. The post-quantum legs
 /// (Corona, Groth16, Pulsar, Magnetar) sign or prove the bundle digest over them; the BLS leg
 /// signs this block's μ. The lane crate (`quasar-lanes`) defines both digests, the profiles
@@ -1600,7 +1600,7 @@ impl ExactSizeIterator for LegIter<'_> {}
 // ---------------------------------------------------------------------------------------------
 
 /// One validator's contribution to the post-quantum legs of the bundle of finalized blocks that
-/// ends at `height` (DESIGN.md §3; the bundle digest and the leg bodies are defined by the
+/// ends at `height` (docs/architecture.md §3; the bundle digest and the leg bodies are defined by the
 /// `quasar-lanes` cert module): either a finished leg body for others to verify and attach to the
 /// bundle's [`QuasarCert`] ([`LaneKind::Leg`]), or one validator's signature or threshold-round
 /// message that an aggregator combines into a leg (every other [`LaneKind`]).

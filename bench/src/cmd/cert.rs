@@ -1,5 +1,5 @@
 //! `quasar-bench cert`: the whole QuasarCert verified through the parallel-max verifier
-//! (`quasar_lanes::cert::CertVerifier`, DESIGN.md §3) per profile and validator count, with
+//! (`quasar_lanes::cert::CertVerifier`, docs/architecture.md §3) per profile and validator count, with
 //! the certificate's size, against its slowest leg and the sum of its legs verified one by one
 //! in the same rounds.
 //!

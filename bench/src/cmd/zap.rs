@@ -1,5 +1,5 @@
 //! `quasar-bench zap`: votes per second over loopback QUIC (quinn, TLS 1.3), encoded in ZAP
-//! (the node's zero-copy wire format, DESIGN.md §5) against the same votes in protobuf (prost),
+//! (the node's zero-copy wire format, docs/architecture.md §5) against the same votes in protobuf (prost),
 //! with the same framing (`u32 LE length ‖ message`, `quasar_wire::frame`) and the same work on
 //! each side, so that the codec is the only difference:
 //!

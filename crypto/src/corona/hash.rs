@@ -33,7 +33,7 @@
 //! | [`Role::Mac`] | `QUASAR-CORONA-MAC-v1` | KMAC256 keyed by a pairwise MAC key | the round-1 MACs |
 //!
 //! The reference Go code (luxfi/corona `hash/`) uses the same constructions with tags
-//! `CORONA-…-v1`; ours add the `QUASAR-` prefix (DESIGN.md §4) and split the challenge seed from
+//! `CORONA-…-v1`; ours add the `QUASAR-` prefix (docs/architecture.md §4) and split the challenge seed from
 //! H_u, so Quasar's outputs are deliberately different from Lux's.
 //!
 //! Structured inputs (`parts`) are framed with `encode_string` per part, as TupleHash does, so

@@ -1,6 +1,6 @@
 //! Corona: a two-round lattice threshold signature, the Ringtail construction (Boschini, Kaviani,
 //! Lai, Malavolta, Takahashi, Tibouchi; IACR ePrint 2024/1113), over
-//! R_q = Z_q\[X\]/(X^256 + 1) with q = 2^48 + 18945 (DESIGN.md §4).
+//! R_q = Z_q\[X\]/(X^256 + 1) with q = 2^48 + 18945 (docs/architecture.md §4).
 //!
 //! The modules:
 //! - [`params`]: the parameter set;

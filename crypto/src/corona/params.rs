@@ -1,4 +1,4 @@
-//! The one Corona parameter set (DESIGN.md §4; Ringtail, IACR ePrint 2024/1113, with the values of
+//! The one Corona parameter set (docs/architecture.md §4; Ringtail, IACR ePrint 2024/1113, with the values of
 //! its reference implementation's `sign/config.go`).
 
 /// Ring degree φ: R_q = Z_q\[X\]/(X^256 + 1).

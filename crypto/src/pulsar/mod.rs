@@ -1,5 +1,5 @@
 //! Pulsar: threshold ML-DSA-65 whose signatures are ordinary FIPS 204 signatures (issue 7,
-//! DESIGN.md §3–§4). Any t of n parties (2 ≤ t ≤ n ≤ 6) sign together; the result is a
+//! docs/architecture.md §3–§4). Any t of n parties (2 ≤ t ≤ n ≤ 6) sign together; the result is a
 //! 3,309-byte ML-DSA-65 signature that any unmodified FIPS 204 verifier accepts under the
 //! group's 1,952-byte public key (the tests check it with libcrux-ml-dsa and with fips204).
 //!

@@ -1,5 +1,5 @@
 //! The rollup circuit: a quorum of the epoch's validators signed the round digest μ with their
-//! ML-DSA identity keys (DESIGN.md §4).
+//! ML-DSA identity keys (docs/architecture.md §4).
 //!
 //! # Statement
 //!
@@ -260,7 +260,7 @@ pub fn total_stake(validators: &[Validator]) -> u128 {
     validators.iter().map(|v| u128::from(v.stake)).sum()
 }
 
-/// The quorum rule of DESIGN.md §2: `signed` is more than 2/3 of `total`.
+/// The quorum rule of docs/architecture.md §2: `signed` is more than 2/3 of `total`.
 pub fn is_quorum(signed: u128, total: u128) -> bool {
     signed.saturating_mul(3) > total.saturating_mul(2)
 }

@@ -1,4 +1,4 @@
-//! The Groth16 rollup of validator ML-DSA signatures (issue 6, DESIGN.md §4): R1CS gadgets over
+//! The Groth16 rollup of validator ML-DSA signatures (issue 6, docs/architecture.md §4): R1CS gadgets over
 //! the BLS12-381 scalar field and, built on them, the circuit proving that a quorum of the
 //! epoch's validators signed the round digest with their ML-DSA identity keys.
 //!

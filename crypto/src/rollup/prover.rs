@@ -10,7 +10,7 @@
 //!
 //! **Proving.** [`prove`] synthesizes the circuit for a checked [`RollupWitness`] and runs
 //! [`create_proof`], our Groth16 prover, whose heavy work goes through the batched-arithmetic
-//! trait of DESIGN.md §1 ([`BatchArithmetic`]), so the GPU adapter can take it over:
+//! trait of docs/architecture.md §1 ([`BatchArithmetic`]), so the GPU adapter can take it over:
 //!
 //! 1. **Synthesis** (CPU, `ark-relations`): the R1CS matrices A, B, C (m constraints) and the
 //!    full assignment z = (1, public inputs, witness).

@@ -8,9 +8,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use quasar_node::process::{init_tracing, interrupted, runtime, LogFormat};
 use quasar_node::thresholdd::keystore::{KdfParams, Keystore, KeystoreError, Scheme, HEADER_FILE};
 use quasar_node::thresholdd::{self, DaemonConfig};
+use quasar_process::{init_tracing, interrupted, runtime, LogFormat};
 use zeroize::Zeroizing;
 
 /// A bearer token shorter than this many characters is logged as weak at start (32 characters
@@ -22,7 +22,7 @@ const MIN_PASSPHRASE_BYTES: usize = 12;
 #[derive(Parser)]
 #[command(
     name = "thresholdd",
-    version = quasar_node::build_info::LONG_VERSION,
+    version = quasar_process::build_info::LONG_VERSION,
     about = "Quasar signing daemon (JSON-RPC 2.0 over HTTP)"
 )]
 struct Cli {

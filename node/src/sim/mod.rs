@@ -1,6 +1,6 @@
 //! A deterministic, seeded simulation of a validator network around the real consensus core.
 //!
-//! Every simulated validator runs the production [`Engine`] — the [`Core`](crate::consensus::Core),
+//! Every simulated validator runs the production [`Engine`] — the [`Core`](quasar_consensus::Core),
 //! the [`VoteSigner`] and the storage code a validator runs — with its signing guard file in a
 //! [`SimGuardDir`] (the guard's own write path, tmp file, fsync, rename, directory fsync, on a
 //! simulated disk that keeps across a crash only what those fsyncs made durable) and a
@@ -31,13 +31,13 @@ pub use byzantine::Behavior;
 use byzantine::{outgoing, Context, Target};
 use checker::{ChainEntry, HeldEvidence, Observation, ObservedSet, Violation};
 
-use crate::consensus::{
-    BlockLimits, CoreConfig, EpochMembers, EpochSchedule, EpochSets, Evidence, Input, ProposalSlot,
-    TimerKind, Verifier,
-};
 use crate::engine::{Engine, Host, Published};
 use crate::signer::VoteSigner;
 use crate::sync::{checkpoint_inputs, serve, MAX_SYNC_BLOCKS};
+use quasar_consensus::{
+    BlockLimits, CoreConfig, EpochMembers, EpochSchedule, EpochSets, Evidence, Input, ProposalSlot,
+    TimerKind, Verifier,
+};
 use quasar_crypto::bls::{PublicKey, SecretKey};
 use quasar_crypto::hash::{tagged_hash, Hash};
 use quasar_lanes::cert::Profile;
@@ -105,7 +105,7 @@ pub struct SimConfig {
     /// in the same way.
     pub store_flush_failures: f64,
     /// Blocks per epoch (0: one endless epoch). At each boundary every node moves to the next
-    /// epoch's core (see [`crate::consensus::epoch`]).
+    /// epoch's core (see [`quasar_consensus::epoch`]).
     pub epoch_length: u64,
     /// Validator sets by first epoch: (epoch, the validators in the set, by number, in index
     /// order), epochs increasing, the first entry epoch 0's; stake 100 each. Empty: validators

@@ -53,7 +53,7 @@ impl BearerAuthLayer {
 
     /// Whether `headers` carry `Authorization: Bearer <token>` ([`BearerAuthLayer::admits`]
     /// on its value). The transport asks this of each request head, to move a connection that
-    /// presents the token to the authenticated budget ([`crate::http_serve`], "Admission").
+    /// presents the token to the authenticated budget ([`quasar_process::http_serve`], "Admission").
     pub fn admits_headers(&self, headers: &http::HeaderMap) -> bool {
         self.admits(
             headers

@@ -1,6 +1,6 @@
 //! thresholdd's encrypted on-disk keystore: the threshold key shares the daemon signs with,
-//! encrypted at rest under a passphrase (DESIGN.md §8 "Keys persist encrypted at rest; secrets
-//! never appear in responses or logs").
+//! encrypted at rest under a passphrase (docs/architecture.md §9: keys persist encrypted at rest;
+//! secrets never appear in responses or logs).
 //!
 //! # What it stores
 //!
@@ -140,7 +140,7 @@ const _: () = assert!(
     2 * (MAX_SECRET_LEN + TAG_LEN) + 2 * MAX_PUBLIC_KEY_LEN + 4096 <= MAX_KEY_FILE_LEN as usize
 );
 
-/// The threshold schemes thresholdd serves (DESIGN.md §4, §8); the JSON name is lowercase.
+/// The threshold schemes thresholdd serves (docs/architecture.md §4, §8); the JSON name is lowercase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Scheme {

@@ -2,7 +2,7 @@
 //! [`quasar_crypto::magnetar`]).
 //!
 //! SLH-DSA has no threshold form: a Magnetar leg is a quorum of independent per-validator
-//! signatures (DESIGN.md §4). `magnetar.keygen` therefore deals one key and takes
+//! signatures (docs/architecture.md §4). `magnetar.keygen` therefore deals one key and takes
 //! `threshold = participants = 1`. The parameter set is SLH-DSA-SHAKE-192f unless `parameterSet`
 //! asks for SLH-DSA-SHAKE-192s. A key's public key in the keystore is FIPS 205's PK.seed ‖
 //! PK.root (48 bytes); its secret blob is one byte naming the set (0 = 192f, 1 = 192s) and the

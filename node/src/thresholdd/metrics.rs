@@ -10,7 +10,7 @@
 //! | `thresholdd_votes_signed_total` | counter | |
 //! | `thresholdd_guard_refusals_total` | counter | |
 //! | `thresholdd_build_info` | gauge (1) | `version`, `commit` |
-//! | `process_*` (CPU, memory, file descriptors, start time; Linux) | | see [`crate::build_info`] |
+//! | `process_*` (CPU, memory, file descriptors, start time; Linux) | | see [`quasar_process::build_info`] |
 //!
 //! Only registered methods are counted (an unknown method name never becomes a label, so a
 //! client cannot grow the label set).
@@ -89,7 +89,7 @@ impl DaemonMetrics {
     /// Fresh metrics, all zero.
     pub fn new() -> DaemonMetrics {
         let mut registry = Registry::default();
-        crate::build_info::register(&mut registry, "thresholdd");
+        quasar_process::build_info::register(&mut registry, "thresholdd");
         let calls = Family::<CallLabels, Counter>::default();
         registry.register(
             "thresholdd_calls",

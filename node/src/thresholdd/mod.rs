@@ -1,4 +1,4 @@
-//! `thresholdd`: the validator's signing daemon (DESIGN.md §8), JSON-RPC 2.0 over HTTP.
+//! `thresholdd`: the validator's signing daemon (docs/architecture.md §8), JSON-RPC 2.0 over HTTP.
 //!
 //! The daemon holds threshold key shares in an encrypted [`keystore`] and signs on request, so
 //! that keys live outside the node process. [`start`] binds the server; the `thresholdd` binary
@@ -14,7 +14,7 @@
 //!   too large", and no call runs), each call answered within
 //!   [`DaemonConfig::request_timeout`]. Parameters decode into fixed shapes ([`rpc::parse`]),
 //!   so nested JSON stops at the first level a field does not expect.
-//! - HTTP/1.1 only. Connections are admitted in two classes ([`crate::http_serve`] has the
+//! - HTTP/1.1 only. Connections are admitted in two classes ([`quasar_process::http_serve`] has the
 //!   mechanism and the reasons), so that the node's signer never waits behind connections
 //!   that have not shown the token. A connection must send a request head with the token
 //!   within [`HEADER_READ_TIMEOUT`] (5 s) of being accepted, or it is closed; at most
@@ -82,10 +82,10 @@ pub mod rpc;
 pub mod sessions;
 mod validator;
 
-pub use crate::http_serve::TransportLimits;
 pub use corona::import_share as import_corona_share;
 pub use dealer::deal;
 pub use pulsar::import_share as import_pulsar_share;
+pub use quasar_process::http_serve::TransportLimits;
 pub use validator::{guard_location, import_vote_key};
 
 use std::net::SocketAddr;
@@ -104,7 +104,7 @@ use jsonrpsee::types::ErrorObjectOwned;
 use keystore::{KdfParams, KeyInfo, Keystore, KeystoreError, Scheme};
 use quasar_crypto::hash::tagged_hash;
 
-/// The default listen address (loopback; DESIGN.md §8).
+/// The default listen address (loopback; docs/architecture.md §8).
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7300";
 /// The largest request body, in bytes.
 pub const MAX_BODY_BYTES: u32 = 16 << 20;
@@ -113,7 +113,7 @@ pub const MAX_BATCH: u32 = 256;
 /// The default limit on one call's time.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// The most connections open at once that have not yet sent a request head with the token; a
-/// further one closes the oldest of them ([`crate::http_serve`], "Admission").
+/// further one closes the oldest of them ([`quasar_process::http_serve`], "Admission").
 pub const MAX_UNAUTHENTICATED_CONNECTIONS: usize = 100;
 /// The most connections that have sent the token and hold a slot unauthenticated connections
 /// cannot take (the node's signer needs one, a ceremony coordinator or operator a few).
@@ -132,19 +132,17 @@ pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// the connection is closed.
 pub const WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The production setting: [`MAX_UNAUTHENTICATED_CONNECTIONS`],
+/// The daemon's production transport limits: [`MAX_UNAUTHENTICATED_CONNECTIONS`],
 /// [`MAX_AUTHENTICATED_CONNECTIONS`], [`HEADER_READ_TIMEOUT`], [`IDLE_TIMEOUT`],
 /// [`BODY_READ_TIMEOUT`] and [`WRITE_STALL_TIMEOUT`].
-impl Default for TransportLimits {
-    fn default() -> TransportLimits {
-        TransportLimits {
-            max_unauthenticated: MAX_UNAUTHENTICATED_CONNECTIONS,
-            max_authenticated: MAX_AUTHENTICATED_CONNECTIONS,
-            header_read_timeout: HEADER_READ_TIMEOUT,
-            idle_timeout: IDLE_TIMEOUT,
-            body_read_timeout: BODY_READ_TIMEOUT,
-            write_stall_timeout: WRITE_STALL_TIMEOUT,
-        }
+pub fn transport_limits() -> TransportLimits {
+    TransportLimits {
+        max_unauthenticated: MAX_UNAUTHENTICATED_CONNECTIONS,
+        max_authenticated: MAX_AUTHENTICATED_CONNECTIONS,
+        header_read_timeout: HEADER_READ_TIMEOUT,
+        idle_timeout: IDLE_TIMEOUT,
+        body_read_timeout: BODY_READ_TIMEOUT,
+        write_stall_timeout: WRITE_STALL_TIMEOUT,
     }
 }
 
@@ -458,12 +456,12 @@ async fn bind(
 /// conflicting votes.
 pub const LOCK_FILE: &str = "thresholdd.lock";
 
-/// Takes the exclusive lock on `data_dir`'s [`LOCK_FILE`] ([`crate::process::lock_dir`]).
+/// Takes the exclusive lock on `data_dir`'s [`LOCK_FILE`] ([`quasar_process::lock_dir`]).
 /// Errors: [`DaemonError::Locked`] when another process holds it, [`DaemonError::Startup`] when
 /// the file cannot be opened or locked.
 fn lock_data_dir(data_dir: &std::path::Path) -> Result<std::fs::File, DaemonError> {
-    crate::process::lock_dir(data_dir, LOCK_FILE).map_err(|e| match e {
-        crate::process::DirLockError::InUse { dir, .. } => DaemonError::Locked(dir),
+    quasar_process::lock_dir(data_dir, LOCK_FILE).map_err(|e| match e {
+        quasar_process::DirLockError::InUse { dir, .. } => DaemonError::Locked(dir),
         other => DaemonError::Startup(format!("locking the data directory: {other}")),
     })
 }
@@ -499,10 +497,10 @@ fn methods(context: Context, timeout: Duration) -> Result<RpcModule<Context>, Da
 }
 
 /// Opens the keystore and starts serving (see the module docs) with the default transport
-/// limits ([`TransportLimits::default`]). Errors: a refused address or token, the keystore
+/// limits ([`transport_limits`]). Errors: a refused address or token, the keystore
 /// (wrong passphrase, unreadable directory), the bind.
 pub async fn start(config: DaemonConfig) -> Result<Daemon, DaemonError> {
-    start_with_limits(config, TransportLimits::default()).await
+    start_with_limits(config, transport_limits()).await
 }
 
 /// [`start`] with other connection limits and slow-client timeouts (tests use short ones).
@@ -578,7 +576,7 @@ pub async fn start_with_limits(
     let methods = Methods::from(module);
     let authenticates =
         std::sync::Arc::new(move |headers: &http::HeaderMap| auth.admits_headers(headers));
-    let handle = crate::http_serve::spawn(
+    let handle = quasar_process::http_serve::spawn(
         listener,
         limits,
         authenticates,

@@ -1,5 +1,5 @@
 //! thresholdd's `validator.sign_vote`: the node's consensus votes, signed behind a signing guard
-//! kept inside the daemon (DESIGN.md §2, §8, §9).
+//! kept inside the daemon (docs/architecture.md §2, §8, §9).
 //!
 //! The vote key is a validator's BLS key imported into the keystore ([`import_vote_key`],
 //! `thresholdd keys import-validator`) under its own id (`vote-…`), apart from `bls.keygen`'s

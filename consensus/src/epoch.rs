@@ -1,4 +1,4 @@
-//! Epochs: how the chain's heights and views divide into epochs (DESIGN.md §2, §6).
+//! Epochs: how the chain's heights and views divide into epochs (docs/architecture.md §2, §6).
 //!
 //! With epoch length `L` blocks, epoch `e` decides heights `e·L + 1 ..= (e + 1)·L`; height
 //! `(e + 1)·L` is its **boundary block**. Epoch `e`'s views are numbered from `e·2^32 + 1` up to
@@ -25,7 +25,7 @@ use quasar_lanes::ValidatorSet;
 use quasar_wire::EpochDomain;
 use std::sync::Arc;
 
-/// Epochs of history a validator keeps (DESIGN.md §6): once epoch `e` starts, what only
+/// Epochs of history a validator keeps (docs/architecture.md §6): once epoch `e` starts, what only
 /// epochs before `e + 1 - RETAINED_EPOCHS` needed is pruned.
 pub const RETAINED_EPOCHS: u64 = 6;
 
@@ -226,7 +226,7 @@ impl<T> ByEpoch<T> {
 }
 
 /// The validator set of every epoch: the genesis set from epoch 0, replaced from each scheduled
-/// change's first epoch on (DESIGN.md §6). Sets change only at epoch boundaries: epoch `e`'s
+/// change's first epoch on (docs/architecture.md §6). Sets change only at epoch boundaries: epoch `e`'s
 /// boundary block is finalized by epoch `e`'s set, and epoch `e + 1`'s core starts from it with
 /// epoch `e + 1`'s set, so no certificate mixes two sets.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! Specification tests of the validator transport (`quasar_node::p2p`): real QUIC on 127.0.0.1.
+//! Specification tests of the validator transport (`quasar_p2p`): real QUIC on 127.0.0.1.
 //!
 //! Each test names the behaviour it pins down; each finishes in a few seconds.
 
@@ -7,8 +7,8 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::time::Duration;
 
-use quasar_node::p2p::tls::{client_crypto, quic_client_config, SERVER_NAME};
-use quasar_node::p2p::{
+use quasar_p2p::tls::{client_crypto, quic_client_config, SERVER_NAME};
+use quasar_p2p::{
     client_config, Inbound, Network, NetworkConfig, P2pError, P2pMetrics, PeerInfo, StopCause,
     TlsIdentity,
 };

@@ -1,4 +1,4 @@
-//! Validator-to-validator transport over QUIC (DESIGN.md §5).
+//! Validator-to-validator transport over QUIC (docs/architecture.md §5).
 //!
 //! # What this implements
 //!
@@ -29,7 +29,7 @@
 //!
 //! Framing is `u32 LE length ‖ message`, at most 16 MiB (`quasar_wire::frame`).
 //!
-//! # Safety argument (DESIGN.md §9)
+//! # Safety argument (docs/architecture.md §9)
 //!
 //! - A peer cannot make the node allocate unboundedly: a prefix above 16 MiB is rejected before
 //!   any body is read; the body buffer grows only as bytes arrive (QUIC flow control bounds them);

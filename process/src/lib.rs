@@ -1,5 +1,11 @@
-//! Process plumbing shared by the `quasar-node` and `thresholdd` binaries: logging, the tokio
-//! runtime, the shutdown signal, and the one-process-per-data-directory lock.
+//! What the `quasar-node` and `thresholdd` processes share: logging, the tokio runtime, the
+//! shutdown signal and the one-process-per-data-directory lock (this module);
+//! [`build_info`]: version, commit and profile, and the process metrics both export;
+//! [`http_serve`]: the bounded HTTP/1.1 listener behind the node's API and the daemon's JSON-RPC.
+//! Nothing here knows consensus or keys.
+
+pub mod build_info;
+pub mod http_serve;
 
 use std::path::{Path, PathBuf};
 

@@ -33,7 +33,7 @@ use rustls::{CertificateError, DigitallySignedStruct, DistinguishedName, Signatu
 
 use super::P2pError;
 
-/// ALPN protocol id of validator links (DESIGN.md §5). Connections negotiating anything else are
+/// ALPN protocol id of validator links (docs/architecture.md §5). Connections negotiating anything else are
 /// rejected.
 pub const ALPN: &[u8] = b"zap/1";
 

@@ -1,4 +1,4 @@
-//! The HTTP/1.1 transport of the node's admin API ([`crate::api`]) and of thresholdd: the
+//! The HTTP/1.1 transport of the node's admin API (`quasar_node::api`) and of thresholdd: the
 //! accept loop, the connection budgets and the bounds on slow clients, around the tower
 //! service of either (axum's router, jsonrpsee's service).
 //!
@@ -39,7 +39,7 @@
 //!   connections cannot take, and freeing their unauthenticated slot. From then on each request
 //!   head, and so each idle keep-alive wait, may take [`TransportLimits::idle_timeout`]
 //!   (hyper's `header_read_timeout`): the node's remote signer keeps one such connection open
-//!   between votes ([`crate::remote_signer`] pools it), so its votes go to a connection that no
+//!   between votes (`quasar_node::remote_signer` pools it), so its votes go to a connection that no
 //!   number of unauthenticated ones delays. An authenticated connection beyond that budget is
 //!   served on its unauthenticated slot, with the idle limit, and is no longer closed to make
 //!   room (only when every unauthenticated slot is held by such does the accept loop wait).
@@ -131,14 +131,14 @@ impl TransportLimits {
 pub const EVICTION_GRACE: Duration = Duration::from_millis(250);
 
 /// Whether a request head's headers authenticate its connection (module docs, "Admission").
-pub(crate) type Authenticates = Arc<dyn Fn(&http::HeaderMap) -> bool + Send + Sync>;
+pub type Authenticates = Arc<dyn Fn(&http::HeaderMap) -> bool + Send + Sync>;
 
 /// Serves `listener` on a new task until the returned handle stops it (or is dropped):
 /// `make_service(stop)` builds each connection's service, holding `stop` for as long as the
 /// connection lives, `wrap` turns the bounded request body ([`DeadlineBody`]) into the body
 /// type that service takes (`axum::body::Body::new`, `jsonrpsee::server::HttpBody::new`), and
 /// `authenticates` says which request heads authenticate their connection.
-pub(crate) fn spawn<M, S, Req, Res>(
+pub fn spawn<M, S, Req, Res>(
     listener: TcpListener,
     limits: TransportLimits,
     authenticates: Authenticates,
@@ -493,7 +493,7 @@ struct BodyTimeout(Duration);
 
 /// A request body that fails with [`BodyTimeout`] (and sets `expired`) once `limit` has passed
 /// since it was created, whether the client is silent or trickling bytes.
-pub(crate) struct DeadlineBody<B> {
+pub struct DeadlineBody<B> {
     inner: B,
     limit: Duration,
     deadline: Pin<Box<Sleep>>,

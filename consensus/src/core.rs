@@ -1,4 +1,4 @@
-//! The state machine. See the module docs of [`crate::consensus`] for the protocol.
+//! The state machine. See the crate docs ([`crate`]) for the protocol.
 
 use super::epoch::{EpochSchedule, RETAINED_EPOCHS};
 use super::leader::leader;
@@ -73,8 +73,8 @@ pub enum Input {
     Vote(VerifiedVote),
     /// A verified certificate.
     Certificate(VerifiedCertificate),
-    /// An epoch transition that sync served in place of blocks its peers pruned (see
-    /// [`crate::sync`]).
+    /// An epoch transition that sync served in place of blocks its peers pruned (see the
+    /// node's block sync, `quasar_node::sync`).
     Checkpoint(Box<Checkpoint>),
     /// A timer set by [`Action::SetTimer`] fired.
     Timer {
@@ -144,7 +144,7 @@ pub struct ProposalSlot {
     /// Hashes of transactions in non-finalized ancestors.
     pub exclude: Vec<Hash>,
     /// The block lies above its epoch's boundary block: it must carry no transactions (a seal,
-    /// see [`crate::consensus::epoch`]).
+    /// see [`crate::epoch`]).
     pub seal: bool,
 }
 
@@ -181,7 +181,7 @@ pub enum Action {
     },
     /// Build a block for the slot from the mempool (leaving out `slot.exclude`, the transactions
     /// already in pending ancestors), sign it as our notarize vote through the guard
-    /// ([`crate::signer::VoteSigner::sign_block`]), broadcast it, and feed it back as
+    /// (the node's `VoteSigner::sign_block`), broadcast it, and feed it back as
     /// [`Input::Proposal`].
     Propose(ProposalSlot),
     /// Fire [`Input::Timer`] at `at_us` (earlier timers of the same view and kind may be replaced).

@@ -1,5 +1,5 @@
 //! The consensus core: a pure state machine for Quasar's Simplex-style view protocol
-//! (DESIGN.md §2).
+//! (docs/architecture.md §2).
 //!
 //! # What it implements
 //!
@@ -58,8 +58,8 @@
 //!
 //! # Deviations
 //!
-//! Views are a single counter; a block records both its view and its height (DESIGN.md's
-//! "view (height, round)" is this pair). The leader schedule is stake-weighted pseudo-random rather
+//! Views are a single counter; a block records both its view and its height (the Quasar
+//! papers' "view (height, round)" is this pair). The leader schedule is stake-weighted pseudo-random rather
 //! than round-robin, so no validator can predict or bias more than its stake share.
 
 mod core;

@@ -1,4 +1,4 @@
-//! Build identity: sets `QUASAR_GIT_COMMIT` for `quasar_node::build_info` to the first 12 hex
+//! Build identity: sets `QUASAR_GIT_COMMIT` for `quasar_process::build_info` to the first 12 hex
 //! digits of the commit this crate is built from, or to `QUASAR_GIT_COMMIT` from the
 //! environment when one is given (a build without `.git`, such as `deploy/Dockerfile`'s), or to
 //! `unknown` when neither git nor a repository is there.
