@@ -35,6 +35,7 @@ const LAYERS: &[&[&str]] = &[
     &["quasar-gpu", "quasar-wire", "quasar-storage"],
     &["quasar-lanes"],
     &["quasar-consensus", "quasar-p2p"],
+    &["quasar-chainspec"],
     &["quasar-node"],
     &["quasar-bench"],
 ];

@@ -18,13 +18,14 @@
 //!   [`thresholdd_session_record`]: operator files never panic their parsers.
 //! - [`rollup_signature`]: the rollup signature collector agrees with FIPS 204 on peer bytes.
 
-use crate::config::{GenesisFile, NodeConfig, SecretKeyFile};
-use crate::key_file;
+use crate::config::NodeConfig;
 use crate::relay::{RelayCache, MAX_RELAY_ITEMS, RELAY_VIEWS};
 use crate::rollup_job::{CollectError, WindowCollector};
 use crate::signer::{guard_kind, SignError, VoteSigner};
 use crate::sync::{serve, SyncSource, MAX_SYNC_BLOCKS};
 use crate::thresholdd::keystore;
+use quasar_chainspec::key_file;
+use quasar_chainspec::{GenesisFile, SecretKeyFile};
 use quasar_consensus::{
     Action, BlockLimits, Core, CoreConfig, EpochSchedule, Input, ProposalSlot, TimerKind, Tip,
     VerifiedProposal, VerifiedVote, Verifier,

@@ -35,8 +35,9 @@
 //! `notarize`/`finalize` values then hold. Unknown fields are refused. A document is at most
 //! [`MAX_HISTORY_BYTES`] long.
 
-use crate::config::{load_public, ConfigError, GenesisFile, NodeConfig};
+use crate::config::NodeConfig;
 use crate::runtime::{DATA_DIR_LOCK_FILE, STORE_DIR};
+use quasar_chainspec::{load_public, ConfigError, GenesisFile};
 use quasar_crypto::bls::PublicKey;
 use quasar_crypto::hash::{tagged_hash, Hash};
 use quasar_process::{lock_dir, DirLockError};

@@ -3,7 +3,8 @@
 //! is written ([`NodeConfig::from_toml`] is run on it before it is returned), so an operator
 //! edits a working configuration instead of writing one from the README.
 
-use crate::config::{load_public, ConfigError, GenesisFile, NodeConfig};
+use crate::config::NodeConfig;
+use quasar_chainspec::{load_public, ConfigError, GenesisFile};
 use quasar_p2p::PeerAddress;
 use std::fmt::Write;
 use std::net::SocketAddr;

@@ -8,10 +8,10 @@
 //! - [`runtime`]: the tokio process around the core (QUIC via [`quasar_p2p`], sled storage, timers);
 //! - [`relay`]: recent signed messages relayed to peers on request, so a validator sees
 //!   another process signing with its key;
-//! - [`mempool`], [`sync`], [`api`] (HTTP admin API), [`metrics`], [`config`] (keys, genesis,
-//!   `node.toml`), [`init`] (a commented starting `node.toml`); what both binaries share as
-//!   processes (logging, signals, build identity, the bounded HTTP/1.1 listener) is in
-//!   [`quasar_process`];
+//! - [`mempool`], [`sync`], [`api`] (HTTP admin API), [`metrics`], [`config`] (`node.toml`;
+//!   key files, genesis and the dealer are [`quasar_chainspec`]'s), [`init`] (a commented
+//!   starting `node.toml`); what both binaries share as processes (logging, signals, build
+//!   identity, the bounded HTTP/1.1 listener) is in [`quasar_process`];
 //! - [`sim`]: a seeded simulation of a validator network around the same core;
 //! - [`testnet`]: the multi-process local network behind `quasar-node testnet`.
 //! - [`thresholdd`]: the signing daemon behind the `thresholdd` binary.
@@ -28,7 +28,6 @@ pub mod engine;
 pub mod fuzzing;
 pub mod guard_history;
 pub mod init;
-pub mod key_file;
 pub mod mempool;
 pub mod metrics;
 pub mod quasar;
@@ -38,7 +37,6 @@ pub mod remote_signer;
 pub mod rollup;
 pub mod rollup_job;
 pub mod runtime;
-pub mod sealing;
 pub mod signer;
 pub mod sim;
 pub mod sync;

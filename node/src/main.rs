@@ -1,11 +1,10 @@
 //! `quasar-node`: the Quasar validator node command line.
 
 use clap::{Parser, Subcommand};
+use quasar_chainspec::{keygen_with_set, parse_magnetar_set, GenesisFile, KeyAccess};
 use quasar_crypto::magnetar::ParameterSet;
 use quasar_lanes::cert::Profile;
-use quasar_node::config::{
-    keygen_with_set, parse_magnetar_set, GenesisFile, KeyAccess, NodeConfig,
-};
+use quasar_node::config::NodeConfig;
 use quasar_node::rollup;
 use quasar_node::runtime::now_us;
 use quasar_node::testnet::{self, TestnetOptions};
@@ -34,7 +33,7 @@ struct Cli {
     command: Command,
 }
 
-/// How a command opens the validator secret key file (`quasar_node::key_file`).
+/// How a command opens the validator secret key file (`quasar_chainspec::key_file`).
 #[derive(clap::Args)]
 struct KeyFileArgs {
     /// File holding the key file's passphrase (a trailing newline is dropped); otherwise the
@@ -111,7 +110,7 @@ enum Command {
         /// A validator-set change, EPOCH:DIR,DIR,… (key directories of the set from that epoch
         /// on, in index order; repeat the flag for each change, by increasing epoch). Under a
         /// profile with threshold legs, `deal` then gives every set its keys.
-        #[arg(long = "change", value_parser = quasar_node::config::parse_epoch_list::<PathBuf>)]
+        #[arg(long = "change", value_parser = quasar_chainspec::parse_epoch_list::<PathBuf>)]
         changes: Vec<(u64, Vec<PathBuf>)>,
     },
     /// Trusted-dealer setup of the threshold keys the genesis profile needs (a Corona key for
@@ -247,7 +246,7 @@ enum Command {
         /// e.g. `--validator-set 0:0,1,2,3 --validator-set 2:1,2,3,4`); needs
         /// `--epoch-length`. Each set gets its own threshold keys. Default: every validator in
         /// every epoch.
-        #[arg(long = "validator-set", value_parser = quasar_node::config::parse_epoch_list::<usize>)]
+        #[arg(long = "validator-set", value_parser = quasar_chainspec::parse_epoch_list::<usize>)]
         validator_sets: Vec<(u64, Vec<usize>)>,
         /// Run one thresholdd per validator (the `thresholdd` binary next to this one) holding
         /// its BLS vote key, and sign every vote through it (`signer = "remote"`).
@@ -437,18 +436,18 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 .profile
                 .parse()
                 .map_err(|e| format!("genesis profile: {e}"))?;
-            let which = quasar_node::config::Dealt::for_profile(profile);
+            let which = quasar_chainspec::Dealt::for_profile(profile);
             if !which.corona && !which.pulsar {
                 return Err(format!(
                     "profile {} has no threshold leg: nothing to deal",
                     genesis.profile
                 ));
             }
-            quasar_node::config::deal(
+            quasar_chainspec::deal(
                 &validators,
                 &mut genesis,
                 which,
-                quasar_node::config::Existing::Refuse,
+                quasar_chainspec::Existing::Refuse,
                 &vec![access; validators.len()],
                 &mut rand::rngs::OsRng,
             )
@@ -481,8 +480,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         } => {
             let access = KeyAccess::from_sources(passphrase_file.as_deref(), false)
                 .map_err(|e| e.to_string())?;
-            let path = dir.join(quasar_node::config::SECRET_KEY_FILE);
-            if quasar_node::config::seal_key_dir(&dir, &access).map_err(|e| e.to_string())? {
+            let path = dir.join(quasar_chainspec::SECRET_KEY_FILE);
+            if quasar_chainspec::seal_key_dir(&dir, &access).map_err(|e| e.to_string())? {
                 eprintln!("encrypted {}", path.display());
             } else {
                 eprintln!(

@@ -30,7 +30,7 @@ use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::config::{load_keys, ConfigError, GenesisFile, KeyAccess};
+use quasar_chainspec::{load_keys, ConfigError, GenesisFile, KeyAccess};
 
 /// Proving key file name in a setup directory.
 pub const PROVING_KEY_FILE: &str = "rollup.pk";

@@ -16,10 +16,7 @@
 
 use crate::api;
 use crate::ceremony::{Ceremony, CoronaParty, PulsarParty, RemoteParty};
-use crate::config::{
-    self, load_keys, CheckedSet, ConfigError, DealtShares, Genesis, GenesisFile, GenesisValidator,
-    NodeConfig, SignerMode,
-};
+use crate::config::{NodeConfig, SignerMode};
 use crate::engine::{Engine, EngineError, Host, Published};
 use crate::mempool::{Mempool, MempoolLimits};
 use crate::metrics::{DispatcherMetrics, KeyCacheMetrics, NodeMetrics};
@@ -31,6 +28,9 @@ use crate::rollup_job::{RollupSet, WindowProver};
 use crate::signer::{SignError, VoteKey, VoteSigner};
 use crate::sync::{checkpoint_inputs, serve, MAX_SYNC_BLOCKS};
 use prometheus_client::registry::Registry;
+use quasar_chainspec::{
+    load_keys, CheckedSet, ConfigError, DealtShares, Genesis, GenesisFile, GenesisValidator,
+};
 use quasar_consensus::epoch::ByEpoch;
 use quasar_consensus::{
     BlockLimits, CoreConfig, EpochSchedule, Evidence, Input, ProposalSlot, TimerKind, Verifier,
@@ -1214,10 +1214,10 @@ fn connect_remote_signer(
 /// enough): the node would sign rollup and Magnetar legs that nobody can verify under the keys
 /// the chain knows. Errors: [`NodeError::Other`] naming the field that differs.
 fn check_identity(
-    validators: &[crate::config::GenesisValidator],
+    validators: &[quasar_chainspec::GenesisValidator],
     magnetar_set: quasar_crypto::magnetar::ParameterSet,
     me: usize,
-    keys: &crate::config::PublicKeyFile,
+    keys: &quasar_chainspec::PublicKeyFile,
 ) -> Result<(), NodeError> {
     let entry = validators
         .get(me)
@@ -1247,8 +1247,8 @@ fn check_identity(
             "this key directory's slhdsa_parameter_set is {:?} but the genesis \
              magnetar_parameter_set is {:?}: its Magnetar key is of another SLH-DSA parameter set \
              than the chain's; use the key directory the genesis was made from",
-            config::magnetar_set_name(keys.slhdsa_parameter_set),
-            config::magnetar_set_name(magnetar_set)
+            quasar_chainspec::magnetar_set_name(keys.slhdsa_parameter_set),
+            quasar_chainspec::magnetar_set_name(magnetar_set)
         )));
     }
     Ok(())
@@ -1365,7 +1365,7 @@ fn corona_ceremony(
     }
     let first_epoch = set.first_epoch;
     let n = set.validators.len();
-    let t = config::dealt_threshold(n);
+    let t = quasar_chainspec::dealt_threshold(n);
     let party = match (remote, index) {
         (Some(target), Some(me)) => {
             // The share lives in thresholdd; one in the key file is not used.
@@ -1519,7 +1519,7 @@ fn pulsar_ceremony(
         return None;
     };
     let n = committee.len();
-    let t = config::dealt_threshold(n);
+    let t = quasar_chainspec::dealt_threshold(n);
     let params = group.params();
     if group.public_key_bytes() != expected.as_bytes() {
         tracing::error!(
@@ -1626,7 +1626,7 @@ fn rollup_prover(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{GenesisValidator, PublicKeyFile};
+    use quasar_chainspec::{GenesisValidator, PublicKeyFile};
     use quasar_crypto::magnetar::ParameterSet;
 
     fn public_key_file(slhdsa_parameter_set: ParameterSet) -> PublicKeyFile {
@@ -1685,7 +1685,7 @@ mod tests {
             assert!(
                 error.contains("slhdsa_parameter_set")
                     && error.contains("magnetar_parameter_set")
-                    && error.contains(config::magnetar_set_name(key_set)),
+                    && error.contains(quasar_chainspec::magnetar_set_name(key_set)),
                 "{error}"
             );
         }

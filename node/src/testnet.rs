@@ -7,7 +7,7 @@
 //! ```text
 //! DIR/genesis.json            chain id 1, genesis time = creation time, stake 100 per validator
 //! DIR/v{i}/validator.key.json secret keys of validator i, encrypted under its passphrase (mode
-//!                             0600, `config::keygen_with_set`, `crate::key_file`)
+//!                             0600, `quasar_chainspec::keygen_with_set`, `quasar_chainspec::key_file`)
 //! DIR/v{i}/validator.passphrase  that passphrase (mode 0600, random; node.toml's
 //!                             key_passphrase_file)
 //! DIR/v{i}/validator.pub.json its public keys
@@ -78,10 +78,9 @@ use serde::{Deserialize, Serialize};
 use tokio::task::JoinSet;
 use tokio::time::{sleep, Instant};
 
-use crate::config::{
-    self, ConfigError, GenesisFile, NodeConfig, PeerConfig, RemoteSignerConfig, SignerMode,
-};
+use crate::config::{NodeConfig, PeerConfig, RemoteSignerConfig, SignerMode};
 use crate::rollup::{self, RollupCommandError, PROVING_KEY_FILE, VERIFYING_KEY_FILE};
+use quasar_chainspec::{ConfigError, GenesisFile};
 use quasar_crypto::magnetar::ParameterSet;
 use quasar_lanes::cert::Profile;
 use quasar_wire::LegKind;
@@ -96,15 +95,15 @@ pub const MAX_VALIDATORS: usize = 128;
 
 /// The testnet as its own trusted dealer: deals the threshold keys `profile` needs (none for a
 /// profile without threshold legs) to the validators numbered `roster` (in the genesis's roster
-/// order) under `dir`. Errors: [`config::deal`]'s.
+/// order) under `dir`. Errors: [`quasar_chainspec::deal`]'s.
 fn deal_keys(
     dir: &Path,
     roster: &[usize],
     genesis: &mut GenesisFile,
     profile: Profile,
-    existing: config::Existing,
+    existing: quasar_chainspec::Existing,
 ) -> Result<(), TestnetError> {
-    let which = config::Dealt::for_profile(profile);
+    let which = quasar_chainspec::Dealt::for_profile(profile);
     if !which.corona && !which.pulsar {
         return Ok(());
     }
@@ -113,7 +112,7 @@ fn deal_keys(
         .iter()
         .map(|d| key_access(d))
         .collect::<Result<Vec<_>, _>>()?;
-    config::deal(
+    quasar_chainspec::deal(
         &dirs,
         genesis,
         which,
@@ -384,7 +383,7 @@ pub struct TestnetOptions {
     /// core and gigabytes of memory).
     pub rollup_provers: usize,
     /// Blocks per epoch written into the genesis (`None`: the genesis default,
-    /// [`crate::config::DEFAULT_EPOCH_LENGTH`]).
+    /// [`quasar_chainspec::DEFAULT_EPOCH_LENGTH`]).
     pub epoch_length: Option<u64>,
     /// The SLH-DSA parameter set of the validators' Magnetar keys (default SHAKE-192f).
     pub magnetar_set: ParameterSet,
@@ -433,8 +432,12 @@ impl TestnetOptions {
             )));
         }
         if let Some(blocks) = self.epoch_length {
-            config::check_epoch_length(blocks, config::DEFAULT_BUNDLE_SIZE, self.profile)
-                .map_err(TestnetError::Options)?;
+            quasar_chainspec::check_epoch_length(
+                blocks,
+                quasar_chainspec::DEFAULT_BUNDLE_SIZE,
+                self.profile,
+            )
+            .map_err(TestnetError::Options)?;
         }
         if !self.validator_sets.is_empty() {
             if self.epoch_length.is_none_or(|l| l == 0) {
@@ -791,7 +794,7 @@ impl Testnet {
     /// Corona and Pulsar keys the profile needs (shares into the key files, group keys into the
     /// genesis); a Groth16 leg needs rollup keys too ([`Testnet::add_rollup`]), without which
     /// the validators report Quasar finality unavailable. Above 4 validators the Pulsar key is
-    /// a committee's (see [`config::deal`]). Errors as [`Testnet::create`].
+    /// a committee's (see [`quasar_chainspec::deal`]). Errors as [`Testnet::create`].
     pub fn create_with_profile(
         dir: &Path,
         validators: usize,
@@ -833,10 +836,10 @@ impl Testnet {
             let path = key_dir.join(KEY_PASSPHRASE_FILE);
             if !path.exists() {
                 let passphrase = hex::encode(rand::random::<[u8; 32]>());
-                config::write_private_new(&path, passphrase.as_bytes())
+                quasar_chainspec::write_private_new(&path, passphrase.as_bytes())
                     .map_err(|source| TestnetError::Io { path, source })?;
             }
-            keys.push(config::keygen_with_set(
+            keys.push(quasar_chainspec::keygen_with_set(
                 &key_dir,
                 &format!("validator-{i}"),
                 magnetar_set,
@@ -862,7 +865,7 @@ impl Testnet {
             &everyone,
             &mut genesis,
             profile,
-            config::Existing::Refuse,
+            quasar_chainspec::Existing::Refuse,
         )?;
         genesis.save(&dir.join(GENESIS_FILE))?;
 
@@ -971,7 +974,7 @@ impl Testnet {
         let validator_changes = later
             .iter()
             .map(|(epoch, members)| {
-                Ok(config::ValidatorChange {
+                Ok(quasar_chainspec::ValidatorChange {
                     epoch: *epoch,
                     validators: pick(members)?,
                     // One rollup setup serves the sets of its size.
@@ -979,7 +982,7 @@ impl Testnet {
                         .rollup_verifying_key
                         .clone()
                         .filter(|_| members.len() == first.len()),
-                    ..config::ValidatorChange::default()
+                    ..quasar_chainspec::ValidatorChange::default()
                 })
             })
             .collect::<Result<Vec<_>, TestnetError>>()?;
@@ -1009,7 +1012,7 @@ impl Testnet {
             &roster,
             &mut genesis,
             profile,
-            config::Existing::Replace,
+            quasar_chainspec::Existing::Replace,
         )?;
         genesis.clone().check()?;
         genesis.save(&path)?;
@@ -1113,7 +1116,7 @@ impl Testnet {
                 (SIGNER_PASSPHRASE_FILE, rand::random::<[u8; 32]>()),
             ] {
                 let path = dir.join(file);
-                config::write_private_new(&path, hex::encode(bytes).as_bytes())
+                quasar_chainspec::write_private_new(&path, hex::encode(bytes).as_bytes())
                     .map_err(|source| TestnetError::Io { path, source })?;
             }
             let output = Command::new(thresholdd)
@@ -1332,8 +1335,8 @@ impl Testnet {
     }
 
     /// How validator `i`'s secret key file opens (its passphrase file), for
-    /// [`config::load_keys`]. Errors: the passphrase file cannot be read.
-    pub fn key_access(&self, i: usize) -> Result<config::KeyAccess, TestnetError> {
+    /// [`quasar_chainspec::load_keys`]. Errors: the passphrase file cannot be read.
+    pub fn key_access(&self, i: usize) -> Result<quasar_chainspec::KeyAccess, TestnetError> {
         key_access(&self.node_dir(i))
     }
 
@@ -2354,9 +2357,12 @@ fn truncate(mut text: String) -> String {
 
 /// How the key directory `key_dir` of a testnet validator is opened: under the passphrase in
 /// its `validator.passphrase`. Errors: that file cannot be read.
-fn key_access(key_dir: &Path) -> Result<config::KeyAccess, TestnetError> {
+fn key_access(key_dir: &Path) -> Result<quasar_chainspec::KeyAccess, TestnetError> {
     let path = key_dir.join(KEY_PASSPHRASE_FILE);
-    Ok(config::KeyAccess::from_sources(Some(&path), false).map_err(config::ConfigError::from)?)
+    Ok(
+        quasar_chainspec::KeyAccess::from_sources(Some(&path), false)
+            .map_err(quasar_chainspec::ConfigError::from)?,
+    )
 }
 
 fn node_dir(dir: &Path, i: usize) -> PathBuf {

@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use quasar_node::config::{load_keys, GenesisFile, SECRET_KEY_FILE};
+use quasar_chainspec::{load_keys, GenesisFile, SECRET_KEY_FILE};
 
 fn run(args: &[&str]) -> Output {
     Command::new(common::binary())

@@ -8,6 +8,7 @@
 //! compiling, catches regressions on the shapes the fuzzers already explored, and fails CI on any
 //! panic of a target. Every input is derived from a fixed seed, so a failure reproduces.
 
+use quasar_chainspec::SecretKeyFile;
 use quasar_crypto::bls::{SecretKey, Signature};
 use quasar_crypto::mldsa::{self, MlDsa65};
 use quasar_crypto::rollup::circuit::ROLLUP_CONTEXT;
@@ -15,7 +16,6 @@ use quasar_crypto::{corona, magnetar, pulsar};
 use quasar_lanes::bls::bitmap_from_signers;
 use quasar_lanes::fuzzing::{MAGNETAR_MU, MAGNETAR_VALIDATORS};
 use quasar_lanes::magnetar::MagnetarLeg;
-use quasar_node::config::SecretKeyFile;
 use quasar_node::fuzzing::{self, CHAIN_ID, VALIDATORS};
 use quasar_node::thresholdd::keystore::{self, KdfParams, Keystore, NewKey, Scheme};
 use quasar_storage::{SigningGuard, VoteIntent, VoteKind as GuardVoteKind, GUARD_FILE};
@@ -601,8 +601,8 @@ fn thresholdd_keystore_files_survive_mutation() {
 
 #[test]
 fn sealed_validator_key_files_survive_mutation() {
-    use quasar_node::key_file::{parse_sealed, SealedKeyFile};
-    use quasar_node::sealing::KdfParams;
+    use quasar_chainspec::key_file::{parse_sealed, SealedKeyFile};
+    use quasar_chainspec::sealing::KdfParams;
     let seeds: Vec<Vec<u8>> = [&b"{}"[..], &[0x41; 300][..]]
         .iter()
         .map(|plaintext| {

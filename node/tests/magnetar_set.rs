@@ -5,10 +5,10 @@
 
 mod common;
 
+use quasar_chainspec::{load_keys, GenesisFile};
 use quasar_crypto::bls;
 use quasar_crypto::magnetar::{self, ParameterSet};
 use quasar_crypto::mldsa::{self, MlDsa65};
-use quasar_node::config::{load_keys, GenesisFile};
 use std::process::{Command, Output};
 
 fn quasar_node(args: &[&str]) -> Output {

@@ -318,11 +318,11 @@ fn init_writes_a_working_node_toml_from_keys_and_genesis() {
         .to_string()
         .contains("names 3 addresses"));
     let stranger = dir.path().join("stranger");
-    quasar_node::config::keygen_with_set(
+    quasar_chainspec::keygen_with_set(
         &stranger,
         "stranger",
         quasar_crypto::magnetar::ParameterSet::Shake192f,
-        &quasar_node::config::KeyAccess::plaintext(),
+        &quasar_chainspec::KeyAccess::plaintext(),
     )
     .unwrap();
     let foreign = render_node_toml(&InitOptions {

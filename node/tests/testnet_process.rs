@@ -8,8 +8,9 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
+use quasar_chainspec::GenesisFile;
 use quasar_lanes::cert::Profile;
-use quasar_node::config::{self, GenesisFile, NodeConfig};
+use quasar_node::config::NodeConfig;
 use quasar_node::testnet::{
     self, metric_value, nearest_rank, Readiness, Status, Testnet, TestnetError, TestnetOptions,
     TestnetReport, GENESIS_FILE, NODE_CONFIG_FILE,
@@ -167,7 +168,7 @@ fn create_writes_keys_genesis_and_configs_with_distinct_ports_and_full_peer_list
     assert!(genesis.corona_group_key.is_some() && genesis.pulsar_group_key.is_none());
     for i in 0..4 {
         let mut keys =
-            quasar_node::config::load_keys(&net.node_dir(i), &net.key_access(i).unwrap()).unwrap();
+            quasar_chainspec::load_keys(&net.node_dir(i), &net.key_access(i).unwrap()).unwrap();
         let dealt = keys.dealt.remove(&0).expect("genesis set shares");
         let share = dealt.corona.expect("a Corona share");
         assert_eq!(
@@ -205,7 +206,7 @@ fn create_writes_keys_genesis_and_configs_with_distinct_ports_and_full_peer_list
         assert_eq!(cfg.block_time_ms, 100);
         assert_eq!((cfg.p2p_listen, cfg.api_listen), (net.p2p(i), net.api(i)));
         assert_eq!(cfg.data_dir, net.node_dir(i).join("data"));
-        let own = config::load_keys(&cfg.key_dir, &cfg.key_access().unwrap()).unwrap();
+        let own = quasar_chainspec::load_keys(&cfg.key_dir, &cfg.key_access().unwrap()).unwrap();
         assert_eq!(
             own.public.bls_public_key, genesis.validators[i].bls_public_key,
             "v{i} is validator {i}"
@@ -799,9 +800,10 @@ async fn malformed_frames_are_counted_and_the_node_keeps_finalizing() {
         panic!("/metrics does not export {malformed}; lines mentioning it: {similar:?}")
     });
 
-    let byzantine = config::load_keys(&fx.net.node_dir(3), &fx.net.key_access(3).unwrap()).unwrap();
+    let byzantine =
+        quasar_chainspec::load_keys(&fx.net.node_dir(3), &fx.net.key_access(3).unwrap()).unwrap();
     let target_cert = hex::decode(
-        config::load_public(&fx.net.node_dir(0))
+        quasar_chainspec::load_public(&fx.net.node_dir(0))
             .unwrap()
             .tls_certificate,
     )
@@ -1023,8 +1025,7 @@ async fn threshold_keys_change_with_the_validator_set() {
     assert!(change.corona_group_key.is_some() && change.pulsar_group_key.is_some());
     assert_ne!(change.corona_group_key, genesis.corona_group_key);
     let newcomer =
-        quasar_node::config::load_keys(&fx.net.node_dir(4), &fx.net.key_access(4).unwrap())
-            .unwrap();
+        quasar_chainspec::load_keys(&fx.net.node_dir(4), &fx.net.key_access(4).unwrap()).unwrap();
     assert_eq!(
         newcomer.dealt.keys().copied().collect::<Vec<_>>(),
         [2],

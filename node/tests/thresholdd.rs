@@ -1112,11 +1112,11 @@ async fn spawn_binary_with(
 async fn binary_imports_a_validator_key_for_sign_vote() {
     let keys = tempfile::tempdir().unwrap();
     // The validator's key file is encrypted; import-validator opens it with its passphrase.
-    let public = quasar_node::config::keygen_with_set(
+    let public = quasar_chainspec::keygen_with_set(
         keys.path(),
         "v0",
         quasar_crypto::magnetar::ParameterSet::Shake192f,
-        &quasar_node::config::KeyAccess::sealed(b"validator key passphrase"),
+        &quasar_chainspec::KeyAccess::sealed(b"validator key passphrase"),
     )
     .unwrap();
     let dir = tempfile::tempdir().unwrap();

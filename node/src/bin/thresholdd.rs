@@ -182,9 +182,9 @@ fn warn_if_weak(token: &str, passphrase: &[u8]) {
 }
 
 /// The passphrase from `--passphrase-file` or THRESHOLDD_PASSPHRASE
-/// ([`quasar_node::sealing::read_passphrase`]).
+/// ([`quasar_chainspec::sealing::read_passphrase`]).
 fn passphrase(file: Option<&Path>) -> Result<Zeroizing<Vec<u8>>, String> {
-    quasar_node::sealing::read_passphrase(file, "THRESHOLDD_PASSPHRASE", "--passphrase-file")
+    quasar_chainspec::sealing::read_passphrase(file, "THRESHOLDD_PASSPHRASE", "--passphrase-file")
         .map_err(|e| format!("keystore passphrase: {e}"))
 }
 
@@ -277,13 +277,12 @@ fn keys(cli: &Cli, action: KeysAction) -> Result<(), String> {
             key_passphrase_file,
             plaintext_keys,
         } => {
-            let access = quasar_node::config::KeyAccess::from_sources(
+            let access = quasar_chainspec::KeyAccess::from_sources(
                 key_passphrase_file.as_deref(),
                 plaintext_keys,
             )
             .map_err(|e| e.to_string())?;
-            let keys =
-                quasar_node::config::load_keys(&key_dir, &access).map_err(|e| e.to_string())?;
+            let keys = quasar_chainspec::load_keys(&key_dir, &access).map_err(|e| e.to_string())?;
             let report = |what: String, stored: Result<String, KeystoreError>| match stored {
                 Ok(id) => {
                     println!("{id}\t{what}");

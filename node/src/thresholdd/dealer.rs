@@ -14,7 +14,7 @@ use serde::Serialize;
 use zeroize::Zeroizing;
 
 use super::keystore::Scheme;
-use crate::config::write_private_new;
+use quasar_chainspec::write_private_new;
 
 /// A dealt key: its public key, its group key (Pulsar only), and the shares in party order.
 type Dealt = (Vec<u8>, Option<Vec<u8>>, Vec<Zeroizing<Vec<u8>>>);

@@ -11,8 +11,8 @@
 //!
 //! # Cryptography
 //!
-//! The key derivation and the AEAD are [`crate::sealing`]'s, shared with the node's sealed
-//! validator key file ([`crate::key_file`]).
+//! The key derivation and the AEAD are [`quasar_chainspec::sealing`]'s, shared with the node's sealed
+//! validator key file ([`quasar_chainspec::key_file`]).
 //!
 //! - **Master key.** Argon2id (RFC 9106, version 0x13) over the passphrase with a 16-byte random
 //!   salt gives a 32-byte master key, derived once by [`Keystore::open`] and held in memory that
@@ -99,7 +99,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::sealing::{self, ARGON2_VERSION, KDF_NAME};
+use quasar_chainspec::sealing::{self, ARGON2_VERSION, KDF_NAME};
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
@@ -124,8 +124,8 @@ pub const MAX_PUBLIC_KEY_LEN: usize = 1 << 20;
 const MAX_HEADER_FILE_LEN: u64 = 64 << 10;
 /// Longest key id, in characters.
 pub const MAX_KEY_ID_LEN: usize = 64;
-use crate::sealing::{KdfError, SealingKey, KEY_LEN, NONCE_LEN, TAG_LEN};
-pub use crate::sealing::{KdfParams, SALT_LEN};
+use quasar_chainspec::sealing::{KdfError, SealingKey, KEY_LEN, NONCE_LEN, TAG_LEN};
+pub use quasar_chainspec::sealing::{KdfParams, SALT_LEN};
 /// Bounds on header KDF parameters read from disk (an edited header must not make `open`
 /// allocate without limit or spin for hours): memory ≤ 1 GiB, t ≤ 64, p ≤ 16.
 /// The plaintext of the header's check value.
@@ -1209,7 +1209,7 @@ fn write_new_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), WriteError
         let path = path.to_path_buf();
         move |source| WriteError::Io(KeystoreError::Io { path, source })
     };
-    if let Err(e) = crate::config::write_private_new(&tmp, bytes) {
+    if let Err(e) = quasar_chainspec::write_private_new(&tmp, bytes) {
         let _ = fs::remove_file(&tmp);
         return Err(io(&tmp)(e));
     }

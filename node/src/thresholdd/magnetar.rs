@@ -23,7 +23,7 @@ use super::rpc::{
     VerifyCtxParams, VerifyReply,
 };
 use super::{Context, DaemonError};
-use crate::config::{magnetar_set_name, parse_magnetar_set};
+use quasar_chainspec::{magnetar_set_name, parse_magnetar_set};
 
 const SCHEME: Scheme = Scheme::Magnetar;
 /// The parameter sets, in the order of their tag byte in a secret blob.
@@ -38,7 +38,7 @@ struct MagnetarKeygenParams {
     /// Must be 1.
     participants: u16,
     /// `"192f"` (SLH-DSA-SHAKE-192f, the default) or `"192s"` (SLH-DSA-SHAKE-192s), as the
-    /// node's configuration spells them ([`crate::config::parse_magnetar_set`]).
+    /// node's configuration spells them ([`quasar_chainspec::parse_magnetar_set`]).
     #[serde(default)]
     parameter_set: Option<String>,
 }

@@ -12,8 +12,8 @@ use tokio::sync::{Mutex, MutexGuard};
 pub const KEY_PASSPHRASE: &str = "test validator key passphrase";
 
 /// How the tests open key files the binary wrote under [`KEY_PASSPHRASE`].
-pub fn key_access() -> quasar_node::config::KeyAccess {
-    quasar_node::config::KeyAccess::sealed(KEY_PASSPHRASE.as_bytes())
+pub fn key_access() -> quasar_chainspec::KeyAccess {
+    quasar_chainspec::KeyAccess::sealed(KEY_PASSPHRASE.as_bytes())
 }
 
 /// The plaintext JSON of a key file encrypted under [`KEY_PASSPHRASE`].
@@ -26,7 +26,7 @@ pub fn read_secret_json(path: &std::path::Path) -> serde_json::Value {
 /// Writes `value` as a key file encrypted under [`KEY_PASSPHRASE`] (Argon2id at its minimum
 /// cost: the file states its parameters).
 pub fn write_secret_json(path: &std::path::Path, value: &serde_json::Value) {
-    let access = key_access().with_kdf(quasar_node::sealing::KdfParams::for_tests());
+    let access = key_access().with_kdf(quasar_chainspec::sealing::KdfParams::for_tests());
     let bytes = access.encode(value.to_string().as_bytes(), true).unwrap();
     std::fs::write(path, bytes).unwrap();
 }

@@ -4,7 +4,7 @@
 //! # What it seals
 //!
 //! The plaintext is the secret key file's JSON exactly as `keygen` and `deal` write it
-//! unsealed ([`crate::config::SecretKeyFile`]: BLS secret key, ML-DSA-65 and SLH-DSA seeds, TLS
+//! unsealed ([`crate::SecretKeyFile`]: BLS secret key, ML-DSA-65 and SLH-DSA seeds, TLS
 //! private key, dealt threshold shares). Sealing wraps those bytes; nothing else about the key
 //! directory changes (`validator.pub.json` stays public and plaintext).
 //!
