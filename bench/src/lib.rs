@@ -1,4 +1,4 @@
-//! Benchmarks for Quasar (docs/architecture.md §1, §9): the criterion micro-benchmarks under `benches/`
+//! Benchmarks for Quasar (docs/architecture.md §1, §10): the criterion micro-benchmarks under `benches/`
 //! and the `quasar-bench` binary, the performance report a validator operator reads.
 //!
 //! `quasar-bench` subcommands ([`cmd`]) time their workloads in rounds against baselines

@@ -224,7 +224,7 @@ pub struct ValidatorKeys {
     /// SLH-DSA Magnetar key, of the public file's `slhdsa_parameter_set`.
     pub slhdsa: magnetar::SecretKey,
     /// QUIC/TLS identity.
-    pub tls: quasar_p2p::TlsIdentity,
+    pub tls: quasar_crypto::tls_identity::TlsIdentity,
     /// The public file.
     pub public: PublicKeyFile,
     /// This validator's dealt threshold key shares, by the first epoch of their validator set
@@ -319,8 +319,8 @@ pub fn keygen_with_set(
     let mldsa = mldsa::SecretKey::<MlDsa65>::from_seed(&seed);
     rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut *seed);
     let slhdsa = magnetar::SecretKey::from_seed(slhdsa_set, &seed);
-    let tls = quasar_p2p::TlsIdentity::generate(name)
-        .map_err(|e| ConfigError::Invalid(format!("TLS identity: {e}")))?;
+    let tls = quasar_crypto::tls_identity::TlsIdentity::generate(name)
+        .map_err(|e| ConfigError::Invalid(e.to_string()))?;
     let public = PublicKeyFile {
         name: name.to_string(),
         bls_public_key: hex::encode(bls.public_key().to_bytes()),
@@ -469,7 +469,7 @@ fn load_keys_unlabelled(dir: &Path, access: &KeyAccess) -> Result<ValidatorKeys,
             magnetar_set_name(public.slhdsa_parameter_set)
         )));
     }
-    let tls = quasar_p2p::TlsIdentity::from_der(
+    let tls = quasar_crypto::tls_identity::TlsIdentity::from_der(
         decode_hex("tls_certificate", &public.tls_certificate)?,
         decode_hex("tls_private_key", &secret.tls_private_key)?,
     );

@@ -17,7 +17,9 @@
 //!   ([`GenesisFile::check`], [`deal`]).
 //!
 //! Modules: [`keys`] (key files), [`key_file`] (the sealed format of the secret one),
-//! [`sealing`] (passphrase sealing, shared with thresholdd's keystore), [`genesis`], [`dealer`].
+//! [`sealing`] (passphrase sealing, shared with thresholdd's keystore), [`genesis`], [`dealer`],
+//! [`token`] (thresholdd's bearer token files), [`guard_history`] (a signing guard's history as
+//! a JSON document, for moving a validator or a vote key).
 //!
 //! # Magnetar parameter sets
 //!
@@ -37,14 +39,17 @@
 
 pub mod dealer;
 pub mod genesis;
+pub mod guard_history;
 pub mod key_file;
 pub mod keys;
 pub mod sealing;
+pub mod token;
 
 pub use dealer::*;
 pub use genesis::*;
 pub use key_file::KeyAccess;
 pub use keys::*;
+pub use token::{parse_token, read_token_file, MAX_TOKEN_CHARS};
 
 use crate::key_file::KeyFileError;
 use serde::{Deserialize, Serialize};

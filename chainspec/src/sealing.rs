@@ -1,4 +1,4 @@
-//! Passphrase sealing shared by thresholdd's keystore (`quasar_node::thresholdd::keystore`) and the
+//! Passphrase sealing shared by thresholdd's keystore (`quasar_thresholdd::keystore`) and the
 //! node's validator key file ([`crate::key_file`]): one key derivation, one AEAD, one passphrase
 //! reader, so the two secrets at rest cannot drift apart in strength or format.
 //!

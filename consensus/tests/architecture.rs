@@ -4,7 +4,8 @@
 //! - the consensus core depends on nothing that performs I/O: no async runtime, network,
 //!   storage engine or temporary files, directly or through another crate;
 //! - a crate depends only on crates of a lower layer (dev-dependencies included), so no crate
-//!   imports one above it and no two crates of one layer import each other.
+//!   imports one above it and no two crates of one layer import each other;
+//! - the signing daemon (`quasar-thresholdd`) links neither the node nor its QUIC transport.
 //!
 //! Each rule is a function over the dependency graph with a test that breaks it on purpose and
 //! sees the error.
@@ -28,6 +29,9 @@ const IO_CRATES: &[&str] = &[
     "tempfile",
 ];
 
+/// What the signing daemon must not link: the node and its network transport.
+const NODE_RUNTIME: &[&str] = &["quasar-node", "quasar-p2p", "quinn"];
+
 /// The layers of docs/architecture.md, lowest first. A crate may depend only on crates of a
 /// strictly lower layer.
 const LAYERS: &[&[&str]] = &[
@@ -36,6 +40,7 @@ const LAYERS: &[&[&str]] = &[
     &["quasar-lanes"],
     &["quasar-consensus", "quasar-p2p"],
     &["quasar-chainspec"],
+    &["quasar-thresholdd"],
     &["quasar-node"],
     &["quasar-bench"],
 ];
@@ -149,11 +154,12 @@ impl Graph {
         reached
     }
 
-    /// The I/O crates `root` reaches, each with the dependency path that reaches it.
-    fn io_dependencies(&self, root: &str) -> Vec<String> {
+    /// The crates of `forbidden` that `root` reaches, each with the dependency path that
+    /// reaches it.
+    fn reached(&self, root: &str, forbidden: &[&str]) -> Vec<String> {
         self.normal_closure(root)
             .into_iter()
-            .filter(|(name, _)| IO_CRATES.contains(&name.as_str()))
+            .filter(|(name, _)| forbidden.contains(&name.as_str()))
             .map(|(_, path)| path.join(" -> "))
             .collect()
     }
@@ -188,15 +194,25 @@ impl Graph {
     }
 }
 
+/// Asserts that `root` is in the workspace and reaches none of `forbidden`.
+fn assert_reaches_none(root: &str, forbidden: &[&str]) {
+    let graph = Graph::from_metadata(&metadata());
+    assert!(
+        graph.packages.contains_key(root),
+        "{root} is not in the workspace"
+    );
+    let found = graph.reached(root, forbidden);
+    assert!(found.is_empty(), "{root} reaches {found:#?}");
+}
+
 #[test]
 fn the_consensus_core_reaches_no_io_crate() {
-    let graph = Graph::from_metadata(&metadata());
-    assert!(graph.packages.contains_key("quasar-consensus"));
-    let found = graph.io_dependencies("quasar-consensus");
-    assert!(
-        found.is_empty(),
-        "quasar-consensus reaches I/O crates: {found:#?}"
-    );
+    assert_reaches_none("quasar-consensus", IO_CRATES);
+}
+
+#[test]
+fn the_signing_daemon_links_no_node_runtime() {
+    assert_reaches_none("quasar-thresholdd", NODE_RUNTIME);
 }
 
 #[test]
@@ -208,14 +224,26 @@ fn every_crate_depends_only_on_lower_layers() {
 }
 
 #[test]
-fn the_checks_see_a_planted_io_dependency_and_an_upward_import() {
+fn the_checks_see_a_planted_io_dependency_a_linked_transport_and_an_upward_import() {
     let mut graph = Graph::from_metadata(&metadata());
     // quasar-lanes (below consensus) gains sled: consensus reaches it through lanes.
     let lanes = graph.packages.get_mut("quasar-lanes").expect("lanes");
     lanes.normal.insert("sled".into());
     lanes.all.insert("sled".into());
-    let found = graph.io_dependencies("quasar-consensus");
+    let found = graph.reached("quasar-consensus", IO_CRATES);
     assert_eq!(found, ["quasar-consensus -> quasar-lanes -> sled"]);
+
+    // quasar-chainspec (below thresholdd) gains the transport: the daemon would link quinn.
+    let chainspec = graph
+        .packages
+        .get_mut("quasar-chainspec")
+        .expect("chainspec");
+    chainspec.normal.insert("quasar-p2p".into());
+    let found = graph.reached("quasar-thresholdd", NODE_RUNTIME);
+    assert!(
+        found.contains(&"quasar-thresholdd -> quasar-chainspec -> quasar-p2p".to_string()),
+        "{found:?}"
+    );
 
     // quasar-wire imports quasar-node, and quasar-p2p imports quasar-consensus (same layer).
     graph

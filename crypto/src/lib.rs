@@ -27,6 +27,8 @@
 //! - [`rollup`]: the Groth16 rollup of validator ML-DSA signatures: gadgets (Keccak/SHAKE256,
 //!   Poseidon, mod-q arithmetic), the in-circuit FIPS 204 verification, the circuit, the
 //!   development setup and our prover on the [`accel`] seam.
+//! - [`tls_identity`]: a validator's QUIC/TLS identity (an Ed25519 key and its self-signed
+//!   certificate), which the genesis pins.
 //! - [`fuzzing`]: entry points of the `crypto/fuzz` targets (BLS, threshold BLS, ML-DSA, Corona,
 //!   Pulsar and proving-key decoders).
 //!
@@ -55,3 +57,4 @@ pub mod mldsa;
 pub mod mlkem;
 pub mod pulsar;
 pub mod rollup;
+pub mod tls_identity;

@@ -2,7 +2,7 @@
 //! listens, where its peers are, its signer, and the bounds of its HTTP API. The files the node
 //! shares with every other tool (key files, genesis) are [`quasar_chainspec`]'s.
 
-use quasar_chainspec::{io_err, read_bounded, ConfigError, KeyAccess};
+use quasar_chainspec::{io_err, read_bounded, read_token_file, ConfigError, KeyAccess};
 use quasar_p2p::PeerAddress;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
@@ -86,42 +86,6 @@ impl RemoteSignerConfig {
             timeout: std::time::Duration::from_millis(self.timeout_ms),
         })
     }
-}
-
-/// Longest thresholdd bearer token accepted, in characters.
-pub const MAX_TOKEN_CHARS: usize = 4096;
-
-/// Reads a thresholdd bearer token from `path` (at most 64 MiB read) with [`parse_token`]. The
-/// node's `remote_signer.token_file` and thresholdd's `--token-file` read the same file this
-/// way. Errors: [`ConfigError::Io`] for a file that cannot be read, then as [`parse_token`].
-pub fn read_token_file(path: &Path) -> Result<String, ConfigError> {
-    parse_token(&read_bounded(path)?, &path.display().to_string())
-}
-
-/// A thresholdd bearer token from `text` (named `source` in errors): the text with surrounding
-/// whitespace dropped, so a trailing newline never becomes part of it. Errors:
-/// [`ConfigError::Invalid`] for no token (empty or only whitespace), one over
-/// [`MAX_TOKEN_CHARS`], or one an HTTP header cannot carry (anything but printable ASCII
-/// without spaces; RFC 9110 §5.5 field values).
-pub fn parse_token(text: &str, source: &str) -> Result<String, ConfigError> {
-    let token = text.trim();
-    if token.is_empty() {
-        return Err(ConfigError::Invalid(format!(
-            "{source}: no token (empty or only whitespace)"
-        )));
-    }
-    if token.len() > MAX_TOKEN_CHARS {
-        return Err(ConfigError::Invalid(format!(
-            "{source}: the token is longer than {MAX_TOKEN_CHARS} characters"
-        )));
-    }
-    if !token.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(ConfigError::Invalid(format!(
-            "{source}: the token may hold only printable ASCII without spaces (it travels in an \
-             HTTP header)"
-        )));
-    }
-    Ok(token.to_string())
 }
 
 /// `node.toml`.

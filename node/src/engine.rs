@@ -4,7 +4,7 @@
 //! persistence code a real validator runs, against a store with injected faults
 //! ([`quasar_storage::SimStore`]).
 //!
-//! # Ordering rules (docs/architecture.md §2, §6, §9)
+//! # Ordering rules (docs/architecture.md §2, §6, §10)
 //!
 //! - A vote or proposal is signed only after the signing guard made its record durable
 //!   ([`VoteSigner`]); a refused or failed record means nothing is signed or sent.

@@ -23,7 +23,6 @@ use crate::relay::{RelayCache, MAX_RELAY_ITEMS, RELAY_VIEWS};
 use crate::rollup_job::{CollectError, WindowCollector};
 use crate::signer::{guard_kind, SignError, VoteSigner};
 use crate::sync::{serve, SyncSource, MAX_SYNC_BLOCKS};
-use crate::thresholdd::keystore;
 use quasar_chainspec::key_file;
 use quasar_chainspec::{GenesisFile, SecretKeyFile};
 use quasar_consensus::{
@@ -42,6 +41,7 @@ use quasar_crypto::rollup::native::{ExpandedKey, ML_DSA_65};
 use quasar_lanes::bls::bitmap_from_signers;
 use quasar_lanes::{Validator, ValidatorSet};
 use quasar_storage::{GuardError, SigningGuard, VoteIntent};
+use quasar_thresholdd::keystore;
 use quasar_wire::frame::MAX_FRAME_LEN;
 use quasar_wire::{
     payload_root, vote_signing_message, BlockHeader, Certificate, CertificateKind, EpochDomain,
@@ -530,7 +530,7 @@ pub fn node_toml(data: &[u8]) {
 ///
 /// Panics: when a parsed document does not round-trip.
 pub fn signing_history(data: &[u8]) {
-    use crate::guard_history::SigningHistory;
+    use quasar_chainspec::guard_history::SigningHistory;
     if let Ok(history) = SigningHistory::parse(data) {
         let again = serde_json::to_vec(&history).map(|text| SigningHistory::parse(&text));
         assert!(
@@ -584,13 +584,13 @@ pub fn thresholdd_key_file(data: &[u8]) {
     }
 }
 
-/// Any bytes as a thresholdd used-session record ([`crate::thresholdd::sessions`]): parsing
+/// Any bytes as a thresholdd used-session record ([`quasar_thresholdd::sessions`]): parsing
 /// returns the ids or an error, never panics, and accepts exactly the whole numbers of 32-byte
 /// ids within the size bound.
 ///
 /// Panics: when a record of whole ids is refused or a torn one accepted.
 pub fn thresholdd_session_record(data: &[u8]) {
-    let parsed = crate::thresholdd::sessions::parse_used_sessions(data);
+    let parsed = quasar_thresholdd::sessions::parse_used_sessions(data);
     assert_eq!(
         parsed.is_ok(),
         data.len().is_multiple_of(32),

@@ -1,8 +1,8 @@
 //! The Quasar validator node (docs/architecture.md §1, §2).
 //!
 //! - the pure consensus state machine and message verification live in [`quasar_consensus`];
-//! - [`signer`]: votes and proposals signed behind the durable signing guard;
-//!   [`guard_history`]: the guard's history as a JSON document (export, import, inspect);
+//! - [`signer`]: votes and proposals signed behind the durable signing guard (its history as
+//!   a JSON document is `quasar_chainspec::guard_history`);
 //! - [`engine`]: one validator's core, signer and store, and the order in which consensus
 //!   actions touch them (shared by the runtime and the simulator);
 //! - [`runtime`]: the tokio process around the core (QUIC via [`quasar_p2p`], sled storage, timers);
@@ -14,7 +14,6 @@
 //!   identity, the bounded HTTP/1.1 listener) is in [`quasar_process`];
 //! - [`sim`]: a seeded simulation of a validator network around the same core;
 //! - [`testnet`]: the multi-process local network behind `quasar-node testnet`.
-//! - [`thresholdd`]: the signing daemon behind the `thresholdd` binary.
 //! - [`rollup`], [`rollup_job`]: the Groth16 rollup commands, and the signature collection and
 //!   asynchronous proving the node runs per window.
 //! - [`quasar`], [`quasar_service`]: Quasar finality: bundles of finalized blocks, their legs,
@@ -26,7 +25,6 @@ pub mod ceremony;
 pub mod config;
 pub mod engine;
 pub mod fuzzing;
-pub mod guard_history;
 pub mod init;
 pub mod mempool;
 pub mod metrics;
@@ -41,4 +39,3 @@ pub mod signer;
 pub mod sim;
 pub mod sync;
 pub mod testnet;
-pub mod thresholdd;

@@ -492,10 +492,10 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Guard { action } => {
-            use quasar_node::guard_history::{self, GuardLocation};
+            use quasar_chainspec::guard_history;
             let location = |path: &PathBuf| {
                 let cfg = NodeConfig::load(path).map_err(|e| e.to_string())?;
-                GuardLocation::node(&cfg).map_err(|e| e.to_string())
+                quasar_node::runtime::guard_location(&cfg).map_err(|e| e.to_string())
             };
             match action {
                 GuardAction::Export { config, out } => {

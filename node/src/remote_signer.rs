@@ -1,6 +1,6 @@
 //! The node's client of its signing daemon: with `signer = "remote"` in `node.toml`, every vote
 //! and proposal signature comes from thresholdd's `validator.sign_vote` (JSON-RPC 2.0 over HTTP,
-//! bearer token; see [`crate::thresholdd`]) instead of a key in this process.
+//! bearer token; see [`quasar_thresholdd`]) instead of a key in this process.
 //!
 //! The node's own signing guard still records each vote durably first ([`crate::signer`]); the
 //! daemon keeps a second guard of its own, so a node whose data directory was lost or copied
@@ -9,7 +9,7 @@
 //! key, or a corrupted reply, is an error, never a bad vote on the wire.
 //!
 //! A daemon whose guard is new signs nothing until it is fenced (`validator.fence`,
-//! [`crate::thresholdd`]'s `validator` module): [`RemoteSigner::check`] reports whether it is, a
+//! [`quasar_thresholdd`]'s `validator` module): [`RemoteSigner::check`] reports whether it is, a
 //! node with an unfenced daemon listens to the network before signing as if its own guard were
 //! new, and the fence it then makes is sent to the daemon before its next vote
 //! ([`RemoteSigner::fence_before_signing`]).
@@ -27,8 +27,8 @@
 use std::sync::{mpsc, Mutex};
 use std::time::Duration;
 
-use crate::thresholdd::IDLE_TIMEOUT;
 use quasar_crypto::bls::{PublicKey, Signature};
+use quasar_thresholdd::IDLE_TIMEOUT;
 use quasar_wire::{EpochDomain, Vote, VoteKind};
 use serde::Deserialize;
 

@@ -28,8 +28,10 @@ use crate::rollup_job::{RollupSet, WindowProver};
 use crate::signer::{SignError, VoteKey, VoteSigner};
 use crate::sync::{checkpoint_inputs, serve, MAX_SYNC_BLOCKS};
 use prometheus_client::registry::Registry;
+use quasar_chainspec::guard_history::{guard_owner, GuardLocation, HistoryError};
 use quasar_chainspec::{
-    load_keys, CheckedSet, ConfigError, DealtShares, Genesis, GenesisFile, GenesisValidator,
+    load_keys, load_public, CheckedSet, ConfigError, DealtShares, Genesis, GenesisFile,
+    GenesisValidator,
 };
 use quasar_consensus::epoch::ByEpoch;
 use quasar_consensus::{
@@ -103,6 +105,34 @@ pub const DATA_DIR_LOCK_FILE: &str = "quasar-node.lock";
 
 /// The block store's folder (sled) inside `data_dir`.
 pub const STORE_DIR: &str = "db";
+
+/// The signing guard of the validator `cfg` describes, for the `guard` commands (its genesis and
+/// public key file are read; nothing is created): bound to the validator's BLS key and the
+/// genesis, locked by a running node, lost if its block store exists without it. Errors:
+/// [`HistoryError::Config`].
+pub fn guard_location(cfg: &NodeConfig) -> Result<GuardLocation, HistoryError> {
+    let genesis = GenesisFile::load(&cfg.genesis)?.check()?;
+    // The public key file is enough: the guard commands never need the secret key (nor its
+    // passphrase).
+    let public = load_public(&cfg.key_dir)?;
+    let public_key = hex::decode(&public.bls_public_key)
+        .ok()
+        .and_then(|bytes| quasar_crypto::bls::PublicKey::from_bytes(&bytes).ok())
+        .ok_or_else(|| {
+            ConfigError::Invalid(format!(
+                "{}: bls_public_key is not a BLS public key",
+                cfg.key_dir.display()
+            ))
+        })?;
+    Ok(GuardLocation {
+        dir: cfg.data_dir.clone(),
+        owner: guard_owner(&public_key, &genesis.hash),
+        public_key: public_key.to_bytes().to_vec(),
+        genesis_hash: Some(genesis.hash),
+        lock: (cfg.data_dir.clone(), DATA_DIR_LOCK_FILE),
+        store: Some(cfg.data_dir.join(STORE_DIR)),
+    })
+}
 
 /// Creates `data_dir` if needed and takes its lock ([`DATA_DIR_LOCK_FILE`]), then opens the
 /// block store in `data_dir/db`. Hold the returned file as long as the store is used. Errors:
@@ -291,7 +321,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     // The guard file is bound to this validator's key and this chain: another validator's or
     // another chain's guard is refused rather than adopted.
     let public_key = keys.bls.public_key();
-    let owner = crate::guard_history::guard_owner(&public_key, &genesis.hash);
+    let owner = guard_owner(&public_key, &genesis.hash);
     // signer = "remote": votes and ceremony rounds go to thresholdd, whose own guard follows the
     // rule below: a new one signs nothing until this node fences it. A daemon whose guard is not
     // known to be fenced (new, or not reachable yet) makes this node listen too.

@@ -3,7 +3,7 @@
 //! Every vote and every proposal (whose signature is the leader's notarize vote) passes the
 //! [`SigningGuard`] first; the guard makes the decision durable (write + fsync + directory fsync)
 //! before this module signs, so a signature never leaves before the record that forbids its
-//! conflicting twin (docs/architecture.md §2, §9). A restarted validator reopens the same guard file.
+//! conflicting twin (docs/architecture.md §2, §10). A restarted validator reopens the same guard file.
 //!
 //! The signature itself is made here with the key directory's BLS key ([`VoteKey::Local`]), or,
 //! with `signer = "remote"`, by the validator's thresholdd ([`VoteKey::Remote`],

@@ -296,6 +296,14 @@ pub enum TestnetError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// The thresholdd binary is not where [`Testnet::use_remote_signers`] looks: it is built by
+    /// its own package, `cargo build --release -p quasar-thresholdd` (beside `quasar-node`).
+    #[error(
+        "{0} does not exist: --remote-signers runs thresholdd from beside quasar-node; build it \
+         with `cargo build --release -p quasar-thresholdd` (or `cargo build` without --release \
+         for a debug quasar-node)"
+    )]
+    NoThresholdd(PathBuf),
     /// A validator's thresholdd could not be set up or started ([`Testnet::use_remote_signers`]).
     #[error("validator {validator}'s thresholdd: {message}")]
     Signer {
@@ -1097,6 +1105,9 @@ impl Testnet {
     /// [`TestnetError::Signer`] when `thresholdd` fails to import the key,
     /// [`TestnetError::Port`], [`TestnetError::Io`], [`TestnetError::Config`].
     pub fn use_remote_signers(&mut self, thresholdd: &Path) -> Result<(), TestnetError> {
+        if !thresholdd.is_file() {
+            return Err(TestnetError::NoThresholdd(thresholdd.to_path_buf()));
+        }
         // Held until every port is chosen, so that no two daemons get the same one.
         let listeners = (0..self.validators())
             .map(|_| bind_below_ephemeral(|port| TcpListener::bind(("127.0.0.1", port))))

@@ -17,8 +17,8 @@ use quasar_lanes::bls::bitmap_from_signers;
 use quasar_lanes::fuzzing::{MAGNETAR_MU, MAGNETAR_VALIDATORS};
 use quasar_lanes::magnetar::MagnetarLeg;
 use quasar_node::fuzzing::{self, CHAIN_ID, VALIDATORS};
-use quasar_node::thresholdd::keystore::{self, KdfParams, Keystore, NewKey, Scheme};
 use quasar_storage::{SigningGuard, VoteIntent, VoteKind as GuardVoteKind, GUARD_FILE};
+use quasar_thresholdd::keystore::{self, KdfParams, Keystore, NewKey, Scheme};
 use quasar_wire::{
     payload_root, vote_signing_message, BlockHeader, Certificate, CertificateKind, LaneKind,
     LaneMessage, LegKind, Message, Proposal, QuasarCert, RelayRequest, SyncRequest, SyncResponse,
@@ -456,7 +456,7 @@ fn genesis_json_survives_mutated_files() {
 
 /// A real exported history (notarize, finalize, nullify and a fenced view) and a minimal one.
 fn seed_signing_histories() -> Vec<Vec<u8>> {
-    use quasar_node::guard_history::{guard_owner, SigningHistory};
+    use quasar_chainspec::guard_history::{guard_owner, SigningHistory};
     let public_key = key(0).public_key();
     let genesis = [9; 32];
     let mut guard = quasar_storage::SigningGuard::in_memory_for(guard_owner(&public_key, &genesis));
@@ -482,7 +482,7 @@ fn seed_signing_histories() -> Vec<Vec<u8>> {
 #[test]
 fn signing_history_survives_mutated_documents() {
     let seeds = seed_signing_histories();
-    assert!(quasar_node::guard_history::SigningHistory::parse(&seeds[0]).is_ok());
+    assert!(quasar_chainspec::guard_history::SigningHistory::parse(&seeds[0]).is_ok());
     drive("signing_history", 13, 300, &seeds, fuzzing::signing_history);
 }
 

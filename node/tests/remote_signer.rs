@@ -13,8 +13,8 @@ use quasar_node::ceremony::{CoronaParty, PulsarParty, RemoteParty, Scheme, StepE
 use quasar_node::config::{NodeConfig, SignerMode};
 use quasar_node::remote_signer::{RemoteClient, RemoteSignError, RemoteSigner, RemoteSignerTarget};
 use quasar_node::testnet::{self, TestnetOptions, NODE_CONFIG_FILE};
-use quasar_node::thresholdd::keystore::{KdfParams, Keystore};
-use quasar_node::thresholdd::{self, DaemonConfig};
+use quasar_thresholdd::keystore::{KdfParams, Keystore};
+use quasar_thresholdd::{self as thresholdd, DaemonConfig};
 use quasar_wire::{EpochDomain, Vote, VoteKind};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::sleep;
@@ -26,8 +26,17 @@ use common::{assert_same_chain, binary, one_network_at_a_time, Fixture};
 const VOTES_SIGNED: &str = "thresholdd_votes_signed_total";
 const REMOTE_ERRORS: &str = "quasar_consensus_remote_signer_errors_total";
 
+/// The thresholdd binary beside quasar-node's. Its own package builds it: `cargo test
+/// --workspace` does; `cargo test -p quasar-node` alone needs `cargo build -p quasar-thresholdd`
+/// first (and again after a change to it).
 fn thresholdd() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_thresholdd"))
+    let path = binary().with_file_name("thresholdd");
+    assert!(
+        path.is_file(),
+        "{} is missing: run `cargo build -p quasar-thresholdd` (cargo test --workspace builds it)",
+        path.display()
+    );
+    path
 }
 
 const TOKEN: &str = "remote-signer-test-token";

@@ -187,7 +187,7 @@ async fn a_validator_moves_to_a_new_data_directory_with_its_signing_history() {
     ]);
     assert!(ok, "{stderr}");
     let document =
-        quasar_node::guard_history::SigningHistory::parse(&std::fs::read(&history).unwrap())
+        quasar_chainspec::guard_history::SigningHistory::parse(&std::fs::read(&history).unwrap())
             .unwrap();
     assert!(!document.views.is_empty(), "a running validator has signed");
 

@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 
 use quasar_crypto::bls::SecretKey;
 use quasar_node::remote_signer::{RemoteSignError, RemoteSigner, RemoteSignerTarget};
-use quasar_node::thresholdd::keystore::{KdfParams, Keystore};
-use quasar_node::thresholdd::{self, Daemon, DaemonConfig, TransportLimits};
+use quasar_thresholdd::keystore::{KdfParams, Keystore};
+use quasar_thresholdd::{self as thresholdd, Daemon, DaemonConfig, TransportLimits};
 use quasar_wire::{EpochDomain, Vote, VoteKind};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -29,7 +29,7 @@
 //!
 //! Framing is `u32 LE length ‖ message`, at most 16 MiB (`quasar_wire::frame`).
 //!
-//! # Safety argument (docs/architecture.md §9)
+//! # Safety argument (docs/architecture.md §10)
 //!
 //! - A peer cannot make the node allocate unboundedly: a prefix above 16 MiB is rejected before
 //!   any body is read; the body buffer grows only as bytes arrive (QUIC flow control bounds them);
@@ -78,9 +78,6 @@ use quasar_wire::WireError;
 /// into an error that stops the node.
 #[derive(Debug, thiserror::Error)]
 pub enum P2pError {
-    /// Generating a TLS identity failed (bad subject name or key generation); fatal at setup.
-    #[error("tls identity: {0}")]
-    Identity(String),
     /// Building a TLS config failed, typically a key that does not parse or match its
     /// certificate; fatal at startup.
     #[error("tls configuration: {0}")]

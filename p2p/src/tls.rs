@@ -19,7 +19,6 @@
 //! not waiting for an expiry.
 
 use std::collections::HashSet;
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,6 +31,7 @@ use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::{CertificateError, DigitallySignedStruct, DistinguishedName, SignatureScheme};
 
 use super::P2pError;
+pub use quasar_crypto::tls_identity::TlsIdentity;
 
 /// ALPN protocol id of validator links (docs/architecture.md §5). Connections negotiating anything else are
 /// rejected.
@@ -53,69 +53,14 @@ pub const MAX_CONCURRENT_REQUESTS: u32 = 64;
 /// well-behaved peer uses one.
 pub const MAX_CONCURRENT_GOSSIP_STREAMS: u32 = 8;
 
-/// A validator's TLS identity: a self-signed certificate and its PKCS#8 private key.
-#[derive(Clone)]
-pub struct TlsIdentity {
-    /// The certificate in DER, exactly as pinned in the genesis file.
-    pub cert_der: Vec<u8>,
-    /// PKCS#8 DER of the private key. Never logged (see the `Debug` impl).
-    key_der: Vec<u8>,
+/// The identity's certificate chain for rustls: the one self-signed certificate.
+fn cert_chain(identity: &TlsIdentity) -> Vec<CertificateDer<'static>> {
+    vec![CertificateDer::from(identity.cert_der.clone())]
 }
 
-impl fmt::Debug for TlsIdentity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TlsIdentity")
-            .field("cert_der_len", &self.cert_der.len())
-            .field("key_der", &"<redacted>")
-            .finish()
-    }
-}
-
-impl TlsIdentity {
-    /// A fresh Ed25519 key and a self-signed certificate for it, with `subject` as common name
-    /// and DNS subject-alternative name (e.g. `"validator-3"`).
-    ///
-    /// Errors: [`P2pError::Identity`] when `subject` is not a valid DNS name or key generation
-    /// fails.
-    pub fn generate(subject: &str) -> Result<TlsIdentity, P2pError> {
-        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ED25519)
-            .map_err(|e| P2pError::Identity(format!("key generation: {e}")))?;
-        let mut params = rcgen::CertificateParams::new(vec![subject.to_string()])
-            .map_err(|e| P2pError::Identity(format!("subject {subject:?}: {e}")))?;
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, subject);
-        let cert = params
-            .self_signed(&key)
-            .map_err(|e| P2pError::Identity(format!("self-signing: {e}")))?;
-        Ok(TlsIdentity {
-            cert_der: cert.der().to_vec(),
-            key_der: key.serialize_der(),
-        })
-    }
-
-    /// An identity from stored DER bytes: the certificate and its PKCS#8 private key. Nothing is
-    /// checked here; a mismatched or malformed pair fails when a TLS config is built from it
-    /// ([`P2pError::Tls`]).
-    pub fn from_der(cert_der: Vec<u8>, key_pkcs8_der: Vec<u8>) -> TlsIdentity {
-        TlsIdentity {
-            cert_der,
-            key_der: key_pkcs8_der,
-        }
-    }
-
-    /// The PKCS#8 DER of the private key (for persisting it; handle as a secret).
-    pub fn key_der(&self) -> &[u8] {
-        &self.key_der
-    }
-
-    fn cert_chain(&self) -> Vec<CertificateDer<'static>> {
-        vec![CertificateDer::from(self.cert_der.clone())]
-    }
-
-    fn private_key(&self) -> PrivateKeyDer<'static> {
-        PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.key_der.clone()))
-    }
+/// The identity's private key for rustls (PKCS#8).
+fn private_key(identity: &TlsIdentity) -> PrivateKeyDer<'static> {
+    PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(identity.key_der().to_vec()))
 }
 
 fn provider() -> Arc<CryptoProvider> {
@@ -266,7 +211,7 @@ pub fn client_crypto(
         .with_custom_certificate_verifier(Arc::new(PinnedServerVerifier::new(
             server_cert_der.to_vec(),
         )))
-        .with_client_auth_cert(identity.cert_chain(), identity.private_key())?;
+        .with_client_auth_cert(cert_chain(identity), private_key(identity))?;
     config.alpn_protocols = vec![ALPN.to_vec()];
     Ok(config)
 }
@@ -307,7 +252,7 @@ pub fn server_config(
     let mut crypto = rustls::ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])?
         .with_client_cert_verifier(Arc::new(PinnedClientVerifier::new(pinned)))
-        .with_single_cert(identity.cert_chain(), identity.private_key())?;
+        .with_single_cert(cert_chain(identity), private_key(identity))?;
     crypto.alpn_protocols = vec![ALPN.to_vec()];
     let quic =
         QuicServerConfig::try_from(crypto).map_err(|e| P2pError::QuicConfig(e.to_string()))?;

@@ -1,11 +1,15 @@
 //! What the `quasar-node` and `thresholdd` processes share: logging, the tokio runtime, the
 //! shutdown signal and the one-process-per-data-directory lock (this module);
 //! [`build_info`]: version, commit and profile, and the process metrics both export;
-//! [`http_serve`]: the bounded HTTP/1.1 listener behind the node's API and the daemon's JSON-RPC.
+//! [`http_serve`]: the bounded HTTP/1.1 listener behind the node's API and the daemon's JSON-RPC;
+//! [`LimitedListener`]: a connection-bounded listener for `axum::serve`.
 //! Nothing here knows consensus or keys.
 
 pub mod build_info;
 pub mod http_serve;
+mod limited_listener;
+
+pub use limited_listener::{LimitedListener, LimitedStream};
 
 use std::path::{Path, PathBuf};
 

@@ -1,5 +1,5 @@
 //! The signing guard: decides whether a consensus vote may be signed, and makes that decision
-//! durable before the signature leaves (docs/architecture.md §2 "Signing guard", §6, §9; modelled on aptos
+//! durable before the signature leaves (docs/architecture.md §2 "Signing guard", §6, §10; modelled on aptos
 //! safety rules and Tendermint's `priv_validator_state`).
 //!
 //! # Rules (per view)

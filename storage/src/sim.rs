@@ -1,5 +1,5 @@
 //! [`SimStore`]: the production [`SledStore`] behind a simulated disk with injectable faults, for
-//! the deterministic simulator and crash tests (docs/architecture.md §9); and [`SimGuardDir`], the
+//! the deterministic simulator and crash tests (docs/architecture.md §10); and [`SimGuardDir`], the
 //! simulated directory of a signing guard file (a POSIX-like model of file contents, directory
 //! entries and their fsyncs; its own docs).
 //!

@@ -228,7 +228,7 @@ pub fn run(options: &Options, common: &Common) -> Result<Report, BenchError> {
         let hint = if options.node_bin.is_some() {
             "check the --node-bin path"
         } else {
-            "build it (`cargo build --release -p quasar-node --bins`) or give --node-bin"
+            "build it (`cargo build --release -p quasar-node -p quasar-thresholdd`) or give --node-bin"
         };
         return Err(BenchError::Setup(format!(
             "{} not found: {hint}",
@@ -238,7 +238,7 @@ pub fn run(options: &Options, common: &Common) -> Result<Report, BenchError> {
     if !thresholdd.is_file() {
         return Err(BenchError::Setup(format!(
             "{} not found: thresholdd must sit beside quasar-node (`cargo build --release -p \
-             quasar-node --bins` builds both)",
+             quasar-node -p quasar-thresholdd` builds both)",
             thresholdd.display()
         )));
     }

@@ -7,7 +7,7 @@
 //! therefore cannot hide a violation here. Planted-violation tests (`node/tests/checker.rs`)
 //! prove that each check fires.
 //!
-//! Properties (docs/architecture.md §2, §9):
+//! Properties (docs/architecture.md §2, §10):
 //! 1. **Agreement** — no two honest nodes committed different blocks at one height.
 //! 2. **Ancestor consistency** — every honest node's committed chain starts at genesis, has
 //!    consecutive heights, and each block names the previous one as parent.

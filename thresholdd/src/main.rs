@@ -1,5 +1,5 @@
 //! `thresholdd`: the validator's signing daemon (JSON-RPC 2.0 over HTTP; see
-//! `quasar_node::thresholdd`).
+//! `quasar_thresholdd`).
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -8,9 +8,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use quasar_node::thresholdd::keystore::{KdfParams, Keystore, KeystoreError, Scheme, HEADER_FILE};
-use quasar_node::thresholdd::{self, DaemonConfig};
 use quasar_process::{init_tracing, interrupted, runtime, LogFormat};
+use quasar_thresholdd::keystore::{KdfParams, Keystore, KeystoreError, Scheme, HEADER_FILE};
+use quasar_thresholdd::{self as thresholdd, DaemonConfig};
 use zeroize::Zeroizing;
 
 /// A bearer token shorter than this many characters is logged as weak at start (32 characters
@@ -325,7 +325,7 @@ fn keys(cli: &Cli, action: KeysAction) -> Result<(), String> {
 
 /// `thresholdd guard …`: the vote key's public key comes from the keystore.
 fn guard(cli: &Cli, action: GuardAction) -> Result<(), String> {
-    use quasar_node::guard_history;
+    use quasar_chainspec::guard_history;
     let (data_dir, passphrase) = keystore_args(cli)?;
     if !data_dir.join(HEADER_FILE).is_file() {
         return Err(format!(
@@ -369,10 +369,10 @@ fn serve(cli: Cli) -> Result<(), String> {
                     .into(),
             )
         }
-        (Some(token), None) => quasar_node::config::parse_token(&token, "--token/THRESHOLDD_TOKEN")
+        (Some(token), None) => quasar_chainspec::parse_token(&token, "--token/THRESHOLDD_TOKEN")
             .map_err(|e| e.to_string())?,
         (None, Some(path)) => {
-            quasar_node::config::read_token_file(path).map_err(|e| format!("--token-file: {e}"))?
+            quasar_chainspec::read_token_file(path).map_err(|e| format!("--token-file: {e}"))?
         }
         (None, None) => {
             return Err(

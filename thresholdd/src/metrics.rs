@@ -180,7 +180,7 @@ pub async fn serve_plain(listener: tokio::net::TcpListener, metrics: Arc<DaemonM
             (status, [(http::header::CONTENT_TYPE, CONTENT_TYPE)], body)
         }),
     );
-    let listener = crate::api::LimitedListener::new(listener, MAX_METRICS_CONNECTIONS);
+    let listener = quasar_process::LimitedListener::new(listener, MAX_METRICS_CONNECTIONS);
     if let Err(e) = axum::serve(listener, app).await {
         tracing::error!(error = %e, "the metrics listener stopped");
     }

@@ -35,9 +35,7 @@
 //! `notarize`/`finalize` values then hold. Unknown fields are refused. A document is at most
 //! [`MAX_HISTORY_BYTES`] long.
 
-use crate::config::NodeConfig;
-use crate::runtime::{DATA_DIR_LOCK_FILE, STORE_DIR};
-use quasar_chainspec::{load_public, ConfigError, GenesisFile};
+use crate::ConfigError;
 use quasar_crypto::bls::PublicKey;
 use quasar_crypto::hash::{tagged_hash, Hash};
 use quasar_process::{lock_dir, DirLockError};
@@ -262,9 +260,9 @@ impl SigningHistory {
 }
 
 /// Where a signing guard lives and whom it belongs to: a node's (`data_dir`, bound to the
-/// validator's BLS key and the genesis, [`GuardLocation::node`]) or one of thresholdd's per-key
-/// guards (`<data-dir>/guards/<keyId>`, bound to the vote key,
-/// [`crate::thresholdd::guard_location`]).
+/// validator's BLS key and the genesis, `quasar_node::runtime::guard_location`) or one of
+/// thresholdd's per-key guards (`<data-dir>/guards/<keyId>`, bound to the vote key,
+/// `quasar_thresholdd::guard_location`).
 #[derive(Debug, Clone)]
 pub struct GuardLocation {
     /// The directory holding the guard file.
@@ -278,34 +276,12 @@ pub struct GuardLocation {
     /// The directory whose lock a running process holds, and the lock file's name: an import
     /// takes it, so it is refused while the node or daemon runs.
     pub lock: (PathBuf, &'static str),
+    /// A directory that, present while the guard file is not, shows that the guard was lost
+    /// (a node's block store): an import there is refused ([`HistoryError::StoreWithoutGuard`]).
+    pub store: Option<PathBuf>,
 }
 
 impl GuardLocation {
-    /// The guard of the validator `cfg` describes (its genesis and key directory are read;
-    /// nothing is created). Errors: [`HistoryError::Config`].
-    pub fn node(cfg: &NodeConfig) -> Result<GuardLocation, HistoryError> {
-        let genesis = GenesisFile::load(&cfg.genesis)?.check()?;
-        // The public key file is enough: the guard commands never need the secret key (nor its
-        // passphrase).
-        let public = load_public(&cfg.key_dir)?;
-        let public_key = hex::decode(&public.bls_public_key)
-            .ok()
-            .and_then(|bytes| PublicKey::from_bytes(&bytes).ok())
-            .ok_or_else(|| {
-                ConfigError::Invalid(format!(
-                    "{}: bls_public_key is not a BLS public key",
-                    cfg.key_dir.display()
-                ))
-            })?;
-        Ok(GuardLocation {
-            dir: cfg.data_dir.clone(),
-            owner: guard_owner(&public_key, &genesis.hash),
-            public_key: public_key.to_bytes().to_vec(),
-            genesis_hash: Some(genesis.hash),
-            lock: (cfg.data_dir.clone(), DATA_DIR_LOCK_FILE),
-        })
-    }
-
     fn path(&self) -> PathBuf {
         self.dir.join(quasar_storage::GUARD_FILE)
     }
@@ -379,7 +355,7 @@ pub fn import(
     // A guard created next to an existing block store would be older than the history that
     // store holds: the node refuses to start on it. Import into an empty data directory, or
     // into the guard that store came with.
-    if !location.path().exists() && location.dir.join(STORE_DIR).exists() {
+    if !location.path().exists() && location.store.as_deref().is_some_and(Path::exists) {
         return Err(HistoryError::StoreWithoutGuard(location.dir.clone()));
     }
     let (lock_dir_path, lock_file) = &location.lock;

@@ -1,5 +1,5 @@
 //! JSON-RPC plumbing shared by thresholdd's methods: parameter decoding that names the field at
-//! fault, hex fields, the error codes of docs/architecture.md §8, and running a method's CPU work off the
+//! fault, hex fields, the error codes of docs/architecture.md §9, and running a method's CPU work off the
 //! I/O threads under the request timeout.
 
 use std::fmt::Display;

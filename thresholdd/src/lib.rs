@@ -1,4 +1,4 @@
-//! `thresholdd`: the validator's signing daemon (docs/architecture.md §8), JSON-RPC 2.0 over HTTP.
+//! `thresholdd`: the validator's signing daemon (docs/architecture.md §9), JSON-RPC 2.0 over HTTP.
 //!
 //! The daemon holds threshold key shares in an encrypted [`keystore`] and signs on request, so
 //! that keys live outside the node process. [`start`] binds the server; the `thresholdd` binary
@@ -104,7 +104,7 @@ use jsonrpsee::types::ErrorObjectOwned;
 use keystore::{KdfParams, KeyInfo, Keystore, KeystoreError, Scheme};
 use quasar_crypto::hash::tagged_hash;
 
-/// The default listen address (loopback; docs/architecture.md §8).
+/// The default listen address (loopback; docs/architecture.md §9).
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7300";
 /// The largest request body, in bytes.
 pub const MAX_BODY_BYTES: u32 = 16 << 20;

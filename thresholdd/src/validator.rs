@@ -23,9 +23,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::guard_history::GuardLocation;
 use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::RpcModule;
+use quasar_chainspec::guard_history::GuardLocation;
 use quasar_crypto::hash::{tagged_hash, Hash};
 use quasar_storage::{GuardDecision, SigningGuard, VoteIntent};
 use quasar_wire::{vote_signing_message, EpochDomain, VoteKind};
@@ -73,7 +73,7 @@ fn guard_owner(public_key: &[u8]) -> Hash {
 
 /// Where the signing guard of vote key `key_id` (public key `public_key`) of the keystore in
 /// `data_dir` lives, for `thresholdd guard export | import | inspect`
-/// ([`crate::guard_history`]); an import takes the daemon's lock ([`super::LOCK_FILE`]).
+/// ([`quasar_chainspec::guard_history`]); an import takes the daemon's lock ([`super::LOCK_FILE`]).
 pub fn guard_location(data_dir: &Path, key_id: &str, public_key: &[u8]) -> GuardLocation {
     GuardLocation {
         dir: data_dir.join("guards").join(key_id),
@@ -81,6 +81,7 @@ pub fn guard_location(data_dir: &Path, key_id: &str, public_key: &[u8]) -> Guard
         public_key: public_key.to_vec(),
         genesis_hash: None,
         lock: (data_dir.to_path_buf(), super::LOCK_FILE),
+        store: None,
     }
 }
 

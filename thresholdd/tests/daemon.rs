@@ -6,8 +6,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use quasar_node::thresholdd::keystore::{KdfParams, Keystore};
-use quasar_node::thresholdd::{self, Daemon, DaemonConfig, DaemonError};
+use quasar_thresholdd::keystore::{KdfParams, Keystore};
+use quasar_thresholdd::{self as thresholdd, Daemon, DaemonConfig, DaemonError};
 use serde_json::{json, Value};
 use zeroize::Zeroizing;
 
@@ -1576,7 +1576,7 @@ async fn binary_reads_its_token_from_a_file() {
     refused(&with_file, "printable ASCII");
     std::fs::write(
         &token_file,
-        "t".repeat(quasar_node::config::MAX_TOKEN_CHARS + 1),
+        "t".repeat(quasar_chainspec::MAX_TOKEN_CHARS + 1),
     )
     .unwrap();
     refused(&with_file, "longer than");
@@ -1631,7 +1631,7 @@ async fn refuses_remote_binds_and_empty_tokens() {
     }
     assert!(!fresh
         .path()
-        .join(quasar_node::thresholdd::keystore::HEADER_FILE)
+        .join(quasar_thresholdd::keystore::HEADER_FILE)
         .exists());
     stop(running).await;
 }
