@@ -62,8 +62,8 @@ pub enum HistoryError {
     TooLarge(usize),
     /// The history belongs to another validator key or another chain.
     #[error(
-        "this signing history belongs to owner {found}, not to this validator on this chain \
-         ({expected}): its key and genesis are not the ones of this node.toml"
+        "this signing history belongs to owner {found}, not to this guard's owner ({expected}): \
+         it was exported for another key, or (for a node) another chain"
     )]
     Foreign {
         /// The document's owner, hex.

@@ -300,8 +300,8 @@ pub enum TestnetError {
     /// its own package, `cargo build --release -p quasar-thresholdd` (beside `quasar-node`).
     #[error(
         "{0} does not exist: --remote-signers runs thresholdd from beside quasar-node; build it \
-         with `cargo build --release -p quasar-thresholdd` (or `cargo build` without --release \
-         for a debug quasar-node)"
+         with `cargo build --release -p quasar-thresholdd` (without --release beside a debug \
+         quasar-node)"
     )]
     NoThresholdd(PathBuf),
     /// A validator's thresholdd could not be set up or started ([`Testnet::use_remote_signers`]).
@@ -1927,6 +1927,11 @@ impl Submissions {
 }
 
 async fn run_in(dir: &Path, opts: &TestnetOptions) -> Result<TestnetReport, TestnetError> {
+    let thresholdd = opts.binary.with_file_name(THRESHOLDD_BINARY);
+    // Refused before anything is written, so a missing daemon leaves no half-made network.
+    if opts.remote_signers && !thresholdd.is_file() {
+        return Err(TestnetError::NoThresholdd(thresholdd));
+    }
     let mut net = Testnet::create_with_magnetar_set(
         dir,
         opts.validators,
@@ -1946,7 +1951,7 @@ async fn run_in(dir: &Path, opts: &TestnetOptions) -> Result<TestnetReport, Test
         net.add_rollup(setup, opts.rollup_provers)?;
     }
     if opts.remote_signers {
-        net.use_remote_signers(&opts.binary.with_file_name(THRESHOLDD_BINARY))?;
+        net.use_remote_signers(&thresholdd)?;
     }
     for (i, placement) in opts.placements.iter().enumerate() {
         net.place(i, placement.clone())?;
