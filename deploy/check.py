@@ -33,7 +33,6 @@ except ImportError:  # Python < 3.11
     import tomli as tomllib
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NODE_SRC = os.path.join(REPO, "node", "src")
 
 
 def read(path):
@@ -42,7 +41,8 @@ def read(path):
 
 
 def src(relative):
-    return read(os.path.join(NODE_SRC, relative))
+    """A source file, by its path from the repository root."""
+    return read(os.path.join(REPO, relative))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -108,21 +108,21 @@ def exported_metrics():
     """{sample name: family} for every sample the node and thresholdd can export."""
     families = {}
     # node/src/metrics.rs: everything under the `quasar` prefix.
-    text = src("metrics.rs")
+    text = src("node/src/metrics.rs")
     (prefix,) = prefixes(text)
     for name, kind in registered(text) + collected(text):
         families[f"{prefix}_{name}"] = kind
     # p2p/src/metrics.rs registers under `p2p`, inside the registry runtime.rs gives it.
-    p2p = src("p2p/metrics.rs")
+    p2p = src("p2p/src/metrics.rs")
     (inner,) = prefixes(p2p)
     outer = re.search(
         r'p2p_metrics\.register\(registry\.sub_registry_with_prefix\("([a-z0-9_]+)"\)\)',
-        src("runtime.rs"),
+        src("node/src/runtime.rs"),
     ).group(1)
     for name, kind in registered(p2p):
         families[f"{outer}_{inner}_{name}"] = kind
-    # thresholdd/metrics.rs: its own registry, no prefix.
-    daemon = src("thresholdd/metrics.rs")
+    # thresholdd/src/metrics.rs: its own registry, no prefix.
+    daemon = src("thresholdd/src/metrics.rs")
     if prefixes(daemon):
         raise SystemExit("check.py: thresholdd metrics now have a prefix; teach check.py")
     for name, kind in registered(daemon):
@@ -255,7 +255,7 @@ def variants(body):
 
 def command_specs():
     """{binary: (global flags, {subcommand path: flags})}."""
-    main = src("main.rs")
+    main = src("node/src/main.rs")
     node = {}
     for path, body in variants(enum_body(main, "Command")).items():
         node[path] = clap_flags(body, main)
@@ -265,7 +265,7 @@ def command_specs():
             for sub, sub_body in variants(enum_body(main, nested.group(1))).items():
                 node[f"{path} {sub}"] = clap_flags(sub_body, main)
     node_cli = re.search(r"struct Cli \{(.*?)\n\}", main, re.S).group(1)
-    daemon_text = src("bin/thresholdd.rs")
+    daemon_text = src("thresholdd/src/main.rs")
     cli = re.search(r"struct Cli \{(.*?)\n\}", daemon_text, re.S).group(1)
     daemon = {"": set()}
     for path, body in variants(enum_body(daemon_text, "Command")).items():
@@ -419,7 +419,7 @@ def default_ports():
     readme = read(os.path.join(REPO, "README.md"))
     p2p = re.search(r'p2p_listen = "[^"]*:(\d+)"', readme).group(1)
     api = re.search(r'api_listen = "[^"]*:(\d+)"', readme).group(1)
-    daemon = re.search(r'DEFAULT_LISTEN: &str = "[^"]*:(\d+)"', src("thresholdd/mod.rs")).group(1)
+    daemon = re.search(r'DEFAULT_LISTEN: &str = "[^"]*:(\d+)"', src("thresholdd/src/lib.rs")).group(1)
     return {f"{p2p}/udp", f"{api}/tcp", f"{daemon}/tcp"}
 
 
@@ -495,7 +495,7 @@ def check_dockerfile(paths):
 
 
 def node_config_fields():
-    text = src("config.rs")
+    text = src("node/src/config.rs")
     body = re.search(r"pub struct NodeConfig \{(.*?)\n\}", text, re.S).group(1)
     top = set(re.findall(r"pub (\w+):", body))
     remote = re.search(r"pub struct RemoteSignerConfig \{(.*?)\n\}", text, re.S).group(1)
@@ -531,7 +531,7 @@ EXTERNAL = {("Secret", "quasar-validator-keys")}
 
 
 def api_routes():
-    return set(re.findall(r'\.route\("([^"]+)"', src("api.rs")))
+    return set(re.findall(r'\.route\("([^"]+)"', src("node/src/api.rs")))
 
 
 def check_k8s(paths):
