@@ -1,7 +1,8 @@
-//! The development dealer: trusted-dealer setup of a network's Corona and Pulsar threshold keys
-//! for every validator set of a genesis ([`deal`]), and the stake-sampled Pulsar committees.
-//! The dealer sees every share; production keys need the distributed key generation of
-//! docs/architecture.md §8.
+//! The development dealer, the one place a trusted dealer generates threshold keys
+//! ([`deal_key`]): for every validator set of a genesis, into the validators' key files
+//! ([`deal`], with the stake-sampled Pulsar committees), or as one share file per party for a
+//! multi-host thresholdd ceremony ([`write_party_files`], `thresholdd deal`). The dealer sees
+//! every share; production keys need the distributed key generation of docs/architecture.md §8.
 
 use crate::genesis::{set_label, GenesisFile, GenesisValidator, ValidatorChange};
 use crate::key_file::KeyAccess;
@@ -11,7 +12,9 @@ use quasar_crypto::hash::{tagged_hash, Hash};
 use quasar_crypto::{corona, pulsar};
 use quasar_lanes::cert::Profile;
 use quasar_wire::LegKind;
-use std::path::PathBuf;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use zeroize::Zeroizing;
 
 /// The threshold t of the dealt Corona and Pulsar keys for `validators` validators of equal
 /// weight: n − ⌊(n − 1)/3⌋, so the f = ⌊(n − 1)/3⌋ faulty validators BFT tolerates can neither
@@ -22,7 +25,7 @@ pub fn dealt_threshold(validators: usize) -> usize {
 
 /// Which threshold keys [`deal`] generates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Dealt {
+pub struct DealtLegs {
     /// A Corona key (t-of-n, party i = validator i).
     pub corona: bool,
     /// A Pulsar key: t-of-n among the validators when they are at most
@@ -31,11 +34,11 @@ pub struct Dealt {
     pub pulsar: bool,
 }
 
-impl Dealt {
+impl DealtLegs {
     /// The threshold keys `profile`'s legs need.
-    pub fn for_profile(profile: Profile) -> Dealt {
+    pub fn for_profile(profile: Profile) -> DealtLegs {
         let legs = profile.legs();
-        Dealt {
+        DealtLegs {
             corona: legs.contains(&LegKind::Corona),
             pulsar: legs.contains(&LegKind::Pulsar),
         }
@@ -78,7 +81,7 @@ pub const PULSAR_COMMITTEE_SIZE: usize = 4;
 pub fn deal(
     key_dirs: &[PathBuf],
     genesis: &mut GenesisFile,
-    which: Dealt,
+    which: DealtLegs,
     existing: Existing,
     accesses: &[KeyAccess],
     rng: &mut (impl rand::RngCore + rand::CryptoRng),
@@ -276,7 +279,7 @@ struct SetDeal {
 /// the set is larger than [`PULSAR_COMMITTEE_SIZE`]. Errors: a message naming the key.
 fn deal_set(
     validators: &[GenesisValidator],
-    which: Dealt,
+    which: DealtLegs,
     seed: &Hash,
     rng: &mut (impl rand::RngCore + rand::CryptoRng),
 ) -> Result<SetDeal, String> {
@@ -288,12 +291,12 @@ fn deal_set(
         pulsar_committee: None,
     };
     if which.corona {
-        let (group, dealt) = corona::scheme::trusted_dealer_keygen(dealt_threshold(n), n, rng)
+        let key = deal_key(ThresholdScheme::Corona, dealt_threshold(n), n, rng)
             .map_err(|e| format!("Corona key for {n} validators: {e}"))?;
-        for (entry, share) in shares.iter_mut().zip(dealt) {
-            entry.corona_share = Some(hex::encode(share.to_bytes().as_slice()));
+        for (entry, share) in shares.iter_mut().zip(&key.shares) {
+            entry.corona_share = Some(hex::encode(share.as_slice()));
         }
-        public.corona_group_key = Some(hex::encode(group.to_bytes()));
+        public.corona_group_key = Some(hex::encode(&key.public_key));
     }
     if which.pulsar {
         let members: Vec<usize> = if n <= PULSAR_COMMITTEE_SIZE {
@@ -306,18 +309,142 @@ fn deal_set(
             members
         };
         let size = members.len();
-        let (group, dealt) = pulsar::trusted_dealer_keygen(dealt_threshold(size), size, rng)
+        let key = deal_key(ThresholdScheme::Pulsar, dealt_threshold(size), size, rng)
             .map_err(|e| format!("Pulsar key for {size} parties: {e}"))?;
-        let full = hex::encode(group.to_bytes());
-        for (&member, share) in members.iter().zip(dealt) {
+        let full = hex::encode(&key.group_key);
+        for (&member, share) in members.iter().zip(&key.shares) {
             if let Some(entry) = shares.get_mut(member) {
                 entry.pulsar_group = Some(full.clone());
-                entry.pulsar_share = Some(hex::encode(share.to_bytes().as_slice()));
+                entry.pulsar_share = Some(hex::encode(share.as_slice()));
             }
         }
-        public.pulsar_group_key = Some(hex::encode(group.public_key_bytes()));
+        public.pulsar_group_key = Some(hex::encode(&key.public_key));
     }
     Ok(SetDeal { public, shares })
+}
+
+/// A threshold scheme the dealer deals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThresholdScheme {
+    /// Corona (the Ringtail construction; `quasar_crypto::corona`).
+    Corona,
+    /// Pulsar (threshold ML-DSA; `quasar_crypto::pulsar`).
+    Pulsar,
+}
+
+impl ThresholdScheme {
+    /// The lowercase name thresholdd's key files and RPC methods use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThresholdScheme::Corona => "corona",
+            ThresholdScheme::Pulsar => "pulsar",
+        }
+    }
+}
+
+/// One dealt t-of-n key, encoded.
+pub struct DealtKey {
+    /// The public key a certificate leg verifies under (Corona: the group key (ρ, b̃); Pulsar:
+    /// the ML-DSA-65 public key, FIPS 204).
+    pub public_key: Vec<u8>,
+    /// What a party needs beside its share to sign: Corona's group key again, Pulsar's full
+    /// group (its public key and the parties' verification data).
+    pub group_key: Vec<u8>,
+    /// The parties' secret shares, party i at index i.
+    pub shares: Vec<Zeroizing<Vec<u8>>>,
+}
+
+/// Deals a `threshold`-of-`parties` key of `scheme` with `rng` (trusted-dealer key generation:
+/// Corona's of `quasar_crypto::corona::scheme`, Pulsar's of `quasar_crypto::pulsar`). Errors:
+/// the scheme's refusal of the shape (Corona: 1 ≤ t ≤ n ≤ its party limit; Pulsar: 2 ≤ t ≤ n ≤
+/// [`pulsar::params::MAX_PARTIES`]).
+pub fn deal_key(
+    scheme: ThresholdScheme,
+    threshold: usize,
+    parties: usize,
+    rng: &mut (impl rand::RngCore + rand::CryptoRng),
+) -> Result<DealtKey, String> {
+    match scheme {
+        ThresholdScheme::Corona => {
+            let (group, shares) = corona::scheme::trusted_dealer_keygen(threshold, parties, rng)
+                .map_err(|e| e.to_string())?;
+            Ok(DealtKey {
+                public_key: group.to_bytes(),
+                group_key: group.to_bytes(),
+                shares: shares.iter().map(|s| s.to_bytes()).collect(),
+            })
+        }
+        ThresholdScheme::Pulsar => {
+            let (group, shares) = pulsar::trusted_dealer_keygen(threshold, parties, rng)
+                .map_err(|e| e.to_string())?;
+            Ok(DealtKey {
+                public_key: group.public_key_bytes().to_vec(),
+                group_key: group.to_bytes(),
+                shares: shares.iter().map(|s| s.to_bytes()).collect(),
+            })
+        }
+    }
+}
+
+/// One party's file from [`write_party_files`]: exactly the parameters of thresholdd's
+/// `<scheme>.import_share`, and the public key the ceremony methods name.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PartyFile<'a> {
+    scheme: &'a str,
+    party: u16,
+    threshold: u16,
+    participants: u16,
+    public_key_hex: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    group_key_hex: Option<&'a str>,
+    share_hex: &'a str,
+}
+
+/// `thresholdd deal`: deals a `threshold`-of-`participants` key of `scheme` ([`deal_key`]) and
+/// writes one file per party, `<out_dir>/<scheme>-party-<i>.json`, mode 0600 and never over an
+/// existing file, which that party's host loads with `<scheme>.import_share`. Each holds
+/// `{scheme, party, threshold, participants, publicKeyHex, shareHex}`, plus `groupKeyHex` for
+/// Pulsar (whose import needs the full group). `out_dir` is created if missing. Returns the
+/// public key (hex) and the files written. Errors: [`ConfigError::Invalid`] for a shape the
+/// scheme refuses; I/O errors, among them a file that exists (files written before it stay).
+pub fn write_party_files(
+    scheme: ThresholdScheme,
+    threshold: u16,
+    participants: u16,
+    out_dir: &Path,
+    rng: &mut (impl rand::RngCore + rand::CryptoRng),
+) -> Result<(String, Vec<PathBuf>), ConfigError> {
+    let key = deal_key(
+        scheme,
+        usize::from(threshold),
+        usize::from(participants),
+        rng,
+    )
+    .map_err(|e| ConfigError::Invalid(format!("{}: {e}", scheme.as_str())))?;
+    std::fs::create_dir_all(out_dir).map_err(io_err(out_dir))?;
+    let public_key_hex = hex::encode(&key.public_key);
+    let group_key_hex = (scheme == ThresholdScheme::Pulsar).then(|| hex::encode(&key.group_key));
+    let mut written = Vec::with_capacity(key.shares.len());
+    for (party, share) in (0u16..).zip(&key.shares) {
+        let share_hex = Zeroizing::new(hex::encode(share.as_slice()));
+        let file = Zeroizing::new(
+            serde_json::to_vec_pretty(&PartyFile {
+                scheme: scheme.as_str(),
+                party,
+                threshold,
+                participants,
+                public_key_hex: &public_key_hex,
+                group_key_hex: group_key_hex.as_deref(),
+                share_hex: &share_hex,
+            })
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?,
+        );
+        let path = out_dir.join(format!("{}-party-{party}.json", scheme.as_str()));
+        crate::write_private_new(&path, &file).map_err(io_err(&path))?;
+        written.push(path);
+    }
+    Ok((public_key_hex, written))
 }
 
 /// The public seed a Pulsar committee of the genesis set is drawn with:

@@ -433,7 +433,7 @@ fn above_four_validators_the_pulsar_key_goes_to_a_stake_sampled_committee() {
         profile: "aurora".into(),
         ..GenesisFile::from_public_keys(7, 1_000, &keys, 10)
     };
-    let which = Dealt {
+    let which = DealtLegs {
         corona: true,
         pulsar: true,
     };
@@ -704,7 +704,7 @@ fn deal_gives_every_validator_set_its_own_threshold_keys() {
         ..file
     };
     let dirs: Vec<PathBuf> = (0..5).map(|i| dir.path().join(format!("v{i}"))).collect();
-    let which = Dealt::for_profile(Profile::Aurora);
+    let which = DealtLegs::for_profile(Profile::Aurora);
     let mut rng = rand::rngs::OsRng;
     deal(
         &dirs,

@@ -1,4 +1,5 @@
-//! The node's HTTP admin API (axum), served on `api_listen`.
+//! The node's HTTP admin API (axum), served on `api_listen`. Every JSON answer is a type of
+//! [`quasar_client`], which the testnet harness and tools read back.
 //!
 //! | route | answer |
 //! |---|---|
@@ -10,7 +11,7 @@
 //! | `GET /status` | `{"validator","validator_index","height","finalized_height","view","epoch","history_floor","peers","mempool","chain_id","evidence","votes_signed","guard_refusals","guard_restart_refusals","profile","quasar_finalized_height","quasar_unavailable","leg_verify_p50_ms","leg_sign_p50_ms","version","commit","genesis_hash"}` (`commit`: 12 hex digits or `unknown`; `genesis_hash`: 64 hex digits) |
 //! | `GET /block/latest` | the highest finalized block, as `GET /block/{height}` answers it; `404` before the first is finalized |
 //! | `GET /block/{height}` | finalized block summary with its certificate and `"finality"`: `{"tier": "nova"\|"quasar", "profile", "bundle_end", "legs": {leg: "verified"\|"missing"}, "unavailable"?}`; `404` if not finalized |
-//! | `GET /evidence?from_view=V&limit=N` | `200 {"count","evidence":[{"kind","signer","view","first","second"}]}` (see [`evidence_json`]); `400` bad query |
+//! | `GET /evidence?from_view=V&limit=N` | `200 {"count","evidence":[{"kind","signer","view","first","second"}]}` (see [`evidence_list`]); `400` bad query |
 //! | `GET /metrics` | Prometheus text format; here only when `metrics_listen` is unset, otherwise on that listener alone ([`serve_metrics`]) |
 
 use crate::config::ApiConfig;
@@ -24,6 +25,10 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use governor::clock::QuantaInstant;
 use governor::middleware::NoOpMiddleware;
+use quasar_client::{
+    ApiError, BlockInfo, CertificateInfo, EvidenceEntry, EvidenceList, Health, Readiness, Status,
+    TxAccepted, TxInfo, TxStatus,
+};
 use quasar_consensus::{Evidence, EvidenceKind};
 use quasar_lanes::bls::signers_from_bitmap;
 use quasar_process::http_serve::TransportLimits;
@@ -99,7 +104,14 @@ pub fn process_routes<S: Clone + Send + Sync + 'static>(with_metrics: bool) -> R
                 async move { Json(index) }
             }),
         )
-        .route("/health", get(|| async { Json(json!({ "status": "ok" })) }))
+        .route(
+            "/health",
+            get(|| async {
+                Json(Health {
+                    status: "ok".into(),
+                })
+            }),
+        )
 }
 
 /// The API's router: every route of the module docs, `GET /metrics` only when `with_metrics`,
@@ -248,12 +260,21 @@ pub async fn serve_router(listener: tokio::net::TcpListener, app: Router, limits
 pub const MAX_CONNECTIONS: usize = 512;
 
 fn error(status: StatusCode, message: impl Into<String>) -> Response {
-    (status, Json(json!({ "error": message.into() }))).into_response()
+    (
+        status,
+        Json(ApiError {
+            error: message.into(),
+        }),
+    )
+        .into_response()
 }
 
 async fn submit_tx(State(shared): State<AppState>, body: Bytes) -> Response {
     match shared.submit_tx(body.to_vec()) {
-        Ok(hash) => Json(json!({ "hash": hex::encode(hash) })).into_response(),
+        Ok(hash) => Json(TxAccepted {
+            hash: hex::encode(hash),
+        })
+        .into_response(),
         Err(e @ (MempoolError::Empty | MempoolError::TooLarge { .. })) => {
             error(StatusCode::BAD_REQUEST, e.to_string())
         }
@@ -270,10 +291,12 @@ async fn get_tx(State(shared): State<AppState>, Path(hash_hex): Path<String>) ->
         None => return error(StatusCode::BAD_REQUEST, "hash must be 32 bytes of hex"),
     };
     match shared.store.tx_height(&hash) {
-        Ok(Some(height)) => {
-            Json(json!({ "hash": hash_hex, "status": "finalized", "height": height }))
-                .into_response()
-        }
+        Ok(Some(height)) => Json(TxInfo {
+            hash: hash_hex,
+            status: TxStatus::Finalized,
+            height: Some(height),
+        })
+        .into_response(),
         Ok(None) => {
             let pending = shared
                 .mempool
@@ -281,8 +304,12 @@ async fn get_tx(State(shared): State<AppState>, Path(hash_hex): Path<String>) ->
                 .map(|p| p.contains(&hash))
                 .unwrap_or(false);
             if pending {
-                Json(json!({ "hash": hash_hex, "status": "pending", "height": Value::Null }))
-                    .into_response()
+                Json(TxInfo {
+                    hash: hash_hex,
+                    status: TxStatus::Pending,
+                    height: None,
+                })
+                .into_response()
             } else {
                 match shared.store.history_floor() {
                     Ok(floor) if floor > 1 => error(
@@ -300,7 +327,7 @@ async fn get_tx(State(shared): State<AppState>, Path(hash_hex): Path<String>) ->
     }
 }
 
-async fn status(State(shared): State<AppState>) -> Json<Value> {
+async fn status(State(shared): State<AppState>) -> Json<Status> {
     let mempool = shared.mempool.lock().map(|p| p.len()).unwrap_or(0);
     let epoch = shared.schedule.epoch_of(
         shared
@@ -308,32 +335,41 @@ async fn status(State(shared): State<AppState>) -> Json<Value> {
             .load(Ordering::Relaxed)
             .saturating_add(1),
     );
-    Json(json!({
-        "validator": shared.validator,
-        "validator_index": shared.sets.at(epoch).index_of(&shared.public_key),
-        "height": shared.height.load(Ordering::Relaxed),
-        "finalized_height": shared.finalized_height.load(Ordering::Relaxed),
-        "view": shared.view.load(Ordering::Relaxed),
-        "epoch": epoch,
-        "history_floor": shared.store.history_floor().unwrap_or(1),
-        "peers": shared.network.connected_peers(),
-        "mempool": mempool,
-        "chain_id": shared.chain_id,
-        "evidence": shared.metrics.equivocations.get(),
-        "votes_signed": shared.metrics.votes_signed.get(),
-        "guard_refusals": shared.metrics.guard_refusals.get(),
-        "guard_restart_refusals": shared.metrics.guard_restart_refusals.get(),
-        "profile": shared.quasar.lock().map(|t| t.profile().name()).unwrap_or_default(),
-        "quasar_finalized_height": shared.quasar_height.load(Ordering::Relaxed),
-        "quasar_unavailable": shared.quasar.lock().ok().and_then(|t| {
-            t.unavailable_at(shared.finalized_height.load(Ordering::Relaxed).saturating_add(1))
+    Json(Status {
+        validator: shared.validator,
+        validator_index: shared.sets.at(epoch).index_of(&shared.public_key),
+        height: shared.height.load(Ordering::Relaxed),
+        finalized_height: shared.finalized_height.load(Ordering::Relaxed),
+        view: shared.view.load(Ordering::Relaxed),
+        epoch,
+        history_floor: shared.store.history_floor().unwrap_or(1),
+        peers: shared.network.connected_peers(),
+        mempool,
+        chain_id: shared.chain_id,
+        evidence: shared.metrics.equivocations.get(),
+        votes_signed: shared.metrics.votes_signed.get(),
+        guard_refusals: shared.metrics.guard_refusals.get(),
+        guard_restart_refusals: shared.metrics.guard_restart_refusals.get(),
+        profile: shared
+            .quasar
+            .lock()
+            .map(|t| t.profile().name().to_string())
+            .unwrap_or_default(),
+        quasar_finalized_height: shared.quasar_height.load(Ordering::Relaxed),
+        quasar_unavailable: shared.quasar.lock().ok().and_then(|t| {
+            t.unavailable_at(
+                shared
+                    .finalized_height
+                    .load(Ordering::Relaxed)
+                    .saturating_add(1),
+            )
         }),
-        "leg_verify_p50_ms": crate::quasar_service::leg_p50_ms(&shared.leg_samples),
-        "leg_sign_p50_ms": crate::quasar_service::leg_p50_ms(&shared.sign_samples),
-        "version": quasar_process::build_info::VERSION,
-        "commit": quasar_process::build_info::COMMIT,
-        "genesis_hash": hex::encode(shared.genesis_hash),
-    }))
+        leg_verify_p50_ms: crate::quasar_service::leg_p50_ms(&shared.leg_samples),
+        leg_sign_p50_ms: crate::quasar_service::leg_p50_ms(&shared.sign_samples),
+        version: quasar_process::build_info::VERSION.to_string(),
+        commit: quasar_process::build_info::COMMIT.to_string(),
+        genesis_hash: hex::encode(shared.genesis_hash),
+    })
 }
 
 /// View timeouts that may pass without a newly finalized block before `GET /ready` says the
@@ -397,15 +433,15 @@ async fn ready(State(shared): State<AppState>) -> Response {
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    let body = json!({
-        "ready": reasons.is_empty(),
-        "reasons": reasons,
-        "finalized_height": finalized,
-        "height": height,
-        "last_finalized_ms_ago": last.map(|at| now.saturating_sub(at) / 1000),
-        "stale_after_ms": stale_after_ms,
-        "peers": shared.network.connected_peers(),
-    });
+    let body = Readiness {
+        ready: reasons.is_empty(),
+        reasons,
+        finalized_height: finalized,
+        height,
+        last_finalized_ms_ago: last.map(|at| now.saturating_sub(at) / 1000),
+        stale_after_ms,
+        peers: shared.network.connected_peers(),
+    };
     (status, Json(body)).into_response()
 }
 
@@ -453,32 +489,36 @@ fn block_at(shared: &Shared, height: u64) -> Response {
     };
     let h = p.header();
     let n = shared.network_size();
-    let signers = signers_from_bitmap(c.signers(), n).unwrap_or_default();
+    let signers: Vec<u32> = signers_from_bitmap(c.signers(), n)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|s| u32::try_from(s).ok())
+        .collect();
     let finalized_at = shared
         .finalized_at
         .lock()
         .ok()
         .and_then(|m| m.get(&height).copied());
     let tx_hashes: Vec<String> = p.txs().map(|tx| hex::encode(tx_hash(tx))).collect();
-    Json(json!({
-        "height": h.height,
-        "hash": hex::encode(stored.hash),
-        "parent": hex::encode(h.parent),
-        "view": h.view,
-        "proposer": h.proposer,
-        "timestamp_us": h.timestamp_us,
-        "tx_count": p.tx_count(),
-        "tx_hashes": tx_hashes,
-        "finalized_at_us": finalized_at,
-        "finality": crate::quasar_service::finality_json(shared, height),
-        "certificate": {
-            "kind": kind_name(c.kind()),
-            "view": c.view(),
-            "block": hex::encode(c.block()),
-            "signers": signers,
-            "aggregate_signature": hex::encode(c.signature()),
+    Json(BlockInfo {
+        height: h.height,
+        hash: hex::encode(stored.hash),
+        parent: hex::encode(h.parent),
+        view: h.view,
+        proposer: h.proposer,
+        timestamp_us: h.timestamp_us,
+        tx_count: p.tx_count() as u64,
+        tx_hashes,
+        finalized_at_us: finalized_at,
+        finality: crate::quasar_service::finality_info(shared, height),
+        certificate: CertificateInfo {
+            kind: kind_name(c.kind()).to_string(),
+            view: c.view(),
+            block: hex::encode(c.block()),
+            signers,
+            aggregate_signature: hex::encode(c.signature()),
         },
-    }))
+    })
     .into_response()
 }
 
@@ -579,20 +619,18 @@ pub fn parse_evidence_query(raw: Option<&str>) -> Result<EvidenceQuery, String> 
 /// "signer": u32, "view": u64, "first": hex, "second": hex}]}`, where `first` and `second` are the
 /// complete encoded ZAP messages: decode them with `quasar_wire::decode` and verify each signature
 /// with the signer's public key to check the evidence independently.
-pub fn evidence_json(records: &[EvidenceRecord], count: u64) -> Value {
-    let evidence: Vec<Value> = records
+pub fn evidence_list(records: &[EvidenceRecord], count: u64) -> EvidenceList {
+    let evidence = records
         .iter()
-        .map(|r| {
-            json!({
-                "kind": evidence_kind::name(r.kind).unwrap_or("unknown"),
-                "signer": r.signer,
-                "view": r.view,
-                "first": hex::encode(&r.first),
-                "second": hex::encode(&r.second),
-            })
+        .map(|r| EvidenceEntry {
+            kind: evidence_kind::name(r.kind).unwrap_or("unknown").to_string(),
+            signer: r.signer,
+            view: r.view,
+            first: hex::encode(&r.first),
+            second: hex::encode(&r.second),
         })
         .collect();
-    json!({ "count": count, "evidence": evidence })
+    EvidenceList { count, evidence }
 }
 
 async fn evidence(State(shared): State<AppState>, RawQuery(raw): RawQuery) -> Response {
@@ -605,7 +643,7 @@ async fn evidence(State(shared): State<AppState>, RawQuery(raw): RawQuery) -> Re
     let answer = tokio::task::spawn_blocking(move || {
         let records = shared.store.evidence(query.limit, query.from_view)?;
         let count = shared.store.evidence_count()?;
-        Ok::<_, quasar_storage::StoreError>(evidence_json(&records, count))
+        Ok::<_, quasar_storage::StoreError>(evidence_list(&records, count))
     })
     .await;
     match answer {

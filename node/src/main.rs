@@ -436,7 +436,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 .profile
                 .parse()
                 .map_err(|e| format!("genesis profile: {e}"))?;
-            let which = quasar_chainspec::Dealt::for_profile(profile);
+            let which = quasar_chainspec::DealtLegs::for_profile(profile);
             if !which.corona && !which.pulsar {
                 return Err(format!(
                     "profile {} has no threshold leg: nothing to deal",

@@ -42,6 +42,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use quasar_client::FinalityInfo;
 use quasar_crypto::hash::Hash;
 use quasar_crypto::magnetar;
 use quasar_crypto::mldsa::{self, MlDsa65};
@@ -54,7 +55,6 @@ use quasar_wire::{
     QuasarCertRef,
 };
 use rand::rngs::OsRng;
-use serde_json::{json, Map, Value};
 
 use crate::ceremony::{Action, Ceremony, CoronaParty, PulsarParty, Scheme};
 use crate::metrics::LegLabel;
@@ -1063,19 +1063,23 @@ fn record(shared: &Shared, event: QuasarEvent) {
 /// started and not certified), each leg's state (`verified` or `missing`)
 /// while the bundle is certified or waiting, and the reason Quasar finality is unavailable when
 /// it is.
-pub fn finality_json(shared: &Shared, height: u64) -> Value {
+pub fn finality_info(shared: &Shared, height: u64) -> FinalityInfo {
     let Ok(tracker) = shared.quasar.lock() else {
-        return json!({ "tier": "nova" });
+        return FinalityInfo {
+            tier: "nova".into(),
+            state: "unknown".into(),
+            ..FinalityInfo::default()
+        };
     };
     let profile = tracker.profile();
     let closing = tracker.closing_height(height);
-    let mut legs = Map::new();
+    let mut legs = BTreeMap::new();
     let stored = shared.store.quasar_cert_from(height).ok().flatten();
     let (tier, state) = match stored {
         Some((at, bytes)) if at == closing => {
             if let Ok(cert) = QuasarCertRef::parse(&bytes) {
                 for (leg, _) in cert.legs() {
-                    legs.insert(leg.to_string(), json!("verified"));
+                    legs.insert(leg.to_string(), "verified".to_string());
                 }
             }
             ("quasar", "certified")
@@ -1088,7 +1092,7 @@ pub fn finality_json(shared: &Shared, height: u64) -> Value {
                     } else {
                         "missing"
                     };
-                    legs.insert(leg.to_string(), json!(state));
+                    legs.insert(leg.to_string(), state.to_string());
                 }
                 ("nova", "waiting")
             }
@@ -1100,15 +1104,12 @@ pub fn finality_json(shared: &Shared, height: u64) -> Value {
             BundleStatus::Unknown => ("nova", "unknown"),
         },
     };
-    let mut out = json!({
-        "tier": tier,
-        "state": state,
-        "profile": profile.name(),
-        "bundle_end": closing,
-        "legs": legs,
-    });
-    if let (Some(reason), Some(map)) = (tracker.unavailable_at(closing), out.as_object_mut()) {
-        map.insert("unavailable".into(), json!(reason));
+    FinalityInfo {
+        tier: tier.into(),
+        state: state.into(),
+        profile: profile.name().into(),
+        bundle_end: closing,
+        legs,
+        unavailable: tracker.unavailable_at(closing),
     }
-    out
 }

@@ -73,7 +73,6 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinSet;
 use tokio::time::{sleep, Instant};
@@ -81,6 +80,10 @@ use tokio::time::{sleep, Instant};
 use crate::config::{NodeConfig, PeerConfig, RemoteSignerConfig, SignerMode};
 use crate::rollup::{self, RollupCommandError, PROVING_KEY_FILE, VERIFYING_KEY_FILE};
 use quasar_chainspec::{ConfigError, GenesisFile};
+pub use quasar_client::{
+    BlockInfo, CertificateInfo, Client, ClientError, FinalityInfo, Readiness, Status, Submitted,
+    TxInfo, TxStatus,
+};
 use quasar_crypto::magnetar::ParameterSet;
 use quasar_lanes::cert::Profile;
 use quasar_wire::LegKind;
@@ -103,7 +106,7 @@ fn deal_keys(
     profile: Profile,
     existing: quasar_chainspec::Existing,
 ) -> Result<(), TestnetError> {
-    let which = quasar_chainspec::Dealt::for_profile(profile);
+    let which = quasar_chainspec::DealtLegs::for_profile(profile);
     if !which.corona && !which.pulsar {
         return Ok(());
     }
@@ -223,8 +226,6 @@ const SUBMIT_TICK: Duration = Duration::from_millis(10);
 const HTTP_TIMEOUT: Duration = Duration::from_secs(5);
 /// Most HTTP requests in flight at once while submitting or checking transactions.
 const MAX_IN_FLIGHT: usize = 32;
-/// Longest error body quoted in an error message.
-const MAX_QUOTED_BODY: usize = 200;
 /// The signing daemon's binary name, looked up next to the node's.
 const THRESHOLDD_BINARY: &str = "thresholdd";
 /// A validator's thresholdd keystore directory, inside its node directory.
@@ -322,31 +323,10 @@ pub enum TestnetError {
         /// Its log file.
         log: PathBuf,
     },
-    /// An HTTP request failed: connection refused, timeout, or a body that is not the expected
-    /// JSON.
-    #[error("{url}: {source}")]
-    Http {
-        /// The request URL.
-        url: String,
-        /// The client error.
-        source: reqwest::Error,
-    },
-    /// A node answered with an unexpected HTTP status.
-    #[error("{url}: HTTP {status}: {body}")]
-    Status {
-        /// The request URL.
-        url: String,
-        /// The HTTP status code.
-        status: u16,
-        /// The start of the response body.
-        body: String,
-    },
-    /// The node pruned what was asked for (`410 Gone`: a block of an epoch past retention).
-    #[error("{url}: pruned")]
-    Pruned {
-        /// The URL.
-        url: String,
-    },
+    /// A request to a node's API (or a thresholdd's metrics) failed or answered otherwise
+    /// than expected.
+    #[error(transparent)]
+    Api(#[from] ClientError),
     /// A node contradicted itself, e.g. a height at or below its finalized height has no block.
     #[error("validator {validator}: {message}")]
     Inconsistent {
@@ -565,169 +545,6 @@ impl TestnetReport {
     }
 }
 
-/// `GET /status` of a node.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Status {
-    /// The node's network identity: its position among every validator the genesis names.
-    pub validator: u32,
-    /// Its index in the current epoch's validator set; `None` while it is not a member (it
-    /// follows the chain without signing).
-    #[serde(default)]
-    pub validator_index: Option<u32>,
-    /// Highest height the node knows a block for.
-    pub height: u64,
-    /// Highest finalized height.
-    pub finalized_height: u64,
-    /// Current view.
-    pub view: u64,
-    /// Current epoch.
-    pub epoch: u64,
-    /// Every block from this height to the tip is stored (older epochs are pruned to their
-    /// boundary blocks).
-    #[serde(default)]
-    pub history_floor: u64,
-    /// Connected peers.
-    pub peers: usize,
-    /// Pending transactions.
-    pub mempool: usize,
-    /// Chain id.
-    pub chain_id: u64,
-    /// Equivocations the node detected in votes it received.
-    pub evidence: u64,
-    /// Votes this process signed.
-    pub votes_signed: u64,
-    /// Votes the signing guard refused against a record this process made (a second signer),
-    /// or could not record.
-    pub guard_refusals: u64,
-    /// Votes the signing guard refused because this validator voted otherwise in the same
-    /// view before it restarted.
-    #[serde(default)]
-    pub guard_restart_refusals: u64,
-    /// The cert profile.
-    #[serde(default)]
-    pub profile: String,
-    /// Highest height covered by a verified QuasarCert.
-    #[serde(default)]
-    pub quasar_finalized_height: u64,
-    /// Why Quasar finality is unavailable, if it is.
-    #[serde(default)]
-    pub quasar_unavailable: Option<String>,
-    /// Median verification time per leg, ms.
-    #[serde(default)]
-    pub leg_verify_p50_ms: BTreeMap<String, f64>,
-    /// Median production time per post-quantum leg, ms.
-    #[serde(default)]
-    pub leg_sign_p50_ms: BTreeMap<String, f64>,
-}
-
-/// The certificate part of [`BlockInfo`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CertificateInfo {
-    /// `"finalization"`, `"notarization"` or `"nullification"`.
-    pub kind: String,
-    /// The certified view.
-    pub view: u64,
-    /// Validator indices whose signatures are aggregated.
-    pub signers: Vec<u32>,
-    /// The BLS aggregate signature, hex.
-    pub aggregate_signature: String,
-}
-
-/// `GET /block/{height}` of a node: a finalized block.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BlockInfo {
-    /// Height.
-    pub height: u64,
-    /// Block hash, hex (32 bytes).
-    pub hash: String,
-    /// Parent hash, hex.
-    pub parent: String,
-    /// View it was proposed in.
-    pub view: u64,
-    /// Proposer's validator index.
-    pub proposer: u32,
-    /// Proposal time on the proposer's clock, µs since the Unix epoch.
-    pub timestamp_us: u64,
-    /// Number of transactions.
-    pub tx_count: u64,
-    /// Transaction hashes, hex.
-    pub tx_hashes: Vec<String>,
-    /// When this node saw the finalize quorum (its clock, µs since the Unix epoch); `None` when
-    /// it learned the block otherwise (e.g. by sync after a restart).
-    pub finalized_at_us: Option<u64>,
-    /// The certificate that finalized it.
-    pub certificate: CertificateInfo,
-    /// Its finality tier and the state of its bundle.
-    #[serde(default)]
-    pub finality: FinalityInfo,
-}
-
-/// The `finality` object of `GET /block/{height}` (the fields the testnet reads).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FinalityInfo {
-    /// `nova` or `quasar`.
-    pub tier: String,
-    /// Where its bundle stands: `certified`, `open`, `waiting`, `expired`, `dropped`,
-    /// `unavailable` or `unknown`.
-    #[serde(default)]
-    pub state: String,
-}
-
-/// Where a transaction stands (`GET /tx/{hash}`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TxStatus {
-    /// In the mempool.
-    Pending,
-    /// In a finalized block.
-    Finalized,
-}
-
-/// `GET /ready` of a node (answered with 200 when `ready`, 503 otherwise).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Readiness {
-    /// Whether the node finalizes with its peers.
-    pub ready: bool,
-    /// Why not, one sentence each; empty when ready.
-    pub reasons: Vec<String>,
-    /// Its finalized height.
-    pub finalized_height: u64,
-    /// The highest height of a verified proposal it has seen.
-    pub height: u64,
-    /// How long ago it saw its finalized height finalized, ms (`None`: nothing since it
-    /// started).
-    pub last_finalized_ms_ago: Option<u64>,
-    /// The longest time without a finalized block a ready node allows, ms.
-    pub stale_after_ms: u64,
-    /// Connected peers.
-    pub peers: usize,
-}
-
-/// `GET /tx/{hash}` of a node.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TxInfo {
-    /// Transaction hash, hex.
-    pub hash: String,
-    /// Pending or finalized.
-    pub status: TxStatus,
-    /// Height of the finalized block containing it.
-    pub height: Option<u64>,
-}
-
-/// The answer to `POST /tx`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Submitted {
-    /// 200: accepted, with the transaction hash (hex).
-    Accepted(String),
-    /// 400/409/503 (empty or too large, duplicate, mempool full): not accepted.
-    Rejected {
-        /// The HTTP status.
-        status: u16,
-        /// The start of the response body.
-        body: String,
-    },
-}
-
 #[derive(Debug, Clone, Copy)]
 struct NodeAddrs {
     p2p: SocketAddr,
@@ -912,14 +729,7 @@ impl Testnet {
             cfg.save(&node_dir(dir, i).join(NODE_CONFIG_FILE))?;
         }
 
-        let http = reqwest::Client::builder()
-            .no_proxy()
-            .timeout(HTTP_TIMEOUT)
-            .build()
-            .map_err(|source| TestnetError::Http {
-                url: "(building the HTTP client)".into(),
-                source,
-            })?;
+        let http = quasar_client::http_client(HTTP_TIMEOUT)?;
         Ok(Testnet {
             dir: dir.to_path_buf(),
             nodes,
@@ -1530,85 +1340,29 @@ impl Testnet {
         all[all.len().saturating_sub(lines)..].join("\n")
     }
 
-    fn url(&self, i: usize, path: &str) -> Result<String, TestnetError> {
+    /// A client of validator `i`'s API.
+    fn client(&self, i: usize) -> Result<Client, TestnetError> {
         self.check_index(i)?;
-        Ok(format!("http://{}{path}", self.nodes[i].api))
+        Ok(Client::with_http(
+            self.http.clone(),
+            format!("http://{}", self.nodes[i].api),
+        ))
     }
 
-    /// Sends `GET path` to validator `i`; returns the URL and the response, whatever its status.
-    async fn get(&self, i: usize, path: &str) -> Result<(String, reqwest::Response), TestnetError> {
-        let url = self.url(i, path)?;
-        match self.http.get(&url).send().await {
-            Ok(response) => Ok((url, response)),
-            Err(source) => Err(TestnetError::Http { url, source }),
-        }
-    }
-
-    /// GETs JSON; `Ok(None)` on 404.
-    async fn get_json<T: DeserializeOwned>(
-        &self,
-        i: usize,
-        path: &str,
-    ) -> Result<Option<T>, TestnetError> {
-        let (url, response) = self.get(i, path).await?;
-        let status = response.status();
-        if status == reqwest::StatusCode::NOT_FOUND {
-            return Ok(None);
-        }
-        if status == reqwest::StatusCode::GONE {
-            return Err(TestnetError::Pruned {
-                url: url.to_string(),
-            });
-        }
-        if !status.is_success() {
-            return Err(status_error(url, response).await);
-        }
-        response
-            .json()
-            .await
-            .map(Some)
-            .map_err(|source| TestnetError::Http { url, source })
-    }
-
-    /// Validator `i`'s `GET /status`. Errors: [`TestnetError::Http`] (not reachable, bad JSON),
-    /// [`TestnetError::Status`].
+    /// Validator `i`'s `GET /status` ([`Client::status`]).
     pub async fn status(&self, i: usize) -> Result<Status, TestnetError> {
-        match self.get_json(i, "/status").await? {
-            Some(status) => Ok(status),
-            None => Err(TestnetError::Status {
-                url: self.url(i, "/status")?,
-                status: 404,
-                body: String::new(),
-            }),
-        }
+        Ok(self.client(i)?.status().await?)
     }
 
-    /// Validator `i`'s `GET /ready`, ready or not. Errors: [`TestnetError::Http`] (not
-    /// reachable, bad JSON), [`TestnetError::Status`] for an answer other than 200 and 503,
-    /// [`TestnetError::Inconsistent`] when the status code and `ready` disagree.
+    /// Validator `i`'s `GET /ready`, ready or not ([`Client::ready`]).
     pub async fn ready(&self, i: usize) -> Result<Readiness, TestnetError> {
-        let (url, response) = self.get(i, "/ready").await?;
-        let code = response.status();
-        if code != reqwest::StatusCode::OK && code != reqwest::StatusCode::SERVICE_UNAVAILABLE {
-            return Err(status_error(url, response).await);
-        }
-        let readiness: Readiness = response
-            .json()
-            .await
-            .map_err(|source| TestnetError::Http { url, source })?;
-        if readiness.ready != (code == reqwest::StatusCode::OK) {
-            return Err(TestnetError::Inconsistent {
-                validator: i,
-                message: format!("GET /ready answered {code} with {readiness:?}"),
-            });
-        }
-        Ok(readiness)
+        Ok(self.client(i)?.ready().await?)
     }
 
     /// Validator `i`'s finalized block at `height` (`GET /block/{height}`); `None` when it has not
-    /// finalized that height.
+    /// finalized that height ([`Client::block`]).
     pub async fn block(&self, i: usize, height: u64) -> Result<Option<BlockInfo>, TestnetError> {
-        self.get_json(i, &format!("/block/{height}")).await
+        Ok(self.client(i)?.block(height).await?)
     }
 
     /// Whether every validator holds the same block hash at every height `1..=up_to` (heights
@@ -1641,31 +1395,23 @@ impl Testnet {
     /// Validator `i`'s view of transaction `hash_hex` (`GET /tx/{hash}`); `None` when it does not
     /// know it (not yet gossiped, or dropped).
     pub async fn tx(&self, i: usize, hash_hex: &str) -> Result<Option<TxInfo>, TestnetError> {
-        self.get_json(i, &format!("/tx/{hash_hex}")).await
+        Ok(self.client(i)?.tx(hash_hex).await?)
     }
 
-    /// Submits `tx` to validator `i` (`POST /tx`). A 4xx/5xx answer of the mempool is
-    /// [`Submitted::Rejected`], not an error. Errors: [`TestnetError::Http`].
+    /// Submits `tx` to validator `i` (`POST /tx`, [`Client::submit_tx`]): a 4xx/5xx answer of
+    /// the mempool is [`Submitted::Rejected`], not an error.
     pub async fn submit_tx(&self, i: usize, tx: Vec<u8>) -> Result<Submitted, TestnetError> {
-        post_tx(&self.http, self.url(i, "/tx")?, tx).await
+        Ok(self.client(i)?.submit_tx(tx).await?)
     }
 
     /// Validator `i`'s `GET /metrics` (Prometheus text).
     pub async fn metrics(&self, i: usize) -> Result<String, TestnetError> {
-        let (url, response) = self.get(i, "/metrics").await?;
-        if !response.status().is_success() {
-            return Err(status_error(url, response).await);
-        }
-        response
-            .text()
-            .await
-            .map_err(|source| TestnetError::Http { url, source })
+        Ok(self.client(i)?.metrics().await?)
     }
 
     /// The value of metric `name` in validator `i`'s thresholdd's `GET /metrics` (with its
     /// token; [`metric_value`]). Errors: [`TestnetError::Signer`] when the validator has no
-    /// thresholdd, [`TestnetError::Io`] (its token file), [`TestnetError::Http`] and
-    /// [`TestnetError::Status`].
+    /// thresholdd, [`TestnetError::Io`] (its token file), [`TestnetError::Api`].
     pub async fn signer_metric(&self, i: usize, name: &str) -> Result<Option<f64>, TestnetError> {
         self.check_index(i)?;
         let Some(daemon) = self.signers[i].as_ref() else {
@@ -1679,22 +1425,10 @@ impl Testnet {
             path: token_path,
             source,
         })?;
-        let url = format!("http://{}/metrics", daemon.listen);
-        let http_err = |source| TestnetError::Http {
-            url: url.clone(),
-            source,
-        };
-        let response = self
-            .http
-            .get(&url)
-            .bearer_auth(token.trim())
-            .send()
-            .await
-            .map_err(http_err)?;
-        if !response.status().is_success() {
-            return Err(status_error(url, response).await);
-        }
-        let text = response.text().await.map_err(http_err)?;
+        let text = Client::with_http(self.http.clone(), format!("http://{}", daemon.listen))
+            .with_token(token.trim())
+            .metrics()
+            .await?;
         Ok(metric_value(&text, name))
     }
 
@@ -1804,23 +1538,17 @@ impl Testnet {
         i: usize,
         hashes: &[String],
     ) -> Result<HashSet<String>, TestnetError> {
-        let base = self.url(i, "/tx/")?;
+        let client = self.client(i)?;
         let mut finalized = HashSet::new();
         let mut tasks = JoinSet::new();
         let mut queue = hashes.iter();
         loop {
             while tasks.len() < MAX_IN_FLIGHT {
                 let Some(hash) = queue.next() else { break };
-                let (client, url, hash) =
-                    (self.http.clone(), format!("{base}{hash}"), hash.clone());
+                let (client, hash) = (client.clone(), hash.clone());
                 tasks.spawn(async move {
-                    let ok = match client.get(&url).send().await {
-                        Ok(r) if r.status().is_success() => r
-                            .json::<TxInfo>()
-                            .await
-                            .is_ok_and(|t| t.status == TxStatus::Finalized),
-                        _ => false,
-                    };
+                    let finalized = client.tx(&hash).await;
+                    let ok = matches!(finalized, Ok(Some(t)) if t.status == TxStatus::Finalized);
                     (hash, ok)
                 });
             }
@@ -2042,8 +1770,8 @@ async fn submit_until_height(
         while sent < due && tasks.len() < MAX_IN_FLIGHT {
             let node = (sent % n as u64) as usize;
             let tx = format!("testnet-tx-{sent}-{}", rand::random::<u64>()).into_bytes();
-            let (client, url) = (net.http.clone(), net.url(node, "/tx")?);
-            tasks.spawn(async move { post_tx(&client, url, tx).await });
+            let client = net.client(node)?;
+            tasks.spawn(async move { Ok(client.submit_tx(tx).await?) });
             sent = sent.saturating_add(1);
         }
         while let Some(joined) = tasks.try_join_next() {
@@ -2171,7 +1899,7 @@ async fn wait_for_quasar(net: &Testnet, target: u64, budget: Duration) -> Result
 fn held<T>(result: Result<T, TestnetError>) -> Result<Option<T>, TestnetError> {
     match result {
         Ok(found) => Ok(Some(found)),
-        Err(TestnetError::Pruned { .. }) => Ok(None),
+        Err(TestnetError::Api(ClientError::Pruned { .. })) => Ok(None),
         Err(e) => Err(e),
     }
 }
@@ -2316,59 +2044,6 @@ pub fn metric_value(text: &str, name: &str) -> Option<f64> {
         }
     }
     found
-}
-
-async fn post_tx(
-    client: &reqwest::Client,
-    url: String,
-    tx: Vec<u8>,
-) -> Result<Submitted, TestnetError> {
-    let response =
-        client
-            .post(&url)
-            .body(tx)
-            .send()
-            .await
-            .map_err(|source| TestnetError::Http {
-                url: url.clone(),
-                source,
-            })?;
-    let status = response.status();
-    if status.is_success() {
-        #[derive(Deserialize)]
-        struct Accepted {
-            hash: String,
-        }
-        let accepted: Accepted = response
-            .json()
-            .await
-            .map_err(|source| TestnetError::Http { url, source })?;
-        Ok(Submitted::Accepted(accepted.hash))
-    } else {
-        let body = response.text().await.unwrap_or_default();
-        Ok(Submitted::Rejected {
-            status: status.as_u16(),
-            body: truncate(body),
-        })
-    }
-}
-
-async fn status_error(url: String, response: reqwest::Response) -> TestnetError {
-    let status = response.status().as_u16();
-    let body = truncate(response.text().await.unwrap_or_default());
-    TestnetError::Status { url, status, body }
-}
-
-fn truncate(mut text: String) -> String {
-    if text.len() > MAX_QUOTED_BODY {
-        let mut end = MAX_QUOTED_BODY;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
-        text.push('…');
-    }
-    text
 }
 
 /// How the key directory `key_dir` of a testnet validator is opened: under the passphrase in

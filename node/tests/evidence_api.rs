@@ -1,5 +1,5 @@
 //! Equivocation evidence from detection to `GET /evidence`: the record the runtime stores
-//! ([`api::evidence_record`]), the JSON the route answers ([`api::evidence_json`]), its query
+//! ([`api::evidence_record`]), the JSON the route answers ([`api::evidence_list`]), its query
 //! ([`api::parse_evidence_query`]), and the property that makes it evidence at all: anyone can
 //! decode both messages from the JSON and verify both signatures with the offender's public key.
 
@@ -10,7 +10,7 @@ use quasar_crypto::bls::{PublicKey, SecretKey, Signature};
 use quasar_crypto::hash::Hash;
 use quasar_lanes::ValidatorSet;
 use quasar_node::api::{
-    self, evidence_json, evidence_record, parse_evidence_query, EvidenceQuery,
+    self, evidence_list, evidence_record, parse_evidence_query, EvidenceQuery,
     DEFAULT_EVIDENCE_LIMIT, MAX_EVIDENCE_LIMIT,
 };
 use quasar_node::signer::VoteSigner;
@@ -77,10 +77,11 @@ fn conflicting_notarize_votes_are_stored_and_served_as_checkable_json() {
     assert_eq!(record.first, first.encode().unwrap(), "the whole message");
     assert!(store.put_evidence(&record).unwrap());
 
-    let body = evidence_json(
+    let body = serde_json::to_value(evidence_list(
         &store.evidence(100, 0).unwrap(),
         store.evidence_count().unwrap(),
-    );
+    ))
+    .unwrap();
     assert_eq!(body["count"], 1);
     let entries = body["evidence"].as_array().unwrap();
     assert_eq!(entries.len(), 1);
@@ -173,7 +174,7 @@ fn evidence_the_core_reports_goes_through_the_same_path() {
     // A restarted core reports the same offence again; the store overwrites it.
     assert!(!store.put_evidence(&record).unwrap());
 
-    let body = evidence_json(&store.evidence(10, 1).unwrap(), 1);
+    let body = serde_json::to_value(evidence_list(&store.evidence(10, 1).unwrap(), 1)).unwrap();
     let entry = &body["evidence"][0];
     assert_eq!(entry["kind"], "finalize_and_nullify");
     assert_eq!(entry["signer"], 2);
@@ -204,10 +205,11 @@ fn every_kind_has_its_own_code_and_name() {
 #[test]
 fn empty_store_answers_an_empty_list() {
     let store = SledStore::temporary().unwrap();
-    let body = evidence_json(
+    let body = serde_json::to_value(evidence_list(
         &store.evidence(100, 0).unwrap(),
         store.evidence_count().unwrap(),
-    );
+    ))
+    .unwrap();
     assert_eq!(body, serde_json::json!({ "count": 0, "evidence": [] }));
 }
 

@@ -12,8 +12,8 @@ use quasar_chainspec::GenesisFile;
 use quasar_lanes::cert::Profile;
 use quasar_node::config::NodeConfig;
 use quasar_node::testnet::{
-    self, metric_value, nearest_rank, Readiness, Status, Testnet, TestnetError, TestnetOptions,
-    TestnetReport, GENESIS_FILE, NODE_CONFIG_FILE,
+    self, metric_value, nearest_rank, ClientError, Readiness, Status, Testnet, TestnetError,
+    TestnetOptions, TestnetReport, GENESIS_FILE, NODE_CONFIG_FILE,
 };
 use quasar_p2p::client_config;
 use quasar_p2p::tls::SERVER_NAME;
@@ -637,7 +637,7 @@ async fn wait_readiness(net: &Testnet, i: usize, want: bool, limit: Duration) ->
         let answer = net.ready(i).await;
         match &answer {
             Ok(readiness) if readiness.ready == want => return readiness.clone(),
-            Err(e @ TestnetError::Inconsistent { .. }) => panic!("{e}"),
+            Err(e @ TestnetError::Api(ClientError::Inconsistent { .. })) => panic!("{e}"),
             _ => {}
         }
         assert!(
@@ -905,7 +905,7 @@ async fn a_validator_down_past_retention_rejoins_through_checkpoints() {
     let pruned = at_kill + 1 + at_kill % 2; // not a boundary block
     assert!(matches!(
         fx.net.block(0, pruned).await,
-        Err(TestnetError::Pruned { .. })
+        Err(TestnetError::Api(ClientError::Pruned { .. }))
     ));
     assert!(fx.net.block(1, pruned).await.unwrap().is_some());
     assert!(

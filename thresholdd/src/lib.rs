@@ -73,7 +73,6 @@
 pub mod auth;
 mod bls;
 mod corona;
-mod dealer;
 pub mod keystore;
 mod magnetar;
 pub mod metrics;
@@ -83,7 +82,7 @@ pub mod sessions;
 mod validator;
 
 pub use corona::import_share as import_corona_share;
-pub use dealer::deal;
+pub use corona::MAX_PARTICIPANTS as MAX_CORONA_PARTICIPANTS;
 pub use pulsar::import_share as import_pulsar_share;
 pub use quasar_process::http_serve::TransportLimits;
 pub use validator::{guard_location, import_vote_key};

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use quasar_chainspec::ThresholdScheme;
 use quasar_process::{init_tracing, interrupted, runtime, LogFormat};
 use quasar_thresholdd::keystore::{KdfParams, Keystore, KeystoreError, Scheme, HEADER_FILE};
 use quasar_thresholdd::{self as thresholdd, DaemonConfig};
@@ -196,7 +197,29 @@ fn run(mut cli: Cli) -> Result<(), String> {
             participants,
             out_dir,
         }) => {
-            let (public_key, files) = thresholdd::deal(scheme, threshold, participants, &out_dir)?;
+            let scheme = match scheme {
+                Scheme::Corona if participants > thresholdd::MAX_CORONA_PARTICIPANTS => {
+                    return Err(format!(
+                        "at most {} corona participants",
+                        thresholdd::MAX_CORONA_PARTICIPANTS
+                    ))
+                }
+                Scheme::Corona => ThresholdScheme::Corona,
+                Scheme::Pulsar => ThresholdScheme::Pulsar,
+                other => {
+                    return Err(format!(
+                        "{other} has no multi-host ceremony: deal corona or pulsar"
+                    ))
+                }
+            };
+            let (public_key, files) = quasar_chainspec::write_party_files(
+                scheme,
+                threshold,
+                participants,
+                &out_dir,
+                &mut rand::rngs::OsRng,
+            )
+            .map_err(|e| e.to_string())?;
             println!("{public_key}");
             for file in files {
                 eprintln!("wrote {}", file.display());

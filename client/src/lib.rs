@@ -1,0 +1,515 @@
+//! The HTTP API of `quasar-node`: the JSON every route answers, as types, and a small typed
+//! [`Client`]. The node's API (`quasar_node::api`) builds its answers from these types and the
+//! testnet harness, the benchmarks and tools read them back with the same types, so the shapes
+//! exist once (docs/architecture.md §1).
+//!
+//! | route | answer |
+//! |---|---|
+//! | `GET /health` | [`Health`] |
+//! | `GET /status` | [`Status`] |
+//! | `GET /ready` | [`Readiness`], with 200 when ready and 503 when not |
+//! | `GET /block/{height}`, `GET /block/latest` | [`BlockInfo`]; 404 when not finalized here, 410 when pruned |
+//! | `POST /tx` (body: the transaction's bytes) | [`TxAccepted`]; 400 empty or too large, 409 duplicate or finalized, 503 mempool full, 429 rate-limited |
+//! | `GET /tx/{hash}` | [`TxInfo`]; 404 when unknown |
+//! | `GET /evidence?limit=L&from_view=V` | [`EvidenceList`] |
+//! | `GET /metrics` | Prometheus text exposition |
+//!
+//! Every error answer is an [`ApiError`] (`{"error": "…"}`).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// `GET /health`: `{"status": "ok"}` while the process serves.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Health {
+    /// Always `"ok"`.
+    pub status: String,
+}
+
+/// The body of every error answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiError {
+    /// What went wrong, one sentence.
+    pub error: String,
+}
+
+/// `GET /status` of a node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Status {
+    /// The node's network identity: its position among every validator the genesis names.
+    pub validator: u32,
+    /// Its index in the current epoch's validator set; `None` while it is not a member (it
+    /// follows the chain without signing).
+    #[serde(default)]
+    pub validator_index: Option<u32>,
+    /// Highest height the node knows a block for.
+    pub height: u64,
+    /// Highest finalized height.
+    pub finalized_height: u64,
+    /// Current view.
+    pub view: u64,
+    /// Current epoch.
+    pub epoch: u64,
+    /// Every block from this height to the tip is stored (older epochs are pruned to their
+    /// boundary blocks).
+    #[serde(default)]
+    pub history_floor: u64,
+    /// Connected peers.
+    pub peers: usize,
+    /// Pending transactions.
+    pub mempool: usize,
+    /// Chain id.
+    pub chain_id: u64,
+    /// Equivocations the node detected in votes it received.
+    pub evidence: u64,
+    /// Votes this process signed.
+    pub votes_signed: u64,
+    /// Votes the signing guard refused against a record this process made (a second signer),
+    /// or could not record.
+    pub guard_refusals: u64,
+    /// Votes the signing guard refused because this validator voted otherwise in the same
+    /// view before it restarted.
+    #[serde(default)]
+    pub guard_restart_refusals: u64,
+    /// The cert profile.
+    #[serde(default)]
+    pub profile: String,
+    /// Highest height covered by a verified QuasarCert.
+    #[serde(default)]
+    pub quasar_finalized_height: u64,
+    /// Why Quasar finality is unavailable, if it is.
+    #[serde(default)]
+    pub quasar_unavailable: Option<String>,
+    /// Median verification time per leg, ms.
+    #[serde(default)]
+    pub leg_verify_p50_ms: BTreeMap<String, f64>,
+    /// Median production time per post-quantum leg, ms.
+    #[serde(default)]
+    pub leg_sign_p50_ms: BTreeMap<String, f64>,
+    /// The node's version (`quasar-node --version`).
+    #[serde(default)]
+    pub version: String,
+    /// The git commit it was built from (`unknown` outside a checkout).
+    #[serde(default)]
+    pub commit: String,
+    /// The hash of the genesis it runs, hex (32 bytes).
+    #[serde(default)]
+    pub genesis_hash: String,
+}
+
+/// `GET /ready` of a node (answered with 200 when `ready`, 503 otherwise).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Readiness {
+    /// Whether the node finalizes with its peers.
+    pub ready: bool,
+    /// Why not, one sentence each; empty when ready.
+    pub reasons: Vec<String>,
+    /// Its finalized height.
+    pub finalized_height: u64,
+    /// The highest height of a verified proposal it has seen.
+    pub height: u64,
+    /// How long ago it saw its finalized height finalized, ms (`None`: nothing since it
+    /// started).
+    pub last_finalized_ms_ago: Option<u64>,
+    /// The longest time without a finalized block a ready node allows, ms.
+    pub stale_after_ms: u64,
+    /// Connected peers.
+    pub peers: usize,
+}
+
+/// The certificate part of [`BlockInfo`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CertificateInfo {
+    /// `"finalization"`, `"notarization"` or `"nullification"`.
+    pub kind: String,
+    /// The certified view.
+    pub view: u64,
+    /// The certified block's hash, hex (32 bytes).
+    pub block: String,
+    /// Validator indices whose signatures are aggregated.
+    pub signers: Vec<u32>,
+    /// The BLS aggregate signature, hex.
+    pub aggregate_signature: String,
+}
+
+/// `GET /block/{height}` of a node: a finalized block.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockInfo {
+    /// Height.
+    pub height: u64,
+    /// Block hash, hex (32 bytes).
+    pub hash: String,
+    /// Parent hash, hex.
+    pub parent: String,
+    /// View it was proposed in.
+    pub view: u64,
+    /// Proposer's validator index.
+    pub proposer: u32,
+    /// Proposal time on the proposer's clock, µs since the Unix epoch.
+    pub timestamp_us: u64,
+    /// Number of transactions.
+    pub tx_count: u64,
+    /// Transaction hashes, hex.
+    pub tx_hashes: Vec<String>,
+    /// When this node saw the finalize quorum (its clock, µs since the Unix epoch); `None` when
+    /// it learned the block otherwise (e.g. by sync after a restart).
+    pub finalized_at_us: Option<u64>,
+    /// Its finality tier and the state of its bundle.
+    #[serde(default)]
+    pub finality: FinalityInfo,
+    /// The certificate that finalized it.
+    pub certificate: CertificateInfo,
+}
+
+/// The `finality` object of [`BlockInfo`]: where the block's Quasar bundle stands
+/// (docs/architecture.md §3).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FinalityInfo {
+    /// `nova` (BFT finality) or `quasar` (a verified QuasarCert covers the block).
+    pub tier: String,
+    /// Where its bundle stands: `certified`, `open`, `waiting`, `expired`, `dropped`,
+    /// `unavailable` or `unknown`.
+    #[serde(default)]
+    pub state: String,
+    /// The certificate profile.
+    #[serde(default)]
+    pub profile: String,
+    /// The height that closes the block's bundle.
+    #[serde(default)]
+    pub bundle_end: u64,
+    /// Each leg's state by leg name: `verified` or `missing`.
+    #[serde(default)]
+    pub legs: BTreeMap<String, String>,
+    /// Why Quasar finality is unavailable for this bundle, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+}
+
+/// The answer of `POST /tx` that accepted a transaction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxAccepted {
+    /// The transaction hash, hex (32 bytes).
+    pub hash: String,
+}
+
+/// Where a transaction stands (`GET /tx/{hash}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TxStatus {
+    /// In the mempool.
+    Pending,
+    /// In a finalized block.
+    Finalized,
+}
+
+/// `GET /tx/{hash}` of a node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxInfo {
+    /// Transaction hash, hex.
+    pub hash: String,
+    /// Pending or finalized.
+    pub status: TxStatus,
+    /// Height of the finalized block containing it.
+    pub height: Option<u64>,
+}
+
+/// One equivocation in [`EvidenceList`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvidenceEntry {
+    /// `conflicting_proposal`, `conflicting_notarize`, `conflicting_finalize` or
+    /// `finalize_and_nullify`.
+    pub kind: String,
+    /// The equivocating validator's index.
+    pub signer: u32,
+    /// The view both messages are for.
+    pub view: u64,
+    /// The first signed message, the complete encoded ZAP message, hex: decode it with
+    /// `quasar_wire::decode` and verify its signature with the signer's public key.
+    pub first: String,
+    /// The second, conflicting message, as `first`.
+    pub second: String,
+}
+
+/// `GET /evidence`: equivocations the node recorded, by view.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvidenceList {
+    /// Records stored in total.
+    pub count: u64,
+    /// The records asked for.
+    pub evidence: Vec<EvidenceEntry>,
+}
+
+/// The answer to `POST /tx`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Submitted {
+    /// 200: accepted, with the transaction hash (hex).
+    Accepted(String),
+    /// 400/409/429/503 (empty or too large, duplicate, rate-limited, mempool full): not
+    /// accepted.
+    Rejected {
+        /// The HTTP status.
+        status: u16,
+        /// The start of the response body.
+        body: String,
+    },
+}
+
+/// Response bodies quoted in errors are cut to this many bytes.
+pub const MAX_QUOTED_BODY: usize = 200;
+
+/// A request that did not give the answer asked for.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The request failed: connection refused, timeout, or a body that is not the expected
+    /// JSON.
+    #[error("{url}: {source}")]
+    Http {
+        /// The request URL.
+        url: String,
+        /// The HTTP client's error.
+        source: reqwest::Error,
+    },
+    /// The server answered with an unexpected HTTP status.
+    #[error("{url}: HTTP {status}: {body}")]
+    Status {
+        /// The request URL.
+        url: String,
+        /// The HTTP status code.
+        status: u16,
+        /// The start of the response body ([`MAX_QUOTED_BODY`]).
+        body: String,
+    },
+    /// The node pruned what was asked for (`410 Gone`: a block of an epoch past retention).
+    #[error("{url}: pruned")]
+    Pruned {
+        /// The URL.
+        url: String,
+    },
+    /// The answer contradicts itself (`GET /ready` answered 200 with `ready: false`).
+    #[error("{url}: {message}")]
+    Inconsistent {
+        /// The URL.
+        url: String,
+        /// What it contradicted.
+        message: String,
+    },
+}
+
+/// An HTTP client for [`Client::with_http`]: no proxy (the API is on the operator's network),
+/// `timeout` per request. Errors: [`ClientError::Http`] when the TLS-less client cannot be
+/// built (the system refuses its resources).
+pub fn http_client(timeout: Duration) -> Result<reqwest::Client, ClientError> {
+    reqwest::Client::builder()
+        .no_proxy()
+        .timeout(timeout)
+        .build()
+        .map_err(|source| ClientError::Http {
+            url: "(building the HTTP client)".into(),
+            source,
+        })
+}
+
+/// A client of one node's API (or of thresholdd's `GET /metrics`, with its bearer token).
+/// Cloning is cheap and shares the connection pool.
+#[derive(Debug, Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    base_url: String,
+    token: Option<String>,
+}
+
+impl Client {
+    /// A client of the API at `base_url` (e.g. `http://127.0.0.1:8080`, no trailing slash)
+    /// through `http` ([`http_client`]).
+    pub fn with_http(http: reqwest::Client, base_url: impl Into<String>) -> Client {
+        Client {
+            http,
+            base_url: base_url.into(),
+            token: None,
+        }
+    }
+
+    /// The same client, sending `Authorization: Bearer <token>` (thresholdd's routes).
+    pub fn with_token(self, token: impl Into<String>) -> Client {
+        Client {
+            token: Some(token.into()),
+            ..self
+        }
+    }
+
+    /// The URL of `path` (which starts with `/`).
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base_url)
+    }
+
+    /// Sends `GET path`; the URL and the response, whatever its status.
+    async fn get(&self, path: &str) -> Result<(String, reqwest::Response), ClientError> {
+        let url = self.url(path);
+        let mut request = self.http.get(&url);
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        match request.send().await {
+            Ok(response) => Ok((url, response)),
+            Err(source) => Err(ClientError::Http { url, source }),
+        }
+    }
+
+    /// GETs JSON: `Ok(None)` on 404, [`ClientError::Pruned`] on 410.
+    async fn get_json<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+    ) -> Result<Option<T>, ClientError> {
+        let (url, response) = self.get(path).await?;
+        let status = response.status();
+        if status == reqwest::StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        if status == reqwest::StatusCode::GONE {
+            return Err(ClientError::Pruned { url });
+        }
+        if !status.is_success() {
+            return Err(status_error(url, response).await);
+        }
+        json(url, response).await.map(Some)
+    }
+
+    /// `GET /status`. Errors: [`ClientError::Http`] (not reachable, bad JSON),
+    /// [`ClientError::Status`] for any answer but 200.
+    pub async fn status(&self) -> Result<Status, ClientError> {
+        match self.get_json("/status").await? {
+            Some(status) => Ok(status),
+            None => Err(ClientError::Status {
+                url: self.url("/status"),
+                status: 404,
+                body: String::new(),
+            }),
+        }
+    }
+
+    /// `GET /ready`, ready or not. Errors: [`ClientError::Http`] (not reachable, bad JSON),
+    /// [`ClientError::Status`] for an answer other than 200 and 503,
+    /// [`ClientError::Inconsistent`] when the status code and `ready` disagree.
+    pub async fn ready(&self) -> Result<Readiness, ClientError> {
+        let (url, response) = self.get("/ready").await?;
+        let code = response.status();
+        if code != reqwest::StatusCode::OK && code != reqwest::StatusCode::SERVICE_UNAVAILABLE {
+            return Err(status_error(url, response).await);
+        }
+        let readiness: Readiness = json(url.clone(), response).await?;
+        if readiness.ready != (code == reqwest::StatusCode::OK) {
+            return Err(ClientError::Inconsistent {
+                url,
+                message: format!("GET /ready answered {code} with {readiness:?}"),
+            });
+        }
+        Ok(readiness)
+    }
+
+    /// `GET /block/{height}`: the finalized block at `height`, `None` when the node has not
+    /// finalized it. Errors: [`ClientError::Pruned`], [`ClientError::Http`],
+    /// [`ClientError::Status`].
+    pub async fn block(&self, height: u64) -> Result<Option<BlockInfo>, ClientError> {
+        self.get_json(&format!("/block/{height}")).await
+    }
+
+    /// `GET /tx/{hash}`: transaction `hash_hex`, `None` when the node does not know it (not yet
+    /// gossiped, dropped, or in a pruned block). Errors: [`ClientError::Http`],
+    /// [`ClientError::Status`] (a hash that is not 32 bytes of hex answers 400).
+    pub async fn tx(&self, hash_hex: &str) -> Result<Option<TxInfo>, ClientError> {
+        self.get_json(&format!("/tx/{hash_hex}")).await
+    }
+
+    /// `POST /tx` with `tx`. A 4xx/5xx answer of the mempool is [`Submitted::Rejected`], not an
+    /// error. Errors: [`ClientError::Http`].
+    pub async fn submit_tx(&self, tx: Vec<u8>) -> Result<Submitted, ClientError> {
+        let url = self.url("/tx");
+        let response = self
+            .http
+            .post(&url)
+            .body(tx)
+            .send()
+            .await
+            .map_err(|source| ClientError::Http {
+                url: url.clone(),
+                source,
+            })?;
+        let status = response.status();
+        if status.is_success() {
+            let accepted: TxAccepted = json(url, response).await?;
+            Ok(Submitted::Accepted(accepted.hash))
+        } else {
+            let body = response.text().await.unwrap_or_default();
+            Ok(Submitted::Rejected {
+                status: status.as_u16(),
+                body: truncate(body),
+            })
+        }
+    }
+
+    /// `GET /evidence`, at most `limit` records from view `from_view` on (the node's defaults
+    /// when `None`). Errors: [`ClientError::Http`], [`ClientError::Status`].
+    pub async fn evidence(
+        &self,
+        limit: Option<usize>,
+        from_view: Option<u64>,
+    ) -> Result<EvidenceList, ClientError> {
+        let mut query = Vec::new();
+        query.extend(limit.map(|l| format!("limit={l}")));
+        query.extend(from_view.map(|v| format!("from_view={v}")));
+        let path = if query.is_empty() {
+            "/evidence".to_string()
+        } else {
+            format!("/evidence?{}", query.join("&"))
+        };
+        let (url, response) = self.get(&path).await?;
+        if !response.status().is_success() {
+            return Err(status_error(url, response).await);
+        }
+        json(url, response).await
+    }
+
+    /// `GET /metrics`: the Prometheus text exposition. Errors: [`ClientError::Http`],
+    /// [`ClientError::Status`].
+    pub async fn metrics(&self) -> Result<String, ClientError> {
+        let (url, response) = self.get("/metrics").await?;
+        if !response.status().is_success() {
+            return Err(status_error(url, response).await);
+        }
+        response
+            .text()
+            .await
+            .map_err(|source| ClientError::Http { url, source })
+    }
+}
+
+/// The body of `response` as `T`. Errors: [`ClientError::Http`] for a body that is not `T`.
+async fn json<T: serde::de::DeserializeOwned>(
+    url: String,
+    response: reqwest::Response,
+) -> Result<T, ClientError> {
+    response
+        .json()
+        .await
+        .map_err(|source| ClientError::Http { url, source })
+}
+
+async fn status_error(url: String, response: reqwest::Response) -> ClientError {
+    let status = response.status().as_u16();
+    let body = truncate(response.text().await.unwrap_or_default());
+    ClientError::Status { url, status, body }
+}
+
+/// `text` cut to [`MAX_QUOTED_BODY`] bytes (at a character boundary), with `…` when cut.
+fn truncate(mut text: String) -> String {
+    if text.len() > MAX_QUOTED_BODY {
+        let mut end = MAX_QUOTED_BODY;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
+    }
+    text
+}
