@@ -74,9 +74,11 @@ pub const PULSAR_COMMITTEE_SIZE: usize = 4;
 /// Shares already in a key file are refused under [`Existing::Refuse`] and dropped under
 /// [`Existing::Replace`] (a test network dealing again after its sets changed).
 ///
-/// Errors: [`ConfigError::Invalid`] when the genesis does not check, a key directory does not
-/// hold its roster validator, or a key file already holds shares that may not be replaced; I/O
-/// errors. Every key file is checked before any is written, and all are staged before any is
+/// Errors: [`ConfigError::Genesis`] when the genesis does not check;
+/// [`ConfigError::Arguments`] when a key directory does not hold its roster validator;
+/// [`ConfigError::AlreadyDealt`] when the genesis or a key file already holds threshold keys
+/// that may not be replaced; [`ConfigError::Deal`] when a set's shape is refused; key file and
+/// I/O errors. Every key file is checked before any is written, and all are staged before any is
 /// replaced, so a refusal changes nothing.
 pub fn deal(
     key_dirs: &[PathBuf],
@@ -88,7 +90,7 @@ pub fn deal(
 ) -> Result<(), ConfigError> {
     let checked = genesis.clone().check()?;
     if accesses.len() != key_dirs.len() {
-        return Err(ConfigError::Invalid(format!(
+        return Err(ConfigError::Arguments(format!(
             "{} key accesses for {} key directories",
             accesses.len(),
             key_dirs.len()
@@ -106,9 +108,8 @@ pub fn deal(
             .map(|(epoch, _, _)| epoch)
             .collect();
     if existing == Existing::Refuse && !sets_with_keys.is_empty() {
-        return Err(ConfigError::Invalid(format!(
-            "the genesis already has threshold group keys (the sets from epochs {sets_with_keys:?}); \
-             refusing to deal again"
+        return Err(ConfigError::AlreadyDealt(format!(
+            "the genesis already has threshold group keys (the sets from epochs {sets_with_keys:?})"
         )));
     }
     let roster: Vec<String> = checked
@@ -117,7 +118,7 @@ pub fn deal(
         .map(|v| v.bls_public_key.to_ascii_lowercase())
         .collect();
     if key_dirs.len() != roster.len() {
-        return Err(ConfigError::Invalid(format!(
+        return Err(ConfigError::Arguments(format!(
             "{} key directories for the genesis's {} validators (the genesis set's, then the \
              newcomers of each validator change)",
             key_dirs.len(),
@@ -130,7 +131,7 @@ pub fn deal(
         .enumerate()
     {
         if !load_public(dir)?.bls_public_key.eq_ignore_ascii_case(key) {
-            return Err(ConfigError::Invalid(format!(
+            return Err(ConfigError::Arguments(format!(
                 "{} does not hold validator {i} ({}) of the genesis roster (the genesis set's \
                  validators, then each validator change's newcomers)",
                 dir.display(),
@@ -148,8 +149,8 @@ pub fn deal(
             || secret.pulsar_group.is_some()
             || !secret.set_shares.is_empty();
         if dealt && existing == Existing::Refuse {
-            return Err(ConfigError::Invalid(format!(
-                "{} already holds threshold key shares; refusing to replace them",
+            return Err(ConfigError::AlreadyDealt(format!(
+                "{} already holds threshold key shares",
                 path.display()
             )));
         }
@@ -178,7 +179,7 @@ pub fn deal(
     let mut keys = Vec::with_capacity(sets.len());
     for ((first_epoch, validators), seed) in sets.iter().zip(&seeds) {
         let dealt = deal_set(validators, which, seed, rng)
-            .map_err(|e| ConfigError::Invalid(format!("{}{e}", set_label(*first_epoch))))?;
+            .map_err(|e| ConfigError::Deal(format!("{}{e}", set_label(*first_epoch))))?;
         for (v, shares) in validators.iter().zip(dealt.shares) {
             let Some(member) = roster
                 .iter()
@@ -406,7 +407,7 @@ struct PartyFile<'a> {
 /// existing file, which that party's host loads with `<scheme>.import_share`. Each holds
 /// `{scheme, party, threshold, participants, publicKeyHex, shareHex}`, plus `groupKeyHex` for
 /// Pulsar (whose import needs the full group). `out_dir` is created if missing. Returns the
-/// public key (hex) and the files written. Errors: [`ConfigError::Invalid`] for a shape the
+/// public key (hex) and the files written. Errors: [`ConfigError::Deal`] for a shape the
 /// scheme refuses; I/O errors, among them a file that exists (files written before it stay).
 pub fn write_party_files(
     scheme: ThresholdScheme,
@@ -421,7 +422,7 @@ pub fn write_party_files(
         usize::from(participants),
         rng,
     )
-    .map_err(|e| ConfigError::Invalid(format!("{}: {e}", scheme.as_str())))?;
+    .map_err(|e| ConfigError::Deal(format!("{}: {e}", scheme.as_str())))?;
     std::fs::create_dir_all(out_dir).map_err(io_err(out_dir))?;
     let public_key_hex = hex::encode(&key.public_key);
     let group_key_hex = (scheme == ThresholdScheme::Pulsar).then(|| hex::encode(&key.group_key));
@@ -438,7 +439,7 @@ pub fn write_party_files(
                 group_key_hex: group_key_hex.as_deref(),
                 share_hex: &share_hex,
             })
-            .map_err(|e| ConfigError::Invalid(e.to_string()))?,
+            .map_err(|e| ConfigError::Encode(e.to_string()))?,
         );
         let path = out_dir.join(format!("{}-party-{party}.json", scheme.as_str()));
         crate::write_private_new(&path, &file).map_err(io_err(&path))?;
@@ -485,7 +486,7 @@ pub(crate) fn check_committee(
     validators: usize,
 ) -> Result<(), ConfigError> {
     let invalid = |why: String| {
-        Err(ConfigError::Invalid(format!(
+        Err(ConfigError::Genesis(format!(
             "{label}pulsar_committee: {why}"
         )))
     };

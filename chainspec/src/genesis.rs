@@ -41,7 +41,7 @@ fn rollup_validators(
         .zip(keys)
         .map(|(v, key)| {
             let key = ExpandedKey::from_public_key(&ML_DSA_65, key.as_bytes()).map_err(|e| {
-                ConfigError::Invalid(format!("validator {}: ML-DSA key: {e}", v.name))
+                ConfigError::Genesis(format!("validator {}: ML-DSA key: {e}", v.name))
             })?;
             Ok(RollupValidator {
                 key,
@@ -197,7 +197,7 @@ impl KeyFields<'_> {
     /// Decodes the hex and checks the committee against a set of `validators` validators, and
     /// appends the set's keys to the genesis hash `parts`: the Corona key bytes, the Pulsar key
     /// bytes, the committee (u32 LE each) and the rollup verifying key bytes, each empty when
-    /// absent. Errors: [`ConfigError::Invalid`] beginning with `label` and naming the field
+    /// absent. Errors: [`ConfigError::Genesis`] beginning with `label` and naming the field
     /// (bad hex, a bad committee, a Pulsar key for more than
     /// [`pulsar::params::MAX_PARTIES`] validators without a committee).
     fn decode(
@@ -210,7 +210,7 @@ impl KeyFields<'_> {
             value
                 .as_deref()
                 .map(|v| {
-                    decode_hex(field, v).map_err(|e| ConfigError::Invalid(format!("{label}{e}")))
+                    decode_hex(field, v).map_err(|e| ConfigError::Genesis(format!("{label}{e}")))
                 })
                 .transpose()
         };
@@ -218,7 +218,7 @@ impl KeyFields<'_> {
         let pulsar = optional("pulsar_group_key", self.pulsar_group_key)?;
         let committee_bytes: Vec<u8> = match self.pulsar_committee {
             Some(_) if pulsar.is_none() => {
-                return Err(ConfigError::Invalid(format!(
+                return Err(ConfigError::Genesis(format!(
                     "{label}pulsar_committee without pulsar_group_key: the committee holds that \
                      key's shares (quasar-node deal writes both)"
                 )));
@@ -228,7 +228,7 @@ impl KeyFields<'_> {
                 members.iter().flat_map(|m| m.to_le_bytes()).collect()
             }
             None if pulsar.is_some() && validators > pulsar::params::MAX_PARTIES => {
-                return Err(ConfigError::Invalid(format!(
+                return Err(ConfigError::Genesis(format!(
                     "{label}pulsar_group_key: the set has {validators} validators but no \
                      pulsar_committee: a Pulsar key has at most {} parties",
                     pulsar::params::MAX_PARTIES
@@ -254,7 +254,7 @@ impl KeyFields<'_> {
 /// t = 0 or b̃ = 0, under which anyone can sign.
 fn refuse_degenerate(label: &str, field: &str, bytes: &[u8]) -> Result<(), ConfigError> {
     if bytes.iter().skip(32).all(|&b| b == 0) {
-        return Err(ConfigError::Invalid(format!(
+        return Err(ConfigError::Genesis(format!(
             "{label}{field}: the key is all zeros after its seed (anyone could sign)"
         )));
     }
@@ -263,7 +263,7 @@ fn refuse_degenerate(label: &str, field: &str, bytes: &[u8]) -> Result<(), Confi
 
 impl RawKeys {
     /// Parses the keys of `set` (checked from the file's `validators`). Errors:
-    /// [`ConfigError::Invalid`] beginning with `label` and naming the field: a key that does
+    /// [`ConfigError::Genesis`] beginning with `label` and naming the field: a key that does
     /// not decode or is degenerate, a rollup verifying key with the wrong number of public
     /// inputs, an ML-DSA-65 key the rollup cannot expand.
     fn parse(
@@ -273,7 +273,7 @@ impl RawKeys {
         set: &CheckedSet,
     ) -> Result<SetKeys, ConfigError> {
         let invalid = |field: &str, e: &dyn std::fmt::Display| {
-            ConfigError::Invalid(format!("{label}{field}: {e}"))
+            ConfigError::Genesis(format!("{label}{field}: {e}"))
         };
         let corona = match self.corona {
             Some(bytes) => {
@@ -435,7 +435,7 @@ pub struct CheckedSet {
 impl CheckedSet {
     /// The set's validators as the Groth16 rollup sees them (expanded ML-DSA-65 keys and
     /// stakes, in index order); `file` holds the entries it was checked from. Errors:
-    /// [`ConfigError::Invalid`] naming a key that does not expand.
+    /// [`ConfigError::Genesis`] naming a key that does not expand.
     pub fn rollup_validators(
         &self,
         file: &[GenesisValidator],
@@ -498,7 +498,7 @@ impl Genesis {
     }
 
     /// Epoch 0's validators as the Groth16 rollup sees them: expanded ML-DSA-65 keys and
-    /// stakes, in index order. Errors: [`ConfigError::Invalid`] naming a key that does not
+    /// stakes, in index order. Errors: [`ConfigError::Genesis`] naming a key that does not
     /// expand.
     pub fn rollup_validators(&self) -> Result<Vec<RollupValidator>, ConfigError> {
         rollup_validators(&self.file.validators, &self.mldsa_public_keys)
@@ -703,7 +703,7 @@ pub(crate) fn set_label(first_epoch: u64) -> String {
 /// SLH-DSA public key (48 bytes), TLS certificate (DER) and stake (8 bytes LE). BLS keys are
 /// decoded through `cache`, SLH-DSA keys under `magnetar_set`.
 ///
-/// Errors: [`ConfigError::Invalid`], beginning with [`set_label`], naming the validator (a name
+/// Errors: [`ConfigError::Genesis`], beginning with [`set_label`], naming the validator (a name
 /// that repeats one of the set, a BLS key that does not decode or whose proof of possession does
 /// not verify, an ML-DSA-65 key that is not 1952 bytes or repeats another of the set, an
 /// SLH-DSA key that is not 48 bytes or repeats, a TLS certificate that is not X.509 or repeats,
@@ -729,27 +729,27 @@ fn check_set(
             .take(i)
             .any(|earlier| earlier.name == v.name)
         {
-            return Err(ConfigError::Invalid(format!(
+            return Err(ConfigError::Genesis(format!(
                 "{who}: the name repeats an earlier validator's"
             )));
         }
         let hex = |field: &str, value: &str| {
-            decode_hex(field, value).map_err(|e| ConfigError::Invalid(format!("{who}: {e}")))
+            decode_hex(field, value).map_err(|e| ConfigError::Genesis(format!("{who}: {e}")))
         };
         let pk = cache
             .get_or_decode(&hex("bls_public_key", &v.bls_public_key)?)
-            .map_err(|e| ConfigError::Invalid(format!("{who}: public key: {e}")))?;
+            .map_err(|e| ConfigError::Genesis(format!("{who}: public key: {e}")))?;
         let pop =
             ProofOfPossession::from_bytes(&hex("proof_of_possession", &v.proof_of_possession)?)
-                .map_err(|e| ConfigError::Invalid(format!("{who}: proof of possession: {e}")))?;
+                .map_err(|e| ConfigError::Genesis(format!("{who}: proof of possession: {e}")))?;
         pk.verify_possession(&pop).map_err(|e| {
-            ConfigError::Invalid(format!("{who}: proof of possession does not verify: {e}"))
+            ConfigError::Genesis(format!("{who}: proof of possession does not verify: {e}"))
         })?;
         let identity =
             mldsa::PublicKey::<MlDsa65>::from_bytes(&hex("mldsa_public_key", &v.mldsa_public_key)?)
-                .map_err(|e| ConfigError::Invalid(format!("{who}: ML-DSA-65 public key: {e}")))?;
+                .map_err(|e| ConfigError::Genesis(format!("{who}: ML-DSA-65 public key: {e}")))?;
         if mldsa_keys.contains(&identity) {
-            return Err(ConfigError::Invalid(format!(
+            return Err(ConfigError::Genesis(format!(
                 "{who}: ML-DSA-65 public key repeats an earlier validator's"
             )));
         }
@@ -757,20 +757,20 @@ fn check_set(
             magnetar_set,
             &hex("slhdsa_public_key", &v.slhdsa_public_key)?,
         )
-        .map_err(|e| ConfigError::Invalid(format!("{who}: SLH-DSA public key: {e}")))?;
+        .map_err(|e| ConfigError::Genesis(format!("{who}: SLH-DSA public key: {e}")))?;
         if slhdsa_keys.contains(&magnetar_key) {
-            return Err(ConfigError::Invalid(format!(
+            return Err(ConfigError::Genesis(format!(
                 "{who}: SLH-DSA public key repeats an earlier validator's"
             )));
         }
         let cert = hex("tls_certificate", &v.tls_certificate)?;
         check_certificate(&cert).map_err(|e| {
-            ConfigError::Invalid(format!(
+            ConfigError::Genesis(format!(
                 "{who}: TLS certificate is not a valid X.509 certificate: {e}"
             ))
         })?;
         if certs.contains(&cert) {
-            return Err(ConfigError::Invalid(format!(
+            return Err(ConfigError::Genesis(format!(
                 "{who}: TLS certificate repeats an earlier validator's"
             )));
         }
@@ -788,7 +788,7 @@ fn check_set(
         slhdsa_keys.push(magnetar_key);
     }
     let validators = ValidatorSet::new(members)
-        .map_err(|e| ConfigError::Invalid(format!("{label}validator set: {e}")))?;
+        .map_err(|e| ConfigError::Genesis(format!("{label}validator set: {e}")))?;
     let validator_set_root = validator_set_root(&validators, &mldsa_keys, &slhdsa_keys);
     Ok(CheckedSet {
         first_epoch,
@@ -805,7 +805,7 @@ fn check_set(
 /// the file's validators it was checked from; the genesis set first) and returns each distinct
 /// validator's first appearance, in order ([`Genesis::roster`]). A validator is its BLS key: a
 /// key in several sets must carry the same name, ML-DSA-65 key, SLH-DSA key and TLS certificate
-/// in each, and no two keys may share any of those four. Errors: [`ConfigError::Invalid`] naming
+/// in each, and no two keys may share any of those four. Errors: [`ConfigError::Genesis`] naming
 /// the validator and the earlier one it clashes with.
 fn check_identities(
     sets: &[(&[GenesisValidator], &CheckedSet)],
@@ -855,7 +855,7 @@ fn check_identities(
                     .zip(identity)
                     .find(|((_, owner), bytes)| owner.get(bytes) != Some(&entry));
                 if let Some(((kind, _), _)) = differs {
-                    return Err(ConfigError::Invalid(format!(
+                    return Err(ConfigError::Genesis(format!(
                         "{}: has the BLS public key of {} but another {kind}; a validator \
                          keeps its name, ML-DSA-65 and SLH-DSA keys and TLS certificate in \
                          every set",
@@ -867,7 +867,7 @@ fn check_identities(
             }
             for ((kind, owner), bytes) in KINDS.iter().zip(&mut owners).zip(identity) {
                 if let Some(&other) = owner.get(bytes) {
-                    return Err(ConfigError::Invalid(format!(
+                    return Err(ConfigError::Genesis(format!(
                         "{}: {kind} is that of {}, another validator (another BLS public key)",
                         who(),
                         roster.get(other).map_or_else(String::new, |&p| describe(p))
@@ -884,7 +884,7 @@ fn check_identities(
 impl GenesisFile {
     /// Builds a genesis from the public key files of `key_dirs` (in validator index order) with
     /// equal `stake`; its Magnetar parameter set is the one the files share (what the `genesis`
-    /// command does). Errors: [`ConfigError`] reading a file; [`ConfigError::Invalid`] naming
+    /// command does). Errors: [`ConfigError`] reading a file; [`ConfigError::Genesis`] naming
     /// the first validator (index, name and directory) whose `slhdsa_parameter_set` differs from
     /// validator 0's, as a genesis has one set for all its validators.
     pub fn from_key_dirs(
@@ -896,7 +896,7 @@ impl GenesisFile {
         let keys = load_publics(key_dirs)?;
         if let Some(first) = keys.first() {
             if let Some((i, k, dir)) = other_set(&keys, key_dirs, first.slhdsa_parameter_set) {
-                return Err(ConfigError::Invalid(format!(
+                return Err(ConfigError::Keys(format!(
                     "validator {i} ({}, {}): slhdsa_parameter_set is {:?} but validator 0 ({})'s \
                      is {:?}; every validator of a genesis has a Magnetar key of the same set \
                      (make its keys again with `keygen --slhdsa-set {}`)",
@@ -919,7 +919,7 @@ impl GenesisFile {
 
     /// Schedules a validator-set change: from `epoch` on, the validators of the public key files
     /// of `key_dirs` (in index order) with equal `stake` (what `genesis --change` does). Errors:
-    /// [`ConfigError`] reading a file; [`ConfigError::Invalid`] naming the first validator
+    /// [`ConfigError`] reading a file; [`ConfigError::Keys`] naming the first validator
     /// (index, name and directory) whose `slhdsa_parameter_set` is not this genesis's
     /// `magnetar_parameter_set`. The epoch and the set are checked with the rest of the genesis
     /// ([`GenesisFile::check`]).
@@ -931,7 +931,7 @@ impl GenesisFile {
     ) -> Result<(), ConfigError> {
         let keys = load_publics(key_dirs)?;
         if let Some((i, k, dir)) = other_set(&keys, key_dirs, self.magnetar_parameter_set) {
-            return Err(ConfigError::Invalid(format!(
+            return Err(ConfigError::Keys(format!(
                 "validator change at epoch {epoch}: validator {i} ({}, {}): slhdsa_parameter_set \
                  is {:?} but the genesis magnetar_parameter_set is {:?}; every validator of a \
                  chain has a Magnetar key of the same set",
@@ -1012,7 +1012,7 @@ impl GenesisFile {
     /// in several sets (the same BLS key) must carry the same name, ML-DSA-65 key, SLH-DSA key
     /// and TLS certificate in each, and two validators may not share any of them in any sets.
     ///
-    /// Errors: [`ConfigError::Invalid`] for an unknown profile, a bundle size outside
+    /// Errors: [`ConfigError::Genesis`] for an unknown profile, a bundle size outside
     /// 1..=1024, an epoch length that is not a multiple of the bundle size; naming the validator
     /// (after `validator change at epoch E: ` for a change's: a repeated name, a bad BLS key or
     /// proof of possession, an ML-DSA-65 key that is not 1952 bytes or repeats another
@@ -1032,20 +1032,20 @@ impl GenesisFile {
     /// one cache for its lifetime, exported in `/metrics`.
     pub fn check_with(self, cache: &PublicKeyCache) -> Result<Genesis, ConfigError> {
         let profile: Profile = self.profile.parse().map_err(|e: ProfileParseError| {
-            ConfigError::Invalid(format!("genesis profile: {e}"))
+            ConfigError::Genesis(format!("genesis profile: {e}"))
         })?;
         if !(1..=quasar_wire::MAX_BUNDLE as u64).contains(&self.bundle_size) {
-            return Err(ConfigError::Invalid(format!(
+            return Err(ConfigError::Genesis(format!(
                 "genesis bundle_size {} is outside 1..={}",
                 self.bundle_size,
                 quasar_wire::MAX_BUNDLE
             )));
         }
         check_epoch_length(self.epoch_length, self.bundle_size, profile)
-            .map_err(|e| ConfigError::Invalid(format!("genesis {e}")))?;
+            .map_err(|e| ConfigError::Genesis(format!("genesis {e}")))?;
         if let Some(first) = self.validator_changes.first() {
             let refuse = |why: String| {
-                Err(ConfigError::Invalid(format!(
+                Err(ConfigError::Genesis(format!(
                     "genesis validator_changes: {why}"
                 )))
             };
@@ -1113,7 +1113,7 @@ impl GenesisFile {
         for set in &changes {
             epoch_sets
                 .change_at(&schedule, set.first_epoch, members(set))
-                .map_err(|e| ConfigError::Invalid(format!("genesis validator_changes: {e}")))?;
+                .map_err(|e| ConfigError::Genesis(format!("genesis validator_changes: {e}")))?;
         }
         let sets: Vec<(&[GenesisValidator], &CheckedSet)> =
             std::iter::once((self.validators.as_slice(), &genesis_set))

@@ -79,14 +79,13 @@ pub struct SecretKeyFile {
 
 impl SecretKeyFile {
     /// Parses a secret key file's JSON text (unknown fields refused). Errors:
-    /// [`ConfigError::Invalid`] with serde's message.
+    /// [`ConfigError::Keys`] with serde's message.
     pub fn from_json(text: &str) -> Result<SecretKeyFile, ConfigError> {
-        serde_json::from_str(text)
-            .map_err(|e| ConfigError::Invalid(format!("{SECRET_KEY_FILE}: {e}")))
+        serde_json::from_str(text).map_err(|e| ConfigError::Keys(format!("{SECRET_KEY_FILE}: {e}")))
     }
 
     /// The threshold key shares the file holds, decoded, by their set's first epoch (see
-    /// [`ValidatorKeys::dealt`]). Errors: [`ConfigError::Invalid`] naming the field (and the
+    /// [`ValidatorKeys::dealt`]). Errors: [`ConfigError::Keys`] naming the field (and the
     /// `set_shares` entry): bad hex or encoding, half a Pulsar key, a share not of its group
     /// key, `set_shares` epochs not increasing from 1.
     pub fn dealt(&self) -> Result<BTreeMap<u64, DealtShares>, ConfigError> {
@@ -102,14 +101,14 @@ impl SecretKeyFile {
         let mut previous = 0;
         for entry in &self.set_shares {
             if entry.epoch == 0 {
-                return Err(ConfigError::Invalid(
+                return Err(ConfigError::Keys(
                     "set_shares: an entry of epoch 0 (the genesis set's shares are the top-level \
                      fields; entries are for validator changes, from epoch 1)"
                         .into(),
                 ));
             }
             if entry.epoch <= previous {
-                return Err(ConfigError::Invalid(format!(
+                return Err(ConfigError::Keys(format!(
                     "set_shares: epoch {} is not above {previous} (entries are by increasing epoch)",
                     entry.epoch
                 )));
@@ -120,7 +119,7 @@ impl SecretKeyFile {
                 entry.pulsar_share.as_deref(),
                 entry.pulsar_group.as_deref(),
             )
-            .map_err(|e| ConfigError::Invalid(format!("set_shares epoch {}: {e}", entry.epoch)))?;
+            .map_err(|e| ConfigError::Keys(format!("set_shares epoch {}: {e}", entry.epoch)))?;
             dealt.insert(entry.epoch, shares);
         }
         Ok(dealt)
@@ -244,7 +243,7 @@ pub struct DealtShares {
 
 impl DealtShares {
     /// Decodes the share fields of one set (`corona_share`, `pulsar_share`, `pulsar_group`).
-    /// Errors: [`ConfigError::Invalid`] naming the field: bad hex or encoding, a Pulsar share
+    /// Errors: [`ConfigError::Keys`] naming the field: bad hex or encoding, a Pulsar share
     /// without its group key or the other way round, a share not of the group key.
     fn decode(
         corona_share: Option<&str>,
@@ -253,33 +252,39 @@ impl DealtShares {
     ) -> Result<DealtShares, ConfigError> {
         let corona = corona_share
             .map(|text| {
-                corona::scheme::KeyShare::from_bytes(&decode_hex("corona_share", text)?)
-                    .map_err(|e| ConfigError::Invalid(format!("corona_share: {e}")))
+                corona::scheme::KeyShare::from_bytes(
+                    &decode_hex("corona_share", text).map_err(ConfigError::Keys)?,
+                )
+                .map_err(|e| ConfigError::Keys(format!("corona_share: {e}")))
             })
             .transpose()?;
         let pulsar = match (pulsar_group, pulsar_share) {
             (None, None) => None,
             (Some(group), Some(share)) => {
-                let group = pulsar::GroupKey::from_bytes(&decode_hex("pulsar_group", group)?)
-                    .map_err(|e| ConfigError::Invalid(format!("pulsar_group: {e}")))?;
-                let share = pulsar::KeyShare::from_bytes(&decode_hex("pulsar_share", share)?)
-                    .map_err(|e| ConfigError::Invalid(format!("pulsar_share: {e}")))?;
+                let group = pulsar::GroupKey::from_bytes(
+                    &decode_hex("pulsar_group", group).map_err(ConfigError::Keys)?,
+                )
+                .map_err(|e| ConfigError::Keys(format!("pulsar_group: {e}")))?;
+                let share = pulsar::KeyShare::from_bytes(
+                    &decode_hex("pulsar_share", share).map_err(ConfigError::Keys)?,
+                )
+                .map_err(|e| ConfigError::Keys(format!("pulsar_share: {e}")))?;
                 if !group.check_share(&share) {
-                    return Err(ConfigError::Invalid(
+                    return Err(ConfigError::Keys(
                         "pulsar_share is not a share of pulsar_group".into(),
                     ));
                 }
                 Some((group, share))
             }
             (Some(_), None) => {
-                return Err(ConfigError::Invalid(
+                return Err(ConfigError::Keys(
                     "pulsar_share is missing: a Pulsar key needs both pulsar_share and \
                      pulsar_group"
                         .into(),
                 ))
             }
             (None, Some(_)) => {
-                return Err(ConfigError::Invalid(
+                return Err(ConfigError::Keys(
                     "pulsar_group is missing: a Pulsar key needs both pulsar_share and \
                      pulsar_group"
                         .into(),
@@ -307,10 +312,7 @@ pub fn keygen_with_set(
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
     let secret_path = dir.join(SECRET_KEY_FILE);
     if secret_path.exists() {
-        return Err(ConfigError::Invalid(format!(
-            "{} already exists; refusing to overwrite a validator key",
-            secret_path.display()
-        )));
+        return Err(ConfigError::Exists(secret_path));
     }
     let mut seed = zeroize::Zeroizing::new([0u8; 32]);
     rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut *seed);
@@ -320,7 +322,7 @@ pub fn keygen_with_set(
     rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut *seed);
     let slhdsa = magnetar::SecretKey::from_seed(slhdsa_set, &seed);
     let tls = quasar_crypto::tls_identity::TlsIdentity::generate(name)
-        .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        .map_err(|e| ConfigError::Keys(format!("TLS identity: {e}")))?;
     let public = PublicKeyFile {
         name: name.to_string(),
         bls_public_key: hex::encode(bls.public_key().to_bytes()),
@@ -428,7 +430,7 @@ pub(crate) fn other_set<'a>(
 /// its opt-in ([`crate::key_file`]).
 pub fn load_keys(dir: &Path, access: &KeyAccess) -> Result<ValidatorKeys, ConfigError> {
     load_keys_unlabelled(dir, access).map_err(|e| match e {
-        ConfigError::Invalid(m) => ConfigError::Invalid(format!("{}: {m}", dir.display())),
+        ConfigError::Keys(m) => ConfigError::Keys(format!("{}: {m}", dir.display())),
         other => other,
     })
 }
@@ -438,30 +440,33 @@ fn load_keys_unlabelled(dir: &Path, access: &KeyAccess) -> Result<ValidatorKeys,
     let secret_path = dir.join(SECRET_KEY_FILE);
     warn_if_exposed(&secret_path);
     let (secret, _) = read_secret(&secret_path, access)?;
-    let bls = SecretKey::from_bytes(&decode_hex("bls_secret_key", &secret.bls_secret_key)?)
-        .map_err(|e| ConfigError::Invalid(format!("bls_secret_key: {e}")))?;
+    let bls = SecretKey::from_bytes(
+        &decode_hex("bls_secret_key", &secret.bls_secret_key).map_err(ConfigError::Keys)?,
+    )
+    .map_err(|e| ConfigError::Keys(format!("bls_secret_key: {e}")))?;
     if hex::encode(bls.public_key().to_bytes()) != public.bls_public_key {
-        return Err(ConfigError::Invalid(format!(
+        return Err(ConfigError::Keys(format!(
             "{}: secret key does not match {PUBLIC_KEY_FILE}",
             dir.display()
         )));
     }
-    let mldsa =
-        mldsa::SecretKey::<MlDsa65>::from_bytes(&decode_hex("mldsa_seed", &secret.mldsa_seed)?)
-            .map_err(|e| ConfigError::Invalid(format!("mldsa_seed: {e}")))?;
+    let mldsa = mldsa::SecretKey::<MlDsa65>::from_bytes(
+        &decode_hex("mldsa_seed", &secret.mldsa_seed).map_err(ConfigError::Keys)?,
+    )
+    .map_err(|e| ConfigError::Keys(format!("mldsa_seed: {e}")))?;
     if hex::encode(mldsa.public_key().as_bytes()) != public.mldsa_public_key {
-        return Err(ConfigError::Invalid(format!(
+        return Err(ConfigError::Keys(format!(
             "{}: ML-DSA-65 seed does not match mldsa_public_key in {PUBLIC_KEY_FILE}",
             dir.display()
         )));
     }
     let slhdsa = magnetar::SecretKey::from_bytes(
         public.slhdsa_parameter_set,
-        &decode_hex("slhdsa_seed", &secret.slhdsa_seed)?,
+        &decode_hex("slhdsa_seed", &secret.slhdsa_seed).map_err(ConfigError::Keys)?,
     )
-    .map_err(|e| ConfigError::Invalid(format!("slhdsa_seed: {e}")))?;
+    .map_err(|e| ConfigError::Keys(format!("slhdsa_seed: {e}")))?;
     if hex::encode(slhdsa.public_key().as_bytes()) != public.slhdsa_public_key {
-        return Err(ConfigError::Invalid(format!(
+        return Err(ConfigError::Keys(format!(
             "{}: SLH-DSA seed does not match slhdsa_public_key in {PUBLIC_KEY_FILE} (expanded \
              as {}, its slhdsa_parameter_set {:?})",
             dir.display(),
@@ -470,8 +475,8 @@ fn load_keys_unlabelled(dir: &Path, access: &KeyAccess) -> Result<ValidatorKeys,
         )));
     }
     let tls = quasar_crypto::tls_identity::TlsIdentity::from_der(
-        decode_hex("tls_certificate", &public.tls_certificate)?,
-        decode_hex("tls_private_key", &secret.tls_private_key)?,
+        decode_hex("tls_certificate", &public.tls_certificate).map_err(ConfigError::Keys)?,
+        decode_hex("tls_private_key", &secret.tls_private_key).map_err(ConfigError::Keys)?,
     );
     let dealt = secret.dealt()?;
     Ok(ValidatorKeys {

@@ -67,9 +67,46 @@ pub enum ConfigError {
     /// The file is not valid JSON/TOML of the expected shape.
     #[error("{path}: {message}")]
     Parse { path: PathBuf, message: String },
-    /// A value is present but invalid (bad key, bad proof of possession, ...).
+    /// The genesis is not a valid chain specification: a validator set, a key, a profile, a
+    /// scheduled change (the message names the set and the validator). Fix or replace the
+    /// genesis file.
     #[error("{0}")]
-    Invalid(String),
+    Genesis(String),
+    /// A validator key file holds a value that does not decode, or keys that do not belong
+    /// together (a secret that does not match its public file, shares not of their group). The
+    /// message names the directory and the field.
+    #[error("{0}")]
+    Keys(String),
+    /// A file that is never overwritten already exists (a validator's secret key).
+    #[error("{} already exists; refusing to overwrite a validator key", .0.display())]
+    Exists(PathBuf),
+    /// Threshold keys were dealt already; dealing again would replace an operator's shares.
+    #[error("{0}; refusing to deal again")]
+    AlreadyDealt(String),
+    /// The dealer refused a key shape (threshold and parties) or a committee draw.
+    #[error("{0}")]
+    Deal(String),
+    /// A command's arguments do not fit the files they name (key directories against the
+    /// genesis roster, an address per validator).
+    #[error("{0}")]
+    Arguments(String),
+    /// A value of `node.toml` is out of its range or contradicts another.
+    #[error("{0}")]
+    NodeConfig(String),
+    /// A bearer-token file holds no usable token.
+    #[error("{0}")]
+    Token(String),
+    /// A file is larger than any file of its kind can be.
+    #[error("{}: larger than {} MiB", path.display(), max >> 20)]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The limit, bytes.
+        max: u64,
+    },
+    /// A value could not be encoded for writing (JSON, TOML).
+    #[error("encoding: {0}")]
+    Encode(String),
     /// A secret key file cannot be opened or written (wrong passphrase, plaintext without the
     /// opt-in, ...): fatal to the command or node start.
     #[error(transparent)]
@@ -88,7 +125,7 @@ pub fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ConfigError + '_ {
 const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Reads the operator file at `path` as UTF-8 text, at most 64 MiB whatever the file claims to
-/// be (a pipe, `/dev/zero`). Errors: [`ConfigError::Io`], [`ConfigError::Invalid`] when larger,
+/// be (a pipe, `/dev/zero`). Errors: [`ConfigError::Io`], [`ConfigError::TooLarge`] when larger,
 /// [`ConfigError::Parse`] when not UTF-8.
 pub fn read_bounded(path: &Path) -> Result<String, ConfigError> {
     use std::io::Read;
@@ -99,10 +136,10 @@ pub fn read_bounded(path: &Path) -> Result<String, ConfigError> {
         .read_to_end(&mut bytes)
         .map_err(io_err(path))?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(ConfigError::Invalid(format!(
-            "{}: larger than 64 MiB",
-            path.display()
-        )));
+        return Err(ConfigError::TooLarge {
+            path: path.to_path_buf(),
+            max: MAX_FILE_BYTES,
+        });
     }
     String::from_utf8(bytes).map_err(|_| ConfigError::Parse {
         path: path.to_path_buf(),
@@ -110,12 +147,13 @@ pub fn read_bounded(path: &Path) -> Result<String, ConfigError> {
     })
 }
 
-pub(crate) fn decode_hex(field: &str, value: &str) -> Result<Vec<u8>, ConfigError> {
-    hex::decode(value).map_err(|e| ConfigError::Invalid(format!("{field}: not hex: {e}")))
+/// `value` decoded as hex. Errors: a message naming `field`, for the caller's variant.
+pub(crate) fn decode_hex(field: &str, value: &str) -> Result<Vec<u8>, String> {
+    hex::decode(value).map_err(|e| format!("{field}: not hex: {e}"))
 }
 
 pub(crate) fn to_json<T: Serialize>(value: &T) -> Result<String, ConfigError> {
-    serde_json::to_string_pretty(value).map_err(|e| ConfigError::Invalid(e.to_string()))
+    serde_json::to_string_pretty(value).map_err(|e| ConfigError::Encode(e.to_string()))
 }
 
 /// Creates `path` (failing if it exists) with mode 0600 on Unix, writes `bytes` and fsyncs

@@ -80,8 +80,8 @@ fn changing_genesis() -> (tempfile::TempDir, Vec<GenesisValidator>, GenesisFile)
 
 fn invalid_message(result: Result<Genesis, ConfigError>) -> String {
     match result {
-        Err(ConfigError::Invalid(message)) => message,
-        other => panic!("expected ConfigError::Invalid, got {other:?}"),
+        Err(ConfigError::Genesis(message)) => message,
+        other => panic!("expected ConfigError::Genesis, got {other:?}"),
     }
 }
 
@@ -190,7 +190,7 @@ fn load_keys_refuses_a_seed_that_does_not_match_the_public_file() {
     let v0 = dir.path().join("v0");
     let refused = |public: &PublicKeyFile| {
         std::fs::write(v0.join(PUBLIC_KEY_FILE), to_json(public).unwrap()).unwrap();
-        let Err(ConfigError::Invalid(message)) = load_keys(&v0, &test_access()) else {
+        let Err(ConfigError::Keys(message)) = load_keys(&v0, &test_access()) else {
             panic!("a mismatched key must be refused");
         };
         message
@@ -283,7 +283,7 @@ fn a_public_key_file_without_a_parameter_set_is_a_192f_key() {
     with_set("192f");
     assert_eq!(load_keys(&v0, &test_access()).unwrap().public, keys[0]);
     with_set("192s");
-    let Err(ConfigError::Invalid(message)) = load_keys(&v0, &test_access()) else {
+    let Err(ConfigError::Keys(message)) = load_keys(&v0, &test_access()) else {
         panic!("a 192f seed under a file that says 192s must be refused");
     };
     assert!(

@@ -17,23 +17,23 @@ pub fn read_token_file(path: &Path) -> Result<String, ConfigError> {
 
 /// A thresholdd bearer token from `text` (named `source` in errors): the text with surrounding
 /// whitespace dropped, so a trailing newline never becomes part of it. Errors:
-/// [`ConfigError::Invalid`] for no token (empty or only whitespace), one over
+/// [`ConfigError::Token`] for no token (empty or only whitespace), one over
 /// [`MAX_TOKEN_CHARS`], or one an HTTP header cannot carry (anything but printable ASCII
 /// without spaces; RFC 9110 §5.5 field values).
 pub fn parse_token(text: &str, source: &str) -> Result<String, ConfigError> {
     let token = text.trim();
     if token.is_empty() {
-        return Err(ConfigError::Invalid(format!(
+        return Err(ConfigError::Token(format!(
             "{source}: no token (empty or only whitespace)"
         )));
     }
     if token.len() > MAX_TOKEN_CHARS {
-        return Err(ConfigError::Invalid(format!(
+        return Err(ConfigError::Token(format!(
             "{source}: the token is longer than {MAX_TOKEN_CHARS} characters"
         )));
     }
     if !token.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(ConfigError::Invalid(format!(
+        return Err(ConfigError::Token(format!(
             "{source}: the token may hold only printable ASCII without spaces (it travels in an \
              HTTP header)"
         )));

@@ -53,8 +53,9 @@
 //!
 //! [`Core`] performs no I/O and reads no clock: inputs are verified messages and timer expiries,
 //! each stamped with the caller's time in microseconds; outputs are [`Action`]s. Signatures are
-//! checked before messages reach the core ([`verify`]) and created outside it, after the signing
-//! guard has made the vote durable. The same core runs under tokio and under the seeded simulator.
+//! checked before messages reach the core ([`verify`], through the one [`ingress`] path from
+//! received bytes) and created outside it, after the signing guard has made the vote durable.
+//! The same core and the same ingress run under tokio and under the seeded simulator.
 //!
 //! # Deviations
 //!
@@ -64,6 +65,7 @@
 
 mod core;
 pub mod epoch;
+pub mod ingress;
 pub mod leader;
 pub mod verify;
 
@@ -72,6 +74,7 @@ pub use self::core::{
     ProposalSlot, TimerKind, Tip,
 };
 pub use epoch::{ByEpoch, EpochMembers, EpochSchedule, EpochSets, SetChangeError};
+pub use ingress::Received;
 pub use leader::leader;
 pub use verify::{
     BlockLimits, VerifiedCertificate, VerifiedProposal, VerifiedVote, Verifier, VerifyError,

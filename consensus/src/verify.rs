@@ -9,12 +9,11 @@
 
 use super::epoch::{EpochMembers, EpochSchedule, EpochSets};
 use super::leader::leader;
-use super::Input;
 use quasar_crypto::bls::{batch_verify, BlsError, PublicKey, Signature};
 use quasar_crypto::hash::Hash;
 use quasar_lanes::{bls as bls_lane, LaneError, ValidatorSet};
 use quasar_wire::{
-    payload_root, Certificate, CertificateKind, EpochDomain, Message, Proposal, Vote, VoteKind,
+    payload_root, Certificate, CertificateKind, EpochDomain, Proposal, Vote, VoteKind,
 };
 use std::sync::Arc;
 
@@ -253,24 +252,6 @@ impl Verifier {
             return Err(VerifyError::ViewOutsideEpoch { epoch, view });
         }
         Ok(())
-    }
-
-    /// Verifies a consensus message into a core input. Returns `Ok(None)` for messages that are not
-    /// consensus inputs (transaction batches, sync traffic, QuasarCerts). Errors: see
-    /// [`VerifyError`].
-    pub fn verify_message(&self, message: Message) -> Result<Option<Input>, VerifyError> {
-        Ok(match message {
-            Message::Proposal(p) => Some(Input::Proposal(Box::new(self.verify_proposal(p)?))),
-            Message::Vote(v) => Some(Input::Vote(self.verify_vote(v)?)),
-            Message::Certificate(c) => Some(Input::Certificate(self.verify_certificate(c)?)),
-            // QuasarCerts are handled by the certificate path (issue 8).
-            Message::TxBatch(_)
-            | Message::SyncRequest(_)
-            | Message::SyncResponse(_)
-            | Message::QuasarCert(_)
-            | Message::Lane(_)
-            | Message::RelayRequest(_) => None,
-        })
     }
 
     /// Verifies a vote. Errors: see [`VerifyError`].

@@ -15,8 +15,7 @@
 //! | `GET /metrics` | Prometheus text format; here only when `metrics_listen` is unset, otherwise on that listener alone ([`serve_metrics`]) |
 
 use crate::config::ApiConfig;
-use crate::mempool::MempoolError;
-use crate::runtime::{Shared, MAX_TX_BYTES};
+use crate::mempool::{MempoolError, MAX_TX_BYTES};
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, RawQuery, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -26,24 +25,67 @@ use axum::{Json, Router};
 use governor::clock::QuantaInstant;
 use governor::middleware::NoOpMiddleware;
 use quasar_client::{
-    ApiError, BlockInfo, CertificateInfo, EvidenceEntry, EvidenceList, Health, Readiness, Status,
-    TxAccepted, TxInfo, TxStatus,
+    ApiError, BlockInfo, EvidenceEntry, EvidenceList, Health, Readiness, Status, TxAccepted, TxInfo,
 };
-use quasar_consensus::{Evidence, EvidenceKind};
-use quasar_lanes::bls::signers_from_bitmap;
+use quasar_crypto::hash::Hash;
 use quasar_process::http_serve::TransportLimits;
 use quasar_storage::evidence::kind as evidence_kind;
-use quasar_storage::{EvidenceRecord, Store};
-use quasar_wire::{decode, tx_hash, CertificateKind, MessageRef, WireError};
+use quasar_storage::EvidenceRecord;
 use serde_json::{json, Value};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tower_governor::governor::GovernorConfigBuilder;
 use tower_governor::key_extractor::PeerIpKeyExtractor;
 use tower_governor::{GovernorError, GovernorLayer};
 
-type AppState = Arc<Shared>;
+/// What the API reads of a running node, and the one change it asks of it (admitting a
+/// transaction). The runtime implements it over its shared state (`crate::view`); the API never
+/// sees that state, so the HTTP layer and the runtime do not import each other
+/// (docs/architecture.md §1). Every method is cheap but [`NodeView::evidence`], which reads the
+/// store and runs on the blocking pool.
+pub trait NodeView: Send + Sync + 'static {
+    /// `GET /status`.
+    fn status(&self) -> Status;
+    /// `GET /ready` (see [`not_ready_reasons`]).
+    fn readiness(&self) -> Readiness;
+    /// The highest finalized height (0 before the first block).
+    fn finalized_height(&self) -> u64;
+    /// `GET /block/{height}`. Errors: [`Unavailable`] (not finalized here, pruned, a store
+    /// failure).
+    fn block(&self, height: u64) -> Result<BlockInfo, Unavailable>;
+    /// `GET /tx/{hash}` for the 32-byte `hash`. Errors: [`Unavailable::NotFound`] when neither
+    /// pending nor in a stored finalized block; [`Unavailable::Failed`].
+    fn tx(&self, hash: &Hash) -> Result<TxInfo, Unavailable>;
+    /// `POST /tx`: admits `tx` to the mempool and gossips it; its hash. Errors: the mempool's.
+    fn submit_tx(&self, tx: Vec<u8>) -> Result<Hash, MempoolError>;
+    /// `GET /evidence` for `query`. Errors: [`Unavailable::Failed`] when the store fails.
+    fn evidence(&self, query: EvidenceQuery) -> Result<EvidenceList, Unavailable>;
+    /// `GET /metrics`: appends the Prometheus text exposition to `out`.
+    fn encode_metrics(&self, out: &mut String) -> std::fmt::Result;
+}
+
+/// Why a [`NodeView`] lookup has no answer; each maps to its HTTP status with the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unavailable {
+    /// Not here (404).
+    NotFound(String),
+    /// Pruned by retention (410).
+    Pruned(String),
+    /// The store failed or holds something it cannot read (500).
+    Failed(String),
+}
+
+impl IntoResponse for Unavailable {
+    fn into_response(self) -> Response {
+        match self {
+            Unavailable::NotFound(m) => error(StatusCode::NOT_FOUND, m),
+            Unavailable::Pruned(m) => error(StatusCode::GONE, m),
+            Unavailable::Failed(m) => error(StatusCode::INTERNAL_SERVER_ERROR, m),
+        }
+    }
+}
+
+type AppState = Arc<dyn NodeView>;
 
 /// Every route of the API but `GET /metrics`, as `GET /` lists them: (method, path, answer).
 pub const ROUTES: &[(&str, &str, &str)] = &[
@@ -116,7 +158,7 @@ pub fn process_routes<S: Clone + Send + Sync + 'static>(with_metrics: bool) -> R
 
 /// The API's router: every route of the module docs, `GET /metrics` only when `with_metrics`,
 /// `POST /tx` limited per client IP address as `config` says ([`tx_rate_limit`]).
-pub fn router(shared: Arc<Shared>, with_metrics: bool, config: &ApiConfig) -> Router {
+pub fn router(view: Arc<dyn NodeView>, with_metrics: bool, config: &ApiConfig) -> Router {
     let mut app = Router::new()
         .route("/tx", post(submit_tx).layer(tx_rate_limit(config)))
         .route("/tx/{hash}", get(get_tx))
@@ -130,7 +172,7 @@ pub fn router(shared: Arc<Shared>, with_metrics: bool, config: &ApiConfig) -> Ro
         app = app.route("/metrics", get(metrics));
     }
     app.layer(DefaultBodyLimit::max(MAX_TX_BYTES + 1024))
-        .with_state(shared)
+        .with_state(view)
 }
 
 /// The `POST /tx` rate limit of `config`: per client IP address, [`ApiConfig::tx_burst`]
@@ -214,7 +256,7 @@ pub fn transport_limits(config: &ApiConfig) -> TransportLimits {
 /// `with_metrics` (no `metrics_listen` configured). Bounds: [`transport_limits`].
 pub async fn serve(
     listener: tokio::net::TcpListener,
-    shared: Arc<Shared>,
+    view: Arc<dyn NodeView>,
     with_metrics: bool,
     config: ApiConfig,
 ) {
@@ -223,7 +265,7 @@ pub async fn serve(
             tracing::warn!(%addr, "the admin API listens beyond loopback and has no authentication; put it behind a proxy or firewall");
         }
     }
-    let app = router(shared, with_metrics, &config);
+    let app = router(view, with_metrics, &config);
     serve_router(listener, app, transport_limits(&config)).await;
 }
 
@@ -231,12 +273,12 @@ pub async fn serve(
 /// other path is `404`, so a scraper's network reaches no route that changes anything.
 pub async fn serve_metrics(
     listener: tokio::net::TcpListener,
-    shared: Arc<Shared>,
+    view: Arc<dyn NodeView>,
     config: ApiConfig,
 ) {
     let app = Router::new()
         .route("/metrics", get(metrics))
-        .with_state(shared);
+        .with_state(view);
     serve_router(listener, app, transport_limits(&config)).await;
 }
 
@@ -269,8 +311,8 @@ fn error(status: StatusCode, message: impl Into<String>) -> Response {
         .into_response()
 }
 
-async fn submit_tx(State(shared): State<AppState>, body: Bytes) -> Response {
-    match shared.submit_tx(body.to_vec()) {
+async fn submit_tx(State(view): State<AppState>, body: Bytes) -> Response {
+    match view.submit_tx(body.to_vec()) {
         Ok(hash) => Json(TxAccepted {
             hash: hex::encode(hash),
         })
@@ -285,91 +327,24 @@ async fn submit_tx(State(shared): State<AppState>, body: Bytes) -> Response {
     }
 }
 
-async fn get_tx(State(shared): State<AppState>, Path(hash_hex): Path<String>) -> Response {
-    let hash: [u8; 32] = match hex::decode(&hash_hex).ok().and_then(|b| b.try_into().ok()) {
+async fn get_tx(State(view): State<AppState>, Path(hash_hex): Path<String>) -> Response {
+    let hash: Hash = match hex::decode(&hash_hex).ok().and_then(|b| b.try_into().ok()) {
         Some(h) => h,
         None => return error(StatusCode::BAD_REQUEST, "hash must be 32 bytes of hex"),
     };
-    match shared.store.tx_height(&hash) {
-        Ok(Some(height)) => Json(TxInfo {
+    match view.tx(&hash) {
+        // The hash as the client wrote it.
+        Ok(info) => Json(TxInfo {
             hash: hash_hex,
-            status: TxStatus::Finalized,
-            height: Some(height),
+            ..info
         })
         .into_response(),
-        Ok(None) => {
-            let pending = shared
-                .mempool
-                .lock()
-                .map(|p| p.contains(&hash))
-                .unwrap_or(false);
-            if pending {
-                Json(TxInfo {
-                    hash: hash_hex,
-                    status: TxStatus::Pending,
-                    height: None,
-                })
-                .into_response()
-            } else {
-                match shared.store.history_floor() {
-                    Ok(floor) if floor > 1 => error(
-                        StatusCode::NOT_FOUND,
-                        format!(
-                            "unknown transaction: not pending, and not in a finalized block from \
-                             height {floor} (older blocks are pruned)"
-                        ),
-                    ),
-                    _ => error(StatusCode::NOT_FOUND, "unknown transaction"),
-                }
-            }
-        }
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Err(unavailable) => unavailable.into_response(),
     }
 }
 
-async fn status(State(shared): State<AppState>) -> Json<Status> {
-    let mempool = shared.mempool.lock().map(|p| p.len()).unwrap_or(0);
-    let epoch = shared.schedule.epoch_of(
-        shared
-            .finalized_height
-            .load(Ordering::Relaxed)
-            .saturating_add(1),
-    );
-    Json(Status {
-        validator: shared.validator,
-        validator_index: shared.sets.at(epoch).index_of(&shared.public_key),
-        height: shared.height.load(Ordering::Relaxed),
-        finalized_height: shared.finalized_height.load(Ordering::Relaxed),
-        view: shared.view.load(Ordering::Relaxed),
-        epoch,
-        history_floor: shared.store.history_floor().unwrap_or(1),
-        peers: shared.network.connected_peers(),
-        mempool,
-        chain_id: shared.chain_id,
-        evidence: shared.metrics.equivocations.get(),
-        votes_signed: shared.metrics.votes_signed.get(),
-        guard_refusals: shared.metrics.guard_refusals.get(),
-        guard_restart_refusals: shared.metrics.guard_restart_refusals.get(),
-        profile: shared
-            .quasar
-            .lock()
-            .map(|t| t.profile().name().to_string())
-            .unwrap_or_default(),
-        quasar_finalized_height: shared.quasar_height.load(Ordering::Relaxed),
-        quasar_unavailable: shared.quasar.lock().ok().and_then(|t| {
-            t.unavailable_at(
-                shared
-                    .finalized_height
-                    .load(Ordering::Relaxed)
-                    .saturating_add(1),
-            )
-        }),
-        leg_verify_p50_ms: crate::quasar_service::leg_p50_ms(&shared.leg_samples),
-        leg_sign_p50_ms: crate::quasar_service::leg_p50_ms(&shared.sign_samples),
-        version: quasar_process::build_info::VERSION.to_string(),
-        commit: quasar_process::build_info::COMMIT.to_string(),
-        genesis_hash: hex::encode(shared.genesis_hash),
-    })
+async fn status(State(view): State<AppState>) -> Json<Status> {
+    Json(view.status())
 }
 
 /// View timeouts that may pass without a newly finalized block before `GET /ready` says the
@@ -417,114 +392,39 @@ pub fn not_ready_reasons(
 }
 
 /// `GET /ready`: a readiness probe (Kubernetes, compose, load balancers).
-async fn ready(State(shared): State<AppState>) -> Response {
-    let finalized = shared.finalized_height.load(Ordering::Relaxed);
-    let height = shared.height.load(Ordering::Relaxed);
-    let last = shared
-        .finalized_at
-        .lock()
-        .ok()
-        .and_then(|at| at.get(&finalized).copied());
-    let now = crate::runtime::now_us();
-    let stale_after_ms = shared.view_timeout_ms.saturating_mul(READY_STALE_VIEWS);
-    let reasons = not_ready_reasons(finalized, height, last, now, stale_after_ms);
-    let status = if reasons.is_empty() {
+async fn ready(State(view): State<AppState>) -> Response {
+    let readiness = view.readiness();
+    let status = if readiness.ready {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    let body = Readiness {
-        ready: reasons.is_empty(),
-        reasons,
-        finalized_height: finalized,
-        height,
-        last_finalized_ms_ago: last.map(|at| now.saturating_sub(at) / 1000),
-        stale_after_ms,
-        peers: shared.network.connected_peers(),
-    };
-    (status, Json(body)).into_response()
-}
-
-fn kind_name(kind: CertificateKind) -> &'static str {
-    match kind {
-        CertificateKind::Notarization => "notarization",
-        CertificateKind::Finalization => "finalization",
-        CertificateKind::Nullification => "nullification",
-    }
+    (status, Json(readiness)).into_response()
 }
 
 /// `GET /block/latest`: the block at the finalized height.
-async fn block_latest(State(shared): State<AppState>) -> Response {
-    let height = shared.finalized_height.load(Ordering::Relaxed);
-    if height == 0 {
-        return error(StatusCode::NOT_FOUND, "no block finalized yet");
+async fn block_latest(State(view): State<AppState>) -> Response {
+    match view.finalized_height() {
+        0 => error(StatusCode::NOT_FOUND, "no block finalized yet"),
+        height => block_at(view.as_ref(), height),
     }
-    block_at(&shared, height)
 }
 
-async fn block(State(shared): State<AppState>, Path(height): Path<u64>) -> Response {
-    block_at(&shared, height)
+async fn block(State(view): State<AppState>, Path(height): Path<u64>) -> Response {
+    block_at(view.as_ref(), height)
 }
 
 /// The answer of `GET /block/{height}`.
-fn block_at(shared: &Shared, height: u64) -> Response {
-    let stored = match shared.store.block_by_height(height) {
-        Ok(Some(b)) => b,
-        Ok(None) if height > 0 && height < shared.store.history_floor().unwrap_or(1) => {
-            return error(
-                StatusCode::GONE,
-                "pruned: this node keeps the last 6 epochs and the boundary blocks of older ones",
-            )
-        }
-        Ok(None) => return error(StatusCode::NOT_FOUND, "no finalized block at this height"),
-        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-    };
-    let (Ok(MessageRef::Proposal(p)), Ok(MessageRef::Certificate(c))) =
-        (decode(&stored.block), decode(&stored.certificate))
-    else {
-        return error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "stored block does not decode",
-        );
-    };
-    let h = p.header();
-    let n = shared.network_size();
-    let signers: Vec<u32> = signers_from_bitmap(c.signers(), n)
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|s| u32::try_from(s).ok())
-        .collect();
-    let finalized_at = shared
-        .finalized_at
-        .lock()
-        .ok()
-        .and_then(|m| m.get(&height).copied());
-    let tx_hashes: Vec<String> = p.txs().map(|tx| hex::encode(tx_hash(tx))).collect();
-    Json(BlockInfo {
-        height: h.height,
-        hash: hex::encode(stored.hash),
-        parent: hex::encode(h.parent),
-        view: h.view,
-        proposer: h.proposer,
-        timestamp_us: h.timestamp_us,
-        tx_count: p.tx_count() as u64,
-        tx_hashes,
-        finalized_at_us: finalized_at,
-        finality: crate::quasar_service::finality_info(shared, height),
-        certificate: CertificateInfo {
-            kind: kind_name(c.kind()).to_string(),
-            view: c.view(),
-            block: hex::encode(c.block()),
-            signers,
-            aggregate_signature: hex::encode(c.signature()),
-        },
-    })
-    .into_response()
+fn block_at(view: &dyn NodeView, height: u64) -> Response {
+    match view.block(height) {
+        Ok(block) => Json(block).into_response(),
+        Err(unavailable) => unavailable.into_response(),
+    }
 }
 
-async fn metrics(State(shared): State<AppState>) -> Response {
+async fn metrics(State(view): State<AppState>) -> Response {
     let mut text = String::new();
-    if let Err(e) = prometheus_client::encoding::text::encode(&mut text, &shared.registry) {
+    if let Err(e) = view.encode_metrics(&mut text) {
         return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string());
     }
     (
@@ -542,30 +442,6 @@ pub const DEFAULT_EVIDENCE_LIMIT: usize = 100;
 
 /// Largest `limit` `GET /evidence` honours; a larger one is capped to it.
 pub const MAX_EVIDENCE_LIMIT: usize = 1000;
-
-/// The storage code of a consensus [`EvidenceKind`] (see [`quasar_storage::evidence::kind`]).
-pub fn evidence_kind_code(kind: EvidenceKind) -> u8 {
-    match kind {
-        EvidenceKind::ConflictingProposal => evidence_kind::CONFLICTING_PROPOSAL,
-        EvidenceKind::ConflictingNotarize => evidence_kind::CONFLICTING_NOTARIZE,
-        EvidenceKind::ConflictingFinalize => evidence_kind::CONFLICTING_FINALIZE,
-        EvidenceKind::FinalizeAndNullify => evidence_kind::FINALIZE_AND_NULLIFY,
-    }
-}
-
-/// The storage record of detected equivocation: both messages encoded whole
-/// ([`quasar_wire::Message::encode`]), so the record carries both signatures.
-///
-/// Errors: [`WireError`] when a message does not encode (a message the core accepted always does).
-pub fn evidence_record(e: &Evidence) -> Result<EvidenceRecord, WireError> {
-    Ok(EvidenceRecord {
-        kind: evidence_kind_code(e.kind),
-        signer: e.signer,
-        view: e.view,
-        first: e.first.encode()?,
-        second: e.second.encode()?,
-    })
-}
 
 /// The parameters of `GET /evidence`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -633,22 +509,16 @@ pub fn evidence_list(records: &[EvidenceRecord], count: u64) -> EvidenceList {
     EvidenceList { count, evidence }
 }
 
-async fn evidence(State(shared): State<AppState>, RawQuery(raw): RawQuery) -> Response {
+async fn evidence(State(view): State<AppState>, RawQuery(raw): RawQuery) -> Response {
     let query = match parse_evidence_query(raw.as_deref()) {
         Ok(q) => q,
         Err(message) => return error(StatusCode::BAD_REQUEST, message),
     };
     // Records can hold whole blocks (conflicting proposals), so reading and hex-encoding them runs
     // off the async workers.
-    let answer = tokio::task::spawn_blocking(move || {
-        let records = shared.store.evidence(query.limit, query.from_view)?;
-        let count = shared.store.evidence_count()?;
-        Ok::<_, quasar_storage::StoreError>(evidence_list(&records, count))
-    })
-    .await;
-    match answer {
+    match tokio::task::spawn_blocking(move || view.evidence(query)).await {
         Ok(Ok(body)) => Json(body).into_response(),
-        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Ok(Err(unavailable)) => unavailable.into_response(),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
 }
@@ -669,6 +539,201 @@ mod tests {
             .await
             .unwrap();
         (status, serde_json::from_slice(&body).unwrap())
+    }
+
+    /// A node as the API sees it, with fixed answers: block 5 exists, blocks below 3 are
+    /// pruned, transaction `[1; 32]` is pending, anything submitted is judged by its first
+    /// byte, and the evidence store fails.
+    struct FixedView {
+        ready: bool,
+        finalized: u64,
+    }
+
+    impl NodeView for FixedView {
+        fn status(&self) -> Status {
+            unimplemented!("not asked in these tests")
+        }
+
+        fn readiness(&self) -> Readiness {
+            Readiness {
+                ready: self.ready,
+                reasons: if self.ready {
+                    vec![]
+                } else {
+                    vec!["catching up".into()]
+                },
+                finalized_height: self.finalized,
+                height: self.finalized,
+                last_finalized_ms_ago: None,
+                stale_after_ms: 1000,
+                peers: 0,
+            }
+        }
+
+        fn finalized_height(&self) -> u64 {
+            self.finalized
+        }
+
+        fn block(&self, height: u64) -> Result<BlockInfo, Unavailable> {
+            match height {
+                5 => Ok(BlockInfo {
+                    height: 5,
+                    hash: "aa".into(),
+                    parent: "bb".into(),
+                    view: 7,
+                    proposer: 1,
+                    timestamp_us: 0,
+                    tx_count: 0,
+                    tx_hashes: vec![],
+                    finalized_at_us: None,
+                    finality: Default::default(),
+                    certificate: quasar_client::CertificateInfo {
+                        kind: "finalization".into(),
+                        view: 7,
+                        block: "aa".into(),
+                        signers: vec![0, 1, 2],
+                        aggregate_signature: "cc".into(),
+                    },
+                }),
+                1 | 2 => Err(Unavailable::Pruned("pruned".into())),
+                _ => Err(Unavailable::NotFound("no finalized block".into())),
+            }
+        }
+
+        fn tx(&self, hash: &Hash) -> Result<TxInfo, Unavailable> {
+            if *hash == [1; 32] {
+                Ok(TxInfo {
+                    hash: hex::encode(hash),
+                    status: quasar_client::TxStatus::Pending,
+                    height: None,
+                })
+            } else {
+                Err(Unavailable::NotFound("unknown transaction".into()))
+            }
+        }
+
+        fn submit_tx(&self, tx: Vec<u8>) -> Result<Hash, MempoolError> {
+            match tx.first() {
+                None => Err(MempoolError::Empty),
+                Some(b'd') => Err(MempoolError::Duplicate),
+                Some(b'f') => Err(MempoolError::Full),
+                Some(_) => Ok([2; 32]),
+            }
+        }
+
+        fn evidence(&self, _query: EvidenceQuery) -> Result<EvidenceList, Unavailable> {
+            Err(Unavailable::Failed("the store failed".into()))
+        }
+
+        fn encode_metrics(&self, out: &mut String) -> std::fmt::Result {
+            out.push_str("# EOF\n");
+            Ok(())
+        }
+    }
+
+    fn fixed(ready: bool, finalized: u64) -> Router {
+        router(
+            Arc::new(FixedView { ready, finalized }),
+            true,
+            &ApiConfig::default(),
+        )
+    }
+
+    /// `request` on `app`: the status and the body as JSON.
+    async fn send(app: Router, request: Request<Body>) -> (StatusCode, Value) {
+        let response = app.oneshot(request).await.unwrap();
+        let status = response.status();
+        let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
+    }
+
+    /// Each answer of the view, and each refusal, reaches the client with its HTTP status and
+    /// a JSON body of the client's types.
+    #[tokio::test]
+    async fn the_view_s_answers_map_to_their_statuses() {
+        let (status, body) = get_json(fixed(true, 5), "/block/5").await;
+        assert_eq!(status, StatusCode::OK);
+        let block: BlockInfo = serde_json::from_value(body).unwrap();
+        assert_eq!(block.certificate.signers, vec![0, 1, 2]);
+        assert_eq!(
+            get_json(fixed(true, 5), "/block/latest").await.0,
+            StatusCode::OK
+        );
+        let (status, body) = get_json(fixed(true, 0), "/block/latest").await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        assert_eq!(body["error"], "no block finalized yet");
+        let (status, body) = get_json(fixed(true, 5), "/block/2").await;
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (StatusCode::GONE, Some("pruned"))
+        );
+        assert_eq!(
+            get_json(fixed(true, 5), "/block/9").await.0,
+            StatusCode::NOT_FOUND
+        );
+
+        // The hash comes back as the client wrote it.
+        let upper = "01".repeat(32).to_uppercase();
+        let (status, body) = get_json(fixed(true, 5), &format!("/tx/{upper}")).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(
+            (body["hash"].as_str(), body["status"].as_str()),
+            (Some(upper.as_str()), Some("pending"))
+        );
+        assert_eq!(
+            get_json(fixed(true, 5), &format!("/tx/{}", "02".repeat(32)))
+                .await
+                .0,
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            get_json(fixed(true, 5), "/tx/abc").await.0,
+            StatusCode::BAD_REQUEST
+        );
+
+        for (body, want) in [
+            ("", StatusCode::BAD_REQUEST),
+            ("dup", StatusCode::CONFLICT),
+            ("full", StatusCode::SERVICE_UNAVAILABLE),
+            ("ok", StatusCode::OK),
+        ] {
+            let mut request = Request::post("/tx").body(Body::from(body)).unwrap();
+            // The rate limit keys on the client's address, which the listener supplies.
+            let client = std::net::SocketAddr::from(([127, 0, 0, 1], 9));
+            request
+                .extensions_mut()
+                .insert(axum::extract::ConnectInfo(client));
+            let (status, json) = send(fixed(true, 5), request).await;
+            assert_eq!(status, want, "{body:?}: {json}");
+            let key = if want == StatusCode::OK {
+                "hash"
+            } else {
+                "error"
+            };
+            assert!(json[key].is_string(), "{body:?}: {json}");
+        }
+
+        let (status, body) = get_json(fixed(false, 5), "/ready").await;
+        assert_eq!(
+            (status, &body["ready"]),
+            (StatusCode::SERVICE_UNAVAILABLE, &Value::Bool(false))
+        );
+        assert_eq!(get_json(fixed(true, 5), "/ready").await.0, StatusCode::OK);
+
+        let (status, body) = get_json(fixed(true, 5), "/evidence").await;
+        assert_eq!(
+            (status, &body["error"]),
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &Value::from("the store failed")
+            )
+        );
+        assert_eq!(
+            get_json(fixed(true, 5), "/evidence?limit=x").await.0,
+            StatusCode::BAD_REQUEST
+        );
     }
 
     #[tokio::test]

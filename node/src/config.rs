@@ -59,27 +59,27 @@ fn default_remote_timeout_ms() -> u64 {
 
 impl RemoteSignerConfig {
     /// The daemon's address with the token read from `token_file` (bounded). Errors:
-    /// [`ConfigError::Invalid`] for a URL that is not `http://host[:port]`, a token file that
+    /// [`ConfigError::NodeConfig`] for a URL that is not `http://host[:port]`, a token file that
     /// cannot be read, an empty token or one an HTTP header cannot carry.
     pub fn target(&self) -> Result<crate::remote_signer::RemoteSignerTarget, ConfigError> {
         let url = reqwest::Url::parse(&self.url)
-            .map_err(|e| ConfigError::Invalid(format!("remote_signer.url: {e}")))?;
+            .map_err(|e| ConfigError::NodeConfig(format!("remote_signer.url: {e}")))?;
         if url.scheme() != "http" || url.host().is_none() {
-            return Err(ConfigError::Invalid(format!(
+            return Err(ConfigError::NodeConfig(format!(
                 "remote_signer.url must be http://host:port (thresholdd serves plain HTTP), got \
                  {}",
                 self.url
             )));
         }
         if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
-            return Err(ConfigError::Invalid(format!(
+            return Err(ConfigError::NodeConfig(format!(
                 "remote_signer.url is the daemon's address only (http://host:port, no path or \
                  query), got {}",
                 self.url
             )));
         }
         let token = read_token_file(&self.token_file)
-            .map_err(|e| ConfigError::Invalid(format!("remote_signer.token_file: {e}")))?;
+            .map_err(|e| ConfigError::NodeConfig(format!("remote_signer.token_file: {e}")))?;
         Ok(crate::remote_signer::RemoteSignerTarget {
             url,
             token,
@@ -199,13 +199,13 @@ impl ApiConfig {
             ("body_read_timeout_ms", self.body_read_timeout_ms),
         ] {
             if !(1..=MAX_TIME_MS).contains(&value) {
-                return Err(ConfigError::Invalid(format!(
+                return Err(ConfigError::NodeConfig(format!(
                     "api.{name} must be in 1..={MAX_TIME_MS}"
                 )));
             }
         }
         if self.tx_per_second == 0 || self.tx_burst == 0 {
-            return Err(ConfigError::Invalid(
+            return Err(ConfigError::NodeConfig(
                 "api.tx_per_second and api.tx_burst must be positive".into(),
             ));
         }
@@ -276,13 +276,13 @@ impl NodeConfig {
             }
         }
         if !(1..=MAX_TIME_MS).contains(&cfg.block_time_ms) {
-            return Err(ConfigError::Invalid(format!(
+            return Err(ConfigError::NodeConfig(format!(
                 "block_time_ms must be in 1..={MAX_TIME_MS}"
             )));
         }
         let timeout = cfg.view_timeout_ms();
         if timeout <= cfg.block_time_ms || timeout > MAX_TIME_MS {
-            return Err(ConfigError::Invalid(format!(
+            return Err(ConfigError::NodeConfig(format!(
                 "view_timeout_ms must be above block_time_ms and at most {MAX_TIME_MS}"
             )));
         }
@@ -290,7 +290,7 @@ impl NodeConfig {
             .metrics_listen
             .filter(|m| same_socket(*m, cfg.api_listen))
         {
-            return Err(ConfigError::Invalid(format!(
+            return Err(ConfigError::NodeConfig(format!(
                 "metrics_listen ({metrics}) is api_listen ({}): give the metrics listener a port \
                  of its own, or remove metrics_listen to serve /metrics on api_listen",
                 cfg.api_listen
@@ -298,18 +298,18 @@ impl NodeConfig {
         }
         cfg.api.check()?;
         if cfg.mempool_max_txs == 0 || cfg.max_block_txs == 0 {
-            return Err(ConfigError::Invalid(
+            return Err(ConfigError::NodeConfig(
                 "mempool_max_txs and max_block_txs must be positive".into(),
             ));
         }
         match (cfg.signer, &cfg.remote_signer) {
             (SignerMode::Remote, None) => {
-                return Err(ConfigError::Invalid(
+                return Err(ConfigError::NodeConfig(
                     "signer = \"remote\" needs a [remote_signer] table (url, token_file)".into(),
                 ))
             }
             (SignerMode::Local, Some(_)) => {
-                return Err(ConfigError::Invalid(
+                return Err(ConfigError::NodeConfig(
                     "[remote_signer] is set but signer is \"local\": set signer = \"remote\" \
                      (a top-level key: above the first [[peers]] or other table) or remove the \
                      table"
@@ -317,7 +317,7 @@ impl NodeConfig {
                 ))
             }
             (_, Some(remote)) if !(1..=MAX_TIME_MS).contains(&remote.timeout_ms) => {
-                return Err(ConfigError::Invalid(format!(
+                return Err(ConfigError::NodeConfig(format!(
                     "remote_signer.timeout_ms must be in 1..={MAX_TIME_MS}"
                 )))
             }
@@ -328,7 +328,7 @@ impl NodeConfig {
 
     /// Writes `node.toml`.
     pub fn save(&self, path: &Path) -> Result<(), ConfigError> {
-        let text = toml::to_string_pretty(self).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        let text = toml::to_string_pretty(self).map_err(|e| ConfigError::Encode(e.to_string()))?;
         std::fs::write(path, text).map_err(io_err(path))
     }
 
@@ -438,7 +438,7 @@ mod tests {
         assert_eq!(cfg.metrics_listen, Some("0.0.0.0:8001".parse().unwrap()));
         for taken in ["127.0.0.1:8000", "0.0.0.0:8000"] {
             match parse(&format!("metrics_listen = \"{taken}\"\n")) {
-                Err(ConfigError::Invalid(message)) => {
+                Err(ConfigError::NodeConfig(message)) => {
                     assert!(
                         message.contains("is api_listen (127.0.0.1:8000)"),
                         "{message}"
@@ -470,7 +470,7 @@ mod tests {
             ),
         ] {
             match parse(extra) {
-                Err(ConfigError::Invalid(message)) => {
+                Err(ConfigError::NodeConfig(message)) => {
                     assert!(message.contains(needle), "{message}")
                 }
                 other => panic!("{extra}: {other:?}"),
@@ -491,7 +491,7 @@ mod tests {
         let parse = |extra: &str| NodeConfig::from_toml(&format!("{text}{extra}"), dir.path());
         assert_eq!(parse("").unwrap().signer, SignerMode::Local);
         let invalid = |extra: &str, needle: &str| match parse(extra) {
-            Err(ConfigError::Invalid(message)) => assert!(message.contains(needle), "{message}"),
+            Err(ConfigError::NodeConfig(message)) => assert!(message.contains(needle), "{message}"),
             other => panic!("{extra}: {other:?}"),
         };
         invalid("signer = \"remote\"\n", "needs a [remote_signer] table");
@@ -512,7 +512,7 @@ mod tests {
         // The token file is read when the node starts: missing, empty, unfit for a header, then
         // good (surrounding whitespace dropped).
         let refused = |remote: &RemoteSignerConfig, needle: &str| match remote.target() {
-            Err(ConfigError::Invalid(message)) => assert!(message.contains(needle), "{message}"),
+            Err(ConfigError::NodeConfig(message)) => assert!(message.contains(needle), "{message}"),
             other => panic!("{needle}: {other:?}"),
         };
         refused(&remote, "remote_signer.token_file");

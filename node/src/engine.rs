@@ -12,6 +12,8 @@
 //!   that fetch it, and a leader restarted in the middle of its view proposes the same block
 //!   again (its guard names the block's hash) instead of asking its guard for a conflicting one.
 //!   A leader whose proposal was not stored stays silent in that view: its signature never left.
+//!   A received proposal is stored (not flushed) before the core sees it, so that this node can
+//!   serve it; blocks reach the store through the engine only ([`Engine::handle`]).
 //! - A certificate of a view above the finalized tip is stored **and flushed** before the core
 //!   acts on it further: if every validator lost the certificate of a view they all left, nobody
 //!   could justify a proposal across it again.
@@ -23,15 +25,17 @@
 //!   from other, possibly Byzantine, validators and is not on the safety path, so a failure to
 //!   store it is reported to the host and consensus goes on.
 
-use crate::api::evidence_record;
 use crate::signer::{guard_kind, SignError, VoteSigner};
 use quasar_consensus::{
-    Action, Core, CoreConfig, EpochSets, Evidence, FinalizedBlock, Input, ProposalSlot, TimerKind,
-    Tip, Verifier,
+    Action, Core, CoreConfig, EpochSets, Evidence, EvidenceKind, FinalizedBlock, Input,
+    ProposalSlot, TimerKind, Tip, Verifier,
 };
 use quasar_crypto::hash::Hash;
 use quasar_lanes::bls::signers_from_bitmap;
-use quasar_storage::{Store, StoreError, VoteIntent, VoteKind as GuardVoteKind, GUARD_WINDOW};
+use quasar_storage::evidence::kind as evidence_kind;
+use quasar_storage::{
+    EvidenceRecord, Store, StoreError, VoteIntent, VoteKind as GuardVoteKind, GUARD_WINDOW,
+};
 use quasar_wire::{decode, tx_hash, Certificate, Message, MessageRef, Proposal};
 use std::collections::VecDeque;
 
@@ -396,9 +400,20 @@ impl<S: Store> Engine<S> {
     /// ([`Engine::listen_before_signing`]) its view joins the fence; afterwards, one in a view
     /// above the fence that the guard never recorded was signed by another process.
     ///
+    /// A received proposal is stored first (not flushed), so that this node can serve the
+    /// block to peers that fetch it; the engine is the only writer of blocks. A failure to store
+    /// it only means this node cannot serve it, and is not an error.
+    ///
     /// Errors: [`EngineError`] (fatal: stop the validator), [`EngineError::SecondInstance`]
     /// among them.
     pub fn handle(&mut self, host: &mut impl Host, input: Input) -> Result<(), EngineError> {
+        if let Input::Proposal(p) = &input {
+            if let Ok(bytes) = Message::Proposal(p.proposal().clone()).encode() {
+                let _ = self
+                    .store
+                    .put_block(p.proposal().header.height, p.hash(), &bytes);
+            }
+        }
         if let Some(listening) = self.listening.as_mut() {
             let certified = match &input {
                 Input::Certificate(c) => c.certificate().view,
@@ -884,4 +899,28 @@ impl<S: Store> Engine<S> {
         }
         Ok(())
     }
+}
+
+/// The storage code of a consensus [`EvidenceKind`] (see [`quasar_storage::evidence::kind`]).
+pub fn evidence_kind_code(kind: EvidenceKind) -> u8 {
+    match kind {
+        EvidenceKind::ConflictingProposal => evidence_kind::CONFLICTING_PROPOSAL,
+        EvidenceKind::ConflictingNotarize => evidence_kind::CONFLICTING_NOTARIZE,
+        EvidenceKind::ConflictingFinalize => evidence_kind::CONFLICTING_FINALIZE,
+        EvidenceKind::FinalizeAndNullify => evidence_kind::FINALIZE_AND_NULLIFY,
+    }
+}
+
+/// The storage record of detected equivocation: both messages encoded whole
+/// ([`quasar_wire::Message::encode`]), so the record carries both signatures.
+///
+/// Errors: [`quasar_wire::WireError`] when a message does not encode (a message the core accepted always does).
+pub fn evidence_record(e: &Evidence) -> Result<EvidenceRecord, quasar_wire::WireError> {
+    Ok(EvidenceRecord {
+        kind: evidence_kind_code(e.kind),
+        signer: e.signer,
+        view: e.view,
+        first: e.first.encode()?,
+        second: e.second.encode()?,
+    })
 }

@@ -26,8 +26,8 @@ use crate::sync::{serve, SyncSource, MAX_SYNC_BLOCKS};
 use quasar_chainspec::key_file;
 use quasar_chainspec::{GenesisFile, SecretKeyFile};
 use quasar_consensus::{
-    Action, BlockLimits, Core, CoreConfig, EpochSchedule, Input, ProposalSlot, TimerKind, Tip,
-    VerifiedProposal, VerifiedVote, Verifier,
+    Action, BlockLimits, Core, CoreConfig, EpochSchedule, Input, ProposalSlot, Received, TimerKind,
+    Tip, VerifiedProposal, VerifiedVote, Verifier,
 };
 use quasar_crypto::bls::{SecretKey, Signature};
 use quasar_crypto::hash::Hash;
@@ -223,12 +223,16 @@ type OwnProposalKey = (u64, u64, Hash, u64, u64, u64, Vec<Vec<u8>>);
 /// The harness's own proposals, signed once per process.
 static OWN_PROPOSALS: Memo<OwnProposalKey, VerifiedProposal> = Memo::new();
 
-/// [`Verifier::verify_message`] of the fixture on `message`, whose encoding is `encoded`
-/// (memoized by the encoding): the verified input, or `None` when it is refused or needs nothing.
-fn verify_message(encoded: &[u8], message: Message) -> Option<Input> {
+/// The fixture verifier's ingress ([`Verifier::ingress`], the path network bytes take) on the
+/// one message `encoded` (memoized by the encoding): the verified input, or `None` when it is
+/// refused or is not a consensus input.
+fn ingress(encoded: &[u8]) -> Option<Input> {
     static VERDICTS: Memo<Vec<u8>, Option<Input>> = Memo::new();
     VERDICTS.get_or(encoded.to_vec(), || {
-        fixture().verifier.verify_message(message).ok().flatten()
+        match fixture().verifier.ingress(&[encoded]).pop() {
+            Some(Received::Input(input)) => Some(input),
+            _ => None,
+        }
     })
 }
 
@@ -243,10 +247,7 @@ pub fn certificate(data: &[u8]) {
     };
     let f = fixture();
     let certificate = decoded.to_owned();
-    let Ok(Some(Input::Certificate(verified))) = f
-        .verifier
-        .verify_message(Message::Certificate(certificate.clone()))
-    else {
+    let Ok(verified) = f.verifier.verify_certificate(certificate.clone()) else {
         return;
     };
     let signers = verified.signers();
@@ -277,15 +278,13 @@ pub fn sync_response(data: &[u8]) {
         return;
     };
     for (index, item) in response.items().enumerate() {
-        let message = match quasar_wire::decode(item) {
-            Ok(
-                m @ (MessageRef::Proposal(_) | MessageRef::Vote(_) | MessageRef::Certificate(_)),
-            ) => m.to_owned(),
+        match quasar_wire::decode(item) {
+            Ok(MessageRef::Proposal(_) | MessageRef::Vote(_) | MessageRef::Certificate(_)) => {}
             Ok(MessageRef::QuasarCert(_)) => continue,
             other => panic!("sync item {index} of a decoded response: {other:?}"),
-        };
+        }
         if index < MAX_SYNC_ITEMS {
-            verify_message(item, message);
+            ingress(item);
         }
     }
 }
@@ -640,7 +639,7 @@ pub struct CoreRun {
 ///
 /// Views are chosen near the core's current view (−4..+3, or far ahead); blocks from those
 /// proposed so far plus one unknown hash. Every message is encoded, decoded and passed through
-/// [`Verifier::verify_message`] as network bytes are; what verifies goes to [`Core::handle`].
+/// [`Verifier::ingress`] as network bytes are; what verifies goes to [`Core::handle`].
 /// Signatures, proposals and verdicts on the fixture's keys are memoized: each distinct
 /// message meets the real signer and verifier once per process, so the fuzzer's time goes to the
 /// core instead of to BLS. That includes the core's own votes and proposals: its signing guard
@@ -984,7 +983,7 @@ impl CoreHarness {
             .expect("an encoded message decodes")
             .to_owned();
         assert_eq!(decoded, message, "encoding changed the message");
-        if let Some(input) = verify_message(&encoded, decoded) {
+        if let Some(input) = ingress(&encoded) {
             self.accepted += 1;
             self.handle(input);
         }

@@ -50,14 +50,14 @@ pub fn render_node_toml(opts: &InitOptions) -> Result<String, ConfigError> {
                 .eq_ignore_ascii_case(&public.bls_public_key)
         })
         .ok_or_else(|| {
-            ConfigError::Invalid(format!(
+            ConfigError::Arguments(format!(
                 "{}: this validator's BLS key is not among the validators of {}",
                 opts.key_dir.display(),
                 opts.genesis.display()
             ))
         })?;
     if !opts.peers.is_empty() && opts.peers.len() != roster.len() {
-        return Err(ConfigError::Invalid(format!(
+        return Err(ConfigError::Arguments(format!(
             "--peers names {} addresses; the genesis has {} validators (give one per validator, \
              in genesis order, this one's included)",
             opts.peers.len(),

@@ -8,7 +8,8 @@
 //! - [`runtime`]: the tokio process around the core (QUIC via [`quasar_p2p`], sled storage, timers);
 //! - [`relay`]: recent signed messages relayed to peers on request, so a validator sees
 //!   another process signing with its key;
-//! - [`mempool`], [`sync`], [`api`] (HTTP admin API), [`metrics`], [`config`] (`node.toml`;
+//! - [`mempool`], [`sync`], [`api`] (HTTP admin API, over the read-only [`api::NodeView`]
+//!   that [`view`] implements for the runtime's state), [`metrics`], [`config`] (`node.toml`;
 //!   key files, genesis and the dealer are [`quasar_chainspec`]'s), [`init`] (a commented
 //!   starting `node.toml`); what both binaries share as processes (logging, signals, build
 //!   identity, the bounded HTTP/1.1 listener) is in [`quasar_process`];
@@ -39,3 +40,4 @@ pub mod signer;
 pub mod sim;
 pub mod sync;
 pub mod testnet;
+pub mod view;

@@ -9,6 +9,9 @@ use quasar_crypto::hash::Hash;
 use quasar_wire::tx_hash;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+/// Largest client transaction, bytes.
+pub const MAX_TX_BYTES: usize = 64 * 1024;
+
 /// Why a transaction was not admitted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MempoolError {

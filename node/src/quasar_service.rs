@@ -1107,7 +1107,7 @@ pub fn finality_info(shared: &Shared, height: u64) -> FinalityInfo {
     FinalityInfo {
         tier: tier.into(),
         state: state.into(),
-        profile: profile.name().into(),
+        profile: profile.name(),
         bundle_end: closing,
         legs,
         unavailable: tracker.unavailable_at(closing),

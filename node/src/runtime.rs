@@ -18,7 +18,7 @@ use crate::api;
 use crate::ceremony::{Ceremony, CoronaParty, PulsarParty, RemoteParty};
 use crate::config::{NodeConfig, SignerMode};
 use crate::engine::{Engine, EngineError, Host, Published};
-use crate::mempool::{Mempool, MempoolLimits};
+use crate::mempool::{Mempool, MempoolLimits, MAX_TX_BYTES};
 use crate::metrics::{DispatcherMetrics, KeyCacheMetrics, NodeMetrics};
 use crate::quasar::QuasarTracker;
 use crate::quasar_service::{self, Contributor, Finalized, QuasarHandle, SetContributor};
@@ -35,7 +35,8 @@ use quasar_chainspec::{
 };
 use quasar_consensus::epoch::ByEpoch;
 use quasar_consensus::{
-    BlockLimits, CoreConfig, EpochSchedule, Evidence, Input, ProposalSlot, TimerKind, Verifier,
+    BlockLimits, CoreConfig, EpochSchedule, Evidence, Input, ProposalSlot, Received, TimerKind,
+    Verifier,
 };
 use quasar_crypto::accel::BatchArithmetic;
 use quasar_crypto::bls_cache::PublicKeyCache;
@@ -53,8 +54,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, Semaphore};
 
-/// Largest client transaction, bytes.
-pub const MAX_TX_BYTES: usize = 64 * 1024;
 /// Most transaction bytes in one block.
 pub const MAX_BLOCK_BYTES: usize = 8 * 1024 * 1024;
 /// Most queued inbound messages taken at once; the votes among them are verified as one batch
@@ -94,9 +93,108 @@ pub enum NodeError {
         /// Which lock is held, for the message.
         held: String,
     },
-    /// Anything else that stops the node, with context.
+    /// This key directory's validator is in no validator set of the genesis: the key directory
+    /// or the genesis is not the one meant.
+    #[error(
+        "this key directory's validator is not in genesis (neither its validator set nor a \
+         scheduled validator change)"
+    )]
+    NotInGenesis,
+    /// This key directory's post-quantum keys are not its genesis entry's: the node would sign
+    /// legs nobody can verify under the keys the chain knows.
+    #[error(
+        "this key directory's {field} differs from validator {validator} ({name})'s entry in \
+         genesis ({detail}); use the key directory the genesis was made from"
+    )]
+    IdentityMismatch {
+        /// The key file field that differs.
+        field: &'static str,
+        /// The validator's roster position.
+        validator: usize,
+        /// Its name in the genesis.
+        name: String,
+        /// How it differs.
+        detail: String,
+    },
+    /// The signing guard file is missing but the store holds this validator's history: the
+    /// guard was lost, and signing again could repeat a view.
+    #[error(
+        "{} is missing but {} holds this validator's history; restore the signing guard \
+         (never delete it), or remove the whole data directory: the node then syncs again and \
+         listens to the network before it signs",
+        guard.display(),
+        store.display()
+    )]
+    GuardMissing {
+        /// The guard file.
+        guard: PathBuf,
+        /// The block store.
+        store: PathBuf,
+    },
+    /// The signing guard is older than the store's record of this validator's signatures (a
+    /// restored backup or a copy): signing with it risks equivocation.
+    #[error(
+        "{} is older than this validator's history: the store holds a certificate with its \
+         signature at view {view}, but the guard's highest view is {guard_view}. It was \
+         restored from a backup or copied; signing with it risks equivocation. Put the current \
+         guard file back",
+        guard.display()
+    )]
+    GuardBehindStore {
+        /// The guard file.
+        guard: PathBuf,
+        /// The highest view of a stored certificate this validator signed.
+        view: u64,
+        /// The guard's highest view.
+        guard_view: u64,
+    },
+    /// A `[[peers]]` entry of node.toml is not usable.
+    #[error("peer {key}: {message}")]
+    Peer {
+        /// The peer's BLS public key as node.toml writes it.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A file or directory the node needs could not be opened or made.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The failure.
+        source: std::io::Error,
+    },
+    /// A listener could not bind (the address is taken or not this host's).
+    #[error("{what} {addr}: {source}")]
+    Listen {
+        /// Which listener (`api_listen`, `metrics_listen`).
+        what: &'static str,
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// The failure.
+        source: std::io::Error,
+    },
+    /// `signer = "remote"`: the daemon refused this node (its token, its keys) or could not be
+    /// used.
+    #[error("remote signer: {0}")]
+    RemoteSigner(#[from] RemoteSignError),
+    /// The rollup proving key cannot be used.
+    #[error("rollup_proving_key {}: {message}", path.display())]
+    RollupKey {
+        /// The key file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// The QUIC transport stopped on its own: the node exits so that its supervisor restarts
+    /// it, rather than stay up deaf.
+    #[error("p2p transport stopped: {0}")]
+    TransportStopped(String),
+    /// The process could not get a resource of its own (a thread, a signal handler, the
+    /// certificate verification pool) or the genesis's sets do not chain; the text is for the
+    /// log.
     #[error("{0}")]
-    Other(String),
+    Internal(String),
 }
 
 /// The file in `data_dir` a running node holds an exclusive lock on, for as long as it runs
@@ -119,7 +217,7 @@ pub fn guard_location(cfg: &NodeConfig) -> Result<GuardLocation, HistoryError> {
         .ok()
         .and_then(|bytes| quasar_crypto::bls::PublicKey::from_bytes(&bytes).ok())
         .ok_or_else(|| {
-            ConfigError::Invalid(format!(
+            ConfigError::Keys(format!(
                 "{}: bls_public_key is not a BLS public key",
                 cfg.key_dir.display()
             ))
@@ -137,18 +235,20 @@ pub fn guard_location(cfg: &NodeConfig) -> Result<GuardLocation, HistoryError> {
 /// Creates `data_dir` if needed and takes its lock ([`DATA_DIR_LOCK_FILE`]), then opens the
 /// block store in `data_dir/db`. Hold the returned file as long as the store is used. Errors:
 /// [`NodeError::DataDirInUse`] when another process holds the lock file or sled's own lock on
-/// the store; [`NodeError::Other`] naming the path when the directory or lock file cannot be
+/// the store; [`NodeError::Io`] naming the path when the directory or lock file cannot be
 /// made; [`NodeError::Storage`] when the store does not open.
 pub fn open_data_dir(data_dir: &Path) -> Result<(std::fs::File, SledStore), NodeError> {
     use quasar_process::{lock_dir, DirLockError};
-    std::fs::create_dir_all(data_dir)
-        .map_err(|e| NodeError::Other(format!("{}: {e}", data_dir.display())))?;
+    std::fs::create_dir_all(data_dir).map_err(|source| NodeError::Io {
+        path: data_dir.to_path_buf(),
+        source,
+    })?;
     let lock = lock_dir(data_dir, DATA_DIR_LOCK_FILE).map_err(|e| match e {
         DirLockError::InUse { dir, lock_file } => NodeError::DataDirInUse {
             dir,
             held: format!("it holds {}", lock_file.display()),
         },
-        other => NodeError::Other(format!("locking the data directory: {other}")),
+        DirLockError::Io { path, source } => NodeError::Io { path, source },
     })?;
     let db = data_dir.join(STORE_DIR);
     let store = SledStore::open(&db).map_err(|e| {
@@ -285,13 +385,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
             v.bls_public_key
                 .eq_ignore_ascii_case(&keys.public.bls_public_key)
         })
-        .ok_or_else(|| {
-            NodeError::Other(
-                "this key directory's validator is not in genesis (neither its validator set \
-                 nor a scheduled validator change)"
-                    .into(),
-            )
-        })?;
+        .ok_or(NodeError::NotInGenesis)?;
     check_identity(&roster, genesis.magnetar_set(), me, &keys.public)?;
     let me = me as u32;
     // Every other file the node reads, before anything is created on disk, so that a wrong
@@ -302,21 +396,20 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         _ => None,
     };
     if let Some(path) = &cfg.rollup_proving_key {
-        std::fs::File::open(path)
-            .map_err(|e| NodeError::Other(format!("rollup_proving_key {}: {e}", path.display())))?;
+        std::fs::File::open(path).map_err(|e| NodeError::RollupKey {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
     }
     let (_data_dir_lock, store) = open_data_dir(&cfg.data_dir)?;
     // The guard is what stops this validator from signing twice. A store with history but no
     // guard means the guard was lost: refuse to run rather than sign again in old views.
     let guard_path = cfg.data_dir.join(quasar_storage::GUARD_FILE);
     if !guard_path.exists() && !store.is_empty()? {
-        return Err(NodeError::Other(format!(
-            "{} is missing but {} holds this validator's history; restore the signing guard \
-             (never delete it), or remove the whole data directory: the node then syncs again and \
-             listens to the network before it signs",
-            guard_path.display(),
-            cfg.data_dir.join(STORE_DIR).display()
-        )));
+        return Err(NodeError::GuardMissing {
+            guard: guard_path,
+            store: cfg.data_dir.join(STORE_DIR),
+        });
     }
     // The guard file is bound to this validator's key and this chain: another validator's or
     // another chain's guard is refused rather than adopted.
@@ -340,8 +433,10 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     let must_listen = (!guard_path.exists() || unfenced_path.exists() || daemon_unfenced)
         && now_us() > genesis.file.genesis_time_us;
     if must_listen {
-        quasar_storage::mark_unfenced(&cfg.data_dir)
-            .map_err(|e| NodeError::Other(format!("{}: {e}", unfenced_path.display())))?;
+        quasar_storage::mark_unfenced(&cfg.data_dir).map_err(|source| NodeError::Io {
+            path: unfenced_path.clone(),
+            source,
+        })?;
     }
     let guard = SigningGuard::open(&cfg.data_dir, &owner)?;
     let guard_view = guard.highest_view();
@@ -407,13 +502,11 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     let tip = recovery.tip;
     // A new guard fences past the store's certificates too; an older, non-empty one was restored.
     if let (Some(view), false) = (recovery.signed_above_guard, must_listen) {
-        return Err(NodeError::Other(format!(
-            "{} is older than this validator's history: the store holds a certificate with its \
-             signature at view {view}, but the guard's highest view is {guard_view}. It was \
-             restored from a backup or copied; signing with it risks equivocation. Put the \
-             current guard file back",
-            guard_path.display()
-        )));
+        return Err(NodeError::GuardBehindStore {
+            guard: guard_path,
+            view,
+            guard_view,
+        });
     }
     tracing::info!(
         finalized_height = tip.height,
@@ -435,17 +528,18 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
             .enumerate()
             .find(|(_, v)| v.bls_public_key.eq_ignore_ascii_case(&p.bls_public_key))
         else {
-            return Err(NodeError::Other(format!(
-                "peer {} is not in genesis",
-                p.bls_public_key
-            )));
+            return Err(NodeError::Peer {
+                key: p.bls_public_key.clone(),
+                message: "not in genesis".into(),
+            });
         };
         if index as u32 == me {
             continue;
         }
         // Checked by the genesis check: hex of a valid certificate.
-        let cert_der = hex::decode(&entry.tls_certificate).map_err(|e| {
-            NodeError::Other(format!("peer {}: tls_certificate: {e}", p.bls_public_key))
+        let cert_der = hex::decode(&entry.tls_certificate).map_err(|e| NodeError::Peer {
+            key: p.bls_public_key.clone(),
+            message: format!("tls_certificate: {e}"),
         })?;
         peers.push(PeerInfo {
             index: index as u32,
@@ -491,7 +585,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     });
     let cert_verifier = Arc::new(
         CertVerifier::with_backend(0, arithmetic)
-            .map_err(|e| NodeError::Other(format!("certificate pool: {e}")))?,
+            .map_err(|e| NodeError::Internal(format!("certificate pool: {e}")))?,
     );
     let genesis_policy = policies.next().map_or_else(
         || Err("the genesis has no certificate policy".to_string()),
@@ -507,7 +601,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     for (epoch, policy) in policies {
         tracker
             .change_policy_at(epoch, policy)
-            .map_err(|e| NodeError::Other(format!("certificate policies: {e}")))?;
+            .map_err(|e| NodeError::Internal(format!("certificate policies: {e}")))?;
     }
     let quasar_height = store.quasar_tip()?.unwrap_or(0);
     let (quasar, quasar_rx) = QuasarHandle::channel();
@@ -565,16 +659,24 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         },
         quasar_rx,
     )
-    .map_err(|e| NodeError::Other(format!("quasar finality thread: {e}")))?;
+    .map_err(|e| NodeError::Internal(format!("quasar finality thread: {e}")))?;
 
     let api_listener = tokio::net::TcpListener::bind(cfg.api_listen)
         .await
-        .map_err(|e| NodeError::Other(format!("API listen {}: {e}", cfg.api_listen)))?;
+        .map_err(|source| NodeError::Listen {
+            what: "api_listen",
+            addr: cfg.api_listen,
+            source,
+        })?;
     let metrics_listener = match cfg.metrics_listen {
         Some(addr) => Some(
             tokio::net::TcpListener::bind(addr)
                 .await
-                .map_err(|e| NodeError::Other(format!("metrics_listen {addr}: {e}")))?,
+                .map_err(|source| NodeError::Listen {
+                    what: "metrics_listen",
+                    addr,
+                    source,
+                })?,
         ),
         None => None,
     };
@@ -672,30 +774,13 @@ async fn inbound_loop(
                 Err(_) => break,
             }
         }
-        let mut votes = Vec::new();
+        let mut gossip = Vec::new();
+        let mut senders = Vec::new();
         for event in burst {
             match event {
                 Inbound::Gossip { message, from } => {
-                    match decode(&message) {
-                        Ok(MessageRef::Vote(vote)) => {
-                            votes.push(vote.to_owned());
-                            continue;
-                        }
-                        Ok(MessageRef::Lane(lane)) => {
-                            shared.quasar_tx.send(quasar_service::Input::Lane {
-                                from,
-                                message: lane.to_owned(),
-                            });
-                            continue;
-                        }
-                        _ => {}
-                    }
-                    let job = move |shared: &Shared, verifier: &Verifier| {
-                        ingest(shared, verifier, &message).into_iter().collect()
-                    };
-                    if !pool.run(job).await {
-                        return;
-                    }
+                    gossip.push(message);
+                    senders.push(from);
                 }
                 Inbound::Request { message, reply, .. } => {
                     let shared = shared.clone();
@@ -726,22 +811,11 @@ async fn inbound_loop(
                 }
             }
         }
-        if votes.is_empty() {
+        if gossip.is_empty() {
             continue;
         }
         let job = move |shared: &Shared, verifier: &Verifier| {
-            verifier
-                .verify_votes(votes)
-                .into_iter()
-                .filter_map(|result| match result {
-                    Ok(vote) => Some(Input::Vote(vote)),
-                    Err(e) => {
-                        tracing::debug!(error = %e, "invalid vote");
-                        shared.metrics.invalid_messages.inc();
-                        None
-                    }
-                })
-                .collect()
+            ingest_gossip(shared, verifier, &gossip, &senders)
         };
         if !pool.run(job).await {
             return;
@@ -783,49 +857,59 @@ impl VerificationPool {
     }
 }
 
-/// Decodes and verifies one gossiped message. Transactions go to the mempool; consensus messages
-/// become core inputs. Malformed and invalid messages are counted and dropped.
-fn ingest(shared: &Shared, verifier: &Verifier, bytes: &[u8]) -> Option<Input> {
-    let message = match decode(bytes) {
-        Ok(m) => m,
-        Err(e) => {
+/// Gossip from the peers `senders` (one per message) through ingress
+/// ([`Verifier::ingress`]: decoded once, the votes verified as one batch): returns the core
+/// inputs in order; transactions go to the mempool and lane messages to the Quasar leg service;
+/// malformed and invalid messages are counted and dropped, as is anything else (sync and relay
+/// traffic belongs on request streams).
+fn ingest_gossip(
+    shared: &Shared,
+    verifier: &Verifier,
+    messages: &[Vec<u8>],
+    senders: &[u32],
+) -> Vec<Input> {
+    let mut inputs = Vec::new();
+    for (received, &from) in verifier.ingress(messages).into_iter().zip(senders) {
+        match received {
+            Received::Other(MessageRef::TxBatch(batch)) => {
+                for tx in batch.txs() {
+                    let hash = tx_hash(tx);
+                    if matches!(shared.store.tx_height(&hash), Ok(Some(_))) {
+                        continue;
+                    }
+                    if let Ok(mut pool) = shared.mempool.lock() {
+                        let _ = pool.add(tx.to_vec());
+                        shared.metrics.mempool_size.set(pool.len() as i64);
+                    }
+                }
+            }
+            Received::Other(MessageRef::Lane(lane)) => {
+                shared.quasar_tx.send(quasar_service::Input::Lane {
+                    from,
+                    message: lane.to_owned(),
+                });
+            }
+            other => inputs.extend(core_input(shared, other)),
+        }
+    }
+    inputs
+}
+
+/// The core input `received` carries, if any; a malformed or invalid message is counted.
+fn core_input(shared: &Shared, received: Received<'_>) -> Option<Input> {
+    match received {
+        Received::Input(input) => Some(input),
+        Received::Malformed(e) => {
             tracing::debug!(error = %e, "malformed message");
             shared.p2p_metrics.record_malformed();
-            return None;
+            None
         }
-    };
-    if let MessageRef::TxBatch(batch) = &message {
-        for tx in batch.txs() {
-            let hash = tx_hash(tx);
-            if matches!(shared.store.tx_height(&hash), Ok(Some(_))) {
-                continue;
-            }
-            if let Ok(mut pool) = shared.mempool.lock() {
-                let _ = pool.add(tx.to_vec());
-                shared.metrics.mempool_size.set(pool.len() as i64);
-            }
-        }
-        return None;
-    }
-    let owned = message.to_owned();
-    let proposal_hash = match &owned {
-        Message::Proposal(p) => Some((p.header.height, p.header.hash())),
-        _ => None,
-    };
-    match verifier.verify_message(owned) {
-        Ok(Some(input)) => {
-            if let Some((height, hash)) = proposal_hash {
-                // Kept so this node can serve the block to peers that fetch it.
-                let _ = shared.store.put_block(height, &hash, bytes);
-            }
-            Some(input)
-        }
-        Ok(None) => None,
-        Err(e) => {
+        Received::Invalid(e) => {
             tracing::debug!(error = %e, "invalid message");
             shared.metrics.invalid_messages.inc();
             None
         }
+        Received::Other(_) => None,
     }
 }
 
@@ -884,7 +968,7 @@ impl Driver {
                 cause = self.host.shared.network.stopped() => {
                     // The transport died on its own: exit so the supervisor restarts the node,
                     // rather than stay up looking healthy while deaf.
-                    return Err(NodeError::Other(format!("p2p transport stopped: {cause:?}")));
+                    return Err(NodeError::TransportStopped(format!("{cause:?}")));
                 }
             }
         }
@@ -1113,10 +1197,13 @@ fn fetch(
                 };
                 let mut quasar_certs = Vec::new();
                 let mut inputs = Vec::new();
-                for item in resp.items() {
-                    match decode(item) {
-                        Ok(MessageRef::QuasarCert(cert)) => quasar_certs.push(cert.to_owned()),
-                        _ => inputs.extend(ingest(&shared2, &verifier2, item)),
+                let items: Vec<&[u8]> = resp.items().collect();
+                for received in verifier2.ingress(&items) {
+                    match received {
+                        Received::Other(MessageRef::QuasarCert(cert)) => {
+                            quasar_certs.push(cert.to_owned())
+                        }
+                        other => inputs.extend(core_input(&shared2, other)),
                     }
                 }
                 let inputs = checkpoint_inputs(inputs, from_height, &shared2.schedule);
@@ -1188,9 +1275,11 @@ fn ask_for_relays(host: &RuntimeHost, request: RelayRequest, listening: bool) {
                     shared.p2p_metrics.record_malformed();
                     return Vec::new();
                 };
-                RelayCache::relevant(&request, response.items())
+                let items = RelayCache::relevant(&request, response.items());
+                verifier
+                    .ingress(&items)
                     .into_iter()
-                    .filter_map(|item| ingest(&shared, &verifier, item))
+                    .filter_map(|received| core_input(&shared, received))
                     .collect::<Vec<_>>()
             })
             .await
@@ -1205,22 +1294,22 @@ fn ask_for_relays(host: &RuntimeHost, request: RelayRequest, listening: bool) {
 }
 
 fn signal(kind: tokio::signal::unix::SignalKind) -> Result<tokio::signal::unix::Signal, NodeError> {
-    tokio::signal::unix::signal(kind).map_err(|e| NodeError::Other(format!("signal handler: {e}")))
+    tokio::signal::unix::signal(kind)
+        .map_err(|e| NodeError::Internal(format!("signal handler: {e}")))
 }
 
 /// The remote signer of `signer = "remote"`, checked once ([`RemoteSigner::check`]), with
 /// whether its guard is fenced (`None`: not known, the daemon is not reachable yet): a daemon
 /// that refuses the token or holds no vote key for this validator stops the node (a
 /// configuration error); one that is not reachable yet is logged, and each vote asks again.
-/// Errors: [`NodeError::Other`] for a refused token, a missing key, or a reply that is not
-/// thresholdd's.
+/// Errors: [`NodeError::RemoteSigner`] for a refused token, a missing key, or a reply that is
+/// not thresholdd's.
 fn connect_remote_signer(
     target: &RemoteSignerTarget,
     public_key: quasar_crypto::bls::PublicKey,
 ) -> Result<(RemoteSigner, Option<bool>), NodeError> {
     let url = target.url.to_string();
-    let signer = RemoteSigner::new(target.clone(), public_key)
-        .map_err(|e| NodeError::Other(e.to_string()))?;
+    let signer = RemoteSigner::new(target.clone(), public_key)?;
     let fenced = match signer.check() {
         Ok(fenced) => {
             tracing::info!(%url, daemon_guard_fenced = fenced, "votes are signed by thresholdd");
@@ -1233,7 +1322,7 @@ fn connect_remote_signer(
             );
             None
         }
-        Err(error) => return Err(NodeError::Other(error.to_string())),
+        Err(error) => return Err(NodeError::RemoteSigner(error)),
     };
     Ok((signer, fenced))
 }
@@ -1242,16 +1331,14 @@ fn connect_remote_signer(
 /// (entry `me`, found by its BLS key), or whose Magnetar key is of another SLH-DSA parameter set
 /// than the genesis's `magnetar_set` (both sets have 48-byte keys, so equal bytes are not
 /// enough): the node would sign rollup and Magnetar legs that nobody can verify under the keys
-/// the chain knows. Errors: [`NodeError::Other`] naming the field that differs.
+/// the chain knows. Errors: [`NodeError::IdentityMismatch`] naming the field that differs.
 fn check_identity(
     validators: &[quasar_chainspec::GenesisValidator],
     magnetar_set: quasar_crypto::magnetar::ParameterSet,
     me: usize,
     keys: &quasar_chainspec::PublicKeyFile,
 ) -> Result<(), NodeError> {
-    let entry = validators
-        .get(me)
-        .ok_or_else(|| NodeError::Other("genesis entry out of range".into()))?;
+    let entry = validators.get(me).ok_or(NodeError::NotInGenesis)?;
     for (field, ours, theirs) in [
         (
             "mldsa_public_key",
@@ -1265,21 +1352,26 @@ fn check_identity(
         ),
     ] {
         if !ours.eq_ignore_ascii_case(theirs) {
-            return Err(NodeError::Other(format!(
-                "this key directory's {field} differs from validator {me} ({})'s entry in \
-                 genesis; use the key directory the genesis was made from",
-                entry.name
-            )));
+            return Err(NodeError::IdentityMismatch {
+                field,
+                validator: me,
+                name: entry.name.clone(),
+                detail: "another key".into(),
+            });
         }
     }
     if keys.slhdsa_parameter_set != magnetar_set {
-        return Err(NodeError::Other(format!(
-            "this key directory's slhdsa_parameter_set is {:?} but the genesis \
-             magnetar_parameter_set is {:?}: its Magnetar key is of another SLH-DSA parameter set \
-             than the chain's; use the key directory the genesis was made from",
-            quasar_chainspec::magnetar_set_name(keys.slhdsa_parameter_set),
-            quasar_chainspec::magnetar_set_name(magnetar_set)
-        )));
+        return Err(NodeError::IdentityMismatch {
+            field: "slhdsa_parameter_set",
+            validator: me,
+            name: entry.name.clone(),
+            detail: format!(
+                "{:?} where the genesis magnetar_parameter_set is {:?}: its Magnetar key is of \
+                 another SLH-DSA parameter set than the chain's",
+                quasar_chainspec::magnetar_set_name(keys.slhdsa_parameter_set),
+                quasar_chainspec::magnetar_set_name(magnetar_set)
+            ),
+        });
     }
     Ok(())
 }
@@ -1361,7 +1453,7 @@ fn set_contributors(
             None => contributors = Some(ByEpoch::new(contributor)),
             Some(by_epoch) => by_epoch
                 .change_at(set.first_epoch, contributor)
-                .map_err(|e| NodeError::Other(format!("validator sets: {e}")))?,
+                .map_err(|e| NodeError::Internal(format!("validator sets: {e}")))?,
         }
     }
     for epoch in dealt.keys() {
@@ -1371,7 +1463,7 @@ fn set_contributors(
              this epoch: not used"
         );
     }
-    contributors.ok_or_else(|| NodeError::Other("the genesis has no validator set".into()))
+    contributors.ok_or_else(|| NodeError::Internal("the genesis has no validator set".into()))
 }
 
 /// The Corona ceremonies of the validator set `set` (its validators played by the roster
@@ -1647,8 +1739,12 @@ fn rollup_prover(
         validators: set.rollup_validators(file)?.into(),
         key: key.clone(),
     };
-    let prover = WindowProver::start(path, &rollup_set, Arc::clone(arithmetic))
-        .map_err(|e| NodeError::Other(e.to_string()))?;
+    let prover = WindowProver::start(path, &rollup_set, Arc::clone(arithmetic)).map_err(|e| {
+        NodeError::RollupKey {
+            path: path.clone(),
+            message: e.to_string(),
+        }
+    })?;
     tracing::info!(path = %path.display(), "loading the rollup proving key");
     Ok(Some(prover))
 }

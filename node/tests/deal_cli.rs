@@ -5,33 +5,11 @@
 
 mod common;
 
+use common::{fails, ok, run};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use quasar_chainspec::{load_keys, GenesisFile, SECRET_KEY_FILE};
-
-fn run(args: &[&str]) -> Output {
-    Command::new(common::binary())
-        .args(args)
-        .env("QUASAR_KEY_PASSPHRASE", common::KEY_PASSPHRASE)
-        .output()
-        .unwrap()
-}
-
-fn ok(args: &[&str]) {
-    let out = run(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn fails(args: &[&str]) -> String {
-    let out = run(args);
-    assert!(!out.status.success(), "{args:?} succeeded");
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()

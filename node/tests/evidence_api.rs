@@ -1,5 +1,5 @@
 //! Equivocation evidence from detection to `GET /evidence`: the record the runtime stores
-//! ([`api::evidence_record`]), the JSON the route answers ([`api::evidence_list`]), its query
+//! ([`engine::evidence_record`]), the JSON the route answers ([`api::evidence_list`]), its query
 //! ([`api::parse_evidence_query`]), and the property that makes it evidence at all: anyone can
 //! decode both messages from the JSON and verify both signatures with the offender's public key.
 
@@ -10,9 +10,9 @@ use quasar_crypto::bls::{PublicKey, SecretKey, Signature};
 use quasar_crypto::hash::Hash;
 use quasar_lanes::ValidatorSet;
 use quasar_node::api::{
-    self, evidence_list, evidence_record, parse_evidence_query, EvidenceQuery,
-    DEFAULT_EVIDENCE_LIMIT, MAX_EVIDENCE_LIMIT,
+    evidence_list, parse_evidence_query, EvidenceQuery, DEFAULT_EVIDENCE_LIMIT, MAX_EVIDENCE_LIMIT,
 };
+use quasar_node::engine::{self, evidence_record};
 use quasar_node::signer::VoteSigner;
 use quasar_storage::{SigningGuard, SledStore, Store};
 use quasar_wire::{decode, EpochDomain, Message, MessageRef, Vote, VoteKind};
@@ -111,7 +111,7 @@ fn conflicting_notarize_votes_are_stored_and_served_as_checkable_json() {
 #[test]
 fn evidence_the_core_reports_goes_through_the_same_path() {
     // The core detects the equivocation; the engine's Action::Evidence arm (shared by the runtime
-    // and the simulator) turns it into a record with `api::evidence_record` and stores it.
+    // and the simulator) turns it into a record with `engine::evidence_record` and stores it.
     // Here: finalize and nullify in one view.
     let keys: Vec<SecretKey> = (0..4u8)
         .map(|i| SecretKey::from_seed(&[i + 1; 32]))
@@ -193,7 +193,7 @@ fn every_kind_has_its_own_code_and_name() {
     ];
     let mut codes = Vec::new();
     for (kind, name) in kinds {
-        let code = api::evidence_kind_code(kind);
+        let code = engine::evidence_kind_code(kind);
         assert_eq!(quasar_storage::evidence::kind::name(code), Some(name));
         codes.push(code);
     }

@@ -5,34 +5,12 @@
 
 mod common;
 
+use common::{fails, ok};
+
 use quasar_chainspec::{load_keys, GenesisFile};
 use quasar_crypto::bls;
 use quasar_crypto::magnetar::{self, ParameterSet};
 use quasar_crypto::mldsa::{self, MlDsa65};
-use std::process::{Command, Output};
-
-fn quasar_node(args: &[&str]) -> Output {
-    Command::new(common::binary())
-        .args(args)
-        .env("QUASAR_KEY_PASSPHRASE", common::KEY_PASSPHRASE)
-        .output()
-        .unwrap()
-}
-
-fn ok(args: &[&str]) {
-    let out = quasar_node(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn fails(args: &[&str]) -> String {
-    let out = quasar_node(args);
-    assert!(!out.status.success(), "{args:?} succeeded");
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 /// A self-signed Ed25519 certificate (CN = DNS = `v0`, made once with `openssl req -x509
 /// -newkey ed25519`), so that the genesis below is fixed byte for byte.

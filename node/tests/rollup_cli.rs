@@ -7,32 +7,9 @@
 
 mod common;
 
+use common::{fails, ok, run};
+
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn run(args: &[&str]) -> Output {
-    Command::new(common::binary())
-        .args(args)
-        .env("QUASAR_KEY_PASSPHRASE", common::KEY_PASSPHRASE)
-        .output()
-        .unwrap()
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = run(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn fails(args: &[&str]) -> String {
-    let out = run(args);
-    assert!(!out.status.success(), "{args:?} succeeded");
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 /// Two validators `a` and `b` with a genesis under `dir`.
 fn network(dir: &Path) -> String {

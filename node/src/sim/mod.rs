@@ -8,8 +8,8 @@
 //! record that fails to become durable, a store write or flush that fails (fatal, as in the
 //! runtime: the validator goes down and is restarted), and crashes that keep a torn prefix of
 //! the unflushed writes or lose them all. Messages are encoded to ZAP bytes, delivered after a seeded random latency
-//! (dropped with a configured probability or when a partition separates the two nodes), decoded
-//! and verified, exactly as the runtime does. Timers and deliveries share one event queue ordered
+//! (dropped with a configured probability or when a partition separates the two nodes), and
+//! received through the runtime's ingress ([`Verifier::ingress`]: decoded once, verified). Timers and deliveries share one event queue ordered
 //! by (time, sequence number), so the same seed gives the same run; [`Simulation::trace_digest`]
 //! hashes the event log to check it.
 //!
@@ -36,7 +36,7 @@ use crate::signer::VoteSigner;
 use crate::sync::{checkpoint_inputs, serve, MAX_SYNC_BLOCKS};
 use quasar_consensus::{
     BlockLimits, CoreConfig, EpochMembers, EpochSchedule, EpochSets, Evidence, Input, ProposalSlot,
-    TimerKind, Verifier,
+    Received, TimerKind, Verifier,
 };
 use quasar_crypto::bls::{PublicKey, SecretKey};
 use quasar_crypto::hash::{tagged_hash, Hash};
@@ -711,70 +711,87 @@ impl Simulation {
         }
     }
 
+    /// Delivers `bytes` from node `from` to node `to` through ingress
+    /// ([`quasar_consensus::Verifier::ingress`], the runtime's path): sync requests are served,
+    /// a sync reply's items go through ingress in turn, verified inputs reach the engine (which
+    /// stores a proposal to serve it, as it does in the runtime).
     fn deliver(&mut self, to: usize, from: usize, bytes: &[u8]) {
-        let Ok(message) = decode(bytes).map(|m| m.to_owned()) else {
+        let digest = quasar_crypto::hash::sha3_256(bytes);
+        if let Some(cached) = self.verified.get(&digest).cloned() {
+            self.drive_gossip(to, cached);
+            return;
+        }
+        let messages = [bytes];
+        let Some(received) = self.verifier.ingress(&messages).pop() else {
             return;
         };
-        match message {
-            Message::SyncRequest(req) => {
-                let response = serve(&req, self.nodes[to].engine.store(), &self.schedule());
+        match received {
+            Received::Other(MessageRef::SyncRequest(req)) => {
+                let response = serve(
+                    &req.to_owned(),
+                    self.nodes[to].engine.store(),
+                    &self.schedule(),
+                );
                 if let Ok(bytes) = Message::SyncResponse(response).encode() {
                     self.send(to, from, bytes);
                 }
             }
-            Message::SyncResponse(resp) => {
+            Received::Other(MessageRef::SyncResponse(resp)) => {
                 let inputs: Vec<Input> = resp
-                    .items
-                    .iter()
-                    .filter_map(|item| {
-                        let message = decode(item).ok()?.to_owned();
-                        self.verified_input(to, item, message)
-                    })
+                    .items()
+                    .filter_map(|item| self.verified_input(item))
                     .collect();
                 let from_height = self.nodes[to].engine.core().tip().height + 1;
                 for input in checkpoint_inputs(inputs, from_height, &self.schedule()) {
                     self.drive(to, Some(input));
                 }
             }
-            // Gossip of a certificate the node holds is skipped unverified (a sync reply's is
-            // not: a checkpoint carries it with the blocks it certifies).
-            Message::Certificate(c)
-                if self.nodes[to].engine.core().has_certificate(c.view, c.kind) => {}
-            other => {
-                if let Some(input) = self.verified_input(to, bytes, other) {
-                    self.drive(to, Some(input));
-                }
+            Received::Input(input) => {
+                self.remember(digest, Some(input.clone()));
+                self.drive_gossip(to, Some(input));
             }
+            Received::Invalid(_) => self.remember(digest, None),
+            Received::Other(_) | Received::Malformed(_) => {}
         }
     }
 
-    /// `message` (encoded as `bytes`) verified for node `to` (verdicts are cached by digest), or
-    /// `None` when it does not verify. A proposal is stored to be served, as the runtime's
-    /// ingestion does.
-    fn verified_input(&mut self, to: usize, bytes: &[u8], message: Message) -> Option<Input> {
-        let digest = quasar_crypto::hash::sha3_256(bytes);
-        let input = match self.verified.get(&digest) {
-            Some(cached) => cached.clone(),
-            None => {
-                let result = self.verifier.verify_message(message).ok().flatten();
-                if self.verified.len() > 200_000 {
-                    self.verified.clear();
-                }
-                self.verified.insert(digest, result.clone());
-                result
-            }
-        };
-        let input = input?;
-        if let Input::Proposal(p) = &input {
-            // Kept to serve peers, as the runtime's ingestion does (a failure only
-            // means this node cannot serve it).
-            let height = p.proposal().header.height;
-            let _ = self.nodes[to]
-                .engine
-                .store()
-                .put_block(height, p.hash(), bytes);
+    /// Drives node `to` with a verified gossip input. Gossip of a certificate the node holds is
+    /// skipped (a sync reply's is not: a checkpoint carries it with the blocks it certifies).
+    fn drive_gossip(&mut self, to: usize, input: Option<Input>) {
+        match input {
+            Some(Input::Certificate(c))
+                if self.nodes[to]
+                    .engine
+                    .core()
+                    .has_certificate(c.certificate().view, c.certificate().kind) => {}
+            Some(input) => self.drive(to, Some(input)),
+            None => {}
         }
-        Some(input)
+    }
+
+    /// `bytes` (one message) through ingress: the verified input, or `None` when it is not one
+    /// or does not verify. Verdicts are cached by digest (each distinct message is verified
+    /// once).
+    fn verified_input(&mut self, bytes: &[u8]) -> Option<Input> {
+        let digest = quasar_crypto::hash::sha3_256(bytes);
+        if let Some(cached) = self.verified.get(&digest) {
+            return cached.clone();
+        }
+        let input = match self.verifier.ingress(&[bytes]).pop() {
+            Some(Received::Input(input)) => Some(input),
+            _ => None,
+        };
+        self.remember(digest, input.clone());
+        input
+    }
+
+    /// Caches the verdict on the message of `digest` (bounded: the cache is emptied at 200,000
+    /// entries).
+    fn remember(&mut self, digest: Hash, verdict: Option<Input>) {
+        if self.verified.len() > 200_000 {
+            self.verified.clear();
+        }
+        self.verified.insert(digest, verdict);
     }
 
     fn step(&mut self) -> bool {

@@ -36,6 +36,33 @@ pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_quasar-node"))
 }
 
+/// Runs `quasar-node args` with key files sealed under [`KEY_PASSPHRASE`]; its output.
+pub fn run(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(binary())
+        .args(args)
+        .env("QUASAR_KEY_PASSPHRASE", KEY_PASSPHRASE)
+        .output()
+        .unwrap()
+}
+
+/// [`run`], which must succeed; its stdout. Panics with its stderr otherwise.
+pub fn ok(args: &[&str]) -> String {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// [`run`], which must fail; its stderr.
+pub fn fails(args: &[&str]) -> String {
+    let out = run(args);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// Four validator processes per test are all two cores can carry; tests wait for each other.
 pub async fn one_network_at_a_time() -> MutexGuard<'static, ()> {
     static SERIAL: Mutex<()> = Mutex::const_new(());
