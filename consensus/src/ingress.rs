@@ -154,6 +154,24 @@ mod tests {
         assert!(matches!(&received[4], Received::Input(Input::Vote(v)) if v.vote().signer == 3));
     }
 
+    /// A lone vote takes the plain signature check instead of the batch: a forged one is refused
+    /// with the same error, a good one accepted.
+    #[test]
+    fn a_lone_vote_is_judged_as_in_a_batch() {
+        let forged = [vote(1, 2)];
+        assert!(matches!(
+            verifier().ingress(&forged)[..],
+            [Received::Invalid(VerifyError::Signature(
+                quasar_crypto::bls::BlsError::InvalidSignature
+            ))]
+        ));
+        let good = [vote(1, 1)];
+        assert!(matches!(
+            verifier().ingress(&good)[..],
+            [Received::Input(Input::Vote(_))]
+        ));
+    }
+
     /// A vote of a signer outside the set is refused before any signature check.
     #[test]
     fn a_vote_of_an_unknown_signer_is_invalid() {
