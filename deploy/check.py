@@ -531,7 +531,7 @@ EXTERNAL = {("Secret", "quasar-validator-keys")}
 
 
 def api_routes():
-    return set(re.findall(r'\.route\("([^"]+)"', src("node/src/api.rs")))
+    return set(re.findall(r'\.route\(\s*"([^"]+)"', src("node/src/api.rs")))
 
 
 def check_k8s(paths):

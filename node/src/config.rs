@@ -98,7 +98,7 @@ pub struct NodeConfig {
     pub key_dir: PathBuf,
     /// File holding the passphrase of the sealed secret key file (a trailing newline is
     /// dropped; at most 64 KiB). Unset: the `QUASAR_KEY_PASSPHRASE` environment variable, if
-    /// set ([`crate::key_file`]).
+    /// set ([`quasar_chainspec::key_file`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_passphrase_file: Option<PathBuf>,
     /// Accept a plaintext secret key file (default false: a plaintext file is refused, with
