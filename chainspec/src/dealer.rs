@@ -408,7 +408,9 @@ struct PartyFile<'a> {
 /// `{scheme, party, threshold, participants, publicKeyHex, shareHex}`, plus `groupKeyHex` for
 /// Pulsar (whose import needs the full group). `out_dir` is created if missing. Returns the
 /// public key (hex) and the files written. Errors: [`ConfigError::Deal`] for a shape the
-/// scheme refuses; I/O errors, among them a file that exists (files written before it stay).
+/// scheme refuses; [`ConfigError::Arguments`] when `out_dir` is not a directory;
+/// [`ConfigError::Exists`] when any party's file exists (checked before anything is written,
+/// so a refusal leaves no mixed set of shares); I/O errors.
 pub fn write_party_files(
     scheme: ThresholdScheme,
     threshold: u16,
@@ -423,11 +425,26 @@ pub fn write_party_files(
         rng,
     )
     .map_err(|e| ConfigError::Deal(format!("{}: {e}", scheme.as_str())))?;
+    if out_dir.exists() && !out_dir.is_dir() {
+        return Err(ConfigError::Arguments(format!(
+            "{} is not a directory",
+            out_dir.display()
+        )));
+    }
+    let paths: Vec<PathBuf> = (0..participants)
+        .map(|party| out_dir.join(format!("{}-party-{party}.json", scheme.as_str())))
+        .collect();
+    if let Some(path) = paths.iter().find(|path| path.exists()) {
+        return Err(ConfigError::Exists {
+            path: path.clone(),
+            what: "a dealt share",
+        });
+    }
     std::fs::create_dir_all(out_dir).map_err(io_err(out_dir))?;
     let public_key_hex = hex::encode(&key.public_key);
     let group_key_hex = (scheme == ThresholdScheme::Pulsar).then(|| hex::encode(&key.group_key));
     let mut written = Vec::with_capacity(key.shares.len());
-    for (party, share) in (0u16..).zip(&key.shares) {
+    for ((party, share), path) in (0u16..).zip(&key.shares).zip(paths) {
         let share_hex = Zeroizing::new(hex::encode(share.as_slice()));
         let file = Zeroizing::new(
             serde_json::to_vec_pretty(&PartyFile {
@@ -441,7 +458,6 @@ pub fn write_party_files(
             })
             .map_err(|e| ConfigError::Encode(e.to_string()))?,
         );
-        let path = out_dir.join(format!("{}-party-{party}.json", scheme.as_str()));
         crate::write_private_new(&path, &file).map_err(io_err(&path))?;
         written.push(path);
     }

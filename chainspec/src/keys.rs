@@ -312,7 +312,10 @@ pub fn keygen_with_set(
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
     let secret_path = dir.join(SECRET_KEY_FILE);
     if secret_path.exists() {
-        return Err(ConfigError::Exists(secret_path));
+        return Err(ConfigError::Exists {
+            path: secret_path,
+            what: "a validator key",
+        });
     }
     let mut seed = zeroize::Zeroizing::new([0u8; 32]);
     rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut *seed);

@@ -77,9 +77,15 @@ pub enum ConfigError {
     /// message names the directory and the field.
     #[error("{0}")]
     Keys(String),
-    /// A file that is never overwritten already exists (a validator's secret key).
-    #[error("{} already exists; refusing to overwrite a validator key", .0.display())]
-    Exists(PathBuf),
+    /// A file that is never overwritten already exists (a validator's secret key, a dealt
+    /// share).
+    #[error("{} already exists; refusing to overwrite {what}", path.display())]
+    Exists {
+        /// The file.
+        path: PathBuf,
+        /// What it holds, for the message.
+        what: &'static str,
+    },
     /// Threshold keys were dealt already; dealing again would replace an operator's shares.
     #[error("{0}; refusing to deal again")]
     AlreadyDealt(String),

@@ -1128,3 +1128,45 @@ fn a_change_to_the_same_set_is_allowed() {
     assert_eq!(sets.at(3).domain, sets.at(0).domain);
     assert_eq!(genesis.roster().len(), 3);
 }
+
+/// `thresholdd deal`'s files: one party's file already there refuses the whole deal before any
+/// file is written (no mixed set of old and new shares), and an out-dir that is a file is named
+/// as such.
+#[test]
+fn party_files_are_all_new_or_none_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("shares");
+    std::fs::create_dir(&out).unwrap();
+    let old = out.join("corona-party-2.json");
+    std::fs::write(&old, b"an earlier share").unwrap();
+    let refused = write_party_files(ThresholdScheme::Corona, 2, 3, &out, &mut rand::rngs::OsRng);
+    assert!(
+        matches!(&refused, Err(ConfigError::Exists { path, .. }) if *path == old),
+        "{refused:?}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&out).unwrap().count(),
+        1,
+        "nothing new written"
+    );
+    assert_eq!(std::fs::read(&old).unwrap(), b"an earlier share");
+
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, b"").unwrap();
+    let refused = write_party_files(ThresholdScheme::Pulsar, 2, 3, &file, &mut rand::rngs::OsRng);
+    assert!(
+        matches!(refused, Err(ConfigError::Arguments(_))),
+        "{refused:?}"
+    );
+
+    let (public_key, written) = write_party_files(
+        ThresholdScheme::Pulsar,
+        2,
+        3,
+        &dir.path().join("new"),
+        &mut rand::rngs::OsRng,
+    )
+    .unwrap();
+    assert_eq!(written.len(), 3);
+    assert!(!public_key.is_empty());
+}

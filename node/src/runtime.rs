@@ -96,10 +96,17 @@ pub enum NodeError {
     /// This key directory's validator is in no validator set of the genesis: the key directory
     /// or the genesis is not the one meant.
     #[error(
-        "this key directory's validator is not in genesis (neither its validator set nor a \
-         scheduled validator change)"
+        "the validator of {} is not in {} (neither its validator set nor a scheduled validator \
+         change)",
+        key_dir.display(),
+        genesis.display()
     )]
-    NotInGenesis,
+    NotInGenesis {
+        /// The key directory.
+        key_dir: PathBuf,
+        /// The genesis file.
+        genesis: PathBuf,
+    },
     /// This key directory's post-quantum keys are not its genesis entry's: the node would sign
     /// legs nobody can verify under the keys the chain knows.
     #[error(
@@ -385,7 +392,10 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
             v.bls_public_key
                 .eq_ignore_ascii_case(&keys.public.bls_public_key)
         })
-        .ok_or(NodeError::NotInGenesis)?;
+        .ok_or_else(|| NodeError::NotInGenesis {
+            key_dir: cfg.key_dir.clone(),
+            genesis: cfg.genesis.clone(),
+        })?;
     check_identity(&roster, genesis.magnetar_set(), me, &keys.public)?;
     let me = me as u32;
     // Every other file the node reads, before anything is created on disk, so that a wrong
@@ -401,7 +411,43 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
             message: e.to_string(),
         })?;
     }
-    let (_data_dir_lock, store) = open_data_dir(&cfg.data_dir)?;
+    // A data directory that exists is locked first, so that a second node on it is told so; a
+    // new one is made only after the listeners are bound, so that a taken port leaves nothing
+    // on disk. The QUIC socket is bound by the transport later; trying its address now (and
+    // letting it go) catches a taken port the same way.
+    let existing = if cfg.data_dir.exists() {
+        Some(open_data_dir(&cfg.data_dir)?)
+    } else {
+        None
+    };
+    let api_listener = tokio::net::TcpListener::bind(cfg.api_listen)
+        .await
+        .map_err(|source| NodeError::Listen {
+            what: "api_listen",
+            addr: cfg.api_listen,
+            source,
+        })?;
+    let metrics_listener = match cfg.metrics_listen {
+        Some(addr) => Some(
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|source| NodeError::Listen {
+                    what: "metrics_listen",
+                    addr,
+                    source,
+                })?,
+        ),
+        None => None,
+    };
+    std::net::UdpSocket::bind(cfg.p2p_listen).map_err(|source| NodeError::Listen {
+        what: "p2p_listen",
+        addr: cfg.p2p_listen,
+        source,
+    })?;
+    let (_data_dir_lock, store) = match existing {
+        Some(opened) => opened,
+        None => open_data_dir(&cfg.data_dir)?,
+    };
     // The guard is what stops this validator from signing twice. A store with history but no
     // guard means the guard was lost: refuse to run rather than sign again in old views.
     let guard_path = cfg.data_dir.join(quasar_storage::GUARD_FILE);
@@ -661,25 +707,6 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     )
     .map_err(|e| NodeError::Internal(format!("quasar finality thread: {e}")))?;
 
-    let api_listener = tokio::net::TcpListener::bind(cfg.api_listen)
-        .await
-        .map_err(|source| NodeError::Listen {
-            what: "api_listen",
-            addr: cfg.api_listen,
-            source,
-        })?;
-    let metrics_listener = match cfg.metrics_listen {
-        Some(addr) => Some(
-            tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(|source| NodeError::Listen {
-                    what: "metrics_listen",
-                    addr,
-                    source,
-                })?,
-        ),
-        None => None,
-    };
     tracing::info!(validator = me, p2p = %cfg.p2p_listen, api = %cfg.api_listen, metrics = %cfg.metrics_listen.map_or_else(|| "on the API".to_string(), |a| a.to_string()), height = tip.height, "node started");
     tokio::spawn(api::serve(
         api_listener,
@@ -1338,7 +1365,9 @@ fn check_identity(
     me: usize,
     keys: &quasar_chainspec::PublicKeyFile,
 ) -> Result<(), NodeError> {
-    let entry = validators.get(me).ok_or(NodeError::NotInGenesis)?;
+    let entry = validators
+        .get(me)
+        .ok_or_else(|| NodeError::Internal("genesis entry out of range".into()))?;
     for (field, ours, theirs) in [
         (
             "mldsa_public_key",

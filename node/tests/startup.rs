@@ -1,5 +1,5 @@
 //! What an operator sees in the first minute (issue 29 "The first hour of an operator"): a
-//! missing input file is reported before anything is created on disk, a second node on a data
+//! missing input file or a taken port is reported before anything is created on disk, a second node on a data
 //! directory in use is refused by name, and peers given by host name (`localhost:PORT`) form a
 //! network that finalizes.
 
@@ -72,6 +72,51 @@ async fn a_missing_input_file_is_named_and_leaves_no_data_directory() {
             "{} was created before {} was found missing",
             cfg.data_dir.display(),
             file.display()
+        );
+    }
+}
+
+/// A taken port (the API's, the metrics', the QUIC one) is reported as such before the data
+/// directory is made: the error names the listener and nothing is left on disk.
+#[tokio::test]
+async fn a_taken_port_is_named_and_leaves_no_data_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let net = Testnet::create(dir.path(), 1, 100).unwrap();
+    let cfg = NodeConfig::load(&net.node_dir(0).join(NODE_CONFIG_FILE)).unwrap();
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let taken_tcp = tcp.local_addr().unwrap();
+    let cases = [
+        (
+            NodeConfig {
+                api_listen: taken_tcp,
+                ..cfg.clone()
+            },
+            "api_listen",
+        ),
+        (
+            NodeConfig {
+                metrics_listen: Some(taken_tcp),
+                ..cfg.clone()
+            },
+            "metrics_listen",
+        ),
+        (
+            NodeConfig {
+                p2p_listen: udp.local_addr().unwrap(),
+                ..cfg.clone()
+            },
+            "p2p_listen",
+        ),
+    ];
+    for (cfg, listener) in cases {
+        match runtime::run(cfg.clone()).await {
+            Err(NodeError::Listen { what, .. }) => assert_eq!(what, listener),
+            other => panic!("{listener}: {other:?}"),
+        }
+        assert!(
+            !cfg.data_dir.exists(),
+            "{listener}: the data directory was made"
         );
     }
 }
