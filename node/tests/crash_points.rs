@@ -48,6 +48,14 @@ fn no_core_dumps() {
     }
 }
 
+/// Waits (at most 15 s) until validator `victim` answers `GET /status`; its answer. Panics
+/// naming `what` otherwise.
+async fn answers(net: &Testnet, what: &str, victim: usize) -> Vec<Status> {
+    net.wait_for_status(what, &[victim], Duration::from_secs(15), |_| true)
+        .await
+        .unwrap()
+}
+
 /// The highest view validator `i`'s signing guard has on disk (read while the process is dead,
 /// so the file is the one a restart reopens).
 fn guard_highest_view(net: &Testnet, i: usize) -> u64 {
@@ -104,6 +112,19 @@ struct Incarnation {
     resumed: bool,
 }
 
+impl Incarnation {
+    /// The process that restarts after this one crashed, its guard at `guard_view`: it must keep
+    /// what this one finalized and resume at or above the higher of this one's view and the
+    /// guard's.
+    fn successor(&self, guard_view: u64) -> Incarnation {
+        Incarnation {
+            finalized_before: self.finalized.max(self.finalized_before),
+            resume_view: self.view.max(self.resume_view).max(guard_view),
+            ..Incarnation::default()
+        }
+    }
+}
+
 /// Crash between the guard record and the vote (docs/architecture.md §2, signing guard): validator 1 runs
 /// with the fault injection at 3 % per fresh guard record, so it aborts every few views right
 /// after its intent is durable and before the vote leaves; the test restarts it each time. The
@@ -158,11 +179,7 @@ async fn crashes_right_after_the_guard_record_never_cause_equivocation() {
                 );
             }
             guard_views.push(guard_view);
-            let next = Incarnation {
-                finalized_before: now.finalized.max(now.finalized_before),
-                resume_view: now.view.max(now.resume_view).max(guard_view),
-                ..Incarnation::default()
-            };
+            let next = now.successor(guard_view);
             done.push(std::mem::replace(&mut now, next));
             fx.net.spawn_with_env(crashy, &binary(), &inject).unwrap();
             continue;
@@ -181,11 +198,7 @@ async fn crashes_right_after_the_guard_record_never_cause_equivocation() {
     fx.net.kill(crashy);
     let guard_view = guard_highest_view(&fx.net, crashy);
     guard_views.push(guard_view);
-    let next = Incarnation {
-        finalized_before: now.finalized.max(now.finalized_before),
-        resume_view: now.view.max(now.resume_view).max(guard_view),
-        ..Incarnation::default()
-    };
+    let next = now.successor(guard_view);
     done.push(std::mem::replace(&mut now, next));
     fx.net.spawn(crashy, &binary()).unwrap();
     let resume_deadline = Instant::now() + Duration::from_secs(15);
@@ -311,16 +324,7 @@ async fn random_kill_9_over_repeated_rounds() {
         let victim = rng.gen_range(0..4usize);
         let alive_for = Duration::from_millis(rng.gen_range(50..=600));
         let down_for = Duration::from_millis(rng.gen_range(0..=500));
-        let answered = fx
-            .net
-            .wait_for_status(
-                "the victim's API",
-                &[victim],
-                Duration::from_secs(15),
-                |_| true,
-            )
-            .await
-            .unwrap();
+        let answered = answers(&fx.net, "the victim's API", victim).await;
         let answered_at = Instant::now();
         let mut before = answered[0].finalized_height;
         while answered_at.elapsed() + POLL < alive_for {
@@ -335,16 +339,7 @@ async fn random_kill_9_over_repeated_rounds() {
         fx.net.kill(victim);
         sleep(down_for).await;
         fx.net.spawn(victim, &binary()).unwrap();
-        let back = fx
-            .net
-            .wait_for_status(
-                "the restart's API",
-                &[victim],
-                Duration::from_secs(15),
-                |_| true,
-            )
-            .await
-            .unwrap();
+        let back = answers(&fx.net, "the restart's API", victim).await;
         eprintln!(
             "round {round}: killed v{victim} {alive_for:?} after it answered (finalized {before}), \
              down {down_for:?}, back at finalized {}",

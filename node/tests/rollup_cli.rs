@@ -142,27 +142,20 @@ fn a_quorum_proof_made_by_the_cli_verifies_against_the_genesis() {
     let genesis = d("genesis.json");
     ok(&["genesis", "--validators", &d("a"), "--out", &genesis]);
     let t = std::time::Instant::now();
-    let summary = ok(&[
+    let out = d("setup");
+    let setup = [
         "rollup-setup",
         "--validators",
         "1",
         "--quorum",
         "1",
         "--out",
-        &d("setup"),
-        "--seed",
-        &"07".repeat(32),
-    ]);
+        &out,
+    ];
+    let seed = "07".repeat(32);
+    let summary = ok(&[&setup[..], &["--seed", &seed]].concat());
     println!("rollup-setup ({:?}): {summary}", t.elapsed());
-    let err = fails(&[
-        "rollup-setup",
-        "--validators",
-        "1",
-        "--quorum",
-        "1",
-        "--out",
-        &d("setup"),
-    ]);
+    let err = fails(&setup);
     assert!(err.contains("already exists"), "{err}");
 
     let entry = ok(&["rollup-sign", "--keys", &d("a"), "--digest", DIGEST]);
@@ -182,31 +175,31 @@ fn a_quorum_proof_made_by_the_cli_verifies_against_the_genesis() {
         &d("proof.json"),
     ]);
     println!("rollup-prove ({:?}): {proof}", t.elapsed());
-    let verdict = ok(&[
-        "rollup-verify",
-        "--setup",
-        &d("setup"),
-        "--genesis",
-        &genesis,
-        "--proof",
-        &d("proof.json"),
-    ]);
-    assert_eq!(verdict.trim(), r#"{"valid":true}"#);
+    let verify = |proof: &str| {
+        let (setup, proof) = (d("setup"), d(proof));
+        run(&[
+            "rollup-verify",
+            "--setup",
+            &setup,
+            "--genesis",
+            &genesis,
+            "--proof",
+            &proof,
+        ])
+    };
+    let verdict = verify("proof.json");
+    assert!(verdict.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&verdict.stdout).trim(),
+        r#"{"valid":true}"#
+    );
 
     // The same proof claimed for another digest, and a proof with a flipped bit.
     let mut file: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d("proof.json")).unwrap()).unwrap();
     file["digest"] = "00".repeat(32).into();
     std::fs::write(d("other.json"), file.to_string()).unwrap();
-    let out = run(&[
-        "rollup-verify",
-        "--setup",
-        &d("setup"),
-        "--genesis",
-        &genesis,
-        "--proof",
-        &d("other.json"),
-    ]);
+    let out = verify("other.json");
     assert!(!out.status.success());
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
