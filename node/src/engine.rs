@@ -408,7 +408,7 @@ impl<S: Store> Engine<S> {
     /// among them.
     pub fn handle(&mut self, host: &mut impl Host, input: Input) -> Result<(), EngineError> {
         if let Input::Proposal(p) = &input {
-            if let Ok(bytes) = Message::Proposal(p.proposal().clone()).encode() {
+            if let Ok(bytes) = p.proposal().encode() {
                 let _ = self
                     .store
                     .put_block(p.proposal().header.height, p.hash(), &bytes);

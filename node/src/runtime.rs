@@ -174,7 +174,7 @@ pub enum NodeError {
     /// A listener could not bind (the address is taken or not this host's).
     #[error("{what} {addr}: {source}")]
     Listen {
-        /// Which listener (`api_listen`, `metrics_listen`).
+        /// Which listener (`api_listen`, `metrics_listen`, `p2p_listen`).
         what: &'static str,
         /// The address.
         addr: std::net::SocketAddr,
