@@ -448,7 +448,8 @@ def check_dockerfile(paths):
             continue
         builder, runtime = stages[0], stages[-1]
         runs = " ".join(i["value"] for i in builder if i["instruction"] == "RUN")
-        for needle in ("cargo build", "--release", "-p quasar-node", "-p quasar-thresholdd"):
+        for needle in ("cargo build", "--release", "--no-default-features", "-p quasar-node",
+                       "-p quasar-thresholdd"):
             if needle not in runs:
                 problems.append(f"{path}: the builder stage does not run `{needle}`")
         base = expand(runtime[0]["value"]).split()[0]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every cargo-fuzz target of crypto/fuzz, wire/fuzz, storage/fuzz, lanes/fuzz and node/fuzz for
-# SECONDS each (default 60).
+# Runs every cargo-fuzz target of crypto/fuzz, lanes/fuzz, wire/fuzz, storage/fuzz, chainspec/fuzz,
+# thresholdd/fuzz and node/fuzz for SECONDS each (default 60).
 #
 #   scripts/fuzz.sh [SECONDS]
 #
@@ -28,7 +28,7 @@ if ! rustc --version | grep -q nightly; then
   export RUSTC_BOOTSTRAP=1
 fi
 read -r -a extra <<<"${FUZZ_ARGS:-}"
-# One target dir for the fuzz crates, so quasar-node (used by node/ and storage/) builds once.
+# One target dir for the fuzz crates, so the crates they share (quasar-crypto and up) build once.
 target_dir="$(pwd)/target/fuzz"
 
 # Real Corona encodings (up to 615 KB) as seeds, so that corona_decode starts from full-length
@@ -40,7 +40,7 @@ trap 'rm -f "${log}"' EXIT
 # One of libFuzzer's -print_final_stats lines of the last run, e.g. `final_stat average_exec_per_sec`.
 final_stat() { sed -n "s/^stat::$1: *//p" "${log}" | tail -n 1; }
 summary=()
-for crate in crypto lanes wire storage node; do
+for crate in crypto lanes wire storage chainspec thresholdd node; do
   for target in $(cd "${crate}" && cargo fuzz list); do
     echo "=== ${crate}/fuzz ${target}: ${seconds} s"
     artifacts="${crate}/fuzz/artifacts/${target}"

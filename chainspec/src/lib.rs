@@ -19,7 +19,8 @@
 //! Modules: [`keys`] (key files), [`key_file`] (the sealed format of the secret one),
 //! [`sealing`] (passphrase sealing, shared with thresholdd's keystore), [`genesis`], [`dealer`],
 //! [`token`] (thresholdd's bearer token files), [`guard_history`] (a signing guard's history as
-//! a JSON document, for moving a validator or a vote key).
+//! a JSON document, for moving a validator or a vote key); `fuzzing` (feature `fuzzing`, off in a
+//! production build): the `chainspec/fuzz` targets' entry points.
 //!
 //! # Magnetar parameter sets
 //!
@@ -38,6 +39,8 @@
 //! genesis keeps its hash ([`GenesisFile::check`]).
 
 pub mod dealer;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod genesis;
 pub mod guard_history;
 pub mod key_file;

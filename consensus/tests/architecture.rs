@@ -181,7 +181,9 @@ impl Graph {
                 .into_iter()
                 .flatten()
             {
-                if !self.members.contains(dep) {
+                // A crate's own name among its dev-dependencies only turns on its features for
+                // its tests (`fuzzing`): not an import.
+                if !self.members.contains(dep) || dep == member {
                     continue;
                 }
                 match layer_of(dep) {

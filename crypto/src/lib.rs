@@ -29,8 +29,8 @@
 //!   development setup and our prover on the [`accel`] seam.
 //! - [`tls_identity`]: a validator's QUIC/TLS identity (an Ed25519 key and its self-signed
 //!   certificate), which the genesis pins.
-//! - [`fuzzing`]: entry points of the `crypto/fuzz` targets (BLS, threshold BLS, ML-DSA, Corona,
-//!   Pulsar and proving-key decoders).
+//! - `fuzzing` (feature `fuzzing`, off in a production build): entry points of the `crypto/fuzz`
+//!   targets (BLS, threshold BLS, ML-DSA, Corona, Pulsar and proving-key decoders).
 //!
 //! This crate depends on nothing else in the workspace; consensus, wire and storage depend on it.
 #![forbid(unsafe_code)]
@@ -50,6 +50,7 @@ pub mod bls;
 pub mod bls_cache;
 pub mod bls_threshold;
 pub mod corona;
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod hash;
 pub mod magnetar;

@@ -15,7 +15,9 @@
 //!   group key.
 //! - [`magnetar`]: the Magnetar lane: one SLH-DSA signature (FIPS 205) per signer, a signer bitmap
 //!   and the quorum rule; the leg's bounded encoding; signatures verified in parallel.
-//! - [`fuzzing`]: entry points of the `lanes/fuzz` targets (Groth16 and Magnetar leg decoders).
+//! - `fuzzing` (feature `fuzzing`): entry points of the `lanes/fuzz` targets (Groth16 and Magnetar
+//!   leg decoders); `cert_fixture` (feature `fixture`): seeded keys and one QuasarCert per profile
+//!   for tests and benchmarks. Neither is in a production build.
 //!
 //! Quorum rule (docs/architecture.md §2): a set of signers is a quorum when its stake is more than 2/3 of the
 //! epoch's total stake, computed exactly in integers as `signed_stake * 3 > total_stake * 2`
@@ -34,10 +36,12 @@
 
 pub mod bls;
 pub mod cert;
+#[cfg(feature = "fixture")]
 pub mod cert_fixture;
 pub mod corona;
 // Fuzz entry points panic by contract when a property breaks (module docs).
 #[allow(clippy::panic)]
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod groth16;
 pub mod magnetar;

@@ -14,8 +14,8 @@
 //! - [`core_inputs`]: the consensus core's message handler under a fuzz-chosen sequence of
 //!   validly signed (possibly equivocating) messages, timer expiries and clock steps; see its docs
 //!   for the instruction format and the invariants it asserts.
-//! - [`genesis_json`], [`node_toml`], [`signing_history`], [`thresholdd_key_file`],
-//!   [`thresholdd_session_record`]: operator files never panic their parsers.
+//! - [`node_toml`]: `node.toml` never panics its parser (the genesis, key and guard-history
+//!   files are `quasar_chainspec`'s fuzz targets, thresholdd's files `quasar_thresholdd`'s).
 //! - [`rollup_signature`]: the rollup signature collector agrees with FIPS 204 on peer bytes.
 
 use crate::config::NodeConfig;
@@ -23,8 +23,6 @@ use crate::relay::{RelayCache, MAX_RELAY_ITEMS, RELAY_VIEWS};
 use crate::rollup_job::{CollectError, WindowCollector};
 use crate::signer::{guard_kind, SignError, VoteSigner};
 use crate::sync::{serve, SyncSource, MAX_SYNC_BLOCKS};
-use quasar_chainspec::key_file;
-use quasar_chainspec::{GenesisFile, SecretKeyFile};
 use quasar_consensus::{
     Action, BlockLimits, Core, CoreConfig, EpochSchedule, Input, ProposalSlot, Received, TimerKind,
     Tip, VerifiedProposal, VerifiedVote, Verifier,
@@ -41,7 +39,6 @@ use quasar_crypto::rollup::native::{ExpandedKey, ML_DSA_65};
 use quasar_lanes::bls::bitmap_from_signers;
 use quasar_lanes::{Validator, ValidatorSet};
 use quasar_storage::{GuardError, SigningGuard, VoteIntent};
-use quasar_thresholdd::keystore;
 use quasar_wire::frame::MAX_FRAME_LEN;
 use quasar_wire::{
     payload_root, vote_signing_message, BlockHeader, Certificate, CertificateKind, EpochDomain,
@@ -495,115 +492,10 @@ pub fn relay_request(data: &[u8]) {
     assert_fits_a_frame(response);
 }
 
-/// Any text as genesis.json: parsing and checking return a genesis or an error, never panic.
-pub fn genesis_json(data: &[u8]) {
-    if let Ok(text) = std::str::from_utf8(data) {
-        if let Ok(file) = GenesisFile::from_json(text) {
-            let _ = file.check();
-        }
-    }
-}
-
-/// Any text as a secret key file (`validator.key.json`): parsing and decoding every threshold
-/// key share in it (the genesis set's and each `set_shares` entry's) returns the shares or an
-/// error, never panics.
-pub fn secret_key_json(data: &[u8]) {
-    if let Ok(text) = std::str::from_utf8(data) {
-        if let Ok(file) = SecretKeyFile::from_json(text) {
-            let _ = file.dealt();
-        }
-    }
-}
-
 /// Any text as node.toml: parsing returns a config or an error, never panics.
 pub fn node_toml(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {
         let _ = NodeConfig::from_toml(text, std::path::Path::new("."));
-    }
-}
-
-/// Any bytes as a signing-history document (`quasar-node guard import`): parsing returns the
-/// document or an error, never panics; a parsed document serializes to one that parses to the
-/// same value, and importing it into an empty guard of its owner either succeeds or is refused
-/// by the guard's rules.
-///
-/// Panics: when a parsed document does not round-trip.
-pub fn signing_history(data: &[u8]) {
-    use quasar_chainspec::guard_history::SigningHistory;
-    if let Ok(history) = SigningHistory::parse(data) {
-        let again = serde_json::to_vec(&history).map(|text| SigningHistory::parse(&text));
-        assert!(
-            matches!(&again, Ok(Ok(h)) if *h == history),
-            "a parsed signing history does not round-trip: {again:?}"
-        );
-        if let Ok(owner) = history.owner() {
-            let _ = history.import_into(&mut SigningGuard::in_memory_for(owner), &owner);
-        }
-    }
-}
-
-/// Any bytes as a sealed validator key file (`validator.key.json` sealed under a passphrase,
-/// [`key_file`]): the sealed/plaintext probe and the parser return a value or an error naming
-/// the field, never panic, and whatever parses re-encodes to bytes that parse to the same value.
-/// (Opening needs the passphrase and runs Argon2id; a mutated file fails it by design.)
-///
-/// Panics: when a parsed file's encoding does not parse back to it.
-pub fn sealed_key_file(data: &[u8]) {
-    let _ = key_file::is_sealed(data);
-    if let Ok(sealed) = key_file::parse_sealed(data) {
-        let again = key_file::parse_sealed(&sealed.to_bytes());
-        assert!(
-            again.as_ref().is_ok_and(|a| *a == sealed),
-            "a sealed key file does not survive re-encoding: {again:?}"
-        );
-    }
-}
-
-/// Any bytes as a thresholdd keystore file, read as a key file (`<key id>.json`) and as the
-/// `keystore.json` header: parsing returns the decoded file or an error naming the field, never
-/// panics, and whatever parses re-encodes to bytes that parse to the same value. (Authentication
-/// needs the master key and is not fuzzed here: a mutated file fails it by design.)
-///
-/// Panics: when a parsed file's encoding does not parse back to it.
-pub fn thresholdd_key_file(data: &[u8]) {
-    if let Ok(sealed) = keystore::parse_key_file(data) {
-        let again = keystore::parse_key_file(&sealed.to_bytes());
-        assert!(
-            again.as_ref().is_ok_and(|a| *a == sealed),
-            "a key file does not survive re-encoding: {:?}",
-            again.map(|a| a.info().clone())
-        );
-    }
-    if let Ok(header) = keystore::parse_header(data) {
-        let again = keystore::parse_header(&header.to_bytes());
-        assert!(
-            again.as_ref().is_ok_and(|a| *a == header),
-            "a header does not survive re-encoding: {again:?}"
-        );
-    }
-}
-
-/// Any bytes as a thresholdd used-session record ([`quasar_thresholdd::sessions`]): parsing
-/// returns the ids or an error, never panics, and accepts exactly the whole numbers of 32-byte
-/// ids within the size bound.
-///
-/// Panics: when a record of whole ids is refused or a torn one accepted.
-pub fn thresholdd_session_record(data: &[u8]) {
-    let parsed = quasar_thresholdd::sessions::parse_used_sessions(data);
-    assert_eq!(
-        parsed.is_ok(),
-        data.len().is_multiple_of(32),
-        "a {}-byte record was {}",
-        data.len(),
-        if parsed.is_ok() {
-            "accepted"
-        } else {
-            "refused"
-        }
-    );
-    if let Ok(ids) = parsed {
-        assert!(ids.len() <= data.len() / 32);
-        assert!(ids.iter().all(|id| data.chunks_exact(32).any(|c| c == id)));
     }
 }
 

@@ -14,7 +14,9 @@
 //!   starting `node.toml`); what both binaries share as processes (logging, signals, build
 //!   identity, the bounded HTTP/1.1 listener) is in [`quasar_process`];
 //! - [`sim`]: a seeded simulation of a validator network around the same core;
-//! - [`testnet`]: the multi-process local network behind `quasar-node testnet`.
+//! - `testnet` (feature `testnet`, on by default, off in a validator's production build): the
+//!   multi-process local network behind `quasar-node testnet`; `fuzzing` (feature `fuzzing`):
+//!   the `node/fuzz` targets' entry points.
 //! - [`rollup`], [`rollup_job`]: the Groth16 rollup commands, and the signature collection and
 //!   asynchronous proving the node runs per window.
 //! - [`quasar`], [`quasar_service`]: Quasar finality: bundles of finalized blocks, their legs,
@@ -25,6 +27,7 @@ pub mod api;
 pub mod ceremony;
 pub mod config;
 pub mod engine;
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod init;
 pub mod mempool;
@@ -39,5 +42,6 @@ pub mod runtime;
 pub mod signer;
 pub mod sim;
 pub mod sync;
+#[cfg(feature = "testnet")]
 pub mod testnet;
 pub mod view;

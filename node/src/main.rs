@@ -3,12 +3,15 @@
 use clap::{Parser, Subcommand};
 use quasar_chainspec::{keygen_with_set, parse_magnetar_set, GenesisFile, KeyAccess};
 use quasar_crypto::magnetar::ParameterSet;
+#[cfg(feature = "testnet")]
 use quasar_lanes::cert::Profile;
 use quasar_node::config::NodeConfig;
 use quasar_node::rollup;
-use quasar_node::runtime::now_us;
+#[cfg(feature = "testnet")]
 use quasar_node::testnet::{self, TestnetOptions};
-use quasar_process::{init_tracing, interrupted, runtime, LogFormat};
+#[cfg(feature = "testnet")]
+use quasar_process::interrupted;
+use quasar_process::{init_tracing, now_us, runtime, LogFormat};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -203,6 +206,7 @@ enum Command {
     },
     /// Start a local network of N validator processes, drive transactions, check agreement, and
     /// print one JSON summary line.
+    #[cfg(feature = "testnet")]
     Testnet {
         /// Number of validators.
         #[arg(long, default_value_t = 4)]
@@ -252,6 +256,14 @@ enum Command {
         /// its BLS vote key, and sign every vote through it (`signer = "remote"`).
         #[arg(long)]
         remote_signers: bool,
+    },
+    /// Not in this build: it was built without the `testnet` feature (a production build).
+    #[cfg(not(feature = "testnet"))]
+    #[command(hide = true)]
+    Testnet {
+        /// Whatever was given: refused as a whole.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        _args: Vec<String>,
     },
     /// Generate Groth16 keys of the ML-DSA-65 rollup for N validators and T signatures per
     /// proof into DIR (rollup.pk, rollup.vk.json). A single-party setup: fine for testnets, not
@@ -625,6 +637,12 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 ExitCode::FAILURE
             })
         }
+        #[cfg(not(feature = "testnet"))]
+        Command::Testnet { .. } => Err("this quasar-node was built without the testnet harness \
+            (--no-default-features, a production build); build it with the default features \
+            to run `testnet`"
+            .to_string()),
+        #[cfg(feature = "testnet")]
         Command::Testnet {
             validators,
             blocks,

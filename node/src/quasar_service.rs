@@ -37,9 +37,9 @@
 //!   validators without a proving key drop the signatures.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use quasar_client::FinalityInfo;
@@ -49,7 +49,8 @@ use quasar_crypto::mldsa::{self, MlDsa65};
 use quasar_crypto::rollup::circuit::ROLLUP_CONTEXT;
 use quasar_lanes::magnetar::MagnetarLeg;
 use quasar_lanes::{ValidatorSet, CERT_CONTEXT};
-use quasar_storage::Store;
+use quasar_p2p::Network;
+use quasar_storage::{SledStore, Store};
 use quasar_wire::{
     decode, Certificate, LaneKind, LaneMessage, LegKind, Message, MessageRef, QuasarCert,
     QuasarCertRef,
@@ -57,14 +58,15 @@ use quasar_wire::{
 use rand::rngs::OsRng;
 
 use crate::ceremony::{Action, Ceremony, CoronaParty, PulsarParty, Scheme};
-use crate::metrics::LegLabel;
+use crate::metrics::{LegLabel, NodeMetrics};
 use crate::quasar::{
     BundleStatus, FinalizedInfo, LegRefused, QuasarEvent, QuasarTracker, QuorumCollector,
     MAX_PENDING_BUNDLES,
 };
 use crate::rollup_job::{ProverEvent, RollupSet, WindowProver};
-use crate::runtime::{now_us, Shared};
 use quasar_consensus::epoch::ByEpoch;
+use quasar_consensus::EpochSchedule;
+use quasar_process::now_us;
 
 /// Finalized blocks the service may lag behind before events are dropped.
 pub const QUEUE: usize = 4096;
@@ -72,12 +74,60 @@ pub const QUEUE: usize = 4096;
 /// Per-leg verification and production times kept for `GET /status` (the most recent ones).
 pub const LEG_SAMPLES: usize = 256;
 
-/// Recent times per leg name, ms ([`Shared::leg_samples`], [`Shared::sign_samples`]).
-pub type LegSamples = std::sync::Mutex<BTreeMap<String, VecDeque<f64>>>;
+/// Recent times per leg name, ms ([`QuasarState::leg_samples`], [`QuasarState::sign_samples`]).
+pub type LegSamples = Mutex<BTreeMap<String, VecDeque<f64>>>;
+
+/// The Quasar finality state that the rest of the node reads and the service writes: the
+/// tracker (the API reads bundle states from it), the Quasar tip, the legs' recent times, and
+/// the service's input queue.
+pub struct QuasarState {
+    /// Bundles waiting for their legs.
+    pub tracker: Mutex<QuasarTracker>,
+    /// Highest height covered by a verified QuasarCert (0 when none).
+    pub height: AtomicU64,
+    /// Recent per-leg verification times of completed certificates, ms, by leg name.
+    pub leg_samples: LegSamples,
+    /// Recent per-leg production times (bundle closed → leg attached here), ms, by leg name.
+    pub sign_samples: LegSamples,
+    /// The service's input.
+    pub input: QuasarHandle,
+}
+
+impl QuasarState {
+    /// The state of a node whose Quasar tip is `height`, with `tracker` and the service's
+    /// `input` queue ([`QuasarHandle::channel`]).
+    pub fn new(tracker: QuasarTracker, height: u64, input: QuasarHandle) -> QuasarState {
+        QuasarState {
+            tracker: Mutex::new(tracker),
+            height: AtomicU64::new(height),
+            leg_samples: Mutex::new(BTreeMap::new()),
+            sign_samples: Mutex::new(BTreeMap::new()),
+            input,
+        }
+    }
+}
+
+/// What the service reaches of the node: the chain's identity and epoch schedule, the store,
+/// transport and metrics it writes through, and the [`QuasarState`] it shares.
+#[derive(Clone)]
+pub struct ServiceContext {
+    /// Chain id (lane messages carry it).
+    pub chain_id: u64,
+    /// How the chain divides into epochs (a bundle's validator set is its epoch's).
+    pub schedule: EpochSchedule,
+    /// The block store (finalized blocks to replay, certificates, signing sessions).
+    pub store: SledStore,
+    /// The transport, for gossiping legs and lane messages.
+    pub network: Network,
+    /// The node's metrics.
+    pub metrics: NodeMetrics,
+    /// The state shared with the rest of the node.
+    pub quasar: Arc<QuasarState>,
+}
 
 /// The median of each leg's recent times in `samples`, ms, for `GET /status`
-/// (`leg_verify_p50_ms` from [`Shared::leg_samples`], `leg_sign_p50_ms` from
-/// [`Shared::sign_samples`]).
+/// (`leg_verify_p50_ms` from [`QuasarState::leg_samples`], `leg_sign_p50_ms` from
+/// [`QuasarState::sign_samples`]).
 pub fn leg_p50_ms(samples: &LegSamples) -> BTreeMap<String, f64> {
     let Ok(samples) = samples.lock() else {
         return BTreeMap::new();
@@ -219,10 +269,10 @@ impl SetContributor {
     }
 }
 
-/// Starts the service thread over `shared` (its tracker, store, metrics and network), reading
+/// Starts the service thread over `ctx` (its tracker, store, metrics and network), reading
 /// `rx`. Errors: the OS refuses the thread.
 pub fn spawn(
-    shared: Arc<Shared>,
+    ctx: ServiceContext,
     contributor: Contributor,
     rx: Receiver<Input>,
 ) -> std::io::Result<()> {
@@ -231,7 +281,7 @@ pub fn spawn(
         .spawn(move || {
             let mut contributor = contributor;
             let magnetar_signer = contributor.slhdsa.take().and_then(|key| {
-                magnetar_signer(&shared, key)
+                magnetar_signer(&ctx, key)
                     .map_err(|error| {
                         tracing::error!(
                             %error,
@@ -241,7 +291,7 @@ pub fn spawn(
                     .ok()
             });
             let mut service = Service {
-                shared: &shared,
+                ctx,
                 magnetar_signer,
                 me: contributor,
                 magnetar: QuorumCollector::default(),
@@ -261,11 +311,11 @@ pub fn spawn(
 /// bundle digest) pairs and answers each with [`Input::OwnMagnetar`] through the service's own
 /// queue. It stops when the returned sender is dropped. Errors: the OS refuses the thread.
 fn magnetar_signer(
-    shared: &Shared,
+    ctx: &ServiceContext,
     key: magnetar::SecretKey,
 ) -> std::io::Result<std::sync::mpsc::Sender<(u64, Hash)>> {
     let (tx, rx) = std::sync::mpsc::channel::<(u64, Hash)>();
-    let service = shared.quasar_tx.clone();
+    let service = ctx.quasar.input.clone();
     std::thread::Builder::new()
         .name("magnetar-signer".into())
         .spawn(move || {
@@ -279,8 +329,8 @@ fn magnetar_signer(
     Ok(tx)
 }
 
-struct Service<'a> {
-    shared: &'a Shared,
+struct Service {
+    ctx: ServiceContext,
     /// Where this node's Magnetar contributions are signed (`None`: the thread did not start).
     magnetar_signer: Option<std::sync::mpsc::Sender<(u64, Hash)>>,
     me: Contributor,
@@ -298,7 +348,7 @@ struct Service<'a> {
     closed_at: BTreeMap<u64, u64>,
 }
 
-impl Service<'_> {
+impl Service {
     fn run(&mut self, rx: &Receiver<Input>) {
         let mut last_tick = Instant::now();
         loop {
@@ -336,7 +386,7 @@ impl Service<'_> {
     /// bundles a crash interrupted are rebuilt. A block whose stored certificate is its own
     /// finalization gives its bundle's BLS leg again; the other legs are produced again.
     fn replay(&mut self) {
-        let store = &self.shared.store;
+        let store = &self.ctx.store;
         let Ok(Some((tip, _))) = store.finalized_tip() else {
             return;
         };
@@ -383,7 +433,7 @@ impl Service<'_> {
     }
 
     fn tracker<T: Default>(&self, f: impl FnOnce(&mut QuasarTracker) -> T) -> T {
-        match self.shared.quasar.lock() {
+        match self.ctx.quasar.tracker.lock() {
             Ok(mut t) => f(&mut t),
             Err(_) => T::default(),
         }
@@ -427,10 +477,10 @@ impl Service<'_> {
                     events.extend(self.lane(from, message));
                 }
             }
-            record(self.shared, event);
+            record(&self.ctx, event);
         }
         // Collected signatures of bundles no longer waiting are dropped.
-        let Ok(tracker) = self.shared.quasar.lock() else {
+        let Ok(tracker) = self.ctx.quasar.tracker.lock() else {
             return;
         };
         self.magnetar
@@ -451,11 +501,11 @@ impl Service<'_> {
 
     /// Starts (and for Corona, runs ahead) the threshold ceremonies of a closed bundle.
     fn ceremonies_closed(&mut self, height: u64, digest: Hash) -> Vec<QuasarEvent> {
-        let store = &self.shared.store;
+        let store = &self.ctx.store;
         let mut claim = |h: u64, id: &[u8; 32]| claim_session(store, h, id);
         let now = now_us();
         let mut actions = Vec::new();
-        let set = self.me.sets.at_mut(self.shared.schedule.epoch_of(height));
+        let set = self.me.sets.at_mut(self.ctx.schedule.epoch_of(height));
         if let Some(c) = set.corona.as_mut() {
             actions.push((
                 LegKind::Corona,
@@ -476,7 +526,7 @@ impl Service<'_> {
 
     /// Moves timed-out ceremonies to their next attempt.
     fn ceremony_tick(&mut self) -> Vec<QuasarEvent> {
-        let store = &self.shared.store;
+        let store = &self.ctx.store;
         let mut claim = |h: u64, id: &[u8; 32]| claim_session(store, h, id);
         let now = now_us();
         let mut actions = Vec::new();
@@ -496,7 +546,7 @@ impl Service<'_> {
 
     /// A peer's round message for one of the ceremonies.
     fn ceremony_message(&mut self, from: u32, message: LaneMessage) -> Vec<QuasarEvent> {
-        let store = &self.shared.store;
+        let store = &self.ctx.store;
         let mut claim = |h: u64, id: &[u8; 32]| claim_session(store, h, id);
         let now = now_us();
         let LaneMessage {
@@ -506,7 +556,7 @@ impl Service<'_> {
             payload,
             ..
         } = message;
-        let set = self.me.sets.at_mut(self.shared.schedule.epoch_of(height));
+        let set = self.me.sets.at_mut(self.ctx.schedule.epoch_of(height));
         let result = if CoronaParty::KINDS.contains(&kind) {
             set.corona.as_mut().map(|c| {
                 let r = c.on_message(now, height, from, kind, &session, payload, &mut claim);
@@ -521,7 +571,7 @@ impl Service<'_> {
         match result {
             Some((leg, Ok(actions))) => self.apply(leg, actions),
             Some((leg, Err(error))) => {
-                self.shared.metrics.invalid_messages.inc();
+                self.ctx.metrics.invalid_messages.inc();
                 tracing::debug!(from, height, %leg, %error, "ceremony message refused");
                 Vec::new()
             }
@@ -533,7 +583,7 @@ impl Service<'_> {
     fn produced(&self, height: u64, leg: LegKind) {
         if let Some(&at) = self.closed_at.get(&height) {
             let ms = now_us().saturating_sub(at) as f64 / 1e3;
-            add_sample(&self.shared.sign_samples, leg, ms);
+            add_sample(&self.ctx.quasar.sign_samples, leg, ms);
         }
     }
 
@@ -572,7 +622,7 @@ impl Service<'_> {
                     validator,
                     reason,
                 } => {
-                    self.shared.metrics.invalid_messages.inc();
+                    self.ctx.metrics.invalid_messages.inc();
                     tracing::warn!(height, %leg, validator, %reason, "threshold signer misbehaved");
                 }
                 Action::Failed {
@@ -602,7 +652,7 @@ impl Service<'_> {
         {
             return;
         }
-        let set = self.me.sets.at(self.shared.schedule.epoch_of(height));
+        let set = self.me.sets.at(self.ctx.schedule.epoch_of(height));
         // Only the set's validators sign its rollup.
         let Some(index) = set.index_of(self.me.index) else {
             return;
@@ -632,9 +682,9 @@ impl Service<'_> {
 
     /// A peer's rollup signature: checked and collected when this validator proves.
     fn peer_rollup(&mut self, from: u32, height: u64, signature: &[u8]) {
-        let set = self.me.sets.at(self.shared.schedule.epoch_of(height));
+        let set = self.me.sets.at(self.ctx.schedule.epoch_of(height));
         let Some(index) = set.index_of(from) else {
-            self.shared.metrics.invalid_messages.inc();
+            self.ctx.metrics.invalid_messages.inc();
             tracing::debug!(
                 from,
                 height,
@@ -646,7 +696,7 @@ impl Service<'_> {
             return;
         };
         if let Err(error) = prover.add(height, index, signature) {
-            self.shared.metrics.invalid_messages.inc();
+            self.ctx.metrics.invalid_messages.inc();
             tracing::warn!(from, height, %error, "rollup signature refused");
         }
     }
@@ -705,7 +755,7 @@ impl Service<'_> {
         let member = self
             .me
             .sets
-            .at(self.shared.schedule.epoch_of(height))
+            .at(self.ctx.schedule.epoch_of(height))
             .index_of(self.me.index)
             .is_some();
         if !member
@@ -739,7 +789,7 @@ impl Service<'_> {
             [0; 32],
             signature.as_bytes().to_vec(),
         );
-        let set = self.me.sets.at(self.shared.schedule.epoch_of(height));
+        let set = self.me.sets.at(self.ctx.schedule.epoch_of(height));
         match set.index_of(self.me.index) {
             Some(index) => self.add_magnetar(height, index, signature),
             None => Vec::new(),
@@ -748,8 +798,8 @@ impl Service<'_> {
 
     fn broadcast(&self, height: u64, kind: LaneKind, leg: u8, session: [u8; 32], payload: Vec<u8>) {
         let message = Message::Lane(LaneMessage {
-            chain_id: self.shared.chain_id,
-            epoch: self.shared.schedule.epoch_of(height),
+            chain_id: self.ctx.chain_id,
+            epoch: self.ctx.schedule.epoch_of(height),
             height,
             sender: self.me.index,
             kind,
@@ -758,7 +808,7 @@ impl Service<'_> {
             payload,
         });
         match message.encode() {
-            Ok(bytes) => self.shared.network.broadcast(Arc::new(bytes)),
+            Ok(bytes) => self.ctx.network.broadcast(Arc::new(bytes)),
             Err(error) => tracing::error!(height, %error, "lane message does not encode"),
         }
     }
@@ -774,10 +824,10 @@ impl Service<'_> {
     fn lane_within(&mut self, from: u32, message: LaneMessage, horizon: u64) -> Vec<QuasarEvent> {
         let height = message.height;
         if message.sender != from
-            || message.chain_id != self.shared.chain_id
-            || message.epoch != self.shared.schedule.epoch_of(height)
+            || message.chain_id != self.ctx.chain_id
+            || message.epoch != self.ctx.schedule.epoch_of(height)
         {
-            self.shared.metrics.invalid_messages.inc();
+            self.ctx.metrics.invalid_messages.inc();
             tracing::debug!(
                 from,
                 sender = message.sender,
@@ -814,7 +864,7 @@ impl Service<'_> {
                     Some(Ok(event)) => event.into_iter().collect(),
                     Some(Err(LegRefused::NoBundle(_))) | None => Vec::new(),
                     Some(Err(error)) => {
-                        self.shared.metrics.invalid_messages.inc();
+                        self.ctx.metrics.invalid_messages.inc();
                         tracing::warn!(from, height, %leg, %error, "leg from a peer refused");
                         Vec::new()
                     }
@@ -869,7 +919,7 @@ impl Service<'_> {
     /// buffer with made-up sessions), every other message's is all zero.
     fn plausible_session(&self, message: &LaneMessage) -> bool {
         let (height, session) = (message.height, &message.session);
-        let set = self.me.sets.at(self.shared.schedule.epoch_of(height));
+        let set = self.me.sets.at(self.ctx.schedule.epoch_of(height));
         if CoronaParty::KINDS.contains(&message.kind) {
             set.corona
                 .as_ref()
@@ -893,12 +943,12 @@ impl Service<'_> {
         let Some((_, digest)) = self.tracker(|t| t.awaiting(height, LegKind::Magnetar)) else {
             return Vec::new();
         };
-        let set = self.me.sets.at(self.shared.schedule.epoch_of(height));
+        let set = self.me.sets.at(self.ctx.schedule.epoch_of(height));
         let Some((index, key)) = set
             .index_of(from)
             .and_then(|i| Some((i, set.slhdsa_keys.get(i)?)))
         else {
-            self.shared.metrics.invalid_messages.inc();
+            self.ctx.metrics.invalid_messages.inc();
             tracing::debug!(
                 from,
                 height,
@@ -911,7 +961,7 @@ impl Service<'_> {
         match checked {
             Ok(signature) => self.add_magnetar(height, index, signature),
             Err(error) => {
-                self.shared.metrics.invalid_messages.inc();
+                self.ctx.metrics.invalid_messages.inc();
                 tracing::warn!(from, height, %error, "Magnetar signature refused");
                 Vec::new()
             }
@@ -929,7 +979,7 @@ impl Service<'_> {
             &self
                 .me
                 .sets
-                .at(self.shared.schedule.epoch_of(height))
+                .at(self.ctx.schedule.epoch_of(height))
                 .validators,
         );
         let Some(quorum) = self.magnetar.add(&validators, height, index, signature) else {
@@ -965,18 +1015,18 @@ fn add_sample(samples: &LegSamples, leg: LegKind, ms: f64) {
     }
 }
 
-impl Service<'_> {
+impl Service {
     /// When the bundle closing at `height` ends an epoch, forgets the signing-session claims of
     /// the epochs that the next one leaves past retention
     /// ([`quasar_consensus::epoch::RETAINED_EPOCHS`]).
     fn prune_sessions(&self, height: u64) {
-        let schedule = self.shared.schedule;
+        let schedule = self.ctx.schedule;
         let epoch = schedule.epoch_of(height);
         if schedule.length().is_none() || height != schedule.last_height(epoch) {
             return;
         }
         let below = schedule.retained_from(epoch + 1);
-        match self.shared.store.prune_sessions(below) {
+        match self.ctx.store.prune_sessions(below) {
             Ok(0) => {}
             Ok(removed) => tracing::debug!(below, removed, "pruned signing-session claims"),
             Err(error) => tracing::warn!(below, %error, "could not prune signing-session claims"),
@@ -1000,8 +1050,8 @@ fn claim_session(store: &impl Store, height: u64, id: &[u8; 32]) -> bool {
 }
 
 /// Stores a completed certificate and updates metrics; logs abandoned bundles.
-fn record(shared: &Shared, event: QuasarEvent) {
-    let m = &shared.metrics;
+fn record(ctx: &ServiceContext, event: QuasarEvent) {
+    let m = &ctx.metrics;
     match event {
         QuasarEvent::Closed { .. } => {}
         QuasarEvent::Certified {
@@ -1011,10 +1061,10 @@ fn record(shared: &Shared, event: QuasarEvent) {
         } => {
             // Flushed at once: a certificate lost in a crash would leave its blocks at Nova
             // finality for good (the legs are not gossiped again).
-            let stored = shared
+            let stored = ctx
                 .store
                 .put_quasar_cert(height, &certificate)
-                .and_then(|_| shared.store.flush());
+                .and_then(|_| ctx.store.flush());
             if let Err(error) = stored {
                 tracing::error!(height, %error, "could not store a QuasarCert");
                 return;
@@ -1024,7 +1074,7 @@ fn record(shared: &Shared, event: QuasarEvent) {
                 .observe(report.elapsed.as_secs_f64());
             for leg in &report.legs {
                 add_sample(
-                    &shared.leg_samples,
+                    &ctx.quasar.leg_samples,
                     leg.leg,
                     leg.elapsed.as_secs_f64() * 1e3,
                 );
@@ -1036,7 +1086,7 @@ fn record(shared: &Shared, event: QuasarEvent) {
                     })
                     .observe(leg.elapsed.as_secs_f64());
             }
-            let previous = shared.quasar_height.fetch_max(height, Ordering::Relaxed);
+            let previous = ctx.quasar.height.fetch_max(height, Ordering::Relaxed);
             m.quasar_finalized_height.set(previous.max(height) as i64);
             tracing::debug!(height, bundle = report.bundle.len(), "Quasar finality");
         }
@@ -1062,9 +1112,14 @@ fn record(shared: &Shared, event: QuasarEvent) {
 /// certificate policy: bundles are not tracked), or `unknown`: closed before this process
 /// started and not certified), each leg's state (`verified` or `missing`)
 /// while the bundle is certified or waiting, and the reason Quasar finality is unavailable when
-/// it is.
-pub fn finality_info(shared: &Shared, height: u64) -> FinalityInfo {
-    let Ok(tracker) = shared.quasar.lock() else {
+/// it is. `store` holds the certificates, `finalized_height` is the node's finalized tip.
+pub fn finality_info(
+    quasar: &QuasarState,
+    store: &impl Store,
+    finalized_height: u64,
+    height: u64,
+) -> FinalityInfo {
+    let Ok(tracker) = quasar.tracker.lock() else {
         return FinalityInfo {
             tier: "nova".into(),
             state: "unknown".into(),
@@ -1074,7 +1129,7 @@ pub fn finality_info(shared: &Shared, height: u64) -> FinalityInfo {
     let profile = tracker.profile();
     let closing = tracker.closing_height(height);
     let mut legs = BTreeMap::new();
-    let stored = shared.store.quasar_cert_from(height).ok().flatten();
+    let stored = store.quasar_cert_from(height).ok().flatten();
     let (tier, state) = match stored {
         Some((at, bytes)) if at == closing => {
             if let Ok(cert) = QuasarCertRef::parse(&bytes) {
@@ -1097,9 +1152,7 @@ pub fn finality_info(shared: &Shared, height: u64) -> FinalityInfo {
                 ("nova", "waiting")
             }
             BundleStatus::Abandoned { reason } => ("nova", reason),
-            BundleStatus::Unknown if closing > shared.finalized_height.load(Ordering::Relaxed) => {
-                ("nova", "open")
-            }
+            BundleStatus::Unknown if closing > finalized_height => ("nova", "open"),
             BundleStatus::Unknown if !tracker.tracking_at(closing) => ("nova", "unavailable"),
             BundleStatus::Unknown => ("nova", "unknown"),
         },

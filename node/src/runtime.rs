@@ -21,7 +21,9 @@ use crate::engine::{Engine, EngineError, Host, Published};
 use crate::mempool::{Mempool, MempoolLimits, MAX_TX_BYTES};
 use crate::metrics::{DispatcherMetrics, KeyCacheMetrics, NodeMetrics};
 use crate::quasar::QuasarTracker;
-use crate::quasar_service::{self, Contributor, Finalized, QuasarHandle, SetContributor};
+use crate::quasar_service::{
+    self, Contributor, Finalized, QuasarHandle, QuasarState, ServiceContext, SetContributor,
+};
 use crate::relay::{RelayCache, RELAY_INTERVAL, RELAY_LISTENING_INTERVAL, RELAY_VIEWS};
 use crate::remote_signer::{RemoteClient, RemoteSignError, RemoteSigner, RemoteSignerTarget};
 use crate::rollup_job::{RollupSet, WindowProver};
@@ -43,15 +45,16 @@ use quasar_crypto::bls_cache::PublicKeyCache;
 use quasar_crypto::hash::Hash;
 use quasar_lanes::cert::CertVerifier;
 use quasar_p2p::{Inbound, Network, NetworkConfig, P2pMetrics, PeerInfo};
+use quasar_process::now_us;
 use quasar_storage::{GuardError, SigningGuard, SledStore, Store};
 use quasar_wire::{
     decode, tx_hash, LegKind, Message, MessageRef, RelayRequest, SyncRequest, TxBatch,
 };
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tokio::sync::{mpsc, Semaphore};
 
 /// Most transaction bytes in one block.
@@ -271,14 +274,6 @@ pub fn open_data_dir(data_dir: &Path) -> Result<(std::fs::File, SledStore), Node
     Ok((lock, store))
 }
 
-/// Microseconds since the Unix epoch.
-pub fn now_us() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros() as u64)
-        .unwrap_or(0)
-}
-
 /// State shared between the core task, the inbound task and the HTTP API.
 pub struct Shared {
     /// This validator's index.
@@ -314,16 +309,9 @@ pub struct Shared {
     /// Finality times (proposal timestamp → finalize quorum seen) of the blocks finalized
     /// since the last INFO summary ([`log_summaries`]), ms; at most [`MAX_SUMMARY_SAMPLES`].
     pub recent_finality_ms: Mutex<Vec<f64>>,
-    /// Quasar finality: bundles waiting for their legs ([`crate::quasar_service`]).
-    pub quasar: Mutex<QuasarTracker>,
-    /// Highest height covered by a verified QuasarCert (0 when none).
-    pub quasar_height: AtomicU64,
-    /// Recent per-leg verification times of completed certificates, ms, by leg name.
-    pub leg_samples: Mutex<BTreeMap<String, VecDeque<f64>>>,
-    /// Recent per-leg production times (bundle closed → leg attached here), ms, by leg name.
-    pub sign_samples: Mutex<BTreeMap<String, VecDeque<f64>>>,
-    /// The Quasar finality service's input.
-    pub quasar_tx: QuasarHandle,
+    /// Quasar finality: the tracker, the Quasar tip, the legs' times and the service's input
+    /// ([`crate::quasar_service`], which holds the same state).
+    pub quasar: Arc<QuasarState>,
     /// Every epoch's validator set.
     pub sets: quasar_consensus::EpochSets,
     /// This validator's BLS public key (its index in an epoch's set is found by it).
@@ -650,7 +638,8 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
             .map_err(|e| NodeError::Internal(format!("certificate policies: {e}")))?;
     }
     let quasar_height = store.quasar_tip()?.unwrap_or(0);
-    let (quasar, quasar_rx) = QuasarHandle::channel();
+    let (quasar_input, quasar_rx) = QuasarHandle::channel();
+    let quasar = Arc::new(QuasarState::new(tracker, quasar_height, quasar_input));
     let shared = Arc::new(Shared {
         validator: me,
         chain_id,
@@ -663,19 +652,15 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
             max_bytes: cfg.mempool_max_txs.saturating_mul(1024).max(MAX_TX_BYTES),
             max_tx_bytes: MAX_TX_BYTES,
         })),
-        store,
+        store: store.clone(),
         network: network.clone(),
-        metrics,
+        metrics: metrics.clone(),
         p2p_metrics,
         registry,
         validators: roster.len(),
         finalized_at: Mutex::new(HashMap::new()),
         recent_finality_ms: Mutex::new(Vec::new()),
-        quasar: Mutex::new(tracker),
-        quasar_height: AtomicU64::new(quasar_height),
-        leg_samples: Mutex::new(BTreeMap::new()),
-        sign_samples: Mutex::new(BTreeMap::new()),
-        quasar_tx: quasar.clone(),
+        quasar: quasar.clone(),
         sets: genesis.epoch_sets(),
         public_key,
         view_timeout_ms: cfg.view_timeout_ms(),
@@ -688,7 +673,14 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         .quasar_finalized_height
         .set(quasar_height as i64);
     quasar_service::spawn(
-        shared.clone(),
+        ServiceContext {
+            chain_id,
+            schedule: genesis.schedule(),
+            store,
+            network: network.clone(),
+            metrics,
+            quasar,
+        },
         Contributor {
             index: me,
             slhdsa: Some(keys.slhdsa),
@@ -735,7 +727,6 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
             input_tx,
             max_block_txs: cfg.max_block_txs,
             span: tracing::Span::none(),
-            quasar,
         },
         unfenced: must_listen.then(|| cfg.data_dir.clone()),
     };
@@ -911,7 +902,7 @@ fn ingest_gossip(
                 }
             }
             Received::Other(MessageRef::Lane(lane)) => {
-                shared.quasar_tx.send(quasar_service::Input::Lane {
+                shared.quasar.input.send(quasar_service::Input::Lane {
                     from,
                     message: lane.to_owned(),
                 });
@@ -1011,8 +1002,6 @@ struct RuntimeHost {
     max_block_txs: usize,
     /// The current view's span (every log line of the view carries it).
     span: tracing::Span,
-    /// The Quasar finality service.
-    quasar: QuasarHandle,
 }
 
 impl Host for RuntimeHost {
@@ -1070,7 +1059,9 @@ impl Host for RuntimeHost {
         self.shared
             .finalized_height
             .store(height, Ordering::Relaxed);
-        self.quasar
+        self.shared
+            .quasar
+            .input
             .send(quasar_service::Input::Finalized(Finalized {
                 height,
                 view: block.proposal.header.view,
@@ -1172,7 +1163,7 @@ async fn log_summaries(shared: Arc<Shared>) {
             view = shared.view.load(Ordering::Relaxed),
             peers = shared.network.connected_peers(),
             mempool = shared.mempool.lock().map(|p| p.len()).unwrap_or(0),
-            quasar_finalized_height = shared.quasar_height.load(Ordering::Relaxed),
+            quasar_finalized_height = shared.quasar.height.load(Ordering::Relaxed),
             "summary"
         );
         last_height = height;
@@ -1246,10 +1237,13 @@ fn fetch(
             }
             // After the blocks: the service holds legs of bundles it has not closed yet.
             for certificate in quasar_certs {
-                shared.quasar_tx.send(quasar_service::Input::Certificate {
-                    from: peer,
-                    certificate,
-                });
+                shared
+                    .quasar
+                    .input
+                    .send(quasar_service::Input::Certificate {
+                        from: peer,
+                        certificate,
+                    });
             }
             if useful {
                 return;

@@ -71,7 +71,7 @@ use std::net::{IpAddr, SocketAddr, TcpListener, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinSet;
@@ -86,6 +86,7 @@ pub use quasar_client::{
 };
 use quasar_crypto::magnetar::ParameterSet;
 use quasar_lanes::cert::Profile;
+use quasar_process::now_us;
 use quasar_wire::LegKind;
 
 /// Chain id of every testnet genesis.
@@ -2058,14 +2059,6 @@ fn key_access(key_dir: &Path) -> Result<quasar_chainspec::KeyAccess, TestnetErro
 
 fn node_dir(dir: &Path, i: usize) -> PathBuf {
     dir.join(format!("v{i}"))
-}
-
-/// Microseconds since the Unix epoch (0 if the clock is before 1970).
-fn now_us() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
 }
 
 /// Binds `bind(port)` on a free loopback port below the kernel's ephemeral range

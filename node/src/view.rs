@@ -21,7 +21,7 @@ impl NodeView for Shared {
         let mempool = self.mempool.lock().map(|p| p.len()).unwrap_or(0);
         let finalized = self.finalized_height.load(Ordering::Relaxed);
         let epoch = self.schedule.epoch_of(finalized.saturating_add(1));
-        let (profile, quasar_unavailable) = match self.quasar.lock() {
+        let (profile, quasar_unavailable) = match self.quasar.tracker.lock() {
             Ok(tracker) => (
                 tracker.profile().name(),
                 tracker.unavailable_at(finalized.saturating_add(1)),
@@ -44,10 +44,10 @@ impl NodeView for Shared {
             guard_refusals: self.metrics.guard_refusals.get(),
             guard_restart_refusals: self.metrics.guard_restart_refusals.get(),
             profile,
-            quasar_finalized_height: self.quasar_height.load(Ordering::Relaxed),
+            quasar_finalized_height: self.quasar.height.load(Ordering::Relaxed),
             quasar_unavailable,
-            leg_verify_p50_ms: crate::quasar_service::leg_p50_ms(&self.leg_samples),
-            leg_sign_p50_ms: crate::quasar_service::leg_p50_ms(&self.sign_samples),
+            leg_verify_p50_ms: crate::quasar_service::leg_p50_ms(&self.quasar.leg_samples),
+            leg_sign_p50_ms: crate::quasar_service::leg_p50_ms(&self.quasar.sign_samples),
             version: quasar_process::build_info::VERSION.to_string(),
             commit: quasar_process::build_info::COMMIT.to_string(),
             genesis_hash: hex::encode(self.genesis_hash),
@@ -62,7 +62,7 @@ impl NodeView for Shared {
             .lock()
             .ok()
             .and_then(|at| at.get(&finalized).copied());
-        let now = crate::runtime::now_us();
+        let now = quasar_process::now_us();
         let stale_after_ms = self.view_timeout_ms.saturating_mul(READY_STALE_VIEWS);
         let reasons = not_ready_reasons(finalized, height, last, now, stale_after_ms);
         Readiness {
@@ -123,7 +123,12 @@ impl NodeView for Shared {
             tx_count: p.tx_count() as u64,
             tx_hashes: p.txs().map(|tx| hex::encode(tx_hash(tx))).collect(),
             finalized_at_us: finalized_at,
-            finality: crate::quasar_service::finality_info(self, height),
+            finality: crate::quasar_service::finality_info(
+                &self.quasar,
+                &self.store,
+                self.finalized_height.load(Ordering::Relaxed),
+                height,
+            ),
             certificate: CertificateInfo {
                 kind: kind_name(c.kind()).to_string(),
                 view: c.view(),

@@ -1,8 +1,9 @@
 //! Smoke pass of every fuzz target on the stable toolchain.
 //!
-//! The cargo-fuzz targets in `wire/fuzz`, `storage/fuzz` and `node/fuzz` are one-line calls to
-//! `quasar_wire::fuzzing`, `quasar_storage::fuzzing` and `quasar_node::fuzzing`; this test drives the same functions with a
-//! few hundred inputs each: valid seed messages and files, seeded mutations of them (bit flips,
+//! The cargo-fuzz targets in `wire/fuzz`, `storage/fuzz`, `chainspec/fuzz`, `thresholdd/fuzz` and
+//! `node/fuzz` (and two of `lanes/fuzz`) are one-line calls to each crate's `fuzzing` module
+//! (behind its `fuzzing` feature); this test drives the same functions with a few hundred inputs
+//! each: valid seed messages and files, seeded mutations of them (bit flips,
 //! interesting bytes and lengths, truncation, insertion, splicing) and pseudo-random bytes. It is
 //! no substitute for coverage-guided fuzzing (`scripts/fuzz.sh SECONDS`), but it keeps the targets
 //! compiling, catches regressions on the shapes the fuzzers already explored, and fails CI on any
@@ -450,7 +451,7 @@ fn genesis_json_survives_mutated_files() {
         6,
         300,
         &seed_genesis(),
-        fuzzing::genesis_json,
+        quasar_chainspec::fuzzing::genesis_json,
     );
 }
 
@@ -483,7 +484,13 @@ fn seed_signing_histories() -> Vec<Vec<u8>> {
 fn signing_history_survives_mutated_documents() {
     let seeds = seed_signing_histories();
     assert!(quasar_chainspec::guard_history::SigningHistory::parse(&seeds[0]).is_ok());
-    drive("signing_history", 13, 300, &seeds, fuzzing::signing_history);
+    drive(
+        "signing_history",
+        13,
+        300,
+        &seeds,
+        quasar_chainspec::fuzzing::signing_history,
+    );
 }
 
 #[test]
@@ -493,7 +500,13 @@ fn secret_key_json_survives_mutated_files() {
     let text = std::str::from_utf8(&seeds[1]).unwrap();
     let dealt = SecretKeyFile::from_json(text).unwrap().dealt().unwrap();
     assert_eq!(dealt.keys().copied().collect::<Vec<_>>(), [0, 2, 5]);
-    drive("secret_key_json", 12, 300, &seeds, fuzzing::secret_key_json);
+    drive(
+        "secret_key_json",
+        12,
+        300,
+        &seeds,
+        quasar_chainspec::fuzzing::secret_key_json,
+    );
 }
 
 /// Signer byte + real ML-DSA-65 signatures on the fixture's rollup digest: each validator's
@@ -595,7 +608,7 @@ fn thresholdd_keystore_files_survive_mutation() {
         13,
         2000,
         &seeds,
-        fuzzing::thresholdd_key_file,
+        quasar_thresholdd::fuzzing::key_file,
     );
 }
 
@@ -620,7 +633,7 @@ fn sealed_validator_key_files_survive_mutation() {
         29,
         2000,
         &seeds,
-        fuzzing::sealed_key_file,
+        quasar_chainspec::fuzzing::sealed_key_file,
     );
 }
 
@@ -632,7 +645,7 @@ fn thresholdd_session_records_survive_mutation() {
         17,
         2000,
         &seeds,
-        fuzzing::thresholdd_session_record,
+        quasar_thresholdd::fuzzing::session_record,
     );
 }
 

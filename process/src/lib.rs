@@ -1,5 +1,5 @@
 //! What the `quasar-node` and `thresholdd` processes share: logging, the tokio runtime, the
-//! shutdown signal and the one-process-per-data-directory lock (this module);
+//! shutdown signal, the wall clock and the one-process-per-data-directory lock (this module);
 //! [`build_info`]: version, commit and profile, and the process metrics both export;
 //! [`http_serve`]: the bounded HTTP/1.1 listener behind the node's API and the daemon's JSON-RPC;
 //! [`LimitedListener`]: a connection-bounded listener for `axum::serve`.
@@ -43,6 +43,15 @@ pub fn init_tracing(format: LogFormat, default_filter: &str) {
             .init(),
         LogFormat::Json => builder.json().with_current_span(true).init(),
     }
+}
+
+/// The wall clock in microseconds since the Unix epoch (0 if the clock is before 1970, `u64::MAX`
+/// past the year 586,912): the timestamps of blocks, finality times and log lines.
+pub fn now_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
 }
 
 /// The multi-threaded tokio runtime of a binary.

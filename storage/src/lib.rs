@@ -11,7 +11,8 @@
 //!   may be signed, kept in its own fsync'd file because sled's flush is not durable enough for it.
 //! - [`evidence`]: [`EvidenceRecord`], durable and bounded proof of equivocation (both signed
 //!   messages), kept in the store's `evidence` tree.
-//! - [`fuzzing`]: the signing-guard file decoder's fuzz entry point (`storage/fuzz`).
+//! - `fuzzing` (feature `fuzzing`, off in a production build): the signing-guard file decoder's
+//!   fuzz entry point (`storage/fuzz`).
 //! - [`sim`]: [`SimStore`], the sled store behind a simulated disk with injectable faults (failed
 //!   write, failed fsync, torn or lost unflushed writes on crash), for the simulator.
 //!
@@ -31,6 +32,7 @@
 pub mod evidence;
 // Fuzz entry points panic by contract when a property breaks (module docs).
 #[allow(clippy::panic)]
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod guard;
 pub mod sim;

@@ -44,7 +44,7 @@
 //! "threshold":t,"participants":n,"publicKeyHex":..,"createdAt":<Unix seconds>,
 //! "nonceHex":<24 B>,"ciphertextHex":<secret ‖ 16-byte Poly1305 tag>}`. Unknown fields are
 //! refused; hex is lowercase when written, either case when read. [`parse_key_file`] decodes one
-//! without the master key (the fuzz target `thresholdd_key_file` drives it).
+//! without the master key (the fuzz target `thresholdd/fuzz` `key_file` drives it).
 //!
 //! # Decisions
 //!

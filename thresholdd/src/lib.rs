@@ -69,10 +69,15 @@
 //!
 //! Errors: −32700 parse, −32600 invalid request, −32601 unknown method or scheme, −32602 bad
 //! params naming the field, −32000 scheme error with a message ([`rpc`]).
+//!
+//! `fuzzing` (feature `fuzzing`, off in a production build) holds the `thresholdd/fuzz` targets'
+//! entry points.
 
 pub mod auth;
 mod bls;
 mod corona;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod keystore;
 mod magnetar;
 pub mod metrics;

@@ -91,10 +91,12 @@
 //! * [`frame`]: stream framing.
 //! * [`zap`]: the header, the bounds-checked reader and the builder (schema-agnostic).
 //! * [`messages`]: the schemas, re-exported at the crate root.
+//! * `fuzzing` (feature `fuzzing`, off in a production build): the `wire/fuzz` targets' entry points.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod frame;
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod messages;
 pub mod zap;

@@ -1,4 +1,0 @@
-//! See `quasar_node::fuzzing::genesis_json`.
-#![no_main]
-
-libfuzzer_sys::fuzz_target!(|data: &[u8]| quasar_node::fuzzing::genesis_json(data));
