@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every cargo-fuzz target of crypto/fuzz, lanes/fuzz, wire/fuzz, storage/fuzz, chainspec/fuzz,
-# thresholdd/fuzz and node/fuzz for SECONDS each (default 60).
+# Runs every cargo-fuzz target of crypto/fuzz, lanes/fuzz, wire/fuzz, storage/fuzz, app/fuzz,
+# chainspec/fuzz, thresholdd/fuzz and node/fuzz for SECONDS each (default 60).
 #
 #   scripts/fuzz.sh [SECONDS]
 #
@@ -16,8 +16,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds="${1:-60}"
-if ! [[ "${seconds}" =~ ^[0-9]+$ ]] || [ "${seconds}" -eq 0 ]; then
-  echo "usage: scripts/fuzz.sh [SECONDS]   (positive whole seconds per target, default 60)" >&2
+if [ "$#" -gt 1 ] || ! [[ "${seconds}" =~ ^[0-9]{1,7}$ ]] || [ "${seconds}" -eq 0 ]; then
+  echo "usage: scripts/fuzz.sh [SECONDS]   (whole seconds per target, 1 to 9999999, default 60)" >&2
   exit 2
 fi
 if ! cargo fuzz --version >/dev/null 2>&1; then
@@ -40,7 +40,7 @@ trap 'rm -f "${log}"' EXIT
 # One of libFuzzer's -print_final_stats lines of the last run, e.g. `final_stat average_exec_per_sec`.
 final_stat() { sed -n "s/^stat::$1: *//p" "${log}" | tail -n 1; }
 summary=()
-for crate in crypto lanes wire storage chainspec thresholdd node; do
+for crate in crypto lanes wire storage app chainspec thresholdd node; do
   for target in $(cd "${crate}" && cargo fuzz list); do
     echo "=== ${crate}/fuzz ${target}: ${seconds} s"
     artifacts="${crate}/fuzz/artifacts/${target}"

@@ -37,7 +37,7 @@ const NODE_RUNTIME: &[&str] = &["quasar-node", "quasar-p2p", "quinn"];
 const LAYERS: &[&[&str]] = &[
     &["quasar-crypto", "quasar-process"],
     &["quasar-gpu", "quasar-wire", "quasar-storage"],
-    &["quasar-lanes", "quasar-client"],
+    &["quasar-lanes", "quasar-client", "quasar-app"],
     &["quasar-consensus", "quasar-p2p"],
     &["quasar-chainspec"],
     &["quasar-thresholdd"],
