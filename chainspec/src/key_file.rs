@@ -119,6 +119,19 @@ struct Probe {
     kdf: Option<serde::de::IgnoredAny>,
 }
 
+/// Only whether a plaintext key file's first field is present; every other field is ignored.
+#[derive(Deserialize)]
+struct PlaintextProbe {
+    #[serde(default)]
+    bls_secret_key: Option<serde::de::IgnoredAny>,
+}
+
+/// Whether `bytes` is a JSON object with a top-level `bls_secret_key`: what every plaintext key
+/// file has (a truncated or damaged file of either kind does not).
+fn looks_plaintext(bytes: &[u8]) -> bool {
+    serde_json::from_slice::<PlaintextProbe>(bytes).is_ok_and(|p| p.bls_secret_key.is_some())
+}
+
 /// Whether `bytes` (a JSON object) is a sealed key file rather than a plaintext one: it has a
 /// top-level `kdf` field. Bytes that are not a JSON object read as not sealed (the plaintext
 /// parser then names the problem).
@@ -235,6 +248,16 @@ pub enum KeyFileError {
         .path.parent().unwrap_or(Path::new(".")).display()
     )]
     PlaintextRefused {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Neither a sealed nor a plaintext key file: truncated, damaged, or not a key file.
+    #[error(
+        "{}: not a validator key file (neither encrypted nor plaintext; truncated or damaged?): \
+         restore it from your backup",
+        .path.display()
+    )]
+    Unreadable {
         /// The file.
         path: PathBuf,
     },
@@ -373,6 +396,11 @@ impl KeyAccess {
         bytes: &[u8],
     ) -> Result<(Zeroizing<Vec<u8>>, bool), KeyFileError> {
         if !is_sealed(bytes) {
+            if !looks_plaintext(bytes) {
+                return Err(KeyFileError::Unreadable {
+                    path: path.to_path_buf(),
+                });
+            }
             if !self.plaintext {
                 return Err(KeyFileError::PlaintextRefused {
                     path: path.to_path_buf(),
@@ -429,6 +457,28 @@ mod tests {
         let parsed = parse_sealed(&bytes).unwrap();
         assert_eq!(parsed, sealed);
         assert_eq!(&parsed.open(b"correct horse").unwrap()[..], PLAINTEXT);
+    }
+
+    #[test]
+    fn a_damaged_file_is_named_unreadable_not_plaintext() {
+        let sealed = SealedKeyFile::seal(b"pass", TINY, br#"{"bls_secret_key":"00"}"#)
+            .expect("seal")
+            .to_bytes();
+        let access = KeyAccess::sealed(b"pass").with_kdf(TINY);
+        let path = Path::new("k/validator.key.json");
+        let damaged: [&[u8]; 3] = [&sealed[..sealed.len() / 2], br#"{"hello":1}"#, b""];
+        for bytes in damaged {
+            let error = access.open_file(path, bytes).expect_err("damaged");
+            assert!(matches!(error, KeyFileError::Unreadable { .. }), "{error}");
+            assert!(error.to_string().contains("restore it from your backup"));
+        }
+        // A plaintext file is still told apart: refused without the opt-in, read with it.
+        let plain = br#"{"bls_secret_key":"00"}"#;
+        assert!(matches!(
+            access.open_file(path, plain),
+            Err(KeyFileError::PlaintextRefused { .. })
+        ));
+        assert!(access.allow_plaintext(true).open_file(path, plain).is_ok());
     }
 
     #[test]

@@ -367,9 +367,15 @@ pub fn not_ready_reasons(
     last_finalized_us: Option<u64>,
     now_us: u64,
     stale_after_ms: u64,
+    genesis_time_us: u64,
 ) -> Vec<String> {
     let mut reasons = Vec::new();
     match last_finalized_us {
+        None if now_us < genesis_time_us => reasons.push(format!(
+            "waiting for the genesis time: the chain starts in {} s (genesis_time_us {})",
+            (genesis_time_us - now_us).div_ceil(1_000_000),
+            genesis_time_us
+        )),
         None => reasons.push("no block finalized since this node started".to_string()),
         Some(at) => {
             let age_ms = now_us.saturating_sub(at) / 1000;
@@ -857,21 +863,25 @@ mod tests {
     fn readiness_needs_a_recent_finalized_block_and_no_backlog() {
         let now = 1_000_000_000;
         // Finalized 1 s ago, the next proposal in flight: ready.
-        assert!(not_ready_reasons(40, 41, Some(now - 1_000_000), now, 10_000).is_empty());
+        assert!(not_ready_reasons(40, 41, Some(now - 1_000_000), now, 10_000, 0).is_empty());
         // At the limit still ready; one millisecond past it not.
-        assert!(not_ready_reasons(40, 40, Some(now - 10_000_000), now, 10_000).is_empty());
-        let stale = not_ready_reasons(40, 40, Some(now - 10_001_000), now, 10_000);
+        assert!(not_ready_reasons(40, 40, Some(now - 10_000_000), now, 10_000, 0).is_empty());
+        let stale = not_ready_reasons(40, 40, Some(now - 10_001_000), now, 10_000, 0);
         assert_eq!(stale.len(), 1);
         assert!(stale[0].contains("10001 ms old"), "{stale:?}");
         // Nothing finalized since the start.
-        let fresh = not_ready_reasons(0, 0, None, now, 10_000);
+        let fresh = not_ready_reasons(0, 0, None, now, 10_000, 0);
         assert!(fresh[0].contains("since this node started"), "{fresh:?}");
         // Catching up: proposals far above the finalized height; both reasons at once.
-        assert!(not_ready_reasons(40, 40 + READY_MAX_LAG, Some(now), now, 10_000).is_empty());
-        let behind = not_ready_reasons(40, 41 + READY_MAX_LAG, None, now, 10_000);
+        assert!(not_ready_reasons(40, 40 + READY_MAX_LAG, Some(now), now, 10_000, 0).is_empty());
+        let behind = not_ready_reasons(40, 41 + READY_MAX_LAG, None, now, 10_000, 0);
         assert_eq!(behind.len(), 2);
         assert!(behind[1].contains("catching up"), "{behind:?}");
         // A clock that stepped back reads as fresh, never as an overflow.
-        assert!(not_ready_reasons(40, 40, Some(now + 5_000_000), now, 10_000).is_empty());
+        assert!(not_ready_reasons(40, 40, Some(now + 5_000_000), now, 10_000, 0).is_empty());
+        // Before the genesis time the reason says how long the chain has to go.
+        let early = not_ready_reasons(0, 0, None, now, 10_000, now + 599_000_001);
+        assert_eq!(early.len(), 1);
+        assert!(early[0].contains("starts in 600 s"), "{early:?}");
     }
 }

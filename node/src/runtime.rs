@@ -141,6 +141,18 @@ pub enum NodeError {
         /// The block store.
         store: PathBuf,
     },
+    /// The signing guard file is damaged: what it recorded cannot be trusted, and nothing may
+    /// be signed until the node has listened to the network again.
+    #[error(
+        "{}: signing guard file corrupt ({problem}). Never edit or reset it: move the whole          data directory aside and start again (the node then syncs and listens to the network          before it signs)",
+        guard.display()
+    )]
+    GuardCorrupt {
+        /// The guard file.
+        guard: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// The signing guard is older than the store's record of this validator's signatures (a
     /// restored backup or a copy): signing with it risks equivocation.
     #[error(
@@ -249,6 +261,14 @@ pub fn guard_location(cfg: &NodeConfig) -> Result<GuardLocation, HistoryError> {
 /// made; [`NodeError::Storage`] when the store does not open.
 pub fn open_data_dir(data_dir: &Path) -> Result<(std::fs::File, SledStore), NodeError> {
     use quasar_process::{lock_dir, DirLockError};
+    if std::fs::metadata(data_dir).is_ok_and(|meta| !meta.is_dir()) {
+        return Err(NodeError::Io {
+            path: data_dir.to_path_buf(),
+            source: std::io::Error::other(
+                "exists and is not a directory: point data_dir in node.toml at a directory",
+            ),
+        });
+    }
     std::fs::create_dir_all(data_dir).map_err(|source| NodeError::Io {
         path: data_dir.to_path_buf(),
         source,
@@ -320,6 +340,8 @@ pub struct Shared {
     pub view_timeout_ms: u64,
     /// The genesis hash (the hash of block 0), for `GET /status`.
     pub genesis_hash: Hash,
+    /// When the chain starts (µs since the Unix epoch; `GET /ready` says so until then).
+    pub genesis_time_us: u64,
     /// Recent proposals and votes by signer, relayed to peers on request ([`crate::relay`]).
     pub relay: Mutex<RelayCache>,
 }
@@ -466,13 +488,27 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     let unfenced_path = cfg.data_dir.join(quasar_storage::UNFENCED_FILE);
     let must_listen = (!guard_path.exists() || unfenced_path.exists() || daemon_unfenced)
         && now_us() > genesis.file.genesis_time_us;
+    let to_genesis_us = genesis.file.genesis_time_us.saturating_sub(now_us());
+    if to_genesis_us > 0 {
+        tracing::info!(
+            starts_in_s = to_genesis_us.div_ceil(1_000_000),
+            genesis_time_us = genesis.file.genesis_time_us,
+            "waiting for the genesis time: no block before it (GET /ready says so meanwhile)"
+        );
+    }
     if must_listen {
         quasar_storage::mark_unfenced(&cfg.data_dir).map_err(|source| NodeError::Io {
             path: unfenced_path.clone(),
             source,
         })?;
     }
-    let guard = SigningGuard::open(&cfg.data_dir, &owner)?;
+    let guard = SigningGuard::open(&cfg.data_dir, &owner).map_err(|e| match e {
+        GuardError::Corrupt(problem) => NodeError::GuardCorrupt {
+            guard: guard_path.clone(),
+            problem,
+        },
+        other => NodeError::Guard(other),
+    })?;
     let guard_view = guard.highest_view();
     let chain_id = genesis.file.chain_id;
     let limits = BlockLimits {
@@ -665,6 +701,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         public_key,
         view_timeout_ms: cfg.view_timeout_ms(),
         genesis_hash: genesis.hash,
+        genesis_time_us: genesis.file.genesis_time_us,
         relay: Mutex::new(RelayCache::new()),
     });
     shared.metrics.finalized_height.set(tip.height as i64);

@@ -64,7 +64,14 @@ impl NodeView for Shared {
             .and_then(|at| at.get(&finalized).copied());
         let now = quasar_process::now_us();
         let stale_after_ms = self.view_timeout_ms.saturating_mul(READY_STALE_VIEWS);
-        let reasons = not_ready_reasons(finalized, height, last, now, stale_after_ms);
+        let reasons = not_ready_reasons(
+            finalized,
+            height,
+            last,
+            now,
+            stale_after_ms,
+            self.genesis_time_us,
+        );
         Readiness {
             ready: reasons.is_empty(),
             reasons,

@@ -192,6 +192,23 @@ fn opening_a_data_directory_twice_is_data_dir_in_use() {
     drop(held);
 }
 
+#[test]
+fn a_data_directory_that_is_a_file_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data");
+    std::fs::write(&file, b"not a directory").unwrap();
+    match runtime::open_data_dir(&file) {
+        Err(e @ NodeError::Io { .. }) => {
+            let text = e.to_string();
+            assert!(text.contains("is not a directory"), "{text}");
+            assert!(text.contains("data_dir"), "{text}");
+        }
+        Err(e) => panic!("expected Io, got {e}"),
+        Ok(_) => panic!("opened a file as a data directory"),
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), b"not a directory");
+}
+
 /// Runs `quasar-node guard ARGS…`; its exit status, stdout and stderr.
 fn guard_cli(args: &[&std::ffi::OsStr]) -> (bool, String, String) {
     let output = Command::new(binary())

@@ -1034,6 +1034,16 @@ fn derive_master_key(
 /// Creates `dir` (and missing parents) with mode 0700, or checks the existing one is a
 /// directory, warning when group or others can access it.
 fn create_private_dir(dir: &Path) -> Result<(), KeystoreError> {
+    let not_a_directory = || KeystoreError::Io {
+        path: dir.to_path_buf(),
+        source: io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "exists and is not a directory: give --data-dir a directory",
+        ),
+    };
+    if fs::metadata(dir).is_ok_and(|meta| !meta.is_dir()) {
+        return Err(not_a_directory());
+    }
     let mut builder = fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
@@ -1044,10 +1054,7 @@ fn create_private_dir(dir: &Path) -> Result<(), KeystoreError> {
     builder.create(dir).map_err(io_err(dir))?;
     let meta = fs::metadata(dir).map_err(io_err(dir))?;
     if !meta.is_dir() {
-        return Err(KeystoreError::Io {
-            path: dir.to_path_buf(),
-            source: io::Error::new(io::ErrorKind::InvalidInput, "not a directory"),
-        });
+        return Err(not_a_directory());
     }
     warn_if_exposed(
         dir,
@@ -1249,6 +1256,16 @@ mod tests {
             public_key: &PUBLIC_KEY,
             secret,
         }
+    }
+
+    #[test]
+    fn a_data_directory_that_is_a_file_is_named_as_such() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("keystore");
+        fs::write(&file, b"x").unwrap();
+        let error = create_private_dir(&file).expect_err("a file");
+        assert!(error.to_string().contains("is not a directory"), "{error}");
+        assert_eq!(fs::read(&file).unwrap(), b"x");
     }
 
     fn open(dir: &Path) -> Keystore {
