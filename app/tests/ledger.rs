@@ -48,13 +48,19 @@ fn ledger() -> Ledger {
     Ledger::new(CHAIN, [(addr(1), 1_000), (addr(2), 50)]).expect("genesis")
 }
 
-#[test]
-fn transfers_and_stake_move_value_and_advance_the_nonce() {
+/// The genesis ledger after account 1's first transaction (300 to account 3, carrying its key).
+fn after_alices_first_transfer() -> (VerificationCache, Ledger) {
     let cache = VerificationCache::new(CHAIN, 64);
     let mut ledger = ledger();
     ledger
         .apply(&tx(1, 0, true, pay(3, 300)), &cache)
         .expect("first");
+    (cache, ledger)
+}
+
+#[test]
+fn transfers_and_stake_move_value_and_advance_the_nonce() {
+    let (cache, mut ledger) = after_alices_first_transfer();
     ledger
         .apply(&tx(1, 1, false, Action::AddStake { amount: 200 }), &cache)
         .expect("stake");
@@ -83,11 +89,7 @@ fn transfers_and_stake_move_value_and_advance_the_nonce() {
 
 #[test]
 fn a_refused_transaction_changes_nothing_and_says_why() {
-    let cache = VerificationCache::new(CHAIN, 64);
-    let mut ledger = ledger();
-    ledger
-        .apply(&tx(1, 0, true, pay(3, 300)), &cache)
-        .expect("first");
+    let (cache, mut ledger) = after_alices_first_transfer();
     let before = ledger.clone();
     let cases: Vec<(SignedTransaction, Expected)> = vec![
         // Replayed and skipped nonces.
