@@ -122,22 +122,23 @@ impl Ledger {
     ) -> Result<(), ExecError> {
         let body = tx.transaction();
         let address = || hex::encode(body.sender);
-        let sender = self.accounts.get(&body.sender).cloned().unwrap_or_default();
-        let key = match (&body.public_key, &sender.public_key) {
+        let sender = self.accounts.get(&body.sender);
+        let held = sender.and_then(|a| a.public_key.as_ref());
+        let key = match (&body.public_key, held) {
             (Some(_), Some(_)) => return Err(ExecError::KeyAlreadyKnown { address: address() }),
             (None, None) => return Err(ExecError::UnknownKey { address: address() }),
-            (Some(carried), None) | (None, Some(carried)) => carried.clone(),
+            (Some(key), None) | (None, Some(key)) => key,
         };
-        cache.verify(tx, &key)?;
-        if body.nonce != sender.nonce {
+        cache.verify(tx, key)?;
+        let (mut balance, mut stake, nonce) =
+            sender.map_or((0, 0, 0), |a| (a.balance, a.stake, a.nonce));
+        if body.nonce != nonce {
             return Err(ExecError::Nonce {
-                expected: sender.nonce,
+                expected: nonce,
                 found: body.nonce,
             });
         }
-        let mut next = sender;
-        next.public_key = Some(key);
-        next.nonce = next.nonce.checked_add(1).ok_or(ExecError::Overflow)?;
+        let next_nonce = nonce.checked_add(1).ok_or(ExecError::Overflow)?;
         let pay = |balance: u64, amount: u64| {
             let needed = amount.checked_add(body.fee).ok_or(ExecError::Overflow)?;
             balance.checked_sub(needed).ok_or(ExecError::Insufficient {
@@ -145,29 +146,29 @@ impl Ledger {
                 available: balance,
             })
         };
-        let mut credit = None;
+        let add = |value: u64, amount: u64| value.checked_add(amount).ok_or(ExecError::Overflow);
+        // The recipient of a transfer to another account, with its balance after it.
+        let mut credited = None;
         match body.action {
             Action::Transfer { to, amount } => {
-                next.balance = pay(next.balance, amount)?;
-                credit = Some((to, amount));
+                balance = pay(balance, amount)?;
+                if to == body.sender {
+                    balance = add(balance, amount)?;
+                } else {
+                    let theirs = self.accounts.get(&to).map_or(0, |a| a.balance);
+                    credited = Some((to, add(theirs, amount)?));
+                }
             }
             Action::AddStake { amount } => {
-                next.balance = pay(next.balance, amount)?;
-                next.stake = next.stake.checked_add(amount).ok_or(ExecError::Overflow)?;
+                balance = pay(balance, amount)?;
+                stake = add(stake, amount)?;
             }
             Action::WithdrawStake { amount } => {
-                next.stake = next
-                    .stake
-                    .checked_sub(amount)
-                    .ok_or(ExecError::Insufficient {
-                        needed: amount,
-                        available: next.stake,
-                    })?;
-                next.balance = pay(next.balance, 0)?;
-                next.balance = next
-                    .balance
-                    .checked_add(amount)
-                    .ok_or(ExecError::Overflow)?;
+                stake = stake.checked_sub(amount).ok_or(ExecError::Insufficient {
+                    needed: amount,
+                    available: stake,
+                })?;
+                balance = add(pay(balance, 0)?, amount)?;
             }
             Action::Leave => {
                 return Err(ExecError::NotBuilt(
@@ -175,23 +176,17 @@ impl Ledger {
                 ))
             }
         }
-        // A transfer to oneself credits the account just debited.
-        if let Some((to, amount)) = credit {
-            if to == body.sender {
-                next.balance = next
-                    .balance
-                    .checked_add(amount)
-                    .ok_or(ExecError::Overflow)?;
-            } else {
-                let mut recipient = self.accounts.get(&to).cloned().unwrap_or_default();
-                recipient.balance = recipient
-                    .balance
-                    .checked_add(amount)
-                    .ok_or(ExecError::Overflow)?;
-                self.accounts.insert(to, recipient);
-            }
+        // Every check passed: write. Only a first transaction's key is copied into state.
+        let account = self.accounts.entry(body.sender).or_default();
+        account.balance = balance;
+        account.stake = stake;
+        account.nonce = next_nonce;
+        if account.public_key.is_none() {
+            account.public_key = body.public_key.clone();
         }
-        self.accounts.insert(body.sender, next);
+        if let Some((to, balance)) = credited {
+            self.accounts.entry(to).or_default().balance = balance;
+        }
         Ok(())
     }
 }

@@ -112,31 +112,42 @@ struct SealedJson {
     ciphertext_hex: String,
 }
 
-/// Only whether a `kdf` field is present; every other field is ignored.
+/// Only whether the fields that tell the two kinds of key file apart are present (a sealed
+/// file's `kdf`, a plaintext file's `bls_secret_key`); every other field is ignored.
 #[derive(Deserialize)]
 struct Probe {
     #[serde(default)]
     kdf: Option<serde::de::IgnoredAny>,
-}
-
-/// Only whether a plaintext key file's first field is present; every other field is ignored.
-#[derive(Deserialize)]
-struct PlaintextProbe {
     #[serde(default)]
     bls_secret_key: Option<serde::de::IgnoredAny>,
 }
 
-/// Whether `bytes` is a JSON object with a top-level `bls_secret_key`: what every plaintext key
-/// file has (a truncated or damaged file of either kind does not).
-fn looks_plaintext(bytes: &[u8]) -> bool {
-    serde_json::from_slice::<PlaintextProbe>(bytes).is_ok_and(|p| p.bls_secret_key.is_some())
+/// What kind of secret key file some bytes are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// A JSON object with a top-level `kdf` field.
+    Sealed,
+    /// A JSON object with a top-level `bls_secret_key` and no `kdf`.
+    Plaintext,
+    /// Neither (not JSON, truncated, damaged, or another file).
+    Unreadable,
+}
+
+fn kind(bytes: &[u8]) -> Kind {
+    match serde_json::from_slice::<Probe>(bytes) {
+        Ok(Probe { kdf: Some(_), .. }) => Kind::Sealed,
+        Ok(Probe {
+            bls_secret_key: Some(_),
+            ..
+        }) => Kind::Plaintext,
+        _ => Kind::Unreadable,
+    }
 }
 
 /// Whether `bytes` (a JSON object) is a sealed key file rather than a plaintext one: it has a
-/// top-level `kdf` field. Bytes that are not a JSON object read as not sealed (the plaintext
-/// parser then names the problem).
+/// top-level `kdf` field. Bytes that are not a JSON object read as not sealed.
 pub fn is_sealed(bytes: &[u8]) -> bool {
-    serde_json::from_slice::<Probe>(bytes).is_ok_and(|p| p.kdf.is_some())
+    kind(bytes) == Kind::Sealed
 }
 
 fn associated_data(kdf: KdfParams, salt: &[u8; SALT_LEN]) -> Vec<u8> {
@@ -395,18 +406,19 @@ impl KeyAccess {
         path: &Path,
         bytes: &[u8],
     ) -> Result<(Zeroizing<Vec<u8>>, bool), KeyFileError> {
-        if !is_sealed(bytes) {
-            if !looks_plaintext(bytes) {
+        match kind(bytes) {
+            Kind::Sealed => {}
+            Kind::Unreadable => {
                 return Err(KeyFileError::Unreadable {
                     path: path.to_path_buf(),
-                });
+                })
             }
-            if !self.plaintext {
+            Kind::Plaintext if !self.plaintext => {
                 return Err(KeyFileError::PlaintextRefused {
                     path: path.to_path_buf(),
-                });
+                })
             }
-            return Ok((Zeroizing::new(bytes.to_vec()), false));
+            Kind::Plaintext => return Ok((Zeroizing::new(bytes.to_vec()), false)),
         }
         let sealed = parse_sealed(bytes).map_err(|reason| KeyFileError::Corrupt {
             path: path.to_path_buf(),

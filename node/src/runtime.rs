@@ -486,9 +486,10 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     // this key signed in before; the engine listens first and fences past the view the network
     // was in (`Engine::listen_before_signing`). The marker outlives a restart mid-listening.
     let unfenced_path = cfg.data_dir.join(quasar_storage::UNFENCED_FILE);
+    let started_us = now_us();
     let must_listen = (!guard_path.exists() || unfenced_path.exists() || daemon_unfenced)
-        && now_us() > genesis.file.genesis_time_us;
-    let to_genesis_us = genesis.file.genesis_time_us.saturating_sub(now_us());
+        && started_us > genesis.file.genesis_time_us;
+    let to_genesis_us = genesis.file.genesis_time_us.saturating_sub(started_us);
     if to_genesis_us > 0 {
         tracing::info!(
             starts_in_s = to_genesis_us.div_ceil(1_000_000),
