@@ -2,11 +2,13 @@
 //!
 //! Each function takes arbitrary bytes and panics only when a property of this crate is broken;
 //! for every other input it returns quietly. The cargo-fuzz targets in `app/fuzz` are one-line
-//! calls to these functions, and `app/tests/tx.rs` drives them on seeded mutations of valid
-//! transactions on the stable toolchain.
+//! calls to these functions, and `app/tests/tx.rs` and `app/tests/state.rs` drive them on
+//! seeded mutations of valid encodings on the stable toolchain.
 //!
 //! Compiled only with the `fuzzing` feature: not part of a production build.
 
+use crate::ledger::{Account, AccountLeaf};
+use crate::state::AccountProof;
 use crate::tx::{SignedTransaction, Transaction};
 
 /// Any bytes as a signed transaction and as a transaction body: decoding returns the value or
@@ -34,5 +36,25 @@ pub fn signed_transaction(data: &[u8]) {
             Ok(data),
             "a decoded body re-encodes differently"
         );
+    }
+}
+
+/// Any bytes as an account leaf (a state value) and as an account proof (what `GET /account`
+/// will serve): decoding returns the value or an error, never panics; a decoded leaf
+/// re-encodes to exactly its input; a decoded proof is checked against a fixed root, for a
+/// present and an absent account, without panicking.
+///
+/// Panics: when a decoded account does not re-encode to its input.
+pub fn state_decode(data: &[u8]) {
+    if let Ok(leaf) = AccountLeaf::from_bytes(data) {
+        assert_eq!(
+            leaf.to_bytes().as_slice(),
+            data,
+            "a decoded account leaf re-encodes differently"
+        );
+    }
+    if let Ok(proof) = AccountProof::from_bytes(data) {
+        let _ = proof.verify(&[7; 32], &[9; 32], Some(&Account::default()));
+        let _ = proof.verify(&[7; 32], &[9; 32], None);
     }
 }

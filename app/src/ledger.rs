@@ -15,8 +15,13 @@
 //!    ([`ExecError::Insufficient`]), a withdrawal within the stake, no balance past `u64::MAX`.
 //!
 //! The fee is burned (no proposer reward yet). `Leave` is refused with
-//! [`ExecError::NotBuilt`] until the validator registry exists (issue 32). The ledger lives in
-//! memory: authenticated state (a Merkle tree and its root in block headers) is the next step.
+//! [`ExecError::NotBuilt`] until the validator registry exists (issue 32).
+//!
+//! A ledger lives in memory. It is either a whole chain's accounts ([`Ledger::new`], the
+//! genesis allocation and the tests) or the working set of one block's execution
+//! ([`crate::state`]): the accounts a transaction touches ([`Ledger::touches`]) are loaded from
+//! the authenticated state ([`Ledger::load`]) before it is applied, and what changed is written
+//! back as the block's new state version.
 
 use std::collections::BTreeMap;
 
@@ -36,6 +41,102 @@ pub struct Account {
     pub nonce: u64,
     /// Its public key, known from its first transaction on.
     pub public_key: Option<mldsa::PublicKey<MlDsa65>>,
+}
+
+/// Length of an encoded account ([`AccountLeaf::to_bytes`]).
+pub const ACCOUNT_BYTES: usize = 26;
+/// Format tag of the account encoding.
+const ACCOUNT_FORMAT: u8 = 1;
+
+/// What the state tree holds for an account: its numbers, and whether its public key is in
+/// state. The key itself (1,952 bytes, written once) is a separate entry of the tree, so the
+/// leaf that changes with every transaction stays 26 bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AccountLeaf {
+    /// Spendable balance.
+    pub balance: u64,
+    /// Staked amount.
+    pub stake: u64,
+    /// The nonce its next transaction must carry.
+    pub nonce: u64,
+    /// Whether the account's public key is in state.
+    pub has_key: bool,
+}
+
+impl AccountLeaf {
+    /// The canonical encoding: format 1 (1 byte), balance, stake, nonce (u64 BE each), the key
+    /// flag (0 or 1). 26 bytes.
+    pub fn to_bytes(&self) -> [u8; ACCOUNT_BYTES] {
+        let mut out = [0u8; ACCOUNT_BYTES];
+        out[0] = ACCOUNT_FORMAT;
+        for (slot, field) in
+            out[1..25]
+                .chunks_exact_mut(8)
+                .zip([self.balance, self.stake, self.nonce])
+        {
+            slot.copy_from_slice(&field.to_be_bytes());
+        }
+        out[25] = u8::from(self.has_key);
+        out
+    }
+
+    /// Decodes [`AccountLeaf::to_bytes`], refusing any other length, format or flag.
+    ///
+    /// Errors: [`AccountDecodeError`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<AccountLeaf, AccountDecodeError> {
+        let bytes: &[u8; ACCOUNT_BYTES] = bytes
+            .try_into()
+            .map_err(|_| AccountDecodeError::Length(bytes.len()))?;
+        let [format, fields @ .., flag] = bytes;
+        if *format != ACCOUNT_FORMAT {
+            return Err(AccountDecodeError::Format(*format));
+        }
+        let has_key = match flag {
+            0 => false,
+            1 => true,
+            other => return Err(AccountDecodeError::Flag(*other)),
+        };
+        let word = |i: usize| {
+            fields
+                .get(i * 8..i * 8 + 8)
+                .and_then(|w| <[u8; 8]>::try_from(w).ok())
+                .map_or(0, u64::from_be_bytes)
+        };
+        Ok(AccountLeaf {
+            balance: word(0),
+            stake: word(1),
+            nonce: word(2),
+            has_key,
+        })
+    }
+}
+
+impl From<&Account> for AccountLeaf {
+    fn from(account: &Account) -> AccountLeaf {
+        AccountLeaf {
+            balance: account.balance,
+            stake: account.stake,
+            nonce: account.nonce,
+            has_key: account.public_key.is_some(),
+        }
+    }
+}
+
+/// Why bytes are not an encoded [`AccountLeaf`].
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum AccountDecodeError {
+    /// Not 26 bytes.
+    #[error("an account is 26 bytes, found {0}")]
+    Length(usize),
+    /// A format this version does not know.
+    #[error("unknown account format {0}")]
+    Format(u8),
+    /// A key flag other than 0 or 1.
+    #[error("account key flag {0}, not 0 or 1")]
+    Flag(u8),
+    /// A stored public key does not decode.
+    #[error("the account's public key does not decode")]
+    Key,
 }
 
 /// Why a transaction was not applied. Nothing in the ledger changed.
@@ -89,21 +190,29 @@ pub struct Ledger {
 }
 
 impl Ledger {
+    /// A ledger of chain `chain_id` without accounts.
+    pub fn empty(chain_id: u64) -> Ledger {
+        Ledger {
+            chain_id,
+            accounts: BTreeMap::new(),
+        }
+    }
+
     /// A ledger of chain `chain_id` whose accounts start with `balances` (the genesis
     /// allocation; an address listed twice gets the sum). Errors: [`ExecError::Overflow`].
     pub fn new(
         chain_id: u64,
         balances: impl IntoIterator<Item = (Address, u64)>,
     ) -> Result<Ledger, ExecError> {
-        let mut accounts: BTreeMap<Address, Account> = BTreeMap::new();
+        let mut ledger = Ledger::empty(chain_id);
         for (address, amount) in balances {
-            let account = accounts.entry(address).or_default();
+            let account = ledger.accounts.entry(address).or_default();
             account.balance = account
                 .balance
                 .checked_add(amount)
                 .ok_or(ExecError::Overflow)?;
         }
-        Ok(Ledger { chain_id, accounts })
+        Ok(ledger)
     }
 
     /// The account at `address`, if it exists.
@@ -111,8 +220,34 @@ impl Ledger {
         self.accounts.get(address)
     }
 
+    /// Every account it holds, in address order.
+    pub fn accounts(&self) -> impl Iterator<Item = (&Address, &Account)> {
+        self.accounts.iter()
+    }
+
+    /// Adds `account` at `address` unless the ledger holds that address already (it then keeps
+    /// its own, possibly changed, account); `None` (no such account) adds nothing.
+    pub fn load(&mut self, address: Address, account: Option<Account>) {
+        if let Some(account) = account {
+            self.accounts.entry(address).or_insert(account);
+        }
+    }
+
+    /// The accounts that applying `tx` reads or writes: its sender, and a transfer's
+    /// recipient. A ledger that is one block's working set must hold them (if they exist)
+    /// before [`Ledger::apply`].
+    pub fn touches(tx: &SignedTransaction) -> impl Iterator<Item = Address> {
+        let body = tx.transaction();
+        let to = match body.action {
+            Action::Transfer { to, .. } if to != body.sender => Some(to),
+            _ => None,
+        };
+        std::iter::once(body.sender).chain(to)
+    }
+
     /// Checks `tx` against the ledger and applies it (steps in the module docs); on an error
-    /// nothing changes. Signatures are checked through `cache`, which must be this chain's.
+    /// nothing changes. Signatures are checked through `cache`, which must be this chain's. An
+    /// account the ledger does not hold counts as empty (see [`Ledger::touches`]).
     ///
     /// Errors: [`ExecError`].
     pub fn apply(

@@ -1,4 +1,4 @@
-//! The built-in application of a Quasar chain (docs/architecture.md §1): what a finalized block's
+//! The built-in application of a Quasar chain (docs/architecture.md §1, §11): what a block's
 //! transactions mean.
 //!
 //! This crate is being built in steps (issue 32). What exists:
@@ -7,14 +7,15 @@
 //!   their ML-DSA-65 signatures (FIPS 204) under a context string that names the chain;
 //! - [`verify_cache`]: the verification-result cache, so that a transaction's signature is
 //!   checked once per node, not again when its block is verified or executed;
-//! - [`ledger`]: accounts (balance, stake, nonce, key) in memory, and the rules by which a
-//!   transaction applies to them or is refused without changing anything.
+//! - [`ledger`]: accounts (balance, stake, nonce, key), and the rules by which a transaction
+//!   applies to them or is refused without changing anything;
+//! - [`state`]: the accounts in a Jellyfish Merkle tree stored in sled, one version per block;
+//!   executing a block on top of its not-yet-final ancestors in memory, committing it when
+//!   final, proposing a block's transactions, and account proofs against a state root.
 //!
-//! Not built yet: authenticated state (a Merkle tree) and the state root in block headers,
-//! execution of finalized blocks, the validator registry (register, leave, evidence), the
-//! `Application` boundary the consensus runtime calls, and validator-set changes derived from
-//! staking state. The node still finalizes transactions as
-//! opaque bytes.
+//! Not built yet: the state root in block headers and the `Application` boundary the node
+//! calls (the node still finalizes transactions as opaque bytes), the validator registry
+//! (register, leave, evidence) and validator-set changes derived from staking state.
 //!
 //! `fuzzing` (feature `fuzzing`, off in a production build) holds the `app/fuzz` targets' entry
 //! points.
@@ -24,10 +25,12 @@
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod ledger;
+pub mod state;
 pub mod tx;
 pub mod verify_cache;
 
-pub use ledger::{Account, ExecError, Ledger};
+pub use ledger::{Account, AccountDecodeError, AccountLeaf, ExecError, Ledger};
+pub use state::{AccountProof, Executed, ProofError, State, StateError};
 pub use tx::{
     address_of, signing_context, Action, Address, SignedTransaction, Transaction, TxError,
 };

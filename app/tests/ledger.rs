@@ -1,45 +1,10 @@
 //! The ledger's rules: keys, signatures, nonces and amounts; a refused transaction changes
 //! nothing, and the same transactions give the same ledger.
 
-use quasar_app::{
-    address_of, Action, ExecError, Ledger, SignedTransaction, Transaction, TxError,
-    VerificationCache,
-};
-use quasar_crypto::mldsa::{MlDsa65, SecretKey};
-use rand::SeedableRng;
-use rand_chacha::ChaCha20Rng;
+mod common;
 
-const CHAIN: u64 = 7;
-
-fn key(i: u8) -> SecretKey<MlDsa65> {
-    SecretKey::from_seed(&[i; 32])
-}
-
-fn addr(i: u8) -> [u8; 32] {
-    address_of(key(i).public_key())
-}
-
-/// A transaction of `key(from)` with `nonce`, fee 10, carrying the key when `first`.
-fn tx(from: u8, nonce: u64, first: bool, action: Action) -> SignedTransaction {
-    let sk = key(from);
-    Transaction {
-        chain_id: CHAIN,
-        nonce,
-        fee: 10,
-        sender: address_of(sk.public_key()),
-        public_key: first.then(|| sk.public_key().clone()),
-        action,
-    }
-    .sign(&sk, &mut ChaCha20Rng::seed_from_u64(nonce))
-    .expect("sign")
-}
-
-fn pay(to: u8, amount: u64) -> Action {
-    Action::Transfer {
-        to: addr(to),
-        amount,
-    }
-}
+use common::{addr, key, pay, tx, CHAIN};
+use quasar_app::{Action, ExecError, Ledger, SignedTransaction, TxError, VerificationCache};
 
 /// What a refusal must match.
 type Expected = fn(&ExecError) -> bool;

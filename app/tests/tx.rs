@@ -1,17 +1,14 @@
 //! Transactions: encoding (golden bytes, canonical form), signatures, the verification cache,
 //! and the fuzz entry point on mutated transactions.
 
+mod common;
+
+use common::{fuzz_mutations, key, CHAIN};
 use quasar_app::tx::{MAX_TX_BYTES, SIGNED_TX_TYPE, TX_BODY_TYPE};
 use quasar_app::{address_of, Action, SignedTransaction, Transaction, TxError, VerificationCache};
 use quasar_crypto::mldsa::{MlDsa65, SecretKey};
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
-
-const CHAIN: u64 = 7;
-
-fn key(i: u8) -> SecretKey<MlDsa65> {
-    SecretKey::from_seed(&[i; 32])
-}
 
 fn transfer(from: &SecretKey<MlDsa65>, nonce: u64, amount: u64) -> Transaction {
     Transaction {
@@ -297,28 +294,5 @@ fn the_fuzz_entry_point_survives_mutated_transactions() {
         .encode()
         .expect("encode"),
     ];
-    let mut rng = ChaCha20Rng::seed_from_u64(32);
-    for seed in &seeds {
-        quasar_app::fuzzing::signed_transaction(seed);
-    }
-    for _ in 0..400 {
-        let mut data = seeds[rng.gen_range(0..seeds.len())].clone();
-        match rng.gen_range(0..4) {
-            0 => {
-                let i = rng.gen_range(0..data.len());
-                data[i] ^= 1 << rng.gen_range(0..8);
-            }
-            1 => data.truncate(rng.gen_range(0..data.len())),
-            2 => {
-                let i = rng.gen_range(0..data.len());
-                data[i] = [0, 0xff, 0x7f, 0x80][rng.gen_range(0..4)];
-            }
-            _ => {
-                // A header or pointer byte: where the decoder's bounds checks are.
-                let i = rng.gen_range(0..data.len().min(160));
-                data[i] = rng.gen();
-            }
-        }
-        quasar_app::fuzzing::signed_transaction(&data);
-    }
+    fuzz_mutations(&seeds, 400, quasar_app::fuzzing::signed_transaction);
 }

@@ -9,6 +9,9 @@
 //!   persist cannot promise what it signed.
 //! - [`guard`]: the [`SigningGuard`], the tiny durable record that decides whether a consensus vote
 //!   may be signed, kept in its own fsync'd file because sled's flush is not durable enough for it.
+//! - [`state`]: [`StateStore`], the bytes of the application's authenticated state (a versioned
+//!   Merkle tree, one version per block) in the same sled database, written one version at a
+//!   time in one atomic batch.
 //! - [`evidence`]: [`EvidenceRecord`], durable and bounded proof of equivocation (both signed
 //!   messages), kept in the store's `evidence` tree.
 //! - `fuzzing` (feature `fuzzing`, off in a production build): the signing-guard file decoder's
@@ -36,9 +39,11 @@ pub mod evidence;
 pub mod fuzzing;
 pub mod guard;
 pub mod sim;
+pub mod state;
 pub mod store;
 
 pub use evidence::{EvidenceError, EvidenceRecord};
 pub use guard::*;
 pub use sim::{Crash, SimGuardDir, SimStore};
+pub use state::{StateBatch, StateStore};
 pub use store::*;

@@ -2,7 +2,7 @@
 //!
 //! # Layout
 //!
-//! One sled database with five trees. Heights are 8-byte big-endian keys, so sled's key order is
+//! One sled database with these trees. Heights are 8-byte big-endian keys, so sled's key order is
 //! height order.
 //!
 //! | tree      | key                 | value                                             |
@@ -22,6 +22,7 @@
 //! | `sessions` | height (u64 BE) ‖ session id (32 B) | empty: a threshold-signing session this validator took part in |
 //! | `meta`    | `sessions_floor`    | claims below this height (u64 BE) are pruned and refused |
 //! | `meta`    | `history_floor`     | every finalized height from this one (u64 BE) to the tip is stored |
+//! | `state`   | see [`crate::state`] | the application's authenticated state ([`SledStore::state`]) |
 //!
 //! # Guarantees
 //!
@@ -48,6 +49,7 @@ use std::path::Path;
 use quasar_crypto::hash::Hash;
 
 use crate::evidence::{EvidenceError, EvidenceLog, EvidenceRecord};
+use crate::state::StateStore;
 use sled::transaction::{ConflictableTransactionError, TransactionError};
 use sled::Transactional;
 
@@ -347,6 +349,13 @@ impl SledStore {
                 .flush_every_ms(None)
                 .open()?,
         )
+    }
+
+    /// The application state's store in this database ([`StateStore`]).
+    ///
+    /// Errors: [`StoreError::Backend`] if sled cannot open its tree.
+    pub fn state(&self) -> Result<StateStore, StoreError> {
+        StateStore::open(&self.db)
     }
 
     fn from_db(db: sled::Db) -> Result<SledStore, StoreError> {

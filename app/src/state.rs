@@ -1,0 +1,602 @@
+//! Authenticated state: the accounts in a Jellyfish Merkle tree, one version per block, and
+//! the execution of a block on top of it.
+//!
+//! # The tree
+//!
+//! The accounts live in a Jellyfish Merkle tree (the `jmt` crate: a sparse Merkle tree over
+//! 256-bit keys with 16-ary internal nodes, from Diem's storage design; Gao et al., "Jellyfish
+//! Merkle Tree", 2021) hashed with SHA3-256 (FIPS 202). An account is two entries: its leaf,
+//! at `tagged_hash("QUASAR-STATE-ACCOUNT-v1", [address])`, holds [`AccountLeaf::to_bytes`]
+//! (26 bytes, rewritten by every transaction that touches it), and its ML-DSA-65 public key,
+//! at `tagged_hash("QUASAR-STATE-KEY-v1", [address])` (1,952 bytes, written once, by the
+//! account's first transaction). Each block's changes go into the tree as one batch, so every
+//! node on the paths it touches is hashed once per block, not once per changed key. Version
+//! `h` of the tree is the state after block `h`; version 0 is the genesis allocation. Its root,
+//! the **state root**, is what a block header will carry and what [`AccountProof`] proves against.
+//! The tree's nodes and values are stored by [`quasar_storage::StateStore`] in the node's sled
+//! database.
+//!
+//! # Executing blocks that are not final yet
+//!
+//! Consensus votes on blocks before they are final, and a vote on block `h` will check the state
+//! root it claims, so a block is executed when it is proposed or verified, on top of its
+//! not-yet-final ancestors. [`State::execute`] takes those ancestors (each an [`Executed`] block,
+//! oldest first, the first one directly above the committed version) and returns the block's
+//! own [`Executed`]: its root, the accounts it changed and the tree nodes it adds, all in memory.
+//! Nothing is written until the block is final: [`State::commit`] then writes exactly those
+//! bytes, so a block is executed once. Two blocks proposed at one height are two `Executed`
+//! values; the one that is not finalized is dropped.
+//!
+//! A transaction in a block that does not apply (bad signature, wrong nonce, overdraft, …)
+//! makes the whole block invalid ([`StateError::Transaction`]); a proposer only includes what
+//! applies ([`State::propose`]).
+//!
+//! # Not built yet
+//!
+//! The state root in block headers and the node's use of this module, pruning of old versions,
+//! the validator registry, and restoring state from a snapshot (a late joiner replays blocks).
+
+use std::collections::BTreeMap;
+
+use jmt::storage::{LeafNode, Node, NodeBatch, NodeKey, TreeReader};
+use jmt::{JellyfishMerkleTree, KeyHash, OwnedValue, RootHash, Version};
+use quasar_crypto::hash::{tagged_hash, Hash};
+use quasar_crypto::mldsa;
+use quasar_storage::{StateBatch, StateStore, StoreError};
+
+use crate::ledger::{Account, AccountDecodeError, AccountLeaf, ExecError, Ledger};
+use crate::tx::{Address, SignedTransaction, TxError};
+use crate::verify_cache::VerificationCache;
+
+/// The tree's hash function: SHA3-256 (FIPS 202).
+type TreeHasher = sha3::Sha3_256;
+/// Hash tag of an account leaf's place in the tree.
+const ACCOUNT_KEY_TAG: &str = "QUASAR-STATE-ACCOUNT-v1";
+/// Hash tag of the place of an account's public key in the tree.
+const PUBLIC_KEY_TAG: &str = "QUASAR-STATE-KEY-v1";
+
+/// The tree key of the account leaf at `address`.
+pub fn account_key(address: &Address) -> Hash {
+    tagged_hash(ACCOUNT_KEY_TAG, &[address])
+}
+
+/// The tree key of the public key of the account at `address`.
+pub fn public_key_key(address: &Address) -> Hash {
+    tagged_hash(PUBLIC_KEY_TAG, &[address])
+}
+
+/// Why a block could not be executed or state could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// The store failed (fatal to a node, as every storage error).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The tree could not be read or updated: a node it needs is missing or damaged (fatal).
+    #[error("state tree (fatal): {0}")]
+    Tree(String),
+    /// An account in the store does not decode (fatal).
+    #[error("account {address} in the state store is damaged (fatal): {source}")]
+    Corrupt {
+        /// The account's address, hex.
+        address: String,
+        /// Why its bytes do not decode.
+        source: AccountDecodeError,
+    },
+    /// A transaction of the block does not decode.
+    #[error("transaction {index} of block {height} does not decode: {source}")]
+    Decode {
+        /// The block's height.
+        height: u64,
+        /// The transaction's position in the block.
+        index: usize,
+        /// Why.
+        source: TxError,
+    },
+    /// A transaction of the block does not apply: the block is invalid.
+    #[error("transaction {index} of block {height} does not apply: {source}")]
+    Transaction {
+        /// The block's height.
+        height: u64,
+        /// The transaction's position in the block.
+        index: usize,
+        /// Why.
+        source: ExecError,
+    },
+    /// A block at another height than the one after its ancestors (or after the committed
+    /// version), or a commit of a block whose parent is not the committed version.
+    #[error("block {got} does not follow state version {expected}")]
+    OutOfOrder {
+        /// The height that follows.
+        expected: u64,
+        /// The height offered.
+        got: u64,
+    },
+    /// The genesis allocation does not fit in `u64` balances.
+    #[error("the genesis allocation overflows a balance: {0}")]
+    Genesis(ExecError),
+}
+
+fn tree_error(error: anyhow::Error) -> StateError {
+    StateError::Tree(format!("{error:#}"))
+}
+
+/// A block executed on top of its ancestors but not committed: its state root and its writes.
+#[derive(Clone, Debug)]
+pub struct Executed {
+    height: u64,
+    root: Hash,
+    changed: BTreeMap<Address, Account>,
+    nodes: NodeBatch,
+}
+
+impl Executed {
+    /// The block's height (the tree version it creates).
+    pub fn height(&self) -> u64 {
+        self.height
+    }
+
+    /// The state root after the block.
+    pub fn root(&self) -> Hash {
+        self.root
+    }
+
+    /// The accounts the block changed, with their values after it.
+    pub fn changed(&self) -> &BTreeMap<Address, Account> {
+        &self.changed
+    }
+}
+
+/// The tree's view of the store, with not-yet-committed blocks on top.
+struct Reader<'a> {
+    store: &'a StateStore,
+    pending: &'a [&'a Executed],
+}
+
+impl TreeReader for Reader<'_> {
+    fn get_node_option(&self, node_key: &NodeKey) -> anyhow::Result<Option<Node>> {
+        for block in self.pending.iter().rev() {
+            if let Some(node) = block.nodes.get_node(node_key) {
+                return Ok(Some(node.clone()));
+            }
+        }
+        let Some(bytes) = self.store.node(&borsh::to_vec(node_key)?)? else {
+            return Ok(None);
+        };
+        Ok(Some(borsh::from_slice(&bytes)?))
+    }
+
+    fn get_value_option(
+        &self,
+        max_version: Version,
+        key_hash: KeyHash,
+    ) -> anyhow::Result<Option<OwnedValue>> {
+        for block in self.pending.iter().rev() {
+            if block.height <= max_version {
+                if let Some(value) = block.nodes.values().get(&(block.height, key_hash)) {
+                    return Ok(value.clone());
+                }
+            }
+        }
+        Ok(self.store.value(&key_hash.0, max_version)?)
+    }
+
+    fn get_rightmost_leaf(&self) -> anyhow::Result<Option<(NodeKey, LeafNode)>> {
+        // Only the tree's snapshot restore asks for it.
+        anyhow::bail!("restoring state from a snapshot is not built")
+    }
+}
+
+/// The application's authenticated state: the committed tree and its latest version.
+pub struct State {
+    store: StateStore,
+    chain_id: u64,
+    version: u64,
+    root: Hash,
+}
+
+impl State {
+    /// Opens the state in `store` for chain `chain_id`. A store never committed gets version 0,
+    /// the accounts of `genesis` (address and balance; an address listed twice gets the sum).
+    ///
+    /// Errors: [`StateError::Genesis`] for an allocation past `u64::MAX`; [`StateError::Store`],
+    /// [`StateError::Tree`].
+    pub fn open(
+        store: StateStore,
+        chain_id: u64,
+        genesis: impl IntoIterator<Item = (Address, u64)>,
+    ) -> Result<State, StateError> {
+        if let Some((version, root)) = store.latest()? {
+            return Ok(State {
+                store,
+                chain_id,
+                version,
+                root,
+            });
+        }
+        let ledger = Ledger::new(chain_id, genesis).map_err(StateError::Genesis)?;
+        let changed: BTreeMap<_, _> = ledger.accounts().map(|(a, b)| (*a, b.clone())).collect();
+        let genesis = write_version(&store, &[], 0, changed, &[])?;
+        let mut state = State {
+            store,
+            chain_id,
+            version: 0,
+            root: genesis.root,
+        };
+        state.write(genesis)?;
+        Ok(state)
+    }
+
+    /// The latest committed version (the height of the last committed block; 0 at genesis).
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// The state root of the latest committed version.
+    pub fn root(&self) -> Hash {
+        self.root
+    }
+
+    /// The state root of committed version `version`, if it is stored.
+    ///
+    /// Errors: [`StateError::Store`].
+    pub fn root_at(&self, version: u64) -> Result<Option<Hash>, StateError> {
+        Ok(self.store.root(version)?)
+    }
+
+    /// The account at `address` in the latest committed version.
+    ///
+    /// Errors: [`StateError::Store`], [`StateError::Corrupt`].
+    pub fn account(&self, address: &Address) -> Result<Option<Account>, StateError> {
+        read_account(&self.store, &[], self.version, address)
+    }
+
+    /// The account at `address` in the latest committed version, with its proof against
+    /// [`State::root`] (of inclusion, or of absence for an account that does not exist).
+    ///
+    /// Errors: [`StateError::Tree`], [`StateError::Corrupt`].
+    pub fn account_with_proof(
+        &self,
+        address: &Address,
+    ) -> Result<(Option<Account>, AccountProof), StateError> {
+        let reader = Reader {
+            store: &self.store,
+            pending: &[],
+        };
+        let tree = JellyfishMerkleTree::<_, TreeHasher>::new(&reader);
+        let (value, proof) = tree
+            .get_with_proof(KeyHash(account_key(address)), self.version)
+            .map_err(tree_error)?;
+        let account = match value {
+            Some(leaf) => Some(with_key(&self.store, self.version, address, &leaf)?),
+            None => None,
+        };
+        Ok((account, AccountProof(proof)))
+    }
+
+    /// Executes block `height` (its encoded transactions `txs`, in order) on top of `pending`,
+    /// the executed, not yet committed blocks between the committed version and this block
+    /// (oldest first). Signatures are checked through `cache`. Writes nothing.
+    ///
+    /// Errors: [`StateError::OutOfOrder`] unless `pending` and `height` continue the committed
+    /// version one height at a time; [`StateError::Decode`], [`StateError::Transaction`] for
+    /// the first transaction that does not decode or apply; [`StateError::Store`],
+    /// [`StateError::Tree`], [`StateError::Corrupt`].
+    pub fn execute(
+        &self,
+        pending: &[&Executed],
+        height: u64,
+        txs: &[&[u8]],
+        cache: &VerificationCache,
+    ) -> Result<Executed, StateError> {
+        self.check_order(pending, height)?;
+        let mut work = self.working_set(pending);
+        for (index, bytes) in txs.iter().enumerate() {
+            let tx = SignedTransaction::decode(bytes).map_err(|source| StateError::Decode {
+                height,
+                index,
+                source,
+            })?;
+            work.load(&tx)?;
+            work.ledger
+                .apply(&tx, cache)
+                .map_err(|source| StateError::Transaction {
+                    height,
+                    index,
+                    source,
+                })?;
+        }
+        work.finish(height)
+    }
+
+    /// Chooses the transactions of a new block `height` on top of `pending` (as in
+    /// [`State::execute`]): `candidates`, in order, skipping each one that does not decode or
+    /// apply after those chosen before it, until the next would take the block's transactions
+    /// past `max_bytes`. Returns the chosen transactions' indices in `candidates` and the
+    /// executed block.
+    ///
+    /// Errors: [`StateError::OutOfOrder`], [`StateError::Store`], [`StateError::Tree`],
+    /// [`StateError::Corrupt`].
+    pub fn propose(
+        &self,
+        pending: &[&Executed],
+        height: u64,
+        candidates: &[&[u8]],
+        max_bytes: usize,
+        cache: &VerificationCache,
+    ) -> Result<(Vec<usize>, Executed), StateError> {
+        self.check_order(pending, height)?;
+        let mut work = self.working_set(pending);
+        let (mut chosen, mut bytes) = (Vec::new(), 0usize);
+        for (index, candidate) in candidates.iter().enumerate() {
+            let Some(total) = bytes
+                .checked_add(candidate.len())
+                .filter(|t| *t <= max_bytes)
+            else {
+                break;
+            };
+            let Ok(tx) = SignedTransaction::decode(candidate) else {
+                continue;
+            };
+            work.load(&tx)?;
+            if work.ledger.apply(&tx, cache).is_ok() {
+                chosen.push(index);
+                bytes = total;
+            }
+        }
+        Ok((chosen, work.finish(height)?))
+    }
+
+    /// Writes `executed`, a block executed directly on top of the committed version, and makes
+    /// its version the latest.
+    ///
+    /// Errors: [`StateError::OutOfOrder`] for any other block (nothing is written);
+    /// [`StateError::Store`].
+    pub fn commit(&mut self, executed: Executed) -> Result<(), StateError> {
+        let expected = self.version.saturating_add(1);
+        if executed.height != expected {
+            return Err(StateError::OutOfOrder {
+                expected,
+                got: executed.height,
+            });
+        }
+        self.write(executed)
+    }
+
+    fn write(&mut self, executed: Executed) -> Result<(), StateError> {
+        let mut batch = StateBatch::default();
+        for (key, node) in executed.nodes.nodes() {
+            batch.nodes.push((
+                borsh::to_vec(key).map_err(|e| tree_error(e.into()))?,
+                borsh::to_vec(node).map_err(|e| tree_error(e.into()))?,
+            ));
+        }
+        for ((_, key_hash), value) in executed.nodes.values() {
+            batch.values.push((key_hash.0, value.clone()));
+        }
+        self.store.commit(executed.height, &executed.root, &batch)?;
+        self.version = executed.height;
+        self.root = executed.root;
+        Ok(())
+    }
+
+    fn check_order(&self, pending: &[&Executed], height: u64) -> Result<(), StateError> {
+        let mut expected = self.version.saturating_add(1);
+        for block in pending.iter().map(|b| b.height).chain([height]) {
+            if block != expected {
+                return Err(StateError::OutOfOrder {
+                    expected,
+                    got: block,
+                });
+            }
+            expected = expected.saturating_add(1);
+        }
+        Ok(())
+    }
+
+    fn working_set<'a>(&'a self, pending: &'a [&'a Executed]) -> WorkingSet<'a> {
+        WorkingSet {
+            store: &self.store,
+            pending,
+            version: self.version,
+            ledger: Ledger::empty(self.chain_id),
+            before: BTreeMap::new(),
+        }
+    }
+}
+
+/// One block's execution in progress: the accounts its transactions touched, as they were
+/// before the block and as they are now.
+struct WorkingSet<'a> {
+    store: &'a StateStore,
+    pending: &'a [&'a Executed],
+    version: u64,
+    ledger: Ledger,
+    before: BTreeMap<Address, Option<Account>>,
+}
+
+impl WorkingSet<'_> {
+    /// Loads the accounts `tx` touches that the working set does not hold yet, as of the
+    /// newest pending block (or the committed version).
+    fn load(&mut self, tx: &SignedTransaction) -> Result<(), StateError> {
+        for address in Ledger::touches(tx) {
+            if !self.before.contains_key(&address) {
+                let account = read_account(self.store, self.pending, self.version, &address)?;
+                self.ledger.load(address, account.clone());
+                self.before.insert(address, account);
+            }
+        }
+        Ok(())
+    }
+
+    /// The executed block `height`: only accounts that differ from what they were before the
+    /// block go into the tree.
+    fn finish(self, height: u64) -> Result<Executed, StateError> {
+        let mut changed = BTreeMap::new();
+        let mut new_keys = Vec::new();
+        for (address, account) in self.ledger.accounts() {
+            let before = self.before.get(address).and_then(Option::as_ref);
+            if before == Some(account) {
+                continue;
+            }
+            if account.public_key.is_some() && before.is_none_or(|b| b.public_key.is_none()) {
+                new_keys.push(*address);
+            }
+            changed.insert(*address, account.clone());
+        }
+        write_version(self.store, self.pending, height, changed, &new_keys)
+    }
+}
+
+/// Computes tree version `height` on top of `pending` and the store: the leaves of the
+/// `changed` accounts, and the public keys of `new_keys` (accounts whose key enters state).
+fn write_version(
+    store: &StateStore,
+    pending: &[&Executed],
+    height: u64,
+    changed: BTreeMap<Address, Account>,
+    new_keys: &[Address],
+) -> Result<Executed, StateError> {
+    let reader = Reader { store, pending };
+    let tree = JellyfishMerkleTree::<_, TreeHasher>::new(&reader);
+    let mut values: Vec<(KeyHash, OwnedValue)> = changed
+        .iter()
+        .map(|(address, account)| {
+            let leaf = AccountLeaf::from(account).to_bytes().to_vec();
+            (KeyHash(account_key(address)), leaf)
+        })
+        .collect();
+    for address in new_keys {
+        if let Some(key) = changed.get(address).and_then(|a| a.public_key.as_ref()) {
+            values.push((KeyHash(public_key_key(address)), key.as_bytes().to_vec()));
+        }
+    }
+    // The batch insertion hashes each touched node once; it needs a non-empty set, and an
+    // empty block only copies the root to the new version.
+    let (roots, update) = if values.is_empty() {
+        let (root, update) = tree.put_value_set([], height).map_err(tree_error)?;
+        (vec![root], update)
+    } else {
+        tree.batch_put_value_sets(vec![values], None, height)
+            .map_err(tree_error)?
+    };
+    let Some(RootHash(root)) = roots.first().copied() else {
+        return Err(StateError::Tree("the tree returned no root".into()));
+    };
+    Ok(Executed {
+        height,
+        root,
+        changed,
+        nodes: update.node_batch,
+    })
+}
+
+/// The account at `address` as of the newest of `pending`, else of committed `version`.
+fn read_account(
+    store: &StateStore,
+    pending: &[&Executed],
+    version: u64,
+    address: &Address,
+) -> Result<Option<Account>, StateError> {
+    if let Some(account) = pending.iter().rev().find_map(|b| b.changed.get(address)) {
+        return Ok(Some(account.clone()));
+    }
+    match store.value(&account_key(address), version)? {
+        Some(leaf) => Ok(Some(with_key(store, version, address, &leaf)?)),
+        None => Ok(None),
+    }
+}
+
+/// The account whose leaf at committed `version` is `leaf`, with its public key read from
+/// state when the leaf says it is there.
+fn with_key(
+    store: &StateStore,
+    version: u64,
+    address: &Address,
+    leaf: &[u8],
+) -> Result<Account, StateError> {
+    let corrupt = |source| StateError::Corrupt {
+        address: hex::encode(address),
+        source,
+    };
+    let leaf = AccountLeaf::from_bytes(leaf).map_err(corrupt)?;
+    let public_key = if leaf.has_key {
+        let bytes = store
+            .value(&public_key_key(address), version)?
+            .ok_or(corrupt(AccountDecodeError::Key))?;
+        Some(mldsa::PublicKey::from_bytes(&bytes).map_err(|_| corrupt(AccountDecodeError::Key))?)
+    } else {
+        None
+    };
+    Ok(Account {
+        balance: leaf.balance,
+        stake: leaf.stake,
+        nonce: leaf.nonce,
+        public_key,
+    })
+}
+
+/// Largest encoded [`AccountProof`]: a leaf (1 + 64 bytes), the sibling count (4) and at most
+/// 256 siblings of at most 65 bytes.
+pub const MAX_ACCOUNT_PROOF_BYTES: usize = 1 + 64 + 4 + 256 * 65;
+
+/// A Merkle proof that an account has a value (or does not exist) under a state root.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AccountProof(jmt::proof::SparseMerkleProof<TreeHasher>);
+
+/// Why an [`AccountProof`] is refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ProofError {
+    /// Longer than [`MAX_ACCOUNT_PROOF_BYTES`].
+    #[error("an account proof of {0} bytes exceeds the limit of {MAX_ACCOUNT_PROOF_BYTES}")]
+    TooLarge(usize),
+    /// Bytes that are not a canonical encoded proof.
+    #[error("malformed account proof: {0}")]
+    Malformed(String),
+    /// The proof does not lead from the account to the root.
+    #[error("the account proof does not verify against the state root: {0}")]
+    Mismatch(String),
+}
+
+impl AccountProof {
+    /// The proof's encoding (Borsh, the tree library's own: the optional leaf, then the
+    /// siblings from the leaf up).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        // Encoding into a Vec cannot fail.
+        borsh::to_vec(&self.0).unwrap_or_default()
+    }
+
+    /// Decodes [`AccountProof::to_bytes`], bounding the length first and refusing trailing or
+    /// non-canonical bytes.
+    ///
+    /// Errors: [`ProofError::TooLarge`], [`ProofError::Malformed`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<AccountProof, ProofError> {
+        if bytes.len() > MAX_ACCOUNT_PROOF_BYTES {
+            return Err(ProofError::TooLarge(bytes.len()));
+        }
+        let proof = borsh::from_slice(bytes).map_err(|e| ProofError::Malformed(e.to_string()))?;
+        let proof = AccountProof(proof);
+        if proof.to_bytes() != bytes {
+            return Err(ProofError::Malformed("not the canonical encoding".into()));
+        }
+        Ok(proof)
+    }
+
+    /// Checks that under `root` the account at `address` is `account` (`None`: that no
+    /// account exists there).
+    ///
+    /// Errors: [`ProofError::Mismatch`].
+    pub fn verify(
+        &self,
+        root: &Hash,
+        address: &Address,
+        account: Option<&Account>,
+    ) -> Result<(), ProofError> {
+        self.0
+            .verify(
+                RootHash(*root),
+                KeyHash(account_key(address)),
+                account.map(|a| AccountLeaf::from(a).to_bytes()),
+            )
+            .map_err(|e| ProofError::Mismatch(format!("{e:#}")))
+    }
+}

@@ -1,0 +1,155 @@
+//! The byte store under the application's authenticated state (docs/architecture.md §1).
+//!
+//! The application (`quasar-app`) keeps its accounts in a versioned Merkle tree: version `h` is
+//! the state after block `h` (version 0: the genesis allocation). This module stores that tree's
+//! bytes and never decodes them, as the block [`Store`](crate::Store) never decodes blocks. One
+//! sled tree, `state`, holds four kinds of entries, told apart by a one-byte prefix:
+//!
+//! | key | value |
+//! |---|---|
+//! | `n` ‖ node key (the tree's own encoding) | the node's bytes |
+//! | `v` ‖ key hash (32 B) ‖ version (u64 BE) | the value written at that version; empty = deleted |
+//! | `r` ‖ version (u64 BE) | the root hash of that version (32 B) |
+//! | `l` | the latest committed version (u64 BE) |
+//!
+//! [`StateStore::commit`] writes one version's nodes, values, root and the latest-version
+//! pointer in one sled batch, so a crash leaves the state at the previous version or at the new
+//! one, never between (sled recovers a prefix of its batches). A version lost to a crash is
+//! executed again from its block: a version's bytes depend only on the blocks.
+
+use quasar_crypto::hash::Hash;
+
+use crate::store::StoreError;
+
+const NODE: u8 = b'n';
+const VALUE: u8 = b'v';
+const ROOT: u8 = b'r';
+const LATEST: &[u8] = b"l";
+
+/// The authenticated state's bytes in the node's sled database ([`crate::SledStore::state`]).
+#[derive(Debug, Clone)]
+pub struct StateStore {
+    tree: sled::Tree,
+}
+
+/// One version's writes, for [`StateStore::commit`].
+#[derive(Debug, Default, Clone)]
+pub struct StateBatch {
+    /// New tree nodes: (node key, node bytes), in the tree's own encodings.
+    pub nodes: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Values written at this version: (key hash, value); `None` deletes the key. A value must
+    /// not be empty (the store uses the empty value for a deletion).
+    pub values: Vec<(Hash, Option<Vec<u8>>)>,
+}
+
+fn prefixed(prefix: u8, parts: &[&[u8]]) -> Vec<u8> {
+    let mut key = Vec::with_capacity(1 + parts.iter().map(|p| p.len()).sum::<usize>());
+    key.push(prefix);
+    for part in parts {
+        key.extend_from_slice(part);
+    }
+    key
+}
+
+fn value_key(key_hash: &Hash, version: u64) -> Vec<u8> {
+    prefixed(VALUE, &[key_hash, &version.to_be_bytes()])
+}
+
+impl StateStore {
+    pub(crate) fn open(db: &sled::Db) -> Result<StateStore, StoreError> {
+        Ok(StateStore {
+            tree: db.open_tree("state")?,
+        })
+    }
+
+    /// The node stored under `node_key`, if any.
+    ///
+    /// Errors: [`StoreError::Backend`].
+    pub fn node(&self, node_key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self
+            .tree
+            .get(prefixed(NODE, &[node_key]))?
+            .map(|v| v.to_vec()))
+    }
+
+    /// The value of `key_hash` as of `max_version`: the one written at the highest version
+    /// ≤ `max_version`, or `None` if there is none or that write deleted it.
+    ///
+    /// Errors: [`StoreError::Backend`].
+    pub fn value(&self, key_hash: &Hash, max_version: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        let range = value_key(key_hash, 0)..=value_key(key_hash, max_version);
+        Ok(match self.tree.range(range).next_back().transpose()? {
+            Some((_, value)) if !value.is_empty() => Some(value.to_vec()),
+            _ => None,
+        })
+    }
+
+    /// The root hash of `version`, if that version is committed.
+    ///
+    /// Errors: [`StoreError::Backend`]; [`StoreError::Corrupt`] for a stored root that is not
+    /// 32 bytes.
+    pub fn root(&self, version: u64) -> Result<Option<Hash>, StoreError> {
+        self.tree
+            .get(prefixed(ROOT, &[&version.to_be_bytes()]))?
+            .map(|v| {
+                Hash::try_from(v.as_ref()).map_err(|_| {
+                    StoreError::Corrupt(format!("state root of version {version}: not 32 bytes"))
+                })
+            })
+            .transpose()
+    }
+
+    /// The latest committed version and its root; `None` for a state never committed.
+    ///
+    /// Errors: [`StoreError::Backend`]; [`StoreError::Corrupt`] for a damaged pointer or a
+    /// pointer to a version without a root.
+    pub fn latest(&self) -> Result<Option<(u64, Hash)>, StoreError> {
+        let Some(value) = self.tree.get(LATEST)? else {
+            return Ok(None);
+        };
+        let version = <[u8; 8]>::try_from(value.as_ref())
+            .map(u64::from_be_bytes)
+            .map_err(|_| StoreError::Corrupt("latest state version: not 8 bytes".into()))?;
+        let root = self.root(version)?.ok_or_else(|| {
+            StoreError::Corrupt(format!("latest state version {version} has no root"))
+        })?;
+        Ok(Some((version, root)))
+    }
+
+    /// Writes version `version` (its `batch` and `root`) and makes it the latest, atomically.
+    /// Versions are committed in order: the latest + 1, or 0 first.
+    ///
+    /// Errors: [`StoreError::OutOfOrder`] for any other version (nothing is written);
+    /// [`StoreError::Corrupt`] for an empty value in `batch`; [`StoreError::Backend`].
+    pub fn commit(&self, version: u64, root: &Hash, batch: &StateBatch) -> Result<(), StoreError> {
+        let expected = self
+            .latest()?
+            .map_or(0, |(latest, _)| latest.saturating_add(1));
+        if version != expected {
+            return Err(StoreError::OutOfOrder {
+                expected,
+                got: version,
+            });
+        }
+        let mut write = sled::Batch::default();
+        for (key, node) in &batch.nodes {
+            write.insert(prefixed(NODE, &[key]), node.as_slice());
+        }
+        for (key_hash, value) in &batch.values {
+            let value = match value {
+                Some(v) if v.is_empty() => {
+                    return Err(StoreError::Corrupt(
+                        "an empty state value (the store's deletion mark) was written".into(),
+                    ))
+                }
+                Some(v) => v.as_slice(),
+                None => &[],
+            };
+            write.insert(value_key(key_hash, version), value);
+        }
+        write.insert(prefixed(ROOT, &[&version.to_be_bytes()]), root.as_slice());
+        write.insert(LATEST, &version.to_be_bytes());
+        self.tree.apply_batch(write)?;
+        Ok(())
+    }
+}
