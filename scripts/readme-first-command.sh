@@ -27,7 +27,7 @@ report = json.loads(sys.argv[1])
 problems = []
 if not report.get("agreement"):
     problems.append("the validators disagree")
-if report.get("txs_finalized") != report.get("txs_submitted"):
+if report.get("txs_finalized") != report.get("txs_accepted"):
     problems.append("accepted transactions were not finalized")
 if report.get("quasar_unavailable") is not None:
     problems.append(f"Quasar finality unavailable: {report['quasar_unavailable']}")

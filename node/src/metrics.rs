@@ -43,6 +43,9 @@ pub struct NodeMetrics {
     pub finalized_height: Gauge,
     /// Pending transactions.
     pub mempool_size: Gauge,
+    /// Admitted transactions not gossiped because the gossip batcher's queue was full (they
+    /// stay in this node's mempool).
+    pub tx_gossip_dropped: Counter,
     /// Seconds from a block's proposal timestamp to this node seeing its finalize quorum.
     pub finality_seconds: Histogram,
     /// Highest height covered by a verified QuasarCert (Quasar finality).
@@ -88,6 +91,7 @@ impl NodeMetrics {
             view: Gauge::default(),
             finalized_height: Gauge::default(),
             mempool_size: Gauge::default(),
+            tx_gossip_dropped: Counter::default(),
             finality_seconds: Histogram::new(buckets),
             quasar_finalized_height: Gauge::default(),
             quasar_certificates: Counter::default(),
@@ -153,6 +157,11 @@ impl NodeMetrics {
             "mempool_size",
             "Pending transactions",
             m.mempool_size.clone(),
+        );
+        r.register(
+            "consensus_tx_gossip_dropped",
+            "Admitted transactions not gossiped: the gossip batcher's queue was full",
+            m.tx_gossip_dropped.clone(),
         );
         r.register(
             "consensus_finality_seconds",

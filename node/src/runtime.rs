@@ -50,7 +50,7 @@ use quasar_storage::{GuardError, SigningGuard, SledStore, Store};
 use quasar_wire::{
     decode, tx_hash, LegKind, Message, MessageRef, RelayRequest, SyncRequest, TxBatch,
 };
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -62,8 +62,20 @@ pub const MAX_BLOCK_BYTES: usize = 8 * 1024 * 1024;
 /// Most queued inbound messages taken at once; the votes among them are verified as one batch
 /// (one randomized multi-pairing check, bisected only when some signature is bad).
 const MAX_VOTE_BATCH: usize = 256;
-/// Finality times kept for `GET /block` (older heights report `null`).
-const FINALITY_MEMORY: u64 = 1_000_000;
+/// Admitted transactions that may wait for the gossip batcher; beyond it, gossip is dropped
+/// (the transaction stays in this node's mempool).
+const GOSSIP_QUEUE: usize = 65_536;
+/// Most transactions in one gossiped batch.
+const GOSSIP_BATCH_TXS: usize = 512;
+/// Most transaction bytes in one gossiped batch.
+const GOSSIP_BATCH_BYTES: usize = 1 << 20;
+/// How long the batcher waits after a batch's first transaction for more to join it.
+const GOSSIP_LINGER: Duration = Duration::from_millis(5);
+/// Most received transaction batches ingested by one blocking job.
+const TX_INGEST_BURST: usize = 64;
+/// Most recent heights whose finality time is kept for `GET /block` and `/ready` (older heights
+/// report `null`): about 2.6 MB at most, whatever the epoch length.
+const FINALITY_MEMORY: u64 = 1 << 16;
 
 /// Fatal node errors.
 #[derive(Debug, thiserror::Error)]
@@ -311,6 +323,8 @@ pub struct Shared {
     pub height: AtomicU64,
     /// Pending transactions.
     pub mempool: Mutex<Mempool>,
+    /// Admitted transactions waiting to be gossiped in a batch ([`gossip_transactions`]).
+    pub gossip: mpsc::Sender<Vec<u8>>,
     /// The block store.
     pub store: SledStore,
     /// The transport.
@@ -324,8 +338,9 @@ pub struct Shared {
     /// Number of validators of every set the genesis names (the roster): network identities
     /// are `0..validators`.
     pub validators: usize,
-    /// When this node saw each recent height finalized (µs since the Unix epoch).
-    pub finalized_at: Mutex<HashMap<u64, u64>>,
+    /// When this node saw each recent height finalized (µs since the Unix epoch): the
+    /// heights of the retained epochs, at most the last [`FINALITY_MEMORY`] of them.
+    pub finalized_at: Mutex<BTreeMap<u64, u64>>,
     /// Finality times (proposal timestamp → finalize quorum seen) of the blocks finalized
     /// since the last INFO summary ([`log_summaries`]), ms; at most [`MAX_SUMMARY_SAMPLES`].
     pub recent_finality_ms: Mutex<Vec<f64>>,
@@ -353,16 +368,15 @@ impl Shared {
     }
 
     /// Admits a client transaction: rejects ones already finalized, adds it to the mempool and
-    /// gossips it to every validator so any leader can include it.
+    /// hands it to the gossip batcher ([`gossip_transactions`]) so that every validator, and so
+    /// any leader, gets it. A full batcher queue drops the gossip, not the transaction (counted
+    /// in `quasar_consensus_tx_gossip_dropped_total`).
     pub fn submit_tx(&self, tx: Vec<u8>) -> Result<Hash, crate::mempool::MempoolError> {
         let hash = tx_hash(&tx);
         if let Ok(Some(height)) = self.store.tx_height(&hash) {
             return Err(crate::mempool::MempoolError::Finalized { height });
         }
-        let gossip = Message::TxBatch(TxBatch {
-            txs: vec![tx.clone()],
-        })
-        .encode();
+        let gossip = tx.clone();
         let hash = {
             let mut pool = self
                 .mempool
@@ -372,8 +386,8 @@ impl Shared {
             self.metrics.mempool_size.set(pool.len() as i64);
             hash
         };
-        if let Ok(bytes) = gossip {
-            self.network.broadcast(Arc::new(bytes));
+        if self.gossip.try_send(gossip).is_err() {
+            self.metrics.tx_gossip_dropped.inc();
         }
         Ok(hash)
     }
@@ -633,6 +647,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
             peers,
             outbound_queue: 8192,
             inbound_queue: 8192,
+            transaction_queue: NetworkConfig::DEFAULT_TRANSACTION_QUEUE,
         },
         p2p_metrics.clone(),
     )
@@ -677,6 +692,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     let quasar_height = store.quasar_tip()?.unwrap_or(0);
     let (quasar_input, quasar_rx) = QuasarHandle::channel();
     let quasar = Arc::new(QuasarState::new(tracker, quasar_height, quasar_input));
+    let (gossip_tx, gossip_rx) = mpsc::channel(GOSSIP_QUEUE);
     let shared = Arc::new(Shared {
         validator: me,
         chain_id,
@@ -689,13 +705,14 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
             max_bytes: cfg.mempool_max_txs.saturating_mul(1024).max(MAX_TX_BYTES),
             max_tx_bytes: MAX_TX_BYTES,
         })),
+        gossip: gossip_tx,
         store: store.clone(),
         network: network.clone(),
         metrics: metrics.clone(),
         p2p_metrics,
         registry,
         validators: roster.len(),
-        finalized_at: Mutex::new(HashMap::new()),
+        finalized_at: Mutex::new(BTreeMap::new()),
         recent_finality_ms: Mutex::new(Vec::new()),
         quasar: quasar.clone(),
         sets: genesis.epoch_sets(),
@@ -751,11 +768,13 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
 
     let (input_tx, input_rx) = mpsc::channel::<Input>(16_384);
     tokio::spawn(inbound_loop(
-        inbound,
+        inbound.consensus,
         shared.clone(),
         verifier.clone(),
         input_tx.clone(),
     ));
+    tokio::spawn(transaction_loop(inbound.transactions, shared.clone()));
+    tokio::spawn(gossip_transactions(gossip_rx, network.clone()));
 
     let mut driver = Driver {
         engine,
@@ -879,6 +898,82 @@ async fn inbound_loop(
     }
 }
 
+/// Gossips admitted transactions in batches on the transaction path: waits for a first one,
+/// lets [`GOSSIP_LINGER`] pass for more, and broadcasts up to [`GOSSIP_BATCH_TXS`] /
+/// [`GOSSIP_BATCH_BYTES`] of them as one `TxBatch` (what is left starts the next batch).
+async fn gossip_transactions(mut queue: mpsc::Receiver<Vec<u8>>, network: Network) {
+    let mut carried: Option<Vec<u8>> = None;
+    loop {
+        let first = match carried.take() {
+            Some(tx) => tx,
+            None => match queue.recv().await {
+                Some(tx) => tx,
+                None => return,
+            },
+        };
+        tokio::time::sleep(GOSSIP_LINGER).await;
+        let mut bytes = first.len();
+        let mut txs = vec![first];
+        while txs.len() < GOSSIP_BATCH_TXS {
+            let Ok(tx) = queue.try_recv() else { break };
+            if bytes.saturating_add(tx.len()) > GOSSIP_BATCH_BYTES {
+                carried = Some(tx);
+                break;
+            }
+            bytes = bytes.saturating_add(tx.len());
+            txs.push(tx);
+        }
+        if let Ok(message) = Message::TxBatch(TxBatch { txs }).encode() {
+            network.broadcast_transactions(Arc::new(message));
+        }
+    }
+}
+
+/// Takes transaction gossip off the transaction path into the mempool, one blocking job at a
+/// time, apart from consensus traffic: when it falls behind, the transport drops transaction
+/// batches (counted in `quasar_p2p_inbound_dropped_total`) and consensus is not slowed.
+async fn transaction_loop(mut inbound: mpsc::Receiver<Inbound>, shared: Arc<Shared>) {
+    while let Some(first) = inbound.recv().await {
+        let mut burst = vec![first];
+        while burst.len() < TX_INGEST_BURST {
+            match inbound.try_recv() {
+                Ok(event) => burst.push(event),
+                Err(_) => break,
+            }
+        }
+        let shared = shared.clone();
+        let job = tokio::task::spawn_blocking(move || {
+            for event in burst {
+                if let Inbound::Gossip { message, .. } = event {
+                    ingest_transactions(&shared, &message);
+                }
+            }
+        });
+        if job.await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Adds the transactions of one gossiped `TxBatch` to the mempool (those not finalized
+/// already); anything else on the transaction path is counted as malformed.
+fn ingest_transactions(shared: &Shared, message: &[u8]) {
+    let Ok(MessageRef::TxBatch(batch)) = decode(message) else {
+        shared.p2p_metrics.record_malformed();
+        return;
+    };
+    for tx in batch.txs() {
+        let hash = tx_hash(tx);
+        if matches!(shared.store.tx_height(&hash), Ok(Some(_))) {
+            continue;
+        }
+        if let Ok(mut pool) = shared.mempool.lock() {
+            let _ = pool.add(tx.to_vec());
+            shared.metrics.mempool_size.set(pool.len() as i64);
+        }
+    }
+}
+
 /// The bounded pool of blocking verification jobs whose results feed the core.
 struct VerificationPool {
     /// Bounds the jobs in flight; waiting for a permit applies backpressure to peers.
@@ -915,9 +1010,9 @@ impl VerificationPool {
 
 /// Gossip from the peers `senders` (one per message) through ingress
 /// ([`Verifier::ingress`]: decoded once, the votes verified as one batch): returns the core
-/// inputs in order; transactions go to the mempool and lane messages to the Quasar leg service;
-/// malformed and invalid messages are counted and dropped, as is anything else (sync and relay
-/// traffic belongs on request streams).
+/// inputs in order; lane messages go to the Quasar leg service; malformed and invalid messages
+/// are counted and dropped, as is anything else (transactions belong on the transaction path,
+/// sync and relay traffic on request streams).
 fn ingest_gossip(
     shared: &Shared,
     verifier: &Verifier,
@@ -927,18 +1022,6 @@ fn ingest_gossip(
     let mut inputs = Vec::new();
     for (received, &from) in verifier.ingress(messages).into_iter().zip(senders) {
         match received {
-            Received::Other(MessageRef::TxBatch(batch)) => {
-                for tx in batch.txs() {
-                    let hash = tx_hash(tx);
-                    if matches!(shared.store.tx_height(&hash), Ok(Some(_))) {
-                        continue;
-                    }
-                    if let Ok(mut pool) = shared.mempool.lock() {
-                        let _ = pool.add(tx.to_vec());
-                        shared.metrics.mempool_size.set(pool.len() as i64);
-                    }
-                }
-            }
             Received::Other(MessageRef::Lane(lane)) => {
                 shared.quasar.input.send(quasar_service::Input::Lane {
                     from,
@@ -1089,10 +1172,7 @@ impl Host for RuntimeHost {
             self.shared.metrics.mempool_size.set(pool.len() as i64);
         }
         if let Ok(mut at) = self.shared.finalized_at.lock() {
-            at.insert(height, block.seen_us);
-            if height > FINALITY_MEMORY {
-                at.remove(&(height - FINALITY_MEMORY));
-            }
+            record_finality(&mut at, &self.shared.schedule, height, block.seen_us);
         }
         self.shared
             .finalized_height
@@ -1810,6 +1890,24 @@ fn rollup_prover(
     Ok(Some(prover))
 }
 
+/// Records that `height` was seen final at `seen_us` and drops the heights below the retained
+/// epochs and below the last [`FINALITY_MEMORY`] heights (from the lowest up, so heights below
+/// a checkpoint sync's gap leave nothing behind).
+fn record_finality(
+    at: &mut BTreeMap<u64, u64>,
+    schedule: &EpochSchedule,
+    height: u64,
+    seen_us: u64,
+) {
+    at.insert(height, seen_us);
+    let floor = schedule
+        .retained_from(schedule.epoch_of(height))
+        .max(height.saturating_sub(FINALITY_MEMORY - 1));
+    while at.first_key_value().is_some_and(|(h, _)| *h < floor) {
+        at.pop_first();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1876,5 +1974,33 @@ mod tests {
                 "{error}"
             );
         }
+    }
+
+    #[test]
+    fn finality_times_are_pruned_with_the_epochs_and_bounded_without_them() {
+        let mut at = BTreeMap::new();
+        for height in 1..=3 * FINALITY_MEMORY {
+            record_finality(&mut at, &EpochSchedule::SINGLE, height, height);
+        }
+        assert_eq!(at.len() as u64, FINALITY_MEMORY);
+        assert_eq!(
+            at.first_key_value(),
+            Some((&(2 * FINALITY_MEMORY + 1), &(2 * FINALITY_MEMORY + 1)))
+        );
+        // Epochs of 10 blocks: the heights of the last RETAINED_EPOCHS epochs stay.
+        let epochs = EpochSchedule::new(10);
+        let mut at = BTreeMap::new();
+        for height in 1..=1_000 {
+            record_finality(&mut at, &epochs, height, height);
+        }
+        let retained = quasar_consensus::epoch::RETAINED_EPOCHS * 10;
+        assert_eq!(at.len() as u64, retained);
+        assert_eq!(
+            at.first_key_value().map(|(h, _)| *h),
+            Some(1_000 - retained + 1)
+        );
+        // A checkpoint sync jumps far ahead: nothing below the new window is left.
+        record_finality(&mut at, &epochs, 1_000_000, 7);
+        assert_eq!(at.into_iter().collect::<Vec<_>>(), vec![(1_000_000, 7)]);
     }
 }

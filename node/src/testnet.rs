@@ -34,11 +34,14 @@
 //!
 //! 1. Create the network, start every validator, wait until each answers `GET /status` (30 s).
 //! 2. Submit transactions at `tx_rate` per second, round-robin over the validators (`POST /tx`),
-//!    until the first validator reaches height `blocks`. Only `200` answers count as submitted.
+//!    until the first validator reaches height `blocks`, at most 32 requests at a time
+//!    (`MAX_IN_FLIGHT`). The report counts separately what the rate offered (`txs_offered`), what was
+//!    sent (`txs_sent`: fewer when the in-flight limit held the client back), what a node
+//!    accepted (`200`), rejected (another answer) or never answered (`txs_failed`).
 //! 3. Wait (60 s + 3 × `blocks` × block time) until every validator's finalized height is at least
-//!    `blocks` and every submitted transaction is finalized (`GET /tx/{hash}` on validator 0,
+//!    `blocks` and every accepted transaction is finalized (`GET /tx/{hash}` on validator 0,
 //!    pending ones re-checked every 200 ms). If only transactions are missing when the time is up,
-//!    the report says so (`txs_finalized < txs_submitted`); missing heights are an error.
+//!    the report says so (`txs_finalized < txs_accepted`); missing heights are an error.
 //! 4. Unless the profile is `hybrid-…` (whose late bundles expire anyway), wait until every
 //!    validator reports Quasar finality unavailable or a Quasar-finalized height at the last
 //!    bundle boundary at or below `blocks` (the genesis `bundle_size` times
@@ -55,7 +58,8 @@
 //!      All processes share the host clock, so the difference is meaningful; p50/p99 use the
 //!      nearest-rank definition ([`nearest_rank`]);
 //!    - `blocks_per_sec = blocks / (latest finalized_at_us of block `blocks` − timestamp_us of
-//!      block 1)`.
+//!      block 1)`, and `tps_finalized` the finalized transactions over the same span;
+//!    - `cpu_us_per_tx`: validator 0's process CPU time over the transactions finalized.
 //!
 //! Progress goes to stderr; the report is returned to the caller (the CLI prints it as one JSON
 //! line on stdout). A temporary directory is removed after a passing run and kept (its path
@@ -473,10 +477,25 @@ pub struct TestnetReport {
     pub finality_p95_ms: f64,
     /// 99th percentile of the same samples, milliseconds.
     pub finality_p99_ms: f64,
-    /// Transactions a node accepted (`POST /tx` answered 200).
-    pub txs_submitted: u64,
-    /// Of those, the ones found finalized.
+    /// Transactions the load generator was due to send at `tx_rate` over the run.
+    pub txs_offered: u64,
+    /// Of those, the ones it sent (`POST /tx` requests started); fewer than offered when the
+    /// client's limit of requests in flight held it back.
+    pub txs_sent: u64,
+    /// Of those, the ones a node accepted (answered 200).
+    pub txs_accepted: u64,
+    /// Of those sent, the ones a node refused (any other answer).
+    pub txs_rejected: u64,
+    /// Of those sent, the requests that failed (connection, timeout).
+    pub txs_failed: u64,
+    /// Of those accepted, the ones found finalized.
     pub txs_finalized: u64,
+    /// `txs_finalized` over the span of `blocks_per_sec` (block 1's proposal to the last
+    /// validator finalizing block `blocks`), per second; 0 when that span is not positive.
+    pub tps_finalized: f64,
+    /// Validator 0's process CPU time (`process_cpu_seconds_total`, consensus included) at the
+    /// end of the run divided by `txs_finalized`, µs; `null` when nothing was finalized.
+    pub cpu_us_per_tx: Option<f64>,
     /// The genesis cert profile.
     pub profile: String,
     /// The lowest height covered by a verified QuasarCert over all validators at the end of
@@ -495,9 +514,9 @@ pub struct TestnetReport {
 }
 
 impl TestnetReport {
-    /// Whether the run passed: the validators agree and every submitted transaction finalized.
+    /// Whether the run passed: the validators agree and every accepted transaction finalized.
     pub fn passed(&self) -> bool {
-        self.agreement && self.txs_finalized == self.txs_submitted
+        self.agreement && self.txs_finalized == self.txs_accepted
     }
 
     /// The run in words, for an operator's terminal: the profile, the finality each tier
@@ -530,13 +549,23 @@ impl TestnetReport {
                 format!("Quasar finality up to height {height} on every validator")
             }
         };
+        let unsent = self.txs_offered.saturating_sub(self.txs_sent);
+        let load = if unsent > 0 {
+            format!(
+                "; {unsent} of {} offered transactions were NOT SENT (the client's limit of \
+                 {MAX_IN_FLIGHT} requests in flight)",
+                self.txs_offered
+            )
+        } else {
+            String::new()
+        };
         format!(
             "profile {}{legs}: {quasar}; Nova finality up to height {} on every validator; \
-             {} of {} accepted transactions finalized; {}",
+             {} of {} accepted transactions finalized{load}; {}",
             self.profile,
             self.finalized_height,
             self.txs_finalized,
-            self.txs_submitted,
+            self.txs_accepted,
             if self.agreement {
                 "all validators agree on every block"
             } else {
@@ -1624,9 +1653,13 @@ pub async fn run(opts: TestnetOptions) -> Result<TestnetReport, TestnetError> {
     result
 }
 
-/// The transactions [`run`] got accepted.
+/// What [`run`]'s load generator offered, sent, and got accepted.
 #[derive(Default)]
 struct Submissions {
+    /// Transactions due at the rate over the time it ran.
+    offered: u64,
+    /// Requests started.
+    sent: u64,
     /// Hashes (hex) of accepted transactions.
     accepted: Vec<String>,
     /// Answers other than 200.
@@ -1717,8 +1750,10 @@ async fn drive(net: &mut Testnet, opts: &TestnetOptions) -> Result<TestnetReport
     ));
     let subs = submit_until_height(net, opts, budget).await?;
     eprintln!(
-        "testnet: height {} reached; {} transactions accepted, {} rejected, {} failed; waiting for finality",
+        "testnet: height {} reached; {} transactions offered, {} sent, {} accepted, {} rejected, {} failed; waiting for finality",
         opts.blocks,
+        subs.offered,
+        subs.sent,
         subs.accepted.len(),
         subs.rejected,
         subs.failed
@@ -1736,15 +1771,16 @@ async fn drive(net: &mut Testnet, opts: &TestnetOptions) -> Result<TestnetReport
     if let Some((target, budget)) = quasar_wait {
         wait_for_quasar(net, target, budget).await?;
     }
-    let report = measure(net, opts.blocks, subs.accepted.len() as u64, txs_finalized).await?;
+    let report = measure(net, opts.blocks, &subs, txs_finalized).await?;
     eprintln!(
-        "testnet: agreement {}, {:.2} blocks/s, finality p50 {:.1} ms p99 {:.1} ms, {}/{} transactions finalized",
+        "testnet: agreement {}, {:.2} blocks/s, finality p50 {:.1} ms p99 {:.1} ms, {}/{} accepted transactions finalized ({:.0}/s)",
         report.agreement,
         report.blocks_per_sec,
         report.finality_p50_ms,
         report.finality_p99_ms,
         report.txs_finalized,
-        report.txs_submitted
+        report.txs_accepted,
+        report.tps_finalized
     );
     Ok(report)
 }
@@ -1760,6 +1796,7 @@ async fn submit_until_height(
     let mut subs = Submissions::default();
     let mut tasks: JoinSet<Result<Submitted, TestnetError>> = JoinSet::new();
     let mut sent: u64 = 0;
+    let mut due: u64;
     let start = Instant::now();
     let mut next_poll = start;
     let mut tick = tokio::time::interval(SUBMIT_TICK);
@@ -1767,7 +1804,7 @@ async fn submit_until_height(
     loop {
         tick.tick().await;
         // Pace by elapsed time, so slow answers delay transactions but do not lower the rate.
-        let due = (start.elapsed().as_secs_f64() * opts.tx_rate) as u64;
+        due = (start.elapsed().as_secs_f64() * opts.tx_rate) as u64;
         while sent < due && tasks.len() < MAX_IN_FLIGHT {
             let node = (sent % n as u64) as usize;
             let tx = format!("testnet-tx-{sent}-{}", rand::random::<u64>()).into_bytes();
@@ -1806,6 +1843,7 @@ async fn submit_until_height(
             subs.record(outcome);
         }
     }
+    (subs.offered, subs.sent) = (due, sent);
     Ok(subs)
 }
 
@@ -1910,7 +1948,7 @@ fn held<T>(result: Result<T, TestnetError>) -> Result<Option<T>, TestnetError> {
 async fn measure(
     net: &Testnet,
     blocks: u64,
-    txs_submitted: u64,
+    subs: &Submissions,
     txs_finalized: u64,
 ) -> Result<TestnetReport, TestnetError> {
     let n = net.validators();
@@ -1952,10 +1990,17 @@ async fn measure(
         }
     }
     samples_ms.sort_by(f64::total_cmp);
-    let blocks_per_sec = match (first_timestamp_us, last_finalized_us) {
-        (Some(first), Some(last)) if last > first => blocks as f64 / ((last - first) as f64 / 1e6),
-        _ => 0.0,
+    let (blocks_per_sec, tps_finalized) = match (first_timestamp_us, last_finalized_us) {
+        (Some(first), Some(last)) if last > first => {
+            let span_s = (last - first) as f64 / 1e6;
+            (blocks as f64 / span_s, txs_finalized as f64 / span_s)
+        }
+        _ => (0.0, 0.0),
     };
+    let cpu_s = net.metric(0, "process_cpu_seconds_total").await?;
+    let cpu_us_per_tx = cpu_s
+        .filter(|_| txs_finalized > 0)
+        .map(|s| s * 1e6 / txs_finalized as f64);
     let mut finalized_height = u64::MAX;
     let mut quasar_finalized_height = u64::MAX;
     let mut first = None;
@@ -1977,8 +2022,14 @@ async fn measure(
         finality_p50_ms: nearest_rank(&samples_ms, 50.0),
         finality_p95_ms: nearest_rank(&samples_ms, 95.0),
         finality_p99_ms: nearest_rank(&samples_ms, 99.0),
-        txs_submitted,
+        txs_offered: subs.offered,
+        txs_sent: subs.sent,
+        txs_accepted: subs.accepted.len() as u64,
+        txs_rejected: subs.rejected,
+        txs_failed: subs.failed,
         txs_finalized,
+        tps_finalized,
+        cpu_us_per_tx,
         profile: first.profile,
         quasar_finalized_height,
         quasar_unavailable: first.quasar_unavailable,

@@ -126,8 +126,14 @@ fn the_report_is_one_json_object_with_exactly_the_documented_keys_in_order() {
         finality_p50_ms: 120.0,
         finality_p95_ms: 250.0,
         finality_p99_ms: 300.0,
-        txs_submitted: 10,
+        txs_offered: 12,
+        txs_sent: 11,
+        txs_accepted: 10,
+        txs_rejected: 1,
+        txs_failed: 0,
         txs_finalized: 10,
+        tps_finalized: 40.5,
+        cpu_us_per_tx: Some(250.0),
         profile: "fast".into(),
         quasar_finalized_height: 19,
         quasar_unavailable: None,
@@ -137,11 +143,19 @@ fn the_report_is_one_json_object_with_exactly_the_documented_keys_in_order() {
     assert_eq!(
         serde_json::to_string(&report).unwrap(),
         "{\"validators\":4,\"finalized_height\":20,\"agreement\":true,\"blocks_per_sec\":8.5,\
-         \"finality_p50_ms\":120.0,\"finality_p95_ms\":250.0,\"finality_p99_ms\":300.0,\"txs_submitted\":10,\"txs_finalized\":10,\
+         \"finality_p50_ms\":120.0,\"finality_p95_ms\":250.0,\"finality_p99_ms\":300.0,\"txs_offered\":12,\"txs_sent\":11,\"txs_accepted\":10,\
+         \"txs_rejected\":1,\"txs_failed\":0,\"txs_finalized\":10,\"tps_finalized\":40.5,\"cpu_us_per_tx\":250.0,\
          \"profile\":\"fast\",\"quasar_finalized_height\":19,\"quasar_unavailable\":null,\
          \"leg_verify_p50_ms\":{\"bls\":1.5},\"leg_sign_p50_ms\":{\"corona\":40.0}}"
     );
     assert!(report.passed());
+    assert!(
+        report
+            .describe()
+            .contains("1 of 12 offered transactions were NOT SENT"),
+        "{}",
+        report.describe()
+    );
     assert!(!TestnetReport {
         txs_finalized: 9,
         ..report.clone()
@@ -329,10 +343,20 @@ async fn four_validators_finalize_with_agreement() {
     assert!(report.agreement, "validators disagree: {report:?}");
     assert!(report.finalized_height >= 20, "{report:?}");
     assert!(
-        report.txs_submitted > 0,
+        report.txs_accepted > 0,
         "no transaction was accepted: {report:?}"
     );
-    assert_eq!(report.txs_finalized, report.txs_submitted, "{report:?}");
+    assert_eq!(report.txs_finalized, report.txs_accepted, "{report:?}");
+    assert!(
+        report.txs_offered >= report.txs_sent
+            && report.txs_sent == report.txs_accepted + report.txs_rejected + report.txs_failed,
+        "{report:?}"
+    );
+    assert!(report.tps_finalized > 0.0, "{report:?}");
+    assert!(
+        report.cpu_us_per_tx.is_some_and(|us| us > 0.0),
+        "{report:?}"
+    );
     assert!(report.finality_p50_ms > 0.0, "{report:?}");
     assert!(
         report.finality_p99_ms >= report.finality_p50_ms,

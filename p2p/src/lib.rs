@@ -4,7 +4,7 @@
 //!
 //! Opaque messages (ZAP buffers; decoding is the runtime's job) between the validators of a
 //! fixed, pinned set, over QUIC (RFC 9000, quinn) secured by TLS 1.3 (RFC 9001, RFC 8446) with
-//! ALPN `zap/1`:
+//! ALPN `zap/2` (version 2: two gossip streams per connection, each opened by a tag byte):
 //!
 //! - **Identity** ([`tls`]): every validator has a self-signed Ed25519 certificate pinned by its DER
 //!   bytes in the genesis file. TLS is mutual: the server requires a client certificate from the
@@ -14,8 +14,11 @@
 //! - **Gossip**: for each peer, one outbound task dials it (retrying with jittered backoff
 //!   50 ms → 2 s until shutdown; a dial succeeds only once the server confirmed the handshake,
 //!   RFC 9001 §4.1.2, so a peer that refuses our certificate is not retried every 50 ms), opens
-//!   one long-lived unidirectional stream and writes framed messages from a bounded queue. [`Network::send`] never blocks: on a full queue the message is dropped and
-//!   counted. Messages queued while the peer is unreachable are dropped and counted, because
+//!   two long-lived unidirectional streams, one per [`Traffic`] path (a tag byte names it), and
+//!   writes framed messages from two bounded queues, consensus first whenever both hold
+//!   messages, the consensus stream at a higher QUIC send priority. [`Network::send`] and
+//!   [`Network::broadcast_transactions`] never block: on a full queue the message is dropped
+//!   and counted. Messages queued while the peer is unreachable are dropped and counted, because
 //!   consensus retransmits what matters. When a peer connects to us anew while our outbound
 //!   connection to it is at least 2 s old, that connection is taken as stale (the peer was
 //!   killed and restarted) and redialed at once, keeping the queue, instead of waiting out the
@@ -24,8 +27,11 @@
 //!   outbound connection, writes one frame, finishes, and reads one frame back. The serving side
 //!   hands the request to the runtime with a oneshot sender ([`Inbound::Request`]).
 //! - **Inbound**: every accepted connection is identified, then each unidirectional stream is read
-//!   as a sequence of frames into the bounded inbound channel (a full channel applies
-//!   backpressure to the peer through QUIC flow control).
+//!   as its tag byte and a sequence of frames into that path's bounded channel ([`Inbox`]). A
+//!   full consensus channel applies backpressure to the peer's consensus stream through QUIC
+//!   flow control; a full transaction channel drops transactions (counted), so a flood of
+//!   transactions never holds back consensus messages: transaction traffic can fill only its
+//!   own queues.
 //!
 //! Framing is `u32 LE length ‖ message`, at most 16 MiB (`quasar_wire::frame`).
 //!
@@ -68,7 +74,7 @@ pub use address::{
     PeerAddress, PeerAddressError, ResolveError, MAX_HOST_NAME_LEN, RESOLVE_TIMEOUT,
 };
 pub use metrics::P2pMetrics;
-pub use network::{Inbound, Network, NetworkConfig, PeerInfo, StopCause};
+pub use network::{Inbound, Inbox, Network, NetworkConfig, PeerInfo, StopCause, Traffic};
 pub use tls::{client_config, TlsIdentity, ALPN};
 
 use quasar_wire::WireError;

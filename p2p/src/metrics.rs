@@ -15,6 +15,7 @@ pub struct P2pMetrics {
     malformed_frames: Counter,
     handshake_rejected: Counter,
     outbound_dropped: Counter,
+    inbound_dropped: Counter,
     outbound_connections: Counter,
     redials: Counter,
     connected_peers: Gauge,
@@ -63,6 +64,11 @@ impl P2pMetrics {
             "outbound_dropped",
             "Outbound messages dropped: queue full, peer disconnected, unknown peer or oversized",
             self.outbound_dropped.clone(),
+        );
+        registry.register(
+            "inbound_dropped",
+            "Inbound transaction messages dropped because the runtime's transaction channel was full",
+            self.inbound_dropped.clone(),
         );
         registry.register(
             "outbound_connections",
@@ -134,6 +140,11 @@ impl P2pMetrics {
         self.redials.get()
     }
 
+    /// Inbound transaction messages dropped so far because the transaction channel was full.
+    pub fn inbound_dropped(&self) -> u64 {
+        self.inbound_dropped.get()
+    }
+
     /// Peers with an established outbound connection now.
     pub fn connected_peers(&self) -> i64 {
         self.connected_peers.get()
@@ -155,6 +166,10 @@ impl P2pMetrics {
 
     pub(crate) fn dropped(&self, count: u64) {
         self.outbound_dropped.inc_by(count);
+    }
+
+    pub(crate) fn dropped_inbound(&self) {
+        self.inbound_dropped.inc();
     }
 
     pub(crate) fn redialed(&self) {

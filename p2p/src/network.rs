@@ -127,6 +127,51 @@ pub struct NetworkConfig {
     pub outbound_queue: usize,
     /// Inbound channel capacity, in messages; must be > 0.
     pub inbound_queue: usize,
+    /// Capacity of the transaction path's queues, in messages: per peer outbound, and the
+    /// inbound channel ([`Traffic::Transactions`]); must be > 0.
+    pub transaction_queue: usize,
+}
+
+/// Which path a gossip message takes. Each has its own outbound queue per peer, its own QUIC
+/// stream (the consensus stream at a higher send priority) and its own inbound channel, so
+/// that transaction traffic never delays consensus: a full transaction queue or channel drops
+/// transactions (counted), never a consensus message, and a slow transaction consumer never
+/// holds back the consensus stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Traffic {
+    /// Proposals, votes, certificates, lane messages: backpressure when the runtime is behind.
+    Consensus,
+    /// Client transactions: dropped (and counted) when a queue is full.
+    Transactions,
+}
+
+impl Traffic {
+    /// The byte that opens a gossip stream of this path.
+    fn tag(self) -> u8 {
+        match self {
+            Traffic::Consensus => 0,
+            Traffic::Transactions => 1,
+        }
+    }
+
+    fn from_tag(tag: u8) -> Option<Traffic> {
+        match tag {
+            0 => Some(Traffic::Consensus),
+            1 => Some(Traffic::Transactions),
+            _ => None,
+        }
+    }
+}
+
+/// The runtime's ends of the inbound channels ([`Network::start`]).
+#[derive(Debug)]
+pub struct Inbox {
+    /// Consensus gossip and every request (capacity `inbound_queue`; a full channel applies
+    /// backpressure to the peer's consensus stream).
+    pub consensus: mpsc::Receiver<Inbound>,
+    /// Transaction gossip (capacity `transaction_queue`; when full, messages are dropped and
+    /// counted in `p2p_inbound_dropped_total`).
+    pub transactions: mpsc::Receiver<Inbound>,
 }
 
 impl NetworkConfig {
@@ -134,6 +179,9 @@ impl NetworkConfig {
     pub const DEFAULT_OUTBOUND_QUEUE: usize = 4096;
     /// Default inbound channel capacity, in messages.
     pub const DEFAULT_INBOUND_QUEUE: usize = 4096;
+    /// Default capacity of the transaction path's queues, in messages (batches of
+    /// transactions).
+    pub const DEFAULT_TRANSACTION_QUEUE: usize = 1024;
 
     /// A config with the default queue capacities.
     pub fn new(
@@ -149,6 +197,7 @@ impl NetworkConfig {
             peers,
             outbound_queue: Self::DEFAULT_OUTBOUND_QUEUE,
             inbound_queue: Self::DEFAULT_INBOUND_QUEUE,
+            transaction_queue: Self::DEFAULT_TRANSACTION_QUEUE,
         }
     }
 }
@@ -212,6 +261,7 @@ struct Inner {
 #[derive(Debug)]
 struct PeerHandle {
     queue: mpsc::Sender<Arc<Vec<u8>>>,
+    transactions: mpsc::Sender<Arc<Vec<u8>>>,
     connection: watch::Receiver<Option<Connection>>,
 }
 
@@ -238,6 +288,7 @@ struct InboundCtx {
     /// Open inbound connections per validator index.
     open: Arc<HashMap<u32, AtomicUsize>>,
     tx: mpsc::Sender<Inbound>,
+    transactions: mpsc::Sender<Inbound>,
     metrics: P2pMetrics,
     shutdown: watch::Receiver<bool>,
     /// One WARN per remote IP per minute for refused connections.
@@ -248,7 +299,7 @@ struct InboundCtx {
 
 impl Network {
     /// Binds `config.listen`, starts accepting pinned peers and dialing every peer, and returns
-    /// the handle plus the channel of inbound messages (capacity `config.inbound_queue`).
+    /// the handle plus the inbound channels ([`Inbox`]).
     ///
     /// Must run inside a tokio runtime. Errors: [`P2pError::Config`] for an inconsistent config,
     /// [`P2pError::Tls`] / [`P2pError::QuicConfig`] for a bad identity, [`P2pError::Bind`] when
@@ -256,7 +307,7 @@ impl Network {
     pub async fn start(
         config: NetworkConfig,
         metrics: P2pMetrics,
-    ) -> Result<(Network, mpsc::Receiver<Inbound>), P2pError> {
+    ) -> Result<(Network, Inbox), P2pError> {
         validate(&config)?;
         let pinned: HashMap<Vec<u8>, u32> = config
             .peers
@@ -277,6 +328,7 @@ impl Network {
         let (stop, _) = watch::channel(None);
         let (endpoint_tx, endpoint_rx) = watch::channel(Some(endpoint));
         let (inbound_tx, inbound_rx) = mpsc::channel(config.inbound_queue);
+        let (transactions_tx, transactions_rx) = mpsc::channel(config.transaction_queue);
 
         let mut tasks = Vec::with_capacity(config.peers.len().saturating_add(1));
         let mut peers = HashMap::with_capacity(config.peers.len());
@@ -286,12 +338,17 @@ impl Network {
             reconnected.insert(peer.index, reconnected_tx);
             let client = tls::client_config(&config.identity, &peer.cert_der)?;
             let (queue_tx, queue_rx) = mpsc::channel(config.outbound_queue);
+            let (transactions_queue_tx, transactions_queue_rx) =
+                mpsc::channel(config.transaction_queue);
             let (conn_tx, conn_rx) = watch::channel(None);
             let outbound = Outbound {
                 endpoint: endpoint_rx.clone(),
                 peer: peer.clone(),
                 client,
-                queue: queue_rx,
+                queues: Queues {
+                    consensus: queue_rx,
+                    transactions: transactions_queue_rx,
+                },
                 connection: conn_tx,
                 reconnected: reconnected_rx,
                 metrics: metrics.clone(),
@@ -309,6 +366,7 @@ impl Network {
                 peer.index,
                 PeerHandle {
                     queue: queue_tx,
+                    transactions: transactions_queue_tx,
                     connection: conn_rx,
                 },
             );
@@ -322,6 +380,7 @@ impl Network {
             pinned: Arc::new(pinned),
             open: Arc::new(open),
             tx: inbound_tx,
+            transactions: transactions_tx,
             metrics: metrics.clone(),
             shutdown: shutdown_rx.clone(),
             warn_limit: Arc::new(WarnLimiter::new(WARN_INTERVAL, MAX_KEYS)),
@@ -355,7 +414,13 @@ impl Network {
                 tasks: Mutex::new(tasks),
             }),
         };
-        Ok((network, inbound_rx))
+        Ok((
+            network,
+            Inbox {
+                consensus: inbound_rx,
+                transactions: transactions_rx,
+            },
+        ))
     }
 
     /// The bound UDP address (the real port when `listen` had port 0).
@@ -368,10 +433,30 @@ impl Network {
         &self.inner.metrics
     }
 
-    /// Queues `message` for peer `to` on its gossip stream. Never blocks: when the queue is
+    /// Queues `message` for peer `to` on its consensus stream. Never blocks: when the queue is
     /// full, the peer is unknown or the message exceeds 16 MiB, the message is dropped and
     /// counted in `outbound_dropped`.
     pub fn send(&self, to: u32, message: Arc<Vec<u8>>) {
+        self.enqueue(to, Traffic::Consensus, message);
+    }
+
+    /// Queues `message` for every peer (see [`Network::send`]); the bytes are shared, not copied.
+    pub fn broadcast(&self, message: Arc<Vec<u8>>) {
+        for index in self.inner.peers.keys() {
+            self.send(*index, Arc::clone(&message));
+        }
+    }
+
+    /// Queues `message` (transactions) for every peer on the transaction path
+    /// ([`Traffic::Transactions`]), dropping it (counted in `outbound_dropped`) for a peer whose
+    /// transaction queue is full.
+    pub fn broadcast_transactions(&self, message: Arc<Vec<u8>>) {
+        for index in self.inner.peers.keys() {
+            self.enqueue(*index, Traffic::Transactions, Arc::clone(&message));
+        }
+    }
+
+    fn enqueue(&self, to: u32, traffic: Traffic, message: Arc<Vec<u8>>) {
         if frame_header(message.len()).is_err() {
             warn!(peer = to, len = message.len(), "dropping oversized message");
             self.inner.metrics.dropped(1);
@@ -382,16 +467,13 @@ impl Network {
             self.inner.metrics.dropped(1);
             return;
         };
-        if let Err(e) = peer.queue.try_send(message) {
-            debug!(peer = to, error = %e, "outbound queue full or closed, dropping message");
+        let queue = match traffic {
+            Traffic::Consensus => &peer.queue,
+            Traffic::Transactions => &peer.transactions,
+        };
+        if let Err(e) = queue.try_send(message) {
+            debug!(peer = to, ?traffic, error = %e, "outbound queue full or closed, dropping message");
             self.inner.metrics.dropped(1);
-        }
-    }
-
-    /// Queues `message` for every peer (see [`Network::send`]); the bytes are shared, not copied.
-    pub fn broadcast(&self, message: Arc<Vec<u8>>) {
-        for index in self.inner.peers.keys() {
-            self.send(*index, Arc::clone(&message));
         }
     }
 
@@ -535,7 +617,7 @@ impl Network {
 }
 
 fn validate(config: &NetworkConfig) -> Result<(), P2pError> {
-    if config.outbound_queue == 0 || config.inbound_queue == 0 {
+    if config.outbound_queue == 0 || config.inbound_queue == 0 || config.transaction_queue == 0 {
         return Err(P2pError::Config("queue capacities must be positive".into()));
     }
     let mut indices = std::collections::HashSet::new();
@@ -672,7 +754,7 @@ struct Outbound {
     endpoint: watch::Receiver<Option<Endpoint>>,
     peer: PeerInfo,
     client: quinn::ClientConfig,
-    queue: mpsc::Receiver<Arc<Vec<u8>>>,
+    queues: Queues,
     connection: watch::Sender<Option<Connection>>,
     /// Changes whenever the accept loop identified a new inbound connection from this peer.
     reconnected: watch::Receiver<()>,
@@ -732,7 +814,7 @@ impl Outbound {
                         pump(
                             &conn,
                             up_since,
-                            &mut self.queue,
+                            &mut self.queues,
                             &self.metrics,
                             &mut self.shutdown,
                             &mut reconnected,
@@ -889,7 +971,10 @@ impl Outbound {
     /// Drops (and counts) what was queued while the peer was unreachable.
     fn drop_stale(&mut self) {
         let mut dropped = 0u64;
-        while self.queue.try_recv().is_ok() {
+        while self.queues.consensus.try_recv().is_ok() {
+            dropped = dropped.saturating_add(1);
+        }
+        while self.queues.transactions.try_recv().is_ok() {
             dropped = dropped.saturating_add(1);
         }
         if dropped > 0 {
@@ -946,64 +1031,100 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// Writes queued messages onto one gossip stream until the connection fails, we stop, or the
-/// peer connects to us anew while the connection (up since `up_since`) is at least
-/// [`REDIAL_AFTER`] old.
+/// One peer's outbound queues, one per [`Traffic`] path.
+struct Queues {
+    consensus: mpsc::Receiver<Arc<Vec<u8>>>,
+    transactions: mpsc::Receiver<Arc<Vec<u8>>>,
+}
+
+/// Opens a gossip stream of `traffic`'s path: its tag byte first, the consensus stream at a
+/// higher send priority than the transaction stream.
+async fn open_gossip(conn: &Connection, traffic: Traffic) -> Result<SendStream, String> {
+    let mut stream = conn.open_uni().await.map_err(|e| e.to_string())?;
+    let priority = match traffic {
+        Traffic::Consensus => 1,
+        Traffic::Transactions => 0,
+    };
+    stream.set_priority(priority).map_err(|e| e.to_string())?;
+    stream
+        .write_all(&[traffic.tag()])
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(stream)
+}
+
+/// Writes queued messages onto the two gossip streams (consensus first whenever both have
+/// messages) until the connection fails, we stop, or the peer connects to us anew while the
+/// connection (up since `up_since`) is at least [`REDIAL_AFTER`] old.
 async fn pump(
     conn: &Connection,
     up_since: Instant,
-    queue: &mut mpsc::Receiver<Arc<Vec<u8>>>,
+    queues: &mut Queues,
     metrics: &P2pMetrics,
     shutdown: &mut watch::Receiver<bool>,
     reconnected: &mut watch::Receiver<()>,
 ) -> PumpEnd {
-    let mut stream = tokio::select! {
+    let opened = tokio::select! {
         _ = shutdown.changed() => return PumpEnd::Shutdown,
-        opened = conn.open_uni() => match opened {
-            Ok(stream) => stream,
-            Err(e) => return PumpEnd::Failed(e.to_string()),
-        },
+        opened = async {
+            Ok::<_, String>((
+                open_gossip(conn, Traffic::Consensus).await?,
+                open_gossip(conn, Traffic::Transactions).await?,
+            ))
+        } => opened,
+    };
+    let (mut consensus, mut transactions) = match opened {
+        Ok(streams) => streams,
+        Err(e) => return PumpEnd::Failed(e),
     };
     loop {
-        tokio::select! {
+        let (message, stream) = tokio::select! {
+            biased;
             _ = shutdown.changed() => return PumpEnd::Shutdown,
             e = conn.closed() => return PumpEnd::Failed(e.to_string()),
             _ = peer_reconnected(reconnected) => {
                 if up_since.elapsed() >= REDIAL_AFTER {
-                    return PumpEnd::Superseded(Some(stream));
+                    return PumpEnd::Superseded(Some(consensus));
                 }
+                continue;
             }
-            next = queue.recv() => {
-                let Some(message) = next else { return PumpEnd::QueueClosed };
-                // A dead peer stops granting flow-control credit, so a write may block until
-                // the idle timeout; a reconnect signal must still get through.
-                let written = {
-                    let write = write_frame(&mut stream, &message);
-                    tokio::pin!(write);
-                    loop {
-                        tokio::select! {
-                            written = &mut write => break Some(written),
-                            _ = peer_reconnected(reconnected) => {
-                                if up_since.elapsed() >= REDIAL_AFTER {
-                                    break None;
-                                }
-                            }
+            next = queues.consensus.recv() => match next {
+                Some(message) => (message, &mut consensus),
+                None => return PumpEnd::QueueClosed,
+            },
+            next = queues.transactions.recv() => match next {
+                Some(message) => (message, &mut transactions),
+                None => return PumpEnd::QueueClosed,
+            },
+        };
+        // A dead peer stops granting flow-control credit, so a write may block until the idle
+        // timeout; a reconnect signal must still get through.
+        let written = {
+            let write = write_frame(stream, &message);
+            tokio::pin!(write);
+            loop {
+                tokio::select! {
+                    written = &mut write => break Some(written),
+                    _ = peer_reconnected(reconnected) => {
+                        if up_since.elapsed() >= REDIAL_AFTER {
+                            break None;
                         }
                     }
-                };
-                match written {
-                    Some(Ok(())) => metrics.sent(message.len()),
-                    Some(Err(e)) => {
-                        metrics.dropped(1);
-                        return PumpEnd::Failed(e.to_string());
-                    }
-                    None => {
-                        // Torn mid-frame: the stream cannot be finished cleanly.
-                        metrics.dropped(1);
-                        let _ = stream.reset(VarInt::from_u32(CODE_SUPERSEDED));
-                        return PumpEnd::Superseded(None);
-                    }
                 }
+            }
+        };
+        match written {
+            Some(Ok(())) => metrics.sent(message.len()),
+            Some(Err(e)) => {
+                metrics.dropped(1);
+                return PumpEnd::Failed(e.to_string());
+            }
+            None => {
+                // Torn mid-frame: the stream cannot be finished cleanly.
+                metrics.dropped(1);
+                let _ = consensus.reset(VarInt::from_u32(CODE_SUPERSEDED));
+                let _ = transactions.reset(VarInt::from_u32(CODE_SUPERSEDED));
+                return PumpEnd::Superseded(None);
             }
         }
     }
@@ -1219,8 +1340,21 @@ impl Drop for ConnectedGuard<'_> {
     }
 }
 
-/// Reads one gossip stream frame by frame until it ends, fails or is malformed.
+/// Reads one gossip stream: its path's tag byte ([`Traffic`]), then frame by frame until it
+/// ends, fails or is malformed. Consensus messages wait for room in their channel
+/// (backpressure through QUIC flow control); transaction messages are dropped and counted when
+/// theirs is full, so the stream keeps draining and never holds back the connection.
 async fn read_gossip(mut recv: RecvStream, from: u32, mut ctx: InboundCtx) {
+    let mut tag = [0u8; 1];
+    let traffic = tokio::select! {
+        _ = ctx.shutdown.changed() => return,
+        read = recv.read_exact(&mut tag) => read.ok().and_then(|()| Traffic::from_tag(tag[0])),
+    };
+    let Some(traffic) = traffic else {
+        ctx.metrics.record_malformed();
+        let _ = recv.stop(VarInt::from_u32(CODE_MALFORMED));
+        return;
+    };
     loop {
         let frame = tokio::select! {
             _ = ctx.shutdown.changed() => return,
@@ -1236,11 +1370,22 @@ async fn read_gossip(mut recv: RecvStream, from: u32, mut ctx: InboundCtx) {
             }
         };
         ctx.metrics.received(message.len());
-        let delivered = tokio::select! {
-            _ = ctx.shutdown.changed() => return,
-            sent = ctx.tx.send(Inbound::Gossip { from, message }) => sent,
+        let message = Inbound::Gossip { from, message };
+        let delivered = match traffic {
+            Traffic::Consensus => tokio::select! {
+                _ = ctx.shutdown.changed() => return,
+                sent = ctx.tx.send(message) => sent.is_ok(),
+            },
+            Traffic::Transactions => match ctx.transactions.try_send(message) {
+                Ok(()) => true,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    ctx.metrics.dropped_inbound();
+                    true
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => false,
+            },
         };
-        if delivered.is_err() {
+        if !delivered {
             return; // the runtime is gone
         }
     }
@@ -1379,12 +1524,7 @@ mod tests {
     }
 
     /// Two started validators, 0 and 1, pinning each other.
-    async fn pair() -> (
-        Network,
-        mpsc::Receiver<Inbound>,
-        Network,
-        mpsc::Receiver<Inbound>,
-    ) {
+    async fn pair() -> (Network, Inbox, Network, Inbox) {
         let ids = [
             TlsIdentity::generate("validator-0").expect("identity"),
             TlsIdentity::generate("validator-1").expect("identity"),
@@ -1476,10 +1616,10 @@ mod tests {
             b.send(0, Arc::new(b"to a".to_vec()));
             a.send(1, Arc::new(b"to b".to_vec()));
             tokio::time::sleep(Duration::from_millis(100)).await;
-            while let Ok(Inbound::Gossip { .. }) = a_rx.try_recv() {
+            while let Ok(Inbound::Gossip { .. }) = a_rx.consensus.try_recv() {
                 to_a = true;
             }
-            while let Ok(Inbound::Gossip { .. }) = b_rx.try_recv() {
+            while let Ok(Inbound::Gossip { .. }) = b_rx.consensus.try_recv() {
                 to_b = true;
             }
         }

@@ -42,13 +42,26 @@ struct Node {
     net: Network,
     metrics: P2pMetrics,
     gossip: mpsc::UnboundedReceiver<(u32, Vec<u8>)>,
+    /// The transaction path's channel, left for the test to read (or not).
+    transactions: mpsc::Receiver<Inbound>,
 }
 
 async fn start(index: u32, id: &TlsIdentity, listen: SocketAddr, peers: Vec<PeerInfo>) -> Node {
+    start_with(index, id, listen, peers, |_| {}).await
+}
+
+async fn start_with(
+    index: u32,
+    id: &TlsIdentity,
+    listen: SocketAddr,
+    peers: Vec<PeerInfo>,
+    tweak: impl Fn(&mut NetworkConfig),
+) -> Node {
     let metrics = P2pMetrics::new();
     let deadline = Instant::now() + Duration::from_secs(3);
-    let (net, inbound) = loop {
-        let config = NetworkConfig::new(listen, id.clone(), index, peers.clone());
+    let (net, inbox) = loop {
+        let mut config = NetworkConfig::new(listen, id.clone(), index, peers.clone());
+        tweak(&mut config);
         match Network::start(config, metrics.clone()).await {
             Ok(started) => break started,
             // A just-closed endpoint may hold the port for a moment.
@@ -61,7 +74,8 @@ async fn start(index: u32, id: &TlsIdentity, listen: SocketAddr, peers: Vec<Peer
     Node {
         net,
         metrics,
-        gossip: serve(inbound),
+        gossip: serve(inbox.consensus),
+        transactions: inbox.transactions,
     }
 }
 
@@ -230,8 +244,14 @@ async fn unpinned_client_cannot_deliver_anything() {
             .await?;
         // TLS 1.3 may let the client finish before the server rejects its certificate.
         let mut uni = conn.open_uni().await?;
-        uni.write_all(&encode_frame(b"forged vote").expect("frame"))
-            .await?;
+        uni.write_all(
+            &[
+                [0u8].as_slice(),
+                &encode_frame(b"forged vote").expect("frame"),
+            ]
+            .concat(),
+        )
+        .await?;
         uni.finish()?;
         let (mut send, mut recv) = conn.open_bi().await?;
         send.write_all(&encode_frame(b"forged request").expect("frame"))
@@ -256,7 +276,7 @@ async fn unpinned_client_cannot_deliver_anything() {
     server.net.shutdown().await;
 }
 
-/// A pinned validator that negotiates another ALPN than `zap/1` is refused during the
+/// A pinned validator that negotiates another ALPN than `zap/2` is refused during the
 /// handshake, and the refusal is counted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_alpn_is_rejected_even_with_a_pinned_identity() {
@@ -338,8 +358,8 @@ async fn dialing_an_address_with_the_wrong_pinned_certificate_fails() {
     }
 }
 
-/// A pinned peer that sends an oversized length prefix, a truncated body and a truncated
-/// header only loses those streams: each is counted as malformed, the node stays up, and gossip
+/// A pinned peer that sends an oversized length prefix, a truncated body, a truncated header
+/// and a stream of no known path only loses those streams: each is counted as malformed, the node stays up, and gossip
 /// from the same and from other peers keeps flowing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_frames_from_a_pinned_peer_are_counted_and_isolated() {
@@ -365,8 +385,10 @@ async fn malformed_frames_from_a_pinned_peer_are_counted_and_isolated() {
         .expect("pinned peer connects");
 
     // (a) A length prefix one byte over 16 MiB.
+    // Every gossip stream opens with its path's tag byte (0: consensus).
     let mut oversized = conn.open_uni().await.expect("uni");
     let prefix = ((MAX_FRAME_LEN + 1) as u32).to_le_bytes();
+    oversized.write_all(&[0]).await.expect("write");
     oversized.write_all(&prefix).await.expect("write");
     // The receiver may already have stopped the stream (STOP_SENDING) after the prefix.
     let _ = oversized.write_all(&[0u8; 64]).await;
@@ -377,7 +399,10 @@ async fn malformed_frames_from_a_pinned_peer_are_counted_and_isolated() {
 
     // (b) A frame announcing 100 bytes that ends after 10.
     let mut truncated = conn.open_uni().await.expect("uni");
-    truncated.write_all(&[100, 0, 0, 0]).await.expect("write");
+    truncated
+        .write_all(&[0, 100, 0, 0, 0])
+        .await
+        .expect("write");
     truncated.write_all(&[1u8; 10]).await.expect("write");
     truncated.finish().expect("finish");
     wait_until("truncated body counted", || {
@@ -387,18 +412,31 @@ async fn malformed_frames_from_a_pinned_peer_are_counted_and_isolated() {
 
     // (c) A stream that ends inside the 4-byte prefix.
     let mut short = conn.open_uni().await.expect("uni");
-    short.write_all(&[5, 0]).await.expect("write");
+    short.write_all(&[0, 5, 0]).await.expect("write");
     short.finish().expect("finish");
     wait_until("truncated header counted", || {
         a.metrics.malformed_frames() >= 3
     })
     .await;
 
+    // (d) A stream whose tag byte names no path.
+    let mut untagged = conn.open_uni().await.expect("uni");
+    let _ = untagged
+        .write_all(&[[7u8].as_slice(), &encode_frame(b"no path").expect("frame")].concat())
+        .await;
+    wait_until("unknown path counted", || a.metrics.malformed_frames() >= 4).await;
+
     // The same peer still gets a well-formed message through on a new stream…
     let mut good = conn.open_uni().await.expect("uni");
-    good.write_all(&encode_frame(b"honest again").expect("frame"))
-        .await
-        .expect("write");
+    good.write_all(
+        &[
+            [0u8].as_slice(),
+            &encode_frame(b"honest again").expect("frame"),
+        ]
+        .concat(),
+    )
+    .await
+    .expect("write");
     good.finish().expect("finish");
     expect_gossip(&mut a, 2, b"honest again").await;
 
@@ -414,11 +452,11 @@ async fn malformed_frames_from_a_pinned_peer_are_counted_and_isolated() {
     // Other peers are unaffected.
     b.net.send(0, Arc::new(b"from an honest peer".to_vec()));
     expect_gossip(&mut a, 1, b"from an honest peer").await;
-    assert_eq!(a.metrics.malformed_frames(), 3);
+    assert_eq!(a.metrics.malformed_frames(), 4);
 
     // The runtime reports ZAP decode failures through the same counter.
     a.metrics.record_malformed();
-    assert_eq!(a.metrics.malformed_frames(), 4);
+    assert_eq!(a.metrics.malformed_frames(), 5);
 
     conn.close(0u32.into(), b"done");
     a.net.shutdown().await;
@@ -740,4 +778,56 @@ async fn peers_by_host_name_connect_and_still_need_the_pinned_certificate() {
     for node in [&a, &b, &c] {
         node.net.shutdown().await;
     }
+}
+
+/// Transaction traffic never holds back consensus: with the receiver's transaction channel
+/// full and never read, a flood of transaction batches is dropped (counted at both ends) while
+/// consensus messages sent after the flood still arrive, and what fit in the transaction
+/// channel arrived on it, not on the consensus channel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_transactions_never_holds_back_consensus_messages() {
+    let ids: Vec<TlsIdentity> = (0..2).map(identity).collect();
+    let addrs: Vec<SocketAddr> = (0..2).map(|_| free_addr()).collect();
+    let a = start(0, &ids[0], addrs[0], vec![peer(1, &ids[1], addrs[1])]).await;
+    let mut b = start_with(
+        1,
+        &ids[1],
+        addrs[1],
+        vec![peer(0, &ids[0], addrs[0])],
+        |c| {
+            c.transaction_queue = 4;
+        },
+    )
+    .await;
+    wait_until("connected", || {
+        a.net.connected_peers() == 1 && b.net.connected_peers() == 1
+    })
+    .await;
+    let batch = Arc::new(vec![7u8; 64 * 1024]);
+    for round in 0..20u32 {
+        for _ in 0..200 {
+            a.net.broadcast_transactions(Arc::clone(&batch));
+        }
+        a.net
+            .send(1, Arc::new(format!("vote {round}").into_bytes()));
+    }
+    for round in 0..20u32 {
+        expect_gossip(&mut b, 0, format!("vote {round}").as_bytes()).await;
+    }
+    wait_until("transactions dropped at the receiver", || {
+        b.metrics.inbound_dropped() > 0
+    })
+    .await;
+    assert!(
+        a.metrics.outbound_dropped() > 0,
+        "the sender's queue overflowed too"
+    );
+    let mut arrived = 0;
+    while let Ok(Inbound::Gossip { from: 0, message }) = b.transactions.try_recv() {
+        assert_eq!(message, *batch);
+        arrived += 1;
+    }
+    assert_eq!(arrived, 4, "the transaction channel holds its capacity");
+    a.net.shutdown().await;
+    b.net.shutdown().await;
 }
