@@ -6,7 +6,7 @@ mod common;
 use common::{addr, fuzz_mutations, pay, tx, CHAIN};
 use quasar_app::state::MAX_ACCOUNT_PROOF_BYTES;
 use quasar_app::{
-    Account, AccountLeaf, AccountProof, Action, ExecError, Executed, ProofError, State, StateError,
+    Account, AccountLeaf, AccountProof, Action, ExecError, ProofError, State, StateError,
     VerificationCache,
 };
 use quasar_storage::{SledStore, Store};
@@ -39,6 +39,16 @@ fn two_blocks() -> [Vec<Vec<u8>>; 2] {
         bytes(&[tx(1, 0, true, pay(3, 300))]),
         bytes(&[tx(1, 1, false, Action::AddStake { amount: 200 })]),
     ]
+}
+
+/// A fresh state with block 1 of [`two_blocks`] committed, and its cache.
+fn after_block_one() -> (SledStore, State, VerificationCache) {
+    let (store, mut state) = fresh();
+    let cache = VerificationCache::new(CHAIN, 64);
+    let [one, _] = two_blocks();
+    let block = state.execute(&[], 1, &refs(&one), &cache).expect("1");
+    state.commit(block).expect("commit 1");
+    (store, state, cache)
 }
 
 fn balance(state: &State, i: u8) -> Option<u64> {
@@ -223,11 +233,7 @@ fn the_same_blocks_give_the_same_roots_and_a_restart_keeps_the_state() {
 
 #[test]
 fn account_proofs_prove_values_and_absence_and_refuse_anything_else() {
-    let (_store, mut state) = fresh();
-    let cache = VerificationCache::new(CHAIN, 64);
-    let [one, _] = two_blocks();
-    let block: Executed = state.execute(&[], 1, &refs(&one), &cache).expect("1");
-    state.commit(block).expect("commit");
+    let (_store, state, _cache) = after_block_one();
     let root = state.root();
     let (alice, proof) = state.account_with_proof(&addr(1)).expect("proof");
     let alice = alice.expect("exists");
@@ -271,11 +277,8 @@ fn account_proofs_prove_values_and_absence_and_refuse_anything_else() {
 
 #[test]
 fn account_leaves_encode_canonically_and_keys_are_separate_entries() {
-    let (_store, mut state) = fresh();
-    let cache = VerificationCache::new(CHAIN, 64);
-    let [one, two] = two_blocks();
-    let block = state.execute(&[], 1, &refs(&one), &cache).expect("1");
-    state.commit(block).expect("commit 1");
+    let (_store, mut state, cache) = after_block_one();
+    let [_, two] = two_blocks();
     // Block 2 changes only account 1's leaf: its key went in with block 1.
     let block = state.execute(&[], 2, &refs(&two), &cache).expect("2");
     assert_eq!(block.changed().len(), 1);
@@ -303,11 +306,7 @@ fn account_leaves_encode_canonically_and_keys_are_separate_entries() {
 
 #[test]
 fn the_fuzz_entry_point_survives_mutated_accounts_and_proofs() {
-    let (_store, mut state) = fresh();
-    let cache = VerificationCache::new(CHAIN, 64);
-    let [one, _] = two_blocks();
-    let block = state.execute(&[], 1, &refs(&one), &cache).expect("1");
-    state.commit(block).expect("commit");
+    let (_store, state, _cache) = after_block_one();
     let mut seeds = Vec::new();
     for i in [1, 2, 9] {
         let (account, proof) = state.account_with_proof(&addr(i)).expect("proof");

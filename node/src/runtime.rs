@@ -840,15 +840,8 @@ async fn inbound_loop(
         verifier,
         input_tx,
     };
-    while let Some(first) = inbound.recv().await {
-        // Take the whole burst that is already queued: its votes are verified together.
-        let mut burst = vec![first];
-        while burst.len() < MAX_VOTE_BATCH {
-            match inbound.try_recv() {
-                Ok(event) => burst.push(event),
-                Err(_) => break,
-            }
-        }
+    // Each burst is what is already queued: its votes are verified together.
+    while let Some(burst) = next_burst(&mut inbound, MAX_VOTE_BATCH).await {
         let mut gossip = Vec::new();
         let mut senders = Vec::new();
         for event in burst {
@@ -929,18 +922,24 @@ async fn gossip_transactions(mut queue: mpsc::Receiver<Vec<u8>>, network: Networ
     }
 }
 
+/// Waits for the next inbound message and takes, with it, whatever is already queued behind
+/// it, up to `max` in all; `None` once the channel is closed.
+async fn next_burst(inbound: &mut mpsc::Receiver<Inbound>, max: usize) -> Option<Vec<Inbound>> {
+    let mut burst = vec![inbound.recv().await?];
+    while burst.len() < max {
+        match inbound.try_recv() {
+            Ok(event) => burst.push(event),
+            Err(_) => break,
+        }
+    }
+    Some(burst)
+}
+
 /// Takes transaction gossip off the transaction path into the mempool, one blocking job at a
 /// time, apart from consensus traffic: when it falls behind, the transport drops transaction
 /// batches (counted in `quasar_p2p_inbound_dropped_total`) and consensus is not slowed.
 async fn transaction_loop(mut inbound: mpsc::Receiver<Inbound>, shared: Arc<Shared>) {
-    while let Some(first) = inbound.recv().await {
-        let mut burst = vec![first];
-        while burst.len() < TX_INGEST_BURST {
-            match inbound.try_recv() {
-                Ok(event) => burst.push(event),
-                Err(_) => break,
-            }
-        }
+    while let Some(burst) = next_burst(&mut inbound, TX_INGEST_BURST).await {
         let shared = shared.clone();
         let job = tokio::task::spawn_blocking(move || {
             for event in burst {
