@@ -33,8 +33,9 @@
 //!
 //! # Not built yet
 //!
-//! The state root in block headers and the node's use of this module, pruning of old versions,
-//! the validator registry, and restoring state from a snapshot (a late joiner replays blocks).
+//! The state root in block headers and the node's use of this module (which will prune with
+//! the epochs, [`State::prune`]), pruning of superseded values, the validator registry, and
+//! restoring state from a snapshot (a late joiner replays blocks).
 
 use std::collections::BTreeMap;
 
@@ -127,6 +128,9 @@ pub struct Executed {
     root: Hash,
     changed: BTreeMap<Address, Account>,
     nodes: NodeBatch,
+    /// Nodes of earlier versions this block replaces: (version from which they are unused,
+    /// node key).
+    stale: Vec<(u64, NodeKey)>,
 }
 
 impl Executed {
@@ -373,10 +377,34 @@ impl State {
         for ((_, key_hash), value) in executed.nodes.values() {
             batch.values.push((key_hash.0, value.clone()));
         }
+        for (since, key) in &executed.stale {
+            batch.stale.push((
+                *since,
+                borsh::to_vec(key).map_err(|e| tree_error(e.into()))?,
+            ));
+        }
         self.store.commit(executed.height, &executed.root, &batch)?;
         self.version = executed.height;
         self.root = executed.root;
         Ok(())
+    }
+
+    /// Deletes the tree nodes that no version from `keep` on uses, and the roots below `keep`
+    /// ([`quasar_storage::StateStore::prune`]): versions from `keep` on stay readable and
+    /// provable. Returns how many nodes it deleted.
+    ///
+    /// Errors: [`StateError::Store`].
+    pub fn prune(&self, keep: u64) -> Result<usize, StateError> {
+        /// Nodes deleted per atomic batch.
+        const STEP: usize = 4096;
+        let mut total = 0;
+        loop {
+            let removed = self.store.prune(keep, STEP)?;
+            total += removed;
+            if removed < STEP {
+                return Ok(total);
+            }
+        }
     }
 
     fn check_order(&self, pending: &[&Executed], height: u64) -> Result<(), StateError> {
@@ -487,6 +515,11 @@ fn write_version(
         root,
         changed,
         nodes: update.node_batch,
+        stale: update
+            .stale_node_index_batch
+            .into_iter()
+            .map(|index| (index.stale_since_version, index.node_key))
+            .collect(),
     })
 }
 

@@ -315,3 +315,48 @@ fn the_fuzz_entry_point_survives_mutated_accounts_and_proofs() {
     }
     fuzz_mutations(&seeds, 400, quasar_app::fuzzing::state_decode);
 }
+
+/// Blocks 2 and 3 on top of [`after_block_one`]: account 1 stakes, then account 2 pays
+/// account 3 with its first transaction.
+fn commit_blocks_two_and_three(state: &mut State, cache: &VerificationCache) {
+    let [_, two] = two_blocks();
+    let three = bytes(&[tx(2, 0, true, pay(3, 5))]);
+    for (height, block) in [(2, two), (3, three)] {
+        let executed = state
+            .execute(&[], height, &refs(&block), cache)
+            .expect("block");
+        state.commit(executed).expect("commit");
+    }
+}
+
+#[test]
+fn pruning_keeps_every_version_from_the_kept_one_and_drops_the_older_ones() {
+    let (store, mut state, cache) = after_block_one();
+    commit_blocks_two_and_three(&mut state, &cache);
+    let tree = store.state().expect("tree");
+    let (_, bytes_before) = tree.size().expect("size");
+    let removed = state.prune(3).expect("prune");
+    assert!(
+        removed > 0,
+        "blocks 1–3 replaced nodes of the versions before them"
+    );
+    let (_, bytes_after) = tree.size().expect("size");
+    assert!(bytes_after < bytes_before, "{bytes_after} < {bytes_before}");
+    assert_eq!(state.root_at(2).expect("root"), None);
+    assert_eq!(state.root_at(3).expect("root"), Some(state.root()));
+    assert_eq!(state.prune(3).expect("again"), 0, "nothing left to prune");
+    // The kept version is whole: every account reads and proves against its root.
+    for i in [1, 2, 3, 9] {
+        let (account, proof) = state.account_with_proof(&addr(i)).expect("proof");
+        proof
+            .verify(&state.root(), &addr(i), account.as_ref())
+            .expect("verifies after pruning");
+    }
+    // The next block executes on the pruned tree to the same root as on an unpruned twin.
+    let four = bytes(&[tx(1, 2, false, pay(2, 1))]);
+    let pruned = state.execute(&[], 4, &refs(&four), &cache).expect("4");
+    let (_twin_store, mut twin, twin_cache) = after_block_one();
+    commit_blocks_two_and_three(&mut twin, &twin_cache);
+    let whole = twin.execute(&[], 4, &refs(&four), &twin_cache).expect("4");
+    assert_eq!(pruned.root(), whole.root());
+}

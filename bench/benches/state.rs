@@ -12,7 +12,8 @@
 //! measures `execute` (the next block, not committed), `prove` and `verify_proof`. Then
 //! `ROUNDS` blocks are executed and committed in turn, interleaved with a batch of ML-DSA-65
 //! verifications measured in the same rounds, and the table gives medians per transaction and
-//! each one's ratio to a verification. Last, the database's bytes on disk after those blocks.
+//! each one's ratio to a verification. Last, the state's size after those blocks: sled's files,
+//! the live entries, and the live entries once pruned to the latest version.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -111,6 +112,7 @@ fn main() {
     let mut state = State::open(store.state().expect("tree"), CHAIN, genesis).expect("open");
     store.flush().expect("flush");
     let genesis_bytes = disk_bytes(dir.path());
+    let (_, genesis_live) = store.state().expect("tree").size().expect("size");
     let first = state.execute(&[], 1, &refs(0), &cache).expect("block 1");
     state.commit(first).expect("commit 1");
     let probe = recipient(3);
@@ -193,10 +195,20 @@ fn main() {
     store.flush().expect("flush");
     let after = disk_bytes(dir.path());
     let transfers = (ROUNDS * BATCH) as u64;
+    let tree = store.state().expect("tree");
+    let (entries, live) = tree.size().expect("size");
+    let start = Instant::now();
+    let pruned = state.prune(state.version()).expect("prune");
+    let prune_ms = start.elapsed().as_secs_f64() * 1e3;
+    let (entries_kept, live_kept) = tree.size().expect("size");
+    store.flush().expect("flush");
     println!(
-        "\non disk: {genesis_bytes} bytes at genesis ({} accounts), {after} after {transfers} \
-         transfers: {} bytes per transfer (no version is pruned yet)",
+        "\nafter {transfers} transfers ({} accounts): sled files {genesis_bytes} -> {after} \
+         bytes ({} per transfer); live state {entries} entries, {live} bytes; pruned to the \
+         latest version ({pruned} nodes in {prune_ms:.0} ms): {entries_kept} entries, \
+         {live_kept} bytes ({} per transfer over genesis)",
         ACCOUNTS as usize + BATCH,
-        after.saturating_sub(genesis_bytes) / transfers
+        after.saturating_sub(genesis_bytes) / transfers,
+        live_kept.saturating_sub(genesis_live) / transfers,
     );
 }

@@ -782,8 +782,8 @@ async fn peers_by_host_name_connect_and_still_need_the_pinned_certificate() {
 
 /// Transaction traffic never holds back consensus: with the receiver's transaction channel
 /// full and never read, a flood of transaction batches is dropped (counted at both ends) while
-/// consensus messages sent after the flood still arrive, and what fit in the transaction
-/// channel arrived on it, not on the consensus channel.
+/// consensus messages sent after the flood still arrive, and the batches that fit in the
+/// transaction channel arrived on it, not on the consensus channel.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_transactions_never_holds_back_consensus_messages() {
     let ids: Vec<TlsIdentity> = (0..2).map(identity).collect();
@@ -822,12 +822,16 @@ async fn a_flood_of_transactions_never_holds_back_consensus_messages() {
         a.metrics.outbound_dropped() > 0,
         "the sender's queue overflowed too"
     );
+    // The channel is full (the reader keeps refilling it as this drains it).
     let mut arrived = 0;
     while let Ok(Inbound::Gossip { from: 0, message }) = b.transactions.try_recv() {
         assert_eq!(message, *batch);
         arrived += 1;
     }
-    assert_eq!(arrived, 4, "the transaction channel holds its capacity");
+    assert!(
+        arrived >= 4,
+        "{arrived} batches on the transaction channel, capacity 4"
+    );
     a.net.shutdown().await;
     b.net.shutdown().await;
 }

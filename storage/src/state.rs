@@ -10,12 +10,19 @@
 //! | `n` ‖ node key (the tree's own encoding) | the node's bytes |
 //! | `v` ‖ key hash (32 B) ‖ version (u64 BE) | the value written at that version; empty = deleted |
 //! | `r` ‖ version (u64 BE) | the root hash of that version (32 B) |
+//! | `s` ‖ version (u64 BE) ‖ node key | empty: the node is not used by that version or later |
 //! | `l` | the latest committed version (u64 BE) |
 //!
 //! [`StateStore::commit`] writes one version's nodes, values, root and the latest-version
 //! pointer in one sled batch, so a crash leaves the state at the previous version or at the new
 //! one, never between (sled recovers a prefix of its batches). A version lost to a crash is
 //! executed again from its block: a version's bytes depend only on the blocks.
+//!
+//! **Pruning.** Each version records the nodes it made stale (replaced or removed: no version
+//! from it on uses them). [`StateStore::prune`] deletes the nodes made stale at or before a
+//! version `keep`, and the roots below it: every version from `keep` on stays whole and
+//! provable, older ones are gone. Values (the `v` entries, 26 bytes per changed account) are
+//! not pruned yet.
 
 use quasar_crypto::hash::Hash;
 
@@ -24,6 +31,7 @@ use crate::store::StoreError;
 const NODE: u8 = b'n';
 const VALUE: u8 = b'v';
 const ROOT: u8 = b'r';
+const STALE: u8 = b's';
 const LATEST: &[u8] = b"l";
 
 /// The authenticated state's bytes in the node's sled database ([`crate::SledStore::state`]).
@@ -40,6 +48,8 @@ pub struct StateBatch {
     /// Values written at this version: (key hash, value); `None` deletes the key. A value must
     /// not be empty (the store uses the empty value for a deletion).
     pub values: Vec<(Hash, Option<Vec<u8>>)>,
+    /// Nodes this version makes stale: (the version from which no tree uses it, node key).
+    pub stale: Vec<(u64, Vec<u8>)>,
 }
 
 fn prefixed(prefix: u8, parts: &[&[u8]]) -> Vec<u8> {
@@ -147,9 +157,57 @@ impl StateStore {
             };
             write.insert(value_key(key_hash, version), value);
         }
+        for (since, key) in &batch.stale {
+            write.insert(prefixed(STALE, &[&since.to_be_bytes(), key]), &[]);
+        }
         write.insert(prefixed(ROOT, &[&version.to_be_bytes()]), root.as_slice());
         write.insert(LATEST, &version.to_be_bytes());
         self.tree.apply_batch(write)?;
         Ok(())
+    }
+
+    /// Deletes at most `limit` nodes made stale at or before version `keep`, with their stale
+    /// marks, and the roots of the versions below `keep`, so that every version from `keep` on
+    /// stays readable and older ones are not. Returns how many nodes it deleted; call again
+    /// while it returns `limit` (each call is one atomic batch).
+    ///
+    /// Errors: [`StoreError::Backend`]; [`StoreError::Corrupt`] for a malformed stale mark.
+    pub fn prune(&self, keep: u64, limit: usize) -> Result<usize, StoreError> {
+        let mut write = sled::Batch::default();
+        let mut removed = 0;
+        let end = prefixed(STALE, &[&keep.saturating_add(1).to_be_bytes()]);
+        let marks = self.tree.range(prefixed(STALE, &[])..end);
+        for mark in marks.take(limit) {
+            let (mark, _) = mark?;
+            let node_key = mark.get(9..).ok_or_else(|| {
+                StoreError::Corrupt("state: a stale mark shorter than its version".into())
+            })?;
+            write.remove(prefixed(NODE, &[node_key]));
+            write.remove(mark);
+            removed += 1;
+        }
+        for root in self
+            .tree
+            .range(prefixed(ROOT, &[])..prefixed(ROOT, &[&keep.to_be_bytes()]))
+        {
+            let (root, _) = root?;
+            write.remove(root);
+        }
+        self.tree.apply_batch(write)?;
+        Ok(removed)
+    }
+
+    /// The number of entries and their bytes (keys and values) in the state's tree: the live
+    /// size of the state, as opposed to sled's files, which reclaim space lazily.
+    ///
+    /// Errors: [`StoreError::Backend`].
+    pub fn size(&self) -> Result<(u64, u64), StoreError> {
+        let (mut entries, mut bytes) = (0u64, 0u64);
+        for entry in self.tree.iter() {
+            let (key, value) = entry?;
+            entries += 1;
+            bytes += (key.len() + value.len()) as u64;
+        }
+        Ok((entries, bytes))
     }
 }

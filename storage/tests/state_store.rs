@@ -4,6 +4,7 @@ use quasar_storage::{SledStore, StateBatch, Store, StoreError};
 
 fn batch(nodes: &[(&[u8], &[u8])], values: &[([u8; 32], Option<&[u8]>)]) -> StateBatch {
     StateBatch {
+        stale: Vec::new(),
         nodes: nodes
             .iter()
             .map(|(k, v)| (k.to_vec(), v.to_vec()))
@@ -94,4 +95,35 @@ fn the_state_survives_a_reopen() {
         state.value(&[5; 32], 0).unwrap().as_deref(),
         Some(&b"x"[..])
     );
+}
+
+#[test]
+fn pruning_removes_nodes_stale_at_or_before_the_kept_version_and_older_roots() {
+    let store = SledStore::temporary().unwrap();
+    let state = store.state().unwrap();
+    state
+        .commit(0, &[10; 32], &batch(&[(b"n0", b"root 0")], &[]))
+        .unwrap();
+    // Version 1 replaces n0 (no version from 1 on uses it), version 2 replaces n1.
+    let mut one = batch(&[(b"n1", b"root 1")], &[]);
+    one.stale.push((1, b"n0".to_vec()));
+    state.commit(1, &[11; 32], &one).unwrap();
+    let mut two = batch(&[(b"n2", b"root 2")], &[]);
+    two.stale.push((2, b"n1".to_vec()));
+    state.commit(2, &[12; 32], &two).unwrap();
+    let (entries, _) = state.size().unwrap();
+    // Keeping version 0 removes nothing.
+    assert_eq!(state.prune(0, 100).unwrap(), 0);
+    // Keeping version 1: n0 goes, with its mark and root 0; n1 is still version 1's.
+    assert_eq!(state.prune(1, 100).unwrap(), 1);
+    assert_eq!(state.node(b"n0").unwrap(), None);
+    assert!(state.node(b"n1").unwrap().is_some());
+    assert_eq!(state.root(0).unwrap(), None);
+    assert_eq!(state.root(1).unwrap(), Some([11; 32]));
+    assert_eq!(state.size().unwrap().0, entries - 3, "node, mark and root");
+    // A limit of one per call; keeping version 2 takes n1.
+    assert_eq!(state.prune(2, 1).unwrap(), 1);
+    assert_eq!(state.prune(2, 1).unwrap(), 0);
+    assert_eq!(state.node(b"n1").unwrap(), None);
+    assert_eq!(state.latest().unwrap(), Some((2, [12; 32])));
 }
