@@ -81,7 +81,7 @@ use serde::{Deserialize, Serialize};
 use tokio::task::JoinSet;
 use tokio::time::{sleep, Instant};
 
-use crate::config::{NodeConfig, PeerConfig, RemoteSignerConfig, SignerMode};
+use crate::config::{ApiConfig, NodeConfig, PeerConfig, RemoteSignerConfig, SignerMode};
 use crate::rollup::{self, RollupCommandError, PROVING_KEY_FILE, VERIFYING_KEY_FILE};
 use quasar_chainspec::{ConfigError, GenesisFile};
 pub use quasar_client::{
@@ -229,6 +229,16 @@ const TX_POLL: Duration = Duration::from_millis(200);
 const SUBMIT_TICK: Duration = Duration::from_millis(10);
 /// Timeout of one HTTP request to a node.
 const HTTP_TIMEOUT: Duration = Duration::from_secs(5);
+/// The testnet's nodes' API limits: the load generator is one client IP address, and the
+/// per-address admission limit that protects a public API (50 `POST /tx` a second by default)
+/// would cap the load it offers, so here it is far above any rate the client can send.
+fn testnet_api() -> ApiConfig {
+    ApiConfig {
+        tx_per_second: 1_000_000,
+        tx_burst: 1_000_000,
+        ..ApiConfig::default()
+    }
+}
 /// Most HTTP requests in flight at once while submitting or checking transactions.
 const MAX_IN_FLIGHT: usize = 32;
 /// The signing daemon's binary name, looked up next to the node's.
@@ -417,6 +427,13 @@ impl TestnetOptions {
         check_shape(self.validators, self.block_time_ms)?;
         if self.blocks == 0 {
             return Err(TestnetError::Options("blocks must be at least 1".into()));
+        }
+        if self.validators < 2 && self.profile.legs().contains(&LegKind::Pulsar) {
+            return Err(TestnetError::Options(format!(
+                "profile {}'s Pulsar leg is a threshold signature of at least 2 validators: \
+                 run --validators 2 or more, or --profile fast for a single validator",
+                self.profile.name()
+            )));
         }
         if self.rollup_setup.is_some() && !(1..=self.validators).contains(&self.rollup_provers) {
             return Err(TestnetError::Options(format!(
@@ -745,7 +762,7 @@ impl Testnet {
                 p2p_listen: me.p2p,
                 api_listen: me.api,
                 metrics_listen: None,
-                api: Default::default(),
+                api: testnet_api(),
                 block_time_ms,
                 view_timeout_ms: None,
                 mempool_max_txs: MEMPOOL_MAX_TXS,

@@ -317,6 +317,14 @@ async fn run_rejects_options_that_describe_no_network() {
             other => panic!("{validator_sets:?}: expected an options error, got {other:?}"),
         }
     }
+    // One validator cannot make the default profile's threshold (Pulsar) leg.
+    let mut opts = TestnetOptions::new(binary());
+    opts.dir = Some(dir.path().to_path_buf());
+    opts.validators = 1;
+    match testnet::run(opts).await {
+        Err(TestnetError::Options(why)) => assert!(why.contains("--profile fast"), "{why}"),
+        other => panic!("expected an options error, got {other:?}"),
+    }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 
