@@ -34,7 +34,7 @@
 //!
 //! 1. Create the network, start every validator, wait until each answers `GET /status` (30 s).
 //! 2. Submit transactions at `tx_rate` per second, round-robin over the validators (`POST /tx`),
-//!    until the first validator reaches height `blocks`, at most 32 requests at a time
+//!    until the first validator reaches height `blocks`, at most 128 requests at a time
 //!    (`MAX_IN_FLIGHT`). The report counts separately what the rate offered (`txs_offered`), what was
 //!    sent (`txs_sent`: fewer when the in-flight limit held the client back), what a node
 //!    accepted (`200`), rejected (another answer) or never answered (`txs_failed`).
@@ -240,7 +240,7 @@ fn testnet_api() -> ApiConfig {
     }
 }
 /// Most HTTP requests in flight at once while submitting or checking transactions.
-const MAX_IN_FLIGHT: usize = 32;
+const MAX_IN_FLIGHT: usize = 128;
 /// The signing daemon's binary name, looked up next to the node's.
 const THRESHOLDD_BINARY: &str = "thresholdd";
 /// A validator's thresholdd keystore directory, inside its node directory.
