@@ -220,8 +220,8 @@ enum Command {
         /// Minimum time between blocks, milliseconds.
         #[arg(long, default_value_t = 500)]
         block_time_ms: u64,
-        /// Client transactions per second.
-        #[arg(long, default_value_t = 100.0)]
+        /// Client transactions per second (0 sends none).
+        #[arg(long, default_value_t = 100.0, allow_negative_numbers = true)]
         tx_rate: f64,
         /// Cert profile of the genesis: quasar, aurora, polaris, fast or hybrid-<deadline>
         /// (e.g. hybrid-1s). The default, aurora, reaches Quasar finality with no setup; quasar
