@@ -432,14 +432,15 @@ impl State {
     }
 }
 
-/// One block's execution in progress: the accounts its transactions touched, as they were
-/// before the block and as they are now.
+/// One block's execution in progress: the accounts its transactions touched, as they are now,
+/// and their leaves as they were before the block (what the tree held; a leaf is 26 bytes, so
+/// remembering it copies no public key).
 struct WorkingSet<'a> {
     store: &'a StateStore,
     pending: &'a [&'a Executed],
     version: u64,
     ledger: Ledger,
-    before: BTreeMap<Address, Option<Account>>,
+    before: BTreeMap<Address, Option<AccountLeaf>>,
 }
 
 impl WorkingSet<'_> {
@@ -449,24 +450,26 @@ impl WorkingSet<'_> {
         for address in Ledger::touches(tx) {
             if !self.before.contains_key(&address) {
                 let account = read_account(self.store, self.pending, self.version, &address)?;
-                self.ledger.load(address, account.clone());
-                self.before.insert(address, account);
+                self.before
+                    .insert(address, account.as_ref().map(AccountLeaf::from));
+                self.ledger.load(address, account);
             }
         }
         Ok(())
     }
 
-    /// The executed block `height`: only accounts that differ from what they were before the
-    /// block go into the tree.
+    /// The executed block `height`: only accounts whose leaf differs from what it was before
+    /// the block go into the tree (a key enters state only with a leaf that now says so).
     fn finish(self, height: u64) -> Result<Executed, StateError> {
         let mut changed = BTreeMap::new();
         let mut new_keys = Vec::new();
         for (address, account) in self.ledger.accounts() {
-            let before = self.before.get(address).and_then(Option::as_ref);
-            if before == Some(account) {
+            let before = self.before.get(address).copied().flatten();
+            let leaf = AccountLeaf::from(account);
+            if before == Some(leaf) {
                 continue;
             }
-            if account.public_key.is_some() && before.is_none_or(|b| b.public_key.is_none()) {
+            if leaf.has_key && !before.is_some_and(|b| b.has_key) {
                 new_keys.push(*address);
             }
             changed.insert(*address, account.clone());

@@ -367,28 +367,31 @@ impl Shared {
         self.validators
     }
 
-    /// Admits a client transaction: rejects ones already finalized, adds it to the mempool and
-    /// hands it to the gossip batcher ([`gossip_transactions`]) so that every validator, and so
-    /// any leader, gets it. A full batcher queue drops the gossip, not the transaction (counted
-    /// in `quasar_consensus_tx_gossip_dropped_total`).
+    /// Admits a client transaction ([`Shared::admit`]) and hands it to the gossip batcher
+    /// ([`gossip_transactions`]) so that every validator, and so any leader, gets it. A full
+    /// batcher queue drops the gossip, not the transaction (counted in
+    /// `quasar_consensus_tx_gossip_dropped_total`).
     pub fn submit_tx(&self, tx: Vec<u8>) -> Result<Hash, crate::mempool::MempoolError> {
-        let hash = tx_hash(&tx);
-        if let Ok(Some(height)) = self.store.tx_height(&hash) {
-            return Err(crate::mempool::MempoolError::Finalized { height });
-        }
         let gossip = tx.clone();
-        let hash = {
-            let mut pool = self
-                .mempool
-                .lock()
-                .map_err(|_| crate::mempool::MempoolError::Full)?;
-            let hash = pool.add(tx)?;
-            self.metrics.mempool_size.set(pool.len() as i64);
-            hash
-        };
+        let hash = self.admit(tx)?;
         if self.gossip.try_send(gossip).is_err() {
             self.metrics.tx_gossip_dropped.inc();
         }
+        Ok(hash)
+    }
+
+    /// Adds a transaction to the mempool unless it is finalized already: the one admission
+    /// rule of client submissions and of transactions gossiped by peers.
+    fn admit(&self, tx: Vec<u8>) -> Result<Hash, crate::mempool::MempoolError> {
+        if let Ok(Some(height)) = self.store.tx_height(&tx_hash(&tx)) {
+            return Err(crate::mempool::MempoolError::Finalized { height });
+        }
+        let mut pool = self
+            .mempool
+            .lock()
+            .map_err(|_| crate::mempool::MempoolError::Full)?;
+        let hash = pool.add(tx)?;
+        self.metrics.mempool_size.set(pool.len() as i64);
         Ok(hash)
     }
 }
@@ -962,14 +965,8 @@ fn ingest_transactions(shared: &Shared, message: &[u8]) {
         return;
     };
     for tx in batch.txs() {
-        let hash = tx_hash(tx);
-        if matches!(shared.store.tx_height(&hash), Ok(Some(_))) {
-            continue;
-        }
-        if let Ok(mut pool) = shared.mempool.lock() {
-            let _ = pool.add(tx.to_vec());
-            shared.metrics.mempool_size.set(pool.len() as i64);
-        }
+        // A duplicate, finalized or over-the-limit transaction is simply not added.
+        let _ = shared.admit(tx.to_vec());
     }
 }
 

@@ -1812,8 +1812,6 @@ async fn submit_until_height(
     let n = net.validators();
     let mut subs = Submissions::default();
     let mut tasks: JoinSet<Result<Submitted, TestnetError>> = JoinSet::new();
-    let mut sent: u64 = 0;
-    let mut due: u64;
     let start = Instant::now();
     let mut next_poll = start;
     let mut tick = tokio::time::interval(SUBMIT_TICK);
@@ -1821,13 +1819,14 @@ async fn submit_until_height(
     loop {
         tick.tick().await;
         // Pace by elapsed time, so slow answers delay transactions but do not lower the rate.
-        due = (start.elapsed().as_secs_f64() * opts.tx_rate) as u64;
-        while sent < due && tasks.len() < MAX_IN_FLIGHT {
+        subs.offered = (start.elapsed().as_secs_f64() * opts.tx_rate) as u64;
+        while subs.sent < subs.offered && tasks.len() < MAX_IN_FLIGHT {
+            let sent = subs.sent;
             let node = (sent % n as u64) as usize;
             let tx = format!("testnet-tx-{sent}-{}", rand::random::<u64>()).into_bytes();
             let client = net.client(node)?;
             tasks.spawn(async move { Ok(client.submit_tx(tx).await?) });
-            sent = sent.saturating_add(1);
+            subs.sent = sent.saturating_add(1);
         }
         while let Some(joined) = tasks.try_join_next() {
             if let Ok(outcome) = joined {
@@ -1860,7 +1859,6 @@ async fn submit_until_height(
             subs.record(outcome);
         }
     }
-    (subs.offered, subs.sent) = (due, sent);
     Ok(subs)
 }
 
