@@ -13,9 +13,11 @@
 //!   executing a block on top of its not-yet-final ancestors in memory, committing it when
 //!   final, proposing a block's transactions, and account proofs against a state root.
 //!
-//! Not built yet: the state root in block headers and the `Application` boundary the node
-//! calls (the node still finalizes transactions as opaque bytes), the validator registry
-//! (register, leave, evidence) and validator-set changes derived from staking state.
+//! The node runs it behind the consensus `Application` boundary (`quasar_node::application`),
+//! with the state root in every block header (docs/architecture.md §11).
+//!
+//! Not built yet: the validator registry (register, leave, evidence) and validator-set changes
+//! derived from staking state.
 //!
 //! `fuzzing` (feature `fuzzing`, off in a production build) holds the `app/fuzz` targets' entry
 //! points.

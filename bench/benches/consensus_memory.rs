@@ -120,6 +120,7 @@ impl Chain {
             proposer: self.core.leader_of(view),
             timestamp_us: tip.timestamp_us + 1_000,
             payload_root: payload_root(txs.iter().map(Vec::as_slice)),
+            state_root: [0; 32],
         };
         let hash = header.hash();
         let proposal = Proposal {

@@ -131,7 +131,26 @@ pub struct GenesisFile {
     /// threshold ones). See [`GenesisFile::check`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub validator_changes: Vec<ValidatorChange>,
+    /// The application's genesis allocation: account balances at height 0 (docs/architecture.md
+    /// §11). Absent or empty (left out when written, so the genesis keeps its hash) means no
+    /// accounts. Bound into the genesis hash when present.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accounts: Vec<GenesisAccount>,
 }
+
+/// An account of the genesis allocation (unknown fields are refused).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct GenesisAccount {
+    /// The account's address, hex (32 bytes): the hash of its ML-DSA-65 public key
+    /// (`quasar_app::address_of`).
+    pub address: String,
+    /// Its balance, in the chain's smallest unit.
+    pub balance: u64,
+}
+
+/// Most accounts a genesis allocates.
+pub const MAX_GENESIS_ACCOUNTS: usize = 1_000_000;
 
 /// A validator-set change scheduled in `genesis.json` (unknown fields are refused).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -475,6 +494,8 @@ pub struct Genesis {
     pub changes: Vec<CheckedSet>,
     /// Every epoch's validator set and domain, built once by the check.
     epoch_sets: EpochSets,
+    /// The genesis allocation (`accounts`): address and balance, in file order.
+    pub accounts: Vec<([u8; 32], u64)>,
     /// Every distinct validator's first appearance, in order ([`Genesis::roster`]).
     roster: Vec<RosterPosition>,
 }
@@ -988,6 +1009,7 @@ impl GenesisFile {
                 .first()
                 .map_or_else(ParameterSet::default, |k| k.slhdsa_parameter_set),
             validator_changes: Vec::new(),
+            accounts: Vec::new(),
         }
     }
 
@@ -999,9 +1021,10 @@ impl GenesisFile {
     /// public key, ML-DSA-65 public key, SLH-DSA public key, TLS certificate, stake, then per
     /// validator change (only when there are any): its epoch (8 bytes LE), its number of
     /// validators (8 bytes LE), per validator the same five parts, then its Corona key, Pulsar
-    /// key, Pulsar committee and rollup key, each empty when absent])`. Leaving the default
-    /// set and an empty `validator_changes` out keeps the hash of every genesis what it was
-    /// before either existed, and the encoding stays injective: `tagged_hash` length-prefixes
+    /// key, Pulsar committee and rollup key, each empty when absent, then, only when `accounts`
+    /// is not empty, the 16 bytes `genesis-accounts` and per account its address (32 bytes) and
+    /// balance (8 bytes LE)])`. Leaving the default set, an empty `validator_changes` and empty
+    /// `accounts` out keeps the hash of every genesis what it was before they existed, and the encoding stays injective: `tagged_hash` length-prefixes
     /// every part, the set name (18 bytes) and every validator's first part (a 48-byte BLS key)
     /// differ in length from each other and from a change's 8-byte epoch, so the header, the
     /// genesis validators and each change (which says how many validators follow, and ends with
@@ -1125,6 +1148,14 @@ impl GenesisFile {
                 )
                 .collect();
         let roster = check_identities(&sets)?;
+        let accounts = self.allocation()?;
+        if !accounts.is_empty() {
+            parts.push(b"genesis-accounts".to_vec());
+            for (address, balance) in &accounts {
+                parts.push(address.to_vec());
+                parts.push(balance.to_le_bytes().to_vec());
+            }
+        }
         let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
         let hash = tagged_hash("QUASAR-GENESIS-v1", &refs);
         let keys = genesis_keys.parse("genesis ", &self.validators, &genesis_set)?;
@@ -1149,7 +1180,42 @@ impl GenesisFile {
             changes,
             epoch_sets,
             roster,
+            accounts,
         })
+    }
+
+    /// The `accounts` allocation, decoded.
+    ///
+    /// Errors: [`ConfigError::Genesis`] naming the account for an address that is not 64 hex
+    /// digits or is listed twice; more than [`MAX_GENESIS_ACCOUNTS`] accounts.
+    fn allocation(&self) -> Result<Vec<([u8; 32], u64)>, ConfigError> {
+        if self.accounts.len() > MAX_GENESIS_ACCOUNTS {
+            return Err(ConfigError::Genesis(format!(
+                "genesis accounts: {} accounts, at most {MAX_GENESIS_ACCOUNTS}",
+                self.accounts.len()
+            )));
+        }
+        let mut seen = std::collections::HashSet::with_capacity(self.accounts.len());
+        let mut out = Vec::with_capacity(self.accounts.len());
+        for (i, account) in self.accounts.iter().enumerate() {
+            let address: [u8; 32] = hex::decode(&account.address)
+                .ok()
+                .and_then(|b| b.try_into().ok())
+                .ok_or_else(|| {
+                    ConfigError::Genesis(format!(
+                        "genesis accounts[{i}]: address {:?} is not 32 bytes of hex",
+                        account.address
+                    ))
+                })?;
+            if !seen.insert(address) {
+                return Err(ConfigError::Genesis(format!(
+                    "genesis accounts[{i}]: address {} is listed twice",
+                    account.address
+                )));
+            }
+            out.push((address, account.balance));
+        }
+        Ok(out)
     }
 
     /// Reads `genesis.json`.

@@ -76,6 +76,16 @@ pub enum Input {
     /// An epoch transition that sync served in place of blocks its peers pruned (see the
     /// node's block sync, `quasar_node::sync`).
     Checkpoint(Box<Checkpoint>),
+    /// The application's answer to [`Action::Verify`]: whether executing `block` gives the
+    /// state root its header claims (and every transaction in it applies).
+    Verified {
+        /// The view of the block.
+        view: u64,
+        /// The block.
+        block: Hash,
+        /// Whether it may be notarized.
+        valid: bool,
+    },
     /// A timer set by [`Action::SetTimer`] fired.
     Timer {
         /// The view it was set for.
@@ -184,6 +194,16 @@ pub enum Action {
     /// (the node's `VoteSigner::sign_block`), broadcast it, and feed it back as
     /// [`Input::Proposal`].
     Propose(ProposalSlot),
+    /// Execute `block` (a proposal this core holds, [`Core::block`], whose ancestors down to the
+    /// finalized tip it holds too) and answer with [`Input::Verified`]. The core notarizes a
+    /// proposal only once its execution was found valid: the application boundary of
+    /// docs/architecture.md §11.
+    Verify {
+        /// The view of the block.
+        view: u64,
+        /// The block.
+        block: Hash,
+    },
     /// Fire [`Input::Timer`] at `at_us` (earlier timers of the same view and kind may be replaced).
     SetTimer {
         /// The view.
@@ -244,10 +264,22 @@ impl Block {
     }
 }
 
+/// Where the execution of a view's (first) proposal stands ([`Action::Verify`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Execution {
+    #[default]
+    NotAsked,
+    Asked,
+    Valid,
+    Invalid,
+}
+
 #[derive(Debug, Default)]
 struct ViewState {
     /// Distinct proposals from the leader, in arrival order (more than one is equivocation).
     proposals: Vec<Hash>,
+    /// The execution of the first proposal.
+    execution: Execution,
     notarize: HashMap<u32, VerifiedVote>,
     finalize: HashMap<u32, VerifiedVote>,
     nullify: HashMap<u32, VerifiedVote>,
@@ -445,6 +477,11 @@ impl Core {
         )
     }
 
+    /// A block this core holds (proposed above the finalized tip and not yet finalized).
+    pub fn block(&self, hash: &Hash) -> Option<&Proposal> {
+        self.blocks.get(hash).map(|b| &b.proposal)
+    }
+
     /// The finalized tip.
     pub fn tip(&self) -> Tip {
         self.tip
@@ -477,7 +514,7 @@ impl Core {
             Input::Vote(v) => Some(v.vote().epoch),
             Input::Certificate(c) => Some(c.certificate().epoch),
             Input::Checkpoint(c) => Some(c.certificate.certificate().epoch),
-            Input::Timer { .. } => None,
+            Input::Timer { .. } | Input::Verified { .. } => None,
         };
         if let Input::Certificate(c) = &input {
             self.saw_certified_epoch(c.certificate().epoch);
@@ -496,6 +533,9 @@ impl Core {
             Input::Certificate(c) => self.on_certificate(c.certificate().clone(), false, &mut out),
             Input::Checkpoint(c) => self.on_checkpoint(*c, &mut out),
             Input::Timer { view, kind } => self.on_timer(view, kind, &mut out),
+            Input::Verified { view, block, valid } => {
+                self.on_verified(view, block, valid, &mut out)
+            }
         }
         if let Some(end) = out
             .iter()
@@ -894,6 +934,17 @@ impl Core {
         if h.timestamp_us > self.now.saturating_add(self.cfg.max_clock_drift_us) {
             return;
         }
+        // Last, the application executes it (its parent is certified and held, so it can).
+        let state = self.state(view);
+        match state.execution {
+            Execution::NotAsked => {
+                state.execution = Execution::Asked;
+                out.push(Action::Verify { view, block: hash });
+                return;
+            }
+            Execution::Asked | Execution::Invalid => return,
+            Execution::Valid => {}
+        }
         self.state(view).voted_notarize = true;
         out.push(Action::Vote {
             kind: VoteKind::Notarize,
@@ -901,6 +952,21 @@ impl Core {
             height: h.height,
             block: hash,
         });
+    }
+
+    fn on_verified(&mut self, view: u64, block: Hash, valid: bool, out: &mut Vec<Action>) {
+        let Some(state) = self.views.get_mut(&view) else {
+            return;
+        };
+        if state.proposals.first() != Some(&block) || state.execution != Execution::Asked {
+            return;
+        }
+        state.execution = if valid {
+            Execution::Valid
+        } else {
+            Execution::Invalid
+        };
+        self.try_notarize(out);
     }
 
     fn on_vote(&mut self, vote: VerifiedVote, out: &mut Vec<Action>) {

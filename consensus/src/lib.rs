@@ -14,7 +14,8 @@
 //!   paced, and then proposes at once. All validators receive every message (n ≤ 128).
 //! - **Wave** — a validator in view `v` that has not timed out checks the proposal (right leader,
 //!   valid signature and payload root, parent certified, views in between nullified, height and
-//!   timestamp consistent) and signs a *notarize* vote. The proposal's own signature is the
+//!   timestamp consistent), has the application execute it and compare the state root its
+//!   header claims ([`Action::Verify`], [`application`]), and only then signs a *notarize* vote. The proposal's own signature is the
 //!   leader's notarize vote. More than 2/3 of the stake on one block is a *notarization*.
 //! - **Focus** — on a notarization for view `v`, a validator that has not nullified `v` signs a
 //!   *finalize* vote and enters `v + 1`. More than 2/3 of the stake of finalize votes is a
@@ -63,6 +64,7 @@
 //! papers' "view (height, round)" is this pair). The leader schedule is stake-weighted pseudo-random rather
 //! than round-robin, so no validator can predict or bias more than its stake share.
 
+pub mod application;
 mod core;
 pub mod epoch;
 pub mod ingress;
@@ -73,6 +75,7 @@ pub use self::core::{
     Action, Checkpoint, Core, CoreConfig, Evidence, EvidenceKind, FinalizedBlock, Input,
     ProposalSlot, TimerKind, Tip,
 };
+pub use application::{AppError, Application, Payload};
 pub use epoch::{ByEpoch, EpochMembers, EpochSchedule, EpochSets, SetChangeError};
 pub use ingress::Received;
 pub use leader::leader;

@@ -317,9 +317,9 @@ async fn submit_tx(State(view): State<AppState>, body: Bytes) -> Response {
             hash: hex::encode(hash),
         })
         .into_response(),
-        Err(e @ (MempoolError::Empty | MempoolError::TooLarge { .. })) => {
-            error(StatusCode::BAD_REQUEST, e.to_string())
-        }
+        Err(
+            e @ (MempoolError::Empty | MempoolError::TooLarge { .. } | MempoolError::Invalid(_)),
+        ) => error(StatusCode::BAD_REQUEST, e.to_string()),
         Err(e @ (MempoolError::Duplicate | MempoolError::Finalized { .. })) => {
             error(StatusCode::CONFLICT, e.to_string())
         }

@@ -27,8 +27,8 @@
 
 use crate::signer::{guard_kind, SignError, VoteSigner};
 use quasar_consensus::{
-    Action, Core, CoreConfig, EpochSets, Evidence, EvidenceKind, FinalizedBlock, Input,
-    ProposalSlot, TimerKind, Tip, Verifier,
+    Action, AppError, Application, Core, CoreConfig, EpochSets, Evidence, EvidenceKind,
+    FinalizedBlock, Input, ProposalSlot, TimerKind, Tip, Verifier,
 };
 use quasar_crypto::hash::Hash;
 use quasar_lanes::bls::signers_from_bitmap;
@@ -75,6 +75,11 @@ pub enum EngineError {
         /// The block it signed (all zeros for nullify).
         block: Hash,
     },
+    /// The application cannot follow the finalized chain: a finalized block does not execute
+    /// to the state root its header claims (this node's state diverged from the network's),
+    /// or the application's storage failed.
+    #[error("application: {0}")]
+    Application(#[from] AppError),
 }
 
 /// A block this node finalized, reported to the [`Host`] once it is durable.
@@ -108,9 +113,13 @@ pub trait Host {
     fn set_timer(&mut self, view: u64, kind: TimerKind, at_us: u64);
     /// Asks peers for the block `block` and the finalized blocks from `from_height`.
     fn fetch(&mut self, block: Hash, from_height: u64);
-    /// The transactions for a block this validator is about to propose in `slot` (none of the
-    /// hashes in `slot.exclude`).
+    /// Candidate transactions for a block this validator is about to propose in `slot` (none
+    /// of the hashes in `slot.exclude`), in the order they should be tried; the application
+    /// keeps those that apply ([`Application::propose`]).
     fn block_txs(&mut self, slot: &ProposalSlot) -> Vec<Vec<u8>>;
+    /// Transactions the application found can never apply (they do not decode or their
+    /// signature does not verify): drop them from the mempool.
+    fn discard(&mut self, _txs: &[Vec<u8>]) {}
     /// A block is final and durable (called in height order).
     fn finalized(&mut self, block: &Published);
     /// Equivocation was detected; `stored` is whether the evidence record was new, or why it
@@ -196,11 +205,12 @@ struct Listening {
 /// it concludes that the chain has certified nothing and signs without a fence.
 pub const LISTEN_GIVE_UP_PERIODS: u64 = 10;
 
-/// A validator's core, signer and store; see the module docs.
-pub struct Engine<S: Store> {
+/// A validator's core, signer, store and application; see the module docs.
+pub struct Engine<S: Store, A: Application> {
     core: Core,
     signer: VoteSigner,
     store: S,
+    app: A,
     /// The core's configuration (the next epoch's core is built from it).
     cfg: CoreConfig,
     /// Every epoch's validators; each epoch's core gets its own.
@@ -278,7 +288,7 @@ fn stored_certificate<S: Store>(store: &S, height: u64) -> Result<Certificate, E
     }
 }
 
-impl<S: Store> Engine<S> {
+impl<S: Store, A: Application> Engine<S, A> {
     /// Rebuilds a validator from its store and signing guard (first start or restart): binds the
     /// store to `genesis`, resumes from the stored finalized tip and restores the kept view
     /// certificates that still verify under `verifier`. The engine runs the epoch that decides
@@ -288,22 +298,29 @@ impl<S: Store> Engine<S> {
     /// signer key's index in it (`None` in epochs where it is not a member: the node follows
     /// the chain without signing). Call [`Engine::start`] next.
     ///
+    /// The application `app` is brought up to the tip first: the finalized blocks above its
+    /// committed height are executed again from the store (a crash between the block store's
+    /// flush and the application's commit leaves it behind, never ahead).
+    ///
     /// Errors: [`EngineError::Storage`] (including [`StoreError::WrongGenesis`]);
     /// [`EngineError::Inconsistent`] for a finalized block or kept certificate that does not
-    /// decode.
+    /// decode, or an application ahead of the finalized blocks; [`EngineError::Application`]
+    /// when a finalized block does not execute to its root.
     pub fn open(
         store: S,
+        mut app: A,
         mut signer: VoteSigner,
         mut cfg: CoreConfig,
         verifier: &Verifier,
         genesis_time_us: u64,
-    ) -> Result<(Engine<S>, Recovery), EngineError> {
+    ) -> Result<(Engine<S, A>, Recovery), EngineError> {
         let genesis = GenesisPoint {
             hash: cfg.genesis,
             time_us: genesis_time_us,
         };
         store.bind_genesis(&genesis.hash)?;
         let (tip, tip_certificate) = stored_tip(&store, genesis)?;
+        replay(&store, &mut app, &tip)?;
         let sets = verifier.sets().clone();
         let key = signer.public_key();
         let signed_by_me = |c: &Certificate| {
@@ -366,6 +383,7 @@ impl<S: Store> Engine<S> {
             core,
             signer,
             store,
+            app,
             cfg,
             sets,
             prune_below,
@@ -622,6 +640,95 @@ impl<S: Store> Engine<S> {
         &self.store
     }
 
+    /// The application.
+    pub fn app(&self) -> &A {
+        &self.app
+    }
+
+    /// Takes the engine apart into its store and application (a simulated restart reopens
+    /// both).
+    pub fn into_parts(self) -> (S, A) {
+        (self.store, self.app)
+    }
+
+    /// Executes `block` and the ancestors whose state the application lacks, oldest first
+    /// (all held by the core, down to a block whose state is at hand). Returns whether the
+    /// block is valid; why not is logged.
+    fn execute_chain(&mut self, block: &Hash) -> bool {
+        let mut chain = Vec::new();
+        let mut cursor = *block;
+        loop {
+            let Some(proposal) = self.core.block(&cursor) else {
+                tracing::warn!(
+                    block = %hex::encode(&cursor[..8]),
+                    "cannot execute: an ancestor is neither held by consensus nor executed"
+                );
+                return false;
+            };
+            let header = &proposal.header;
+            chain.push(cursor);
+            if self
+                .app
+                .has_state(&header.parent, header.height.saturating_sub(1))
+            {
+                break;
+            }
+            cursor = header.parent;
+        }
+        for hash in chain.into_iter().rev() {
+            let Some(proposal) = self.core.block(&hash) else {
+                return false;
+            };
+            if let Err(e) = self.app.verify(&hash, proposal) {
+                match &e {
+                    AppError::Storage(_) => tracing::error!(error = %e, "execution failed"),
+                    _ => tracing::warn!(error = %e, "not notarizing: execution refuses the block"),
+                }
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The payload of a new block in `slot`: candidates from the host, kept by the
+    /// application; `None` (logged) when the parent's state cannot be had.
+    fn build_payload(
+        &mut self,
+        host: &mut impl Host,
+        slot: &ProposalSlot,
+    ) -> Option<quasar_consensus::Payload> {
+        let parent_height = slot.height.saturating_sub(1);
+        if !self.app.has_state(&slot.parent, parent_height) && !self.execute_chain(&slot.parent) {
+            tracing::warn!(
+                view = slot.view,
+                "not proposing: the parent does not execute"
+            );
+            return None;
+        }
+        let candidates = if slot.seal {
+            Vec::new()
+        } else {
+            host.block_txs(slot)
+        };
+        match self.app.propose(&slot.parent, slot.height, &candidates) {
+            Ok(payload) => {
+                if !payload.invalid.is_empty() {
+                    let invalid: Vec<Vec<u8>> = payload
+                        .invalid
+                        .iter()
+                        .filter_map(|&i| candidates.get(i).cloned())
+                        .collect();
+                    host.discard(&invalid);
+                }
+                Some(payload)
+            }
+            Err(e) => {
+                tracing::error!(view = slot.view, error = %e, "not proposing: the application failed");
+                None
+            }
+        }
+    }
+
     /// The proposal this validator signed for `slot`'s view before a restart, whose hash its
     /// guard recorded as `block`: `None` when the store does not hold it (the signature never
     /// left the process: proposals are flushed before they are sent) or when it does not fit
@@ -708,18 +815,19 @@ impl<S: Store> Engine<S> {
                                 None
                             }
                         },
-                        None => {
-                            let txs = if slot.seal {
-                                Vec::new()
-                            } else {
-                                host.block_txs(&slot)
-                            };
-                            Some(self.signer.sign_block(&slot, txs, host.now_us()))
-                        }
+                        None => self.build_payload(host, &slot).map(|payload| {
+                            self.signer.sign_block(
+                                &slot,
+                                payload.txs,
+                                payload.state_root,
+                                host.now_us(),
+                            )
+                        }),
                     };
                     match signed {
                         Some(Ok(proposal)) => {
                             host.signed();
+                            self.app.adopt(proposal.hash());
                             let message = Message::Proposal(proposal.proposal().clone());
                             let bytes = encode("own proposal", &message)?;
                             self.store.put_block(slot.height, proposal.hash(), &bytes)?;
@@ -733,7 +841,19 @@ impl<S: Store> Engine<S> {
                     }
                 }
                 Action::SetTimer { view, kind, at_us } => host.set_timer(view, kind, at_us),
+                Action::Verify { view, block } => {
+                    let valid = self.execute_chain(&block);
+                    let input = Input::Verified { view, block, valid };
+                    queue.extend(self.core.handle(host.now_us(), input));
+                }
                 Action::Finalized(block) => {
+                    let header = &block.proposal.header;
+                    if block.checkpoint {
+                        self.app
+                            .skip(&block.hash, header.height, &header.state_root);
+                    } else {
+                        self.app.finalize(&block.hash, &block.proposal)?;
+                    }
                     finalized.push(self.commit(host.now_us(), *block)?);
                     self.prune_step()?;
                 }
@@ -894,11 +1014,58 @@ impl<S: Store> Engine<S> {
             return Ok(());
         }
         self.store.flush()?;
+        self.app.commit()?;
         for block in finalized.drain(..) {
             host.finalized(&block);
         }
         Ok(())
     }
+}
+
+/// Brings `app` up to the finalized `tip` by executing the stored finalized blocks above its
+/// committed height (see [`Engine::open`]); a block the store no longer holds (pruned, or
+/// skipped by a checkpoint) leaves the application without that state
+/// ([`Application::skip`]).
+fn replay<S: Store, A: Application>(store: &S, app: &mut A, tip: &Tip) -> Result<(), EngineError> {
+    let (committed, _) = app.committed();
+    if committed > tip.height {
+        return Err(EngineError::Inconsistent(format!(
+            "the application state is at height {committed}, above the finalized tip {}: it \
+             belongs to another copy of this chain's data",
+            tip.height
+        )));
+    }
+    for height in committed + 1..=tip.height {
+        let Some(stored) = store.block_by_height(height)? else {
+            let header = match store.block_by_height(tip.height)? {
+                Some(stored) => match decode(&stored.block) {
+                    Ok(MessageRef::Proposal(p)) => p.header(),
+                    _ => {
+                        return Err(EngineError::Inconsistent(format!(
+                            "finalized block at height {} does not decode",
+                            tip.height
+                        )))
+                    }
+                },
+                None => {
+                    return Err(EngineError::Inconsistent(format!(
+                        "finalized tip {} missing from the store",
+                        tip.height
+                    )))
+                }
+            };
+            app.skip(&tip.hash, tip.height, &header.state_root);
+            return Ok(());
+        };
+        let Ok(MessageRef::Proposal(proposal)) = decode(&stored.block) else {
+            return Err(EngineError::Inconsistent(format!(
+                "finalized block at height {height} does not decode"
+            )));
+        };
+        app.finalize(&stored.hash, &proposal.to_owned())?;
+        app.commit()?;
+    }
+    Ok(())
 }
 
 /// The storage code of a consensus [`EvidenceKind`] (see [`quasar_storage::evidence::kind`]).

@@ -307,6 +307,7 @@ fn chain_block(height: u64) -> Proposal {
             proposer: 0,
             timestamp_us: height,
             payload_root: payload_root(txs.iter().map(Vec::as_slice)),
+            state_root: [0; 32],
         },
         txs,
         signature: [0; 96],
@@ -761,7 +762,7 @@ impl CoreHarness {
                 SigningGuard::in_memory(),
             );
             let (.., txs) = key;
-            let signed = signer.sign_block(&slot, txs, now);
+            let signed = signer.sign_block(&slot, txs, [0; 32], now);
             signed.ok().map(|p| p.proposal().clone())
         });
         if let Some(proposal) = signed {
@@ -951,7 +952,7 @@ impl CoreHarness {
             self.me.guard_mut().check_and_record(&intent)?;
             return Ok(proposal);
         }
-        let proposal = self.me.sign_block(slot, key.6.clone(), self.now)?;
+        let proposal = self.me.sign_block(slot, key.6.clone(), [0; 32], self.now)?;
         OWN_PROPOSALS.insert(key, proposal.clone());
         Ok(proposal)
     }
@@ -996,6 +997,12 @@ impl CoreHarness {
                     check_certificate(c);
                 }
                 Action::Broadcast(_) | Action::Fetch { .. } | Action::Evidence(_) => {}
+                // The application's verdict: one block in eight does not execute.
+                Action::Verify { view, block } => queue.push_back(Input::Verified {
+                    view,
+                    block,
+                    valid: block[0] % 8 != 0,
+                }),
                 Action::EpochEnded { .. } => panic!("an epoch ended on a chain with one epoch"),
                 Action::SetTimer { view, kind, at_us } => {
                     self.timers.retain(|t| (t.0, t.1) != (view, kind));

@@ -24,6 +24,7 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod application;
 pub mod ceremony;
 pub mod config;
 pub mod engine;

@@ -27,6 +27,10 @@ pub enum MempoolError {
     /// The same bytes are already pending.
     #[error("transaction is already pending")]
     Duplicate,
+    /// Not a valid transaction of this chain (does not decode, another chain, a bad
+    /// signature); the reason says which.
+    #[error("invalid transaction: {0}")]
+    Invalid(String),
     /// The same bytes are already in a finalized block.
     #[error("transaction is already finalized at height {height}")]
     Finalized {

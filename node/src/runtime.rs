@@ -15,6 +15,7 @@
 //! A storage write failure is fatal (the process exits with an error); a bad peer message never is.
 
 use crate::api;
+use crate::application::ChainApplication;
 use crate::ceremony::{Ceremony, CoronaParty, PulsarParty, RemoteParty};
 use crate::config::{NodeConfig, SignerMode};
 use crate::engine::{Engine, EngineError, Host, Published};
@@ -30,6 +31,7 @@ use crate::rollup_job::{RollupSet, WindowProver};
 use crate::signer::{SignError, VoteKey, VoteSigner};
 use crate::sync::{checkpoint_inputs, serve, MAX_SYNC_BLOCKS};
 use prometheus_client::registry::Registry;
+use quasar_app::{SignedTransaction, State, VerificationCache};
 use quasar_chainspec::guard_history::{guard_owner, GuardLocation, HistoryError};
 use quasar_chainspec::{
     load_keys, load_public, CheckedSet, ConfigError, DealtShares, Genesis, GenesisFile,
@@ -359,6 +361,9 @@ pub struct Shared {
     pub genesis_time_us: u64,
     /// Recent proposals and votes by signer, relayed to peers on request ([`crate::relay`]).
     pub relay: Mutex<RelayCache>,
+    /// Signature verdicts of transactions, shared by admission and the application
+    /// ([`VerificationCache`]): a transaction's signature is verified once per node.
+    pub verification: Arc<VerificationCache>,
 }
 
 impl Shared {
@@ -380,11 +385,26 @@ impl Shared {
         Ok(hash)
     }
 
-    /// Adds a transaction to the mempool unless it is finalized already: the one admission
-    /// rule of client submissions and of transactions gossiped by peers.
+    /// Adds a transaction to the mempool unless it is finalized already or cannot be a valid
+    /// transaction of this chain: the one admission rule of client submissions and of
+    /// transactions gossiped by peers. A transaction that carries its sender's key (an
+    /// account's first) has its signature verified here, through the cache the application
+    /// uses; a later one is verified against the key in state when a block is built.
     fn admit(&self, tx: Vec<u8>) -> Result<Hash, crate::mempool::MempoolError> {
         if let Ok(Some(height)) = self.store.tx_height(&tx_hash(&tx)) {
             return Err(crate::mempool::MempoolError::Finalized { height });
+        }
+        let invalid = |e: quasar_app::TxError| crate::mempool::MempoolError::Invalid(e.to_string());
+        let signed = SignedTransaction::decode(&tx).map_err(invalid)?;
+        let body = signed.transaction();
+        if body.chain_id != self.chain_id {
+            return Err(invalid(quasar_app::TxError::WrongChain {
+                expected: self.chain_id,
+                found: body.chain_id,
+            }));
+        }
+        if let Some(key) = &body.public_key {
+            self.verification.verify(&signed, key).map_err(invalid)?;
         }
         let mut pool = self
             .mempool
@@ -564,8 +584,16 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         None => VoteKey::Local(keys.bls),
     };
     let signer = VoteSigner::new(vote_key, me, chain_id, 0, genesis.domain(), guard);
+    let cache = Arc::new(VerificationCache::new(
+        chain_id,
+        cfg.mempool_max_txs.saturating_mul(2).max(1024),
+    ));
+    let state = State::open(store.state()?, chain_id, genesis.accounts.iter().copied())
+        .map_err(|e| NodeError::Internal(format!("application state: {e}")))?;
+    let app = ChainApplication::new(state, cache.clone(), MAX_BLOCK_BYTES);
     let (mut engine, recovery) = Engine::open(
         store.clone(),
+        app,
         signer,
         core_cfg,
         &verifier,
@@ -724,6 +752,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         genesis_hash: genesis.hash,
         genesis_time_us: genesis.file.genesis_time_us,
         relay: Mutex::new(RelayCache::new()),
+        verification: cache,
     });
     shared.metrics.finalized_height.set(tip.height as i64);
     shared
@@ -1050,7 +1079,7 @@ fn core_input(shared: &Shared, received: Received<'_>) -> Option<Input> {
 
 /// The core task: the engine and the tokio side of its host.
 struct Driver {
-    engine: Engine<SledStore>,
+    engine: Engine<SledStore, ChainApplication>,
     host: RuntimeHost,
     /// The data directory while its guard is unfenced ([`quasar_storage::UNFENCED_FILE`]):
     /// the marker goes once the engine has fenced and stopped listening.
@@ -1158,6 +1187,14 @@ impl Host for RuntimeHost {
         match self.shared.mempool.lock() {
             Ok(pool) => pool.select(&exclude, self.max_block_txs, MAX_BLOCK_BYTES),
             Err(_) => Vec::new(),
+        }
+    }
+
+    fn discard(&mut self, txs: &[Vec<u8>]) {
+        let hashes: Vec<Hash> = txs.iter().map(|tx| tx_hash(tx)).collect();
+        if let Ok(mut pool) = self.shared.mempool.lock() {
+            pool.remove_finalized(&hashes);
+            self.shared.metrics.mempool_size.set(pool.len() as i64);
         }
     }
 

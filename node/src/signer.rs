@@ -291,7 +291,8 @@ impl VoteSigner {
         Ok((VerifiedVote::signed_locally(vote, signature), decision))
     }
 
-    /// Builds the block for `slot` with `txs` and timestamp `max(now_us, parent timestamp + 1)`,
+    /// Builds the block for `slot` with `txs`, the state root after them (the application's,
+    /// [`quasar_consensus::Application::propose`]) and timestamp `max(now_us, parent timestamp + 1)`,
     /// records a notarize intent for it durably, then signs it (the proposal's signature is our
     /// notarize vote). Errors: [`SignError::Guard`]; [`SignError::NotMember`];
     /// [`SignError::Remote`].
@@ -299,6 +300,7 @@ impl VoteSigner {
         &mut self,
         slot: &ProposalSlot,
         txs: Vec<Vec<u8>>,
+        state_root: Hash,
         now_us: u64,
     ) -> Result<VerifiedProposal, SignError> {
         let proposer = self.index.ok_or(SignError::NotMember(self.epoch))?;
@@ -312,6 +314,7 @@ impl VoteSigner {
             proposer,
             timestamp_us: now_us.max(slot.parent_timestamp_us.saturating_add(1)),
             payload_root: payload_root(txs.iter().map(Vec::as_slice)),
+            state_root,
         };
         self.sign_proposal(header, txs)
     }

@@ -788,6 +788,29 @@ impl Testnet {
         })
     }
 
+    /// Allocates `balance` to each of `addresses` in the genesis (before the validators start).
+    /// Errors: [`TestnetError::Config`]; files.
+    pub fn fund_accounts(
+        &self,
+        addresses: &[quasar_app::Address],
+        balance: u64,
+    ) -> Result<(), TestnetError> {
+        let path = self.dir.join(GENESIS_FILE);
+        let genesis = GenesisFile {
+            accounts: addresses
+                .iter()
+                .map(|a| quasar_chainspec::GenesisAccount {
+                    address: hex::encode(a),
+                    balance,
+                })
+                .collect(),
+            ..GenesisFile::load(&path)?
+        };
+        genesis.clone().check()?;
+        genesis.save(&path)?;
+        Ok(())
+    }
+
     /// Sets the genesis epoch length to `blocks` (before the validators start). Errors: a
     /// length the genesis refuses (not a multiple of the bundle size), files.
     pub fn set_epoch_length(&self, blocks: u64) -> Result<(), TestnetError> {
@@ -1705,6 +1728,80 @@ impl Submissions {
     }
 }
 
+/// Accounts the load generator spends from (each funded in the genesis with [`LOAD_BALANCE`]).
+const LOAD_ACCOUNTS: usize = 256;
+
+/// Each load account's genesis balance.
+const LOAD_BALANCE: u64 = 1 << 50;
+
+/// Signed transfers the load generator keeps ready, in seconds at its rate (at least 1,024,
+/// at most 200,000 transfers).
+const LOAD_AHEAD_SECONDS: f64 = 10.0;
+
+/// The load generator's client side: [`LOAD_ACCOUNTS`] accounts with fresh ML-DSA-65 keys,
+/// each sending transfers of 1 unit (fee 1) to the next, nonces in order. A signing thread
+/// keeps transfers ready ahead of the submitter (signing is the client's work, not the
+/// chain's; the thread shares the machine's cores with the validators).
+struct Load {
+    keys: Vec<quasar_crypto::mldsa::SecretKey<quasar_crypto::mldsa::MlDsa65>>,
+    rate: f64,
+}
+
+impl Load {
+    fn new(rate: f64) -> Load {
+        Load {
+            keys: (0..LOAD_ACCOUNTS)
+                .map(|_| quasar_crypto::mldsa::SecretKey::from_seed(&rand::random::<[u8; 32]>()))
+                .collect(),
+            rate,
+        }
+    }
+
+    fn addresses(&self) -> Vec<quasar_app::Address> {
+        self.keys
+            .iter()
+            .map(|k| quasar_app::address_of(k.public_key()))
+            .collect()
+    }
+
+    /// Starts signing transfers for chain `chain_id`, round-robin over the accounts: each item
+    /// is (account, signed transfer). Nothing is signed at rate 0.
+    fn start(self, chain_id: u64) -> std::sync::mpsc::Receiver<(usize, Vec<u8>)> {
+        let capacity = (self.rate * LOAD_AHEAD_SECONDS).clamp(1024.0, 200_000.0) as usize;
+        let (sender, receiver) = std::sync::mpsc::sync_channel(capacity);
+        if self.rate <= 0.0 {
+            return receiver;
+        }
+        std::thread::spawn(move || {
+            let addresses = self.addresses();
+            let mut rng = rand::thread_rng();
+            for i in 0u64.. {
+                let account = (i % LOAD_ACCOUNTS as u64) as usize;
+                let nonce = i / LOAD_ACCOUNTS as u64;
+                let key = &self.keys[account];
+                let transfer = quasar_app::Transaction {
+                    chain_id,
+                    nonce,
+                    fee: 1,
+                    sender: addresses[account],
+                    public_key: (nonce == 0).then(|| key.public_key().clone()),
+                    action: quasar_app::Action::Transfer {
+                        to: addresses[(account + 1) % LOAD_ACCOUNTS],
+                        amount: 1,
+                    },
+                };
+                let Ok(signed) = transfer.sign(key, &mut rng) else {
+                    return;
+                };
+                if sender.send((account, signed.as_bytes().to_vec())).is_err() {
+                    return;
+                }
+            }
+        });
+        receiver
+    }
+}
+
 async fn run_in(dir: &Path, opts: &TestnetOptions) -> Result<TestnetReport, TestnetError> {
     let thresholdd = opts.binary.with_file_name(THRESHOLDD_BINARY);
     // Refused before anything is written, so a missing daemon leaves no half-made network.
@@ -1735,10 +1832,12 @@ async fn run_in(dir: &Path, opts: &TestnetOptions) -> Result<TestnetReport, Test
     for (i, placement) in opts.placements.iter().enumerate() {
         net.place(i, placement.clone())?;
     }
+    let load = Load::new(opts.tx_rate);
+    net.fund_accounts(&load.addresses(), LOAD_BALANCE)?;
     if opts.remote_signers {
         net.start_signers()?;
     }
-    let result = drive(&mut net, opts).await;
+    let result = drive(&mut net, opts, load).await;
     if result.is_err() {
         for i in 0..net.validators() {
             eprintln!(
@@ -1752,8 +1851,15 @@ async fn run_in(dir: &Path, opts: &TestnetOptions) -> Result<TestnetReport, Test
     result
 }
 
-async fn drive(net: &mut Testnet, opts: &TestnetOptions) -> Result<TestnetReport, TestnetError> {
+async fn drive(
+    net: &mut Testnet,
+    opts: &TestnetOptions,
+    load: Load,
+) -> Result<TestnetReport, TestnetError> {
     let n = net.validators();
+    let chain_id = GenesisFile::load(&net.dir.join(GENESIS_FILE))?.chain_id;
+    // Signing starts now, so transfers are ready by the time the validators answer.
+    let transfers = load.start(chain_id);
     for i in 0..n {
         net.spawn(i, &opts.binary)?;
     }
@@ -1765,7 +1871,7 @@ async fn drive(net: &mut Testnet, opts: &TestnetOptions) -> Result<TestnetReport
             .saturating_mul(opts.blocks)
             .saturating_mul(3),
     ));
-    let subs = submit_until_height(net, opts, budget).await?;
+    let subs = submit_until_height(net, opts, budget, transfers).await?;
     eprintln!(
         "testnet: height {} reached; {} transactions offered, {} sent, {} accepted, {} rejected, {} failed; waiting for finality",
         opts.blocks,
@@ -1808,6 +1914,7 @@ async fn submit_until_height(
     net: &Testnet,
     opts: &TestnetOptions,
     budget: Duration,
+    transfers: std::sync::mpsc::Receiver<(usize, Vec<u8>)>,
 ) -> Result<Submissions, TestnetError> {
     let n = net.validators();
     let mut subs = Submissions::default();
@@ -1821,9 +1928,13 @@ async fn submit_until_height(
         // Pace by elapsed time, so slow answers delay transactions but do not lower the rate.
         subs.offered = (start.elapsed().as_secs_f64() * opts.tx_rate) as u64;
         while subs.sent < subs.offered && tasks.len() < MAX_IN_FLIGHT {
+            // A transfer not signed yet is offered and not sent: the report shows it.
+            let Ok((account, tx)) = transfers.try_recv() else {
+                break;
+            };
             let sent = subs.sent;
-            let node = (sent % n as u64) as usize;
-            let tx = format!("testnet-tx-{sent}-{}", rand::random::<u64>()).into_bytes();
+            // Each account goes to one validator, so its nonces arrive in order.
+            let node = account % n;
             let client = net.client(node)?;
             tasks.spawn(async move { Ok(client.submit_tx(tx).await?) });
             subs.sent = sent.saturating_add(1);

@@ -79,6 +79,7 @@ fn header(proposer: u32, view: u64, payload_root: Hash) -> BlockHeader {
         proposer,
         timestamp_us: view,
         payload_root,
+        state_root: [0; 32],
     }
 }
 

@@ -2,12 +2,13 @@
 //! what it refuses, what it reports.
 
 use quasar_consensus::{
-    Action, BlockLimits, Checkpoint, Core, CoreConfig, EpochSchedule, EvidenceKind, Input,
-    ProposalSlot, TimerKind, Tip, VerifiedVote, Verifier,
+    Action, Application, BlockLimits, Checkpoint, Core, CoreConfig, EpochSchedule, EvidenceKind,
+    Input, ProposalSlot, TimerKind, Tip, VerifiedProposal, VerifiedVote, Verifier,
 };
 use quasar_crypto::bls::SecretKey;
 use quasar_crypto::hash::Hash;
 use quasar_lanes::ValidatorSet;
+use quasar_node::application::ChainApplication;
 use quasar_node::signer::VoteSigner;
 use quasar_storage::SigningGuard;
 use quasar_wire::{CertificateKind, EpochDomain, Message, VoteKind};
@@ -20,6 +21,43 @@ struct Net {
     signers: Vec<VoteSigner>,
     verifier: Verifier,
     validators: Arc<ValidatorSet>,
+}
+
+/// The built-in application on a fresh state with no accounts (blocks the engine builds carry
+/// no transactions, and their state root is the empty state's).
+fn app() -> ChainApplication {
+    let db = quasar_storage::SledStore::temporary().unwrap();
+    let state = quasar_app::State::open(db.state().unwrap(), CHAIN, []).unwrap();
+    let cache = Arc::new(quasar_app::VerificationCache::new(CHAIN, 16));
+    ChainApplication::new(state, cache, 1 << 20)
+}
+
+/// `core.handle`, with the application answering every [`Action::Verify`] it leads to with
+/// `valid`.
+fn handle_executing(core: &mut Core, now: u64, input: Input, valid: bool) -> Vec<Action> {
+    let mut actions = core.handle(now, input);
+    let mut i = 0;
+    while i < actions.len() {
+        if let Action::Verify { view, block } = actions[i] {
+            let more = core.handle(now, Input::Verified { view, block, valid });
+            actions.extend(more);
+        }
+        i += 1;
+    }
+    actions
+}
+
+/// Validator `me`'s engine on `store` with `signer` and a fresh [`app`].
+fn open_engine(
+    net: &Net,
+    store: quasar_storage::SimStore,
+    signer: VoteSigner,
+    me: u32,
+) -> (
+    quasar_node::engine::Engine<quasar_storage::SimStore, ChainApplication>,
+    quasar_node::engine::Recovery,
+) {
+    quasar_node::engine::Engine::open(store, app(), signer, config(me), &net.verifier, 0).unwrap()
 }
 
 fn net() -> Net {
@@ -142,19 +180,45 @@ fn follower(core: &Core, view: u64) -> u32 {
     (0..4).find(|&i| i != leader).unwrap_or_default()
 }
 
-#[test]
-fn a_valid_proposal_from_the_leader_gets_a_notarize_vote() {
+/// A started follower's core, and view 1's leader's proposal on genesis claiming `state_root`.
+fn follower_and_first_proposal(state_root: Hash) -> (Core, VerifiedProposal) {
     let mut net = net();
     let me = follower(&core_for(&net, 0), 1);
     let mut core = core_for(&net, me);
     core.start(0, 0);
     let leader = core.leader_of(1) as usize;
     let p = net.signers[leader]
-        .sign_block(&slot(1, 1, GENESIS, 0), vec![], 11)
+        .sign_block(&slot(1, 1, GENESIS, 0), vec![], state_root, 11)
         .unwrap();
     let p = net.verifier.verify_proposal(p.proposal().clone()).unwrap();
-    let actions = core.handle(100, Input::Proposal(Box::new(p)));
+    (core, p)
+}
+
+#[test]
+fn a_valid_proposal_from_the_leader_gets_a_notarize_vote() {
+    let (mut core, p) = follower_and_first_proposal([0; 32]);
+    let actions = handle_executing(&mut core, 100, Input::Proposal(Box::new(p)), true);
     assert_eq!(votes(&actions), vec![(VoteKind::Notarize, 1)]);
+}
+
+/// The application boundary can fail: a proposal that is valid for consensus but whose
+/// execution the application refuses (a bad transaction, or a state root that differs) gets no
+/// notarize vote, however often it arrives; the application is asked once.
+#[test]
+fn a_proposal_the_application_refuses_is_never_notarized() {
+    let (mut core, p) = follower_and_first_proposal([9; 32]);
+    let actions = handle_executing(&mut core, 100, Input::Proposal(Box::new(p.clone())), false);
+    let asked = |actions: &[Action]| {
+        actions
+            .iter()
+            .filter(|a| matches!(a, Action::Verify { view: 1, .. }))
+            .count()
+    };
+    assert_eq!(asked(&actions), 1);
+    assert!(votes(&actions).is_empty(), "{:?}", votes(&actions));
+    let again = handle_executing(&mut core, 200, Input::Proposal(Box::new(p)), true);
+    assert_eq!(asked(&again), 0);
+    assert!(votes(&again).is_empty());
 }
 
 #[test]
@@ -172,7 +236,7 @@ fn a_proposal_that_skips_a_view_without_nullification_is_not_notarized() {
     let leader2 = core.leader_of(2) as usize;
     // Parent genesis (view 0), view 1 nullified: valid.
     let ok = net.signers[leader2]
-        .sign_block(&slot(2, 1, GENESIS, 0), vec![], 12)
+        .sign_block(&slot(2, 1, GENESIS, 0), vec![], [0; 32], 12)
         .unwrap();
     let mut core_b = core_for(&net, me);
     core_b.start(0, 0);
@@ -183,7 +247,7 @@ fn a_proposal_that_skips_a_view_without_nullification_is_not_notarized() {
         .iter()
         .all(|(k, v)| !(*k == VoteKind::Notarize && *v == 2)));
     // The core that saw the nullification notarizes the same block.
-    let actions = core.handle(20, Input::Proposal(Box::new(proposal)));
+    let actions = handle_executing(&mut core, 20, Input::Proposal(Box::new(proposal)), true);
     assert_eq!(votes(&actions), vec![(VoteKind::Notarize, 2)]);
 }
 
@@ -490,9 +554,7 @@ fn signed_above_guard(
         guard.check_and_record(&intent).unwrap();
     }
     let signer = signer_with(me, guard);
-    let (_, recovery) =
-        quasar_node::engine::Engine::open(store.clone(), signer, config(me), &net.verifier, 0)
-            .unwrap();
+    let (_, recovery) = open_engine(net, store.clone(), signer, me);
     recovery.signed_above_guard
 }
 
@@ -543,6 +605,7 @@ fn recovery_finds_an_own_signature_below_the_tip() {
             proposer: 1,
             timestamp_us: height,
             payload_root: quasar_wire::payload_root(std::iter::empty()),
+            state_root: app().committed().1,
         };
         let hash = header.hash();
         let block = Message::Proposal(Proposal {
@@ -606,7 +669,7 @@ fn boundary_notarized(net: &mut Net, me: u32) -> (Core, Hash) {
     core.start(0, 0);
     let leader = core.leader_of(1) as usize;
     let b = net.signers[leader]
-        .sign_block(&slot(1, 1, GENESIS, 0), vec![b"tx".to_vec()], 11)
+        .sign_block(&slot(1, 1, GENESIS, 0), vec![b"tx".to_vec()], [0; 32], 11)
         .unwrap();
     let hash = *b.hash();
     let b = net.verifier.verify_proposal(b.proposal().clone()).unwrap();
@@ -649,7 +712,7 @@ fn a_finalized_seal_finalizes_the_boundary_block_and_ends_the_epoch() {
     let leader = core.leader_of(2) as usize;
     // A block above the boundary with transactions is not notarized …
     let full = net.signers[leader]
-        .sign_block(&slot(2, 2, b, 1), vec![b"tx2".to_vec()], 12)
+        .sign_block(&slot(2, 2, b, 1), vec![b"tx2".to_vec()], [0; 32], 12)
         .unwrap();
     let full = net
         .verifier
@@ -676,6 +739,7 @@ fn a_finalized_seal_finalizes_the_boundary_block_and_ends_the_epoch() {
                 ..slot(2, 2, b, 1)
             },
             vec![],
+            [0; 32],
             12,
         )
         .unwrap();
@@ -684,7 +748,7 @@ fn a_finalized_seal_finalizes_the_boundary_block_and_ends_the_epoch() {
         .verifier
         .verify_proposal(seal.proposal().clone())
         .unwrap();
-    let actions = core.handle(300, Input::Proposal(Box::new(seal)));
+    let actions = handle_executing(&mut core, 300, Input::Proposal(Box::new(seal)), true);
     assert_eq!(votes(&actions), vec![(VoteKind::Notarize, 2)]);
     let mut actions = Vec::new();
     for s in (0..4).filter(|&s| s != me as usize) {
@@ -746,15 +810,17 @@ fn a_message_of_a_later_epoch_makes_a_core_fetch_what_it_missed() {
 fn checkpoint_parts(
     net: &mut Net,
 ) -> (
-    quasar_consensus::VerifiedProposal,
-    quasar_consensus::VerifiedProposal,
+    VerifiedProposal,
+    VerifiedProposal,
     quasar_consensus::VerifiedCertificate,
 ) {
     let schedule = EpochSchedule::new(2);
     let probe = core_in(net, 0, schedule);
     let sign = |net: &mut Net, slot: ProposalSlot| {
         let leader = probe.leader_of(slot.view) as usize;
-        let block = net.signers[leader].sign_block(&slot, vec![], 20).unwrap();
+        let block = net.signers[leader]
+            .sign_block(&slot, vec![], [0; 32], 20)
+            .unwrap();
         net.verifier
             .verify_proposal(block.proposal().clone())
             .unwrap()
@@ -979,9 +1045,7 @@ fn start_leader(
     host: &mut Recorder,
 ) {
     let signer = signer_with(me, SigningGuard::open(guard_dir, &[7; 32]).unwrap());
-    let (mut engine, _) =
-        quasar_node::engine::Engine::open(store.clone(), signer, config(me), &net.verifier, 0)
-            .unwrap();
+    let (mut engine, _) = open_engine(net, store.clone(), signer, me);
     engine.start(host).unwrap();
     let view = engine.core().view();
     assert_eq!(
@@ -1059,11 +1123,10 @@ fn started_engine(
     net: &Net,
     me: u32,
     host: &mut Recorder,
-) -> quasar_node::engine::Engine<quasar_storage::SimStore> {
+) -> quasar_node::engine::Engine<quasar_storage::SimStore, ChainApplication> {
     let signer = signer_with(me, SigningGuard::in_memory());
     let store = quasar_storage::SimStore::new().unwrap();
-    let (mut engine, _) =
-        quasar_node::engine::Engine::open(store, signer, config(me), &net.verifier, 0).unwrap();
+    let (mut engine, _) = open_engine(net, store, signer, me);
     engine.start(host).unwrap();
     engine
 }
@@ -1117,7 +1180,7 @@ fn a_listening_validator_gives_up_only_with_every_peer_connected() {
     let mut host = Recorder::new(1_000, b"tx");
     let mut engine = started_engine(&net, me, &mut host);
     engine.listen_before_signing(1_000, period);
-    let tick = |engine: &mut quasar_node::engine::Engine<_>, host: &mut Recorder, at: u64| {
+    let tick = |engine: &mut quasar_node::engine::Engine<_, _>, host: &mut Recorder, at: u64| {
         host.now_us = at;
         let view = engine.core().view();
         let retry = Input::Timer {
@@ -1196,7 +1259,7 @@ fn the_relay_cache_serves_one_signers_recent_messages() {
     let store = quasar_storage::SimStore::new().unwrap();
     let leader = core_for(&net, 0).leader_of(1) as usize;
     let proposal = net.signers[leader]
-        .sign_block(&slot(1, 1, GENESIS, 0), vec![], 11)
+        .sign_block(&slot(1, 1, GENESIS, 0), vec![], [0; 32], 11)
         .unwrap();
     let encoded = Message::Proposal(proposal.proposal().clone())
         .encode()

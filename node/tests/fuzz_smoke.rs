@@ -72,6 +72,7 @@ fn seed_messages() -> Vec<Vec<u8>> {
         proposer: 1,
         timestamp_us: 1_000,
         payload_root: payload_root(txs.iter().map(Vec::as_slice)),
+        state_root: [0; 32],
     };
     let hash = header.hash();
     let proposal = Proposal {

@@ -142,7 +142,11 @@ fn a_validator_down_across_boundaries_catches_up_through_sync() {
 #[test]
 fn late_joiners_walk_the_checkpoints_of_pruned_epochs() {
     let schedule = EpochSchedule::new(4);
+    // Seven validators: the two late joiners follow the chain without executing it (restoring
+    // application state from peers is not built), so they notarize nothing, and the other
+    // five are a quorum.
     let mut s = Simulation::new(SimConfig {
+        validators: 7,
         seed: 37,
         epoch_length: 4,
         ..SimConfig::default()

@@ -4,7 +4,8 @@
 //!
 //! Opaque messages (ZAP buffers; decoding is the runtime's job) between the validators of a
 //! fixed, pinned set, over QUIC (RFC 9000, quinn) secured by TLS 1.3 (RFC 9001, RFC 8446) with
-//! ALPN `zap/2` (version 2: two gossip streams per connection, each opened by a tag byte):
+//! ALPN `zap/3` (version 3: two gossip streams per connection, each opened by a tag byte; block
+//! headers carry the state root):
 //!
 //! - **Identity** ([`tls`]): every validator has a self-signed Ed25519 certificate pinned by its DER
 //!   bytes in the genesis file. TLS is mutual: the server requires a client certificate from the

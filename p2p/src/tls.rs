@@ -35,7 +35,7 @@ pub use quasar_crypto::tls_identity::TlsIdentity;
 
 /// ALPN protocol id of validator links (docs/architecture.md §5). Connections negotiating anything else are
 /// rejected.
-pub const ALPN: &[u8] = b"zap/2";
+pub const ALPN: &[u8] = b"zap/3";
 
 /// The TLS server name clients send. Pinning ignores it; it only has to be a valid DNS name.
 pub const SERVER_NAME: &str = "quasar-validator";

@@ -276,7 +276,7 @@ async fn unpinned_client_cannot_deliver_anything() {
     server.net.shutdown().await;
 }
 
-/// A pinned validator that negotiates another ALPN than `zap/2` is refused during the
+/// A pinned validator that negotiates another ALPN than `zap/3` is refused during the
 /// handshake, and the refusal is counted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_alpn_is_rejected_even_with_a_pinned_identity() {

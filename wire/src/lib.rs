@@ -54,7 +54,7 @@
 //!
 //! | schema (type)         | size | fields                                                                   |
 //! |-----------------------|------|--------------------------------------------------------------------------|
-//! | BlockHeader (nested)  | 116  | chain_id u64 @0, epoch @8, view @16, height @24, parent_view @32, timestamp_us @40, parent \[32\] @48, payload_root \[32\] @80, proposer u32 @112 |
+//! | BlockHeader (nested)  | 148  | chain_id u64 @0, epoch @8, view @16, height @24, parent_view @32, timestamp_us @40, parent \[32\] @48, payload_root \[32\] @80, proposer u32 @112, state_root \[32\] @116 |
 //! | Proposal (1)          | 108  | header obj @0, txs list of bytes @4, signature \[96\] @12                     |
 //! | Vote (2)              | 165  | chain_id u64 @0, epoch @8, view @16, height @24, block \[32\] @32, signature \[96\] @64, signer u32 @160, kind u8 @164 |
 //! | Certificate (3)       | 169  | chain_id u64 @0, epoch @8, view @16, height @24, block \[32\] @32, signature \[96\] @64, signers bytes @160, kind u8 @168 |

@@ -20,7 +20,7 @@ pub use quasar_crypto::hash::Hash;
 pub const SIGNATURE_LEN: usize = 96;
 
 /// Domain tag of [`BlockHeader::hash`].
-pub const BLOCK_HASH_TAG: &str = "QUASAR-BLOCK-v1";
+pub const BLOCK_HASH_TAG: &str = "QUASAR-BLOCK-v2";
 /// Domain tag of [`tx_hash`].
 pub const TX_HASH_TAG: &str = "QUASAR-TX-v1";
 /// Domain tag of the inner nodes (and the empty root) of [`payload_root`].
@@ -309,7 +309,7 @@ impl TryFrom<u8> for LaneKind {
 /// Field offsets (bytes from the object start) and fixed sizes of every schema object.
 /// Integers are little-endian; `ptr` = `(u32 rel offset, u32 len)`, `obj` = `i32 rel offset`.
 pub mod layout {
-    /// `BlockHeader` object, 116 bytes.
+    /// `BlockHeader` object, 148 bytes.
     pub mod block_header {
         /// `chain_id: u64`.
         pub const CHAIN_ID: usize = 0;
@@ -329,8 +329,10 @@ pub mod layout {
         pub const PAYLOAD_ROOT: usize = 80;
         /// `proposer: u32`, validator index.
         pub const PROPOSER: usize = 112;
+        /// `state_root: [u8; 32]`.
+        pub const STATE_ROOT: usize = 116;
         /// Fixed size.
-        pub const SIZE: usize = 116;
+        pub const SIZE: usize = 148;
     }
     /// `Proposal` root object, 108 bytes.
     pub mod proposal {
@@ -624,12 +626,16 @@ pub struct BlockHeader {
     pub timestamp_us: u64,
     /// [`payload_root`] of the block's transactions.
     pub payload_root: Hash,
+    /// The application's state root after executing this block on its parent's state (the
+    /// node's `Application`; docs/architecture.md §11). Consensus only carries it: a validator
+    /// notarizes a block only when its own execution gives this root.
+    pub state_root: Hash,
 }
 
 impl BlockHeader {
-    /// The block hash: `tagged_hash("QUASAR-BLOCK-v1", parts)` where `parts` are, in declaration
+    /// The block hash: `tagged_hash("QUASAR-BLOCK-v2", parts)` where `parts` are, in declaration
     /// order, `chain_id, epoch, view, height, parent_view` (u64 LE, 8 bytes each), `parent` (32),
-    /// `proposer` (u32 LE, 4), `timestamp_us` (u64 LE, 8), `payload_root` (32).
+    /// `proposer` (u32 LE, 4), `timestamp_us` (u64 LE, 8), `payload_root` (32), `state_root` (32).
     pub fn hash(&self) -> Hash {
         tagged_hash(
             BLOCK_HASH_TAG,
@@ -643,6 +649,7 @@ impl BlockHeader {
                 &self.proposer.to_le_bytes(),
                 &self.timestamp_us.to_le_bytes(),
                 &self.payload_root,
+                &self.state_root,
             ],
         )
     }
@@ -656,6 +663,7 @@ impl BlockHeader {
         b.put_u64(at, bh::TIMESTAMP_US, self.timestamp_us)?;
         b.put(at, bh::PARENT, &self.parent)?;
         b.put(at, bh::PAYLOAD_ROOT, &self.payload_root)?;
+        b.put(at, bh::STATE_ROOT, &self.state_root)?;
         b.put_u32(at, bh::PROPOSER, self.proposer)
     }
 
@@ -670,6 +678,7 @@ impl BlockHeader {
             proposer: o.u32(bh::PROPOSER)?,
             timestamp_us: o.u64(bh::TIMESTAMP_US)?,
             payload_root: *o.array(bh::PAYLOAD_ROOT)?,
+            state_root: *o.array(bh::STATE_ROOT)?,
         })
     }
 }
@@ -727,7 +736,7 @@ impl<'a> ProposalRef<'a> {
         })
     }
 
-    /// The block header (copied; 116 bytes of fixed fields).
+    /// The block header (copied; 148 bytes of fixed fields).
     pub fn header(&self) -> BlockHeader {
         self.header.clone()
     }

@@ -285,7 +285,7 @@ fn hostile_bytes_and_object_pointers_are_rejected() {
             WireError::PointerOutOfBounds {
                 field: 16,
                 start,
-                len: 116,
+                len: 148,
                 size: proposal.len()
             },
             "rel {rel}"

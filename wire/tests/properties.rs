@@ -20,8 +20,8 @@ fn txs() -> impl Strategy<Value = Vec<Vec<u8>>> {
 }
 
 fn header() -> impl Strategy<Value = BlockHeader> {
-    (any::<[u64; 6]>(), hash(), any::<u32>(), hash()).prop_map(|(n, parent, proposer, root)| {
-        BlockHeader {
+    (any::<[u64; 6]>(), hash(), any::<u32>(), hash(), hash()).prop_map(
+        |(n, parent, proposer, root, state_root)| BlockHeader {
             chain_id: n[0],
             epoch: n[1],
             view: n[2],
@@ -31,8 +31,9 @@ fn header() -> impl Strategy<Value = BlockHeader> {
             proposer,
             timestamp_us: n[5],
             payload_root: root,
-        }
-    })
+            state_root,
+        },
+    )
 }
 
 fn proposal() -> impl Strategy<Value = Proposal> {

@@ -8,7 +8,7 @@
 
 use quasar_crypto::bls::{SecretKey, Signature};
 use quasar_lanes::bls::bitmap_from_signers;
-use quasar_wire::{payload_root, Certificate, EpochDomain, Message, Proposal, Vote, VoteKind};
+use quasar_wire::{Certificate, EpochDomain, Message, Proposal, Vote, VoteKind};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -192,9 +192,10 @@ pub fn outgoing(
 
 /// The same slot with an extra transaction: a different block, signed as a second notarize.
 fn conflicting_proposal(ctx: &Context<'_>, p: &Proposal) -> Proposal {
+    // The same transactions a microsecond later: a second block that executes as well as the
+    // first (one with a bad transaction would only be refused by execution).
     let mut twin = p.clone();
-    twin.txs.push(b"equivocation".to_vec());
-    twin.header.payload_root = payload_root(twin.txs.iter().map(Vec::as_slice));
+    twin.header.timestamp_us += 1;
     let hash = twin.header.hash();
     let mut vote = Vote {
         kind: VoteKind::Notarize,

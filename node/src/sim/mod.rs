@@ -31,18 +31,21 @@ pub use byzantine::Behavior;
 use byzantine::{outgoing, Context, Target};
 use checker::{ChainEntry, HeldEvidence, Observation, ObservedSet, Violation};
 
+use crate::application::ChainApplication;
 use crate::engine::{Engine, Host, Published};
 use crate::signer::VoteSigner;
 use crate::sync::{checkpoint_inputs, serve, MAX_SYNC_BLOCKS};
+use quasar_app::{address_of, Action, State, Transaction, VerificationCache};
 use quasar_consensus::{
     BlockLimits, CoreConfig, EpochMembers, EpochSchedule, EpochSets, Evidence, Input, ProposalSlot,
     Received, TimerKind, Verifier,
 };
 use quasar_crypto::bls::{PublicKey, SecretKey};
 use quasar_crypto::hash::{tagged_hash, Hash};
+use quasar_crypto::mldsa::{self, MlDsa65};
 use quasar_lanes::cert::Profile;
 use quasar_lanes::{Validator, ValidatorSet};
-use quasar_storage::{Crash, SigningGuard, SimGuardDir, SimStore, Store};
+use quasar_storage::{Crash, SigningGuard, SimGuardDir, SimStore, SledStore, Store};
 use quasar_wire::{
     decode, BlockHeader, Certificate, EpochDomain, Message, MessageRef, SyncRequest, Vote,
 };
@@ -87,7 +90,7 @@ pub struct SimConfig {
     pub view_timeout_us: u64,
     /// Rebroadcast interval after a timeout.
     pub retry_us: u64,
-    /// Synthetic transactions per proposed block.
+    /// Signed transfers per proposed block (each slot spends from its own genesis account).
     pub txs_per_block: usize,
     /// Probability that a delivered message is delivered a second time.
     pub duplicate: f64,
@@ -161,7 +164,11 @@ struct SimNode {
     /// The validator this slot runs as.
     validator: usize,
     behavior: Behavior,
-    engine: Engine<SimStore>,
+    engine: Engine<SimStore, ChainApplication>,
+    /// The database of its application state. It is written only after the block store's
+    /// flush, so a crash never leaves it ahead of the durable blocks, and it survives crashes
+    /// (its contents are a function of the durable blocks); a lost data directory loses it.
+    state_db: SledStore,
     alive: bool,
     /// Down after a fatal storage error, waiting for its scheduled restart.
     failed: bool,
@@ -198,16 +205,92 @@ enum Effect {
     Evidence(Box<Evidence>),
 }
 
-/// The engine's [`Host`] inside the simulation: simulated time, synthetic transactions, and a
+/// The client of one node slot: the transfers it signs from its genesis account (to the next
+/// slot's), in nonce order, until they are final.
+struct TxSource {
+    key: mldsa::SecretKey<MlDsa65>,
+    to: quasar_app::Address,
+    /// The next nonce to sign.
+    next_nonce: u64,
+    /// Signed and not yet seen final by the slot's node: (hash, bytes), nonce order.
+    open: Vec<(Hash, Vec<u8>)>,
+}
+
+impl TxSource {
+    fn new(slot: usize, slots: usize, seed: u64) -> TxSource {
+        TxSource {
+            key: sim_account_key(slot, seed),
+            to: address_of(sim_account_key((slot + 1) % slots, seed).public_key()),
+            next_nonce: 0,
+            open: Vec::new(),
+        }
+    }
+
+    /// The first `count` open transfers not in `exclude`, signing new ones as needed.
+    fn candidates(&mut self, exclude: &HashSet<Hash>, count: usize) -> Vec<Vec<u8>> {
+        loop {
+            let offered: Vec<Vec<u8>> = self
+                .open
+                .iter()
+                .filter(|(hash, _)| !exclude.contains(hash))
+                .take(count)
+                .map(|(_, bytes)| bytes.clone())
+                .collect();
+            if offered.len() == count {
+                return offered;
+            }
+            let nonce = self.next_nonce;
+            let tx = Transaction {
+                chain_id: SIM_CHAIN_ID,
+                nonce,
+                fee: 1,
+                sender: address_of(self.key.public_key()),
+                public_key: (nonce == 0).then(|| self.key.public_key().clone()),
+                action: Action::Transfer {
+                    to: self.to,
+                    amount: 1,
+                },
+            };
+            let Ok(signed) = tx.sign(
+                &self.key,
+                &mut rand_chacha::ChaCha20Rng::seed_from_u64(nonce),
+            ) else {
+                return offered;
+            };
+            self.next_nonce += 1;
+            self.open.push((*signed.hash(), signed.as_bytes().to_vec()));
+        }
+    }
+
+    /// The node saw these transactions final.
+    fn finalized(&mut self, hashes: &[Hash]) {
+        let done: HashSet<&Hash> = hashes.iter().collect();
+        self.open.retain(|(hash, _)| !done.contains(hash));
+    }
+}
+
+/// Slot `slot`'s account key.
+fn sim_account_key(slot: usize, seed: u64) -> mldsa::SecretKey<MlDsa65> {
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&(slot as u64).to_le_bytes());
+    bytes[8..16].copy_from_slice(&seed.to_le_bytes());
+    bytes[16] = 0xac;
+    mldsa::SecretKey::from_seed(&bytes)
+}
+
+/// Each slot account's genesis balance.
+const SIM_BALANCE: u64 = 1 << 50;
+
+/// The engine's [`Host`] inside the simulation: simulated time, the slot's client, and a
 /// buffer of effects.
-struct SimHost {
+struct SimHost<'a> {
     now: u64,
-    slot: usize,
     txs_per_block: usize,
+    client: &'a mut TxSource,
     effects: Vec<Effect>,
 }
 
-impl Host for SimHost {
+impl Host for SimHost<'_> {
     fn now_us(&self) -> u64 {
         self.now
     }
@@ -225,9 +308,8 @@ impl Host for SimHost {
         self.effects.push(Effect::Fetch { block, from_height });
     }
     fn block_txs(&mut self, slot: &ProposalSlot) -> Vec<Vec<u8>> {
-        (0..self.txs_per_block)
-            .map(|k| format!("sim-tx/{}/{}/{k}", self.slot, slot.view).into_bytes())
-            .collect()
+        let exclude: HashSet<Hash> = slot.exclude.iter().copied().collect();
+        self.client.candidates(&exclude, self.txs_per_block)
     }
     fn finalized(&mut self, block: &Published) {
         self.effects
@@ -320,6 +402,10 @@ pub struct Simulation {
     seq: u64,
     queue: BinaryHeap<Reverse<(u64, u64, Event)>>,
     nodes: Vec<SimNode>,
+    /// Each slot's client, by slot.
+    clients: Vec<TxSource>,
+    /// The genesis allocation: each slot's account.
+    accounts: Vec<(quasar_app::Address, u64)>,
     seeds: Vec<[u8; 32]>,
     /// Each validator's key (the honest signer holds its own copy behind the guard).
     keys: Vec<SecretKey>,
@@ -380,6 +466,8 @@ impl Simulation {
             seq: 0,
             queue: BinaryHeap::new(),
             nodes: Vec::new(),
+            clients: Vec::new(),
+            accounts: Vec::new(),
             seeds,
             public_keys: keys.iter().map(SecretKey::public_key).collect(),
             keys,
@@ -404,16 +492,26 @@ impl Simulation {
                 slots.push(v);
             }
         }
+        sim.clients = (0..slots.len())
+            .map(|slot| TxSource::new(slot, slots.len(), sim.cfg.seed))
+            .collect();
+        sim.accounts = sim
+            .clients
+            .iter()
+            .map(|c| (address_of(c.key.public_key()), SIM_BALANCE))
+            .collect();
         for &validator in &slots {
             let store = SimStore::new().expect("a temporary sled store can be created");
+            let state_db = SledStore::temporary().expect("a temporary sled store can be created");
             let guard_dir = sim.new_guard_dir();
             let (engine, _) = sim
-                .open_engine(validator, store, &guard_dir)
+                .open_engine(validator, store, &state_db, &guard_dir)
                 .expect("an empty store opens");
             sim.nodes.push(SimNode {
                 validator,
                 behavior: sim.behavior_of(validator),
                 engine,
+                state_db,
                 alive: true,
                 failed: false,
                 published: BTreeMap::new(),
@@ -472,8 +570,14 @@ impl Simulation {
         &self,
         validator: usize,
         store: SimStore,
+        state_db: &SledStore,
         guard_dir: &SimGuardDir,
-    ) -> Result<(Engine<SimStore>, crate::engine::Recovery), String> {
+    ) -> Result<(Engine<SimStore, ChainApplication>, crate::engine::Recovery), String> {
+        let state_store = state_db.state().map_err(|e| format!("state store: {e}"))?;
+        let state = State::open(state_store, SIM_CHAIN_ID, self.accounts.iter().copied())
+            .map_err(|e| format!("application state: {e}"))?;
+        let cache = Arc::new(VerificationCache::new(SIM_CHAIN_ID, 4096));
+        let app = ChainApplication::new(state, cache, 1 << 24);
         let guard = SigningGuard::open_in(Box::new(guard_dir.clone()), &SIM_GUARD_OWNER)
             .map_err(|e| format!("signing guard: {e}"))?;
         let cfg = CoreConfig {
@@ -498,7 +602,7 @@ impl Simulation {
             guard,
         );
         let (mut engine, recovery) =
-            Engine::open(store, signer, cfg, &self.verifier, 0).map_err(|e| e.to_string())?;
+            Engine::open(store, app, signer, cfg, &self.verifier, 0).map_err(|e| e.to_string())?;
         if self.behavior_of(validator) != Behavior::Honest || self.cfg.mutation.is_some() {
             // A Byzantine validator signs outside its engine's guard (Twins: a second process
             // on purpose), or the guard's protections are switched off.
@@ -523,8 +627,8 @@ impl Simulation {
             self.cfg.store_flush_failures > 0.0 && self.rng.gen_bool(self.cfg.store_flush_failures);
         let mut host = SimHost {
             now: self.now,
-            slot: i,
             txs_per_block: self.cfg.txs_per_block,
+            client: &mut self.clients[i],
             effects: Vec::new(),
         };
         // The guard's write path is four file operations: the fault hits one of them.
@@ -668,7 +772,10 @@ impl Simulation {
                     },
                 );
             }
-            Effect::Finalized(block) => self.published(i, *block),
+            Effect::Finalized(block) => {
+                self.clients[i].finalized(&block.tx_hashes);
+                self.published(i, *block)
+            }
             Effect::Fetch { block, from_height } => {
                 let peers: Vec<usize> = (0..self.nodes.len()).filter(|&p| p != i).collect();
                 let peer = peers[self.rng.gen_range(0..peers.len())];
@@ -950,7 +1057,27 @@ impl Simulation {
                 }
             }
         }
-        let (engine, recovery) = match self.open_engine(validator, store, &guard_dir) {
+        // In a validator the application state shares the block store's sled database, so a
+        // disk that loses blocks loses the state written after them too (it is written after
+        // the blocks' flush). Here it has its own database: one found ahead of the durable
+        // blocks (only a disk that lied about a flush leaves that) is rebuilt from them.
+        let tip = store
+            .finalized_tip()
+            .ok()
+            .flatten()
+            .map_or(0, |(height, _)| height);
+        let state_version = self.nodes[i]
+            .state_db
+            .state()
+            .ok()
+            .and_then(|state| state.latest().ok().flatten())
+            .map_or(0, |(version, _)| version);
+        if state_version > tip {
+            self.nodes[i].state_db =
+                SledStore::temporary().expect("a temporary sled store can be created");
+        }
+        let state_db = self.nodes[i].state_db.clone();
+        let (engine, recovery) = match self.open_engine(validator, store, &state_db, &guard_dir) {
             Ok(opened) => opened,
             Err(error) => {
                 self.durability_violations.push(Violation::Unrecoverable {
@@ -1011,6 +1138,8 @@ impl Simulation {
             self.nodes[i].guard_dir = self.new_guard_dir();
         }
         self.nodes[i].published.clear();
+        self.nodes[i].state_db =
+            SledStore::temporary().expect("a temporary sled store can be created");
         let store = SimStore::new().expect("a temporary sled store can be created");
         self.reopen(i, store);
     }
@@ -1023,6 +1152,8 @@ impl Simulation {
         self.crash_with(i, Crash::LoseUnflushed);
         self.nodes[i].published.clear();
         self.nodes[i].guard_dir = self.new_guard_dir();
+        self.nodes[i].state_db =
+            SledStore::temporary().expect("a temporary sled store can be created");
         let store = SimStore::new().expect("a temporary sled store can be created");
         self.reopen(i, store);
     }

@@ -19,6 +19,7 @@ pub fn header() -> BlockHeader {
         proposer: 5,
         timestamp_us: 1_700_000_000_000_000,
         payload_root: payload_root([&b"tx-one"[..], b"tx-two!"]),
+        state_root: seq(0x60),
     }
 }
 

@@ -1,0 +1,248 @@
+//! The built-in application behind the engine's [`Application`] boundary: the accounts of
+//! `quasar_app` in their authenticated state (docs/architecture.md §11).
+//!
+//! The state after each executed, not yet committed block is kept in memory under the block's
+//! hash ([`quasar_app::Executed`]: its changed accounts and tree nodes), so the blocks of forks
+//! above the finalized tip are executed on top of their own ancestors. A finalized block is
+//! queued by [`Application::finalize`] and written by [`Application::commit`], which also drops
+//! the state of every block at or below the committed height (abandoned forks). Signatures are
+//! checked through the node's [`VerificationCache`], the one that admitted them to the mempool,
+//! so a transaction's signature is verified once per node.
+
+use quasar_app::{Executed, SignedTransaction, State, StateError, VerificationCache};
+use quasar_consensus::{AppError, Application, Payload};
+use quasar_crypto::hash::Hash;
+use quasar_wire::Proposal;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// One executed block above the committed state.
+struct Pending {
+    parent: Hash,
+    executed: Executed,
+}
+
+/// The built-in application; see the module docs.
+pub struct ChainApplication {
+    state: State,
+    cache: Arc<VerificationCache>,
+    /// Most bytes of transactions in a block this node proposes.
+    max_block_bytes: usize,
+    /// Executed blocks above the committed version, by hash.
+    pending: HashMap<Hash, Pending>,
+    /// Finalized blocks not yet written, in height order.
+    finalized: Vec<Hash>,
+    /// The state of the last payload built by [`Application::propose`], until it is adopted.
+    proposed: Option<Pending>,
+    /// Set by a checkpoint: the finalized chain went on without this node executing it (the
+    /// height and hash of the newest finalized block). Restoring state from peers is not built,
+    /// so the application cannot execute anything from then on.
+    skipped: Option<(u64, Hash)>,
+}
+
+impl ChainApplication {
+    /// The application over `state`, checking signatures through `cache`, proposing blocks of
+    /// at most `max_block_bytes` of transactions.
+    pub fn new(
+        state: State,
+        cache: Arc<VerificationCache>,
+        max_block_bytes: usize,
+    ) -> ChainApplication {
+        ChainApplication {
+            state,
+            cache,
+            max_block_bytes,
+            pending: HashMap::new(),
+            finalized: Vec::new(),
+            proposed: None,
+            skipped: None,
+        }
+    }
+
+    /// The committed state (accounts and proofs for the API).
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    /// The executed blocks from the committed version up to `parent` (at `height`), oldest
+    /// first.
+    fn ancestors(&self, parent: &Hash, height: u64) -> Result<Vec<&Executed>, AppError> {
+        let no_state = |why: &str| AppError::NoState {
+            parent: *parent,
+            height,
+            why: why.into(),
+        };
+        if let Some((at, _)) = self.skipped {
+            return Err(no_state(&format!(
+                "this node took a checkpoint to height {at} without the blocks below it, and \
+                 restoring state from peers is not built"
+            )));
+        }
+        let mut chain = Vec::new();
+        let mut cursor = *parent;
+        let mut at = height;
+        while at > self.state.version() {
+            let Some(block) = self.pending.get(&cursor) else {
+                return Err(no_state("the block was not executed here"));
+            };
+            chain.push(&block.executed);
+            cursor = block.parent;
+            at -= 1;
+        }
+        if at != self.state.version() {
+            return Err(no_state("the block lies below the committed state"));
+        }
+        chain.reverse();
+        Ok(chain)
+    }
+
+    /// Executes `proposal` on its parent's state, checking its root.
+    fn execute(&self, block: &Hash, proposal: &Proposal) -> Result<Pending, AppError> {
+        let header = &proposal.header;
+        let ancestors = self.ancestors(&header.parent, header.height.saturating_sub(1))?;
+        let txs: Vec<&[u8]> = proposal.txs.iter().map(Vec::as_slice).collect();
+        let executed = self
+            .state
+            .execute(&ancestors, header.height, &txs, &self.cache)
+            .map_err(|e| match e {
+                StateError::Decode { .. } | StateError::Transaction { .. } => AppError::Invalid {
+                    block: *block,
+                    height: header.height,
+                    reason: e.to_string(),
+                },
+                other => AppError::Storage(other.to_string()),
+            })?;
+        if executed.root() != header.state_root {
+            return Err(AppError::RootMismatch {
+                block: *block,
+                height: header.height,
+                claimed: header.state_root,
+                computed: executed.root(),
+            });
+        }
+        Ok(Pending {
+            parent: header.parent,
+            executed,
+        })
+    }
+}
+
+impl Application for ChainApplication {
+    fn committed(&self) -> (u64, Hash) {
+        (self.state.version(), self.state.root())
+    }
+
+    fn has_state(&self, block: &Hash, height: u64) -> bool {
+        self.skipped.is_none()
+            && (self.pending.contains_key(block) || height == self.state.version())
+    }
+
+    fn propose(
+        &mut self,
+        parent: &Hash,
+        height: u64,
+        candidates: &[Vec<u8>],
+    ) -> Result<Payload, AppError> {
+        let parent_height = height.saturating_sub(1);
+        let ancestors = self.ancestors(parent, parent_height)?;
+        let mut decodable = Vec::with_capacity(candidates.len());
+        let mut invalid = Vec::new();
+        for (index, candidate) in candidates.iter().enumerate() {
+            match SignedTransaction::decode(candidate) {
+                Ok(_) => decodable.push(index),
+                Err(_) => invalid.push(index),
+            }
+        }
+        let refs: Vec<&[u8]> = decodable
+            .iter()
+            .map(|&i| candidates[i].as_slice())
+            .collect();
+        let (chosen, executed) = self
+            .state
+            .propose(&ancestors, height, &refs, self.max_block_bytes, &self.cache)
+            .map_err(|e| AppError::Storage(e.to_string()))?;
+        let txs = chosen
+            .iter()
+            .map(|&i| candidates[decodable[i]].clone())
+            .collect();
+        let state_root = executed.root();
+        self.proposed = Some(Pending {
+            parent: *parent,
+            executed,
+        });
+        Ok(Payload {
+            txs,
+            state_root,
+            invalid,
+        })
+    }
+
+    fn adopt(&mut self, block: &Hash) {
+        if let Some(proposed) = self.proposed.take() {
+            self.pending.insert(*block, proposed);
+        }
+    }
+
+    fn verify(&mut self, block: &Hash, proposal: &Proposal) -> Result<(), AppError> {
+        if self.pending.contains_key(block) {
+            return Ok(());
+        }
+        let executed = self.execute(block, proposal)?;
+        self.pending.insert(*block, executed);
+        Ok(())
+    }
+
+    fn finalize(&mut self, block: &Hash, proposal: &Proposal) -> Result<(), AppError> {
+        if let Some((at, hash)) = self.skipped.as_mut() {
+            (*at, *hash) = (proposal.header.height, *block);
+            return Ok(());
+        }
+        match self.pending.get(block) {
+            // Executed here before (verified or proposed): its root was checked then.
+            Some(pending) if pending.executed.root() == proposal.header.state_root => {}
+            _ => {
+                let executed = self.execute(block, proposal)?;
+                self.pending.insert(*block, executed);
+            }
+        }
+        self.finalized.push(*block);
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<(), AppError> {
+        if self.finalized.is_empty() {
+            return Ok(());
+        }
+        for block in std::mem::take(&mut self.finalized) {
+            let Some(pending) = self.pending.remove(&block) else {
+                return Err(AppError::Storage(format!(
+                    "finalized block {} was not executed",
+                    hex::encode(&block[..8])
+                )));
+            };
+            self.state
+                .commit(pending.executed)
+                .map_err(|e| AppError::Storage(e.to_string()))?;
+        }
+        let version = self.state.version();
+        self.pending.retain(|_, p| p.executed.height() > version);
+        Ok(())
+    }
+
+    fn skip(&mut self, block: &Hash, height: u64, state_root: &Hash) {
+        if self.skipped.is_none() {
+            tracing::error!(
+                height,
+                state_root = %hex::encode(state_root),
+                committed_height = self.state.version(),
+                "took a checkpoint without the blocks below it: this node's application state \
+                 stops here (restoring state from peers is not built), so it follows the chain \
+                 without executing or notarizing blocks"
+            );
+        }
+        self.pending.clear();
+        self.finalized.clear();
+        self.proposed = None;
+        self.skipped = Some((height, *block));
+    }
+}
