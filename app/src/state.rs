@@ -33,9 +33,9 @@
 //!
 //! # Not built yet
 //!
-//! The state root in block headers and the node's use of this module (which will prune with
-//! the epochs, [`State::prune`]), pruning of superseded values, the validator registry, and
-//! restoring state from a snapshot (a late joiner replays blocks).
+//! Pruning with the epochs ([`State::prune`] exists; the node does not call it yet), pruning of
+//! superseded values, the validator registry, and restoring state from a snapshot (a late
+//! joiner replays blocks).
 
 use std::collections::BTreeMap;
 
@@ -262,19 +262,12 @@ impl State {
         &self,
         address: &Address,
     ) -> Result<(Option<Account>, AccountProof), StateError> {
-        let reader = Reader {
-            store: &self.store,
-            pending: &[],
-        };
-        let tree = JellyfishMerkleTree::<_, TreeHasher>::new(&reader);
-        let (value, proof) = tree
-            .get_with_proof(KeyHash(account_key(address)), self.version)
-            .map_err(tree_error)?;
-        let account = match value {
-            Some(leaf) => Some(with_key(&self.store, self.version, address, &leaf)?),
+        let (leaf, proof) = prove_account(&self.store, self.version, address)?;
+        let account = match leaf {
+            Some(leaf) => Some(with_key(&self.store, self.version, address, leaf)?),
             None => None,
         };
-        Ok((account, AccountProof(proof)))
+        Ok((account, proof))
     }
 
     /// Executes block `height` (its encoded transactions `txs`, in order) on top of `pending`,
@@ -537,8 +530,25 @@ fn read_account(
         return Ok(Some(account.clone()));
     }
     match store.value(&account_key(address), version)? {
-        Some(leaf) => Ok(Some(with_key(store, version, address, &leaf)?)),
+        Some(bytes) => Ok(Some(with_key(
+            store,
+            version,
+            address,
+            decode_leaf(address, &bytes)?,
+        )?)),
         None => Ok(None),
+    }
+}
+
+/// Decodes the leaf stored for `address`.
+fn decode_leaf(address: &Address, bytes: &[u8]) -> Result<AccountLeaf, StateError> {
+    AccountLeaf::from_bytes(bytes).map_err(|source| corrupt_account(address, source))
+}
+
+fn corrupt_account(address: &Address, source: AccountDecodeError) -> StateError {
+    StateError::Corrupt {
+        address: hex::encode(address),
+        source,
     }
 }
 
@@ -548,18 +558,14 @@ fn with_key(
     store: &StateStore,
     version: u64,
     address: &Address,
-    leaf: &[u8],
+    leaf: AccountLeaf,
 ) -> Result<Account, StateError> {
-    let corrupt = |source| StateError::Corrupt {
-        address: hex::encode(address),
-        source,
-    };
-    let leaf = AccountLeaf::from_bytes(leaf).map_err(corrupt)?;
+    let corrupt = || corrupt_account(address, AccountDecodeError::Key);
     let public_key = if leaf.has_key {
         let bytes = store
             .value(&public_key_key(address), version)?
-            .ok_or(corrupt(AccountDecodeError::Key))?;
-        Some(mldsa::PublicKey::from_bytes(&bytes).map_err(|_| corrupt(AccountDecodeError::Key))?)
+            .ok_or_else(corrupt)?;
+        Some(mldsa::PublicKey::from_bytes(&bytes).map_err(|_| corrupt())?)
     } else {
         None
     };
@@ -569,6 +575,31 @@ fn with_key(
         nonce: leaf.nonce,
         public_key,
     })
+}
+
+/// The account leaf at `address` in committed version `version` of `store`, with its proof
+/// against that version's root (of inclusion, or of absence). Reads only committed bytes, so
+/// it can run beside the [`State`] that writes them (the node's API does).
+///
+/// Errors: [`StateError::Tree`] (also for a version pruned or never committed),
+/// [`StateError::Corrupt`].
+pub fn prove_account(
+    store: &StateStore,
+    version: u64,
+    address: &Address,
+) -> Result<(Option<AccountLeaf>, AccountProof), StateError> {
+    let reader = Reader {
+        store,
+        pending: &[],
+    };
+    let tree = JellyfishMerkleTree::<_, TreeHasher>::new(&reader);
+    let (value, proof) = tree
+        .get_with_proof(KeyHash(account_key(address)), version)
+        .map_err(tree_error)?;
+    let leaf = value
+        .map(|bytes| decode_leaf(address, &bytes))
+        .transpose()?;
+    Ok((leaf, AccountProof(proof)))
 }
 
 /// Largest encoded [`AccountProof`]: a leaf (1 + 64 bytes), the sibling count (4) and at most
@@ -627,11 +658,24 @@ impl AccountProof {
         address: &Address,
         account: Option<&Account>,
     ) -> Result<(), ProofError> {
+        self.verify_leaf(root, address, account.map(AccountLeaf::from).as_ref())
+    }
+
+    /// [`AccountProof::verify`] for what the tree holds of the account: its leaf (numbers and
+    /// whether its key is in state), as a client that never saw the key checks it.
+    ///
+    /// Errors: [`ProofError::Mismatch`].
+    pub fn verify_leaf(
+        &self,
+        root: &Hash,
+        address: &Address,
+        leaf: Option<&AccountLeaf>,
+    ) -> Result<(), ProofError> {
         self.0
             .verify(
                 RootHash(*root),
                 KeyHash(account_key(address)),
-                account.map(|a| AccountLeaf::from(a).to_bytes()),
+                leaf.map(AccountLeaf::to_bytes),
             )
             .map_err(|e| ProofError::Mismatch(format!("{e:#}")))
     }

@@ -11,6 +11,7 @@
 //! | `GET /block/{height}`, `GET /block/latest` | [`BlockInfo`]; 404 when not finalized here, 410 when pruned |
 //! | `POST /tx` (body: the transaction's bytes) | [`TxAccepted`]; 400 empty or too large, 409 duplicate or finalized, 503 mempool full, 429 rate-limited |
 //! | `GET /tx/{hash}` | [`TxInfo`]; 404 when unknown |
+//! | `GET /account/{address}` | [`AccountInfo`]; 400 not 32 bytes of hex, 404 nothing finalized here yet, 410 its block pruned |
 //! | `GET /evidence?limit=L&from_view=V` | [`EvidenceList`] |
 //! | `GET /metrics` | Prometheus text exposition |
 //!
@@ -201,6 +202,70 @@ pub enum TxStatus {
     Pending,
     /// In a finalized block.
     Finalized,
+}
+
+/// `GET /account/{address}` of a node: an account as of a finalized block, with what a client
+/// needs to check it without trusting the node (docs/architecture.md §11): the block's header,
+/// which carries the state root, the certificate that finalized the block, and the account's
+/// Merkle proof against the root.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccountInfo {
+    /// The account's address, hex (32 bytes).
+    pub address: String,
+    /// The account, `None` when no account exists at the address (the proof then proves
+    /// absence).
+    pub account: Option<AccountState>,
+    /// The finalized block whose state the answer is: the node's latest executed one.
+    pub header: HeaderInfo,
+    /// When the certificate finalizes a descendant of the block (as a boundary block is
+    /// finalized through its seals): the headers from the block's child up to the certified
+    /// block, each the parent of the next; empty when the certificate names the block itself.
+    #[serde(default)]
+    pub links: Vec<HeaderInfo>,
+    /// The certificate that finalized the block, in its ZAP encoding, hex.
+    pub certificate_hex: String,
+    /// The account's proof against `header.state_root` (`quasar_app::AccountProof`), hex.
+    pub proof_hex: String,
+}
+
+/// What the state holds for an account (the leaf its proof covers).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccountState {
+    /// Spendable balance, in the chain's smallest unit.
+    pub balance: u64,
+    /// Staked amount.
+    pub stake: u64,
+    /// The nonce the account's next transaction must carry.
+    pub nonce: u64,
+    /// Whether its ML-DSA-65 public key is in state: when it is not, the account's next
+    /// transaction carries it.
+    pub has_key: bool,
+}
+
+/// Every field of a block header (hashes hex, 32 bytes), from which a client recomputes the
+/// block hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeaderInfo {
+    /// Chain identifier.
+    pub chain_id: u64,
+    /// Epoch of the validator set that decided the block.
+    pub epoch: u64,
+    /// View it was proposed in.
+    pub view: u64,
+    /// Height.
+    pub height: u64,
+    /// View of its parent.
+    pub parent_view: u64,
+    /// Parent hash.
+    pub parent: String,
+    /// Proposer's validator index.
+    pub proposer: u32,
+    /// Proposal time on the proposer's clock, µs since the Unix epoch.
+    pub timestamp_us: u64,
+    /// Root of the block's transactions.
+    pub payload_root: String,
+    /// The state root after the block.
+    pub state_root: String,
 }
 
 /// `GET /tx/{hash}` of a node.
@@ -412,6 +477,13 @@ impl Client {
     /// [`ClientError::Status`].
     pub async fn block(&self, height: u64) -> Result<Option<BlockInfo>, ClientError> {
         self.get_json(&format!("/block/{height}")).await
+    }
+
+    /// `GET /account/{address}`: account `address_hex` with its proof, `None` when the node
+    /// has finalized nothing yet. Errors: [`ClientError::Pruned`], [`ClientError::Http`],
+    /// [`ClientError::Status`] (an address that is not 32 bytes of hex answers 400).
+    pub async fn account(&self, address_hex: &str) -> Result<Option<AccountInfo>, ClientError> {
+        self.get_json(&format!("/account/{address_hex}")).await
     }
 
     /// `GET /tx/{hash}`: transaction `hash_hex`, `None` when the node does not know it (not yet

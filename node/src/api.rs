@@ -5,8 +5,9 @@
 //! |---|---|
 //! | `GET /` | `200 {"routes":[{"method","path","answer"}]}`: this table, in short ([`ROUTES`]) |
 //! | `GET /health` | `200 {"status":"ok"}` while the process serves requests (liveness; unlike `/ready` it says nothing about consensus) |
-//! | `POST /tx` (body: raw bytes, ≤ 64 KiB) | `200 {"hash"}`; `400` empty or too large; `409` duplicate; `503` mempool full |
+//! | `POST /tx` (body: a signed transaction, ≤ 64 KiB) | `200 {"hash"}`; `400` empty, too large, or not a valid transaction of this chain (encoding, chain id, signature); `409` duplicate; `503` mempool full |
 //! | `GET /tx/{hash}` | `200 {"hash","status":"pending"|"finalized","height"}`; `400` bad hash; `404` unknown |
+//! | `GET /account/{address}` | `200 {"address","account":{"balance","stake","nonce","has_key"}\|null,"header","certificate_hex","proof_hex"}` as of the latest executed block ([`crate::light`]); `400` bad address; `404` nothing executed yet; `410` that block pruned |
 //! | `GET /ready` | `200` when the node finalizes with its peers, `503` otherwise: `{"ready","reasons","finalized_height","height","last_finalized_ms_ago","stale_after_ms","peers"}` (see [`not_ready_reasons`]) |
 //! | `GET /status` | `{"validator","validator_index","height","finalized_height","view","epoch","history_floor","peers","mempool","chain_id","evidence","votes_signed","guard_refusals","guard_restart_refusals","profile","quasar_finalized_height","quasar_unavailable","leg_verify_p50_ms","leg_sign_p50_ms","version","commit","genesis_hash"}` (`commit`: 12 hex digits or `unknown`; `genesis_hash`: 64 hex digits) |
 //! | `GET /block/latest` | the highest finalized block, as `GET /block/{height}` answers it; `404` before the first is finalized |
@@ -25,7 +26,8 @@ use axum::{Json, Router};
 use governor::clock::QuantaInstant;
 use governor::middleware::NoOpMiddleware;
 use quasar_client::{
-    ApiError, BlockInfo, EvidenceEntry, EvidenceList, Health, Readiness, Status, TxAccepted, TxInfo,
+    AccountInfo, ApiError, BlockInfo, EvidenceEntry, EvidenceList, Health, Readiness, Status,
+    TxAccepted, TxInfo,
 };
 use quasar_crypto::hash::Hash;
 use quasar_process::http_serve::TransportLimits;
@@ -58,6 +60,8 @@ pub trait NodeView: Send + Sync + 'static {
     fn tx(&self, hash: &Hash) -> Result<TxInfo, Unavailable>;
     /// `POST /tx`: admits `tx` to the mempool and gossips it; its hash. Errors: the mempool's.
     fn submit_tx(&self, tx: Vec<u8>) -> Result<Hash, MempoolError>;
+    /// `GET /account/{address}`: the account with its proof ([`crate::light::account_info`]).
+    fn account(&self, address: &quasar_app::Address) -> Result<AccountInfo, Unavailable>;
     /// `GET /evidence` for `query`. Errors: [`Unavailable::Failed`] when the store fails.
     fn evidence(&self, query: EvidenceQuery) -> Result<EvidenceList, Unavailable>;
     /// `GET /metrics`: appends the Prometheus text exposition to `out`.
@@ -107,6 +111,11 @@ pub const ROUTES: &[(&str, &str, &str)] = &[
     ),
     ("POST", "/tx", "submit a raw transaction (at most 64 KiB)"),
     ("GET", "/tx/{hash}", "a transaction: pending or finalized"),
+    (
+        "GET",
+        "/account/{address}",
+        "an account with its Merkle proof, block header and finalization certificate",
+    ),
     ("GET", "/block/latest", "the highest finalized block"),
     (
         "GET",
@@ -162,6 +171,7 @@ pub fn router(view: Arc<dyn NodeView>, with_metrics: bool, config: &ApiConfig) -
     let mut app = Router::new()
         .route("/tx", post(submit_tx).layer(tx_rate_limit(config)))
         .route("/tx/{hash}", get(get_tx))
+        .route("/account/{address}", get(account))
         .route("/status", get(status))
         .route("/ready", get(ready))
         .route("/block/latest", get(block_latest))
@@ -339,6 +349,20 @@ async fn get_tx(State(view): State<AppState>, Path(hash_hex): Path<String>) -> R
             ..info
         })
         .into_response(),
+        Err(unavailable) => unavailable.into_response(),
+    }
+}
+
+async fn account(State(view): State<AppState>, Path(address_hex): Path<String>) -> Response {
+    let address: quasar_app::Address = match hex::decode(&address_hex)
+        .ok()
+        .and_then(|b| b.try_into().ok())
+    {
+        Some(a) => a,
+        None => return error(StatusCode::BAD_REQUEST, "address must be 32 bytes of hex"),
+    };
+    match view.account(&address) {
+        Ok(info) => Json(info).into_response(),
         Err(unavailable) => unavailable.into_response(),
     }
 }
@@ -627,6 +651,10 @@ mod tests {
             }
         }
 
+        fn account(&self, _address: &quasar_app::Address) -> Result<AccountInfo, Unavailable> {
+            Err(Unavailable::NotFound("nothing executed yet".into()))
+        }
+
         fn evidence(&self, _query: EvidenceQuery) -> Result<EvidenceList, Unavailable> {
             Err(Unavailable::Failed("the store failed".into()))
         }
@@ -670,6 +698,21 @@ mod tests {
         let (status, body) = get_json(fixed(true, 0), "/block/latest").await;
         assert_eq!(status, StatusCode::NOT_FOUND);
         assert_eq!(body["error"], "no block finalized yet");
+        let (status, body) =
+            get_json(fixed(true, 5), &format!("/account/{}", "ab".repeat(32))).await;
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (StatusCode::NOT_FOUND, Some("nothing executed yet"))
+        );
+        let (status, body) =
+            get_json(fixed(true, 5), &format!("/account/{}", "ab".repeat(31))).await;
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (
+                StatusCode::BAD_REQUEST,
+                Some("address must be 32 bytes of hex")
+            )
+        );
         let (status, body) = get_json(fixed(true, 5), "/block/2").await;
         assert_eq!(
             (status, body["error"].as_str()),

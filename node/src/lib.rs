@@ -31,6 +31,7 @@ pub mod engine;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod init;
+pub mod light;
 pub mod mempool;
 pub mod metrics;
 pub mod quasar;

@@ -8,7 +8,7 @@ use crate::api::{
 use crate::mempool::MempoolError;
 use crate::runtime::Shared;
 use quasar_client::{
-    BlockInfo, CertificateInfo, EvidenceList, Readiness, Status, TxInfo, TxStatus,
+    AccountInfo, BlockInfo, CertificateInfo, EvidenceList, Readiness, Status, TxInfo, TxStatus,
 };
 use quasar_crypto::hash::Hash;
 use quasar_lanes::bls::signers_from_bitmap;
@@ -81,6 +81,14 @@ impl NodeView for Shared {
             stale_after_ms,
             peers: self.network.connected_peers(),
         }
+    }
+
+    fn account(&self, address: &quasar_app::Address) -> Result<AccountInfo, Unavailable> {
+        let state = self
+            .store
+            .state()
+            .map_err(|e| Unavailable::Failed(format!("state store: {e}")))?;
+        crate::light::account_info(&self.store, &state, address)
     }
 
     fn finalized_height(&self) -> u64 {

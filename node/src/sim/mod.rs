@@ -1203,6 +1203,21 @@ impl Simulation {
         self.nodes[i].engine.core().leader_of(view) as usize
     }
 
+    /// Node `i`'s application state database.
+    pub fn state_db(&self, i: usize) -> &SledStore {
+        &self.nodes[i].state_db
+    }
+
+    /// The verifier every node uses: the genesis's validator sets and schedule.
+    pub fn verifier(&self) -> &Verifier {
+        &self.verifier
+    }
+
+    /// The genesis account of slot `slot`'s client (it sends transfers to the next slot's).
+    pub fn account(&self, slot: usize) -> quasar_app::Address {
+        self.accounts[slot].0
+    }
+
     /// Node `i`'s store (to inspect what survived a crash).
     pub fn store(&self, i: usize) -> &SimStore {
         self.nodes[i].engine.store()
