@@ -57,7 +57,25 @@ pub const FORMAT_VERSION: u32 = 1;
 pub const MAX_SEALED_FILE_LEN: u64 = 16 << 20;
 /// Largest plaintext sealed, bytes (hex doubles it on disk).
 pub const MAX_PLAINTEXT_LEN: usize = 7 << 20;
-const AD_PREFIX: &[u8] = b"quasar-node/validator-key/v1\0";
+/// What a sealed file holds. The associated data starts with the purpose's prefix, so a file
+/// sealed for one purpose never opens as another (an account key file given where a validator
+/// key file is expected fails as a wrong passphrase does).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Purpose {
+    /// The validator secret key file (`validator.key.json`).
+    ValidatorKey,
+    /// An account's ML-DSA-65 signing key (`quasar-node account new`).
+    AccountKey,
+}
+
+impl Purpose {
+    fn prefix(self) -> &'static [u8] {
+        match self {
+            Purpose::ValidatorKey => b"quasar-node/validator-key/v1\0",
+            Purpose::AccountKey => b"quasar-node/account-key/v1\0",
+        }
+    }
+}
 /// The environment variable a key passphrase is read from when no file is given.
 pub const PASSPHRASE_ENV: &str = "QUASAR_KEY_PASSPHRASE";
 
@@ -150,8 +168,8 @@ pub fn is_sealed(bytes: &[u8]) -> bool {
     kind(bytes) == Kind::Sealed
 }
 
-fn associated_data(kdf: KdfParams, salt: &[u8; SALT_LEN]) -> Vec<u8> {
-    let mut ad = AD_PREFIX.to_vec();
+fn associated_data(purpose: Purpose, kdf: KdfParams, salt: &[u8; SALT_LEN]) -> Vec<u8> {
+    let mut ad = purpose.prefix().to_vec();
     ad.extend_from_slice(&kdf.to_le_bytes());
     ad.extend_from_slice(salt);
     ad
@@ -159,8 +177,10 @@ fn associated_data(kdf: KdfParams, salt: &[u8; SALT_LEN]) -> Vec<u8> {
 
 impl SealedKeyFile {
     /// Seals `plaintext` (at most [`MAX_PLAINTEXT_LEN`] bytes, else [`KdfError`] naming the
-    /// length) under `passphrase` with `kdf` and a fresh salt and nonce. Runs Argon2id once.
+    /// length) for `purpose` under `passphrase` with `kdf` and a fresh salt and nonce. Runs
+    /// Argon2id once.
     pub fn seal(
+        purpose: Purpose,
         passphrase: &[u8],
         kdf: KdfParams,
         plaintext: &[u8],
@@ -173,7 +193,8 @@ impl SealedKeyFile {
         }
         let salt = sealing::random_salt();
         let key = sealing::derive_key(passphrase, &salt, kdf)?;
-        let (nonce, ciphertext) = sealing::seal(&key, &associated_data(kdf, &salt), plaintext);
+        let (nonce, ciphertext) =
+            sealing::seal(&key, &associated_data(purpose, kdf, &salt), plaintext);
         Ok(SealedKeyFile {
             kdf,
             salt,
@@ -182,14 +203,19 @@ impl SealedKeyFile {
         })
     }
 
-    /// The plaintext, or [`OpenError::WrongPassphrase`] when authentication fails. Runs
-    /// Argon2id once, with the file's parameters.
-    pub fn open(&self, passphrase: &[u8]) -> Result<Zeroizing<Vec<u8>>, OpenError> {
+    /// The plaintext of a file sealed for `purpose`, or [`OpenError::WrongPassphrase`] when
+    /// authentication fails (also for a file sealed for another purpose). Runs Argon2id once,
+    /// with the file's parameters.
+    pub fn open(
+        &self,
+        purpose: Purpose,
+        passphrase: &[u8],
+    ) -> Result<Zeroizing<Vec<u8>>, OpenError> {
         let key = sealing::derive_key(passphrase, &self.salt, self.kdf)?;
         sealing::open(
             &key,
             &self.nonce,
-            &associated_data(self.kdf, &self.salt),
+            &associated_data(purpose, self.kdf, &self.salt),
             &self.ciphertext,
         )
         .ok_or(OpenError::WrongPassphrase)
@@ -430,12 +456,14 @@ impl KeyAccess {
             .ok_or_else(|| KeyFileError::NoPassphrase {
                 path: path.to_path_buf(),
             })?;
-        let plaintext = sealed.open(passphrase).map_err(|e| match e {
-            OpenError::WrongPassphrase => KeyFileError::WrongPassphrase {
-                path: path.to_path_buf(),
-            },
-            OpenError::Kdf(e) => KeyFileError::Passphrase(format!("{}: {e}", path.display())),
-        })?;
+        let plaintext = sealed
+            .open(Purpose::ValidatorKey, passphrase)
+            .map_err(|e| match e {
+                OpenError::WrongPassphrase => KeyFileError::WrongPassphrase {
+                    path: path.to_path_buf(),
+                },
+                OpenError::Kdf(e) => KeyFileError::Passphrase(format!("{}: {e}", path.display())),
+            })?;
         Ok((plaintext, true))
     }
 
@@ -447,7 +475,7 @@ impl KeyAccess {
             return Ok(plaintext.to_vec());
         }
         let passphrase = self.passphrase.as_ref().ok_or(KeyFileError::NoWriteMode)?;
-        SealedKeyFile::seal(passphrase, self.kdf, plaintext)
+        SealedKeyFile::seal(Purpose::ValidatorKey, passphrase, self.kdf, plaintext)
             .map(|file| file.to_bytes())
             .map_err(|e| KeyFileError::Passphrase(e.to_string()))
     }
@@ -462,20 +490,44 @@ mod tests {
 
     #[test]
     fn sealed_file_round_trips_through_its_bytes_and_opens_to_the_plaintext() {
-        let sealed = SealedKeyFile::seal(b"correct horse", TINY, PLAINTEXT).unwrap();
+        let sealed =
+            SealedKeyFile::seal(Purpose::ValidatorKey, b"correct horse", TINY, PLAINTEXT).unwrap();
         let bytes = sealed.to_bytes();
         assert!(is_sealed(&bytes));
         assert!(!is_sealed(PLAINTEXT));
         let parsed = parse_sealed(&bytes).unwrap();
         assert_eq!(parsed, sealed);
-        assert_eq!(&parsed.open(b"correct horse").unwrap()[..], PLAINTEXT);
+        assert_eq!(
+            &parsed
+                .open(Purpose::ValidatorKey, b"correct horse")
+                .unwrap()[..],
+            PLAINTEXT
+        );
+    }
+
+    #[test]
+    fn a_file_sealed_for_one_purpose_does_not_open_as_another() {
+        let account = SealedKeyFile::seal(Purpose::AccountKey, b"pw", TINY, PLAINTEXT).unwrap();
+        assert_eq!(
+            &account.open(Purpose::AccountKey, b"pw").unwrap()[..],
+            PLAINTEXT
+        );
+        assert!(matches!(
+            account.open(Purpose::ValidatorKey, b"pw"),
+            Err(OpenError::WrongPassphrase)
+        ));
     }
 
     #[test]
     fn a_damaged_file_is_named_unreadable_not_plaintext() {
-        let sealed = SealedKeyFile::seal(b"pass", TINY, br#"{"bls_secret_key":"00"}"#)
-            .expect("seal")
-            .to_bytes();
+        let sealed = SealedKeyFile::seal(
+            Purpose::ValidatorKey,
+            b"pass",
+            TINY,
+            br#"{"bls_secret_key":"00"}"#,
+        )
+        .expect("seal")
+        .to_bytes();
         let access = KeyAccess::sealed(b"pass").with_kdf(TINY);
         let path = Path::new("k/validator.key.json");
         let damaged: [&[u8]; 3] = [&sealed[..sealed.len() / 2], br#"{"hello":1}"#, b""];
@@ -495,34 +547,35 @@ mod tests {
 
     #[test]
     fn wrong_passphrase_is_refused_not_garbage() {
-        let sealed = SealedKeyFile::seal(b"correct horse", TINY, PLAINTEXT).unwrap();
+        let sealed =
+            SealedKeyFile::seal(Purpose::ValidatorKey, b"correct horse", TINY, PLAINTEXT).unwrap();
         assert!(matches!(
-            sealed.open(b"battery staple"),
+            sealed.open(Purpose::ValidatorKey, b"battery staple"),
             Err(OpenError::WrongPassphrase)
         ));
     }
 
     #[test]
     fn editing_the_ciphertext_salt_or_kdf_parameters_fails_authentication() {
-        let sealed = SealedKeyFile::seal(b"pw", TINY, PLAINTEXT).unwrap();
+        let sealed = SealedKeyFile::seal(Purpose::ValidatorKey, b"pw", TINY, PLAINTEXT).unwrap();
         let mut flipped = sealed.clone();
         flipped.ciphertext[3] ^= 0x01;
         assert!(matches!(
-            flipped.open(b"pw"),
+            flipped.open(Purpose::ValidatorKey, b"pw"),
             Err(OpenError::WrongPassphrase)
         ));
         let mut salted = sealed.clone();
         salted.salt[0] ^= 0x01;
-        assert!(salted.open(b"pw").is_err());
+        assert!(salted.open(Purpose::ValidatorKey, b"pw").is_err());
         // A downgrade of the parameters is bound by the associated data.
         let mut weaker = sealed;
         weaker.kdf.iterations = 2;
-        assert!(weaker.open(b"pw").is_err());
+        assert!(weaker.open(Purpose::ValidatorKey, b"pw").is_err());
     }
 
     #[test]
     fn parser_names_the_bad_field_and_refuses_unknown_ones() {
-        let sealed = SealedKeyFile::seal(b"pw", TINY, PLAINTEXT).unwrap();
+        let sealed = SealedKeyFile::seal(Purpose::ValidatorKey, b"pw", TINY, PLAINTEXT).unwrap();
         let mut json: serde_json::Value = serde_json::from_slice(&sealed.to_bytes()).unwrap();
         json["nonceHex"] = "00".into();
         let err = parse_sealed(json.to_string().as_bytes()).unwrap_err();

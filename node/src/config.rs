@@ -231,8 +231,11 @@ fn default_block_time_ms() -> u64 {
 fn default_mempool_max_txs() -> usize {
     100_000
 }
+/// `max_block_txs` when node.toml does not set it.
+pub const DEFAULT_MAX_BLOCK_TXS: usize = 10_000;
+
 fn default_max_block_txs() -> usize {
-    10_000
+    DEFAULT_MAX_BLOCK_TXS
 }
 
 impl NodeConfig {

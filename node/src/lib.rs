@@ -47,3 +47,4 @@ pub mod sync;
 #[cfg(feature = "testnet")]
 pub mod testnet;
 pub mod view;
+pub mod wallet;

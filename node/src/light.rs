@@ -24,8 +24,9 @@ use crate::api::Unavailable;
 use quasar_app::state::MAX_ACCOUNT_PROOF_BYTES;
 use quasar_app::{prove_account, AccountLeaf, AccountProof, Address, ProofError};
 use quasar_chainspec::sealing::decode_hex_bounded;
+use quasar_chainspec::Genesis;
 use quasar_client::{AccountInfo, AccountState, HeaderInfo};
-use quasar_consensus::{Verifier, VerifyError};
+use quasar_consensus::{BlockLimits, Verifier, VerifyError};
 use quasar_crypto::hash::Hash;
 use quasar_storage::{StateStore, Store};
 use quasar_wire::{decode, BlockHeader, CertificateKind, MessageRef};
@@ -128,6 +129,21 @@ pub fn account_info<S: Store>(
         certificate_hex: hex::encode(&stored.certificate),
         proof_hex: hex::encode(proof.to_bytes()),
     })
+}
+
+/// A verifier of the certificates of the chain of `genesis`: its validator sets and schedule
+/// (block limits play no part in checking a certificate; the node's defaults are set).
+pub fn genesis_verifier(genesis: &Genesis) -> Verifier {
+    Verifier::with_sets(
+        genesis.epoch_sets(),
+        genesis.hash,
+        genesis.file.chain_id,
+        genesis.schedule(),
+        BlockLimits {
+            max_txs: crate::config::DEFAULT_MAX_BLOCK_TXS,
+            max_bytes: crate::runtime::MAX_BLOCK_BYTES,
+        },
+    )
 }
 
 /// A [`BlockHeader`] as JSON fields.

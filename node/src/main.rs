@@ -3,12 +3,14 @@
 use clap::{Parser, Subcommand};
 use quasar_chainspec::{keygen_with_set, parse_magnetar_set, GenesisFile, KeyAccess};
 use quasar_crypto::magnetar::ParameterSet;
+use quasar_crypto::mldsa::{self, MlDsa65};
 #[cfg(feature = "testnet")]
 use quasar_lanes::cert::Profile;
 use quasar_node::config::NodeConfig;
 use quasar_node::rollup;
 #[cfg(feature = "testnet")]
 use quasar_node::testnet::{self, TestnetOptions};
+use quasar_node::wallet;
 #[cfg(feature = "testnet")]
 use quasar_process::interrupted;
 use quasar_process::{init_tracing, now_us, runtime, LogFormat};
@@ -53,6 +55,82 @@ impl KeyFileArgs {
         KeyAccess::from_sources(self.passphrase_file.as_deref(), self.plaintext)
             .map_err(|e| e.to_string())
     }
+}
+
+/// The node an account command asks, and the genesis it checks every answer against.
+#[derive(clap::Args)]
+struct ChainArgs {
+    /// The node's API (its `api_listen`).
+    #[arg(long, default_value = "http://127.0.0.1:8000")]
+    api: String,
+    /// The chain's genesis.json: answers are checked against its validator sets (Merkle proof
+    /// to the state root, header to the finalized block, certificate to a quorum).
+    #[arg(long)]
+    genesis: PathBuf,
+}
+
+/// An account key file (`account new`) and its passphrase.
+#[derive(clap::Args)]
+struct AccountKeyArgs {
+    /// The account key file.
+    #[arg(long)]
+    key: PathBuf,
+    /// File holding its passphrase (a trailing newline is dropped); otherwise the
+    /// QUASAR_KEY_PASSPHRASE environment variable.
+    #[arg(long)]
+    passphrase_file: Option<PathBuf>,
+}
+
+impl AccountKeyArgs {
+    fn open(&self) -> Result<mldsa::SecretKey<MlDsa65>, String> {
+        let passphrase = account_passphrase(self.passphrase_file.as_deref())?;
+        wallet::open_account_file(&self.key, &passphrase).map_err(|e| e.to_string())
+    }
+}
+
+/// What an account sends: its key, the fee, and whether to wait for finality.
+#[derive(clap::Args)]
+struct SendArgs {
+    #[command(flatten)]
+    key: AccountKeyArgs,
+    /// Fee, in the chain's smallest unit.
+    #[arg(long, default_value_t = 1)]
+    fee: u64,
+    /// Wait (up to 60 s) until the transaction is final, and print its height.
+    #[arg(long)]
+    wait: bool,
+    #[command(flatten)]
+    chain: ChainArgs,
+}
+
+fn account_passphrase(
+    file: Option<&std::path::Path>,
+) -> Result<zeroize::Zeroizing<Vec<u8>>, String> {
+    quasar_chainspec::sealing::read_passphrase(
+        file,
+        quasar_chainspec::key_file::PASSPHRASE_ENV,
+        "--passphrase-file",
+    )
+    .map_err(|e| format!("account key passphrase: {e}"))
+}
+
+#[derive(Subcommand)]
+enum AccountAction {
+    /// Generate an account key (ML-DSA-65, FIPS 204) into a new encrypted file (mode 0600;
+    /// Argon2id + XChaCha20-Poly1305 under the passphrase) and print its address.
+    New {
+        /// The file to write (never replaced).
+        #[arg(long)]
+        out: PathBuf,
+        /// File holding the passphrase; otherwise QUASAR_KEY_PASSPHRASE.
+        #[arg(long)]
+        passphrase_file: Option<PathBuf>,
+    },
+    /// Print the address of an account key file.
+    Address {
+        #[command(flatten)]
+        key: AccountKeyArgs,
+    },
 }
 
 #[derive(Subcommand)]
@@ -115,6 +193,10 @@ enum Command {
         /// profile with threshold legs, `deal` then gives every set its keys.
         #[arg(long = "change", value_parser = quasar_chainspec::parse_epoch_list::<PathBuf>)]
         changes: Vec<(u64, Vec<PathBuf>)>,
+        /// A genesis allocation, ADDRESS=BALANCE (an address as `account new` prints it, the
+        /// balance in the chain's smallest unit); repeat the flag for each account.
+        #[arg(long = "account", value_parser = parse_allocation)]
+        accounts: Vec<quasar_chainspec::GenesisAccount>,
     },
     /// Trusted-dealer setup of the threshold keys the genesis profile needs (a Corona key for
     /// quasar, aurora, polaris and hybrid; a Pulsar key for aurora and polaris, among a
@@ -177,6 +259,54 @@ enum Command {
         /// Path of node.toml.
         #[arg(long)]
         config: PathBuf,
+    },
+    /// Account keys of the chain's built-in application (not validator keys).
+    Account {
+        #[command(subcommand)]
+        action: AccountAction,
+    },
+    /// An account's balance, stake and nonce as of the node's latest finalized state, checked
+    /// against the genesis (no trust in the node); JSON on stdout.
+    Balance {
+        /// The account's address (hex, 32 bytes; `account new` prints it).
+        address: String,
+        #[command(flatten)]
+        chain: ChainArgs,
+    },
+    /// Send an amount from an account to another; prints the transaction hash (JSON).
+    Transfer {
+        /// The recipient's address (hex, 32 bytes).
+        #[arg(long)]
+        to: String,
+        /// Amount, in the chain's smallest unit.
+        #[arg(long)]
+        amount: u64,
+        #[command(flatten)]
+        send: SendArgs,
+    },
+    /// Move an amount of an account's balance to its stake.
+    Stake {
+        /// Amount.
+        #[arg(long)]
+        amount: u64,
+        #[command(flatten)]
+        send: SendArgs,
+    },
+    /// Move an amount of an account's stake back to its balance.
+    Unstake {
+        /// Amount.
+        #[arg(long)]
+        amount: u64,
+        #[command(flatten)]
+        send: SendArgs,
+    },
+    /// Where a transaction stands on a node: pending, finalized (with its height), or unknown.
+    TxStatus {
+        /// The transaction hash (hex, as `transfer` prints it).
+        hash: String,
+        /// The node's API.
+        #[arg(long, default_value = "http://127.0.0.1:8000")]
+        api: String,
     },
     /// The signing guard's history as a JSON document (docs/operations.md "Moving a validator
     /// to another host"): export it, import one, or print it.
@@ -358,6 +488,62 @@ enum GuardAction {
     },
 }
 
+/// `--account ADDRESS=BALANCE` of `genesis` (the genesis check reads the address).
+fn parse_allocation(text: &str) -> Result<quasar_chainspec::GenesisAccount, String> {
+    let (address, balance) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected ADDRESS=BALANCE, got '{text}'"))?;
+    parse_address("the address", address)?;
+    let balance = balance.parse().map_err(|e| {
+        format!(
+            "balance '{balance}': {e} (a whole number, at most {})",
+            u64::MAX
+        )
+    })?;
+    Ok(quasar_chainspec::GenesisAccount {
+        address: address.to_string(),
+        balance,
+    })
+}
+
+/// A 32-byte value given as hex on the command line (`what` names it in the error).
+fn parse_address(what: &str, text: &str) -> Result<[u8; 32], String> {
+    quasar_chainspec::sealing::decode_hex_bounded(text, 32, 32)
+        .ok()
+        .and_then(|bytes| bytes.try_into().ok())
+        .ok_or_else(|| format!("{what} must be 32 bytes of hex (64 hex digits), got '{text}'"))
+}
+
+/// Signs and submits the account's next transaction doing `action`; prints its hash, and with
+/// `--wait` its height once final.
+fn send_action(send: SendArgs, action: quasar_app::Action) -> Result<ExitCode, String> {
+    let key = send.key.open()?;
+    let chain =
+        wallet::Chain::open(&send.chain.api, &send.chain.genesis).map_err(|e| e.to_string())?;
+    runtime()?.block_on(async {
+        let hash = chain
+            .send(&key, action, send.fee)
+            .await
+            .map_err(|e| e.to_string())?;
+        if send.wait {
+            let info = chain
+                .wait_final(&hash, std::time::Duration::from_secs(60))
+                .await
+                .map_err(|e| e.to_string())?;
+            println!(
+                "{}",
+                serde_json::to_string(&info).map_err(|e| e.to_string())?
+            );
+        } else {
+            println!(
+                "{}",
+                serde_json::json!({ "hash": hash, "status": "pending" })
+            );
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // A simulation runs many validators in one process: their lines would drown its progress,
@@ -409,6 +595,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             stake,
             start_delay_secs,
             changes,
+            accounts,
         } => {
             if out.exists() {
                 return Err(format!(
@@ -424,6 +611,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     .add_change_from_key_dirs(*epoch, dirs, stake)
                     .map_err(|e| e.to_string())?;
             }
+            genesis.accounts = accounts;
             let checked = genesis.clone().check().map_err(|e| e.to_string())?;
             genesis.save(&out).map_err(|e| e.to_string())?;
             eprintln!(
@@ -502,6 +690,85 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 );
             }
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Account { action } => match action {
+            AccountAction::New {
+                out,
+                passphrase_file,
+            } => {
+                let passphrase = account_passphrase(passphrase_file.as_deref())?;
+                let mut seed = zeroize::Zeroizing::new([0u8; 32]);
+                rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, seed.as_mut());
+                let address = wallet::write_account_file(
+                    &out,
+                    &passphrase,
+                    quasar_chainspec::sealing::KdfParams::PRODUCTION,
+                    &seed,
+                )
+                .map_err(|e| e.to_string())?;
+                println!("{}", serde_json::json!({ "address": hex::encode(address) }));
+                Ok(ExitCode::SUCCESS)
+            }
+            AccountAction::Address { key } => {
+                let address = quasar_app::address_of(key.open()?.public_key());
+                println!("{}", serde_json::json!({ "address": hex::encode(address) }));
+                Ok(ExitCode::SUCCESS)
+            }
+        },
+        Command::Balance { address, chain } => {
+            let address = parse_address("address", &address)?;
+            let chain =
+                wallet::Chain::open(&chain.api, &chain.genesis).map_err(|e| e.to_string())?;
+            let checked = runtime()?
+                .block_on(chain.account(&address))
+                .map_err(|e| e.to_string())?;
+            let account = checked.account.unwrap_or_default();
+            println!(
+                "{}",
+                serde_json::json!({
+                    "address": hex::encode(address),
+                    "exists": checked.account.is_some(),
+                    "balance": account.balance,
+                    "stake": account.stake,
+                    "nonce": account.nonce,
+                    "height": checked.height,
+                    "block": hex::encode(checked.block),
+                    "verified": true,
+                })
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Transfer { to, amount, send } => {
+            let to = parse_address("--to", &to)?;
+            send_action(send, quasar_app::Action::Transfer { to, amount })
+        }
+        Command::Stake { amount, send } => {
+            send_action(send, quasar_app::Action::AddStake { amount })
+        }
+        Command::Unstake { amount, send } => {
+            send_action(send, quasar_app::Action::WithdrawStake { amount })
+        }
+        Command::TxStatus { hash, api } => {
+            parse_address("hash", &hash)?;
+            let http =
+                quasar_client::http_client(wallet::REQUEST_TIMEOUT).map_err(|e| e.to_string())?;
+            let client = quasar_client::Client::with_http(http, api.trim_end_matches('/'));
+            let info = runtime()?
+                .block_on(client.tx(&hash))
+                .map_err(|e| e.to_string())?;
+            match info {
+                Some(info) => {
+                    println!(
+                        "{}",
+                        serde_json::to_string(&info).map_err(|e| e.to_string())?
+                    );
+                    Ok(ExitCode::SUCCESS)
+                }
+                None => Err(format!(
+                    "transaction {hash} is unknown to {api}: not submitted there, dropped, or in a \
+                     pruned block"
+                )),
+            }
         }
         Command::Guard { action } => {
             use quasar_chainspec::guard_history;

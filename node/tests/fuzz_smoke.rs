@@ -615,14 +615,19 @@ fn thresholdd_keystore_files_survive_mutation() {
 
 #[test]
 fn sealed_validator_key_files_survive_mutation() {
-    use quasar_chainspec::key_file::{parse_sealed, SealedKeyFile};
+    use quasar_chainspec::key_file::{parse_sealed, Purpose, SealedKeyFile};
     use quasar_chainspec::sealing::KdfParams;
     let seeds: Vec<Vec<u8>> = [&b"{}"[..], &[0x41; 300][..]]
         .iter()
         .map(|plaintext| {
-            SealedKeyFile::seal(b"fuzz passphrase", KdfParams::for_tests(), plaintext)
-                .expect("sealing a short plaintext")
-                .to_bytes()
+            SealedKeyFile::seal(
+                Purpose::ValidatorKey,
+                b"fuzz passphrase",
+                KdfParams::for_tests(),
+                plaintext,
+            )
+            .expect("sealing a short plaintext")
+            .to_bytes()
         })
         .collect();
     // The seeds decode in full, so mutations start from the deep paths.

@@ -21,7 +21,7 @@ use quasar_wire::frame::{encode_frame, MAX_FRAME_LEN};
 use tokio::time::sleep;
 
 mod common;
-use common::{assert_same_chain, binary, one_network_at_a_time, Fixture};
+use common::{assert_same_chain, binary, fails, ok, one_network_at_a_time, Fixture};
 
 /// Asserts that the report shows a verification time for each leg of `verified` and a
 /// production time for each of `produced`.
@@ -1308,4 +1308,183 @@ async fn a_second_instance_of_a_running_validator_stops_before_it_signs() {
     assert!(fx.net.is_running(3), "the first instance was disturbed");
     let target = fx.net.status(0).await.unwrap().finalized_height + 3;
     all_finalize_without_evidence(&fx.net, target, Duration::from_secs(30)).await;
+}
+
+/// The account commands against a running network, as a user runs them: two new account keys,
+/// one funded at genesis; a transfer waited to finality; balances read from another validator
+/// and checked against the genesis; the unfunded account's first transaction carries its key.
+/// A wrong passphrase, a genesis of another chain and an unfunded sender each get a clear error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_account_holder_transfers_and_checks_balances_with_the_client_commands() {
+    let _turn = one_network_at_a_time().await;
+    let mut fx = Fixture::create("quasar-client-test-", 4, 100);
+    let dir = fx.net.dir().to_path_buf();
+    let path = |name: &str| dir.join(name).to_string_lossy().into_owned();
+    let address = |out: &str| -> String {
+        let json: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        json["address"].as_str().unwrap().to_string()
+    };
+    let (alice_key, bob_key, carol_key) = (path("alice.key"), path("bob.key"), path("carol.key"));
+    let alice = address(&ok(&["account", "new", "--out", &alice_key]));
+    let bob = address(&ok(&["account", "new", "--out", &bob_key]));
+    let carol = address(&ok(&["account", "new", "--out", &carol_key]));
+    assert_eq!(
+        address(&ok(&["account", "address", "--key", &alice_key])),
+        alice
+    );
+    assert!(fails(&["account", "new", "--out", &alice_key]).contains("already exists"));
+    let alice_bytes: [u8; 32] = hex::decode(&alice).unwrap().try_into().unwrap();
+    fx.net.fund_accounts(&[alice_bytes], 1_000_000).unwrap();
+    fx.spawn_all();
+    fx.net
+        .wait_finalized(&[0, 1, 2, 3], 2, Duration::from_secs(30))
+        .await
+        .unwrap();
+    let genesis = path(GENESIS_FILE);
+    let api = |i: usize| format!("http://{}", fx.net.api(i));
+    let json = |text: String| serde_json::from_str::<serde_json::Value>(text.trim()).unwrap();
+
+    let sent = json(ok(&[
+        "transfer",
+        "--key",
+        &alice_key,
+        "--to",
+        &bob,
+        "--amount",
+        "1000",
+        "--fee",
+        "2",
+        "--wait",
+        "--api",
+        &api(0),
+        "--genesis",
+        &genesis,
+    ]));
+    assert_eq!(sent["status"], "finalized", "{sent}");
+    let hash = sent["hash"].as_str().unwrap().to_string();
+    let status = json(ok(&["tx-status", &hash, "--api", &api(2)]));
+    assert_eq!(status["height"], sent["height"], "{status}");
+
+    // Another validator's state, checked against the genesis (it may lag by a block).
+    let bob_seen = balance_when(&api(1), &genesis, &bob, "balance", 1000).await;
+    assert_eq!(
+        (&bob_seen["nonce"], &bob_seen["verified"]),
+        (&serde_json::json!(0), &serde_json::json!(true)),
+        "{bob_seen}"
+    );
+    let alice_seen = balance_when(&api(1), &genesis, &alice, "nonce", 1).await;
+    assert_eq!(alice_seen["balance"], 1_000_000 - 1000 - 2, "{alice_seen}");
+    assert_eq!(
+        json(ok(&[
+            "balance",
+            &carol,
+            "--api",
+            &api(0),
+            "--genesis",
+            &genesis
+        ]))["exists"],
+        false
+    );
+
+    // Bob's first transaction carries his key; then he stakes.
+    let back = json(ok(&[
+        "transfer",
+        "--key",
+        &bob_key,
+        "--to",
+        &alice,
+        "--amount",
+        "10",
+        "--wait",
+        "--api",
+        &api(3),
+        "--genesis",
+        &genesis,
+    ]));
+    assert_eq!(back["status"], "finalized", "{back}");
+    balance_when(&api(3), &genesis, &bob, "nonce", 1).await;
+    let staked = json(ok(&[
+        "stake",
+        "--key",
+        &bob_key,
+        "--amount",
+        "100",
+        "--wait",
+        "--api",
+        &api(3),
+        "--genesis",
+        &genesis,
+    ]));
+    assert_eq!(staked["status"], "finalized", "{staked}");
+    let bob_seen = balance_when(&api(3), &genesis, &bob, "stake", 100).await;
+    assert_eq!(bob_seen["balance"], 1000 - 10 - 1 - 100 - 1, "{bob_seen}");
+
+    // Clear refusals.
+    let wrong = std::process::Command::new(binary())
+        .args(["account", "address", "--key", &bob_key])
+        .env("QUASAR_KEY_PASSPHRASE", "not the passphrase")
+        .output()
+        .unwrap();
+    assert!(!wrong.status.success());
+    assert!(
+        String::from_utf8_lossy(&wrong.stderr).contains("wrong passphrase"),
+        "{}",
+        String::from_utf8_lossy(&wrong.stderr)
+    );
+    let unfunded = fails(&[
+        "transfer",
+        "--key",
+        &carol_key,
+        "--to",
+        &alice,
+        "--amount",
+        "1",
+        "--api",
+        &api(0),
+        "--genesis",
+        &genesis,
+    ]);
+    assert!(
+        unfunded.contains("does not exist on this chain yet"),
+        "{unfunded}"
+    );
+    let mut other = GenesisFile::load(std::path::Path::new(&genesis)).unwrap();
+    other.chain_id += 1;
+    let other_path = path("other-genesis.json");
+    other.save(std::path::Path::new(&other_path)).unwrap();
+    let forged = fails(&[
+        "balance",
+        &alice,
+        "--api",
+        &api(0),
+        "--genesis",
+        &other_path,
+    ]);
+    assert!(
+        forged.contains("does not verify against the genesis"),
+        "{forged}"
+    );
+    assert!(fails(&["balance", "abcd", "--genesis", &genesis]).contains("64 hex digits"));
+}
+
+/// `quasar-node balance` of `who` on the node at `api`, polled (up to 5 s, the node may lag a
+/// block behind) until its `field` is `value`; the last answer.
+async fn balance_when(
+    api: &str,
+    genesis: &str,
+    who: &str,
+    field: &str,
+    value: u64,
+) -> serde_json::Value {
+    let mut seen = serde_json::Value::Null;
+    for _ in 0..50 {
+        seen =
+            serde_json::from_str(ok(&["balance", who, "--api", api, "--genesis", genesis]).trim())
+                .unwrap();
+        if seen[field] == value {
+            return seen;
+        }
+        sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{who}'s {field} never became {value} on {api}: {seen}");
 }

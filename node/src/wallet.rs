@@ -1,0 +1,332 @@
+//! The client side of an account (`quasar-node account`, `balance`, `transfer`, `stake`,
+//! `unstake`, `tx-status`; docs/architecture.md §11): an encrypted account key file, reading an
+//! account through `GET /account/{address}` checked by [`crate::light`], and signing
+//! transactions with the nonce the checked account gives.
+//!
+//! # The account key file
+//!
+//! The plaintext is `{"mldsa65_seed_hex": <32 bytes>}`: the seed of an ML-DSA-65 key pair
+//! (FIPS 204 ML-DSA.KeyGen_internal). It is always sealed, with the validator key file's format
+//! and cryptography ([`quasar_chainspec::key_file`]: Argon2id, XChaCha20-Poly1305) under
+//! [`Purpose::AccountKey`], so an account file never opens as a validator key file or the other
+//! way round. Files are written once (never replaced) with mode 0600. The account's address is
+//! the hash of its public key ([`address_of`]).
+
+use crate::light::{verify_account, VerifiedAccount};
+use quasar_app::{address_of, Action, Address, Transaction};
+use quasar_chainspec::key_file::{parse_sealed, Purpose, SealedKeyFile, MAX_SEALED_FILE_LEN};
+use quasar_chainspec::sealing::{decode_hex_bounded, KdfParams};
+use quasar_client::{Client, TxInfo, TxStatus};
+use quasar_consensus::Verifier;
+use quasar_crypto::mldsa::{self, MlDsa65};
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use zeroize::Zeroizing;
+
+/// Why an account command failed; each says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum WalletError {
+    /// The key file cannot be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The failure.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The key file exists: it is never replaced.
+    #[error("{0} already exists; refusing to replace an account key (choose another --out)")]
+    Exists(PathBuf),
+    /// The key file is not a sealed account key file.
+    #[error("{path} is not an account key file: {problem}")]
+    NotAKeyFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The passphrase does not open the file (or the file was modified, or it is another kind
+    /// of sealed file).
+    #[error(
+        "{0}: wrong passphrase, or the file was modified, or it is not an account key file \
+         (give the passphrase it was written with: --passphrase-file or QUASAR_KEY_PASSPHRASE)"
+    )]
+    WrongPassphrase(PathBuf),
+    /// The node's answer did not pass the check.
+    #[error("the node's answer for account {address} does not verify against the genesis: {source} (ask another node, or check --genesis)")]
+    Unverified {
+        /// The account.
+        address: String,
+        /// Why.
+        #[source]
+        source: crate::light::LightError,
+    },
+    /// The node could not be asked, or refused.
+    #[error("{0}")]
+    Node(String),
+    /// The transaction cannot be built (an account that does not exist yet, a sum that
+    /// overflows).
+    #[error("{0}")]
+    Transaction(String),
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AccountKeyJson {
+    mldsa65_seed_hex: String,
+}
+
+/// Writes a new account key file at `path`, sealed under `passphrase` with `kdf`, from
+/// `seed`: the ML-DSA-65 key seed (32 bytes). Returns the account's address.
+///
+/// Errors: [`WalletError::Exists`], [`WalletError::Io`], [`WalletError::NotAKeyFile`] when the
+/// KDF parameters are refused.
+pub fn write_account_file(
+    path: &Path,
+    passphrase: &[u8],
+    kdf: KdfParams,
+    seed: &[u8; 32],
+) -> Result<Address, WalletError> {
+    let key = mldsa::SecretKey::<MlDsa65>::from_seed(seed);
+    let plaintext = Zeroizing::new(
+        serde_json::to_vec(&AccountKeyJson {
+            mldsa65_seed_hex: hex::encode(seed),
+        })
+        .map_err(|e| WalletError::Transaction(e.to_string()))?,
+    );
+    let sealed =
+        SealedKeyFile::seal(Purpose::AccountKey, passphrase, kdf, &plaintext).map_err(|e| {
+            WalletError::NotAKeyFile {
+                path: path.to_path_buf(),
+                problem: e.to_string(),
+            }
+        })?;
+    let io = |source| WalletError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            WalletError::Exists(path.to_path_buf())
+        } else {
+            io(e)
+        }
+    })?;
+    file.write_all(&sealed.to_bytes()).map_err(io)?;
+    file.sync_all().map_err(io)?;
+    Ok(address_of(key.public_key()))
+}
+
+/// Opens the account key file at `path` with `passphrase`: the signing key.
+///
+/// Errors: [`WalletError::Io`]; [`WalletError::NotAKeyFile`] for a file over
+/// [`MAX_SEALED_FILE_LEN`] or one that does not parse; [`WalletError::WrongPassphrase`].
+pub fn open_account_file(
+    path: &Path,
+    passphrase: &[u8],
+) -> Result<mldsa::SecretKey<MlDsa65>, WalletError> {
+    let not_a_key = |problem: String| WalletError::NotAKeyFile {
+        path: path.to_path_buf(),
+        problem,
+    };
+    let file = std::fs::File::open(path).map_err(|source| WalletError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut bytes = Vec::new();
+    file.take(MAX_SEALED_FILE_LEN + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| WalletError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    if bytes.len() as u64 > MAX_SEALED_FILE_LEN {
+        return Err(not_a_key(format!("more than {MAX_SEALED_FILE_LEN} bytes")));
+    }
+    let sealed = parse_sealed(&bytes).map_err(|e| not_a_key(e.to_string()))?;
+    let plaintext = sealed
+        .open(Purpose::AccountKey, passphrase)
+        .map_err(|_| WalletError::WrongPassphrase(path.to_path_buf()))?;
+    let json: AccountKeyJson =
+        serde_json::from_slice(&plaintext).map_err(|e| not_a_key(e.to_string()))?;
+    let seed = Zeroizing::new(
+        decode_hex_bounded(&json.mldsa65_seed_hex, 32, 32)
+            .map_err(|e| not_a_key(format!("mldsa65_seed_hex: {e}")))?,
+    );
+    let seed: [u8; 32] = seed
+        .as_slice()
+        .try_into()
+        .map_err(|_| not_a_key("mldsa65_seed_hex: not 32 bytes".into()))?;
+    Ok(mldsa::SecretKey::from_seed(&seed))
+}
+
+/// The account at `address` as node `client` answers for it, checked against `verifier` (the
+/// trusted genesis's validator sets).
+///
+/// Errors: [`WalletError::Node`] when the node cannot be asked or has executed nothing yet,
+/// [`WalletError::Unverified`] when its answer does not check.
+pub async fn checked_account(
+    client: &Client,
+    verifier: &Verifier,
+    address: &Address,
+) -> Result<VerifiedAccount, WalletError> {
+    let info = client
+        .account(&hex::encode(address))
+        .await
+        .map_err(|e| WalletError::Node(e.to_string()))?
+        .ok_or_else(|| {
+            WalletError::Node(format!(
+                "{} has executed no block yet: try again once the chain runs",
+                client.url("")
+            ))
+        })?;
+    verify_account(verifier, address, &info).map_err(|source| WalletError::Unverified {
+        address: hex::encode(address),
+        source,
+    })
+}
+
+/// The signed transaction `key`'s account sends next on chain `chain_id`, doing `action` with
+/// `fee`, given the account as last seen final (`None`: it does not exist yet): it carries the
+/// account's nonce, and its public key while the state does not hold it yet.
+///
+/// Errors: [`WalletError::Transaction`] for an account that does not exist (it cannot pay a
+/// fee), a nonce that overflows, or a signing failure.
+pub fn next_transaction(
+    chain_id: u64,
+    key: &mldsa::SecretKey<MlDsa65>,
+    account: Option<&quasar_app::AccountLeaf>,
+    action: Action,
+    fee: u64,
+) -> Result<Vec<u8>, WalletError> {
+    let address = address_of(key.public_key());
+    let account = account.ok_or_else(|| {
+        WalletError::Transaction(format!(
+            "account {} does not exist on this chain yet: fund it first (a transfer to it, or a \
+             genesis allocation)",
+            hex::encode(address)
+        ))
+    })?;
+    let tx = Transaction {
+        chain_id,
+        nonce: account.nonce,
+        fee,
+        sender: address,
+        public_key: (!account.has_key).then(|| key.public_key().clone()),
+        action,
+    };
+    let signed = tx
+        .sign(key, &mut rand::rngs::OsRng)
+        .map_err(|e| WalletError::Transaction(format!("signing: {e}")))?;
+    Ok(signed.as_bytes().to_vec())
+}
+
+/// How long a client command waits for each answer of the node.
+pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Where a client command reaches the chain: one node's API, and the genesis the client
+/// trusts (its chain id and validator sets check every answer).
+pub struct Chain {
+    client: Client,
+    verifier: Verifier,
+    chain_id: u64,
+}
+
+impl Chain {
+    /// The node at `api` (e.g. `http://127.0.0.1:8000`) on the chain of the genesis file at
+    /// `genesis` (checked as a node checks it).
+    ///
+    /// Errors: [`WalletError::Node`] naming the genesis file or the HTTP client's failure.
+    pub fn open(api: &str, genesis: &Path) -> Result<Chain, WalletError> {
+        let genesis = quasar_chainspec::GenesisFile::load(genesis)
+            .and_then(|file| file.check())
+            .map_err(|e| WalletError::Node(format!("genesis {}: {e}", genesis.display())))?;
+        let http = quasar_client::http_client(REQUEST_TIMEOUT)
+            .map_err(|e| WalletError::Node(e.to_string()))?;
+        Ok(Chain {
+            client: Client::with_http(http, api.trim_end_matches('/')),
+            verifier: crate::light::genesis_verifier(&genesis),
+            chain_id: genesis.file.chain_id,
+        })
+    }
+
+    /// The account at `address`, checked ([`checked_account`]).
+    ///
+    /// Errors: as [`checked_account`].
+    pub async fn account(&self, address: &Address) -> Result<VerifiedAccount, WalletError> {
+        checked_account(&self.client, &self.verifier, address).await
+    }
+
+    /// Signs and submits `key`'s next transaction doing `action` with `fee`
+    /// ([`next_transaction`] on the checked account): its hash, hex.
+    ///
+    /// Errors: as [`Chain::account`] and [`next_transaction`]; [`WalletError::Node`] when the
+    /// node refuses the transaction (with its reason).
+    pub async fn send(
+        &self,
+        key: &mldsa::SecretKey<MlDsa65>,
+        action: Action,
+        fee: u64,
+    ) -> Result<String, WalletError> {
+        let account = self.account(&address_of(key.public_key())).await?;
+        let tx = next_transaction(self.chain_id, key, account.account.as_ref(), action, fee)?;
+        match self
+            .client
+            .submit_tx(tx)
+            .await
+            .map_err(|e| WalletError::Node(e.to_string()))?
+        {
+            quasar_client::Submitted::Accepted(hash) => Ok(hash),
+            quasar_client::Submitted::Rejected { status, body } => Err(WalletError::Node(format!(
+                "the node refused the transaction ({status}): {body}"
+            ))),
+        }
+    }
+
+    /// Transaction `hash` (hex) as the node knows it; `None` when it does not.
+    ///
+    /// Errors: [`WalletError::Node`].
+    pub async fn tx(&self, hash: &str) -> Result<Option<TxInfo>, WalletError> {
+        self.client
+            .tx(hash)
+            .await
+            .map_err(|e| WalletError::Node(e.to_string()))
+    }
+
+    /// Polls transaction `hash` until it is final, for at most `timeout`.
+    ///
+    /// Errors: [`WalletError::Node`] when it is not final in time (saying where it stands).
+    pub async fn wait_final(
+        &self,
+        hash: &str,
+        timeout: std::time::Duration,
+    ) -> Result<TxInfo, WalletError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let info = self.tx(hash).await?;
+            if let Some(info) = &info {
+                if info.status == TxStatus::Finalized {
+                    return Ok(info.clone());
+                }
+            }
+            if tokio::time::Instant::now() >= deadline {
+                let status = match info {
+                    Some(_) => "still pending",
+                    None => "unknown to the node (dropped, or not gossiped to it)",
+                };
+                return Err(WalletError::Node(format!(
+                    "transaction {hash} is not final after {} s: {status}; check later with \
+                     `quasar-node tx-status {hash}`",
+                    timeout.as_secs()
+                )));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    }
+}
