@@ -500,6 +500,55 @@ pub fn node_toml(data: &[u8]) {
     }
 }
 
+/// Any bytes as a node's JSON answer to `GET /account/{address}` ([`quasar_client::AccountInfo`]):
+/// checking it against the fixture's validator set ([`crate::light::verify_account`]) never
+/// panics, and an answer it accepts names the address asked for, and a block whose certificate
+/// verifies on its own.
+///
+/// Panics: when an accepted answer breaks either.
+pub fn account_answer(data: &[u8]) {
+    let Ok(info) = serde_json::from_slice::<quasar_client::AccountInfo>(data) else {
+        return;
+    };
+    let address = [0x42; 32];
+    let f = fixture();
+    let Ok(checked) = crate::light::verify_account(&f.verifier, &address, &info) else {
+        return;
+    };
+    assert_eq!(info.address, hex::encode(address));
+    let bytes = hex::decode(&info.certificate_hex).expect("an accepted certificate is hex");
+    let Ok(MessageRef::Certificate(c)) = quasar_wire::decode(&bytes) else {
+        panic!("an accepted answer's certificate decodes");
+    };
+    assert_eq!(c.epoch(), checked.epoch);
+    assert!(f.verifier.verify_certificate(c.to_owned()).is_ok());
+}
+
+/// A seed for [`account_answer`]: the answer for block 1 of the fixture chain (its certificate's
+/// signature is not real, so it is refused at the certificate step).
+pub fn account_answer_seed() -> Vec<u8> {
+    let (block, certificate) = FixtureChain
+        .finalized_at(1)
+        .expect("the fixture chain has block 1");
+    let Ok(MessageRef::Proposal(block)) = quasar_wire::decode(&block) else {
+        return Vec::new();
+    };
+    let info = quasar_client::AccountInfo {
+        address: hex::encode([0x42; 32]),
+        account: Some(quasar_client::AccountState {
+            balance: 5,
+            stake: 0,
+            nonce: 1,
+            has_key: true,
+        }),
+        header: crate::light::header_info(&block.header()),
+        links: Vec::new(),
+        certificate_hex: hex::encode(certificate),
+        proof_hex: String::new(),
+    };
+    serde_json::to_vec(&info).unwrap_or_default()
+}
+
 /// What one [`core_inputs`] run reached (for smoke tests that check the harness gets somewhere).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CoreRun {

@@ -581,6 +581,17 @@ fn magnetar_leg_decode_and_verify_survive_mutated_legs() {
 }
 
 #[test]
+fn account_answers_survive_mutation() {
+    drive(
+        "account_answer",
+        13,
+        300,
+        &[fuzzing::account_answer_seed()],
+        fuzzing::account_answer,
+    );
+}
+
+#[test]
 fn node_toml_survives_mutated_files() {
     drive("node_toml", 7, 500, &seed_node_toml(), fuzzing::node_toml);
 }
