@@ -182,6 +182,20 @@ pub enum ExecError {
     NotBuilt(&'static str),
 }
 
+impl ExecError {
+    /// Whether the transaction may still apply on a later state: its nonce is ahead of the
+    /// account's (a predecessor is pending), or its sender's key is not in state yet (the
+    /// first transaction, which carries it, is pending). Every other refusal is final for a
+    /// mempool, an overdraft included (the sender sends again once funded).
+    pub fn may_apply_later(&self) -> bool {
+        match self {
+            ExecError::Nonce { expected, found } => found > expected,
+            ExecError::UnknownKey { .. } => true,
+            _ => false,
+        }
+    }
+}
+
 /// The accounts of one chain, by address.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ledger {

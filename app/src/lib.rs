@@ -32,7 +32,10 @@ pub mod tx;
 pub mod verify_cache;
 
 pub use ledger::{Account, AccountDecodeError, AccountLeaf, ExecError, Ledger};
-pub use state::{prove_account, AccountProof, Executed, ProofError, State, StateError};
+pub use state::{
+    committed_account, prove_account, AccountProof, Executed, ProofError, Proposed, State,
+    StateError,
+};
 pub use tx::{
     address_of, signing_context, Action, Address, SignedTransaction, Transaction, TxError,
 };

@@ -190,6 +190,18 @@ impl TreeReader for Reader<'_> {
     }
 }
 
+/// What [`State::propose`] chose, as indices into its candidates.
+#[derive(Debug)]
+pub struct Proposed {
+    /// The block's transactions, in order.
+    pub chosen: Vec<usize>,
+    /// Candidates that will never apply: they do not decode, or their refusal is final
+    /// ([`ExecError::may_apply_later`]). A mempool drops them.
+    pub refused: Vec<usize>,
+    /// The block, executed.
+    pub executed: Executed,
+}
+
 /// The application's authenticated state: the committed tree and its latest version.
 pub struct State {
     store: StateStore,
@@ -308,8 +320,9 @@ impl State {
     /// Chooses the transactions of a new block `height` on top of `pending` (as in
     /// [`State::execute`]): `candidates`, in order, skipping each one that does not decode or
     /// apply after those chosen before it, until the next would take the block's transactions
-    /// past `max_bytes`. Returns the chosen transactions' indices in `candidates` and the
-    /// executed block.
+    /// past `max_bytes`. Returns the chosen and the refused transactions (those that do not
+    /// decode, or whose refusal is final: [`ExecError::may_apply_later`]) and the executed
+    /// block.
     ///
     /// Errors: [`StateError::OutOfOrder`], [`StateError::Store`], [`StateError::Tree`],
     /// [`StateError::Corrupt`].
@@ -320,10 +333,10 @@ impl State {
         candidates: &[&[u8]],
         max_bytes: usize,
         cache: &VerificationCache,
-    ) -> Result<(Vec<usize>, Executed), StateError> {
+    ) -> Result<Proposed, StateError> {
         self.check_order(pending, height)?;
         let mut work = self.working_set(pending);
-        let (mut chosen, mut bytes) = (Vec::new(), 0usize);
+        let (mut chosen, mut refused, mut bytes) = (Vec::new(), Vec::new(), 0usize);
         for (index, candidate) in candidates.iter().enumerate() {
             let Some(total) = bytes
                 .checked_add(candidate.len())
@@ -332,15 +345,24 @@ impl State {
                 break;
             };
             let Ok(tx) = SignedTransaction::decode(candidate) else {
+                refused.push(index);
                 continue;
             };
             work.load(&tx)?;
-            if work.ledger.apply(&tx, cache).is_ok() {
-                chosen.push(index);
-                bytes = total;
+            match work.ledger.apply(&tx, cache) {
+                Ok(()) => {
+                    chosen.push(index);
+                    bytes = total;
+                }
+                Err(e) if !e.may_apply_later() => refused.push(index),
+                Err(_) => {}
             }
         }
-        Ok((chosen, work.finish(height)?))
+        Ok(Proposed {
+            chosen,
+            refused,
+            executed: work.finish(height)?,
+        })
     }
 
     /// Writes `executed`, a block executed directly on top of the committed version, and makes
@@ -575,6 +597,21 @@ fn with_key(
         nonce: leaf.nonce,
         public_key,
     })
+}
+
+/// The account at `address` in the latest committed version of `store` (`None` before the
+/// first commit or for an account that does not exist). Reads only committed bytes, so it can
+/// run beside the [`State`] that writes them (the node's admission does).
+///
+/// Errors: [`StateError::Store`], [`StateError::Corrupt`].
+pub fn committed_account(
+    store: &StateStore,
+    address: &Address,
+) -> Result<Option<Account>, StateError> {
+    match store.latest()? {
+        Some((version, _)) => read_account(store, &[], version, address),
+        None => Ok(None),
+    }
 }
 
 /// The account leaf at `address` in committed version `version` of `store`, with its proof

@@ -184,22 +184,27 @@ fn a_proposal_takes_what_applies_in_order_within_its_byte_limit() {
         tx(1, 0, true, pay(3, 300)), // the same nonce again
         tx(2, 0, true, pay(3, 100)), // overdraft
         tx(1, 1, false, pay(2, 5)),
+        tx(1, 3, false, pay(2, 5)), // ahead of the next nonce: may apply later
+        tx(4, 1, false, pay(2, 5)), // a sender whose key is not in state yet: may apply later
     ]);
     let mut all = refs(&candidates);
     all.insert(2, b"garbage");
-    let (chosen, block) = state
+    let proposed = state
         .propose(&[], 1, &all, usize::MAX, &cache)
         .expect("propose");
+    let (chosen, block) = (proposed.chosen, proposed.executed);
     assert_eq!(chosen, vec![0, 4]);
+    // What will never apply is refused, so that a mempool drops it; the rest waits.
+    assert_eq!(proposed.refused, vec![1, 2, 3]);
     // Its payload executes to the same root on a verifier.
     let payload: Vec<&[u8]> = chosen.iter().map(|&i| all[i]).collect();
     let verified = state.execute(&[], 1, &payload, &cache).expect("verify");
     assert_eq!(verified.root(), block.root());
     // A limit that fits only the first transaction stops there.
-    let (chosen, _) = state
+    let proposed = state
         .propose(&[], 1, &all, all[0].len(), &cache)
         .expect("propose");
-    assert_eq!(chosen, vec![0]);
+    assert_eq!((proposed.chosen, proposed.refused), (vec![0], vec![]));
 }
 
 #[test]

@@ -28,8 +28,9 @@ pub struct Payload {
     pub txs: Vec<Vec<u8>>,
     /// The state root after them (the header's `state_root`).
     pub state_root: Hash,
-    /// Indices (in the candidates) of transactions that can never apply, on any state (they do
-    /// not decode or their signature does not verify): the mempool drops them.
+    /// Indices (in the candidates) of transactions the application refuses for good on the
+    /// parent's state (they do not decode, their signature does not verify, their nonce is
+    /// used, the sender cannot pay): the mempool drops them.
     pub invalid: Vec<usize>,
 }
 

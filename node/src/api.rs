@@ -5,9 +5,9 @@
 //! |---|---|
 //! | `GET /` | `200 {"routes":[{"method","path","answer"}]}`: this table, in short ([`ROUTES`]) |
 //! | `GET /health` | `200 {"status":"ok"}` while the process serves requests (liveness; unlike `/ready` it says nothing about consensus) |
-//! | `POST /tx` (body: a signed transaction, ≤ 64 KiB) | `200 {"hash"}`; `400` empty, too large, or not a valid transaction of this chain (encoding, chain id, signature); `409` duplicate; `503` mempool full |
+//! | `POST /tx` (body: a signed transaction, ≤ 64 KiB) | `200 {"hash"}`; `400` empty, too large, or not a valid transaction of this chain (encoding, chain id, signature against the carried or committed key, a used nonce); `409` duplicate; `503` mempool full |
 //! | `GET /tx/{hash}` | `200 {"hash","status":"pending"|"finalized","height"}`; `400` bad hash; `404` unknown |
-//! | `GET /account/{address}` | `200 {"address","account":{"balance","stake","nonce","has_key"}\|null,"header","certificate_hex","proof_hex"}` as of the latest executed block ([`crate::light`]); `400` bad address; `404` nothing executed yet; `410` that block pruned |
+//! | `GET /account/{address}` | `200 {"address","account":{"balance","stake","nonce","has_key"}\|null,"header","links","certificate_hex","proof_hex"}` as of the latest executed block ([`crate::light`]); `400` bad address; `404` nothing executed yet; `410` that block pruned |
 //! | `GET /ready` | `200` when the node finalizes with its peers, `503` otherwise: `{"ready","reasons","finalized_height","height","last_finalized_ms_ago","stale_after_ms","peers"}` (see [`not_ready_reasons`]) |
 //! | `GET /status` | `{"validator","validator_index","height","finalized_height","view","epoch","history_floor","peers","mempool","chain_id","evidence","votes_signed","guard_refusals","guard_restart_refusals","profile","quasar_finalized_height","quasar_unavailable","leg_verify_p50_ms","leg_sign_p50_ms","version","commit","genesis_hash"}` (`commit`: 12 hex digits or `unknown`; `genesis_hash`: 64 hex digits) |
 //! | `GET /block/latest` | the highest finalized block, as `GET /block/{height}` answers it; `404` before the first is finalized |

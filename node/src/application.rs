@@ -9,7 +9,7 @@
 //! checked through the node's [`VerificationCache`], the one that admitted them to the mempool,
 //! so a transaction's signature is verified once per node.
 
-use quasar_app::{Executed, SignedTransaction, State, StateError, VerificationCache};
+use quasar_app::{Executed, State, StateError, VerificationCache};
 use quasar_consensus::{AppError, Application, Payload};
 use quasar_crypto::hash::Hash;
 use quasar_wire::Proposal;
@@ -145,26 +145,17 @@ impl Application for ChainApplication {
     ) -> Result<Payload, AppError> {
         let parent_height = height.saturating_sub(1);
         let ancestors = self.ancestors(parent, parent_height)?;
-        let mut decodable = Vec::with_capacity(candidates.len());
-        let mut invalid = Vec::new();
-        for (index, candidate) in candidates.iter().enumerate() {
-            match SignedTransaction::decode(candidate) {
-                Ok(_) => decodable.push(index),
-                Err(_) => invalid.push(index),
-            }
-        }
-        let refs: Vec<&[u8]> = decodable
-            .iter()
-            .map(|&i| candidates[i].as_slice())
-            .collect();
-        let (chosen, executed) = self
+        let refs: Vec<&[u8]> = candidates.iter().map(Vec::as_slice).collect();
+        let proposed = self
             .state
             .propose(&ancestors, height, &refs, self.max_block_bytes, &self.cache)
             .map_err(|e| AppError::Storage(e.to_string()))?;
-        let txs = chosen
+        let txs = proposed
+            .chosen
             .iter()
-            .map(|&i| candidates[decodable[i]].clone())
+            .map(|&i| candidates[i].clone())
             .collect();
+        let (executed, invalid) = (proposed.executed, proposed.refused);
         let state_root = executed.root();
         self.proposed = Some(Pending {
             parent: *parent,

@@ -117,8 +117,8 @@ pub trait Host {
     /// of the hashes in `slot.exclude`), in the order they should be tried; the application
     /// keeps those that apply ([`Application::propose`]).
     fn block_txs(&mut self, slot: &ProposalSlot) -> Vec<Vec<u8>>;
-    /// Transactions the application found can never apply (they do not decode or their
-    /// signature does not verify): drop them from the mempool.
+    /// Transactions the application refused for good ([`quasar_consensus::Payload::invalid`]): drop them from
+    /// the mempool.
     fn discard(&mut self, _txs: &[Vec<u8>]) {}
     /// A block is final and durable (called in height order).
     fn finalized(&mut self, block: &Published);

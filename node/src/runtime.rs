@@ -364,6 +364,9 @@ pub struct Shared {
     /// Signature verdicts of transactions, shared by admission and the application
     /// ([`VerificationCache`]): a transaction's signature is verified once per node.
     pub verification: Arc<VerificationCache>,
+    /// The application's committed state (read-only here: admission reads senders' keys and
+    /// nonces, `GET /account` proves accounts).
+    pub state: quasar_storage::StateStore,
 }
 
 impl Shared {
@@ -403,7 +406,26 @@ impl Shared {
                 found: body.chain_id,
             }));
         }
-        if let Some(key) = &body.public_key {
+        // The signature against the key it carries (an account's first transaction) or the
+        // key in the committed state; a nonce the committed state has used is a replay. A sender
+        // whose key is not committed yet (its first transaction is pending) is checked when its
+        // block is built or verified.
+        let committed = quasar_app::committed_account(&self.state, &body.sender).map_err(|e| {
+            crate::mempool::MempoolError::Invalid(format!("reading the sender's account: {e}"))
+        })?;
+        if let Some(account) = &committed {
+            if body.nonce < account.nonce {
+                return Err(crate::mempool::MempoolError::Invalid(format!(
+                    "nonce {} is used: the account's next is {}",
+                    body.nonce, account.nonce
+                )));
+            }
+        }
+        let key = body
+            .public_key
+            .as_ref()
+            .or_else(|| committed.as_ref().and_then(|a| a.public_key.as_ref()));
+        if let Some(key) = key {
             self.verification.verify(&signed, key).map_err(invalid)?;
         }
         let mut pool = self
@@ -753,6 +775,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         genesis_time_us: genesis.file.genesis_time_us,
         relay: Mutex::new(RelayCache::new()),
         verification: cache,
+        state: store.state()?,
     });
     shared.metrics.finalized_height.set(tip.height as i64);
     shared

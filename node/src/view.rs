@@ -84,11 +84,7 @@ impl NodeView for Shared {
     }
 
     fn account(&self, address: &quasar_app::Address) -> Result<AccountInfo, Unavailable> {
-        let state = self
-            .store
-            .state()
-            .map_err(|e| Unavailable::Failed(format!("state store: {e}")))?;
-        crate::light::account_info(&self.store, &state, address)
+        crate::light::account_info(&self.store, &self.state, address)
     }
 
     fn finalized_height(&self) -> u64 {

@@ -13,7 +13,7 @@
 //! the hash of its public key ([`address_of`]).
 
 use crate::light::{verify_account, VerifiedAccount};
-use quasar_app::{address_of, Action, Address, Transaction};
+use quasar_app::{address_of, Account, Action, Address, Ledger, Transaction, VerificationCache};
 use quasar_chainspec::key_file::{parse_sealed, Purpose, SealedKeyFile, MAX_SEALED_FILE_LEN};
 use quasar_chainspec::sealing::{decode_hex_bounded, KdfParams};
 use quasar_client::{Client, TxInfo, TxStatus};
@@ -182,8 +182,9 @@ pub async fn checked_account(
         .map_err(|e| WalletError::Node(e.to_string()))?
         .ok_or_else(|| {
             WalletError::Node(format!(
-                "{} has executed no block yet: try again once the chain runs",
-                client.url("")
+                "{} answered 404: the node has executed no block yet (try again once the chain \
+                 runs), or it is not a quasar-node API (check --api)",
+                client.url(&format!("/account/{}", hex::encode(address)))
             ))
         })?;
     verify_account(verifier, address, &info).map_err(|source| WalletError::Unverified {
@@ -197,7 +198,8 @@ pub async fn checked_account(
 /// account's nonce, and its public key while the state does not hold it yet.
 ///
 /// Errors: [`WalletError::Transaction`] for an account that does not exist (it cannot pay a
-/// fee), a nonce that overflows, or a signing failure.
+/// fee), a signing failure, or a transaction the ledger's rules refuse on that account
+/// ([`Ledger::apply`]: an amount and fee above the balance, a withdrawal above the stake).
 pub fn next_transaction(
     chain_id: u64,
     key: &mldsa::SecretKey<MlDsa65>,
@@ -224,6 +226,21 @@ pub fn next_transaction(
     let signed = tx
         .sign(key, &mut rand::rngs::OsRng)
         .map_err(|e| WalletError::Transaction(format!("signing: {e}")))?;
+    // The chain's own rules on the account as last seen final, so that what would be refused
+    // in every block (an overdraft, say) is refused here with the reason, not dropped later.
+    let mut ledger = Ledger::empty(chain_id);
+    ledger.load(
+        address,
+        Some(Account {
+            balance: account.balance,
+            stake: account.stake,
+            nonce: account.nonce,
+            public_key: account.has_key.then(|| key.public_key().clone()),
+        }),
+    );
+    ledger
+        .apply(&signed, &VerificationCache::new(chain_id, 1))
+        .map_err(|e| WalletError::Transaction(format!("the chain would refuse it: {e}")))?;
     Ok(signed.as_bytes().to_vec())
 }
 
@@ -244,6 +261,11 @@ impl Chain {
     ///
     /// Errors: [`WalletError::Node`] naming the genesis file or the HTTP client's failure.
     pub fn open(api: &str, genesis: &Path) -> Result<Chain, WalletError> {
+        if !(api.starts_with("http://") || api.starts_with("https://")) {
+            return Err(WalletError::Node(format!(
+                "--api must be a URL such as http://127.0.0.1:8000, got '{api}'"
+            )));
+        }
         let genesis = quasar_chainspec::GenesisFile::load(genesis)
             .and_then(|file| file.check())
             .map_err(|e| WalletError::Node(format!("genesis {}: {e}", genesis.display())))?;
@@ -301,19 +323,28 @@ impl Chain {
 
     /// Polls transaction `hash` until it is final, for at most `timeout`.
     ///
-    /// Errors: [`WalletError::Node`] when it is not final in time (saying where it stands).
+    /// Errors: [`WalletError::Node`] when the node dropped it (it can no longer apply), or when
+    /// it is not final in time (saying where it stands).
     pub async fn wait_final(
         &self,
         hash: &str,
         timeout: std::time::Duration,
     ) -> Result<TxInfo, WalletError> {
         let deadline = tokio::time::Instant::now() + timeout;
+        let mut seen = false;
         loop {
             let info = self.tx(hash).await?;
-            if let Some(info) = &info {
-                if info.status == TxStatus::Finalized {
-                    return Ok(info.clone());
+            match &info {
+                Some(info) if info.status == TxStatus::Finalized => return Ok(info.clone()),
+                Some(_) => seen = true,
+                None if seen => {
+                    return Err(WalletError::Node(format!(
+                        "transaction {hash} was dropped: it can no longer apply (its nonce was \
+                         used by another transaction, or the account cannot pay); check \
+                         `quasar-node balance` and send again"
+                    )))
                 }
+                None => {}
             }
             if tokio::time::Instant::now() >= deadline {
                 let status = match info {

@@ -21,7 +21,9 @@ use quasar_wire::frame::{encode_frame, MAX_FRAME_LEN};
 use tokio::time::sleep;
 
 mod common;
-use common::{assert_same_chain, binary, fails, ok, one_network_at_a_time, Fixture};
+use common::{
+    assert_same_chain, binary, fails, ok, one_network_at_a_time, Fixture, KEY_PASSPHRASE,
+};
 
 /// Asserts that the report shows a verification time for each leg of `verified` and a
 /// production time for each of `produced`.
@@ -1311,28 +1313,30 @@ async fn a_second_instance_of_a_running_validator_stops_before_it_signs() {
 }
 
 /// The account commands against a running network, as a user runs them: two new account keys,
-/// one funded at genesis; a transfer waited to finality; balances read from another validator
-/// and checked against the genesis; the unfunded account's first transaction carries its key.
-/// A wrong passphrase, a genesis of another chain and an unfunded sender each get a clear error.
+/// one funded at genesis; a transfer waited to finality; balances read from other validators
+/// and checked against the genesis; the receiver's first transaction carries its key, then it
+/// stakes. A wrong passphrase, an unfunded sender, an overdraft, an unstake above the stake, a
+/// genesis of another chain and a malformed address each get a clear error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_account_holder_transfers_and_checks_balances_with_the_client_commands() {
     let _turn = one_network_at_a_time().await;
     let mut fx = Fixture::create("quasar-client-test-", 4, 100);
     let dir = fx.net.dir().to_path_buf();
     let path = |name: &str| dir.join(name).to_string_lossy().into_owned();
-    let address = |out: &str| -> String {
+    let address = |out: String| -> String {
         let json: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
         json["address"].as_str().unwrap().to_string()
     };
     let (alice_key, bob_key, carol_key) = (path("alice.key"), path("bob.key"), path("carol.key"));
-    let alice = address(&ok(&["account", "new", "--out", &alice_key]));
-    let bob = address(&ok(&["account", "new", "--out", &bob_key]));
-    let carol = address(&ok(&["account", "new", "--out", &carol_key]));
+    let alice = address(cli(&format!("account new --out {alice_key}")));
+    let bob = address(cli(&format!("account new --out {bob_key}")));
+    let carol = address(cli(&format!("account new --out {carol_key}")));
     assert_eq!(
-        address(&ok(&["account", "address", "--key", &alice_key])),
+        address(cli(&format!("account address --key {alice_key}"))),
         alice
     );
-    assert!(fails(&["account", "new", "--out", &alice_key]).contains("already exists"));
+    let again = cli_fails(&format!("account new --out {alice_key}"));
+    assert!(again.contains("already exists"), "{again}");
     let alice_bytes: [u8; 32] = hex::decode(&alice).unwrap().try_into().unwrap();
     fx.net.fund_accounts(&[alice_bytes], 1_000_000).unwrap();
     fx.spawn_all();
@@ -1341,82 +1345,49 @@ async fn an_account_holder_transfers_and_checks_balances_with_the_client_command
         .await
         .unwrap();
     let genesis = path(GENESIS_FILE);
-    let api = |i: usize| format!("http://{}", fx.net.api(i));
+    // Validator i's API and the genesis, as every chain command takes them.
+    let on = |i: usize| format!("--api http://{} --genesis {genesis}", fx.net.api(i));
     let json = |text: String| serde_json::from_str::<serde_json::Value>(text.trim()).unwrap();
 
-    let sent = json(ok(&[
-        "transfer",
-        "--key",
-        &alice_key,
-        "--to",
-        &bob,
-        "--amount",
-        "1000",
-        "--fee",
-        "2",
-        "--wait",
-        "--api",
-        &api(0),
-        "--genesis",
-        &genesis,
-    ]));
+    let sent = json(cli(&format!(
+        "transfer --key {alice_key} --to {bob} --amount 1000 --fee 2 --wait {}",
+        on(0)
+    )));
     assert_eq!(sent["status"], "finalized", "{sent}");
-    let hash = sent["hash"].as_str().unwrap().to_string();
-    let status = json(ok(&["tx-status", &hash, "--api", &api(2)]));
+    let hash = sent["hash"].as_str().unwrap();
+    let status = json(cli(&format!(
+        "tx-status {hash} --api http://{}",
+        fx.net.api(2)
+    )));
     assert_eq!(status["height"], sent["height"], "{status}");
 
-    // Another validator's state, checked against the genesis (it may lag by a block).
-    let bob_seen = balance_when(&api(1), &genesis, &bob, "balance", 1000).await;
+    // Other validators' state, checked against the genesis (a validator may lag by a block).
+    let bob_seen = balance_when(&bob, &on(1), "balance", 1000).await;
     assert_eq!(
         (&bob_seen["nonce"], &bob_seen["verified"]),
-        (&serde_json::json!(0), &serde_json::json!(true)),
+        (&0.into(), &true.into()),
         "{bob_seen}"
     );
-    let alice_seen = balance_when(&api(1), &genesis, &alice, "nonce", 1).await;
+    let alice_seen = balance_when(&alice, &on(1), "nonce", 1).await;
     assert_eq!(alice_seen["balance"], 1_000_000 - 1000 - 2, "{alice_seen}");
     assert_eq!(
-        json(ok(&[
-            "balance",
-            &carol,
-            "--api",
-            &api(0),
-            "--genesis",
-            &genesis
-        ]))["exists"],
+        json(cli(&format!("balance {carol} {}", on(0))))["exists"],
         false
     );
 
     // Bob's first transaction carries his key; then he stakes.
-    let back = json(ok(&[
-        "transfer",
-        "--key",
-        &bob_key,
-        "--to",
-        &alice,
-        "--amount",
-        "10",
-        "--wait",
-        "--api",
-        &api(3),
-        "--genesis",
-        &genesis,
-    ]));
+    let back = json(cli(&format!(
+        "transfer --key {bob_key} --to {alice} --amount 10 --wait {}",
+        on(3)
+    )));
     assert_eq!(back["status"], "finalized", "{back}");
-    balance_when(&api(3), &genesis, &bob, "nonce", 1).await;
-    let staked = json(ok(&[
-        "stake",
-        "--key",
-        &bob_key,
-        "--amount",
-        "100",
-        "--wait",
-        "--api",
-        &api(3),
-        "--genesis",
-        &genesis,
-    ]));
+    balance_when(&bob, &on(3), "nonce", 1).await;
+    let staked = json(cli(&format!(
+        "stake --key {bob_key} --amount 100 --wait {}",
+        on(3)
+    )));
     assert_eq!(staked["status"], "finalized", "{staked}");
-    let bob_seen = balance_when(&api(3), &genesis, &bob, "stake", 100).await;
+    let bob_seen = balance_when(&bob, &on(3), "stake", 100).await;
     assert_eq!(bob_seen["balance"], 1000 - 10 - 1 - 100 - 1, "{bob_seen}");
 
     // Clear refusals.
@@ -1425,66 +1396,111 @@ async fn an_account_holder_transfers_and_checks_balances_with_the_client_command
         .env("QUASAR_KEY_PASSPHRASE", "not the passphrase")
         .output()
         .unwrap();
-    assert!(!wrong.status.success());
+    let stderr = String::from_utf8_lossy(&wrong.stderr);
     assert!(
-        String::from_utf8_lossy(&wrong.stderr).contains("wrong passphrase"),
-        "{}",
-        String::from_utf8_lossy(&wrong.stderr)
+        !wrong.status.success() && stderr.contains("wrong passphrase"),
+        "{stderr}"
     );
-    let unfunded = fails(&[
-        "transfer",
-        "--key",
-        &carol_key,
-        "--to",
-        &alice,
-        "--amount",
-        "1",
-        "--api",
-        &api(0),
-        "--genesis",
-        &genesis,
-    ]);
-    assert!(
-        unfunded.contains("does not exist on this chain yet"),
-        "{unfunded}"
-    );
+    let refusals = [
+        (
+            format!(
+                "transfer --key {carol_key} --to {alice} --amount 1 {}",
+                on(0)
+            ),
+            "does not exist on this chain yet",
+        ),
+        (
+            format!(
+                "transfer --key {alice_key} --to {bob} --amount 1000000 {}",
+                on(0)
+            ),
+            "the chain would refuse it: needs 1000001",
+        ),
+        (
+            format!("unstake --key {bob_key} --amount 101 {}", on(3)),
+            "the chain would refuse it",
+        ),
+        (format!("balance abcd --genesis {genesis}"), "64 hex digits"),
+    ];
+    for (command, expected) in refusals {
+        let error = cli_fails(&command);
+        assert!(error.contains(expected), "{command}: {error}");
+    }
+    // Straight to the API: a later transaction is checked against the key in state, and a used
+    // nonce is a replay.
+    let chain_id = GenesisFile::load(std::path::Path::new(&genesis))
+        .unwrap()
+        .chain_id;
+    let open = |key: &str| {
+        quasar_node::wallet::open_account_file(std::path::Path::new(key), KEY_PASSPHRASE.as_bytes())
+            .unwrap()
+    };
+    let (alice_sk, carol_sk) = (open(&alice_key), open(&carol_key));
+    let signed_by = |signer, sender: &str, nonce| {
+        quasar_app::Transaction {
+            chain_id,
+            nonce,
+            fee: 1,
+            sender: hex::decode(sender).unwrap().try_into().unwrap(),
+            public_key: None,
+            action: quasar_app::Action::Transfer {
+                to: alice_bytes,
+                amount: 1,
+            },
+        }
+        .sign(signer, &mut rand::rngs::OsRng)
+        .unwrap()
+        .as_bytes()
+        .to_vec()
+    };
+    for (tx, expected) in [
+        (signed_by(&carol_sk, &bob, 2), "signature does not verify"),
+        (
+            signed_by(&alice_sk, &alice, 0),
+            "nonce 0 is used: the account's next is 1",
+        ),
+    ] {
+        match fx.net.submit_tx(0, tx).await.unwrap() {
+            testnet::Submitted::Rejected { status, body } => {
+                assert!(status == 400 && body.contains(expected), "{status} {body}")
+            }
+            accepted => panic!("accepted: {accepted:?}"),
+        }
+    }
     let mut other = GenesisFile::load(std::path::Path::new(&genesis)).unwrap();
     other.chain_id += 1;
     let other_path = path("other-genesis.json");
     other.save(std::path::Path::new(&other_path)).unwrap();
-    let forged = fails(&[
-        "balance",
-        &alice,
-        "--api",
-        &api(0),
-        "--genesis",
-        &other_path,
-    ]);
+    let forged = cli_fails(&format!(
+        "balance {alice} --api http://{} --genesis {other_path}",
+        fx.net.api(0)
+    ));
     assert!(
         forged.contains("does not verify against the genesis"),
         "{forged}"
     );
-    assert!(fails(&["balance", "abcd", "--genesis", &genesis]).contains("64 hex digits"));
 }
 
-/// `quasar-node balance` of `who` on the node at `api`, polled (up to 5 s, the node may lag a
-/// block behind) until its `field` is `value`; the last answer.
-async fn balance_when(
-    api: &str,
-    genesis: &str,
-    who: &str,
-    field: &str,
-    value: u64,
-) -> serde_json::Value {
+/// `quasar-node` with `line` split at whitespace ([`ok`]): its stdout.
+fn cli(line: &str) -> String {
+    ok(&line.split_whitespace().collect::<Vec<_>>())
+}
+
+/// `quasar-node` with `line` split at whitespace, which must fail ([`fails`]): its stderr.
+fn cli_fails(line: &str) -> String {
+    fails(&line.split_whitespace().collect::<Vec<_>>())
+}
+
+/// `quasar-node balance who chain` (`chain`: its `--api` and `--genesis`), polled (up to 5 s:
+/// the node may lag a block behind) until its `field` is `value`; the last answer.
+async fn balance_when(who: &str, chain: &str, field: &str, value: u64) -> serde_json::Value {
     let mut seen = serde_json::Value::Null;
     for _ in 0..50 {
-        seen =
-            serde_json::from_str(ok(&["balance", who, "--api", api, "--genesis", genesis]).trim())
-                .unwrap();
+        seen = serde_json::from_str(cli(&format!("balance {who} {chain}")).trim()).unwrap();
         if seen[field] == value {
             return seen;
         }
         sleep(Duration::from_millis(100)).await;
     }
-    panic!("{who}'s {field} never became {value} on {api}: {seen}");
+    panic!("{who}'s {field} never became {value} ({chain}): {seen}");
 }
