@@ -59,11 +59,6 @@ impl ChainApplication {
         }
     }
 
-    /// The committed state (accounts and proofs for the API).
-    pub fn state(&self) -> &State {
-        &self.state
-    }
-
     /// The executed blocks from the committed version up to `parent` (at `height`), oldest
     /// first.
     fn ancestors(&self, parent: &Hash, height: u64) -> Result<Vec<&Executed>, AppError> {

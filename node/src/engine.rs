@@ -640,17 +640,6 @@ impl<S: Store, A: Application> Engine<S, A> {
         &self.store
     }
 
-    /// The application.
-    pub fn app(&self) -> &A {
-        &self.app
-    }
-
-    /// Takes the engine apart into its store and application (a simulated restart reopens
-    /// both).
-    pub fn into_parts(self) -> (S, A) {
-        (self.store, self.app)
-    }
-
     /// Executes `block` and the ancestors whose state the application lacks, oldest first
     /// (all held by the core, down to a block whose state is at hand). Returns whether the
     /// block is valid; why not is logged.
@@ -1036,36 +1025,34 @@ fn replay<S: Store, A: Application>(store: &S, app: &mut A, tip: &Tip) -> Result
         )));
     }
     for height in committed + 1..=tip.height {
-        let Some(stored) = store.block_by_height(height)? else {
-            let header = match store.block_by_height(tip.height)? {
-                Some(stored) => match decode(&stored.block) {
-                    Ok(MessageRef::Proposal(p)) => p.header(),
-                    _ => {
-                        return Err(EngineError::Inconsistent(format!(
-                            "finalized block at height {} does not decode",
-                            tip.height
-                        )))
-                    }
-                },
-                None => {
-                    return Err(EngineError::Inconsistent(format!(
-                        "finalized tip {} missing from the store",
-                        tip.height
-                    )))
-                }
-            };
-            app.skip(&tip.hash, tip.height, &header.state_root);
+        let Some((hash, proposal)) = stored_block(store, height)? else {
+            let (_, tip_block) = stored_block(store, tip.height)?.ok_or_else(|| {
+                EngineError::Inconsistent(format!(
+                    "finalized tip {} missing from the store",
+                    tip.height
+                ))
+            })?;
+            app.skip(&tip.hash, tip.height, &tip_block.header.state_root);
             return Ok(());
         };
-        let Ok(MessageRef::Proposal(proposal)) = decode(&stored.block) else {
-            return Err(EngineError::Inconsistent(format!(
-                "finalized block at height {height} does not decode"
-            )));
-        };
-        app.finalize(&stored.hash, &proposal.to_owned())?;
+        app.finalize(&hash, &proposal)?;
         app.commit()?;
     }
     Ok(())
+}
+
+/// The finalized block stored at `height` with its hash; `None` when the store does not hold
+/// it. Errors: [`EngineError::Inconsistent`] when it does not decode.
+fn stored_block<S: Store>(store: &S, height: u64) -> Result<Option<(Hash, Proposal)>, EngineError> {
+    let Some(stored) = store.block_by_height(height)? else {
+        return Ok(None);
+    };
+    match decode(&stored.block) {
+        Ok(MessageRef::Proposal(p)) => Ok(Some((stored.hash, p.to_owned()))),
+        _ => Err(EngineError::Inconsistent(format!(
+            "finalized block at height {height} does not decode"
+        ))),
+    }
 }
 
 /// The storage code of a consensus [`EvidenceKind`] (see [`quasar_storage::evidence::kind`]).

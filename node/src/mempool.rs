@@ -89,6 +89,12 @@ impl Mempool {
 
     /// Admits a transaction and returns its hash. Errors: see [`MempoolError`].
     pub fn add(&mut self, tx: Vec<u8>) -> Result<Hash, MempoolError> {
+        self.add_hashed(tx_hash(&tx), tx)
+    }
+
+    /// [`Mempool::add`] for a transaction whose hash (`quasar_wire::tx_hash`) the caller
+    /// computed already. Errors: see [`MempoolError`].
+    pub fn add_hashed(&mut self, hash: Hash, tx: Vec<u8>) -> Result<Hash, MempoolError> {
         if tx.is_empty() {
             return Err(MempoolError::Empty);
         }
@@ -98,7 +104,6 @@ impl Mempool {
                 max: self.limits.max_tx_bytes,
             });
         }
-        let hash = tx_hash(&tx);
         if self.index.contains_key(&hash) {
             return Err(MempoolError::Duplicate);
         }

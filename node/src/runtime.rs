@@ -390,15 +390,17 @@ impl Shared {
 
     /// Adds a transaction to the mempool unless it is finalized already or cannot be a valid
     /// transaction of this chain: the one admission rule of client submissions and of
-    /// transactions gossiped by peers. A transaction that carries its sender's key (an
-    /// account's first) has its signature verified here, through the cache the application
-    /// uses; a later one is verified against the key in state when a block is built.
+    /// transactions gossiped by peers. Its signature is verified here against the key it
+    /// carries (an account's first) or the sender's committed key, through the cache the
+    /// application uses; a sender whose key is not committed yet is verified when its block is
+    /// built or executed.
     fn admit(&self, tx: Vec<u8>) -> Result<Hash, crate::mempool::MempoolError> {
-        if let Ok(Some(height)) = self.store.tx_height(&tx_hash(&tx)) {
-            return Err(crate::mempool::MempoolError::Finalized { height });
-        }
         let invalid = |e: quasar_app::TxError| crate::mempool::MempoolError::Invalid(e.to_string());
         let signed = SignedTransaction::decode(&tx).map_err(invalid)?;
+        let hash = *signed.hash();
+        if let Ok(Some(height)) = self.store.tx_height(&hash) {
+            return Err(crate::mempool::MempoolError::Finalized { height });
+        }
         let body = signed.transaction();
         if body.chain_id != self.chain_id {
             return Err(invalid(quasar_app::TxError::WrongChain {
@@ -406,10 +408,7 @@ impl Shared {
                 found: body.chain_id,
             }));
         }
-        // The signature against the key it carries (an account's first transaction) or the
-        // key in the committed state; a nonce the committed state has used is a replay. A sender
-        // whose key is not committed yet (its first transaction is pending) is checked when its
-        // block is built or verified.
+        // A nonce the committed state has used is a replay.
         let committed = quasar_app::committed_account(&self.state, &body.sender).map_err(|e| {
             crate::mempool::MempoolError::Invalid(format!("reading the sender's account: {e}"))
         })?;
@@ -432,7 +431,7 @@ impl Shared {
             .mempool
             .lock()
             .map_err(|_| crate::mempool::MempoolError::Full)?;
-        let hash = pool.add(tx)?;
+        pool.add_hashed(hash, tx)?;
         self.metrics.mempool_size.set(pool.len() as i64);
         Ok(hash)
     }

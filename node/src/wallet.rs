@@ -14,20 +14,22 @@
 
 use crate::light::{verify_account, VerifiedAccount};
 use quasar_app::{address_of, Account, Action, Address, Ledger, Transaction, VerificationCache};
-use quasar_chainspec::key_file::{parse_sealed, Purpose, SealedKeyFile, MAX_SEALED_FILE_LEN};
+use quasar_chainspec::key_file::{parse_sealed, Purpose, SealedKeyFile};
 use quasar_chainspec::sealing::{decode_hex_bounded, KdfParams};
 use quasar_client::{Client, TxInfo, TxStatus};
 use quasar_consensus::Verifier;
 use quasar_crypto::mldsa::{self, MlDsa65};
 use serde::{Deserialize, Serialize};
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use zeroize::Zeroizing;
 
 /// Why an account command failed; each says what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum WalletError {
-    /// The key file cannot be read or written.
+    /// The key file cannot be read (the message names it).
+    #[error("{0}")]
+    Read(String),
+    /// The key file cannot be written.
     #[error("{path}: {source}")]
     Io {
         /// The file.
@@ -103,30 +105,23 @@ pub fn write_account_file(
                 problem: e.to_string(),
             }
         })?;
-    let io = |source| WalletError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::AlreadyExists {
+    quasar_chainspec::write_private_new(path, &sealed.to_bytes()).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::AlreadyExists {
             WalletError::Exists(path.to_path_buf())
         } else {
-            io(e)
+            WalletError::Io {
+                path: path.to_path_buf(),
+                source,
+            }
         }
     })?;
-    file.write_all(&sealed.to_bytes()).map_err(io)?;
-    file.sync_all().map_err(io)?;
     Ok(address_of(key.public_key()))
 }
 
 /// Opens the account key file at `path` with `passphrase`: the signing key.
 ///
-/// Errors: [`WalletError::Io`]; [`WalletError::NotAKeyFile`] for a file over
-/// [`MAX_SEALED_FILE_LEN`] or one that does not parse; [`WalletError::WrongPassphrase`].
+/// Errors: [`WalletError::Read`] (missing, unreadable, over 64 MiB, not text);
+/// [`WalletError::NotAKeyFile`] for one that does not parse; [`WalletError::WrongPassphrase`].
 pub fn open_account_file(
     path: &Path,
     passphrase: &[u8],
@@ -135,21 +130,10 @@ pub fn open_account_file(
         path: path.to_path_buf(),
         problem,
     };
-    let file = std::fs::File::open(path).map_err(|source| WalletError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let mut bytes = Vec::new();
-    file.take(MAX_SEALED_FILE_LEN + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|source| WalletError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-    if bytes.len() as u64 > MAX_SEALED_FILE_LEN {
-        return Err(not_a_key(format!("more than {MAX_SEALED_FILE_LEN} bytes")));
-    }
-    let sealed = parse_sealed(&bytes).map_err(|e| not_a_key(e.to_string()))?;
+    let text = Zeroizing::new(
+        quasar_chainspec::read_bounded(path).map_err(|e| WalletError::Read(e.to_string()))?,
+    );
+    let sealed = parse_sealed(text.as_bytes()).map_err(|e| not_a_key(e.to_string()))?;
     let plaintext = sealed
         .open(Purpose::AccountKey, passphrase)
         .map_err(|_| WalletError::WrongPassphrase(path.to_path_buf()))?;

@@ -10,14 +10,20 @@ use quasar_wire::{decode, MessageRef};
 
 const SECOND: u64 = 1_000_000;
 
-/// A 4-validator simulation that finalized past height 8 with every slot's client sending
-/// transfers, epochs of 5 blocks (so boundary blocks are finalized through seals).
-fn chain() -> Simulation {
-    let mut sim = Simulation::new(SimConfig {
+/// 4 validators, every slot's client sending transfers, epochs of 5 blocks (so boundary blocks
+/// are finalized through seals), `loss` of the messages lost.
+fn config(loss: f64) -> SimConfig {
+    SimConfig {
         epoch_length: 5,
         txs_per_block: 3,
+        loss,
         ..SimConfig::default()
-    });
+    }
+}
+
+/// A simulation of [`config`] without loss that finalized past height 8.
+fn chain() -> Simulation {
+    let mut sim = Simulation::new(config(0.0));
     assert!(sim.run_until_height(8, 60 * SECOND), "{}", sim.describe());
     sim
 }
@@ -142,12 +148,7 @@ fn a_block_finalized_through_its_descendants_carries_the_links_to_its_certificat
     // With 30% of messages lost, finalize quorums are missed and a block is often finalized by
     // a descendant's certificate (and boundary blocks, every 5, through seals): a node whose
     // latest executed block is one of those answers with the links up to the certificate.
-    let mut sim = Simulation::new(SimConfig {
-        epoch_length: 5,
-        txs_per_block: 3,
-        loss: 0.3,
-        ..SimConfig::default()
-    });
+    let mut sim = Simulation::new(config(0.3));
     let sender = sim.account(0);
     let mut seen_links = false;
     while !seen_links {
