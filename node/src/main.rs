@@ -750,9 +750,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         }
         Command::TxStatus { hash, api } => {
             parse_address("hash", &hash)?;
-            let http =
-                quasar_client::http_client(wallet::REQUEST_TIMEOUT).map_err(|e| e.to_string())?;
-            let client = quasar_client::Client::with_http(http, api.trim_end_matches('/'));
+            let client = wallet::api_client(&api).map_err(|e| e.to_string())?;
             let info = runtime()?
                 .block_on(client.tx(&hash))
                 .map_err(|e| e.to_string())?;

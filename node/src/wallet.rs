@@ -231,6 +231,21 @@ pub fn next_transaction(
 /// How long a client command waits for each answer of the node.
 pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// A client of the node API at `api` (`--api`: a URL such as `http://127.0.0.1:8000`).
+///
+/// Errors: [`WalletError::Node`] for an `api` that is not an http(s) URL, or when the HTTP
+/// client cannot be built.
+pub fn api_client(api: &str) -> Result<Client, WalletError> {
+    if !(api.starts_with("http://") || api.starts_with("https://")) {
+        return Err(WalletError::Node(format!(
+            "--api must be a URL such as http://127.0.0.1:8000, got '{api}'"
+        )));
+    }
+    let http = quasar_client::http_client(REQUEST_TIMEOUT)
+        .map_err(|e| WalletError::Node(e.to_string()))?;
+    Ok(Client::with_http(http, api.trim_end_matches('/')))
+}
+
 /// Where a client command reaches the chain: one node's API, and the genesis the client
 /// trusts (its chain id and validator sets check every answer).
 pub struct Chain {
@@ -245,18 +260,12 @@ impl Chain {
     ///
     /// Errors: [`WalletError::Node`] naming the genesis file or the HTTP client's failure.
     pub fn open(api: &str, genesis: &Path) -> Result<Chain, WalletError> {
-        if !(api.starts_with("http://") || api.starts_with("https://")) {
-            return Err(WalletError::Node(format!(
-                "--api must be a URL such as http://127.0.0.1:8000, got '{api}'"
-            )));
-        }
+        let client = api_client(api)?;
         let genesis = quasar_chainspec::GenesisFile::load(genesis)
             .and_then(|file| file.check())
             .map_err(|e| WalletError::Node(format!("genesis {}: {e}", genesis.display())))?;
-        let http = quasar_client::http_client(REQUEST_TIMEOUT)
-            .map_err(|e| WalletError::Node(e.to_string()))?;
         Ok(Chain {
-            client: Client::with_http(http, api.trim_end_matches('/')),
+            client,
             verifier: crate::light::genesis_verifier(&genesis),
             chain_id: genesis.file.chain_id,
         })

@@ -1421,6 +1421,10 @@ async fn an_account_holder_transfers_and_checks_balances_with_the_client_command
             "the chain would refuse it",
         ),
         (format!("balance abcd --genesis {genesis}"), "64 hex digits"),
+        (
+            format!("tx-status {hash} --api {}", fx.net.api(0)),
+            "--api must be a URL such as http://",
+        ),
     ];
     for (command, expected) in refusals {
         let error = cli_fails(&command);
