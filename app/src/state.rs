@@ -31,11 +31,15 @@
 //! makes the whole block invalid ([`StateError::Transaction`]); a proposer only includes what
 //! applies ([`State::propose`]).
 //!
+//! # Pruning
+//!
+//! [`State::prune`] deletes the nodes that no version from a given one on uses; the node calls
+//! it as the epochs pass, keeping the versions of the blocks it still stores.
+//!
 //! # Not built yet
 //!
-//! Pruning with the epochs ([`State::prune`] exists; the node does not call it yet), pruning of
-//! superseded values, the validator registry, and restoring state from a snapshot (a late
-//! joiner replays blocks).
+//! Pruning of superseded values, the validator registry, and restoring state from a snapshot
+//! (a late joiner replays blocks).
 
 use std::collections::BTreeMap;
 
@@ -147,6 +151,12 @@ impl Executed {
     /// The accounts the block changed, with their values after it.
     pub fn changed(&self) -> &BTreeMap<Address, Account> {
         &self.changed
+    }
+
+    /// How many tree nodes of earlier versions the block replaces: what committing it adds to
+    /// what [`State::prune`] will delete once its version leaves the retained window.
+    pub fn stale_nodes(&self) -> usize {
+        self.stale.len()
     }
 }
 
@@ -404,22 +414,14 @@ impl State {
         Ok(())
     }
 
-    /// Deletes the tree nodes that no version from `keep` on uses, and the roots below `keep`
-    /// ([`quasar_storage::StateStore::prune`]): versions from `keep` on stay readable and
-    /// provable. Returns how many nodes it deleted.
+    /// Deletes at most `limit` of the tree nodes that no version from `keep` on uses, and the
+    /// roots below `keep` ([`quasar_storage::StateStore::prune`]), in one atomic batch: versions
+    /// from `keep` on stay readable and provable. Returns how many nodes it deleted; fewer
+    /// than `limit` means none is left below `keep`.
     ///
     /// Errors: [`StateError::Store`].
-    pub fn prune(&self, keep: u64) -> Result<usize, StateError> {
-        /// Nodes deleted per atomic batch.
-        const STEP: usize = 4096;
-        let mut total = 0;
-        loop {
-            let removed = self.store.prune(keep, STEP)?;
-            total += removed;
-            if removed < STEP {
-                return Ok(total);
-            }
-        }
+    pub fn prune(&self, keep: u64, limit: usize) -> Result<usize, StateError> {
+        Ok(self.store.prune(keep, limit)?)
     }
 
     fn check_order(&self, pending: &[&Executed], height: u64) -> Result<(), StateError> {

@@ -340,7 +340,7 @@ fn pruning_keeps_every_version_from_the_kept_one_and_drops_the_older_ones() {
     commit_blocks_two_and_three(&mut state, &cache);
     let tree = store.state().expect("tree");
     let (_, bytes_before) = tree.size().expect("size");
-    let removed = state.prune(3).expect("prune");
+    let removed = state.prune(3, usize::MAX).expect("prune");
     assert!(
         removed > 0,
         "blocks 1–3 replaced nodes of the versions before them"
@@ -349,7 +349,11 @@ fn pruning_keeps_every_version_from_the_kept_one_and_drops_the_older_ones() {
     assert!(bytes_after < bytes_before, "{bytes_after} < {bytes_before}");
     assert_eq!(state.root_at(2).expect("root"), None);
     assert_eq!(state.root_at(3).expect("root"), Some(state.root()));
-    assert_eq!(state.prune(3).expect("again"), 0, "nothing left to prune");
+    assert_eq!(
+        state.prune(3, usize::MAX).expect("again"),
+        0,
+        "nothing left to prune"
+    );
     // The kept version is whole: every account reads and proves against its root.
     for i in [1, 2, 3, 9] {
         let (account, proof) = state.account_with_proof(&addr(i)).expect("proof");

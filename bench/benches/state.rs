@@ -198,7 +198,7 @@ fn main() {
     let tree = store.state().expect("tree");
     let (entries, live) = tree.size().expect("size");
     let start = Instant::now();
-    let pruned = state.prune(state.version()).expect("prune");
+    let pruned = state.prune(state.version(), usize::MAX).expect("prune");
     let prune_ms = start.elapsed().as_secs_f64() * 1e3;
     let (entries_kept, live_kept) = tree.size().expect("size");
     store.flush().expect("flush");

@@ -194,6 +194,30 @@ pub struct TxAccepted {
     pub hash: String,
 }
 
+/// One transaction's answer inside `POST /txs` ([`TxBatchAnswer`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxOutcome {
+    /// What `POST /tx` would have answered for it alone: 200 accepted, 400 invalid, 409
+    /// duplicate or finalized, 503 mempool full (retry later).
+    pub status: u16,
+    /// The transaction hash, hex, when accepted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
+    /// Why it was not accepted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The answer of `POST /txs`: how many of the batch were accepted, and each transaction's
+/// outcome in the batch's order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxBatchAnswer {
+    /// Transactions accepted.
+    pub accepted: u64,
+    /// One outcome per transaction, in order.
+    pub results: Vec<TxOutcome>,
+}
+
 /// Where a transaction stands (`GET /tx/{hash}`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -317,6 +341,27 @@ pub enum Submitted {
         status: u16,
         /// The start of the response body.
         body: String,
+    },
+}
+
+/// The answer to `POST /txs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BatchSubmitted {
+    /// 200: the batch was read; each transaction has its own outcome.
+    Answered {
+        /// The outcomes.
+        answer: TxBatchAnswer,
+        /// `Retry-After`, seconds: present when the node pushed some back (503).
+        retry_after_secs: Option<u64>,
+    },
+    /// 400/413/429 (malformed or too large a batch, rate-limited): nothing was admitted.
+    Rejected {
+        /// The HTTP status.
+        status: u16,
+        /// The start of the response body.
+        body: String,
+        /// `Retry-After`, seconds (with 429).
+        retry_after_secs: Option<u64>,
     },
 }
 
@@ -496,28 +541,66 @@ impl Client {
     /// `POST /tx` with `tx`. A 4xx/5xx answer of the mempool is [`Submitted::Rejected`], not an
     /// error. Errors: [`ClientError::Http`].
     pub async fn submit_tx(&self, tx: Vec<u8>) -> Result<Submitted, ClientError> {
-        let url = self.url("/tx");
+        let (url, response) = self.post("/tx", tx).await?;
+        let status = response.status();
+        if status.is_success() {
+            Ok(Submitted::Accepted(
+                json::<TxAccepted>(url, response).await?.hash,
+            ))
+        } else {
+            let body = truncate(response.text().await.unwrap_or_default());
+            Ok(Submitted::Rejected {
+                status: status.as_u16(),
+                body,
+            })
+        }
+    }
+
+    /// Submits a batch of signed transactions (`POST /txs`): `batch` is their ZAP `TxBatch`
+    /// encoding (`quasar_wire::TxBatch`). Errors: [`ClientError::Http`] (no answer, or a 200
+    /// whose body is not a [`TxBatchAnswer`]).
+    pub async fn submit_txs(&self, batch: Vec<u8>) -> Result<BatchSubmitted, ClientError> {
+        let (url, response) = self.post("/txs", batch).await?;
+        let status = response.status();
+        let retry_after_secs = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse().ok());
+        if status.is_success() {
+            Ok(BatchSubmitted::Answered {
+                answer: json(url, response).await?,
+                retry_after_secs,
+            })
+        } else {
+            let body = truncate(response.text().await.unwrap_or_default());
+            Ok(BatchSubmitted::Rejected {
+                status: status.as_u16(),
+                body,
+                retry_after_secs,
+            })
+        }
+    }
+
+    /// POSTs `body` to `path`: the URL and the response, whatever its status. Errors:
+    /// [`ClientError::Http`].
+    async fn post(
+        &self,
+        path: &str,
+        body: Vec<u8>,
+    ) -> Result<(String, reqwest::Response), ClientError> {
+        let url = self.url(path);
         let response = self
             .http
             .post(&url)
-            .body(tx)
+            .body(body)
             .send()
             .await
             .map_err(|source| ClientError::Http {
                 url: url.clone(),
                 source,
             })?;
-        let status = response.status();
-        if status.is_success() {
-            let accepted: TxAccepted = json(url, response).await?;
-            Ok(Submitted::Accepted(accepted.hash))
-        } else {
-            let body = response.text().await.unwrap_or_default();
-            Ok(Submitted::Rejected {
-                status: status.as_u16(),
-                body: truncate(body),
-            })
-        }
+        Ok((url, response))
     }
 
     /// `GET /evidence`, at most `limit` records from view `from_view` on (the node's defaults

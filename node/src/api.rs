@@ -5,7 +5,8 @@
 //! |---|---|
 //! | `GET /` | `200 {"routes":[{"method","path","answer"}]}`: this table, in short ([`ROUTES`]) |
 //! | `GET /health` | `200 {"status":"ok"}` while the process serves requests (liveness; unlike `/ready` it says nothing about consensus) |
-//! | `POST /tx` (body: a signed transaction, ≤ 64 KiB) | `200 {"hash"}`; `400` empty, too large, or not a valid transaction of this chain (encoding, chain id, signature against the carried or committed key, a used nonce); `409` duplicate; `503` mempool full |
+//! | `POST /tx` (body: a signed transaction, ≤ 64 KiB) | `200 {"hash"}`; `400` empty, too large, or not a valid transaction of this chain (encoding, chain id, signature against the carried or committed key, a used nonce); `409` duplicate; `503` mempool full, with `Retry-After` |
+//! | `POST /txs` (body: a ZAP `TxBatch` of 1 to [`MAX_BATCH_TXS`] signed transactions, ≤ [`MAX_BATCH_BYTES`]) | `200 {"accepted","results":[{"status","hash"?,"error"?}]}`: each transaction's `POST /tx` answer, in order, admitted in parallel; `Retry-After` when any got `503`; `400` not a batch, empty, or more than the client's burst; `413` too many transactions or bytes; `429` beyond the client's rate (every transaction counts against `api.tx_per_second`) |
 //! | `GET /tx/{hash}` | `200 {"hash","status":"pending"|"finalized","height"}`; `400` bad hash; `404` unknown |
 //! | `GET /account/{address}` | `200 {"address","account":{"balance","stake","nonce","has_key"}\|null,"header","links","certificate_hex","proof_hex"}` as of the latest executed block ([`crate::light`]); `400` bad address; `404` nothing executed yet; `410` that block pruned |
 //! | `GET /ready` | `200` when the node finalizes with its peers, `503` otherwise: `{"ready","reasons","finalized_height","height","last_finalized_ms_ago","stale_after_ms","peers"}` (see [`not_ready_reasons`]) |
@@ -18,25 +19,27 @@
 use crate::config::ApiConfig;
 use crate::mempool::{MempoolError, MAX_TX_BYTES};
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, RawQuery, State};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, RawQuery, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use governor::clock::QuantaInstant;
+use governor::clock::{Clock, QuantaInstant};
 use governor::middleware::NoOpMiddleware;
 use quasar_client::{
     AccountInfo, ApiError, BlockInfo, EvidenceEntry, EvidenceList, Health, Readiness, Status,
-    TxAccepted, TxInfo,
+    TxAccepted, TxBatchAnswer, TxInfo, TxOutcome,
 };
 use quasar_crypto::hash::Hash;
 use quasar_process::http_serve::TransportLimits;
 use quasar_storage::evidence::kind as evidence_kind;
 use quasar_storage::EvidenceRecord;
 use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
-use tower_governor::governor::GovernorConfigBuilder;
+use tower_governor::governor::{GovernorConfig, GovernorConfigBuilder};
 use tower_governor::key_extractor::PeerIpKeyExtractor;
 use tower_governor::{GovernorError, GovernorLayer};
 
@@ -60,6 +63,11 @@ pub trait NodeView: Send + Sync + 'static {
     fn tx(&self, hash: &Hash) -> Result<TxInfo, Unavailable>;
     /// `POST /tx`: admits `tx` to the mempool and gossips it; its hash. Errors: the mempool's.
     fn submit_tx(&self, tx: Vec<u8>) -> Result<Hash, MempoolError>;
+    /// `POST /txs`: admits each transaction as [`NodeView::submit_tx`] does, in order of the
+    /// answers (an implementation may admit them in parallel). Runs on the blocking pool.
+    fn submit_txs(&self, txs: Vec<Vec<u8>>) -> Vec<Result<Hash, MempoolError>> {
+        txs.into_iter().map(|tx| self.submit_tx(tx)).collect()
+    }
     /// `GET /account/{address}`: the account with its proof ([`crate::light::account_info`]).
     fn account(&self, address: &quasar_app::Address) -> Result<AccountInfo, Unavailable>;
     /// `GET /evidence` for `query`. Errors: [`Unavailable::Failed`] when the store fails.
@@ -110,6 +118,11 @@ pub const ROUTES: &[(&str, &str, &str)] = &[
         "validator, heights, view, epoch, peers, build and genesis",
     ),
     ("POST", "/tx", "submit a raw transaction (at most 64 KiB)"),
+    (
+        "POST",
+        "/txs",
+        "submit a ZAP TxBatch of at most 512 transactions (at most 4 MiB)",
+    ),
     ("GET", "/tx/{hash}", "a transaction: pending or finalized"),
     (
         "GET",
@@ -166,10 +179,21 @@ pub fn process_routes<S: Clone + Send + Sync + 'static>(with_metrics: bool) -> R
 }
 
 /// The API's router: every route of the module docs, `GET /metrics` only when `with_metrics`,
-/// `POST /tx` limited per client IP address as `config` says ([`tx_rate_limit`]).
+/// `POST /tx` and `POST /txs` limited per client IP address as `config` says ([`TxLimit`]).
 pub fn router(view: Arc<dyn NodeView>, with_metrics: bool, config: &ApiConfig) -> Router {
+    let limit = TxLimit::new(config);
+    let batch_limit = limit.clone();
+    let submit_batch =
+        move |client: ConnectInfo<SocketAddr>, view: State<AppState>, body: Bytes| {
+            let limit = batch_limit.clone();
+            async move { submit_txs(&limit, client, view, body).await }
+        };
     let mut app = Router::new()
-        .route("/tx", post(submit_tx).layer(tx_rate_limit(config)))
+        .route("/tx", post(submit_tx).layer(limit.layer()))
+        .route(
+            "/txs",
+            post(submit_batch).layer(DefaultBodyLimit::max(MAX_BATCH_BYTES)),
+        )
         .route("/tx/{hash}", get(get_tx))
         .route("/account/{address}", get(account))
         .route("/status", get(status))
@@ -185,62 +209,110 @@ pub fn router(view: Arc<dyn NodeView>, with_metrics: bool, config: &ApiConfig) -
         .with_state(view)
 }
 
-/// The `POST /tx` rate limit of `config`: per client IP address, [`ApiConfig::tx_burst`]
-/// requests at once, then [`ApiConfig::tx_per_second`] (GCRA, tower_governor). Beyond it the
-/// answer is `429 {"error"}` with `Retry-After` (seconds). The client address is the TCP peer's
-/// ([`quasar_process::http_serve`] sets it): behind a proxy every client shares the proxy's limit.
-pub fn tx_rate_limit(
-    config: &ApiConfig,
-) -> GovernorLayer<PeerIpKeyExtractor, NoOpMiddleware<QuantaInstant>, axum::body::Body> {
-    // At most 10^9 requests a second: the replenish period is at least 1 ns.
-    let period_ns = 1_000_000_000 / u64::from(config.tx_per_second.max(1));
-    let governor = GovernorConfigBuilder::default()
-        .per_nanosecond(period_ns.max(1))
-        .burst_size(config.tx_burst.max(1))
-        .finish();
-    // `finish` refuses only a zero period or burst, which the clamps above rule out.
-    let governor = Arc::new(governor.unwrap_or_default());
-    // The limiter keeps a state per address it has seen; drop the ones back at a full burst.
-    let limiter = Arc::downgrade(governor.limiter());
-    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-        runtime.spawn(async move {
-            let mut interval = tokio::time::interval(RATE_LIMIT_CLEANUP);
-            loop {
-                interval.tick().await;
-                match limiter.upgrade() {
-                    Some(limiter) => limiter.retain_recent(),
-                    None => break,
+/// Most transactions in one `POST /txs` batch.
+pub const MAX_BATCH_TXS: usize = 512;
+
+/// Most bytes of one `POST /txs` body: room for [`MAX_BATCH_TXS`] first transactions (about
+/// 5.5 KB each, with their public key).
+pub const MAX_BATCH_BYTES: usize = 4 << 20;
+
+/// Seconds a client told `503` (mempool full) is asked to wait (`Retry-After`): a couple of
+/// blocks at the default block time, time for the pool to drain into them.
+pub const FULL_RETRY_AFTER_SECS: u64 = 1;
+
+/// The per-client transaction limit of `POST /tx` and `POST /txs`, one budget per client IP
+/// address shared by both routes: [`ApiConfig::tx_burst`] transactions at once, then
+/// [`ApiConfig::tx_per_second`] (GCRA, the `governor` crate through tower_governor). A batch
+/// counts each of its transactions. Beyond it the answer is `429 {"error"}` with `Retry-After`
+/// (seconds). The client address is the TCP peer's ([`quasar_process::http_serve`] sets it):
+/// behind a proxy every client shares the proxy's limit.
+#[derive(Clone)]
+pub struct TxLimit {
+    governor: Arc<GovernorConfig<PeerIpKeyExtractor, NoOpMiddleware<QuantaInstant>>>,
+}
+
+impl TxLimit {
+    /// The limit `config` sets. Within a tokio runtime it also starts a task that forgets the
+    /// addresses back at a full burst every [`RATE_LIMIT_CLEANUP`].
+    pub fn new(config: &ApiConfig) -> TxLimit {
+        // At most 10^9 requests a second: the replenish period is at least 1 ns.
+        let period_ns = 1_000_000_000 / u64::from(config.tx_per_second.max(1));
+        let governor = GovernorConfigBuilder::default()
+            .per_nanosecond(period_ns.max(1))
+            .burst_size(config.tx_burst.max(1))
+            .finish();
+        // `finish` refuses only a zero period or burst, which the clamps above rule out.
+        let governor = Arc::new(governor.unwrap_or_default());
+        let limiter = Arc::downgrade(governor.limiter());
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let mut interval = tokio::time::interval(RATE_LIMIT_CLEANUP);
+                loop {
+                    interval.tick().await;
+                    match limiter.upgrade() {
+                        Some(limiter) => limiter.retain_recent(),
+                        None => break,
+                    }
                 }
-            }
-        });
+            });
+        }
+        TxLimit { governor }
     }
-    GovernorLayer::new(governor).error_handler(|e: GovernorError| {
-        let (status, message, retry_after) = match e {
-            GovernorError::TooManyRequests { wait_time, .. } => (
-                StatusCode::TOO_MANY_REQUESTS,
-                format!(
-                    "too many transactions from this address: retry in {} s (api.tx_per_second, api.tx_burst)",
-                    wait_time.max(1)
-                ),
-                Some(wait_time),
-            ),
-            GovernorError::UnableToExtractKey => (
+
+    /// The layer that charges one transaction per request (`POST /tx`).
+    pub fn layer(
+        &self,
+    ) -> GovernorLayer<PeerIpKeyExtractor, NoOpMiddleware<QuantaInstant>, axum::body::Body> {
+        GovernorLayer::new(self.governor.clone()).error_handler(|e: GovernorError| match e {
+            GovernorError::TooManyRequests { wait_time, .. } => too_many(wait_time),
+            GovernorError::UnableToExtractKey => error(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                "the client address is unknown".to_string(),
-                None,
+                "the client address is unknown",
             ),
             GovernorError::Other { code, msg, .. } => {
-                (code, msg.unwrap_or_else(|| code.to_string()), None)
+                error(code, msg.unwrap_or_else(|| code.to_string()))
             }
-        };
-        let mut response = error(status, message);
-        if let Some(seconds) = retry_after {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+        })
+    }
+
+    /// Charges `n` transactions to `client` (`POST /txs`): `None` when within the limit,
+    /// otherwise the answer to give instead, `429` beyond the rate, `400` for more than the
+    /// whole burst.
+    fn charge(&self, client: SocketAddr, n: NonZeroU32) -> Option<Response> {
+        let limiter = self.governor.limiter();
+        match limiter.check_key_n(&client.ip(), n) {
+            Ok(Ok(())) => None,
+            Ok(Err(not_until)) => {
+                let wait = not_until.wait_time_from(limiter.clock().now());
+                Some(too_many(
+                    wait.as_secs() + u64::from(wait.subsec_nanos() > 0),
+                ))
+            }
+            Err(_) => Some(error(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "a batch of {n} transactions is more than this client may send at once \
+                     (api.tx_burst): send smaller batches"
+                ),
+            )),
         }
-        response
-    })
+    }
+}
+
+/// `429 {"error"}` with `Retry-After: wait_secs` (at least 1).
+fn too_many(wait_secs: u64) -> Response {
+    let wait_secs = wait_secs.max(1);
+    let mut response = error(
+        StatusCode::TOO_MANY_REQUESTS,
+        format!(
+            "too many transactions from this address: retry in {wait_secs} s (api.tx_per_second, \
+             api.tx_burst)"
+        ),
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(wait_secs));
+    response
 }
 
 /// How often the `POST /tx` limiter forgets addresses that are back at a full burst.
@@ -321,19 +393,103 @@ fn error(status: StatusCode, message: impl Into<String>) -> Response {
         .into_response()
 }
 
+/// The HTTP status of a refused admission: `400` for the sender's fault, `409` for a
+/// transaction already known, `503` for a full mempool (retry later).
+fn refusal_status(e: &MempoolError) -> StatusCode {
+    match e {
+        MempoolError::Empty | MempoolError::TooLarge { .. } | MempoolError::Invalid(_) => {
+            StatusCode::BAD_REQUEST
+        }
+        MempoolError::Duplicate | MempoolError::Finalized { .. } => StatusCode::CONFLICT,
+        MempoolError::Full => StatusCode::SERVICE_UNAVAILABLE,
+    }
+}
+
+/// Adds `Retry-After` ([`FULL_RETRY_AFTER_SECS`]) to an answer that pushed a client back.
+fn with_retry_hint(mut response: Response) -> Response {
+    response.headers_mut().insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(FULL_RETRY_AFTER_SECS),
+    );
+    response
+}
+
 async fn submit_tx(State(view): State<AppState>, body: Bytes) -> Response {
     match view.submit_tx(body.to_vec()) {
         Ok(hash) => Json(TxAccepted {
             hash: hex::encode(hash),
         })
         .into_response(),
-        Err(
-            e @ (MempoolError::Empty | MempoolError::TooLarge { .. } | MempoolError::Invalid(_)),
-        ) => error(StatusCode::BAD_REQUEST, e.to_string()),
-        Err(e @ (MempoolError::Duplicate | MempoolError::Finalized { .. })) => {
-            error(StatusCode::CONFLICT, e.to_string())
+        Err(e) => {
+            let status = refusal_status(&e);
+            let response = error(status, e.to_string());
+            if status == StatusCode::SERVICE_UNAVAILABLE {
+                with_retry_hint(response)
+            } else {
+                response
+            }
         }
-        Err(e @ MempoolError::Full) => error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+    }
+}
+
+async fn submit_txs(
+    limit: &TxLimit,
+    ConnectInfo(client): ConnectInfo<SocketAddr>,
+    State(view): State<AppState>,
+    body: Bytes,
+) -> Response {
+    let batch = match quasar_wire::TxBatchRef::parse(&body) {
+        Ok(batch) => batch,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!("the body is not a ZAP TxBatch message: {e}"),
+            )
+        }
+    };
+    let count = batch.tx_count();
+    if count > MAX_BATCH_TXS {
+        return error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("a batch of {count} transactions: at most {MAX_BATCH_TXS} per request"),
+        );
+    }
+    let Some(n) = u32::try_from(count).ok().and_then(NonZeroU32::new) else {
+        return error(StatusCode::BAD_REQUEST, "the batch holds no transaction");
+    };
+    if let Some(refusal) = limit.charge(client, n) {
+        return refusal;
+    }
+    let txs: Vec<Vec<u8>> = batch.txs().map(<[u8]>::to_vec).collect();
+    let Ok(outcomes) = tokio::task::spawn_blocking(move || view.submit_txs(txs)).await else {
+        return error(StatusCode::INTERNAL_SERVER_ERROR, "admission failed");
+    };
+    let mut pushed_back = false;
+    let results: Vec<TxOutcome> = outcomes
+        .into_iter()
+        .map(|outcome| match outcome {
+            Ok(hash) => TxOutcome {
+                status: StatusCode::OK.as_u16(),
+                hash: Some(hex::encode(hash)),
+                error: None,
+            },
+            Err(e) => {
+                let status = refusal_status(&e);
+                pushed_back |= status == StatusCode::SERVICE_UNAVAILABLE;
+                TxOutcome {
+                    status: status.as_u16(),
+                    hash: None,
+                    error: Some(e.to_string()),
+                }
+            }
+        })
+        .collect();
+    let accepted = results.iter().filter(|r| r.hash.is_some()).count() as u64;
+    let response = Json(TxBatchAnswer { accepted, results }).into_response();
+    if pushed_back {
+        with_retry_hint(response)
+    } else {
+        response
     }
 }
 
@@ -785,6 +941,126 @@ mod tests {
         );
     }
 
+    /// The API over a ready [`FixedView`] with `config`.
+    fn view_router(config: &ApiConfig) -> Router {
+        let view = FixedView {
+            ready: true,
+            finalized: 5,
+        };
+        router(Arc::new(view), false, config)
+    }
+
+    /// `POST /txs` with `body` on `app`, from one client address.
+    async fn send_batch(app: &Router, body: Vec<u8>) -> Response {
+        let mut request = Request::post("/txs").body(Body::from(body)).unwrap();
+        let client = std::net::SocketAddr::from(([127, 0, 0, 1], 9));
+        request
+            .extensions_mut()
+            .insert(axum::extract::ConnectInfo(client));
+        app.clone().oneshot(request).await.unwrap()
+    }
+
+    /// `POST /txs` with `body` on a router with `config`: the status, the `Retry-After` header
+    /// and the body as JSON.
+    async fn post_batch(config: &ApiConfig, body: Vec<u8>) -> (StatusCode, Option<String>, Value) {
+        let response = send_batch(&view_router(config), body).await;
+        let status = response.status();
+        let retry = response
+            .headers()
+            .get(header::RETRY_AFTER)
+            .map(|v| v.to_str().unwrap().to_string());
+        let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        (
+            status,
+            retry,
+            serde_json::from_slice(&body).unwrap_or(Value::Null),
+        )
+    }
+
+    fn batch(txs: &[&[u8]]) -> Vec<u8> {
+        quasar_wire::TxBatch {
+            txs: txs.iter().map(|t| t.to_vec()).collect(),
+        }
+        .encode()
+        .unwrap()
+    }
+
+    /// A batch gets one outcome per transaction, in order, with the status `POST /tx` would
+    /// have given it, and `Retry-After` when the mempool pushed any back; a batch that is not
+    /// one, is empty, too long or too large is refused whole.
+    #[tokio::test]
+    async fn a_batch_answers_each_transaction_in_order() {
+        let config = ApiConfig::default();
+        let (status, retry, json) =
+            post_batch(&config, batch(&[b"ok", b"dup", b"", b"full"])).await;
+        assert_eq!(status, StatusCode::OK, "{json}");
+        assert_eq!(json["accepted"], 1, "{json}");
+        let statuses: Vec<u64> = json["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["status"].as_u64().unwrap())
+            .collect();
+        assert_eq!(statuses, [200, 409, 400, 503]);
+        assert!(json["results"][0]["hash"].is_string() && json["results"][1]["error"].is_string());
+        assert_eq!(retry.as_deref(), Some("1"), "pushed back: a retry hint");
+        let (_, retry, _) = post_batch(&config, batch(&[b"ok"])).await;
+        assert_eq!(retry, None, "nothing pushed back, no hint");
+
+        for (body, want, says) in [
+            (
+                b"not zap".to_vec(),
+                StatusCode::BAD_REQUEST,
+                "not a ZAP TxBatch",
+            ),
+            (batch(&[]), StatusCode::BAD_REQUEST, "no transaction"),
+            (
+                batch(&vec![&b"ok"[..]; MAX_BATCH_TXS + 1]),
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "at most 512",
+            ),
+        ] {
+            let (status, _, json) = post_batch(&config, body).await;
+            assert_eq!(status, want, "{json}");
+            assert!(json["error"].as_str().unwrap().contains(says), "{json}");
+        }
+        let huge = batch(&[&vec![1u8; MAX_BATCH_BYTES][..]]);
+        assert_eq!(
+            post_batch(&config, huge).await.0,
+            StatusCode::PAYLOAD_TOO_LARGE
+        );
+    }
+
+    /// Every transaction of a batch counts against the client's limit: a batch beyond the
+    /// burst is refused whole, and one beyond what is left of it gets `429` with a retry hint.
+    #[tokio::test]
+    async fn a_batch_counts_each_transaction_against_the_client_limit() {
+        let config = ApiConfig {
+            tx_per_second: 1,
+            tx_burst: 3,
+            ..ApiConfig::default()
+        };
+        let app = view_router(&config);
+        let send = |body: Vec<u8>| send_batch(&app, body);
+        let response = send(batch(&[&b"ok"[..]; 4])).await;
+        assert_eq!(
+            response.status(),
+            StatusCode::BAD_REQUEST,
+            "more than the burst"
+        );
+        assert_eq!(send(batch(&[&b"ok"[..]; 2])).await.status(), StatusCode::OK);
+        let response = send(batch(&[&b"ok"[..]; 2])).await;
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS, "one left");
+        assert!(response.headers().contains_key(header::RETRY_AFTER));
+        assert_eq!(
+            send(batch(&[b"ok"])).await.status(),
+            StatusCode::OK,
+            "the one left"
+        );
+    }
+
     #[tokio::test]
     async fn health_is_ok_while_the_process_serves() {
         let (status, body) = get_json(process_routes(true), "/health").await;
@@ -838,7 +1114,7 @@ mod tests {
         let app = Router::new()
             .route(
                 "/tx",
-                post(|| async { "accepted" }).layer(tx_rate_limit(&config)),
+                post(|| async { "accepted" }).layer(TxLimit::new(&config).layer()),
             )
             .merge(process_routes(false));
         let addr = serve_on_loopback(app, transport_limits(&config)).await;

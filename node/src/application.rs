@@ -8,9 +8,19 @@
 //! the state of every block at or below the committed height (abandoned forks). Signatures are
 //! checked through the node's [`VerificationCache`], the one that admitted them to the mempool,
 //! so a transaction's signature is verified once per node.
+//!
+//! # Pruning
+//!
+//! A validator that prunes its history ([`ChainApplication::prune_with`]; not an archive node)
+//! keeps the state versions of the blocks it keeps: the last
+//! [`RETAINED_EPOCHS`](quasar_consensus::epoch::RETAINED_EPOCHS) epochs
+//! ([`EpochSchedule::retained_from`]). After each commit it deletes the tree nodes only older
+//! versions used, at most twice as many as the commit made stale (and at least
+//! [`MIN_PRUNE_STEP`]), so the work follows the write rate and a backlog (a restart, a burst)
+//! drains without one long pause.
 
 use quasar_app::{Executed, State, StateError, VerificationCache};
-use quasar_consensus::{AppError, Application, Payload};
+use quasar_consensus::{AppError, Application, EpochSchedule, Payload};
 use quasar_crypto::hash::Hash;
 use quasar_wire::Proposal;
 use std::collections::HashMap;
@@ -20,6 +30,16 @@ use std::sync::Arc;
 struct Pending {
     parent: Hash,
     executed: Executed,
+}
+
+/// Fewest tree nodes one commit's pruning step may delete (see the module docs).
+pub const MIN_PRUNE_STEP: usize = 1024;
+
+/// What state pruning has reached ([`ChainApplication::prune_with`]).
+struct Pruning {
+    schedule: EpochSchedule,
+    /// Every version below this one is pruned.
+    floor: u64,
 }
 
 /// The built-in application; see the module docs.
@@ -38,6 +58,8 @@ pub struct ChainApplication {
     /// height and hash of the newest finalized block). Restoring state from peers is not built,
     /// so the application cannot execute anything from then on.
     skipped: Option<(u64, Hash)>,
+    /// State pruning with the epochs; `None` keeps every version (an archive node).
+    pruning: Option<Pruning>,
 }
 
 impl ChainApplication {
@@ -56,7 +78,38 @@ impl ChainApplication {
             finalized: Vec::new(),
             proposed: None,
             skipped: None,
+            pruning: None,
         }
+    }
+
+    /// Prunes the state versions below the retained epochs of `schedule` as blocks are
+    /// committed (module docs). Without it every version is kept (an archive node, or a chain
+    /// without epochs).
+    pub fn prune_with(mut self, schedule: EpochSchedule) -> ChainApplication {
+        self.pruning = schedule.length().map(|_| Pruning { schedule, floor: 0 });
+        self
+    }
+
+    /// One pruning step after a commit that made `stale` nodes stale (module docs).
+    fn prune_step(&mut self, stale: usize) -> Result<(), AppError> {
+        let Some(pruning) = self.pruning.as_mut() else {
+            return Ok(());
+        };
+        let schedule = &pruning.schedule;
+        let line = schedule.retained_from(schedule.epoch_of(self.state.version()));
+        if line <= pruning.floor {
+            return Ok(());
+        }
+        let limit = stale.saturating_mul(2).max(MIN_PRUNE_STEP);
+        let removed = self
+            .state
+            .prune(line, limit)
+            .map_err(|e| AppError::Storage(e.to_string()))?;
+        if removed < limit {
+            pruning.floor = line;
+            tracing::debug!(state_floor = line, "state versions past retention pruned");
+        }
+        Ok(())
     }
 
     /// The executed blocks from the committed version up to `parent` (at `height`), oldest
@@ -199,6 +252,7 @@ impl Application for ChainApplication {
         if self.finalized.is_empty() {
             return Ok(());
         }
+        let mut stale = 0;
         for block in std::mem::take(&mut self.finalized) {
             let Some(pending) = self.pending.remove(&block) else {
                 return Err(AppError::Storage(format!(
@@ -206,13 +260,14 @@ impl Application for ChainApplication {
                     hex::encode(&block[..8])
                 )));
             };
+            stale += pending.executed.stale_nodes();
             self.state
                 .commit(pending.executed)
                 .map_err(|e| AppError::Storage(e.to_string()))?;
         }
         let version = self.state.version();
         self.pending.retain(|_, p| p.executed.height() > version);
-        Ok(())
+        self.prune_step(stale)
     }
 
     fn skip(&mut self, block: &Hash, height: u64, state_root: &Hash) {

@@ -129,6 +129,10 @@ pub struct NodeConfig {
     /// Most pending transactions in the mempool.
     #[serde(default = "default_mempool_max_txs")]
     pub mempool_max_txs: usize,
+    /// Seconds a transaction may wait in the mempool for a block before it is dropped (one
+    /// behind a nonce gap, or from a sender whose first transaction never came). At least 1.
+    #[serde(default = "default_mempool_tx_lifetime_secs")]
+    pub mempool_tx_lifetime_secs: u64,
     /// Most transactions in one block.
     #[serde(default = "default_max_block_txs")]
     pub max_block_txs: usize,
@@ -231,6 +235,9 @@ fn default_block_time_ms() -> u64 {
 fn default_mempool_max_txs() -> usize {
     100_000
 }
+fn default_mempool_tx_lifetime_secs() -> u64 {
+    600
+}
 /// `max_block_txs` when node.toml does not set it.
 pub const DEFAULT_MAX_BLOCK_TXS: usize = 10_000;
 
@@ -304,6 +311,13 @@ impl NodeConfig {
             return Err(ConfigError::NodeConfig(
                 "mempool_max_txs and max_block_txs must be positive".into(),
             ));
+        }
+        if !(1..=MAX_TIME_MS / 1000).contains(&cfg.mempool_tx_lifetime_secs) {
+            return Err(ConfigError::NodeConfig(format!(
+                "mempool_tx_lifetime_secs is {}: give 1 to {} seconds",
+                cfg.mempool_tx_lifetime_secs,
+                MAX_TIME_MS / 1000
+            )));
         }
         match (cfg.signer, &cfg.remote_signer) {
             (SignerMode::Remote, None) => {
@@ -465,7 +479,12 @@ mod tests {
         let cfg = parse("[api]\ntx_burst = 5\n").unwrap();
         assert_eq!(cfg.api.tx_burst, 5);
         assert_eq!(cfg.api.tx_per_second, ApiConfig::default().tx_per_second);
+        assert_eq!(cfg.mempool_tx_lifetime_secs, 600);
         for (extra, needle) in [
+            (
+                "mempool_tx_lifetime_secs = 0\n",
+                "mempool_tx_lifetime_secs is 0",
+            ),
             ("[api]\ntx_per_second = 0\n", "must be positive"),
             (
                 "[api]\nbody_read_timeout_ms = 0\n",

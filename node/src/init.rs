@@ -118,6 +118,8 @@ pub fn render_node_toml(opts: &InitOptions) -> Result<String, ConfigError> {
          # Bounds of the mempool and of one block, in transactions:\n\
          # mempool_max_txs = 100000\n\
          # max_block_txs = 10000\n\
+         # Seconds a transaction may wait for a block before the mempool drops it:\n\
+         # mempool_tx_lifetime_secs = 600\n\
          # Keep the whole history instead of pruning past 6 epochs (explorers):\n\
          # archive = true\n\
          # Prove the Groth16 rollup leg (minutes of every core and gigabytes per proof):\n\

@@ -4,10 +4,17 @@
 //! a block containing it is finalized, so a block that is proposed but never finalized (its view
 //! was nullified) loses nothing: its transactions are proposed again. The leader leaves out the
 //! transactions already in non-finalized ancestors of its block.
+//!
+//! A transaction that no block takes for [`MempoolLimits::lifetime`] is dropped
+//! ([`Mempool::evict_expired`]): one whose nonce is ahead of a gap that never fills, or whose
+//! sender's first transaction (the one carrying its key) never arrives, would otherwise hold its
+//! place for ever. Its sender learns it from `GET /tx/{hash}` (unknown again) and may send it
+//! again.
 
 use quasar_crypto::hash::Hash;
 use quasar_wire::tx_hash;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::{Duration, Instant};
 
 /// Largest client transaction, bytes.
 pub const MAX_TX_BYTES: usize = 64 * 1024;
@@ -48,6 +55,8 @@ pub struct MempoolLimits {
     pub max_bytes: usize,
     /// Largest single transaction, bytes.
     pub max_tx_bytes: usize,
+    /// How long a transaction may wait for a block before [`Mempool::evict_expired`] drops it.
+    pub lifetime: Duration,
 }
 
 /// A bounded FIFO pool of pending transactions.
@@ -55,7 +64,8 @@ pub struct MempoolLimits {
 pub struct Mempool {
     limits: MempoolLimits,
     next: u64,
-    order: BTreeMap<u64, (Hash, Vec<u8>)>,
+    /// Pending transactions by admission order, with their admission time.
+    order: BTreeMap<u64, (Hash, Vec<u8>, Instant)>,
     index: HashMap<Hash, u64>,
     bytes: usize,
 }
@@ -107,16 +117,21 @@ impl Mempool {
         if self.index.contains_key(&hash) {
             return Err(MempoolError::Duplicate);
         }
-        if self.index.len() >= self.limits.max_txs
-            || self.bytes.saturating_add(tx.len()) > self.limits.max_bytes
-        {
+        if !self.has_room(tx.len()) {
             return Err(MempoolError::Full);
         }
         self.bytes += tx.len();
         self.index.insert(hash, self.next);
-        self.order.insert(self.next, (hash, tx));
+        self.order.insert(self.next, (hash, tx, Instant::now()));
         self.next += 1;
         Ok(hash)
+    }
+
+    /// Whether one more transaction of `len` bytes fits under the limits: admission asks before
+    /// it verifies a signature, so that a full pool pushes clients back at little cost.
+    pub fn has_room(&self, len: usize) -> bool {
+        self.index.len() < self.limits.max_txs
+            && self.bytes.saturating_add(len) <= self.limits.max_bytes
     }
 
     /// The oldest pending transactions not in `exclude`, at most `max_txs` of them and
@@ -129,7 +144,7 @@ impl Mempool {
     ) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
         let mut bytes = 0usize;
-        for (hash, tx) in self.order.values() {
+        for (hash, tx, _) in self.order.values() {
             if out.len() >= max_txs {
                 break;
             }
@@ -146,11 +161,30 @@ impl Mempool {
     pub fn remove_finalized<'a>(&mut self, hashes: impl IntoIterator<Item = &'a Hash>) {
         for hash in hashes {
             if let Some(seq) = self.index.remove(hash) {
-                if let Some((_, tx)) = self.order.remove(&seq) {
+                if let Some((_, tx, _)) = self.order.remove(&seq) {
                     self.bytes -= tx.len();
                 }
             }
         }
+    }
+
+    /// Drops the transactions admitted more than [`MempoolLimits::lifetime`] before `now`
+    /// (the oldest first: admission order is time order) and returns how many.
+    pub fn evict_expired(&mut self, now: Instant) -> usize {
+        let Some(cutoff) = now.checked_sub(self.limits.lifetime) else {
+            return 0;
+        };
+        let mut evicted = 0;
+        while let Some(entry) = self.order.first_entry() {
+            if entry.get().2 > cutoff {
+                break;
+            }
+            let (hash, tx, _) = entry.remove();
+            self.index.remove(&hash);
+            self.bytes -= tx.len();
+            evicted += 1;
+        }
+        evicted
     }
 }
 
@@ -163,6 +197,7 @@ mod tests {
             max_txs,
             max_bytes: 100,
             max_tx_bytes: 10,
+            lifetime: Duration::from_secs(60),
         })
     }
 
@@ -201,6 +236,7 @@ mod tests {
             max_txs: 100,
             max_bytes: 15,
             max_tx_bytes: 10,
+            lifetime: Duration::from_secs(60),
         });
         p.add(vec![1; 10]).unwrap();
         assert_eq!(p.add(vec![2; 6]), Err(MempoolError::Full));
@@ -209,5 +245,27 @@ mod tests {
             Vec::<Vec<u8>>::new(),
             "byte cap per block"
         );
+    }
+
+    #[test]
+    fn transactions_past_their_lifetime_are_evicted_oldest_first() {
+        let mut p = pool(10);
+        let old = p.add(b"old".to_vec()).unwrap();
+        let older_than_cut = Instant::now();
+        std::thread::sleep(Duration::from_millis(5));
+        let young = p.add(b"young".to_vec()).unwrap();
+        // 60 s after `older_than_cut`: only what was admitted by then is past its lifetime.
+        assert_eq!(p.evict_expired(older_than_cut + Duration::from_secs(60)), 1);
+        assert!(!p.contains(&old) && p.contains(&young));
+        assert_eq!(p.select(&HashSet::new(), 10, 100), vec![b"young".to_vec()]);
+        assert_eq!(p.evict_expired(Instant::now()), 0, "within its lifetime");
+        assert_eq!(p.evict_expired(Instant::now() + Duration::from_secs(61)), 1);
+        assert!(p.is_empty());
+        // The bytes freed count again: a full pool admits after an eviction.
+        let mut p = pool(1);
+        p.add(b"a".to_vec()).unwrap();
+        assert_eq!(p.add(b"b".to_vec()), Err(MempoolError::Full));
+        p.evict_expired(Instant::now() + Duration::from_secs(61));
+        p.add(b"b".to_vec()).unwrap();
     }
 }

@@ -43,6 +43,8 @@ pub struct NodeMetrics {
     pub finalized_height: Gauge,
     /// Pending transactions.
     pub mempool_size: Gauge,
+    /// Transactions dropped from the mempool after waiting past `mempool_tx_lifetime_secs`.
+    pub mempool_expired: Counter,
     /// Admitted transactions not gossiped because the gossip batcher's queue was full (they
     /// stay in this node's mempool).
     pub tx_gossip_dropped: Counter,
@@ -91,6 +93,7 @@ impl NodeMetrics {
             view: Gauge::default(),
             finalized_height: Gauge::default(),
             mempool_size: Gauge::default(),
+            mempool_expired: Counter::default(),
             tx_gossip_dropped: Counter::default(),
             finality_seconds: Histogram::new(buckets),
             quasar_finalized_height: Gauge::default(),
@@ -157,6 +160,11 @@ impl NodeMetrics {
             "mempool_size",
             "Pending transactions",
             m.mempool_size.clone(),
+        );
+        r.register(
+            "mempool_expired",
+            "Transactions dropped after waiting past mempool_tx_lifetime_secs for a block",
+            m.mempool_expired.clone(),
         );
         r.register(
             "consensus_tx_gossip_dropped",

@@ -56,7 +56,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, Semaphore};
 
 /// Most transaction bytes in one block.
@@ -375,32 +375,76 @@ impl Shared {
         self.validators
     }
 
-    /// Admits a client transaction ([`Shared::admit`]) and hands it to the gossip batcher
+    /// Admits a client transaction ([`Shared::check`]) and hands it to the gossip batcher
     /// ([`gossip_transactions`]) so that every validator, and so any leader, gets it. A full
     /// batcher queue drops the gossip, not the transaction (counted in
     /// `quasar_consensus_tx_gossip_dropped_total`).
     pub fn submit_tx(&self, tx: Vec<u8>) -> Result<Hash, crate::mempool::MempoolError> {
+        let hash = self.check(&tx)?;
+        self.add_and_gossip(hash, tx)
+    }
+
+    /// [`Shared::submit_tx`] for each of `txs` (`POST /txs`; [`Shared::admit_batch`]); the
+    /// answers are in the order of `txs`.
+    pub fn submit_txs(&self, txs: Vec<Vec<u8>>) -> Vec<Result<Hash, crate::mempool::MempoolError>> {
+        self.admit_batch(txs, true)
+    }
+
+    /// Admits `txs` ([`Shared::check`] and the mempool's limits, the one admission rule of
+    /// client submissions and of transactions gossiped by peers): their signatures are
+    /// verified in parallel on the rayon pool, then they enter the mempool in the batch's order
+    /// (so one sender's nonces keep theirs). With `gossip` (a client's batch), each admitted one
+    /// goes to the gossip batcher too.
+    fn admit_batch(
+        &self,
+        txs: Vec<Vec<u8>>,
+        gossip: bool,
+    ) -> Vec<Result<Hash, crate::mempool::MempoolError>> {
+        use rayon::prelude::*;
+        let checked: Vec<_> = txs.par_iter().map(|tx| self.check(tx)).collect();
+        checked
+            .into_iter()
+            .zip(txs)
+            .map(|(checked, tx)| {
+                let hash = checked?;
+                if gossip {
+                    self.add_and_gossip(hash, tx)
+                } else {
+                    self.add(hash, tx)
+                }
+            })
+            .collect()
+    }
+
+    /// Adds a checked transaction to the mempool and hands it to the gossip batcher. A full
+    /// batcher queue drops the gossip, not the transaction.
+    fn add_and_gossip(
+        &self,
+        hash: Hash,
+        tx: Vec<u8>,
+    ) -> Result<Hash, crate::mempool::MempoolError> {
         let gossip = tx.clone();
-        let hash = self.admit(tx)?;
+        self.add(hash, tx)?;
         if self.gossip.try_send(gossip).is_err() {
             self.metrics.tx_gossip_dropped.inc();
         }
         Ok(hash)
     }
 
-    /// Adds a transaction to the mempool unless it is finalized already or cannot be a valid
-    /// transaction of this chain: the one admission rule of client submissions and of
-    /// transactions gossiped by peers. Its signature is verified here against the key it
-    /// carries (an account's first) or the sender's committed key, through the cache the
-    /// application uses; a sender whose key is not committed yet is verified when its block is
-    /// built or executed.
-    fn admit(&self, tx: Vec<u8>) -> Result<Hash, crate::mempool::MempoolError> {
+    /// Whether `tx` may enter the mempool, and its hash: the pool has room for it, it decodes,
+    /// is for this chain, does not reuse a committed nonce (not finalized already), and its
+    /// signature verifies against the key it carries (an account's first) or the sender's
+    /// committed key, through the cache the application uses; a sender whose key is not
+    /// committed yet is verified when its block is built or executed.
+    fn check(&self, tx: &[u8]) -> Result<Hash, crate::mempool::MempoolError> {
         let invalid = |e: quasar_app::TxError| crate::mempool::MempoolError::Invalid(e.to_string());
-        let signed = SignedTransaction::decode(&tx).map_err(invalid)?;
-        let hash = *signed.hash();
-        if let Ok(Some(height)) = self.store.tx_height(&hash) {
-            return Err(crate::mempool::MempoolError::Finalized { height });
+        // A full pool refuses before any signature is verified: pushing back costs little.
+        let room = self.mempool.lock().map(|pool| pool.has_room(tx.len()));
+        if !room.unwrap_or(false) {
+            return Err(crate::mempool::MempoolError::Full);
         }
+        let signed = SignedTransaction::decode(tx).map_err(invalid)?;
+        let hash = *signed.hash();
         let body = signed.transaction();
         if body.chain_id != self.chain_id {
             return Err(invalid(quasar_app::TxError::WrongChain {
@@ -408,12 +452,18 @@ impl Shared {
                 found: body.chain_id,
             }));
         }
-        // A nonce the committed state has used is a replay.
+        // A nonce the committed state has used is a replay: this very transaction, finalized
+        // (the block index says where), or another with its nonce. A finalized transaction's
+        // nonce is always used once its block's state is committed, so a fresh nonce needs no
+        // look-up in the transaction index.
         let committed = quasar_app::committed_account(&self.state, &body.sender).map_err(|e| {
             crate::mempool::MempoolError::Invalid(format!("reading the sender's account: {e}"))
         })?;
         if let Some(account) = &committed {
             if body.nonce < account.nonce {
+                if let Ok(Some(height)) = self.store.tx_height(&hash) {
+                    return Err(crate::mempool::MempoolError::Finalized { height });
+                }
                 return Err(crate::mempool::MempoolError::Invalid(format!(
                     "nonce {} is used: the account's next is {}",
                     body.nonce, account.nonce
@@ -427,6 +477,11 @@ impl Shared {
         if let Some(key) = key {
             self.verification.verify(&signed, key).map_err(invalid)?;
         }
+        Ok(hash)
+    }
+
+    /// Adds a checked transaction to the mempool.
+    fn add(&self, hash: Hash, tx: Vec<u8>) -> Result<Hash, crate::mempool::MempoolError> {
         let mut pool = self
             .mempool
             .lock()
@@ -611,7 +666,10 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     ));
     let state = State::open(store.state()?, chain_id, genesis.accounts.iter().copied())
         .map_err(|e| NodeError::Internal(format!("application state: {e}")))?;
-    let app = ChainApplication::new(state, cache.clone(), MAX_BLOCK_BYTES);
+    let mut app = ChainApplication::new(state, cache.clone(), MAX_BLOCK_BYTES);
+    if !cfg.archive {
+        app = app.prune_with(genesis.schedule());
+    }
     let (mut engine, recovery) = Engine::open(
         store.clone(),
         app,
@@ -756,6 +814,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
             max_txs: cfg.mempool_max_txs,
             max_bytes: cfg.mempool_max_txs.saturating_mul(1024).max(MAX_TX_BYTES),
             max_tx_bytes: MAX_TX_BYTES,
+            lifetime: Duration::from_secs(cfg.mempool_tx_lifetime_secs),
         })),
         gossip: gossip_tx,
         store: store.clone(),
@@ -1015,10 +1074,8 @@ fn ingest_transactions(shared: &Shared, message: &[u8]) {
         shared.p2p_metrics.record_malformed();
         return;
     };
-    for tx in batch.txs() {
-        // A duplicate, finalized or over-the-limit transaction is simply not added.
-        let _ = shared.admit(tx.to_vec());
-    }
+    // A duplicate, finalized or over-the-limit transaction is simply not added.
+    let _ = shared.admit_batch(batch.txs().map(<[u8]>::to_vec).collect(), false);
 }
 
 /// The bounded pool of blocking verification jobs whose results feed the core.
@@ -1224,6 +1281,8 @@ impl Host for RuntimeHost {
         let height = block.proposal.header.height;
         if let Ok(mut pool) = self.shared.mempool.lock() {
             pool.remove_finalized(&block.tx_hashes);
+            let expired = pool.evict_expired(Instant::now());
+            self.shared.metrics.mempool_expired.inc_by(expired as u64);
             self.shared.metrics.mempool_size.set(pool.len() as i64);
         }
         if let Ok(mut at) = self.shared.finalized_at.lock() {

@@ -33,11 +33,15 @@
 //! # What [`run`] measures
 //!
 //! 1. Create the network, start every validator, wait until each answers `GET /status` (30 s).
-//! 2. Submit transactions at `tx_rate` per second, round-robin over the validators (`POST /tx`),
-//!    until the first validator reaches height `blocks`, at most 128 requests at a time
-//!    (`MAX_IN_FLIGHT`). The report counts separately what the rate offered (`txs_offered`), what was
-//!    sent (`txs_sent`: fewer when the in-flight limit held the client back), what a node
-//!    accepted (`200`), rejected (another answer) or never answered (`txs_failed`).
+//! 2. Submit signed transfers at `tx_rate` per second until the first validator reaches height
+//!    `blocks`: each sending account goes to one validator, in batches (`POST /txs`, at most
+//!    512 transactions), one batch in flight per validator so that an account's nonces arrive
+//!    in order; a transaction pushed back (`503`, `429`) is sent again before newer ones, after
+//!    the `Retry-After` the node asked for. The
+//!    report counts separately what the rate offered (`txs_offered`), what was sent
+//!    (`txs_sent`: fewer when the signer or the one-batch-in-flight rule held the client
+//!    back), what a node accepted (`200`), pushed back without a later acceptance
+//!    (`txs_pushed_back`), rejected (another answer) or never answered (`txs_failed`).
 //! 3. Wait (60 s + 3 × `blocks` × block time) until every validator's finalized height is at least
 //!    `blocks` and every accepted transaction is finalized (`GET /tx/{hash}` on validator 0,
 //!    pending ones re-checked every 200 ms). If only transactions are missing when the time is up,
@@ -68,7 +72,7 @@
 //! Processes are stopped with SIGKILL ([`std::process::Child::kill`]), never gracefully: a killed
 //! validator must come back from its durable state alone (docs/architecture.md §2, signing guard).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpListener, UdpSocket};
@@ -85,8 +89,8 @@ use crate::config::{ApiConfig, NodeConfig, PeerConfig, RemoteSignerConfig, Signe
 use crate::rollup::{self, RollupCommandError, PROVING_KEY_FILE, VERIFYING_KEY_FILE};
 use quasar_chainspec::{ConfigError, GenesisFile};
 pub use quasar_client::{
-    BlockInfo, CertificateInfo, Client, ClientError, FinalityInfo, Readiness, Status, Submitted,
-    TxInfo, TxStatus,
+    BatchSubmitted, BlockInfo, CertificateInfo, Client, ClientError, FinalityInfo, Readiness,
+    Status, Submitted, TxInfo, TxStatus,
 };
 use quasar_crypto::magnetar::ParameterSet;
 use quasar_lanes::cert::Profile;
@@ -496,12 +500,16 @@ pub struct TestnetReport {
     pub finality_p99_ms: f64,
     /// Transactions the load generator was due to send at `tx_rate` over the run.
     pub txs_offered: u64,
-    /// Of those, the ones it sent (`POST /tx` requests started); fewer than offered when the
-    /// client's limit of requests in flight held it back.
+    /// Of those, the ones it sent (in `POST /txs` batches started); fewer than offered when
+    /// the client's limit of requests in flight held it back, or its signer fell behind.
     pub txs_sent: u64,
     /// Of those, the ones a node accepted (answered 200).
     pub txs_accepted: u64,
-    /// Of those sent, the ones a node refused (any other answer).
+    /// Of those sent, the ones a node pushed back (`503` mempool full, `429` over the client's
+    /// rate: the chain's back-pressure) and that were still not accepted when the run stopped
+    /// sending (the generator sends a pushed-back transaction again, in order).
+    pub txs_pushed_back: u64,
+    /// Of those sent, the ones a node refused for another reason (invalid, duplicate).
     pub txs_rejected: u64,
     /// Of those sent, the requests that failed (connection, timeout).
     pub txs_failed: u64,
@@ -567,15 +575,21 @@ impl TestnetReport {
             }
         };
         let unsent = self.txs_offered.saturating_sub(self.txs_sent);
-        let load = if unsent > 0 {
+        let mut load = if unsent > 0 {
             format!(
-                "; {unsent} of {} offered transactions were NOT SENT (the client's limit of \
-                 {MAX_IN_FLIGHT} requests in flight)",
+                "; {unsent} of {} offered transactions were NOT SENT (signed too late, or held \
+                 back by one batch in flight per validator)",
                 self.txs_offered
             )
         } else {
             String::new()
         };
+        if self.txs_pushed_back > 0 {
+            load.push_str(&format!(
+                "; {} sent transactions were PUSHED BACK (503/429) and not accepted by the end",
+                self.txs_pushed_back
+            ));
+        }
         format!(
             "profile {}{legs}: {quasar}; Nova finality up to height {} on every validator; \
              {} of {} accepted transactions finalized{load}; {}",
@@ -766,6 +780,7 @@ impl Testnet {
                 block_time_ms,
                 view_timeout_ms: None,
                 mempool_max_txs: MEMPOOL_MAX_TXS,
+                mempool_tx_lifetime_secs: 600,
                 max_block_txs: MAX_BLOCK_TXS,
                 peers,
                 rollup_proving_key: None,
@@ -1698,33 +1713,79 @@ pub async fn run(opts: TestnetOptions) -> Result<TestnetReport, TestnetError> {
 struct Submissions {
     /// Transactions due at the rate over the time it ran.
     offered: u64,
-    /// Requests started.
+    /// Distinct transactions sent (a resend after a push-back is not counted again).
     sent: u64,
     /// Hashes (hex) of accepted transactions.
     accepted: Vec<String>,
-    /// Answers other than 200.
+    /// Answers 503 or 429 (a transaction pushed back twice counts twice); each was queued to be
+    /// sent again.
+    pushbacks: u64,
+    /// Refused for another reason.
     rejected: u64,
-    /// Requests that failed (connection, timeout).
+    /// In requests that failed (connection, timeout).
     failed: u64,
+    /// Sent, pushed back, and not accepted when the run stopped sending.
+    unresolved: u64,
 }
 
+/// A transfer waiting in the load generator's backlog: its bytes, and whether it was sent
+/// before and pushed back.
+type Queued = (Vec<u8>, bool);
+
 impl Submissions {
-    fn record(&mut self, outcome: Result<Submitted, TestnetError>) {
-        match outcome {
-            Ok(Submitted::Accepted(hash)) => self.accepted.push(hash),
-            Ok(Submitted::Rejected { status, body }) => {
-                if self.rejected == 0 {
-                    eprintln!("testnet: a node rejected a transaction: HTTP {status}: {body}");
-                }
-                self.rejected = self.rejected.saturating_add(1);
-            }
+    /// Counts the outcome of one batch (`txs`, in order) and returns the transactions a node
+    /// pushed back (503, 429), in order, to be sent again, and how long the node asked the
+    /// client to wait first (`Retry-After`).
+    fn record(
+        &mut self,
+        txs: Vec<Vec<u8>>,
+        outcome: Result<BatchSubmitted, TestnetError>,
+    ) -> (Vec<Vec<u8>>, Option<Duration>) {
+        let (outcomes, retry_after): (Vec<(u16, Option<String>, String)>, _) = match outcome {
+            Ok(BatchSubmitted::Answered {
+                answer,
+                retry_after_secs,
+            }) => (
+                answer
+                    .results
+                    .into_iter()
+                    .map(|r| (r.status, r.hash, r.error.unwrap_or_default()))
+                    .collect(),
+                retry_after_secs,
+            ),
+            Ok(BatchSubmitted::Rejected {
+                status,
+                body,
+                retry_after_secs,
+            }) => (
+                txs.iter().map(|_| (status, None, body.clone())).collect(),
+                retry_after_secs,
+            ),
             Err(e) => {
                 if self.failed == 0 {
-                    eprintln!("testnet: submitting a transaction failed: {e}");
+                    eprintln!("testnet: submitting a batch of transactions failed: {e}");
                 }
-                self.failed = self.failed.saturating_add(1);
+                self.failed = self.failed.saturating_add(txs.len() as u64);
+                return (Vec::new(), None);
+            }
+        };
+        let mut again = Vec::new();
+        for (tx, (status, hash, error)) in txs.into_iter().zip(outcomes) {
+            match (status, hash) {
+                (200, Some(hash)) => self.accepted.push(hash),
+                (429 | 503, _) => {
+                    self.pushbacks = self.pushbacks.saturating_add(1);
+                    again.push(tx);
+                }
+                _ => {
+                    if self.rejected == 0 {
+                        eprintln!("testnet: a node rejected a transaction: HTTP {status}: {error}");
+                    }
+                    self.rejected = self.rejected.saturating_add(1);
+                }
             }
         }
+        (again, retry_after.map(Duration::from_secs))
     }
 }
 
@@ -1873,11 +1934,14 @@ async fn drive(
     ));
     let subs = submit_until_height(net, opts, budget, transfers).await?;
     eprintln!(
-        "testnet: height {} reached; {} transactions offered, {} sent, {} accepted, {} rejected, {} failed; waiting for finality",
+        "testnet: height {} reached; {} transactions offered, {} sent, {} accepted, {} pushed back \
+         ({} push-back answers, each sent again), {} rejected, {} failed; waiting for finality",
         opts.blocks,
         subs.offered,
         subs.sent,
         subs.accepted.len(),
+        subs.unresolved,
+        subs.pushbacks,
         subs.rejected,
         subs.failed
     );
@@ -1918,31 +1982,74 @@ async fn submit_until_height(
 ) -> Result<Submissions, TestnetError> {
     let n = net.validators();
     let mut subs = Submissions::default();
-    let mut tasks: JoinSet<Result<Submitted, TestnetError>> = JoinSet::new();
+    // (validator, transactions, answer) of each batch in flight: one per validator at a time,
+    // so that a validator admits one account's transfers in nonce order.
+    type Answer = (usize, Vec<Vec<u8>>, Result<BatchSubmitted, TestnetError>);
+    let mut tasks: JoinSet<Answer> = JoinSet::new();
+    let mut busy = vec![false; n];
+    // When each validator may be sent to again (after a `Retry-After`).
+    let mut resume = vec![Instant::now(); n];
+    // Transfers due but not accepted yet, by validator (each account goes to one validator):
+    // signed ones not sent yet, and pushed-back ones in front of them, in nonce order.
+    let mut backlog: Vec<VecDeque<Queued>> = vec![VecDeque::new(); n];
+    let mut taken = 0u64;
+    let settle = |subs: &mut Submissions,
+                  backlog: &mut [VecDeque<Queued>],
+                  resume: &mut [Instant],
+                  answer: Answer| {
+        let (node, txs, outcome) = answer;
+        let (again, retry_after) = subs.record(txs, outcome);
+        for tx in again.into_iter().rev() {
+            backlog[node].push_front((tx, true));
+        }
+        if let Some(wait) = retry_after {
+            resume[node] = Instant::now() + wait;
+        }
+        node
+    };
     let start = Instant::now();
     let mut next_poll = start;
     let mut tick = tokio::time::interval(SUBMIT_TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
         tick.tick().await;
+        while let Some(joined) = tasks.try_join_next() {
+            if let Ok(answer) = joined {
+                let node = settle(&mut subs, &mut backlog, &mut resume, answer);
+                busy[node] = false;
+            }
+        }
         // Pace by elapsed time, so slow answers delay transactions but do not lower the rate.
         subs.offered = (start.elapsed().as_secs_f64() * opts.tx_rate) as u64;
-        while subs.sent < subs.offered && tasks.len() < MAX_IN_FLIGHT {
+        while taken < subs.offered {
             // A transfer not signed yet is offered and not sent: the report shows it.
             let Ok((account, tx)) = transfers.try_recv() else {
                 break;
             };
-            let sent = subs.sent;
-            // Each account goes to one validator, so its nonces arrive in order.
-            let node = account % n;
-            let client = net.client(node)?;
-            tasks.spawn(async move { Ok(client.submit_tx(tx).await?) });
-            subs.sent = sent.saturating_add(1);
+            backlog[account % n].push_back((tx, false));
+            taken += 1;
         }
-        while let Some(joined) = tasks.try_join_next() {
-            if let Ok(outcome) = joined {
-                subs.record(outcome);
+        for node in 0..n {
+            if busy[node] || backlog[node].is_empty() || Instant::now() < resume[node] {
+                continue;
             }
+            let take = backlog[node].len().min(crate::api::MAX_BATCH_TXS);
+            let mut txs = Vec::with_capacity(take);
+            for (tx, resent) in backlog[node].drain(..take) {
+                subs.sent += u64::from(!resent);
+                txs.push(tx);
+            }
+            let client = net.client(node)?;
+            busy[node] = true;
+            tasks.spawn(async move {
+                // A batch is far below ZAP's 4 GiB message limit, the encoder's only refusal.
+                let batch = quasar_wire::TxBatch { txs };
+                let answer = match batch.encode() {
+                    Ok(body) => client.submit_txs(body).await.map_err(TestnetError::from),
+                    Err(e) => Err(TestnetError::Options(format!("encoding a batch: {e}"))),
+                };
+                (node, batch.txs, answer)
+            });
         }
         if Instant::now() >= next_poll {
             next_poll = Instant::now() + STATUS_POLL;
@@ -1966,10 +2073,16 @@ async fn submit_until_height(
         }
     }
     while let Some(joined) = tasks.join_next().await {
-        if let Ok(outcome) = joined {
-            subs.record(outcome);
+        if let Ok(answer) = joined {
+            settle(&mut subs, &mut backlog, &mut resume, answer);
         }
     }
+    // Pushed back and not accepted by the end: sent, and left unresolved.
+    subs.unresolved = backlog
+        .iter()
+        .flatten()
+        .filter(|(_, resent)| *resent)
+        .count() as u64;
     Ok(subs)
 }
 
@@ -2151,6 +2264,7 @@ async fn measure(
         txs_offered: subs.offered,
         txs_sent: subs.sent,
         txs_accepted: subs.accepted.len() as u64,
+        txs_pushed_back: subs.unresolved,
         txs_rejected: subs.rejected,
         txs_failed: subs.failed,
         txs_finalized,

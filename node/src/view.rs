@@ -13,7 +13,7 @@ use quasar_client::{
 use quasar_crypto::hash::Hash;
 use quasar_lanes::bls::signers_from_bitmap;
 use quasar_storage::Store;
-use quasar_wire::{decode, tx_hash, CertificateKind, MessageRef};
+use quasar_wire::{decode, CertificateKind, MessageRef};
 use std::sync::atomic::Ordering;
 
 impl NodeView for Shared {
@@ -113,6 +113,10 @@ impl NodeView for Shared {
         else {
             return Err(Unavailable::Failed("stored block does not decode".into()));
         };
+        let tx_hashes = self
+            .store
+            .block_tx_hashes(height)
+            .map_err(|e| Unavailable::Failed(e.to_string()))?;
         let h = p.header();
         let signers: Vec<u32> = signers_from_bitmap(c.signers(), self.network_size())
             .unwrap_or_default()
@@ -132,7 +136,7 @@ impl NodeView for Shared {
             proposer: h.proposer,
             timestamp_us: h.timestamp_us,
             tx_count: p.tx_count() as u64,
-            tx_hashes: p.txs().map(|tx| hex::encode(tx_hash(tx))).collect(),
+            tx_hashes: tx_hashes.iter().map(hex::encode).collect(),
             finalized_at_us: finalized_at,
             finality: crate::quasar_service::finality_info(
                 &self.quasar,
@@ -181,6 +185,10 @@ impl NodeView for Shared {
 
     fn submit_tx(&self, tx: Vec<u8>) -> Result<Hash, MempoolError> {
         Shared::submit_tx(self, tx)
+    }
+
+    fn submit_txs(&self, txs: Vec<Vec<u8>>) -> Vec<Result<Hash, MempoolError>> {
+        Shared::submit_txs(self, txs)
     }
 
     fn evidence(&self, query: EvidenceQuery) -> Result<EvidenceList, Unavailable> {

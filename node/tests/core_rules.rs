@@ -1378,3 +1378,98 @@ fn the_relay_cache_serves_one_signers_recent_messages() {
         "view 100 pushed the proposal of view 1 out of the window"
     );
 }
+
+/// A pruning validator keeps the state versions of its retained epochs and deletes the older
+/// ones as blocks commit; an archive validator keeps them all. Both reach the same roots.
+#[test]
+fn the_application_prunes_state_versions_past_the_retained_epochs() {
+    use quasar_app::{address_of, Action, Transaction};
+    use quasar_consensus::epoch::RETAINED_EPOCHS;
+    use quasar_crypto::mldsa::{MlDsa65, SecretKey as MlDsaKey};
+    use quasar_wire::{payload_root, BlockHeader, Proposal};
+    use rand::SeedableRng;
+
+    const EPOCH: u64 = 2;
+    let sender = MlDsaKey::<MlDsa65>::from_seed(&[7; 32]);
+    let from = address_of(sender.public_key());
+    let open = |prune: bool| {
+        let db = quasar_storage::SledStore::temporary().unwrap();
+        let state =
+            quasar_app::State::open(db.state().unwrap(), CHAIN, [(from, 1_000_000)]).unwrap();
+        let cache = Arc::new(quasar_app::VerificationCache::new(CHAIN, 64));
+        let app = ChainApplication::new(state, cache, 1 << 20);
+        let app = if prune {
+            app.prune_with(EpochSchedule::new(EPOCH))
+        } else {
+            app
+        };
+        (db, app)
+    };
+    let (pruned_db, mut pruned) = open(true);
+    let (archive_db, mut archive) = open(false);
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
+    let mut parent = GENESIS;
+    let top = EPOCH * (RETAINED_EPOCHS + 3);
+    for height in 1..=top {
+        let tx = Transaction {
+            chain_id: CHAIN,
+            nonce: height - 1,
+            fee: 1,
+            sender: from,
+            public_key: (height == 1).then(|| sender.public_key().clone()),
+            action: Action::Transfer {
+                to: [height as u8; 32],
+                amount: 10,
+            },
+        }
+        .sign(&sender, &mut rng)
+        .unwrap();
+        let candidates = vec![tx.as_bytes().to_vec()];
+        let payload = pruned.propose(&parent, height, &candidates).unwrap();
+        assert_eq!(payload.txs.len(), 1, "the transfer applies");
+        let proposal = Proposal {
+            header: BlockHeader {
+                chain_id: CHAIN,
+                epoch: (height - 1) / EPOCH,
+                view: height,
+                height,
+                parent_view: height - 1,
+                parent,
+                proposer: 0,
+                timestamp_us: height,
+                payload_root: payload_root(payload.txs.iter().map(Vec::as_slice)),
+                state_root: payload.state_root,
+            },
+            txs: payload.txs,
+            signature: [0; 96],
+        };
+        let hash = proposal.header.hash();
+        pruned.adopt(&hash);
+        for app in [&mut pruned, &mut archive] {
+            app.finalize(&hash, &proposal).unwrap();
+            app.commit().unwrap();
+        }
+        assert_eq!(
+            pruned.committed(),
+            archive.committed(),
+            "same root at {height}"
+        );
+        parent = hash;
+    }
+    let schedule = EpochSchedule::new(EPOCH);
+    let kept_from = schedule.retained_from(schedule.epoch_of(top));
+    assert!(kept_from > 1, "the run outlives the retention window");
+    let roots = |db: &quasar_storage::SledStore| {
+        let tree = db.state().unwrap();
+        (0..=top)
+            .filter(|v| tree.root(*v).unwrap().is_some())
+            .collect::<Vec<u64>>()
+    };
+    assert_eq!(roots(&pruned_db), (kept_from..=top).collect::<Vec<_>>());
+    assert_eq!(roots(&archive_db), (0..=top).collect::<Vec<_>>());
+    let size = |db: &quasar_storage::SledStore| db.state().unwrap().size().unwrap().1;
+    assert!(
+        size(&pruned_db) < size(&archive_db),
+        "pruned nodes are gone"
+    );
+}

@@ -131,6 +131,7 @@ fn the_report_is_one_json_object_with_exactly_the_documented_keys_in_order() {
         txs_offered: 12,
         txs_sent: 11,
         txs_accepted: 10,
+        txs_pushed_back: 0,
         txs_rejected: 1,
         txs_failed: 0,
         txs_finalized: 10,
@@ -146,7 +147,7 @@ fn the_report_is_one_json_object_with_exactly_the_documented_keys_in_order() {
         serde_json::to_string(&report).unwrap(),
         "{\"validators\":4,\"finalized_height\":20,\"agreement\":true,\"blocks_per_sec\":8.5,\
          \"finality_p50_ms\":120.0,\"finality_p95_ms\":250.0,\"finality_p99_ms\":300.0,\"txs_offered\":12,\"txs_sent\":11,\"txs_accepted\":10,\
-         \"txs_rejected\":1,\"txs_failed\":0,\"txs_finalized\":10,\"tps_finalized\":40.5,\"cpu_us_per_tx\":250.0,\
+         \"txs_pushed_back\":0,\"txs_rejected\":1,\"txs_failed\":0,\"txs_finalized\":10,\"tps_finalized\":40.5,\"cpu_us_per_tx\":250.0,\
          \"profile\":\"fast\",\"quasar_finalized_height\":19,\"quasar_unavailable\":null,\
          \"leg_verify_p50_ms\":{\"bls\":1.5},\"leg_sign_p50_ms\":{\"corona\":40.0}}"
     );
@@ -359,7 +360,11 @@ async fn four_validators_finalize_with_agreement() {
     assert_eq!(report.txs_finalized, report.txs_accepted, "{report:?}");
     assert!(
         report.txs_offered >= report.txs_sent
-            && report.txs_sent == report.txs_accepted + report.txs_rejected + report.txs_failed,
+            && report.txs_sent
+                == report.txs_accepted
+                    + report.txs_pushed_back
+                    + report.txs_rejected
+                    + report.txs_failed,
         "{report:?}"
     );
     assert!(report.tps_finalized > 0.0, "{report:?}");

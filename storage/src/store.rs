@@ -358,6 +358,30 @@ impl SledStore {
         StateStore::open(&self.db)
     }
 
+    /// The hashes of the transactions of the finalized block at `height`, in block order, as
+    /// [`Store::commit_finalized`] indexed them (empty for a block without transactions, or
+    /// one not stored). Reading them costs no hashing.
+    ///
+    /// Errors: [`StoreError::Backend`]; [`StoreError::Corrupt`] for an entry that is not a
+    /// whole number of hashes.
+    pub fn block_tx_hashes(&self, height: u64) -> Result<Vec<Hash>, StoreError> {
+        let Some(list) = self.block_txs.get(height.to_be_bytes())? else {
+            return Ok(Vec::new());
+        };
+        let corrupt = || {
+            StoreError::Corrupt(format!(
+                "block_txs[{height}] is {} bytes, not a whole number of hashes",
+                list.len()
+            ))
+        };
+        if list.len() % 32 != 0 {
+            return Err(corrupt());
+        }
+        list.chunks_exact(32)
+            .map(|hash| Hash::try_from(hash).map_err(|_| corrupt()))
+            .collect()
+    }
+
     fn from_db(db: sled::Db) -> Result<SledStore, StoreError> {
         Ok(SledStore {
             blocks: db.open_tree("blocks")?,
@@ -769,7 +793,12 @@ impl SledStore {
                 if block.height > expected {
                     meta.insert(HISTORY_FLOOR_KEY, &height_key[..])?;
                 }
-                blocks.insert(&block.hash[..], block.block.as_slice())?;
+                // A block stored when it was proposed or received ([`Store::put_block`]) is
+                // not written again: a full block is megabytes, and sled rewrites what it
+                // replaces.
+                if blocks.get(&block.hash[..])?.as_deref() != Some(block.block.as_slice()) {
+                    blocks.insert(&block.hash[..], block.block.as_slice())?;
+                }
                 heights.insert(&height_key[..], &block.hash[..])?;
                 certs.insert(&height_key[..], block.certificate.as_slice())?;
                 for tx in &block.tx_hashes {

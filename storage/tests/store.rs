@@ -48,6 +48,9 @@ fn commit_finalized_round_trips_every_index() {
     assert_eq!(store.block_by_hash(&h(2)).unwrap(), Some(b2.block));
     assert_eq!(store.tx_height(&h(102)).unwrap(), Some(2));
     assert_eq!(store.tx_height(&h(203)).unwrap(), Some(3));
+    // The block's transaction hashes come back in block order, without hashing anything.
+    assert_eq!(store.block_tx_hashes(2).unwrap(), vec![h(102), h(202)]);
+    assert_eq!(store.block_tx_hashes(9).unwrap(), Vec::<[u8; 32]>::new());
     assert_eq!(store.block_by_height(4).unwrap(), None);
 }
 
