@@ -11,7 +11,10 @@
 //! in the block's view: one finality event. The messages carry one real BLS signature reused
 //! everywhere, since the core aggregates but never verifies (the verifier's work is not what
 //! this measures); the tracker therefore finds no valid BLS leg and every bundle waits, which
-//! is its most memory-hungry state (bounded at 64 waiting bundles).
+//! is its most memory-hungry state (bounded at 64 waiting bundles). The runtime's per-height
+//! state is driven too: each event's two transactions pass through a [`Mempool`] (admitted,
+//! then removed as finalized, with lifetime eviction) and its finality time is recorded as the
+//! runtime records it ([`record_finality`], pruned with the epochs).
 //!
 //! A counting global allocator reports the live heap of the process — the core, the tracker,
 //! the epoch policies and this driver's few buffers — after 10^3 events (the baseline, measured
@@ -21,6 +24,7 @@
 //! counted (sled's page cache has its own configured bound).
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -34,8 +38,10 @@ use quasar_crypto::hash::Hash;
 use quasar_lanes::cert::{CertVerifier, Profile};
 use quasar_lanes::cert_fixture::{Fixture, FixtureConfig};
 use quasar_lanes::ValidatorSet;
+use quasar_node::mempool::{Mempool, MempoolLimits};
 use quasar_node::quasar::{FinalizedInfo, QuasarTracker};
-use quasar_wire::{payload_root, BlockHeader, Proposal, Vote, VoteKind};
+use quasar_node::runtime::record_finality;
+use quasar_wire::{payload_root, tx_hash, BlockHeader, Proposal, Vote, VoteKind};
 
 /// Counts the bytes currently allocated through it.
 struct Counting;
@@ -85,6 +91,10 @@ struct Chain {
     validators: Arc<ValidatorSet>,
     signature: Signature,
     schedule: EpochSchedule,
+    /// The runtime's finality times by height.
+    finalized_at: BTreeMap<u64, u64>,
+    /// The runtime's mempool.
+    mempool: Mempool,
 }
 
 impl Chain {
@@ -109,7 +119,13 @@ impl Chain {
         let tip = self.core.tip();
         let view = self.core.view();
         let height = tip.height + 1;
-        let txs = vec![vec![height as u8; 100], vec![!(height as u8); 100]];
+        let txs = vec![
+            [&height.to_le_bytes()[..], &[0; 92]].concat(),
+            [&height.to_le_bytes()[..], &[1; 92]].concat(),
+        ];
+        for tx in &txs {
+            self.mempool.add(tx.clone()).expect("room in the mempool");
+        }
         let header = BlockHeader {
             chain_id: CHAIN,
             epoch: self.cfg.epoch,
@@ -145,6 +161,15 @@ impl Chain {
         for action in actions {
             match action {
                 Action::Finalized(block) => {
+                    let hashes: Vec<Hash> = block.proposal.txs.iter().map(|t| tx_hash(t)).collect();
+                    self.mempool.remove_finalized(&hashes);
+                    self.mempool.evict_expired(std::time::Instant::now());
+                    record_finality(
+                        &mut self.finalized_at,
+                        &self.schedule,
+                        block.proposal.header.height,
+                        now,
+                    );
                     tracker.on_finalized(&FinalizedInfo {
                         height: block.proposal.header.height,
                         view: block.proposal.header.view,
@@ -167,6 +192,10 @@ impl Chain {
             }
         }
         assert_eq!(self.core.tip().height, height, "height {height} finalized");
+        assert!(
+            self.mempool.is_empty(),
+            "finalized transactions leave the mempool"
+        );
         assert_eq!(self.cfg.epoch, self.schedule.epoch_of(height + 1));
     }
 }
@@ -242,6 +271,13 @@ fn main() {
         validators,
         signature: keys[0].sign(b"consensus memory bench"),
         schedule,
+        finalized_at: BTreeMap::new(),
+        mempool: Mempool::new(MempoolLimits {
+            max_txs: 100_000,
+            max_bytes: 100 << 20,
+            max_tx_bytes: 64 << 10,
+            lifetime: std::time::Duration::from_secs(600),
+        }),
     };
     drop(keys);
 

@@ -2007,7 +2007,7 @@ fn rollup_prover(
 /// Records that `height` was seen final at `seen_us` and drops the heights below the retained
 /// epochs and below the last [`FINALITY_MEMORY`] heights (from the lowest up, so heights below
 /// a checkpoint sync's gap leave nothing behind).
-fn record_finality(
+pub fn record_finality(
     at: &mut BTreeMap<u64, u64>,
     schedule: &EpochSchedule,
     height: u64,
