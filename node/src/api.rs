@@ -5,8 +5,8 @@
 //! |---|---|
 //! | `GET /` | `200 {"routes":[{"method","path","answer"}]}`: this table, in short ([`ROUTES`]) |
 //! | `GET /health` | `200 {"status":"ok"}` while the process serves requests (liveness; unlike `/ready` it says nothing about consensus) |
-//! | `POST /tx` (body: a signed transaction, ≤ 64 KiB) | `200 {"hash"}`; `400` empty, too large, or not a valid transaction of this chain (encoding, chain id, signature against the carried or committed key, a used nonce); `409` duplicate; `503` mempool full, with `Retry-After` |
-//! | `POST /txs` (body: a ZAP `TxBatch` of 1 to [`MAX_BATCH_TXS`] signed transactions, ≤ [`MAX_BATCH_BYTES`]) | `200 {"accepted","results":[{"status","hash"?,"error"?}]}`: each transaction's `POST /tx` answer, in order, admitted in parallel; `Retry-After` when any got `503`; `400` not a batch, empty, or more than the client's burst; `413` too many transactions or bytes; `429` beyond the client's rate (every transaction counts against `api.tx_per_second`) |
+//! | `POST /tx` (body: a signed transaction, ≤ 64 KiB) | `200 {"hash"}`; `400` empty, too large, or not a valid transaction of this chain (encoding, chain id, signature against the carried or committed key, a used nonce); `409` duplicate; `413` a body past 65 KiB; `503` mempool full, with `Retry-After` |
+//! | `POST /txs` (body: a ZAP `TxBatch` of 1 to [`MAX_BATCH_TXS`] signed transactions, ≤ [`MAX_BATCH_BYTES`]) | `200 {"accepted","results":[{"status","hash"?,"error"?}]}`: each transaction's `POST /tx` answer, in order, admitted in parallel; `Retry-After` when any got `503`; `400` not a batch, empty, or more than the client's burst (`api.tx_burst`, 100 by default); `413` too many transactions or bytes; `429` beyond the client's rate (every transaction counts against `api.tx_per_second`) |
 //! | `GET /tx/{hash}` | `200 {"hash","status":"pending"|"finalized","height"}`; `400` bad hash; `404` unknown |
 //! | `GET /account/{address}` | `200 {"address","account":{"balance","stake","nonce","has_key"}\|null,"header","links","certificate_hex","proof_hex"}` as of the latest executed block ([`crate::light`]); `400` bad address; `404` nothing executed yet; `410` that block pruned |
 //! | `GET /ready` | `200` when the node finalizes with its peers, `503` otherwise: `{"ready","reasons","finalized_height","height","last_finalized_ms_ago","stale_after_ms","peers"}` (see [`not_ready_reasons`]) |
@@ -19,6 +19,7 @@
 use crate::config::ApiConfig;
 use crate::mempool::{MempoolError, MAX_TX_BYTES};
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, RawQuery, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -183,11 +184,12 @@ pub fn process_routes<S: Clone + Send + Sync + 'static>(with_metrics: bool) -> R
 pub fn router(view: Arc<dyn NodeView>, with_metrics: bool, config: &ApiConfig) -> Router {
     let limit = TxLimit::new(config);
     let batch_limit = limit.clone();
-    let submit_batch =
-        move |client: ConnectInfo<SocketAddr>, view: State<AppState>, body: Bytes| {
-            let limit = batch_limit.clone();
-            async move { submit_txs(&limit, client, view, body).await }
-        };
+    let submit_batch = move |client: ConnectInfo<SocketAddr>,
+                             view: State<AppState>,
+                             body: Result<Bytes, BytesRejection>| {
+        let limit = batch_limit.clone();
+        async move { submit_txs(&limit, client, view, body).await }
+    };
     let mut app = Router::new()
         .route("/tx", post(submit_tx).layer(limit.layer()))
         .route(
@@ -414,7 +416,22 @@ fn with_retry_hint(mut response: Response) -> Response {
     response
 }
 
-async fn submit_tx(State(view): State<AppState>, body: Bytes) -> Response {
+/// The JSON answer to a request body that could not be read: `413` past the route's body
+/// limit (`limit`, in words), otherwise the extractor's status and reason.
+fn body_refusal(rejection: BytesRejection, limit: &str) -> Response {
+    let status = rejection.status();
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        error(status, format!("the request body is larger than {limit}"))
+    } else {
+        error(status, rejection.body_text())
+    }
+}
+
+async fn submit_tx(State(view): State<AppState>, body: Result<Bytes, BytesRejection>) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => return body_refusal(rejection, "a transaction may be (64 KiB)"),
+    };
     match view.submit_tx(body.to_vec()) {
         Ok(hash) => Json(TxAccepted {
             hash: hex::encode(hash),
@@ -436,8 +453,12 @@ async fn submit_txs(
     limit: &TxLimit,
     ConnectInfo(client): ConnectInfo<SocketAddr>,
     State(view): State<AppState>,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => return body_refusal(rejection, "a batch may be (4 MiB)"),
+    };
     let batch = match quasar_wire::TxBatchRef::parse(&body) {
         Ok(batch) => batch,
         Err(e) => {
@@ -1027,9 +1048,24 @@ mod tests {
             assert!(json["error"].as_str().unwrap().contains(says), "{json}");
         }
         let huge = batch(&[&vec![1u8; MAX_BATCH_BYTES][..]]);
-        assert_eq!(
-            post_batch(&config, huge).await.0,
-            StatusCode::PAYLOAD_TOO_LARGE
+        let mut request = Request::post("/tx")
+            .body(Body::from(vec![1u8; MAX_TX_BYTES + 2048]))
+            .unwrap();
+        let client = std::net::SocketAddr::from(([127, 0, 0, 1], 9));
+        request
+            .extensions_mut()
+            .insert(axum::extract::ConnectInfo(client));
+        let (status, json) = send(fixed(true, 5), request).await;
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{json}");
+        assert!(json["error"].as_str().unwrap().contains("64 KiB"), "{json}");
+        let (status, _, json) = post_batch(&config, huge).await;
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+        assert!(
+            json["error"]
+                .as_str()
+                .unwrap()
+                .contains("larger than a batch may be"),
+            "{json}"
         );
     }
 

@@ -2065,8 +2065,19 @@ async fn submit_until_height(
                 break;
             }
             if start.elapsed() >= budget {
+                // The load so far goes with the error: a run that timed out prints no summary.
                 return Err(TestnetError::Timeout {
-                    what: format!("a validator to reach height {}", opts.blocks),
+                    what: format!(
+                        "a validator to reach height {} (load so far: {} transactions offered, \
+                         {} sent, {} accepted, {} push-back answers, {} rejected, {} failed)",
+                        opts.blocks,
+                        subs.offered,
+                        subs.sent,
+                        subs.accepted.len(),
+                        subs.pushbacks,
+                        subs.rejected,
+                        subs.failed
+                    ),
                     after: budget,
                 });
             }
