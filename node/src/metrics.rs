@@ -45,6 +45,9 @@ pub struct NodeMetrics {
     pub mempool_size: Gauge,
     /// Transactions dropped from the mempool after waiting past `mempool_tx_lifetime_secs`.
     pub mempool_expired: Counter,
+    /// Client transactions refused because the mempool was full (answered `503` with
+    /// `Retry-After`): the node's push-back.
+    pub mempool_pushed_back: Counter,
     /// Admitted transactions not gossiped because the gossip batcher's queue was full (they
     /// stay in this node's mempool).
     pub tx_gossip_dropped: Counter,
@@ -94,6 +97,7 @@ impl NodeMetrics {
             finalized_height: Gauge::default(),
             mempool_size: Gauge::default(),
             mempool_expired: Counter::default(),
+            mempool_pushed_back: Counter::default(),
             tx_gossip_dropped: Counter::default(),
             finality_seconds: Histogram::new(buckets),
             quasar_finalized_height: Gauge::default(),
@@ -165,6 +169,11 @@ impl NodeMetrics {
             "mempool_expired",
             "Transactions dropped after waiting past mempool_tx_lifetime_secs for a block",
             m.mempool_expired.clone(),
+        );
+        r.register(
+            "mempool_pushed_back",
+            "Client transactions refused with 503 because the mempool was full",
+            m.mempool_pushed_back.clone(),
         );
         r.register(
             "consensus_tx_gossip_dropped",

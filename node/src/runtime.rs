@@ -380,14 +380,31 @@ impl Shared {
     /// batcher queue drops the gossip, not the transaction (counted in
     /// `quasar_consensus_tx_gossip_dropped_total`).
     pub fn submit_tx(&self, tx: Vec<u8>) -> Result<Hash, crate::mempool::MempoolError> {
-        let hash = self.check(&tx)?;
-        self.add_and_gossip(hash, tx)
+        let outcome = self
+            .check(&tx)
+            .and_then(|hash| self.add_and_gossip(hash, tx));
+        if let Err(e) = &outcome {
+            self.count_push_back(e);
+        }
+        outcome
+    }
+
+    /// Counts a client transaction refused for a full mempool
+    /// (`quasar_mempool_pushed_back_total`).
+    fn count_push_back(&self, e: &crate::mempool::MempoolError) {
+        if *e == crate::mempool::MempoolError::Full {
+            self.metrics.mempool_pushed_back.inc();
+        }
     }
 
     /// [`Shared::submit_tx`] for each of `txs` (`POST /txs`; [`Shared::admit_batch`]); the
     /// answers are in the order of `txs`.
     pub fn submit_txs(&self, txs: Vec<Vec<u8>>) -> Vec<Result<Hash, crate::mempool::MempoolError>> {
-        self.admit_batch(txs, true)
+        let outcomes = self.admit_batch(txs, true);
+        for e in outcomes.iter().filter_map(|o| o.as_ref().err()) {
+            self.count_push_back(e);
+        }
+        outcomes
     }
 
     /// Admits `txs` ([`Shared::check`] and the mempool's limits, the one admission rule of
