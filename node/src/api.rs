@@ -304,17 +304,14 @@ impl TxLimit {
 /// `429 {"error"}` with `Retry-After: wait_secs` (at least 1).
 fn too_many(wait_secs: u64) -> Response {
     let wait_secs = wait_secs.max(1);
-    let mut response = error(
+    let response = error(
         StatusCode::TOO_MANY_REQUESTS,
         format!(
             "too many transactions from this address: retry in {wait_secs} s (api.tx_per_second, \
              api.tx_burst)"
         ),
     );
-    response
-        .headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from(wait_secs));
-    response
+    with_retry_after(response, wait_secs)
 }
 
 /// How often the `POST /tx` limiter forgets addresses that are back at a full burst.
@@ -407,13 +404,23 @@ fn refusal_status(e: &MempoolError) -> StatusCode {
     }
 }
 
-/// Adds `Retry-After` ([`FULL_RETRY_AFTER_SECS`]) to an answer that pushed a client back.
-fn with_retry_hint(mut response: Response) -> Response {
-    response.headers_mut().insert(
-        header::RETRY_AFTER,
-        HeaderValue::from(FULL_RETRY_AFTER_SECS),
-    );
+/// `response` with `Retry-After: seconds`.
+fn with_retry_after(mut response: Response, seconds: u64) -> Response {
     response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    response
+}
+
+/// The answer to a refused admission: `{"error"}` with its [`refusal_status`], and for a full
+/// mempool `Retry-After` ([`FULL_RETRY_AFTER_SECS`]).
+fn refused(e: &MempoolError) -> Response {
+    let response = error(refusal_status(e), e.to_string());
+    if *e == MempoolError::Full {
+        with_retry_after(response, FULL_RETRY_AFTER_SECS)
+    } else {
+        response
+    }
 }
 
 /// The JSON answer to a request body that could not be read: `413` past the route's body
@@ -437,15 +444,7 @@ async fn submit_tx(State(view): State<AppState>, body: Result<Bytes, BytesReject
             hash: hex::encode(hash),
         })
         .into_response(),
-        Err(e) => {
-            let status = refusal_status(&e);
-            let response = error(status, e.to_string());
-            if status == StatusCode::SERVICE_UNAVAILABLE {
-                with_retry_hint(response)
-            } else {
-                response
-            }
-        }
+        Err(e) => refused(&e),
     }
 }
 
@@ -495,10 +494,9 @@ async fn submit_txs(
                 error: None,
             },
             Err(e) => {
-                let status = refusal_status(&e);
-                pushed_back |= status == StatusCode::SERVICE_UNAVAILABLE;
+                pushed_back |= e == MempoolError::Full;
                 TxOutcome {
-                    status: status.as_u16(),
+                    status: refusal_status(&e).as_u16(),
                     hash: None,
                     error: Some(e.to_string()),
                 }
@@ -508,7 +506,7 @@ async fn submit_txs(
     let accepted = results.iter().filter(|r| r.hash.is_some()).count() as u64;
     let response = Json(TxBatchAnswer { accepted, results }).into_response();
     if pushed_back {
-        with_retry_hint(response)
+        with_retry_after(response, FULL_RETRY_AFTER_SECS)
     } else {
         response
     }
@@ -925,12 +923,7 @@ mod tests {
             ("full", StatusCode::SERVICE_UNAVAILABLE),
             ("ok", StatusCode::OK),
         ] {
-            let mut request = Request::post("/tx").body(Body::from(body)).unwrap();
-            // The rate limit keys on the client's address, which the listener supplies.
-            let client = std::net::SocketAddr::from(([127, 0, 0, 1], 9));
-            request
-                .extensions_mut()
-                .insert(axum::extract::ConnectInfo(client));
+            let request = post_from_client("/tx", body.as_bytes().to_vec());
             let (status, json) = send(fixed(true, 5), request).await;
             assert_eq!(status, want, "{body:?}: {json}");
             let key = if want == StatusCode::OK {
@@ -971,13 +964,20 @@ mod tests {
         router(Arc::new(view), false, config)
     }
 
-    /// `POST /txs` with `body` on `app`, from one client address.
-    async fn send_batch(app: &Router, body: Vec<u8>) -> Response {
-        let mut request = Request::post("/txs").body(Body::from(body)).unwrap();
+    /// `POST {path}` with `body`, from the client address the listener would supply (the
+    /// transaction limit keys on it).
+    fn post_from_client(path: &str, body: Vec<u8>) -> Request<Body> {
+        let mut request = Request::post(path).body(Body::from(body)).unwrap();
         let client = std::net::SocketAddr::from(([127, 0, 0, 1], 9));
         request
             .extensions_mut()
             .insert(axum::extract::ConnectInfo(client));
+        request
+    }
+
+    /// `POST /txs` with `body` on `app`, from one client address.
+    async fn send_batch(app: &Router, body: Vec<u8>) -> Response {
+        let request = post_from_client("/txs", body);
         app.clone().oneshot(request).await.unwrap()
     }
 
@@ -1048,13 +1048,7 @@ mod tests {
             assert!(json["error"].as_str().unwrap().contains(says), "{json}");
         }
         let huge = batch(&[&vec![1u8; MAX_BATCH_BYTES][..]]);
-        let mut request = Request::post("/tx")
-            .body(Body::from(vec![1u8; MAX_TX_BYTES + 2048]))
-            .unwrap();
-        let client = std::net::SocketAddr::from(([127, 0, 0, 1], 9));
-        request
-            .extensions_mut()
-            .insert(axum::extract::ConnectInfo(client));
+        let request = post_from_client("/tx", vec![1u8; MAX_TX_BYTES + 2048]);
         let (status, json) = send(fixed(true, 5), request).await;
         assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{json}");
         assert!(json["error"].as_str().unwrap().contains("64 KiB"), "{json}");

@@ -380,72 +380,53 @@ impl Shared {
     /// batcher queue drops the gossip, not the transaction (counted in
     /// `quasar_consensus_tx_gossip_dropped_total`).
     pub fn submit_tx(&self, tx: Vec<u8>) -> Result<Hash, crate::mempool::MempoolError> {
-        let outcome = self
-            .check(&tx)
-            .and_then(|hash| self.add_and_gossip(hash, tx));
-        if let Err(e) = &outcome {
-            self.count_push_back(e);
-        }
-        outcome
-    }
-
-    /// Counts a client transaction refused for a full mempool
-    /// (`quasar_mempool_pushed_back_total`).
-    fn count_push_back(&self, e: &crate::mempool::MempoolError) {
-        if *e == crate::mempool::MempoolError::Full {
-            self.metrics.mempool_pushed_back.inc();
-        }
+        let checked = self.check(&tx);
+        self.admit(checked, tx, Source::Client)
     }
 
     /// [`Shared::submit_tx`] for each of `txs` (`POST /txs`; [`Shared::admit_batch`]); the
     /// answers are in the order of `txs`.
     pub fn submit_txs(&self, txs: Vec<Vec<u8>>) -> Vec<Result<Hash, crate::mempool::MempoolError>> {
-        let outcomes = self.admit_batch(txs, true);
-        for e in outcomes.iter().filter_map(|o| o.as_ref().err()) {
-            self.count_push_back(e);
-        }
-        outcomes
+        self.admit_batch(txs, Source::Client)
     }
 
     /// Admits `txs` ([`Shared::check`] and the mempool's limits, the one admission rule of
     /// client submissions and of transactions gossiped by peers): their signatures are
     /// verified in parallel on the rayon pool, then they enter the mempool in the batch's order
-    /// (so one sender's nonces keep theirs). With `gossip` (a client's batch), each admitted one
-    /// goes to the gossip batcher too.
+    /// (so one sender's nonces keep theirs), as [`Shared::admit`] says for `source`.
     fn admit_batch(
         &self,
         txs: Vec<Vec<u8>>,
-        gossip: bool,
+        source: Source,
     ) -> Vec<Result<Hash, crate::mempool::MempoolError>> {
         use rayon::prelude::*;
         let checked: Vec<_> = txs.par_iter().map(|tx| self.check(tx)).collect();
         checked
             .into_iter()
             .zip(txs)
-            .map(|(checked, tx)| {
-                let hash = checked?;
-                if gossip {
-                    self.add_and_gossip(hash, tx)
-                } else {
-                    self.add(hash, tx)
-                }
-            })
+            .map(|(checked, tx)| self.admit(checked, tx, source))
             .collect()
     }
 
-    /// Adds a checked transaction to the mempool and hands it to the gossip batcher. A full
-    /// batcher queue drops the gossip, not the transaction.
-    fn add_and_gossip(
+    /// Adds a transaction that passed [`Shared::check`] to the mempool. A client's goes to the
+    /// gossip batcher too (a full batcher queue drops the gossip, not the transaction), and a
+    /// client's refused for a full mempool counts in `quasar_mempool_pushed_back_total`.
+    fn admit(
         &self,
-        hash: Hash,
+        checked: Result<Hash, crate::mempool::MempoolError>,
         tx: Vec<u8>,
+        source: Source,
     ) -> Result<Hash, crate::mempool::MempoolError> {
-        let gossip = tx.clone();
-        self.add(hash, tx)?;
-        if self.gossip.try_send(gossip).is_err() {
+        let client = source == Source::Client;
+        let gossip = (client && checked.is_ok()).then(|| tx.clone());
+        let outcome = checked.and_then(|hash| self.add(hash, tx));
+        if gossip.is_some_and(|g| outcome.is_ok() && self.gossip.try_send(g).is_err()) {
             self.metrics.tx_gossip_dropped.inc();
         }
-        Ok(hash)
+        if client && outcome == Err(crate::mempool::MempoolError::Full) {
+            self.metrics.mempool_pushed_back.inc();
+        }
+        outcome
     }
 
     /// Whether `tx` may enter the mempool, and its hash: the pool has room for it, it decodes,
@@ -1065,6 +1046,13 @@ async fn next_burst(inbound: &mut mpsc::Receiver<Inbound>, max: usize) -> Option
     Some(burst)
 }
 
+/// Where a transaction came from: a client of the API, or a peer's gossip.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Client,
+    Peer,
+}
+
 /// Takes transaction gossip off the transaction path into the mempool, one blocking job at a
 /// time, apart from consensus traffic: when it falls behind, the transport drops transaction
 /// batches (counted in `quasar_p2p_inbound_dropped_total`) and consensus is not slowed.
@@ -1092,7 +1080,7 @@ fn ingest_transactions(shared: &Shared, message: &[u8]) {
         return;
     };
     // A duplicate, finalized or over-the-limit transaction is simply not added.
-    let _ = shared.admit_batch(batch.txs().map(<[u8]>::to_vec).collect(), false);
+    let _ = shared.admit_batch(batch.txs().map(<[u8]>::to_vec).collect(), Source::Peer);
 }
 
 /// The bounded pool of blocking verification jobs whose results feed the core.
