@@ -8,6 +8,7 @@
 //! Compiled only with the `fuzzing` feature: not part of a production build.
 
 use crate::ledger::{Account, AccountLeaf};
+use crate::registry::{Directory, ValidatorRecord};
 use crate::state::AccountProof;
 use crate::tx::{SignedTransaction, Transaction};
 
@@ -39,13 +40,28 @@ pub fn signed_transaction(data: &[u8]) {
     }
 }
 
-/// Any bytes as an account leaf (a state value) and as an account proof (what `GET /account`
-/// will serve): decoding returns the value or an error, never panics; a decoded leaf
-/// re-encodes to exactly its input; a decoded proof is checked against a fixed root, for a
-/// present and an absent account, without panicking.
+/// Any bytes as an account leaf, a validator record and a validator directory (state values)
+/// and as an account proof (what `GET /account` serves): decoding returns the value or an
+/// error, never panics; a decoded leaf, record or directory re-encodes to exactly its input; a
+/// decoded proof is checked against a fixed root, for a present and an absent account, without
+/// panicking.
 ///
-/// Panics: when a decoded account does not re-encode to its input.
+/// Panics: when a decoded value does not re-encode to its input.
 pub fn state_decode(data: &[u8]) {
+    if let Ok(record) = ValidatorRecord::from_bytes(data) {
+        assert_eq!(
+            record.to_bytes(),
+            data,
+            "a decoded record re-encodes differently"
+        );
+    }
+    if let Ok(directory) = Directory::from_bytes(data) {
+        assert_eq!(
+            directory.to_bytes(),
+            data,
+            "a decoded directory re-encodes differently"
+        );
+    }
     if let Ok(leaf) = AccountLeaf::from_bytes(data) {
         assert_eq!(
             leaf.to_bytes().as_slice(),

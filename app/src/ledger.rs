@@ -14,20 +14,27 @@
 //! 4. the amounts, in checked `u64` arithmetic: fee plus amount within the balance
 //!    ([`ExecError::Insufficient`]), a withdrawal within the stake, no balance past `u64::MAX`.
 //!
-//! The fee is burned (no proposer reward yet). `Leave` is refused with
-//! [`ExecError::NotBuilt`] until the validator registry exists (issue 32).
+//! The fee is burned (no proposer reward yet). Staking actions also read and write the
+//! validator registry ([`crate::registry`]): `RegisterValidator` checks the BLS proof of
+//! possession and that no other validator registered any of its keys, `Leave` starts the
+//! unbonding period, and a withdrawal of bonded stake is refused.
 //!
 //! A ledger lives in memory. It is either a whole chain's accounts ([`Ledger::new`], the
 //! genesis allocation and the tests) or the working set of one block's execution
-//! ([`crate::state`]): the accounts a transaction touches ([`Ledger::touches`]) are loaded from
+//! ([`crate::state`]): what a transaction reads ([`Ledger::reads`]) is loaded from
 //! the authenticated state ([`Ledger::load`]) before it is applied, and what changed is written
 //! back as the block's new state version.
 
 use std::collections::BTreeMap;
 
+use quasar_crypto::hash::Hash;
 use quasar_crypto::mldsa::{self, MlDsa65};
 
-use crate::tx::{Action, Address, SignedTransaction, TxError};
+use crate::registry::{
+    ChainRules, Directory, ValidatorKeys, ValidatorRecord, ValidatorStatus,
+    MAX_REGISTERED_VALIDATORS,
+};
+use crate::tx::{address_of, Action, Address, SignedTransaction, TxError};
 use crate::verify_cache::VerificationCache;
 
 /// One account.
@@ -177,9 +184,43 @@ pub enum ExecError {
     /// A credit would take a balance or stake past `u64::MAX`.
     #[error("a balance or stake would overflow")]
     Overflow,
-    /// An action whose rules are not built yet.
-    #[error("not built yet: {0}")]
-    NotBuilt(&'static str),
+    /// `Leave` from an account that holds no active registration.
+    #[error("account {address} is not a registered validator (or has left already)")]
+    NotRegistered {
+        /// The sender, hex.
+        address: String,
+    },
+    /// `RegisterValidator` from an account whose registration has not ended.
+    #[error("account {address} is registered already (a validator leaves, and withdraws after the unbonding period, before it registers again)")]
+    AlreadyRegistered {
+        /// The sender, hex.
+        address: String,
+    },
+    /// A key or certificate another account registered.
+    #[error("the {0} is registered by another validator")]
+    IdentityClaimed(&'static str),
+    /// The registry holds its maximum of validators.
+    #[error("the validator registry is full ({MAX_REGISTERED_VALIDATORS} validators)")]
+    RegistryFull,
+    /// The registration's BLS key or proof of possession does not check.
+    #[error("bad validator registration: {0}")]
+    Registration(String),
+    /// A registration that would leave the validator without stake.
+    #[error("a validator needs stake: register with an amount, or add stake first")]
+    NoStake,
+    /// A registration on a chain without epochs.
+    #[error("this chain runs one endless epoch: its validator set never changes")]
+    NoEpochs,
+    /// A withdrawal of bonded stake.
+    #[error("the stake is bonded: {}", match .from {
+        None => "leave the validator set first (the Leave transaction)".to_string(),
+        Some(h) => format!("a departing validator withdraws from block {h} on"),
+    })]
+    Bonded {
+        /// The first height at which a withdrawal applies; `None` while the validator is
+        /// active.
+        from: Option<u64>,
+    },
 }
 
 impl ExecError {
@@ -191,34 +232,66 @@ impl ExecError {
         match self {
             ExecError::Nonce { expected, found } => found > expected,
             ExecError::UnknownKey { .. } => true,
+            ExecError::Bonded { from } => from.is_some(),
             _ => false,
         }
     }
 }
 
-/// The accounts of one chain, by address.
+/// A genesis validator: its identity key, its other keys, and its stake.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GenesisValidator {
+    /// Its ML-DSA-65 identity key: its account's key.
+    pub identity_key: mldsa::PublicKey<MlDsa65>,
+    /// Its other keys (checked, with the proofs of possession, by the genesis file's check).
+    pub keys: ValidatorKeys,
+    /// Its stake.
+    pub stake: u64,
+}
+
+/// The accounts of one chain, by address, and the validator registry ([`crate::registry`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ledger {
-    chain_id: u64,
+    rules: ChainRules,
     accounts: BTreeMap<Address, Account>,
+    validators: BTreeMap<Address, ValidatorRecord>,
+    claims: BTreeMap<Hash, Address>,
+    directory: Directory,
 }
 
 impl Ledger {
-    /// A ledger of chain `chain_id` without accounts.
-    pub fn empty(chain_id: u64) -> Ledger {
+    /// A ledger of a chain with `rules`, without accounts or validators.
+    pub fn empty(rules: ChainRules) -> Ledger {
         Ledger {
-            chain_id,
+            rules,
             accounts: BTreeMap::new(),
+            validators: BTreeMap::new(),
+            claims: BTreeMap::new(),
+            directory: Directory::default(),
         }
     }
 
-    /// A ledger of chain `chain_id` whose accounts start with `balances` (the genesis
+    /// A ledger of a chain with `rules` whose accounts start with `balances` (the genesis
     /// allocation; an address listed twice gets the sum). Errors: [`ExecError::Overflow`].
     pub fn new(
-        chain_id: u64,
+        rules: ChainRules,
         balances: impl IntoIterator<Item = (Address, u64)>,
     ) -> Result<Ledger, ExecError> {
-        let mut ledger = Ledger::empty(chain_id);
+        Ledger::genesis(rules, balances, [])
+    }
+
+    /// [`Ledger::new`] with the genesis `validators` registered: each one's account (the
+    /// address of its identity key) holds the key and its stake, and its record is
+    /// [`ValidatorStatus::Active`] from height 0.
+    ///
+    /// Errors: [`ExecError::Overflow`]; [`ExecError::AlreadyRegistered`] for an identity key
+    /// listed twice; [`ExecError::IdentityClaimed`] for another key or certificate listed twice.
+    pub fn genesis(
+        rules: ChainRules,
+        balances: impl IntoIterator<Item = (Address, u64)>,
+        validators: impl IntoIterator<Item = GenesisValidator>,
+    ) -> Result<Ledger, ExecError> {
+        let mut ledger = Ledger::empty(rules);
         for (address, amount) in balances {
             let account = ledger.accounts.entry(address).or_default();
             account.balance = account
@@ -226,7 +299,23 @@ impl Ledger {
                 .checked_add(amount)
                 .ok_or(ExecError::Overflow)?;
         }
+        for validator in validators {
+            let address = address_of(&validator.identity_key);
+            ledger.check_registrable(&address, &validator.keys)?;
+            let account = ledger.accounts.entry(address).or_default();
+            account.stake = account
+                .stake
+                .checked_add(validator.stake)
+                .ok_or(ExecError::Overflow)?;
+            account.public_key = Some(validator.identity_key);
+            ledger.register(address, validator.keys, 0);
+        }
         Ok(ledger)
+    }
+
+    /// The rules it applies.
+    pub fn rules(&self) -> ChainRules {
+        self.rules
     }
 
     /// The account at `address`, if it exists.
@@ -239,6 +328,26 @@ impl Ledger {
         self.accounts.iter()
     }
 
+    /// The validator record of `address`, if it holds one.
+    pub fn validator(&self, address: &Address) -> Option<&ValidatorRecord> {
+        self.validators.get(address)
+    }
+
+    /// Every validator record it holds, in address order.
+    pub fn validators(&self) -> impl Iterator<Item = (&Address, &ValidatorRecord)> {
+        self.validators.iter()
+    }
+
+    /// Every identity claim it holds (tree key, owner), in key order.
+    pub fn claims(&self) -> impl Iterator<Item = (&Hash, &Address)> {
+        self.claims.iter()
+    }
+
+    /// The directory of registered validators, as it holds it.
+    pub fn directory(&self) -> &Directory {
+        &self.directory
+    }
+
     /// Adds `account` at `address` unless the ledger holds that address already (it then keeps
     /// its own, possibly changed, account); `None` (no such account) adds nothing.
     pub fn load(&mut self, address: Address, account: Option<Account>) {
@@ -247,26 +356,68 @@ impl Ledger {
         }
     }
 
-    /// The accounts that applying `tx` reads or writes: its sender, and a transfer's
-    /// recipient. A ledger that is one block's working set must hold them (if they exist)
-    /// before [`Ledger::apply`].
-    pub fn touches(tx: &SignedTransaction) -> impl Iterator<Item = Address> {
+    /// As [`Ledger::load`], for the validator record of `address`.
+    pub fn load_validator(&mut self, address: Address, record: Option<ValidatorRecord>) {
+        if let Some(record) = record {
+            self.validators.entry(address).or_insert(record);
+        }
+    }
+
+    /// As [`Ledger::load`], for the identity claim at tree key `claim`.
+    pub fn load_claim(&mut self, claim: Hash, owner: Option<Address>) {
+        if let Some(owner) = owner {
+            self.claims.entry(claim).or_insert(owner);
+        }
+    }
+
+    /// Replaces the directory (a working set loads it once, before the first transaction that
+    /// reads it: see [`Ledger::reads`]).
+    pub fn load_directory(&mut self, directory: Directory) {
+        self.directory = directory;
+    }
+
+    /// What applying `tx` reads or writes; a ledger that is one block's working set must hold
+    /// each of them (where it exists) before [`Ledger::apply`].
+    pub fn reads(tx: &SignedTransaction) -> Reads {
         let body = tx.transaction();
         let to = match body.action {
             Action::Transfer { to, .. } if to != body.sender => Some(to),
             _ => None,
         };
-        std::iter::once(body.sender).chain(to)
+        let registry = matches!(
+            body.action,
+            Action::Leave | Action::WithdrawStake { .. } | Action::RegisterValidator { .. }
+        );
+        let claims = match &body.action {
+            Action::RegisterValidator { registration, .. } => registration
+                .keys
+                .identities()
+                .iter()
+                .map(|(_, key)| *key)
+                .collect(),
+            _ => Vec::new(),
+        };
+        Reads {
+            accounts: std::iter::once(body.sender).chain(to).collect(),
+            validator: registry.then_some(body.sender),
+            claims,
+            directory: matches!(
+                body.action,
+                Action::WithdrawStake { .. } | Action::RegisterValidator { .. }
+            ),
+        }
     }
 
-    /// Checks `tx` against the ledger and applies it (steps in the module docs); on an error
-    /// nothing changes. Signatures are checked through `cache`, which must be this chain's. An
-    /// account the ledger does not hold counts as empty (see [`Ledger::touches`]).
+    /// Checks `tx` against the ledger and applies it as part of block `height` (steps in the
+    /// module docs); on an error nothing changes. Signatures are checked through `cache`,
+    /// which must be this chain's. An account, record or claim the ledger does not hold counts
+    /// as absent (see [`Ledger::reads`]).
     ///
     /// Errors: [`ExecError`].
     pub fn apply(
         &mut self,
         tx: &SignedTransaction,
+        height: u64,
         cache: &VerificationCache,
     ) -> Result<(), ExecError> {
         let body = tx.transaction();
@@ -298,31 +449,57 @@ impl Ledger {
         let add = |value: u64, amount: u64| value.checked_add(amount).ok_or(ExecError::Overflow);
         // The recipient of a transfer to another account, with its balance after it.
         let mut credited = None;
-        match body.action {
+        // The sender's validator record after the transaction, when it changes.
+        let mut record = None;
+        match &body.action {
             Action::Transfer { to, amount } => {
-                balance = pay(balance, amount)?;
-                if to == body.sender {
-                    balance = add(balance, amount)?;
+                balance = pay(balance, *amount)?;
+                if *to == body.sender {
+                    balance = add(balance, *amount)?;
                 } else {
-                    let theirs = self.accounts.get(&to).map_or(0, |a| a.balance);
-                    credited = Some((to, add(theirs, amount)?));
+                    let theirs = self.accounts.get(to).map_or(0, |a| a.balance);
+                    credited = Some((*to, add(theirs, *amount)?));
                 }
             }
             Action::AddStake { amount } => {
-                balance = pay(balance, amount)?;
-                stake = add(stake, amount)?;
+                balance = pay(balance, *amount)?;
+                stake = add(stake, *amount)?;
             }
             Action::WithdrawStake { amount } => {
-                stake = stake.checked_sub(amount).ok_or(ExecError::Insufficient {
-                    needed: amount,
+                record = self.unbond(&body.sender, height)?;
+                stake = stake.checked_sub(*amount).ok_or(ExecError::Insufficient {
+                    needed: *amount,
                     available: stake,
                 })?;
-                balance = add(pay(balance, 0)?, amount)?;
+                balance = add(pay(balance, 0)?, *amount)?;
             }
             Action::Leave => {
-                return Err(ExecError::NotBuilt(
-                    "leaving the validator set needs the validator registry",
-                ))
+                let Some(current) = self.validators.get(&body.sender) else {
+                    return Err(ExecError::NotRegistered { address: address() });
+                };
+                if current.status != ValidatorStatus::Active {
+                    return Err(ExecError::NotRegistered { address: address() });
+                }
+                balance = pay(balance, 0)?;
+                record = Some(ValidatorRecord {
+                    status: ValidatorStatus::Leaving { since: height },
+                    ..current.clone()
+                });
+            }
+            Action::RegisterValidator {
+                amount,
+                registration,
+            } => {
+                if self.rules.unbonding_blocks().is_none() {
+                    return Err(ExecError::NoEpochs);
+                }
+                self.check_registrable(&body.sender, &registration.keys)?;
+                registration.check().map_err(ExecError::Registration)?;
+                balance = pay(balance, *amount)?;
+                stake = add(stake, *amount)?;
+                if stake == 0 {
+                    return Err(ExecError::NoStake);
+                }
             }
         }
         // Every check passed: write. Only a first transaction's key is copied into state.
@@ -336,6 +513,101 @@ impl Ledger {
         if let Some((to, balance)) = credited {
             self.accounts.entry(to).or_default().balance = balance;
         }
+        if let Some(record) = record {
+            if record.status == ValidatorStatus::Left {
+                self.directory.0.remove(&body.sender);
+            }
+            self.validators.insert(body.sender, record);
+        }
+        if let Action::RegisterValidator { registration, .. } = &body.action {
+            self.register(body.sender, registration.keys.clone(), height);
+        }
         Ok(())
     }
+
+    /// Refuses a registration of `keys` by `address` unless `address` holds no current
+    /// registration, each of the keys is unclaimed or claimed by `address` itself, and the
+    /// directory has room.
+    fn check_registrable(&self, address: &Address, keys: &ValidatorKeys) -> Result<(), ExecError> {
+        if self
+            .validators
+            .get(address)
+            .is_some_and(|r| r.status != ValidatorStatus::Left)
+        {
+            return Err(ExecError::AlreadyRegistered {
+                address: hex::encode(address),
+            });
+        }
+        for (identity, claim) in keys.identities() {
+            if self
+                .claims
+                .get(&claim)
+                .is_some_and(|owner| owner != address)
+            {
+                return Err(ExecError::IdentityClaimed(identity.name()));
+            }
+        }
+        if self.directory.0.len() >= MAX_REGISTERED_VALIDATORS {
+            return Err(ExecError::RegistryFull);
+        }
+        Ok(())
+    }
+
+    /// Writes an [`ValidatorStatus::Active`] record of `keys` for `address` from `height`, its
+    /// claims and its directory entry (after [`Ledger::check_registrable`]).
+    fn register(&mut self, address: Address, keys: ValidatorKeys, height: u64) {
+        for (_, claim) in keys.identities() {
+            self.claims.insert(claim, address);
+        }
+        self.directory.0.insert(address);
+        self.validators.insert(
+            address,
+            ValidatorRecord {
+                status: ValidatorStatus::Active,
+                registered_at: height,
+                keys,
+            },
+        );
+    }
+
+    /// Whether `address` may withdraw stake at `height`: yes when it holds no registration;
+    /// never while it is active; after the unbonding period when it is leaving, and the
+    /// registration then ends (the returned record, [`ValidatorStatus::Left`]).
+    ///
+    /// Errors: [`ExecError::Bonded`].
+    fn unbond(&self, address: &Address, height: u64) -> Result<Option<ValidatorRecord>, ExecError> {
+        let Some(record) = self.validators.get(address) else {
+            return Ok(None);
+        };
+        match record.status {
+            ValidatorStatus::Left => Ok(None),
+            ValidatorStatus::Active => Err(ExecError::Bonded { from: None }),
+            ValidatorStatus::Leaving { since } => {
+                let from = self
+                    .rules
+                    .unbonding_blocks()
+                    .map_or(u64::MAX, |blocks| since.saturating_add(blocks));
+                if height < from {
+                    return Err(ExecError::Bonded { from: Some(from) });
+                }
+                Ok(Some(ValidatorRecord {
+                    status: ValidatorStatus::Left,
+                    ..record.clone()
+                }))
+            }
+        }
+    }
+}
+
+/// What a transaction reads and writes ([`Ledger::reads`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reads {
+    /// Accounts: its sender, and a transfer's recipient.
+    pub accounts: Vec<Address>,
+    /// The validator record of its sender, for staking actions.
+    pub validator: Option<Address>,
+    /// The identity claims a registration makes (tree keys).
+    pub claims: Vec<Hash>,
+    /// Whether it may change the directory.
+    pub directory: bool,
 }

@@ -9,15 +9,18 @@
 //!   checked once per node, not again when its block is verified or executed;
 //! - [`ledger`]: accounts (balance, stake, nonce, key), and the rules by which a transaction
 //!   applies to them or is refused without changing anything;
-//! - [`state`]: the accounts in a Jellyfish Merkle tree stored in sled, one version per block;
+//! - [`registry`]: the validator registry (`RegisterValidator`, `Leave`, the bonded stake) and
+//!   the validator set it gives;
+//! - [`state`]: the accounts and the registry in a Jellyfish Merkle tree stored in sled, one
+//!   version per block;
 //!   executing a block on top of its not-yet-final ancestors in memory, committing it when
 //!   final, proposing a block's transactions, and account proofs against a state root.
 //!
 //! The node runs it behind the consensus `Application` boundary (`quasar_node::application`),
 //! with the state root in every block header (docs/architecture.md §11).
 //!
-//! Not built yet: the validator registry (register, leave, evidence) and validator-set changes
-//! derived from staking state.
+//! Not built yet: equivocation evidence as a transaction (slashing), and the node's use of the
+//! registry: validator sets of later epochs derived from it (docs/architecture.md §11).
 //!
 //! `fuzzing` (feature `fuzzing`, off in a production build) holds the `app/fuzz` targets' entry
 //! points.
@@ -27,14 +30,19 @@
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod ledger;
+pub mod registry;
 pub mod state;
 pub mod tx;
 pub mod verify_cache;
 
-pub use ledger::{Account, AccountDecodeError, AccountLeaf, ExecError, Ledger};
+pub use ledger::{Account, AccountDecodeError, AccountLeaf, ExecError, GenesisValidator, Ledger};
+pub use registry::{
+    select_validators, ChainRules, RegisteredValidator, Registration, ValidatorKeys,
+    ValidatorRecord, ValidatorStatus,
+};
 pub use state::{
-    committed_account, prove_account, AccountProof, Executed, ProofError, Proposed, State,
-    StateError,
+    check_committed, committed_account, prove_account, AccountProof, Executed, ProofError,
+    Proposed, State, StateError,
 };
 pub use tx::{
     address_of, signing_context, Action, Address, SignedTransaction, Transaction, TxError,

@@ -13,6 +13,7 @@
 //! node on the paths it touches is hashed once per block, not once per changed key. Version
 //! `h` of the tree is the state after block `h`; version 0 is the genesis allocation. Its root,
 //! the **state root**, is what a block header will carry and what [`AccountProof`] proves against.
+//! The validator registry's entries ([`crate::registry`]) live in the same tree.
 //! The tree's nodes and values are stored by [`quasar_storage::StateStore`] in the node's sled
 //! database.
 //!
@@ -38,8 +39,8 @@
 //!
 //! # Not built yet
 //!
-//! Pruning of superseded values, the validator registry, and restoring state from a snapshot
-//! (a late joiner replays blocks).
+//! Pruning of superseded values, and restoring state from a snapshot (a late joiner replays
+//! blocks).
 
 use std::collections::BTreeMap;
 
@@ -49,7 +50,13 @@ use quasar_crypto::hash::{tagged_hash, Hash};
 use quasar_crypto::mldsa;
 use quasar_storage::{StateBatch, StateStore, StoreError};
 
-use crate::ledger::{Account, AccountDecodeError, AccountLeaf, ExecError, Ledger};
+use crate::ledger::{
+    Account, AccountDecodeError, AccountLeaf, ExecError, GenesisValidator, Ledger,
+};
+use crate::registry::{
+    directory_key, validator_key, ChainRules, Directory, RegisteredValidator, RegistryDecodeError,
+    ValidatorRecord,
+};
 use crate::tx::{Address, SignedTransaction, TxError};
 use crate::verify_cache::VerificationCache;
 
@@ -116,8 +123,16 @@ pub enum StateError {
         /// The height offered.
         got: u64,
     },
-    /// The genesis allocation does not fit in `u64` balances.
-    #[error("the genesis allocation overflows a balance: {0}")]
+    /// A validator registry entry in the store does not decode (fatal).
+    #[error("validator registry entry {what} in the state store is damaged (fatal): {source}")]
+    CorruptRegistry {
+        /// The entry: a record's address, a claim's key or the directory, hex.
+        what: String,
+        /// Why its bytes do not decode.
+        source: RegistryDecodeError,
+    },
+    /// The genesis allocation does not fit in `u64` balances, or its validators repeat a key.
+    #[error("the genesis state is refused: {0}")]
     Genesis(ExecError),
 }
 
@@ -215,36 +230,55 @@ pub struct Proposed {
 /// The application's authenticated state: the committed tree and its latest version.
 pub struct State {
     store: StateStore,
-    chain_id: u64,
+    rules: ChainRules,
     version: u64,
     root: Hash,
 }
 
 impl State {
-    /// Opens the state in `store` for chain `chain_id`. A store never committed gets version 0,
-    /// the accounts of `genesis` (address and balance; an address listed twice gets the sum).
+    /// Opens the state in `store` for a chain with `rules`. A store never committed gets
+    /// version 0: the accounts of `balances` (address and balance; an address listed twice
+    /// gets the sum) and the registered genesis `validators` ([`Ledger::genesis`]).
     ///
-    /// Errors: [`StateError::Genesis`] for an allocation past `u64::MAX`; [`StateError::Store`],
-    /// [`StateError::Tree`].
+    /// Errors: [`StateError::Genesis`] for an allocation past `u64::MAX` or validators that
+    /// repeat a key; [`StateError::Store`], [`StateError::Tree`].
     pub fn open(
         store: StateStore,
-        chain_id: u64,
-        genesis: impl IntoIterator<Item = (Address, u64)>,
+        rules: ChainRules,
+        balances: impl IntoIterator<Item = (Address, u64)>,
+        validators: impl IntoIterator<Item = GenesisValidator>,
     ) -> Result<State, StateError> {
         if let Some((version, root)) = store.latest()? {
             return Ok(State {
                 store,
-                chain_id,
+                rules,
                 version,
                 root,
             });
         }
-        let ledger = Ledger::new(chain_id, genesis).map_err(StateError::Genesis)?;
+        let ledger = Ledger::genesis(rules, balances, validators).map_err(StateError::Genesis)?;
         let changed: BTreeMap<_, _> = ledger.accounts().map(|(a, b)| (*a, b.clone())).collect();
-        let genesis = write_version(&store, &[], 0, changed, &[])?;
+        let new_keys: Vec<Address> = changed
+            .iter()
+            .filter(|(_, account)| account.public_key.is_some())
+            .map(|(address, _)| *address)
+            .collect();
+        let mut registry: Vec<(Hash, Vec<u8>)> = ledger
+            .validators()
+            .map(|(address, record)| (validator_key(address), record.to_bytes()))
+            .chain(
+                ledger
+                    .claims()
+                    .map(|(claim, owner)| (*claim, owner.to_vec())),
+            )
+            .collect();
+        if !ledger.directory().0.is_empty() {
+            registry.push((directory_key(), ledger.directory().to_bytes()));
+        }
+        let genesis = write_version(&store, &[], 0, changed, &new_keys, registry)?;
         let mut state = State {
             store,
-            chain_id,
+            rules,
             version: 0,
             root: genesis.root,
         };
@@ -292,6 +326,43 @@ impl State {
         Ok((account, proof))
     }
 
+    /// Every registered validator (active or leaving) in committed version `version`, in
+    /// address order, with its account's key and stake: the input of
+    /// [`crate::registry::select_validators`].
+    ///
+    /// Errors: [`StateError::Tree`] (a version pruned or never committed reads as empty only if
+    /// its values are gone: ask for retained versions), [`StateError::Store`],
+    /// [`StateError::Corrupt`], [`StateError::CorruptRegistry`].
+    pub fn registry(&self, version: u64) -> Result<Vec<RegisteredValidator>, StateError> {
+        let directory = read_directory(&self.store, &[], version)?;
+        let mut out = Vec::with_capacity(directory.0.len());
+        for address in directory.0 {
+            let what = || hex::encode(address);
+            let record = read_record(&self.store, &[], version, &address)?.ok_or_else(|| {
+                StateError::CorruptRegistry {
+                    what: what(),
+                    source: RegistryDecodeError::Invalid("a directory entry without a record"),
+                }
+            })?;
+            let account = read_account(&self.store, &[], version, &address)?;
+            let Some((identity_key, stake)) =
+                account.and_then(|a| a.public_key.map(|key| (key, a.stake)))
+            else {
+                return Err(StateError::CorruptRegistry {
+                    what: what(),
+                    source: RegistryDecodeError::Invalid("a validator without an account key"),
+                });
+            };
+            out.push(RegisteredValidator {
+                address,
+                identity_key,
+                stake,
+                record,
+            });
+        }
+        Ok(out)
+    }
+
     /// Executes block `height` (its encoded transactions `txs`, in order) on top of `pending`,
     /// the executed, not yet committed blocks between the committed version and this block
     /// (oldest first). Signatures are checked through `cache`. Writes nothing.
@@ -317,7 +388,7 @@ impl State {
             })?;
             work.load(&tx)?;
             work.ledger
-                .apply(&tx, cache)
+                .apply(&tx, height, cache)
                 .map_err(|source| StateError::Transaction {
                     height,
                     index,
@@ -359,7 +430,7 @@ impl State {
                 continue;
             };
             work.load(&tx)?;
-            match work.ledger.apply(&tx, cache) {
+            match work.ledger.apply(&tx, height, cache) {
                 Ok(()) => {
                     chosen.push(index);
                     bytes = total;
@@ -439,13 +510,7 @@ impl State {
     }
 
     fn working_set<'a>(&'a self, pending: &'a [&'a Executed]) -> WorkingSet<'a> {
-        WorkingSet {
-            store: &self.store,
-            pending,
-            version: self.version,
-            ledger: Ledger::empty(self.chain_id),
-            before: BTreeMap::new(),
-        }
+        WorkingSet::new(&self.store, pending, self.version, self.rules)
     }
 }
 
@@ -458,19 +523,65 @@ struct WorkingSet<'a> {
     version: u64,
     ledger: Ledger,
     before: BTreeMap<Address, Option<AccountLeaf>>,
+    /// Registry entries as they were before the block (tree key → value), for each record and
+    /// claim loaded.
+    registry_before: BTreeMap<Hash, Option<Vec<u8>>>,
+    /// The directory as it was before the block, once loaded.
+    directory_before: Option<Directory>,
 }
 
-impl WorkingSet<'_> {
-    /// Loads the accounts `tx` touches that the working set does not hold yet, as of the
-    /// newest pending block (or the committed version).
+impl<'a> WorkingSet<'a> {
+    /// An empty working set on top of `pending` above committed `version`.
+    fn new(
+        store: &'a StateStore,
+        pending: &'a [&'a Executed],
+        version: u64,
+        rules: ChainRules,
+    ) -> WorkingSet<'a> {
+        WorkingSet {
+            store,
+            pending,
+            version,
+            ledger: Ledger::empty(rules),
+            before: BTreeMap::new(),
+            registry_before: BTreeMap::new(),
+            directory_before: None,
+        }
+    }
+
+    /// Loads what `tx` reads ([`Ledger::reads`]) that the working set does not hold yet, as
+    /// of the newest pending block (or the committed version).
     fn load(&mut self, tx: &SignedTransaction) -> Result<(), StateError> {
-        for address in Ledger::touches(tx) {
+        let reads = Ledger::reads(tx);
+        for address in reads.accounts {
             if !self.before.contains_key(&address) {
                 let account = read_account(self.store, self.pending, self.version, &address)?;
                 self.before
                     .insert(address, account.as_ref().map(AccountLeaf::from));
                 self.ledger.load(address, account);
             }
+        }
+        if let Some(address) = reads.validator {
+            let key = validator_key(&address);
+            if !self.registry_before.contains_key(&key) {
+                let record = read_record(self.store, self.pending, self.version, &address)?;
+                self.registry_before
+                    .insert(key, record.as_ref().map(ValidatorRecord::to_bytes));
+                self.ledger.load_validator(address, record);
+            }
+        }
+        for claim in reads.claims {
+            if !self.registry_before.contains_key(&claim) {
+                let owner = read_claim(self.store, self.pending, self.version, &claim)?;
+                self.registry_before
+                    .insert(claim, owner.map(|o| o.to_vec()));
+                self.ledger.load_claim(claim, owner);
+            }
+        }
+        if reads.directory && self.directory_before.is_none() {
+            let directory = read_directory(self.store, self.pending, self.version)?;
+            self.ledger.load_directory(directory.clone());
+            self.directory_before = Some(directory);
         }
         Ok(())
     }
@@ -491,18 +602,47 @@ impl WorkingSet<'_> {
             }
             changed.insert(*address, account.clone());
         }
-        write_version(self.store, self.pending, height, changed, &new_keys)
+        // Registry entries go in only where they differ from what the tree held.
+        let mut registry = Vec::new();
+        let validators = self
+            .ledger
+            .validators()
+            .map(|(address, record)| (validator_key(address), record.to_bytes()));
+        let claims = self
+            .ledger
+            .claims()
+            .map(|(claim, owner)| (*claim, owner.to_vec()));
+        for (key, value) in validators.chain(claims) {
+            if self.registry_before.get(&key).and_then(Option::as_ref) != Some(&value) {
+                registry.push((key, value));
+            }
+        }
+        if let Some(before) = &self.directory_before {
+            if before != self.ledger.directory() {
+                registry.push((directory_key(), self.ledger.directory().to_bytes()));
+            }
+        }
+        write_version(
+            self.store,
+            self.pending,
+            height,
+            changed,
+            &new_keys,
+            registry,
+        )
     }
 }
 
 /// Computes tree version `height` on top of `pending` and the store: the leaves of the
-/// `changed` accounts, and the public keys of `new_keys` (accounts whose key enters state).
+/// `changed` accounts, the public keys of `new_keys` (accounts whose key enters state), and the
+/// `registry` entries (tree key, value).
 fn write_version(
     store: &StateStore,
     pending: &[&Executed],
     height: u64,
     changed: BTreeMap<Address, Account>,
     new_keys: &[Address],
+    registry: Vec<(Hash, Vec<u8>)>,
 ) -> Result<Executed, StateError> {
     let reader = Reader { store, pending };
     let tree = JellyfishMerkleTree::<_, TreeHasher>::new(&reader);
@@ -518,6 +658,11 @@ fn write_version(
             values.push((KeyHash(public_key_key(address)), key.as_bytes().to_vec()));
         }
     }
+    values.extend(
+        registry
+            .into_iter()
+            .map(|(key, value)| (KeyHash(key), value)),
+    );
     // The batch insertion hashes each touched node once; it needs a non-empty set, and an
     // empty block only copies the root to the new version.
     let (roots, update) = if values.is_empty() {
@@ -541,6 +686,77 @@ fn write_version(
             .map(|index| (index.stale_since_version, index.node_key))
             .collect(),
     })
+}
+
+/// The value at tree key `key` as of the newest of `pending` that wrote it, else of committed
+/// `version`.
+fn read_value(
+    store: &StateStore,
+    pending: &[&Executed],
+    version: u64,
+    key: &Hash,
+) -> Result<Option<Vec<u8>>, StateError> {
+    for block in pending.iter().rev() {
+        if let Some(value) = block.nodes.values().get(&(block.height, KeyHash(*key))) {
+            return Ok(value.clone());
+        }
+    }
+    Ok(store.value(key, version)?)
+}
+
+/// The validator record of `address`, as [`read_value`] finds it.
+fn read_record(
+    store: &StateStore,
+    pending: &[&Executed],
+    version: u64,
+    address: &Address,
+) -> Result<Option<ValidatorRecord>, StateError> {
+    read_value(store, pending, version, &validator_key(address))?
+        .map(|bytes| {
+            ValidatorRecord::from_bytes(&bytes).map_err(|source| StateError::CorruptRegistry {
+                what: hex::encode(address),
+                source,
+            })
+        })
+        .transpose()
+}
+
+/// The owner of the identity claim at tree key `claim`, as [`read_value`] finds it.
+fn read_claim(
+    store: &StateStore,
+    pending: &[&Executed],
+    version: u64,
+    claim: &Hash,
+) -> Result<Option<Address>, StateError> {
+    read_value(store, pending, version, claim)?
+        .map(|bytes| {
+            Address::try_from(bytes.as_slice()).map_err(|_| StateError::CorruptRegistry {
+                what: hex::encode(claim),
+                source: RegistryDecodeError::Length {
+                    what: "identity claim",
+                    len: bytes.len(),
+                    expected: "32 bytes",
+                },
+            })
+        })
+        .transpose()
+}
+
+/// The directory, as [`read_value`] finds it (empty where the tree holds none).
+fn read_directory(
+    store: &StateStore,
+    pending: &[&Executed],
+    version: u64,
+) -> Result<Directory, StateError> {
+    match read_value(store, pending, version, &directory_key())? {
+        Some(bytes) => {
+            Directory::from_bytes(&bytes).map_err(|source| StateError::CorruptRegistry {
+                what: "directory".into(),
+                source,
+            })
+        }
+        None => Ok(Directory::default()),
+    }
 }
 
 /// The account at `address` as of the newest of `pending`, else of committed `version`.
@@ -614,6 +830,32 @@ pub fn committed_account(
         Some((version, _)) => read_account(store, &[], version, address),
         None => Ok(None),
     }
+}
+
+/// Applies `tx` on top of the latest committed version of `store` (as the first transaction of
+/// the next block) in a working set that is then dropped: whether the chain's rules accept it
+/// there. Reads only committed bytes, so it can run beside the [`State`] that writes them (the
+/// node's admission checks staking actions with it, whose refusals depend on the registry).
+///
+/// Errors: [`StateError::Transaction`] (index 0) with the refusal; [`StateError::Store`],
+/// [`StateError::Tree`], [`StateError::Corrupt`], [`StateError::CorruptRegistry`].
+pub fn check_committed(
+    store: &StateStore,
+    rules: ChainRules,
+    tx: &SignedTransaction,
+    cache: &VerificationCache,
+) -> Result<(), StateError> {
+    let version = store.latest()?.map_or(0, |(version, _)| version);
+    let height = version.saturating_add(1);
+    let mut work = WorkingSet::new(store, &[], version, rules);
+    work.load(tx)?;
+    work.ledger
+        .apply(tx, height, cache)
+        .map_err(|source| StateError::Transaction {
+            height,
+            index: 0,
+            source,
+        })
 }
 
 /// The account leaf at `address` in committed version `version` of `store`, with its proof

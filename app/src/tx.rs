@@ -5,7 +5,7 @@
 //!
 //! A signed transaction is a ZAP message (`quasar_wire::zap`) of type [`SIGNED_TX_TYPE`] whose
 //! 16-byte root holds two bytes fields: the body (itself a ZAP message of type [`TX_BODY_TYPE`])
-//! and the signature (3,309 bytes). The body's 112-byte root:
+//! and the signature (3,309 bytes). The body's 120-byte root:
 //!
 //! | offset | field | type |
 //! |---|---|---|
@@ -17,6 +17,7 @@
 //! | 64 | amount | u64 (0 when the action has none) |
 //! | 72 | recipient address | 32 bytes (zero when the action has none) |
 //! | 104 | the sender's ML-DSA-65 public key | bytes: 1,952 in an account's first transaction, else empty |
+//! | 112 | the validator registration | bytes: [`Registration::to_bytes`] for `RegisterValidator`, else empty |
 //!
 //! Both messages are **canonical**: a decoder re-encodes what it read and refuses bytes that
 //! differ (padding, pointer placement, a trailing byte), so one transaction has exactly one
@@ -31,6 +32,7 @@
 //! in the account's first transaction and is kept in state, so later transactions carry only the
 //! signature.
 
+use crate::registry::Registration;
 use quasar_crypto::hash::{tagged_hash, Hash};
 use quasar_crypto::mldsa::{self, MlDsa65, MlDsaError};
 use quasar_wire::zap::{Builder, Object, Reader};
@@ -67,7 +69,8 @@ mod body {
     pub const AMOUNT: usize = 64;
     pub const TO: usize = 72;
     pub const PUBLIC_KEY: usize = 104;
-    pub const SIZE: usize = 112;
+    pub const REGISTRATION: usize = 112;
+    pub const SIZE: usize = 120;
 }
 
 /// Signed transaction root layout.
@@ -109,6 +112,12 @@ pub enum TxError {
     /// A field an action does not use is not zero.
     #[error("the {0} field must be zero for this action")]
     UnusedField(&'static str),
+    /// A `RegisterValidator` registration field that does not decode.
+    #[error("bad validator registration: {0}")]
+    Registration(#[from] crate::registry::RegistryDecodeError),
+    /// A registration field on an action other than `RegisterValidator`.
+    #[error("the registration field must be empty for this action")]
+    UnexpectedRegistration,
     /// A public key or signature of the wrong length or encoding.
     #[error("bad {what}: {source}")]
     Key {
@@ -136,8 +145,9 @@ pub enum TxError {
     BadSignature,
 }
 
-/// What a transaction does. Staking actions change the validator set at an epoch boundary.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What a transaction does. Staking actions change the validator set two epochs on
+/// ([`crate::registry`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
     /// Move `amount` from the sender to `to`.
     Transfer {
@@ -156,8 +166,17 @@ pub enum Action {
         /// Amount.
         amount: u64,
     },
-    /// Leave the validator set at the next boundary.
+    /// End the sender's validator registration: sets derived from then on omit it, and its
+    /// stake stays bonded for the unbonding period ([`crate::registry`]).
     Leave,
+    /// Register the sender as a validator with `registration`'s keys (its ML-DSA-65 identity
+    /// key is its account's key), adding `amount` of its balance to its stake.
+    RegisterValidator {
+        /// Amount added to the stake (may be 0 when the account has staked already).
+        amount: u64,
+        /// The keys and the BLS proof of possession.
+        registration: Box<Registration>,
+    },
 }
 
 impl Action {
@@ -168,19 +187,43 @@ impl Action {
             Action::AddStake { .. } => 2,
             Action::WithdrawStake { .. } => 3,
             Action::Leave => 4,
+            Action::RegisterValidator { .. } => 5,
         }
     }
 
-    /// (amount, recipient) as encoded: zero where the action has none.
-    fn fields(&self) -> (u64, Address) {
-        match *self {
-            Action::Transfer { to, amount } => (amount, to),
-            Action::AddStake { amount } | Action::WithdrawStake { amount } => (amount, [0; 32]),
-            Action::Leave => (0, [0; 32]),
+    /// (amount, recipient, registration) as encoded: zero or empty where the action has none.
+    fn fields(&self) -> (u64, Address, Vec<u8>) {
+        match self {
+            Action::Transfer { to, amount } => (*amount, *to, Vec::new()),
+            Action::AddStake { amount } | Action::WithdrawStake { amount } => {
+                (*amount, [0; 32], Vec::new())
+            }
+            Action::Leave => (0, [0; 32], Vec::new()),
+            Action::RegisterValidator {
+                amount,
+                registration,
+            } => (*amount, [0; 32], registration.to_bytes()),
         }
     }
 
-    fn from_fields(kind: u8, amount: u64, to: Address) -> Result<Action, TxError> {
+    fn from_fields(
+        kind: u8,
+        amount: u64,
+        to: Address,
+        registration: &[u8],
+    ) -> Result<Action, TxError> {
+        if kind == 5 {
+            if to != [0; 32] {
+                return Err(TxError::UnusedField("recipient"));
+            }
+            return Ok(Action::RegisterValidator {
+                amount,
+                registration: Box::new(Registration::from_bytes(registration)?),
+            });
+        }
+        if !registration.is_empty() {
+            return Err(TxError::UnexpectedRegistration);
+        }
         let no_recipient = |action: Action| {
             if to == [0; 32] {
                 Ok(action)
@@ -254,7 +297,7 @@ impl Transaction {
     /// value of this type).
     pub fn encode(&self) -> Result<Vec<u8>, TxError> {
         let (mut b, root) = Builder::new(TX_BODY_TYPE, body::SIZE)?;
-        let (amount, to) = self.action.fields();
+        let (amount, to, registration) = self.action.fields();
         b.put_u64(root, body::CHAIN_ID, self.chain_id)?;
         b.put_u64(root, body::NONCE, self.nonce)?;
         b.put_u64(root, body::FEE, self.fee)?;
@@ -264,6 +307,7 @@ impl Transaction {
         b.put(root, body::TO, &to)?;
         let key = self.public_key.as_ref().map_or(&[][..], |k| k.as_bytes());
         b.put_bytes(root, body::PUBLIC_KEY, key)?;
+        b.put_bytes(root, body::REGISTRATION, &registration)?;
         Ok(b.finish()?)
     }
 
@@ -298,6 +342,7 @@ impl Transaction {
                 root.u8(body::KIND)?,
                 root.u64(body::AMOUNT)?,
                 *root.array::<32>(body::TO)?,
+                root.bytes(body::REGISTRATION)?,
             )?,
         };
         if tx.encode()? != bytes {

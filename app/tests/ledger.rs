@@ -3,14 +3,14 @@
 
 mod common;
 
-use common::{addr, key, pay, tx, CHAIN};
+use common::{addr, key, pay, tx, CHAIN, RULES};
 use quasar_app::{Action, ExecError, Ledger, SignedTransaction, TxError, VerificationCache};
 
 /// What a refusal must match.
 type Expected = fn(&ExecError) -> bool;
 
 fn ledger() -> Ledger {
-    Ledger::new(CHAIN, [(addr(1), 1_000), (addr(2), 50)]).expect("genesis")
+    Ledger::new(RULES, [(addr(1), 1_000), (addr(2), 50)]).expect("genesis")
 }
 
 /// The genesis ledger after account 1's first transaction (300 to account 3, carrying its key).
@@ -18,7 +18,7 @@ fn after_alices_first_transfer() -> (VerificationCache, Ledger) {
     let cache = VerificationCache::new(CHAIN, 64);
     let mut ledger = ledger();
     ledger
-        .apply(&tx(1, 0, true, pay(3, 300)), &cache)
+        .apply(&tx(1, 0, true, pay(3, 300)), 1, &cache)
         .expect("first");
     (cache, ledger)
 }
@@ -27,11 +27,16 @@ fn after_alices_first_transfer() -> (VerificationCache, Ledger) {
 fn transfers_and_stake_move_value_and_advance_the_nonce() {
     let (cache, mut ledger) = after_alices_first_transfer();
     ledger
-        .apply(&tx(1, 1, false, Action::AddStake { amount: 200 }), &cache)
+        .apply(
+            &tx(1, 1, false, Action::AddStake { amount: 200 }),
+            1,
+            &cache,
+        )
         .expect("stake");
     ledger
         .apply(
             &tx(1, 2, false, Action::WithdrawStake { amount: 50 }),
+            1,
             &cache,
         )
         .expect("withdraw");
@@ -47,7 +52,7 @@ fn transfers_and_stake_move_value_and_advance_the_nonce() {
     );
     // A transfer to oneself costs only the fee.
     ledger
-        .apply(&tx(1, 3, false, pay(1, 100)), &cache)
+        .apply(&tx(1, 3, false, pay(1, 100)), 1, &cache)
         .expect("self");
     assert_eq!(ledger.account(&addr(1)).expect("alice").balance, 520 - 10);
 }
@@ -106,13 +111,13 @@ fn a_refused_transaction_changes_nothing_and_says_why() {
         (tx(2, 0, false, pay(3, 1)), |e| {
             matches!(e, ExecError::UnknownKey { .. })
         }),
-        // Not built yet, and said so.
+        // Leaving without a registration.
         (tx(1, 1, false, Action::Leave), |e| {
-            matches!(e, ExecError::NotBuilt(_))
+            matches!(e, ExecError::NotRegistered { .. })
         }),
     ];
     for (tx, expected) in cases {
-        let error = ledger.apply(&tx, &cache).expect_err("refused");
+        let error = ledger.apply(&tx, 1, &cache).expect_err("refused");
         assert!(expected(&error), "{error}");
         assert_eq!(
             ledger, before,
@@ -131,17 +136,24 @@ fn forged_and_foreign_signatures_are_refused() {
     forged[at] ^= 1;
     let forged = SignedTransaction::decode(&forged).expect("decodes");
     assert_eq!(
-        ledger.apply(&forged, &cache),
+        ledger.apply(&forged, 1, &cache),
         Err(ExecError::Tx(TxError::BadSignature))
     );
     // Another chain's ledger refuses the good one.
-    let mut other = Ledger::new(CHAIN + 1, [(addr(1), 1_000)]).expect("genesis");
+    let mut other = Ledger::new(
+        quasar_app::ChainRules {
+            chain_id: CHAIN + 1,
+            ..RULES
+        },
+        [(addr(1), 1_000)],
+    )
+    .expect("genesis");
     assert!(matches!(
-        other.apply(&good, &VerificationCache::new(CHAIN + 1, 64)),
+        other.apply(&good, 1, &VerificationCache::new(CHAIN + 1, 64)),
         Err(ExecError::Tx(TxError::WrongChain { .. }))
     ));
     ledger
-        .apply(&good, &cache)
+        .apply(&good, 1, &cache)
         .expect("the genuine one still applies");
 }
 
@@ -156,15 +168,15 @@ fn the_same_transactions_give_the_same_ledger_and_genesis_sums_duplicates() {
         let cache = VerificationCache::new(CHAIN, 64);
         let mut ledger = ledger();
         for tx in &txs {
-            ledger.apply(tx, &cache).expect("applies");
+            ledger.apply(tx, 1, &cache).expect("applies");
         }
         ledger
     };
     assert_eq!(run(), run());
-    let doubled = Ledger::new(CHAIN, [(addr(1), 5), (addr(1), 7)]).expect("genesis");
+    let doubled = Ledger::new(RULES, [(addr(1), 5), (addr(1), 7)]).expect("genesis");
     assert_eq!(doubled.account(&addr(1)).expect("alice").balance, 12);
     assert_eq!(
-        Ledger::new(CHAIN, [(addr(1), u64::MAX), (addr(1), 1)]),
+        Ledger::new(RULES, [(addr(1), u64::MAX), (addr(1), 1)]),
         Err(ExecError::Overflow)
     );
 }

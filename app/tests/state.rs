@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{addr, fuzz_mutations, pay, tx, CHAIN};
+use common::{addr, fuzz_mutations, pay, tx, CHAIN, RULES};
 use quasar_app::state::MAX_ACCOUNT_PROOF_BYTES;
 use quasar_app::{
     Account, AccountLeaf, AccountProof, Action, ExecError, ProofError, State, StateError,
@@ -16,7 +16,7 @@ fn genesis() -> [([u8; 32], u64); 2] {
 }
 
 fn open(store: &SledStore) -> State {
-    State::open(store.state().expect("state tree"), CHAIN, genesis()).expect("open")
+    State::open(store.state().expect("state tree"), RULES, genesis(), []).expect("open")
 }
 
 fn fresh() -> (SledStore, State) {
@@ -67,8 +67,9 @@ fn genesis_is_version_zero_and_its_root_depends_on_the_allocation() {
     let store = SledStore::temporary().expect("store");
     let richer = State::open(
         store.state().expect("tree"),
-        CHAIN,
+        RULES,
         [(addr(1), 1_001), (addr(2), 50)],
+        [],
     )
     .expect("open");
     assert_ne!(richer.root(), state.root());
@@ -77,8 +78,9 @@ fn genesis_is_version_zero_and_its_root_depends_on_the_allocation() {
             .expect("store")
             .state()
             .expect("tree"),
-        CHAIN,
+        RULES,
         [(addr(1), u64::MAX), (addr(1), 1)],
+        [],
     );
     assert!(matches!(
         overflow,

@@ -66,9 +66,9 @@ fn the_body_encoding_matches_its_golden_bytes() {
         },
     };
     let golden = concat!(
-        // header: "ZAP\0", version 2, type 0x40, root at 16, size 128
+        // header: "ZAP\0", version 2, type 0x40, root at 16, size 136
         "5a41500002000040",
-        "1000000080000000",
+        "1000000088000000",
         // chain id, nonce, fee
         "0700000000000000",
         "0200000000000000",
@@ -80,7 +80,9 @@ fn the_body_encoding_matches_its_golden_bytes() {
         "f401000000000000",
         // recipient
         "2222222222222222222222222222222222222222222222222222222222222222",
-        // public key: an empty bytes field (offset 8 from the field, the message's end; length 0)
+        // public key: an empty bytes field (offset 16 from the field, the message's end; length 0)
+        "1000000000000000",
+        // registration: an empty bytes field (offset 8, the message's end; length 0)
         "0800000000000000",
     );
     let bytes = body.encode().expect("encode");

@@ -109,7 +109,16 @@ fn main() {
     let genesis = (0..ACCOUNTS)
         .map(|i| (recipient(i), 1_000))
         .chain(keys.iter().map(|k| (address_of(k.public_key()), 1_000_000)));
-    let mut state = State::open(store.state().expect("tree"), CHAIN, genesis).expect("open");
+    let mut state = State::open(
+        store.state().expect("tree"),
+        quasar_app::ChainRules {
+            chain_id: CHAIN,
+            epoch_length: 0,
+        },
+        genesis,
+        [],
+    )
+    .expect("open");
     store.flush().expect("flush");
     let genesis_bytes = disk_bytes(dir.path());
     let (_, genesis_live) = store.state().expect("tree").size().expect("size");

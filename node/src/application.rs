@@ -19,12 +19,49 @@
 //! [`MIN_PRUNE_STEP`]), so the work follows the write rate and a backlog (a restart, a burst)
 //! drains without one long pause.
 
-use quasar_app::{Executed, State, StateError, VerificationCache};
+use quasar_app::{
+    ChainRules, Executed, GenesisValidator, State, StateError, ValidatorKeys, VerificationCache,
+};
+use quasar_chainspec::Genesis;
 use quasar_consensus::{AppError, Application, EpochSchedule, Payload};
 use quasar_crypto::hash::Hash;
 use quasar_wire::Proposal;
 use std::collections::HashMap;
 use std::sync::Arc;
+
+/// Opens the application state in `store` for the chain of `genesis`: its chain id and epoch
+/// length, its allocation, and epoch 0's validators registered ([`State::open`]; a store
+/// committed before is opened as it is).
+///
+/// Errors: [`StateError`].
+pub fn open_state(
+    store: quasar_storage::StateStore,
+    genesis: &Genesis,
+) -> Result<State, StateError> {
+    let rules = ChainRules {
+        chain_id: genesis.file.chain_id,
+        epoch_length: genesis.file.epoch_length,
+    };
+    let validators = genesis
+        .validators
+        .validators()
+        .iter()
+        .zip(&genesis.mldsa_public_keys)
+        .zip(&genesis.slhdsa_public_keys)
+        .zip(&genesis.tls_certificates)
+        .map(
+            |(((member, identity), slhdsa), certificate)| GenesisValidator {
+                identity_key: identity.clone(),
+                keys: ValidatorKeys {
+                    bls_public_key: member.public_key.to_bytes(),
+                    slhdsa_public_key: *slhdsa.as_bytes(),
+                    tls_certificate: certificate.clone(),
+                },
+                stake: member.stake,
+            },
+        );
+    State::open(store, rules, genesis.accounts.iter().copied(), validators)
+}
 
 /// One executed block above the committed state.
 struct Pending {

@@ -69,30 +69,81 @@ struct ChainArgs {
     genesis: PathBuf,
 }
 
-/// An account key file (`account new`) and its passphrase.
+/// An account's key: an account key file (`account new`), or a validator's key directory
+/// (`keygen`: a validator's account is the one of its ML-DSA-65 identity key), and the
+/// passphrase.
 #[derive(clap::Args)]
+#[command(group = clap::ArgGroup::new("account_key").required(true).args(["key", "key_dir"]))]
 struct AccountKeyArgs {
     /// The account key file.
     #[arg(long)]
-    key: PathBuf,
+    key: Option<PathBuf>,
+    /// A validator's key directory (`keygen --out`), for its account.
+    #[arg(long)]
+    key_dir: Option<PathBuf>,
     /// File holding its passphrase (a trailing newline is dropped); otherwise the
     /// QUASAR_KEY_PASSPHRASE environment variable.
     #[arg(long)]
     passphrase_file: Option<PathBuf>,
+    /// With --key-dir: accept a plaintext (unencrypted) validator key file.
+    #[arg(long, requires = "key_dir")]
+    plaintext: bool,
 }
 
 impl AccountKeyArgs {
     fn open(&self) -> Result<mldsa::SecretKey<MlDsa65>, String> {
-        let passphrase = account_passphrase(self.passphrase_file.as_deref())?;
-        wallet::open_account_file(&self.key, &passphrase).map_err(|e| e.to_string())
+        match (&self.key, &self.key_dir) {
+            (Some(key), _) => {
+                let passphrase = account_passphrase(self.passphrase_file.as_deref())?;
+                wallet::open_account_file(key, &passphrase).map_err(|e| e.to_string())
+            }
+            (None, Some(dir)) => {
+                let access = if self.plaintext {
+                    KeyAccess::plaintext()
+                } else {
+                    KeyAccess::from_sources(self.passphrase_file.as_deref(), false)
+                        .map_err(|e| e.to_string())?
+                };
+                let keys = quasar_chainspec::load_keys(dir, &access).map_err(|e| e.to_string())?;
+                Ok(keys.mldsa)
+            }
+            (None, None) => Err("give --key (an account key file) or --key-dir".into()),
+        }
     }
 }
 
-/// What an account sends: its key, the fee, and whether to wait for finality.
+/// What an account sends: its key, and how.
 #[derive(clap::Args)]
 struct SendArgs {
     #[command(flatten)]
     key: AccountKeyArgs,
+    #[command(flatten)]
+    how: HowToSend,
+}
+
+/// What a validator's account sends: the validator's key directory (its ML-DSA-65 identity key
+/// is its account's key), and how.
+#[derive(clap::Args)]
+struct ValidatorSendArgs {
+    /// The validator's key directory (`keygen --out`).
+    #[arg(long)]
+    key_dir: PathBuf,
+    #[command(flatten)]
+    key_file: KeyFileArgs,
+    #[command(flatten)]
+    how: HowToSend,
+}
+
+impl ValidatorSendArgs {
+    fn keys(&self) -> Result<quasar_chainspec::keys::ValidatorKeys, String> {
+        quasar_chainspec::load_keys(&self.key_dir, &self.key_file.access()?)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// The fee, whether to wait for finality, and the node and genesis.
+#[derive(clap::Args)]
+struct HowToSend {
     /// Fee, in the chain's smallest unit.
     #[arg(long, default_value_t = 1)]
     fee: u64,
@@ -126,7 +177,7 @@ enum AccountAction {
         #[arg(long)]
         passphrase_file: Option<PathBuf>,
     },
-    /// Print the address of an account key file.
+    /// Print the address of an account key file, or of a validator's account (`--key-dir`).
     Address {
         #[command(flatten)]
         key: AccountKeyArgs,
@@ -260,7 +311,8 @@ enum Command {
         #[arg(long)]
         config: PathBuf,
     },
-    /// Account keys of the chain's built-in application (not validator keys).
+    /// Account keys of the chain's built-in application (`address --key-dir` also prints a
+    /// validator's account).
     Account {
         #[command(subcommand)]
         action: AccountAction,
@@ -292,13 +344,32 @@ enum Command {
         #[command(flatten)]
         send: SendArgs,
     },
-    /// Move an amount of an account's stake back to its balance.
+    /// Move an amount of an account's stake back to its balance (a registered validator's
+    /// stake is bonded until three epochs after it leaves).
     Unstake {
         /// Amount.
         #[arg(long)]
         amount: u64,
         #[command(flatten)]
         send: SendArgs,
+    },
+    /// Register a validator: its account (the address of its ML-DSA-65 identity key, which
+    /// signs) registers its BLS key (with its proof of possession), SLH-DSA key and TLS
+    /// certificate, and stakes an amount of its balance. The account must hold the amount and
+    /// the fee: while it does not exist, this command says so and prints its address.
+    RegisterValidator {
+        /// Amount of the account's balance to add to its stake (0 when it has staked already).
+        #[arg(long)]
+        amount: u64,
+        #[command(flatten)]
+        send: ValidatorSendArgs,
+    },
+    /// End a validator's registration: sets derived from the registry omit it from then on
+    /// (the node does not derive its sets from the registry yet: they come from the genesis);
+    /// its stake stays bonded for three epochs, then `unstake --key-dir` returns it.
+    Leave {
+        #[command(flatten)]
+        send: ValidatorSendArgs,
     },
     /// Where a transaction stands on a node: pending, finalized (with its height), or unknown.
     TxStatus {
@@ -516,16 +587,19 @@ fn parse_address(what: &str, text: &str) -> Result<[u8; 32], String> {
 
 /// Signs and submits the account's next transaction doing `action`; prints its hash, and with
 /// `--wait` its height once final.
-fn send_action(send: SendArgs, action: quasar_app::Action) -> Result<ExitCode, String> {
-    let key = send.key.open()?;
+fn send_action(
+    key: &mldsa::SecretKey<MlDsa65>,
+    how: HowToSend,
+    action: quasar_app::Action,
+) -> Result<ExitCode, String> {
     let chain =
-        wallet::Chain::open(&send.chain.api, &send.chain.genesis).map_err(|e| e.to_string())?;
+        wallet::Chain::open(&how.chain.api, &how.chain.genesis).map_err(|e| e.to_string())?;
     runtime()?.block_on(async {
         let hash = chain
-            .send(&key, action, send.fee)
+            .send(key, action, how.fee)
             .await
             .map_err(|e| e.to_string())?;
-        if send.wait {
+        if how.wait {
             let info = chain
                 .wait_final(&hash, std::time::Duration::from_secs(60))
                 .await
@@ -740,13 +814,28 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         }
         Command::Transfer { to, amount, send } => {
             let to = parse_address("--to", &to)?;
-            send_action(send, quasar_app::Action::Transfer { to, amount })
+            let action = quasar_app::Action::Transfer { to, amount };
+            send_action(&send.key.open()?, send.how, action)
         }
         Command::Stake { amount, send } => {
-            send_action(send, quasar_app::Action::AddStake { amount })
+            let action = quasar_app::Action::AddStake { amount };
+            send_action(&send.key.open()?, send.how, action)
         }
         Command::Unstake { amount, send } => {
-            send_action(send, quasar_app::Action::WithdrawStake { amount })
+            let action = quasar_app::Action::WithdrawStake { amount };
+            send_action(&send.key.open()?, send.how, action)
+        }
+        Command::RegisterValidator { amount, send } => {
+            let keys = send.keys()?;
+            let action = quasar_app::Action::RegisterValidator {
+                amount,
+                registration: Box::new(wallet::registration_of(&keys)),
+            };
+            send_action(&keys.mldsa, send.how, action)
+        }
+        Command::Leave { send } => {
+            let keys = send.keys()?;
+            send_action(&keys.mldsa, send.how, quasar_app::Action::Leave)
         }
         Command::TxStatus { hash, api } => {
             parse_address("hash", &hash)?;

@@ -31,7 +31,7 @@ use crate::rollup_job::{RollupSet, WindowProver};
 use crate::signer::{SignError, VoteKey, VoteSigner};
 use crate::sync::{checkpoint_inputs, serve, MAX_SYNC_BLOCKS};
 use prometheus_client::registry::Registry;
-use quasar_app::{SignedTransaction, State, VerificationCache};
+use quasar_app::{ChainRules, Ledger, SignedTransaction, StateError, VerificationCache};
 use quasar_chainspec::guard_history::{guard_owner, GuardLocation, HistoryError};
 use quasar_chainspec::{
     load_keys, load_public, CheckedSet, ConfigError, DealtShares, Genesis, GenesisFile,
@@ -475,6 +475,26 @@ impl Shared {
         if let Some(key) = key {
             self.verification.verify(&signed, key).map_err(invalid)?;
         }
+        // Staking actions are refused by what the registry holds (a key another validator
+        // registered, a bonded stake): check them against the committed state so the client
+        // hears why, rather than see them dropped when a block is built.
+        if Ledger::reads(&signed).validator.is_some() {
+            let rules = ChainRules {
+                chain_id: self.chain_id,
+                epoch_length: self.schedule.length().unwrap_or(0),
+            };
+            match quasar_app::check_committed(&self.state, rules, &signed, &self.verification) {
+                Err(StateError::Transaction { source, .. }) if !source.may_apply_later() => {
+                    return Err(crate::mempool::MempoolError::Invalid(source.to_string()));
+                }
+                Err(StateError::Transaction { .. }) | Ok(()) => {}
+                Err(e) => {
+                    return Err(crate::mempool::MempoolError::Invalid(format!(
+                        "reading the validator registry: {e}"
+                    )))
+                }
+            }
+        }
         Ok(hash)
     }
 
@@ -662,7 +682,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         chain_id,
         cfg.mempool_max_txs.saturating_mul(2).max(1024),
     ));
-    let state = State::open(store.state()?, chain_id, genesis.accounts.iter().copied())
+    let state = crate::application::open_state(store.state()?, &genesis)
         .map_err(|e| NodeError::Internal(format!("application state: {e}")))?;
     let mut app = ChainApplication::new(state, cache.clone(), MAX_BLOCK_BYTES);
     if !cfg.archive {

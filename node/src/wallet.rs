@@ -1,5 +1,5 @@
 //! The client side of an account (`quasar-node account`, `balance`, `transfer`, `stake`,
-//! `unstake`, `tx-status`; docs/architecture.md §11): an encrypted account key file, reading an
+//! `unstake`, `register-validator`, `leave`, `tx-status`; docs/architecture.md §11): an encrypted account key file, reading an
 //! account through `GET /account/{address}` checked by [`crate::light`], and signing
 //! transactions with the nonce the checked account gives.
 //!
@@ -13,7 +13,10 @@
 //! the hash of its public key ([`address_of`]).
 
 use crate::light::{verify_account, VerifiedAccount};
-use quasar_app::{address_of, Account, Action, Address, Ledger, Transaction, VerificationCache};
+use quasar_app::{
+    address_of, Account, Action, Address, ChainRules, Ledger, Registration, Transaction,
+    ValidatorKeys, VerificationCache,
+};
 use quasar_chainspec::key_file::{parse_sealed, Purpose, SealedKeyFile};
 use quasar_chainspec::sealing::{decode_hex_bounded, KdfParams};
 use quasar_client::{Client, TxInfo, TxStatus};
@@ -177,7 +180,7 @@ pub async fn checked_account(
     })
 }
 
-/// The signed transaction `key`'s account sends next on chain `chain_id`, doing `action` with
+/// The signed transaction `key`'s account sends next on the chain of `rules`, doing `action` with
 /// `fee`, given the account as last seen final (`None`: it does not exist yet): it carries the
 /// account's nonce, and its public key while the state does not hold it yet.
 ///
@@ -185,7 +188,7 @@ pub async fn checked_account(
 /// fee), a signing failure, or a transaction the ledger's rules refuse on that account
 /// ([`Ledger::apply`]: an amount and fee above the balance, a withdrawal above the stake).
 pub fn next_transaction(
-    chain_id: u64,
+    rules: ChainRules,
     key: &mldsa::SecretKey<MlDsa65>,
     account: Option<&quasar_app::AccountLeaf>,
     action: Action,
@@ -199,6 +202,8 @@ pub fn next_transaction(
             hex::encode(address)
         ))
     })?;
+    let chain_id = rules.chain_id;
+    let leave = action == Action::Leave;
     let tx = Transaction {
         chain_id,
         nonce: account.nonce,
@@ -211,8 +216,13 @@ pub fn next_transaction(
         .sign(key, &mut rand::rngs::OsRng)
         .map_err(|e| WalletError::Transaction(format!("signing: {e}")))?;
     // The chain's own rules on the account as last seen final, so that what would be refused
-    // in every block (an overdraft, say) is refused here with the reason, not dropped later.
-    let mut ledger = Ledger::empty(chain_id);
+    // in every block (an overdraft, a bad proof of possession) is refused here with the reason,
+    // not dropped later. The validator registry is not read here (the node's admission checks
+    // staking actions against it), so `Leave`, which needs the sender's record, is left to it.
+    if leave {
+        return Ok(signed.as_bytes().to_vec());
+    }
+    let mut ledger = Ledger::empty(rules);
     ledger.load(
         address,
         Some(Account {
@@ -223,9 +233,23 @@ pub fn next_transaction(
         }),
     );
     ledger
-        .apply(&signed, &VerificationCache::new(chain_id, 1))
+        .apply(&signed, 0, &VerificationCache::new(chain_id, 1))
         .map_err(|e| WalletError::Transaction(format!("the chain would refuse it: {e}")))?;
     Ok(signed.as_bytes().to_vec())
+}
+
+/// The registration of the validator whose keys are `keys` (a key directory from `keygen`):
+/// its BLS public key with a fresh proof of possession, its SLH-DSA public key and its TLS
+/// certificate.
+pub fn registration_of(keys: &quasar_chainspec::keys::ValidatorKeys) -> Registration {
+    Registration::new(
+        ValidatorKeys {
+            bls_public_key: keys.bls.public_key().to_bytes(),
+            slhdsa_public_key: *keys.slhdsa.public_key().as_bytes(),
+            tls_certificate: keys.tls.cert_der.clone(),
+        },
+        &keys.bls,
+    )
 }
 
 /// How long a client command waits for each answer of the node.
@@ -251,7 +275,7 @@ pub fn api_client(api: &str) -> Result<Client, WalletError> {
 pub struct Chain {
     client: Client,
     verifier: Verifier,
-    chain_id: u64,
+    rules: ChainRules,
 }
 
 impl Chain {
@@ -267,7 +291,10 @@ impl Chain {
         Ok(Chain {
             client,
             verifier: crate::light::genesis_verifier(&genesis),
-            chain_id: genesis.file.chain_id,
+            rules: ChainRules {
+                chain_id: genesis.file.chain_id,
+                epoch_length: genesis.file.epoch_length,
+            },
         })
     }
 
@@ -290,7 +317,7 @@ impl Chain {
         fee: u64,
     ) -> Result<String, WalletError> {
         let account = self.account(&address_of(key.public_key())).await?;
-        let tx = next_transaction(self.chain_id, key, account.account.as_ref(), action, fee)?;
+        let tx = next_transaction(self.rules, key, account.account.as_ref(), action, fee)?;
         match self
             .client
             .submit_tx(tx)

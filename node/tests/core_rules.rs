@@ -23,11 +23,19 @@ struct Net {
     validators: Arc<ValidatorSet>,
 }
 
+/// The application rules of the tests' chain (no registrations happen in them).
+fn rules() -> quasar_app::ChainRules {
+    quasar_app::ChainRules {
+        chain_id: CHAIN,
+        epoch_length: 0,
+    }
+}
+
 /// The built-in application on a fresh state with no accounts (blocks the engine builds carry
 /// no transactions, and their state root is the empty state's).
 fn app() -> ChainApplication {
     let db = quasar_storage::SledStore::temporary().unwrap();
-    let state = quasar_app::State::open(db.state().unwrap(), CHAIN, []).unwrap();
+    let state = quasar_app::State::open(db.state().unwrap(), rules(), [], []).unwrap();
     let cache = Arc::new(quasar_app::VerificationCache::new(CHAIN, 16));
     ChainApplication::new(state, cache, 1 << 20)
 }
@@ -1395,7 +1403,7 @@ fn the_application_prunes_state_versions_past_the_retained_epochs() {
     let open = |prune: bool| {
         let db = quasar_storage::SledStore::temporary().unwrap();
         let state =
-            quasar_app::State::open(db.state().unwrap(), CHAIN, [(from, 1_000_000)]).unwrap();
+            quasar_app::State::open(db.state().unwrap(), rules(), [(from, 1_000_000)], []).unwrap();
         let cache = Arc::new(quasar_app::VerificationCache::new(CHAIN, 64));
         let app = ChainApplication::new(state, cache, 1 << 20);
         let app = if prune {

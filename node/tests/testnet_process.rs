@@ -1395,6 +1395,39 @@ async fn an_account_holder_transfers_and_checks_balances_with_the_client_command
     let bob_seen = balance_when(&bob, &on(3), "stake", 100).await;
     assert_eq!(bob_seen["balance"], 1000 - 10 - 1 - 100 - 1, "{bob_seen}");
 
+    // Validators are accounts. Validator 0 is registered from the genesis, so registering it
+    // again is refused at the API with the registry's reason (its account holds its stake
+    // and no balance, so the fee is 0).
+    let v0 = fx.net.node_dir(0).to_string_lossy().into_owned();
+    let v0_keys = format!("--key-dir {v0} --passphrase-file {v0}/validator.passphrase");
+    let again = cli_fails(&format!("register-validator {v0_keys} --fee 0 {}", on(0)));
+    assert!(again.contains("registered already"), "{again}");
+    // A new validator: its account (the address of its identity key) is funded, registers
+    // with a stake, and leaves; its stake is then bonded.
+    let joiner = path("joiner");
+    cli(&format!("keygen --out {joiner}"));
+    let joiner_address = address(cli(&format!("account address --key-dir {joiner}")));
+    let funded = json(cli(&format!(
+        "transfer --key {alice_key} --to {joiner_address} --amount 5000 --wait {}",
+        on(0)
+    )));
+    assert_eq!(funded["status"], "finalized", "{funded}");
+    balance_when(&joiner_address, &on(1), "balance", 5000).await;
+    let registered = json(cli(&format!(
+        "register-validator --key-dir {joiner} --amount 3000 --wait {}",
+        on(1)
+    )));
+    assert_eq!(registered["status"], "finalized", "{registered}");
+    let joiner_seen = balance_when(&joiner_address, &on(2), "stake", 3000).await;
+    assert_eq!(joiner_seen["balance"], 5000 - 3000 - 1, "{joiner_seen}");
+    let bonded = cli_fails(&format!("unstake --key-dir {joiner} --amount 1 {}", on(2)));
+    assert!(bonded.contains("leave the validator set first"), "{bonded}");
+    let left = json(cli(&format!("leave --key-dir {joiner} --wait {}", on(2))));
+    assert_eq!(left["status"], "finalized", "{left}");
+    balance_when(&joiner_address, &on(2), "nonce", 2).await;
+    let twice = cli_fails(&format!("leave --key-dir {joiner} {}", on(2)));
+    assert!(twice.contains("not a registered validator"), "{twice}");
+
     // Clear refusals.
     let wrong = std::process::Command::new(binary())
         .args(["account", "address", "--key", &bob_key])
@@ -1466,7 +1499,7 @@ async fn an_account_holder_transfers_and_checks_balances_with_the_client_command
         (signed_by(&carol_sk, &bob, 2), "signature does not verify"),
         (
             signed_by(&alice_sk, &alice, 0),
-            "nonce 0 is used: the account's next is 1",
+            "nonce 0 is used: the account's next is 2",
         ),
     ] {
         match fx.net.submit_tx(0, tx).await.unwrap() {

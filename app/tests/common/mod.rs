@@ -9,6 +9,12 @@ use rand_chacha::ChaCha20Rng;
 /// The chain the tests' transactions are signed for.
 pub const CHAIN: u64 = 7;
 
+/// The rules of the tests' chain: epochs of 10 blocks (so stake unbonds in 30).
+pub const RULES: quasar_app::ChainRules = quasar_app::ChainRules {
+    chain_id: CHAIN,
+    epoch_length: 10,
+};
+
 /// Account `i`'s key (a fixed seed per account).
 pub fn key(i: u8) -> SecretKey<MlDsa65> {
     SecretKey::from_seed(&[i; 32])

@@ -574,7 +574,11 @@ impl Simulation {
         guard_dir: &SimGuardDir,
     ) -> Result<(Engine<SimStore, ChainApplication>, crate::engine::Recovery), String> {
         let state_store = state_db.state().map_err(|e| format!("state store: {e}"))?;
-        let state = State::open(state_store, SIM_CHAIN_ID, self.accounts.iter().copied())
+        let rules = quasar_app::ChainRules {
+            chain_id: SIM_CHAIN_ID,
+            epoch_length: self.schedule().length().unwrap_or(0),
+        };
+        let state = State::open(state_store, rules, self.accounts.iter().copied(), [])
             .map_err(|e| format!("application state: {e}"))?;
         let cache = Arc::new(VerificationCache::new(SIM_CHAIN_ID, 4096));
         let app = ChainApplication::new(state, cache, 1 << 24);

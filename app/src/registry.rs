@@ -1,0 +1,440 @@
+//! The validator registry: the accounts that may be chosen as validators, as the state holds
+//! them, and the validator set they give (docs/architecture.md §11).
+//!
+//! # A validator is an account
+//!
+//! A validator's ML-DSA-65 identity key is its account's key, so its address is
+//! [`crate::address_of`] of that key and the transaction that registers it proves possession
+//! of it by its signature. `RegisterValidator` ([`crate::Action`]) carries the other keys
+//! ([`Registration`]): the BLS12-381 public key with its proof of possession (checked when the
+//! transaction executes, so no rogue key enters a set), the SLH-DSA public key and the TLS
+//! certificate of its network identity. The validator's weight is its account's stake.
+//!
+//! # In the state tree
+//!
+//! Beside the accounts, the registry is three kinds of entries:
+//!
+//! | key | value |
+//! |---|---|
+//! | `tagged_hash("QUASAR-STATE-VALIDATOR-v1", [address])` | [`ValidatorRecord::to_bytes`] |
+//! | `tagged_hash("QUASAR-STATE-IDENTITY-v1", [kind, bytes])` | the address that claimed the BLS key (kind 1), SLH-DSA key (2) or TLS certificate (3) |
+//! | `tagged_hash("QUASAR-STATE-VALIDATORS-v1", [])` | [`Directory::to_bytes`]: every registered address, sorted |
+//!
+//! A claim is never released: a key or certificate once registered by one account can never
+//! be registered by another, so no two validators, present or past, share one.
+//!
+//! # Leaving, and the bonded stake
+//!
+//! `Leave` marks the record [`ValidatorStatus::Leaving`] at the height it executes; the sets
+//! derived from then on omit it. Its stake stays bonded (a withdrawal is refused) for
+//! [`ChainRules::unbonding_blocks`] after that height: three epochs, which cover the epoch in
+//! which it left, the one it still validates (sets change two epochs after the staking
+//! transactions that change them) and one more in which evidence of its misbehaviour can still
+//! be submitted. The first withdrawal after that ends the registration: the record becomes
+//! [`ValidatorStatus::Left`] and leaves the directory. A chain without epochs never changes its
+//! set, so it refuses registrations.
+//!
+//! # The set a registry gives
+//!
+//! [`select_validators`] is a pure function of the registry: the active validators with stake,
+//! by stake (highest first), ties broken by BLS key, at most a given number. Every node, and a
+//! late joiner replaying blocks, derives the same set from the same state.
+
+use quasar_crypto::bls;
+use quasar_crypto::hash::{tagged_hash, Hash};
+use quasar_crypto::mldsa::{self, MlDsa65};
+
+use crate::tx::Address;
+
+/// Length of a BLS12-381 public key (compressed G1), bytes.
+pub const BLS_PUBLIC_KEY_LEN: usize = bls::PUBLIC_KEY_LEN;
+/// Length of a BLS proof of possession (compressed G2), bytes.
+pub const PROOF_OF_POSSESSION_LEN: usize = bls::SIGNATURE_LEN;
+/// Length of an SLH-DSA public key of the SHAKE-192 sets Magnetar uses (FIPS 205, Table 2).
+pub const SLHDSA_PUBLIC_KEY_LEN: usize = quasar_crypto::magnetar::PUBLIC_KEY_LEN;
+/// Longest TLS certificate (DER) a registration carries, bytes.
+pub const MAX_TLS_CERTIFICATE_BYTES: usize = 2048;
+/// Most registered validators (active or leaving) a registry holds.
+pub const MAX_REGISTERED_VALIDATORS: usize = 10_000;
+/// Epochs a departing validator's stake stays bonded (see the module docs).
+pub const UNBONDING_EPOCHS: u64 = 3;
+
+/// Hash tag of a validator record's place in the tree.
+const VALIDATOR_TAG: &str = "QUASAR-STATE-VALIDATOR-v1";
+/// Hash tag of an identity claim's place in the tree.
+const IDENTITY_TAG: &str = "QUASAR-STATE-IDENTITY-v1";
+/// Hash tag of the directory's place in the tree.
+const DIRECTORY_TAG: &str = "QUASAR-STATE-VALIDATORS-v1";
+/// Format byte of a record and of the directory.
+const FORMAT: u8 = 1;
+/// Encoded length of the fixed part of [`ValidatorKeys`].
+const KEYS_FIXED_LEN: usize = BLS_PUBLIC_KEY_LEN + SLHDSA_PUBLIC_KEY_LEN;
+
+/// The tree key of the validator record of `address`.
+pub fn validator_key(address: &Address) -> Hash {
+    tagged_hash(VALIDATOR_TAG, &[address])
+}
+
+/// The tree key of the directory.
+pub fn directory_key() -> Hash {
+    tagged_hash(DIRECTORY_TAG, &[])
+}
+
+/// What a validator's keys claim, one tree key each (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Identity {
+    /// Its BLS public key.
+    Bls,
+    /// Its SLH-DSA public key.
+    SlhDsa,
+    /// Its TLS certificate.
+    Tls,
+}
+
+impl Identity {
+    /// What it is, for an error message.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Identity::Bls => "BLS public key",
+            Identity::SlhDsa => "SLH-DSA public key",
+            Identity::Tls => "TLS certificate",
+        }
+    }
+
+    fn kind(&self) -> u8 {
+        match self {
+            Identity::Bls => 1,
+            Identity::SlhDsa => 2,
+            Identity::Tls => 3,
+        }
+    }
+}
+
+/// Why registry bytes (a registration in a transaction, a record or the directory in the
+/// state) are refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RegistryDecodeError {
+    /// Too short or too long for what it encodes.
+    #[error("{what} of {len} bytes: {expected}")]
+    Length {
+        /// What was decoded.
+        what: &'static str,
+        /// Its length.
+        len: usize,
+        /// The lengths allowed.
+        expected: &'static str,
+    },
+    /// A format, status or order this version does not accept.
+    #[error("{0}")]
+    Invalid(&'static str),
+}
+
+/// A validator's keys other than its ML-DSA-65 identity key (which is its account's key).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValidatorKeys {
+    /// BLS12-381 public key, compressed G1 (48 bytes).
+    pub bls_public_key: [u8; BLS_PUBLIC_KEY_LEN],
+    /// SLH-DSA public key (FIPS 205; 48 bytes for the SHAKE-192 sets).
+    pub slhdsa_public_key: [u8; SLHDSA_PUBLIC_KEY_LEN],
+    /// The TLS certificate of its network identity, DER (1 to 2,048 bytes).
+    pub tls_certificate: Vec<u8>,
+}
+
+impl ValidatorKeys {
+    /// `bls_public_key ‖ slhdsa_public_key ‖ tls_certificate`.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        [
+            &self.bls_public_key[..],
+            &self.slhdsa_public_key,
+            &self.tls_certificate,
+        ]
+        .concat()
+    }
+
+    /// Decodes [`ValidatorKeys::to_bytes`]: the two keys, then 1 to
+    /// [`MAX_TLS_CERTIFICATE_BYTES`] of certificate.
+    ///
+    /// Errors: [`RegistryDecodeError::Length`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<ValidatorKeys, RegistryDecodeError> {
+        let certificate_len = bytes.len().checked_sub(KEYS_FIXED_LEN);
+        if !certificate_len.is_some_and(|n| (1..=MAX_TLS_CERTIFICATE_BYTES).contains(&n)) {
+            return Err(RegistryDecodeError::Length {
+                what: "validator keys",
+                len: bytes.len(),
+                expected: "96 bytes of keys and 1 to 2048 of TLS certificate",
+            });
+        }
+        let (bls_key, rest) = bytes.split_at(BLS_PUBLIC_KEY_LEN);
+        let (slhdsa_key, certificate) = rest.split_at(SLHDSA_PUBLIC_KEY_LEN);
+        let fixed = |what| RegistryDecodeError::Length {
+            what,
+            len: bytes.len(),
+            expected: "48 bytes",
+        };
+        Ok(ValidatorKeys {
+            bls_public_key: bls_key.try_into().map_err(|_| fixed("BLS public key"))?,
+            slhdsa_public_key: slhdsa_key
+                .try_into()
+                .map_err(|_| fixed("SLH-DSA public key"))?,
+            tls_certificate: certificate.to_vec(),
+        })
+    }
+
+    /// The tree keys of what these keys claim: BLS key, SLH-DSA key, TLS certificate.
+    pub fn identities(&self) -> [(Identity, Hash); 3] {
+        let claim = |identity: Identity, bytes: &[u8]| {
+            (
+                identity,
+                tagged_hash(IDENTITY_TAG, &[&[identity.kind()], bytes]),
+            )
+        };
+        [
+            claim(Identity::Bls, &self.bls_public_key),
+            claim(Identity::SlhDsa, &self.slhdsa_public_key),
+            claim(Identity::Tls, &self.tls_certificate),
+        ]
+    }
+}
+
+/// What a `RegisterValidator` transaction carries: the keys, and the proof of possession of
+/// the BLS key (IETF draft-irtf-cfrg-bls-signature-05 §3.3, the `_POP_` ciphersuite).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Registration {
+    /// The keys registered.
+    pub keys: ValidatorKeys,
+    /// The BLS proof of possession (compressed G2, 96 bytes).
+    pub proof_of_possession: [u8; PROOF_OF_POSSESSION_LEN],
+}
+
+impl Registration {
+    /// The registration of `keys`, with the proof of possession made by `bls_secret` (whose
+    /// public key must be `keys.bls_public_key` for [`Registration::check`] to pass).
+    pub fn new(keys: ValidatorKeys, bls_secret: &bls::SecretKey) -> Registration {
+        Registration {
+            keys,
+            proof_of_possession: bls_secret.prove_possession().to_bytes(),
+        }
+    }
+
+    /// `proof_of_possession ‖` [`ValidatorKeys::to_bytes`]: what a transaction body's
+    /// registration field holds.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        [&self.proof_of_possession[..], &self.keys.to_bytes()].concat()
+    }
+
+    /// Decodes [`Registration::to_bytes`].
+    ///
+    /// Errors: [`RegistryDecodeError::Length`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Registration, RegistryDecodeError> {
+        let (Some(pop), Some(keys)) = (
+            bytes.get(..PROOF_OF_POSSESSION_LEN),
+            bytes.get(PROOF_OF_POSSESSION_LEN..),
+        ) else {
+            return Err(RegistryDecodeError::Length {
+                what: "registration",
+                len: bytes.len(),
+                expected: "96 bytes of proof of possession, then the keys",
+            });
+        };
+        Ok(Registration {
+            keys: ValidatorKeys::from_bytes(keys)?,
+            proof_of_possession: pop.try_into().map_err(|_| RegistryDecodeError::Length {
+                what: "proof of possession",
+                len: pop.len(),
+                expected: "96 bytes",
+            })?,
+        })
+    }
+
+    /// Checks that the BLS key is a valid public key (a non-identity point of the G1 subgroup)
+    /// and that the proof of possession verifies under it. Deterministic, about two pairings.
+    ///
+    /// Errors: a sentence naming what failed.
+    pub fn check(&self) -> Result<(), String> {
+        let key = bls::PublicKey::from_bytes(&self.keys.bls_public_key)
+            .map_err(|e| format!("BLS public key: {e}"))?;
+        let pop = bls::ProofOfPossession::from_bytes(&self.proof_of_possession)
+            .map_err(|e| format!("proof of possession: {e}"))?;
+        key.verify_possession(&pop)
+            .map_err(|e| format!("the proof of possession does not verify: {e}"))
+    }
+}
+
+/// Where a registered validator stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValidatorStatus {
+    /// Registered: sets derived from the state include it (given stake).
+    Active,
+    /// Left at height `since`: no longer in derived sets; its stake is bonded until
+    /// `since + ChainRules::unbonding_blocks`.
+    Leaving {
+        /// The height of the block whose `Leave` executed.
+        since: u64,
+    },
+    /// Its registration ended (the first withdrawal after the bonded period); it may register
+    /// again with the keys it claimed.
+    Left,
+}
+
+/// A validator's entry in the registry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValidatorRecord {
+    /// Where it stands.
+    pub status: ValidatorStatus,
+    /// The height of the block that registered it (0: the genesis).
+    pub registered_at: u64,
+    /// Its keys.
+    pub keys: ValidatorKeys,
+}
+
+impl ValidatorRecord {
+    /// The canonical encoding: format 1 (1 byte), status (1 byte: 1 active, 2 leaving, 3 left),
+    /// `since` (u64 BE; 0 unless leaving), `registered_at` (u64 BE), then
+    /// [`ValidatorKeys::to_bytes`].
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let (status, since) = match self.status {
+            ValidatorStatus::Active => (1u8, 0u64),
+            ValidatorStatus::Leaving { since } => (2, since),
+            ValidatorStatus::Left => (3, 0),
+        };
+        [
+            &[FORMAT, status][..],
+            &since.to_be_bytes(),
+            &self.registered_at.to_be_bytes(),
+            &self.keys.to_bytes(),
+        ]
+        .concat()
+    }
+
+    /// Decodes [`ValidatorRecord::to_bytes`], refusing any other encoding of the same record.
+    ///
+    /// Errors: [`RegistryDecodeError`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<ValidatorRecord, RegistryDecodeError> {
+        let short = || RegistryDecodeError::Length {
+            what: "validator record",
+            len: bytes.len(),
+            expected: "at least 18 bytes and the keys",
+        };
+        let (head, keys) = bytes.split_at_checked(18).ok_or_else(short)?;
+        let word = |at: usize| {
+            head.get(at..at + 8)
+                .and_then(|w| <[u8; 8]>::try_from(w).ok())
+                .map(u64::from_be_bytes)
+                .ok_or_else(short)
+        };
+        let (since, registered_at) = (word(2)?, word(10)?);
+        let status = match (head.first(), head.get(1), since) {
+            (Some(&FORMAT), Some(1), 0) => ValidatorStatus::Active,
+            (Some(&FORMAT), Some(2), since) => ValidatorStatus::Leaving { since },
+            (Some(&FORMAT), Some(3), 0) => ValidatorStatus::Left,
+            _ => {
+                return Err(RegistryDecodeError::Invalid(
+                    "a validator record of unknown format or status",
+                ))
+            }
+        };
+        Ok(ValidatorRecord {
+            status,
+            registered_at,
+            keys: ValidatorKeys::from_bytes(keys)?,
+        })
+    }
+}
+
+/// Every registered (active or leaving) validator's address, sorted and without repeats.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Directory(pub std::collections::BTreeSet<Address>);
+
+impl Directory {
+    /// Format 1 (1 byte), then the addresses in order (32 bytes each).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(1 + 32 * self.0.len());
+        out.push(FORMAT);
+        for address in &self.0 {
+            out.extend_from_slice(address);
+        }
+        out
+    }
+
+    /// Decodes [`Directory::to_bytes`]: at most [`MAX_REGISTERED_VALIDATORS`] addresses, in
+    /// strictly increasing order.
+    ///
+    /// Errors: [`RegistryDecodeError`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Directory, RegistryDecodeError> {
+        let Some((&FORMAT, addresses)) = bytes.split_first() else {
+            return Err(RegistryDecodeError::Invalid(
+                "a validator directory of unknown format",
+            ));
+        };
+        if addresses.len() % 32 != 0 || addresses.len() / 32 > MAX_REGISTERED_VALIDATORS {
+            return Err(RegistryDecodeError::Length {
+                what: "validator directory",
+                len: bytes.len(),
+                expected: "1 + 32·n bytes, n ≤ 10,000",
+            });
+        }
+        let mut set = std::collections::BTreeSet::new();
+        for chunk in addresses.chunks_exact(32) {
+            let address: Address = chunk
+                .try_into()
+                .map_err(|_| RegistryDecodeError::Invalid("a short address"))?;
+            if set.last().is_some_and(|last| *last >= address) {
+                return Err(RegistryDecodeError::Invalid(
+                    "validator directory addresses out of order",
+                ));
+            }
+            set.insert(address);
+        }
+        Ok(Directory(set))
+    }
+}
+
+/// The rules of one chain that execution needs besides its transactions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChainRules {
+    /// The chain id transactions are signed for.
+    pub chain_id: u64,
+    /// Blocks per epoch; 0 for a chain that runs one endless epoch (its set never changes).
+    pub epoch_length: u64,
+}
+
+impl ChainRules {
+    /// How long a departing validator's stake stays bonded, in blocks
+    /// ([`UNBONDING_EPOCHS`] epochs); `None` on a chain without epochs.
+    pub fn unbonding_blocks(&self) -> Option<u64> {
+        (self.epoch_length != 0).then(|| self.epoch_length.saturating_mul(UNBONDING_EPOCHS))
+    }
+}
+
+/// A registered validator as the state holds it: its record, with its account's key and stake.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegisteredValidator {
+    /// Its account's address.
+    pub address: Address,
+    /// Its ML-DSA-65 identity key (its account's key).
+    pub identity_key: mldsa::PublicKey<MlDsa65>,
+    /// Its account's stake.
+    pub stake: u64,
+    /// Its record.
+    pub record: ValidatorRecord,
+}
+
+/// The validator set a registry gives: the [`ValidatorStatus::Active`] validators with a
+/// non-zero stake, by stake (highest first), ties by BLS public key (lowest first), at most
+/// `max`. A pure function of its input's contents, whatever their order.
+pub fn select_validators(
+    mut registry: Vec<RegisteredValidator>,
+    max: usize,
+) -> Vec<RegisteredValidator> {
+    registry.retain(|v| v.record.status == ValidatorStatus::Active && v.stake > 0);
+    registry.sort_by(|a, b| {
+        b.stake.cmp(&a.stake).then_with(|| {
+            a.record
+                .keys
+                .bls_public_key
+                .cmp(&b.record.keys.bls_public_key)
+        })
+    });
+    registry.truncate(max);
+    registry
+}

@@ -1,0 +1,493 @@
+//! The validator registry: registering, leaving, the bonded stake, refusals that change
+//! nothing, the set a registry gives, the registry in the state tree (pending blocks, commits,
+//! restarts, the genesis validators), and its encodings.
+
+mod common;
+
+use common::{addr, fuzz_mutations, key, tx, CHAIN, RULES};
+use quasar_app::registry::{Directory, Identity, RegistryDecodeError, MAX_TLS_CERTIFICATE_BYTES};
+use quasar_app::{
+    check_committed, select_validators, Action, ChainRules, ExecError, GenesisValidator, Ledger,
+    RegisteredValidator, Registration, SignedTransaction, State, StateError, Transaction, TxError,
+    ValidatorKeys, ValidatorRecord, ValidatorStatus, VerificationCache,
+};
+use quasar_crypto::bls;
+use quasar_storage::SledStore;
+
+/// Validator `i`'s BLS secret key.
+fn bls_key(i: u8) -> bls::SecretKey {
+    bls::SecretKey::from_seed(&[i.wrapping_add(100); 32])
+}
+
+/// Validator `i`'s keys: its BLS key, an SLH-DSA key and a certificate of its own.
+fn keys(i: u8) -> ValidatorKeys {
+    ValidatorKeys {
+        bls_public_key: bls_key(i).public_key().to_bytes(),
+        slhdsa_public_key: [i; 48],
+        tls_certificate: vec![0x30, i, i],
+    }
+}
+
+/// A registration of validator `i`'s keys, staking `amount`.
+fn register(i: u8, amount: u64) -> Action {
+    Action::RegisterValidator {
+        amount,
+        registration: Box::new(Registration::new(keys(i), &bls_key(i))),
+    }
+}
+
+/// A registration of `keys`, with the proof of possession made by `bls_key(signer)`.
+fn register_keys(keys: ValidatorKeys, signer: u8) -> Action {
+    Action::RegisterValidator {
+        amount: 100,
+        registration: Box::new(Registration::new(keys, &bls_key(signer))),
+    }
+}
+
+/// Accounts 1 to 4 funded with 10,000 each, their keys in the ledger (each sent one transfer
+/// to itself at height 1).
+fn funded() -> (VerificationCache, Ledger) {
+    let cache = VerificationCache::new(CHAIN, 256);
+    let mut ledger = Ledger::new(RULES, (1..=4).map(|i| (addr(i), 10_000))).expect("genesis");
+    for i in 1..=4 {
+        let first = tx(
+            i,
+            0,
+            true,
+            Action::Transfer {
+                to: addr(i),
+                amount: 0,
+            },
+        );
+        ledger.apply(&first, 1, &cache).expect("first transaction");
+    }
+    (cache, ledger)
+}
+
+#[test]
+fn a_validator_registers_leaves_and_withdraws_after_the_unbonding_period() {
+    let (cache, mut ledger) = funded();
+    ledger
+        .apply(&tx(1, 1, false, register(1, 500)), 5, &cache)
+        .expect("registers");
+    let record = ledger.validator(&addr(1)).expect("record").clone();
+    assert_eq!(record.status, ValidatorStatus::Active);
+    assert_eq!(record.registered_at, 5);
+    assert_eq!(record.keys, keys(1));
+    let account = ledger.account(&addr(1)).expect("account");
+    assert_eq!((account.balance, account.stake), (10_000 - 20 - 500, 500));
+    assert!(ledger.directory().0.contains(&addr(1)));
+    assert_eq!(ledger.claims().count(), 3);
+
+    // Active: the stake is bonded.
+    let withdraw = |nonce| tx(1, nonce, false, Action::WithdrawStake { amount: 500 });
+    let early = ledger.apply(&withdraw(2), 6, &cache).expect_err("bonded");
+    assert_eq!(early, ExecError::Bonded { from: None });
+    assert!(!early.may_apply_later());
+
+    ledger
+        .apply(&tx(1, 2, false, Action::Leave), 7, &cache)
+        .expect("leaves");
+    assert_eq!(
+        ledger.validator(&addr(1)).map(|r| r.status),
+        Some(ValidatorStatus::Leaving { since: 7 })
+    );
+    assert!(matches!(
+        ledger.apply(&tx(1, 3, false, Action::Leave), 8, &cache),
+        Err(ExecError::NotRegistered { .. })
+    ));
+    // Bonded for three epochs of 10 blocks after height 7.
+    let waiting = ledger.apply(&withdraw(3), 36, &cache).expect_err("bonded");
+    assert_eq!(waiting, ExecError::Bonded { from: Some(37) });
+    assert!(waiting.may_apply_later(), "a mempool keeps it until then");
+    ledger.apply(&withdraw(3), 37, &cache).expect("unbonded");
+    assert_eq!(
+        ledger.validator(&addr(1)).map(|r| r.status),
+        Some(ValidatorStatus::Left)
+    );
+    assert!(ledger.directory().0.is_empty());
+    assert_eq!(ledger.account(&addr(1)).map(|a| a.stake), Some(0));
+    // A validator that left may register again, with the keys it claimed.
+    ledger
+        .apply(&tx(1, 4, false, register(1, 50)), 40, &cache)
+        .expect("registers again");
+    assert_eq!(
+        ledger
+            .validator(&addr(1))
+            .map(|r| (r.status, r.registered_at)),
+        Some((ValidatorStatus::Active, 40))
+    );
+}
+
+#[test]
+fn a_refused_registration_changes_nothing_and_says_why() {
+    let (cache, mut ledger) = funded();
+    ledger
+        .apply(&tx(1, 1, false, register(1, 500)), 2, &cache)
+        .expect("registers");
+    let before = ledger.clone();
+    let with = |edit: fn(&mut ValidatorKeys)| {
+        let mut k = keys(2);
+        edit(&mut k);
+        k
+    };
+    // A proof of possession made by another key.
+    let forged = ledger
+        .apply(&tx(2, 1, false, register_keys(keys(2), 3)), 3, &cache)
+        .expect_err("refused");
+    assert!(
+        matches!(&forged, ExecError::Registration(m) if m.starts_with("the proof of possession")),
+        "{forged}"
+    );
+    assert_eq!(ledger, before);
+    let cases: Vec<(SignedTransaction, ExecError)> = vec![
+        // Keys account 1 registered.
+        (
+            tx(
+                2,
+                1,
+                false,
+                register_keys(with(|k| k.bls_public_key = keys(1).bls_public_key), 1),
+            ),
+            ExecError::IdentityClaimed(Identity::Bls.name()),
+        ),
+        (
+            tx(
+                2,
+                1,
+                false,
+                register_keys(with(|k| k.slhdsa_public_key = [1; 48]), 2),
+            ),
+            ExecError::IdentityClaimed(Identity::SlhDsa.name()),
+        ),
+        (
+            tx(
+                2,
+                1,
+                false,
+                register_keys(with(|k| k.tls_certificate = vec![0x30, 1, 1]), 2),
+            ),
+            ExecError::IdentityClaimed(Identity::Tls.name()),
+        ),
+        // Registered already.
+        (
+            tx(1, 2, false, register(1, 1)),
+            ExecError::AlreadyRegistered {
+                address: hex::encode(addr(1)),
+            },
+        ),
+        // No stake, and more than the balance.
+        (tx(2, 1, false, register(2, 0)), ExecError::NoStake),
+        (
+            tx(2, 1, false, register(2, 10_000)),
+            ExecError::Insufficient {
+                needed: 10_010,
+                available: 9_990,
+            },
+        ),
+    ];
+    for (tx, expected) in cases {
+        let error = ledger.apply(&tx, 3, &cache).expect_err("refused");
+        let message = error.to_string();
+        assert_eq!(error, expected, "{message}");
+        assert!(!error.may_apply_later(), "{message}");
+        assert_eq!(ledger, before, "a refused registration changed the ledger");
+    }
+    // A BLS key that is not a point of G1.
+    let mut bad = Registration::new(keys(2), &bls_key(2));
+    bad.keys.bls_public_key = [0xff; 48];
+    let action = Action::RegisterValidator {
+        amount: 100,
+        registration: Box::new(bad),
+    };
+    assert!(matches!(
+        ledger.apply(&tx(2, 1, false, action), 3, &cache),
+        Err(ExecError::Registration(m)) if m.starts_with("BLS public key")
+    ));
+    // A chain without epochs never changes its set.
+    let endless = ChainRules {
+        epoch_length: 0,
+        ..RULES
+    };
+    let mut single = Ledger::new(endless, [(addr(2), 1_000)]).expect("genesis");
+    assert_eq!(
+        single.apply(&tx(2, 0, true, register(2, 100)), 1, &cache),
+        Err(ExecError::NoEpochs)
+    );
+    assert_eq!(ledger, before);
+}
+
+fn registered(i: u8, stake: u64, status: ValidatorStatus) -> RegisteredValidator {
+    RegisteredValidator {
+        address: addr(i),
+        identity_key: key(i).public_key().clone(),
+        stake,
+        record: ValidatorRecord {
+            status,
+            registered_at: 0,
+            keys: keys(i),
+        },
+    }
+}
+
+#[test]
+fn the_set_is_the_active_validators_by_stake_then_key_whatever_the_order() {
+    let registry = vec![
+        registered(1, 50, ValidatorStatus::Active),
+        registered(2, 70, ValidatorStatus::Active),
+        registered(3, 50, ValidatorStatus::Active),
+        registered(4, 90, ValidatorStatus::Leaving { since: 3 }),
+        registered(5, 0, ValidatorStatus::Active),
+        registered(6, 10, ValidatorStatus::Active),
+    ];
+    let set = select_validators(registry.clone(), 3);
+    let tie_first = if keys(1).bls_public_key < keys(3).bls_public_key {
+        [2, 1, 3]
+    } else {
+        [2, 3, 1]
+    };
+    let expected: Vec<_> = tie_first.iter().map(|i| addr(*i)).collect();
+    assert_eq!(set.iter().map(|v| v.address).collect::<Vec<_>>(), expected);
+    let mut reversed = registry.clone();
+    reversed.reverse();
+    assert_eq!(select_validators(reversed, 3), set);
+    // No cap: every active validator with stake, and none other.
+    let all = select_validators(registry, usize::MAX);
+    assert_eq!(all.len(), 4);
+    assert!(all
+        .iter()
+        .all(|v| v.stake > 0 && v.record.status == ValidatorStatus::Active));
+}
+
+fn open(store: &SledStore) -> State {
+    let genesis = GenesisValidator {
+        identity_key: key(5).public_key().clone(),
+        keys: keys(5),
+        stake: 1_000,
+    };
+    State::open(
+        store.state().expect("tree"),
+        RULES,
+        (1..=3).map(|i| (addr(i), 10_000)),
+        [genesis],
+    )
+    .expect("open")
+}
+
+fn block(txs: &[SignedTransaction]) -> Vec<Vec<u8>> {
+    txs.iter().map(|t| t.as_bytes().to_vec()).collect()
+}
+
+fn refs(block: &[Vec<u8>]) -> Vec<&[u8]> {
+    block.iter().map(Vec::as_slice).collect()
+}
+
+#[test]
+fn the_registry_lives_in_state_above_pending_blocks_and_across_a_restart() {
+    let store = SledStore::temporary().expect("store");
+    let mut state = open(&store);
+    let cache = VerificationCache::new(CHAIN, 256);
+    // The genesis validator is registered at version 0, its key and stake in its account.
+    let genesis = state.registry(0).expect("registry");
+    assert_eq!(genesis, vec![registered(5, 1_000, ValidatorStatus::Active)]);
+    assert_eq!(
+        open(&SledStore::temporary().expect("store")).root(),
+        state.root()
+    );
+
+    // Block 1 registers account 1; block 2, executed above it before it is committed, finds
+    // its claims (a second registration of the same BLS key is refused) and its record (the
+    // validator leaves).
+    let one = block(&[tx(1, 0, true, register(1, 500))]);
+    let executed_one = state.execute(&[], 1, &refs(&one), &cache).expect("block 1");
+    let stolen = register_keys(
+        ValidatorKeys {
+            bls_public_key: keys(1).bls_public_key,
+            ..keys(2)
+        },
+        1,
+    );
+    let two_bad = block(&[tx(2, 0, true, stolen)]);
+    assert!(matches!(
+        state.execute(&[&executed_one], 2, &refs(&two_bad), &cache),
+        Err(StateError::Transaction {
+            source: ExecError::IdentityClaimed(_),
+            ..
+        })
+    ));
+    let two = block(&[
+        tx(1, 1, false, Action::Leave),
+        tx(2, 0, true, register(2, 300)),
+    ]);
+    let executed_two = state
+        .execute(&[&executed_one], 2, &refs(&two), &cache)
+        .expect("block 2");
+    state.commit(executed_one).expect("commit 1");
+    state.commit(executed_two).expect("commit 2");
+
+    let at_one = state.registry(1).expect("registry 1");
+    assert_eq!(at_one.len(), 2, "versions keep their own registry");
+    let now = state.registry(2).expect("registry 2");
+    let statuses: Vec<_> = now.iter().map(|v| (v.address, v.record.status)).collect();
+    let mut expected = vec![
+        (addr(1), ValidatorStatus::Leaving { since: 2 }),
+        (addr(2), ValidatorStatus::Active),
+        (addr(5), ValidatorStatus::Active),
+    ];
+    expected.sort_by_key(|(address, _)| *address);
+    assert_eq!(statuses, expected);
+    let set = select_validators(now.clone(), 10);
+    assert_eq!(
+        set.iter().map(|v| v.address).collect::<Vec<_>>(),
+        vec![addr(5), addr(2)]
+    );
+
+    // A restart reads the same registry; another node executing the same blocks gets the
+    // same root.
+    let root = state.root();
+    drop(state);
+    let reopened = open(&store);
+    assert_eq!(reopened.registry(2).expect("registry"), now);
+    let other_store = SledStore::temporary().expect("store");
+    let mut other = open(&other_store);
+    for (height, txs) in [(1, &one), (2, &two)] {
+        let executed = other
+            .execute(&[], height, &refs(txs), &cache)
+            .expect("execute");
+        other.commit(executed).expect("commit");
+    }
+    assert_eq!(other.root(), root);
+
+    // Admission's check against the committed state: a taken key is refused with the
+    // reason, a fresh registration passes, and nothing is written.
+    let taken = tx(3, 0, true, register_keys(keys(2), 2));
+    assert!(matches!(
+        check_committed(&store.state().expect("tree"), RULES, &taken, &cache),
+        Err(StateError::Transaction {
+            source: ExecError::IdentityClaimed(_),
+            ..
+        })
+    ));
+    let fresh = tx(3, 0, true, register(3, 100));
+    check_committed(&store.state().expect("tree"), RULES, &fresh, &cache).expect("applies");
+    assert_eq!(reopened.registry(2).expect("registry").len(), 3);
+}
+
+#[test]
+fn a_registration_round_trips_and_its_field_is_empty_for_every_other_action() {
+    let sk = key(1);
+    let body = Transaction {
+        chain_id: CHAIN,
+        nonce: 0,
+        fee: 10,
+        sender: addr(1),
+        public_key: Some(sk.public_key().clone()),
+        action: register(1, 77),
+    };
+    let bytes = body.encode().expect("encode");
+    assert_eq!(Transaction::decode(&bytes), Ok(body.clone()));
+    let signed = body
+        .clone()
+        .sign(&sk, &mut rand::rngs::OsRng)
+        .expect("sign");
+    assert_eq!(
+        SignedTransaction::decode(signed.as_bytes()),
+        Ok(signed.clone())
+    );
+    // The body carries the registration's bytes: PoP (96), BLS key (48), SLH-DSA key (48),
+    // the certificate.
+    let registration = Registration::new(keys(1), &bls_key(1)).to_bytes();
+    assert_eq!(registration.len(), 96 + 48 + 48 + 3);
+    assert!(bytes
+        .windows(registration.len())
+        .any(|w| w == registration.as_slice()));
+
+    // A transfer whose registration field is not empty: built by moving the registration's
+    // bytes under a transfer's kind byte (offset 16 + 56).
+    let mut transfer = bytes.clone();
+    transfer[16 + 56] = 1;
+    assert_eq!(
+        Transaction::decode(&transfer),
+        Err(TxError::UnexpectedRegistration)
+    );
+    // A registration whose certificate is empty or too long.
+    for certificate in [vec![], vec![7; MAX_TLS_CERTIFICATE_BYTES + 1]] {
+        let mut keys = keys(1);
+        keys.tls_certificate = certificate;
+        let bytes = Transaction {
+            action: register_keys(keys, 1),
+            ..body.clone()
+        }
+        .encode()
+        .expect("encode");
+        assert!(matches!(
+            Transaction::decode(&bytes),
+            Err(TxError::Registration(RegistryDecodeError::Length { .. }))
+        ));
+    }
+}
+
+#[test]
+fn records_and_the_directory_have_one_encoding_each() {
+    for status in [
+        ValidatorStatus::Active,
+        ValidatorStatus::Leaving { since: 9 },
+        ValidatorStatus::Left,
+    ] {
+        let record = ValidatorRecord {
+            status,
+            registered_at: 4,
+            keys: keys(1),
+        };
+        let bytes = record.to_bytes();
+        assert_eq!(ValidatorRecord::from_bytes(&bytes), Ok(record));
+        assert!(ValidatorRecord::from_bytes(&bytes[..17]).is_err());
+    }
+    // An active record with a `since` height is another encoding of nothing.
+    let mut active = ValidatorRecord {
+        status: ValidatorStatus::Active,
+        registered_at: 4,
+        keys: keys(1),
+    }
+    .to_bytes();
+    active[9] = 1;
+    assert!(ValidatorRecord::from_bytes(&active).is_err());
+    let directory = Directory([addr(1), addr(2)].into_iter().collect());
+    let bytes = directory.to_bytes();
+    assert_eq!(Directory::from_bytes(&bytes), Ok(directory));
+    let mut swapped = vec![1u8];
+    let (a, b) = (addr(1).max(addr(2)), addr(1).min(addr(2)));
+    swapped.extend_from_slice(&a);
+    swapped.extend_from_slice(&b);
+    assert!(Directory::from_bytes(&swapped).is_err(), "out of order");
+    assert!(
+        Directory::from_bytes(&bytes[..40]).is_err(),
+        "a partial address"
+    );
+    assert!(Directory::from_bytes(&[]).is_err());
+}
+
+#[test]
+fn the_fuzz_entry_points_survive_mutated_registrations_and_records() {
+    let record = ValidatorRecord {
+        status: ValidatorStatus::Leaving { since: 3 },
+        registered_at: 1,
+        keys: keys(1),
+    };
+    fuzz_mutations(
+        &[
+            tx(1, 0, true, register(1, 5)).as_bytes().to_vec(),
+            tx(2, 4, false, register(2, 0)).as_bytes().to_vec(),
+        ],
+        300,
+        quasar_app::fuzzing::signed_transaction,
+    );
+    fuzz_mutations(
+        &[
+            record.to_bytes(),
+            Directory([addr(1), addr(3)].into_iter().collect()).to_bytes(),
+        ],
+        300,
+        quasar_app::fuzzing::state_decode,
+    );
+}
