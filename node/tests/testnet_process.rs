@@ -1400,7 +1400,10 @@ async fn an_account_holder_transfers_and_checks_balances_with_the_client_command
     // and no balance, so the fee is 0).
     let v0 = fx.net.node_dir(0).to_string_lossy().into_owned();
     let v0_keys = format!("--key-dir {v0} --passphrase-file {v0}/validator.passphrase");
-    let again = cli_fails(&format!("register-validator {v0_keys} --fee 0 {}", on(0)));
+    let again = cli_fails(&format!(
+        "register-validator {v0_keys} --amount 0 --fee 0 {}",
+        on(0)
+    ));
     assert!(again.contains("registered already"), "{again}");
     // A new validator: its account (the address of its identity key) is funded, registers
     // with a stake, and leaves; its stake is then bonded.
