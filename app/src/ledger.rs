@@ -31,7 +31,7 @@ use quasar_crypto::hash::Hash;
 use quasar_crypto::mldsa::{self, MlDsa65};
 
 use crate::registry::{
-    ChainRules, Directory, ValidatorKeys, ValidatorRecord, ValidatorStatus,
+    ChainRules, Directory, EvidenceCheck, ValidatorKeys, ValidatorRecord, ValidatorStatus,
     MAX_REGISTERED_VALIDATORS,
 };
 use crate::tx::{address_of, Action, Address, SignedTransaction, TxError};
@@ -211,6 +211,15 @@ pub enum ExecError {
     /// A registration on a chain without epochs.
     #[error("this chain runs one endless epoch: its validator set never changes")]
     NoEpochs,
+    /// Evidence of equivocation that proves nothing against the offender named.
+    #[error("the evidence is refused: {0}")]
+    Evidence(String),
+    /// A report against a validator whose stake is slashed or withdrawn already.
+    #[error("validator {address} has no stake left to slash")]
+    NothingToSlash {
+        /// The offender, hex.
+        address: String,
+    },
     /// A withdrawal of bonded stake.
     #[error("the stake is bonded: {}", match .from {
         None => "leave the validator set first (the Leave transaction)".to_string(),
@@ -381,13 +390,20 @@ impl Ledger {
     pub fn reads(tx: &SignedTransaction) -> Reads {
         let body = tx.transaction();
         let to = match body.action {
-            Action::Transfer { to, .. } if to != body.sender => Some(to),
+            Action::Transfer { to, .. } | Action::ReportEquivocation { offender: to, .. }
+                if to != body.sender =>
+            {
+                Some(to)
+            }
             _ => None,
         };
-        let registry = matches!(
-            body.action,
-            Action::Leave | Action::WithdrawStake { .. } | Action::RegisterValidator { .. }
-        );
+        let validator = match &body.action {
+            Action::Leave | Action::WithdrawStake { .. } | Action::RegisterValidator { .. } => {
+                Some(body.sender)
+            }
+            Action::ReportEquivocation { offender, .. } => Some(*offender),
+            Action::Transfer { .. } | Action::AddStake { .. } => None,
+        };
         let claims = match &body.action {
             Action::RegisterValidator { registration, .. } => registration
                 .keys
@@ -399,7 +415,7 @@ impl Ledger {
         };
         Reads {
             accounts: std::iter::once(body.sender).chain(to).collect(),
-            validator: registry.then_some(body.sender),
+            validator,
             claims,
             directory: matches!(
                 body.action,
@@ -410,8 +426,9 @@ impl Ledger {
 
     /// Checks `tx` against the ledger and applies it as part of block `height` (steps in the
     /// module docs); on an error nothing changes. Signatures are checked through `cache`,
-    /// which must be this chain's. An account, record or claim the ledger does not hold counts
-    /// as absent (see [`Ledger::reads`]).
+    /// which must be this chain's, and evidence of equivocation through `evidence`. An
+    /// account, record or claim the ledger does not hold counts as absent (see
+    /// [`Ledger::reads`]).
     ///
     /// Errors: [`ExecError`].
     pub fn apply(
@@ -419,6 +436,7 @@ impl Ledger {
         tx: &SignedTransaction,
         height: u64,
         cache: &VerificationCache,
+        evidence: &dyn EvidenceCheck,
     ) -> Result<(), ExecError> {
         let body = tx.transaction();
         let address = || hex::encode(body.sender);
@@ -451,6 +469,8 @@ impl Ledger {
         let mut credited = None;
         // The sender's validator record after the transaction, when it changes.
         let mut record = None;
+        // A slashed offender, with its record after the slashing.
+        let mut slashed = None;
         match &body.action {
             Action::Transfer { to, amount } => {
                 balance = pay(balance, *amount)?;
@@ -501,6 +521,13 @@ impl Ledger {
                     return Err(ExecError::NoStake);
                 }
             }
+            Action::ReportEquivocation {
+                offender,
+                evidence: bytes,
+            } => {
+                balance = pay(balance, 0)?;
+                slashed = Some((*offender, self.slashing(offender, bytes, height, evidence)?));
+            }
         }
         // Every check passed: write. Only a first transaction's key is copied into state.
         let account = self.accounts.entry(body.sender).or_default();
@@ -522,7 +549,50 @@ impl Ledger {
         if let Action::RegisterValidator { registration, .. } = &body.action {
             self.register(body.sender, registration.keys.clone(), height);
         }
+        if let Some((offender, record)) = slashed {
+            self.accounts.entry(offender).or_default().stake = 0;
+            self.validators.insert(offender, record);
+        }
         Ok(())
+    }
+
+    /// The record of `offender` after a report of equivocation proved by `bytes`, checked
+    /// through `evidence` at `height`: an active registration ends (as by `Leave`).
+    ///
+    /// Errors: [`ExecError::NotRegistered`] for an offender that never registered or whose
+    /// registration ended; [`ExecError::NothingToSlash`] when its stake is gone already;
+    /// [`ExecError::Evidence`] for evidence that proves nothing, or was signed by another key.
+    fn slashing(
+        &self,
+        offender: &Address,
+        bytes: &[u8],
+        height: u64,
+        evidence: &dyn EvidenceCheck,
+    ) -> Result<ValidatorRecord, ExecError> {
+        let address = || hex::encode(offender);
+        let record = self
+            .validators
+            .get(offender)
+            .filter(|r| r.status != ValidatorStatus::Left)
+            .ok_or_else(|| ExecError::NotRegistered { address: address() })?;
+        if self.accounts.get(offender).is_none_or(|a| a.stake == 0) {
+            return Err(ExecError::NothingToSlash { address: address() });
+        }
+        let offence = evidence.check(bytes).map_err(ExecError::Evidence)?;
+        if offence.bls_public_key != record.keys.bls_public_key {
+            return Err(ExecError::Evidence(format!(
+                "it was signed by another key than validator {}'s",
+                address()
+            )));
+        }
+        let status = match record.status {
+            ValidatorStatus::Active => ValidatorStatus::Leaving { since: height },
+            other => other,
+        };
+        Ok(ValidatorRecord {
+            status,
+            ..record.clone()
+        })
     }
 
     /// Refuses a registration of `keys` by `address` unless `address` holds no current

@@ -9,8 +9,8 @@
 //!   checked once per node, not again when its block is verified or executed;
 //! - [`ledger`]: accounts (balance, stake, nonce, key), and the rules by which a transaction
 //!   applies to them or is refused without changing anything;
-//! - [`registry`]: the validator registry (`RegisterValidator`, `Leave`, the bonded stake) and
-//!   the validator set it gives;
+//! - [`registry`]: the validator registry (`RegisterValidator`, `Leave`, the bonded stake,
+//!   slashing by `ReportEquivocation`) and the validator set it gives;
 //! - [`state`]: the accounts and the registry in a Jellyfish Merkle tree stored in sled, one
 //!   version per block;
 //!   executing a block on top of its not-yet-final ancestors in memory, committing it when
@@ -19,8 +19,8 @@
 //! The node runs it behind the consensus `Application` boundary (`quasar_node::application`),
 //! with the state root in every block header (docs/architecture.md §11).
 //!
-//! Not built yet: equivocation evidence as a transaction (slashing), and the node's use of the
-//! registry: validator sets of later epochs derived from it (docs/architecture.md §11).
+//! Not built yet: the node's use of the registry: validator sets of later epochs derived from
+//! it (docs/architecture.md §11).
 //!
 //! `fuzzing` (feature `fuzzing`, off in a production build) holds the `app/fuzz` targets' entry
 //! points.
@@ -37,8 +37,8 @@ pub mod verify_cache;
 
 pub use ledger::{Account, AccountDecodeError, AccountLeaf, ExecError, GenesisValidator, Ledger};
 pub use registry::{
-    select_validators, ChainRules, RegisteredValidator, Registration, ValidatorKeys,
-    ValidatorRecord, ValidatorStatus,
+    select_validators, ChainRules, EvidenceCheck, NoEvidence, Offence, RegisteredValidator,
+    Registration, ValidatorKeys, ValidatorRecord, ValidatorStatus,
 };
 pub use state::{
     check_committed, committed_account, prove_account, AccountProof, Executed, ProofError,

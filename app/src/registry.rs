@@ -34,6 +34,15 @@
 //! [`ValidatorStatus::Left`] and leaves the directory. A chain without epochs never changes its
 //! set, so it refuses registrations.
 //!
+//! # Slashing
+//!
+//! `ReportEquivocation` carries evidence that a validator signed two conflicting messages (the
+//! record nodes keep: two signed votes). Execution checks it through an [`EvidenceCheck`]
+//! (the node's checks the votes' signatures under the validator sets of the chain), and that
+//! the key that signed them is the offender's registered BLS key. The offender's whole stake
+//! is burned and an active registration ends as by `Leave`, so derived sets omit it. A forged
+//! or foreign report slashes nobody; a second report of an offender without stake is refused.
+//!
 //! # The set a registry gives
 //!
 //! [`select_validators`] is a pure function of the registry: the active validators with stake,
@@ -437,4 +446,34 @@ pub fn select_validators(
     });
     registry.truncate(max);
     registry
+}
+
+/// What checked evidence of equivocation proves ([`EvidenceCheck::check`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Offence {
+    /// The BLS public key that signed both messages (compressed G1).
+    pub bls_public_key: [u8; BLS_PUBLIC_KEY_LEN],
+    /// The view of both messages.
+    pub view: u64,
+}
+
+/// Checks evidence of equivocation while a block executes. Every node of a chain must give
+/// the same answer for the same bytes: the node's implementation checks both signed messages
+/// against the validator sets of the chain's genesis (`quasar_node::application`).
+pub trait EvidenceCheck: Send + Sync {
+    /// What `evidence` proves.
+    ///
+    /// Errors: a sentence saying why the evidence proves nothing.
+    fn check(&self, evidence: &[u8]) -> Result<Offence, String>;
+}
+
+/// The [`EvidenceCheck`] of a ledger that checks no evidence (a wallet's local check, tests
+/// without validators): every report is refused.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoEvidence;
+
+impl EvidenceCheck for NoEvidence {
+    fn check(&self, _evidence: &[u8]) -> Result<Offence, String> {
+        Err("this ledger checks no evidence".into())
+    }
 }

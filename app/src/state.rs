@@ -54,8 +54,8 @@ use crate::ledger::{
     Account, AccountDecodeError, AccountLeaf, ExecError, GenesisValidator, Ledger,
 };
 use crate::registry::{
-    directory_key, validator_key, ChainRules, Directory, RegisteredValidator, RegistryDecodeError,
-    ValidatorRecord,
+    directory_key, validator_key, ChainRules, Directory, EvidenceCheck, NoEvidence,
+    RegisteredValidator, RegistryDecodeError, ValidatorRecord,
 };
 use crate::tx::{Address, SignedTransaction, TxError};
 use crate::verify_cache::VerificationCache;
@@ -231,6 +231,8 @@ pub struct Proposed {
 pub struct State {
     store: StateStore,
     rules: ChainRules,
+    /// How reports of equivocation are checked ([`State::with_evidence_check`]).
+    evidence: std::sync::Arc<dyn EvidenceCheck>,
     version: u64,
     root: Hash,
 }
@@ -252,6 +254,7 @@ impl State {
             return Ok(State {
                 store,
                 rules,
+                evidence: std::sync::Arc::new(NoEvidence),
                 version,
                 root,
             });
@@ -279,11 +282,19 @@ impl State {
         let mut state = State {
             store,
             rules,
+            evidence: std::sync::Arc::new(NoEvidence),
             version: 0,
             root: genesis.root,
         };
         state.write(genesis)?;
         Ok(state)
+    }
+
+    /// The state, checking reports of equivocation with `evidence` (without it, [`NoEvidence`]
+    /// refuses every report). Every node of a chain must use the same check.
+    pub fn with_evidence_check(mut self, evidence: std::sync::Arc<dyn EvidenceCheck>) -> State {
+        self.evidence = evidence;
+        self
     }
 
     /// The latest committed version (the height of the last committed block; 0 at genesis).
@@ -388,7 +399,7 @@ impl State {
             })?;
             work.load(&tx)?;
             work.ledger
-                .apply(&tx, height, cache)
+                .apply(&tx, height, cache, &*self.evidence)
                 .map_err(|source| StateError::Transaction {
                     height,
                     index,
@@ -430,7 +441,7 @@ impl State {
                 continue;
             };
             work.load(&tx)?;
-            match work.ledger.apply(&tx, height, cache) {
+            match work.ledger.apply(&tx, height, cache, &*self.evidence) {
                 Ok(()) => {
                     chosen.push(index);
                     bytes = total;
@@ -837,6 +848,9 @@ pub fn committed_account(
 /// there. Reads only committed bytes, so it can run beside the [`State`] that writes them (the
 /// node's admission checks staking actions with it, whose refusals depend on the registry).
 ///
+/// Signatures are checked through `cache` and evidence through `evidence`, as the [`State`]
+/// does.
+///
 /// Errors: [`StateError::Transaction`] (index 0) with the refusal; [`StateError::Store`],
 /// [`StateError::Tree`], [`StateError::Corrupt`], [`StateError::CorruptRegistry`].
 pub fn check_committed(
@@ -844,13 +858,14 @@ pub fn check_committed(
     rules: ChainRules,
     tx: &SignedTransaction,
     cache: &VerificationCache,
+    evidence: &dyn EvidenceCheck,
 ) -> Result<(), StateError> {
     let version = store.latest()?.map_or(0, |(version, _)| version);
     let height = version.saturating_add(1);
     let mut work = WorkingSet::new(store, &[], version, rules);
     work.load(tx)?;
     work.ledger
-        .apply(tx, height, cache)
+        .apply(tx, height, cache, evidence)
         .map_err(|source| StateError::Transaction {
             height,
             index: 0,

@@ -17,7 +17,7 @@
 //! | 64 | amount | u64 (0 when the action has none) |
 //! | 72 | recipient address | 32 bytes (zero when the action has none) |
 //! | 104 | the sender's ML-DSA-65 public key | bytes: 1,952 in an account's first transaction, else empty |
-//! | 112 | the validator registration | bytes: [`Registration::to_bytes`] for `RegisterValidator`, else empty |
+//! | 112 | the action's data | bytes: [`Registration::to_bytes`] for `RegisterValidator`, the evidence for `ReportEquivocation`, else empty |
 //!
 //! Both messages are **canonical**: a decoder re-encodes what it read and refuses bytes that
 //! differ (padding, pointer placement, a trailing byte), so one transaction has exactly one
@@ -49,6 +49,9 @@ pub const MAX_TX_BYTES: usize = 64 * 1024;
 pub const PUBLIC_KEY_LEN: usize = 1952;
 /// ML-DSA-65 signature length (FIPS 204, Table 2).
 pub const SIGNATURE_LEN: usize = 3309;
+/// Longest evidence a `ReportEquivocation` carries, bytes: two signed votes and their record
+/// fit in well under 1 KiB.
+pub const MAX_EVIDENCE_BYTES: usize = 4096;
 
 /// An account address: the hash of its ML-DSA-65 public key ([`address_of`]).
 pub type Address = [u8; 32];
@@ -69,7 +72,7 @@ mod body {
     pub const AMOUNT: usize = 64;
     pub const TO: usize = 72;
     pub const PUBLIC_KEY: usize = 104;
-    pub const REGISTRATION: usize = 112;
+    pub const DATA: usize = 112;
     pub const SIZE: usize = 120;
 }
 
@@ -115,9 +118,12 @@ pub enum TxError {
     /// A `RegisterValidator` registration field that does not decode.
     #[error("bad validator registration: {0}")]
     Registration(#[from] crate::registry::RegistryDecodeError),
-    /// A registration field on an action other than `RegisterValidator`.
-    #[error("the registration field must be empty for this action")]
-    UnexpectedRegistration,
+    /// A data field on an action that carries none.
+    #[error("the data field must be empty for this action")]
+    UnexpectedData,
+    /// Evidence longer than [`MAX_EVIDENCE_BYTES`], or none.
+    #[error("evidence of {0} bytes: 1 to {MAX_EVIDENCE_BYTES} are accepted")]
+    EvidenceLength(usize),
     /// A public key or signature of the wrong length or encoding.
     #[error("bad {what}: {source}")]
     Key {
@@ -177,6 +183,16 @@ pub enum Action {
         /// The keys and the BLS proof of possession.
         registration: Box<Registration>,
     },
+    /// Report that validator `offender` signed two conflicting messages: `evidence` is the
+    /// record a node keeps of it (`GET /evidence`). Checked when it executes; it slashes the
+    /// offender's whole stake and ends its registration ([`crate::registry`]). Anyone may send
+    /// it.
+    ReportEquivocation {
+        /// The offender's address (its account).
+        offender: Address,
+        /// The evidence record (1 to [`MAX_EVIDENCE_BYTES`] bytes).
+        evidence: Vec<u8>,
+    },
 }
 
 impl Action {
@@ -188,10 +204,12 @@ impl Action {
             Action::WithdrawStake { .. } => 3,
             Action::Leave => 4,
             Action::RegisterValidator { .. } => 5,
+            Action::ReportEquivocation { .. } => 6,
         }
     }
 
-    /// (amount, recipient, registration) as encoded: zero or empty where the action has none.
+    /// (amount, recipient or offender, data) as encoded: zero or empty where the action has
+    /// none.
     fn fields(&self) -> (u64, Address, Vec<u8>) {
         match self {
             Action::Transfer { to, amount } => (*amount, *to, Vec::new()),
@@ -203,26 +221,34 @@ impl Action {
                 amount,
                 registration,
             } => (*amount, [0; 32], registration.to_bytes()),
+            Action::ReportEquivocation { offender, evidence } => (0, *offender, evidence.clone()),
         }
     }
 
-    fn from_fields(
-        kind: u8,
-        amount: u64,
-        to: Address,
-        registration: &[u8],
-    ) -> Result<Action, TxError> {
+    fn from_fields(kind: u8, amount: u64, to: Address, data: &[u8]) -> Result<Action, TxError> {
         if kind == 5 {
             if to != [0; 32] {
                 return Err(TxError::UnusedField("recipient"));
             }
             return Ok(Action::RegisterValidator {
                 amount,
-                registration: Box::new(Registration::from_bytes(registration)?),
+                registration: Box::new(Registration::from_bytes(data)?),
             });
         }
-        if !registration.is_empty() {
-            return Err(TxError::UnexpectedRegistration);
+        if kind == 6 {
+            if amount != 0 {
+                return Err(TxError::UnusedField("amount"));
+            }
+            if data.is_empty() || data.len() > MAX_EVIDENCE_BYTES {
+                return Err(TxError::EvidenceLength(data.len()));
+            }
+            return Ok(Action::ReportEquivocation {
+                offender: to,
+                evidence: data.to_vec(),
+            });
+        }
+        if !data.is_empty() {
+            return Err(TxError::UnexpectedData);
         }
         let no_recipient = |action: Action| {
             if to == [0; 32] {
@@ -297,7 +323,7 @@ impl Transaction {
     /// value of this type).
     pub fn encode(&self) -> Result<Vec<u8>, TxError> {
         let (mut b, root) = Builder::new(TX_BODY_TYPE, body::SIZE)?;
-        let (amount, to, registration) = self.action.fields();
+        let (amount, to, data) = self.action.fields();
         b.put_u64(root, body::CHAIN_ID, self.chain_id)?;
         b.put_u64(root, body::NONCE, self.nonce)?;
         b.put_u64(root, body::FEE, self.fee)?;
@@ -307,7 +333,7 @@ impl Transaction {
         b.put(root, body::TO, &to)?;
         let key = self.public_key.as_ref().map_or(&[][..], |k| k.as_bytes());
         b.put_bytes(root, body::PUBLIC_KEY, key)?;
-        b.put_bytes(root, body::REGISTRATION, &registration)?;
+        b.put_bytes(root, body::DATA, &data)?;
         Ok(b.finish()?)
     }
 
@@ -342,7 +368,7 @@ impl Transaction {
                 root.u8(body::KIND)?,
                 root.u64(body::AMOUNT)?,
                 *root.array::<32>(body::TO)?,
-                root.bytes(body::REGISTRATION)?,
+                root.bytes(body::DATA)?,
             )?,
         };
         if tx.encode()? != bytes {

@@ -4,7 +4,9 @@
 mod common;
 
 use common::{addr, key, pay, tx, CHAIN, RULES};
-use quasar_app::{Action, ExecError, Ledger, SignedTransaction, TxError, VerificationCache};
+use quasar_app::{
+    Action, ExecError, Ledger, NoEvidence, SignedTransaction, TxError, VerificationCache,
+};
 
 /// What a refusal must match.
 type Expected = fn(&ExecError) -> bool;
@@ -18,7 +20,7 @@ fn after_alices_first_transfer() -> (VerificationCache, Ledger) {
     let cache = VerificationCache::new(CHAIN, 64);
     let mut ledger = ledger();
     ledger
-        .apply(&tx(1, 0, true, pay(3, 300)), 1, &cache)
+        .apply(&tx(1, 0, true, pay(3, 300)), 1, &cache, &NoEvidence)
         .expect("first");
     (cache, ledger)
 }
@@ -31,6 +33,7 @@ fn transfers_and_stake_move_value_and_advance_the_nonce() {
             &tx(1, 1, false, Action::AddStake { amount: 200 }),
             1,
             &cache,
+            &NoEvidence,
         )
         .expect("stake");
     ledger
@@ -38,6 +41,7 @@ fn transfers_and_stake_move_value_and_advance_the_nonce() {
             &tx(1, 2, false, Action::WithdrawStake { amount: 50 }),
             1,
             &cache,
+            &NoEvidence,
         )
         .expect("withdraw");
     let alice = ledger.account(&addr(1)).expect("alice");
@@ -52,7 +56,7 @@ fn transfers_and_stake_move_value_and_advance_the_nonce() {
     );
     // A transfer to oneself costs only the fee.
     ledger
-        .apply(&tx(1, 3, false, pay(1, 100)), 1, &cache)
+        .apply(&tx(1, 3, false, pay(1, 100)), 1, &cache, &NoEvidence)
         .expect("self");
     assert_eq!(ledger.account(&addr(1)).expect("alice").balance, 520 - 10);
 }
@@ -117,7 +121,9 @@ fn a_refused_transaction_changes_nothing_and_says_why() {
         }),
     ];
     for (tx, expected) in cases {
-        let error = ledger.apply(&tx, 1, &cache).expect_err("refused");
+        let error = ledger
+            .apply(&tx, 1, &cache, &NoEvidence)
+            .expect_err("refused");
         assert!(expected(&error), "{error}");
         assert_eq!(
             ledger, before,
@@ -136,7 +142,7 @@ fn forged_and_foreign_signatures_are_refused() {
     forged[at] ^= 1;
     let forged = SignedTransaction::decode(&forged).expect("decodes");
     assert_eq!(
-        ledger.apply(&forged, 1, &cache),
+        ledger.apply(&forged, 1, &cache, &NoEvidence),
         Err(ExecError::Tx(TxError::BadSignature))
     );
     // Another chain's ledger refuses the good one.
@@ -149,11 +155,16 @@ fn forged_and_foreign_signatures_are_refused() {
     )
     .expect("genesis");
     assert!(matches!(
-        other.apply(&good, 1, &VerificationCache::new(CHAIN + 1, 64)),
+        other.apply(
+            &good,
+            1,
+            &VerificationCache::new(CHAIN + 1, 64),
+            &NoEvidence
+        ),
         Err(ExecError::Tx(TxError::WrongChain { .. }))
     ));
     ledger
-        .apply(&good, 1, &cache)
+        .apply(&good, 1, &cache, &NoEvidence)
         .expect("the genuine one still applies");
 }
 
@@ -168,7 +179,7 @@ fn the_same_transactions_give_the_same_ledger_and_genesis_sums_duplicates() {
         let cache = VerificationCache::new(CHAIN, 64);
         let mut ledger = ledger();
         for tx in &txs {
-            ledger.apply(tx, 1, &cache).expect("applies");
+            ledger.apply(tx, 1, &cache, &NoEvidence).expect("applies");
         }
         ledger
     };

@@ -7,9 +7,10 @@ mod common;
 use common::{addr, fuzz_mutations, key, tx, CHAIN, RULES};
 use quasar_app::registry::{Directory, Identity, RegistryDecodeError, MAX_TLS_CERTIFICATE_BYTES};
 use quasar_app::{
-    check_committed, select_validators, Action, ChainRules, ExecError, GenesisValidator, Ledger,
-    RegisteredValidator, Registration, SignedTransaction, State, StateError, Transaction, TxError,
-    ValidatorKeys, ValidatorRecord, ValidatorStatus, VerificationCache,
+    check_committed, select_validators, Action, ChainRules, EvidenceCheck, ExecError,
+    GenesisValidator, Ledger, NoEvidence, Offence, RegisteredValidator, Registration,
+    SignedTransaction, State, StateError, Transaction, TxError, ValidatorKeys, ValidatorRecord,
+    ValidatorStatus, VerificationCache,
 };
 use quasar_crypto::bls;
 use quasar_storage::SledStore;
@@ -59,7 +60,9 @@ fn funded() -> (VerificationCache, Ledger) {
                 amount: 0,
             },
         );
-        ledger.apply(&first, 1, &cache).expect("first transaction");
+        ledger
+            .apply(&first, 1, &cache, &NoEvidence)
+            .expect("first transaction");
     }
     (cache, ledger)
 }
@@ -68,7 +71,7 @@ fn funded() -> (VerificationCache, Ledger) {
 fn a_validator_registers_leaves_and_withdraws_after_the_unbonding_period() {
     let (cache, mut ledger) = funded();
     ledger
-        .apply(&tx(1, 1, false, register(1, 500)), 5, &cache)
+        .apply(&tx(1, 1, false, register(1, 500)), 5, &cache, &NoEvidence)
         .expect("registers");
     let record = ledger.validator(&addr(1)).expect("record").clone();
     assert_eq!(record.status, ValidatorStatus::Active);
@@ -81,26 +84,32 @@ fn a_validator_registers_leaves_and_withdraws_after_the_unbonding_period() {
 
     // Active: the stake is bonded.
     let withdraw = |nonce| tx(1, nonce, false, Action::WithdrawStake { amount: 500 });
-    let early = ledger.apply(&withdraw(2), 6, &cache).expect_err("bonded");
+    let early = ledger
+        .apply(&withdraw(2), 6, &cache, &NoEvidence)
+        .expect_err("bonded");
     assert_eq!(early, ExecError::Bonded { from: None });
     assert!(!early.may_apply_later());
 
     ledger
-        .apply(&tx(1, 2, false, Action::Leave), 7, &cache)
+        .apply(&tx(1, 2, false, Action::Leave), 7, &cache, &NoEvidence)
         .expect("leaves");
     assert_eq!(
         ledger.validator(&addr(1)).map(|r| r.status),
         Some(ValidatorStatus::Leaving { since: 7 })
     );
     assert!(matches!(
-        ledger.apply(&tx(1, 3, false, Action::Leave), 8, &cache),
+        ledger.apply(&tx(1, 3, false, Action::Leave), 8, &cache, &NoEvidence),
         Err(ExecError::NotRegistered { .. })
     ));
     // Bonded for three epochs of 10 blocks after height 7.
-    let waiting = ledger.apply(&withdraw(3), 36, &cache).expect_err("bonded");
+    let waiting = ledger
+        .apply(&withdraw(3), 36, &cache, &NoEvidence)
+        .expect_err("bonded");
     assert_eq!(waiting, ExecError::Bonded { from: Some(37) });
     assert!(waiting.may_apply_later(), "a mempool keeps it until then");
-    ledger.apply(&withdraw(3), 37, &cache).expect("unbonded");
+    ledger
+        .apply(&withdraw(3), 37, &cache, &NoEvidence)
+        .expect("unbonded");
     assert_eq!(
         ledger.validator(&addr(1)).map(|r| r.status),
         Some(ValidatorStatus::Left)
@@ -109,7 +118,7 @@ fn a_validator_registers_leaves_and_withdraws_after_the_unbonding_period() {
     assert_eq!(ledger.account(&addr(1)).map(|a| a.stake), Some(0));
     // A validator that left may register again, with the keys it claimed.
     ledger
-        .apply(&tx(1, 4, false, register(1, 50)), 40, &cache)
+        .apply(&tx(1, 4, false, register(1, 50)), 40, &cache, &NoEvidence)
         .expect("registers again");
     assert_eq!(
         ledger
@@ -123,7 +132,7 @@ fn a_validator_registers_leaves_and_withdraws_after_the_unbonding_period() {
 fn a_refused_registration_changes_nothing_and_says_why() {
     let (cache, mut ledger) = funded();
     ledger
-        .apply(&tx(1, 1, false, register(1, 500)), 2, &cache)
+        .apply(&tx(1, 1, false, register(1, 500)), 2, &cache, &NoEvidence)
         .expect("registers");
     let before = ledger.clone();
     let with = |edit: fn(&mut ValidatorKeys)| {
@@ -133,7 +142,12 @@ fn a_refused_registration_changes_nothing_and_says_why() {
     };
     // A proof of possession made by another key.
     let forged = ledger
-        .apply(&tx(2, 1, false, register_keys(keys(2), 3)), 3, &cache)
+        .apply(
+            &tx(2, 1, false, register_keys(keys(2), 3)),
+            3,
+            &cache,
+            &NoEvidence,
+        )
         .expect_err("refused");
     assert!(
         matches!(&forged, ExecError::Registration(m) if m.starts_with("the proof of possession")),
@@ -187,7 +201,9 @@ fn a_refused_registration_changes_nothing_and_says_why() {
         ),
     ];
     for (tx, expected) in cases {
-        let error = ledger.apply(&tx, 3, &cache).expect_err("refused");
+        let error = ledger
+            .apply(&tx, 3, &cache, &NoEvidence)
+            .expect_err("refused");
         let message = error.to_string();
         assert_eq!(error, expected, "{message}");
         assert!(!error.may_apply_later(), "{message}");
@@ -201,7 +217,7 @@ fn a_refused_registration_changes_nothing_and_says_why() {
         registration: Box::new(bad),
     };
     assert!(matches!(
-        ledger.apply(&tx(2, 1, false, action), 3, &cache),
+        ledger.apply(&tx(2, 1, false, action), 3, &cache, &NoEvidence),
         Err(ExecError::Registration(m)) if m.starts_with("BLS public key")
     ));
     // A chain without epochs never changes its set.
@@ -211,7 +227,7 @@ fn a_refused_registration_changes_nothing_and_says_why() {
     };
     let mut single = Ledger::new(endless, [(addr(2), 1_000)]).expect("genesis");
     assert_eq!(
-        single.apply(&tx(2, 0, true, register(2, 100)), 1, &cache),
+        single.apply(&tx(2, 0, true, register(2, 100)), 1, &cache, &NoEvidence),
         Err(ExecError::NoEpochs)
     );
     assert_eq!(ledger, before);
@@ -362,14 +378,27 @@ fn the_registry_lives_in_state_above_pending_blocks_and_across_a_restart() {
     // reason, a fresh registration passes, and nothing is written.
     let taken = tx(3, 0, true, register_keys(keys(2), 2));
     assert!(matches!(
-        check_committed(&store.state().expect("tree"), RULES, &taken, &cache),
+        check_committed(
+            &store.state().expect("tree"),
+            RULES,
+            &taken,
+            &cache,
+            &NoEvidence
+        ),
         Err(StateError::Transaction {
             source: ExecError::IdentityClaimed(_),
             ..
         })
     ));
     let fresh = tx(3, 0, true, register(3, 100));
-    check_committed(&store.state().expect("tree"), RULES, &fresh, &cache).expect("applies");
+    check_committed(
+        &store.state().expect("tree"),
+        RULES,
+        &fresh,
+        &cache,
+        &NoEvidence,
+    )
+    .expect("applies");
     assert_eq!(reopened.registry(2).expect("registry").len(), 3);
 }
 
@@ -406,10 +435,7 @@ fn a_registration_round_trips_and_its_field_is_empty_for_every_other_action() {
     // bytes under a transfer's kind byte (offset 16 + 56).
     let mut transfer = bytes.clone();
     transfer[16 + 56] = 1;
-    assert_eq!(
-        Transaction::decode(&transfer),
-        Err(TxError::UnexpectedRegistration)
-    );
+    assert_eq!(Transaction::decode(&transfer), Err(TxError::UnexpectedData));
     // A registration whose certificate is empty or too long.
     for certificate in [vec![], vec![7; MAX_TLS_CERTIFICATE_BYTES + 1]] {
         let mut keys = keys(1);
@@ -489,5 +515,126 @@ fn the_fuzz_entry_points_survive_mutated_registrations_and_records() {
         ],
         300,
         quasar_app::fuzzing::state_decode,
+    );
+}
+
+/// A stand-in for the node's vote check (`quasar_node::application::VoteEvidence`, tested with
+/// real votes in the node's tests): evidence is `b"signed by "` and a BLS public key.
+struct SignedBy;
+
+impl EvidenceCheck for SignedBy {
+    fn check(&self, evidence: &[u8]) -> Result<Offence, String> {
+        let key = evidence
+            .strip_prefix(b"signed by ")
+            .and_then(|k| <[u8; 48]>::try_from(k).ok())
+            .ok_or("not evidence")?;
+        Ok(Offence {
+            bls_public_key: key,
+            view: 1,
+        })
+    }
+}
+
+fn report(offender: u8, signer: u8) -> Action {
+    Action::ReportEquivocation {
+        offender: addr(offender),
+        evidence: [&b"signed by "[..], &keys(signer).bls_public_key].concat(),
+    }
+}
+
+#[test]
+fn a_report_of_equivocation_burns_the_stake_and_ends_the_registration_and_a_false_one_nothing() {
+    let (cache, mut ledger) = funded();
+    ledger
+        .apply(&tx(1, 1, false, register(1, 500)), 2, &cache, &SignedBy)
+        .expect("registers");
+    let before = ledger.clone();
+    // Refused, changing nothing: evidence that proves nothing, evidence against another
+    // validator's key, a report against an account that never registered, and any report on
+    // a ledger that checks no evidence.
+    type Refusal<'a> = (Action, &'a dyn EvidenceCheck, fn(&ExecError) -> bool);
+    let refusals: Vec<Refusal> = vec![
+        (
+            Action::ReportEquivocation {
+                offender: addr(1),
+                evidence: b"forged".to_vec(),
+            },
+            &SignedBy,
+            |e| matches!(e, ExecError::Evidence(m) if m == "not evidence"),
+        ),
+        (
+            report(1, 2),
+            &SignedBy,
+            |e| matches!(e, ExecError::Evidence(m) if m.contains("another key")),
+        ),
+        (report(3, 3), &SignedBy, |e| {
+            matches!(e, ExecError::NotRegistered { .. })
+        }),
+        (
+            report(1, 1),
+            &NoEvidence,
+            |e| matches!(e, ExecError::Evidence(m) if m.contains("checks no evidence")),
+        ),
+    ];
+    for (action, check, expected) in refusals {
+        let error = ledger
+            .apply(&tx(2, 1, false, action), 3, &cache, check)
+            .expect_err("refused");
+        assert!(expected(&error), "{error}");
+        assert_eq!(
+            ledger, before,
+            "a refused report changed the ledger: {error}"
+        );
+    }
+    // A true report by account 2: account 1's stake is burned and its registration ends.
+    ledger
+        .apply(&tx(2, 1, false, report(1, 1)), 4, &cache, &SignedBy)
+        .expect("slashes");
+    let offender = ledger.account(&addr(1)).expect("offender");
+    assert_eq!((offender.stake, offender.balance), (0, 10_000 - 20 - 500));
+    assert_eq!(
+        ledger.validator(&addr(1)).map(|r| r.status),
+        Some(ValidatorStatus::Leaving { since: 4 })
+    );
+    assert_eq!(
+        ledger.account(&addr(2)).map(|a| a.balance),
+        Some(10_000 - 20)
+    );
+    // Nothing is left to slash the second time.
+    assert!(matches!(
+        ledger.apply(&tx(3, 1, false, report(1, 1)), 5, &cache, &SignedBy),
+        Err(ExecError::NothingToSlash { .. })
+    ));
+}
+
+#[test]
+fn a_report_carries_its_evidence_and_refuses_none_or_too_much() {
+    let body = |action| Transaction {
+        chain_id: CHAIN,
+        nonce: 3,
+        fee: 10,
+        sender: addr(2),
+        public_key: None,
+        action,
+    };
+    let report = body(report(1, 1));
+    let bytes = report.encode().expect("encode");
+    assert_eq!(Transaction::decode(&bytes), Ok(report));
+    for len in [0, quasar_app::tx::MAX_EVIDENCE_BYTES + 1] {
+        let bytes = body(Action::ReportEquivocation {
+            offender: addr(1),
+            evidence: vec![7; len],
+        })
+        .encode()
+        .expect("encode");
+        assert_eq!(
+            Transaction::decode(&bytes),
+            Err(TxError::EvidenceLength(len))
+        );
+    }
+    fuzz_mutations(
+        &[tx(2, 1, false, self::report(1, 1)).as_bytes().to_vec()],
+        200,
+        quasar_app::fuzzing::signed_transaction,
     );
 }

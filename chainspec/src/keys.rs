@@ -449,8 +449,8 @@ fn load_keys_unlabelled(dir: &Path, access: &KeyAccess) -> Result<ValidatorKeys,
     .map_err(|e| ConfigError::Keys(format!("bls_secret_key: {e}")))?;
     if hex::encode(bls.public_key().to_bytes()) != public.bls_public_key {
         return Err(ConfigError::Keys(format!(
-            "{}: secret key does not match {PUBLIC_KEY_FILE}",
-            dir.display()
+            "the secret key does not match {PUBLIC_KEY_FILE}: the two files come from different \
+             key directories (restore both from one backup)"
         )));
     }
     let mldsa = mldsa::SecretKey::<MlDsa65>::from_bytes(

@@ -372,8 +372,9 @@ pub const MAX_QUOTED_BODY: usize = 200;
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// The request failed: connection refused, timeout, or a body that is not the expected
-    /// JSON.
-    #[error("{url}: {source}")]
+    /// JSON. Its message names the cause (the HTTP client's chain of errors) and, for a
+    /// connection that failed or timed out, what to check.
+    #[error("{url}: {}", describe_http(source))]
     Http {
         /// The request URL.
         url: String,
@@ -404,6 +405,30 @@ pub enum ClientError {
         /// What it contradicted.
         message: String,
     },
+}
+
+/// The causes of an HTTP client error, outermost first (reqwest's own message repeats the
+/// URL and hides why), with a hint for a connection that failed or timed out.
+fn describe_http(error: &reqwest::Error) -> String {
+    let mut causes = Vec::new();
+    let mut next = std::error::Error::source(error);
+    while let Some(cause) = next {
+        causes.push(cause.to_string());
+        next = cause.source();
+    }
+    let what = if causes.is_empty() {
+        error.to_string()
+    } else {
+        causes.join(": ")
+    };
+    let hint = if error.is_connect() {
+        " (is the node running, and is this its API address? see --api)"
+    } else if error.is_timeout() {
+        " (no answer in time: is the node overloaded, or is the address right?)"
+    } else {
+        ""
+    };
+    format!("{what}{hint}")
 }
 
 /// An HTTP client for [`Client::with_http`]: no proxy (the API is on the operator's network),

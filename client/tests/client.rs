@@ -216,6 +216,8 @@ async fn evidence_queries_name_only_what_is_given() {
     );
 }
 
+/// A node that is not there: the error names the URL once, the cause, and what to check (not
+/// the URL twice behind reqwest's "error sending request").
 #[tokio::test]
 async fn an_unreachable_node_is_an_http_error_naming_the_url() {
     // A port that was just free: nothing listens there.
@@ -230,10 +232,14 @@ async fn an_unreachable_node_is_an_http_error_naming_the_url() {
     );
     match client.status().await {
         Err(e @ ClientError::Http { .. }) => {
+            let message = e.to_string();
             assert!(
-                e.to_string().contains(&format!("127.0.0.1:{port}/status")),
-                "{e}"
-            )
+                message.contains(&format!("127.0.0.1:{port}/status")),
+                "{message}"
+            );
+            assert!(message.contains("is the node running"), "{message}");
+            assert!(!message.contains("error sending request"), "{message}");
+            assert_eq!(message.matches(&format!(":{port}")).count(), 1, "{message}");
         }
         other => panic!("{other:?}"),
     }

@@ -20,23 +20,29 @@
 //! drains without one long pause.
 
 use quasar_app::{
-    ChainRules, Executed, GenesisValidator, State, StateError, ValidatorKeys, VerificationCache,
+    ChainRules, EvidenceCheck, Executed, GenesisValidator, Offence, State, StateError,
+    ValidatorKeys, VerificationCache,
 };
 use quasar_chainspec::Genesis;
+use quasar_consensus::Verifier;
 use quasar_consensus::{AppError, Application, EpochSchedule, Payload};
 use quasar_crypto::hash::Hash;
+use quasar_storage::evidence::kind;
+use quasar_storage::EvidenceRecord;
 use quasar_wire::Proposal;
+use quasar_wire::{MessageRef, Vote, VoteKind};
 use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Opens the application state in `store` for the chain of `genesis`: its chain id and epoch
 /// length, its allocation, and epoch 0's validators registered ([`State::open`]; a store
-/// committed before is opened as it is).
+/// committed before is opened as it is), checking reports of equivocation with `evidence`.
 ///
 /// Errors: [`StateError`].
 pub fn open_state(
     store: quasar_storage::StateStore,
     genesis: &Genesis,
+    evidence: Arc<dyn EvidenceCheck>,
 ) -> Result<State, StateError> {
     let rules = ChainRules {
         chain_id: genesis.file.chain_id,
@@ -60,7 +66,76 @@ pub fn open_state(
                 stake: member.stake,
             },
         );
-    State::open(store, rules, genesis.accounts.iter().copied(), validators)
+    Ok(
+        State::open(store, rules, genesis.accounts.iter().copied(), validators)?
+            .with_evidence_check(evidence),
+    )
+}
+
+/// The node's check of equivocation evidence ([`EvidenceCheck`]): the record a node keeps
+/// (`quasar_storage::EvidenceRecord`, served by `GET /evidence`) of two votes by one
+/// validator in one view that conflict (two notarize or two finalize votes for different
+/// blocks, or a finalize and a nullify), each verified as consensus verifies a vote: the
+/// chain, the epoch's view range, and the signature under the signer's key in the epoch's
+/// set (`Verifier::verify_vote`). Deterministic: the sets come from the genesis.
+///
+/// Conflicting proposals are not accepted as a report: two blocks do not fit in one
+/// transaction.
+pub struct VoteEvidence(pub Verifier);
+
+impl EvidenceCheck for VoteEvidence {
+    fn check(&self, evidence: &[u8]) -> Result<Offence, String> {
+        let record = EvidenceRecord::decode(evidence).map_err(|e| e.to_string())?;
+        let vote = |bytes: &[u8]| -> Result<Vote, String> {
+            let Ok(MessageRef::Vote(vote)) = quasar_wire::decode(bytes) else {
+                return Err("a message of the evidence is not a vote".into());
+            };
+            let vote = vote.to_owned();
+            self.0
+                .verify_vote(vote.clone())
+                .map_err(|e| format!("a vote of the evidence does not verify: {e}"))?;
+            Ok(vote)
+        };
+        let (first, second) = (vote(&record.first)?, vote(&record.second)?);
+        let same_slot = first.chain_id == second.chain_id
+            && first.epoch == second.epoch
+            && first.view == second.view
+            && first.signer == second.signer
+            && first.view == record.view
+            && first.signer == record.signer;
+        let kinds = (first.kind, second.kind);
+        let conflict = match record.kind {
+            kind::CONFLICTING_NOTARIZE => {
+                kinds == (VoteKind::Notarize, VoteKind::Notarize) && first.block != second.block
+            }
+            kind::CONFLICTING_FINALIZE => {
+                kinds == (VoteKind::Finalize, VoteKind::Finalize) && first.block != second.block
+            }
+            kind::FINALIZE_AND_NULLIFY => {
+                kinds == (VoteKind::Finalize, VoteKind::Nullify)
+                    || kinds == (VoteKind::Nullify, VoteKind::Finalize)
+            }
+            _ => return Err("only evidence of conflicting votes is accepted".into()),
+        };
+        if !(same_slot && conflict) {
+            return Err(
+                "the two votes do not conflict: one signer, one view, and votes that \
+                        cannot both be honest are needed"
+                    .into(),
+            );
+        }
+        let key = self
+            .0
+            .members(first.epoch)
+            .validators
+            .get(first.signer as usize)
+            .map(|v| v.public_key.to_bytes())
+            .ok_or("the signer is not in the epoch's set")?;
+        Ok(Offence {
+            bls_public_key: key,
+            view: first.view,
+        })
+    }
 }
 
 /// One executed block above the committed state.

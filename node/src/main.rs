@@ -371,6 +371,19 @@ enum Command {
         #[command(flatten)]
         send: ValidatorSendArgs,
     },
+    /// Report a validator's conflicting votes (evidence a node recorded: `GET /evidence`) in a
+    /// transaction: once final it burns the offender's stake and ends its registration. Any
+    /// account may send it.
+    ReportEquivocation {
+        /// The view of the conflicting votes.
+        #[arg(long)]
+        view: u64,
+        /// The offender's index in the epoch's validator set (as `GET /evidence` names it).
+        #[arg(long)]
+        signer: u32,
+        #[command(flatten)]
+        send: SendArgs,
+    },
     /// Where a transaction stands on a node: pending, finalized (with its height), or unknown.
     TxStatus {
         /// The transaction hash (hex, as `transfer` prints it).
@@ -832,6 +845,15 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 registration: Box::new(wallet::registration_of(&keys)),
             };
             send_action(&keys.mldsa, send.how, action)
+        }
+        Command::ReportEquivocation { view, signer, send } => {
+            let key = send.key.open()?;
+            let chain = wallet::Chain::open(&send.how.chain.api, &send.how.chain.genesis)
+                .map_err(|e| e.to_string())?;
+            let action = runtime()?
+                .block_on(chain.equivocation_report(view, signer))
+                .map_err(|e| e.to_string())?;
+            send_action(&key, send.how, action)
         }
         Command::Leave { send } => {
             let keys = send.keys()?;

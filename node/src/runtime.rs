@@ -364,6 +364,9 @@ pub struct Shared {
     /// Signature verdicts of transactions, shared by admission and the application
     /// ([`VerificationCache`]): a transaction's signature is verified once per node.
     pub verification: Arc<VerificationCache>,
+    /// How reports of equivocation are checked, as the application checks them
+    /// ([`crate::application::VoteEvidence`]).
+    pub evidence: Arc<dyn quasar_app::EvidenceCheck>,
     /// The application's committed state (read-only here: admission reads senders' keys and
     /// nonces, `GET /account` proves accounts).
     pub state: quasar_storage::StateStore,
@@ -483,7 +486,14 @@ impl Shared {
                 chain_id: self.chain_id,
                 epoch_length: self.schedule.length().unwrap_or(0),
             };
-            match quasar_app::check_committed(&self.state, rules, &signed, &self.verification) {
+            let checked = quasar_app::check_committed(
+                &self.state,
+                rules,
+                &signed,
+                &self.verification,
+                &*self.evidence,
+            );
+            match checked {
                 Err(StateError::Transaction { source, .. }) if !source.may_apply_later() => {
                     return Err(crate::mempool::MempoolError::Invalid(source.to_string()));
                 }
@@ -682,7 +692,9 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         chain_id,
         cfg.mempool_max_txs.saturating_mul(2).max(1024),
     ));
-    let state = crate::application::open_state(store.state()?, &genesis)
+    let evidence: Arc<dyn quasar_app::EvidenceCheck> =
+        Arc::new(crate::application::VoteEvidence(verifier.clone()));
+    let state = crate::application::open_state(store.state()?, &genesis, evidence.clone())
         .map_err(|e| NodeError::Internal(format!("application state: {e}")))?;
     let mut app = ChainApplication::new(state, cache.clone(), MAX_BLOCK_BYTES);
     if !cfg.archive {
@@ -851,6 +863,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         genesis_time_us: genesis.file.genesis_time_us,
         relay: Mutex::new(RelayCache::new()),
         verification: cache,
+        evidence,
         state: store.state()?,
     });
     shared.metrics.finalized_height.set(tip.height as i64);

@@ -203,7 +203,7 @@ pub fn next_transaction(
         ))
     })?;
     let chain_id = rules.chain_id;
-    let leave = action == Action::Leave;
+    let reads_registry = matches!(action, Action::Leave | Action::ReportEquivocation { .. });
     let tx = Transaction {
         chain_id,
         nonce: account.nonce,
@@ -218,8 +218,9 @@ pub fn next_transaction(
     // The chain's own rules on the account as last seen final, so that what would be refused
     // in every block (an overdraft, a bad proof of possession) is refused here with the reason,
     // not dropped later. The validator registry is not read here (the node's admission checks
-    // staking actions against it), so `Leave`, which needs the sender's record, is left to it.
-    if leave {
+    // staking actions against it), so `Leave` and a report of equivocation, which need a
+    // validator's record, are left to it.
+    if reads_registry {
         return Ok(signed.as_bytes().to_vec());
     }
     let mut ledger = Ledger::empty(rules);
@@ -233,7 +234,12 @@ pub fn next_transaction(
         }),
     );
     ledger
-        .apply(&signed, 0, &VerificationCache::new(chain_id, 1))
+        .apply(
+            &signed,
+            0,
+            &VerificationCache::new(chain_id, 1),
+            &quasar_app::NoEvidence,
+        )
         .map_err(|e| WalletError::Transaction(format!("the chain would refuse it: {e}")))?;
     Ok(signed.as_bytes().to_vec())
 }
@@ -276,6 +282,7 @@ pub struct Chain {
     client: Client,
     verifier: Verifier,
     rules: ChainRules,
+    genesis: quasar_chainspec::Genesis,
 }
 
 impl Chain {
@@ -285,9 +292,11 @@ impl Chain {
     /// Errors: [`WalletError::Node`] naming the genesis file or the HTTP client's failure.
     pub fn open(api: &str, genesis: &Path) -> Result<Chain, WalletError> {
         let client = api_client(api)?;
+        // A load error names the file already; a check error does not.
         let genesis = quasar_chainspec::GenesisFile::load(genesis)
-            .and_then(|file| file.check())
-            .map_err(|e| WalletError::Node(format!("genesis {}: {e}", genesis.display())))?;
+            .map_err(|e| WalletError::Node(format!("--genesis: {e}")))?
+            .check()
+            .map_err(|e| WalletError::Node(format!("--genesis {}: {e}", genesis.display())))?;
         Ok(Chain {
             client,
             verifier: crate::light::genesis_verifier(&genesis),
@@ -295,6 +304,66 @@ impl Chain {
                 chain_id: genesis.file.chain_id,
                 epoch_length: genesis.file.epoch_length,
             },
+            genesis,
+        })
+    }
+
+    /// The `ReportEquivocation` of validator `signer`'s conflicting votes in `view`, from the
+    /// evidence the node recorded (`GET /evidence`); the offender's account is the address of
+    /// its identity key in the genesis set of the view's epoch. The chain checks the votes when
+    /// the report executes; this only finds them.
+    ///
+    /// Errors: [`WalletError::Node`] when the node cannot be asked or holds no evidence of
+    /// conflicting votes by `signer` in `view`, or `signer` is not in the epoch's set.
+    pub async fn equivocation_report(&self, view: u64, signer: u32) -> Result<Action, WalletError> {
+        let list = self
+            .client
+            .evidence(Some(64), Some(view))
+            .await
+            .map_err(|e| WalletError::Node(e.to_string()))?;
+        let votes = [
+            quasar_storage::evidence::kind::CONFLICTING_NOTARIZE,
+            quasar_storage::evidence::kind::CONFLICTING_FINALIZE,
+            quasar_storage::evidence::kind::FINALIZE_AND_NULLIFY,
+        ];
+        let found = list.evidence.iter().find_map(|entry| {
+            let kind = votes
+                .into_iter()
+                .find(|k| quasar_storage::evidence::kind::name(*k) == Some(entry.kind.as_str()))?;
+            let hex_message = |text: &str| hex::decode(text).ok();
+            (entry.view == view && entry.signer == signer).then_some(())?;
+            Some(quasar_storage::EvidenceRecord {
+                kind,
+                signer,
+                view,
+                first: hex_message(&entry.first)?,
+                second: hex_message(&entry.second)?,
+            })
+        });
+        let record = found.ok_or_else(|| {
+            WalletError::Node(format!(
+                "the node holds no evidence of conflicting votes by validator {signer} in view \
+                 {view} (see GET /evidence; conflicting proposals cannot be reported)"
+            ))
+        })?;
+        let evidence = record
+            .encode()
+            .map_err(|e| WalletError::Node(format!("the node's evidence: {e}")))?;
+        let epoch = view.saturating_sub(1) / quasar_consensus::epoch::VIEWS_PER_EPOCH;
+        let sets = self.genesis.sets();
+        let identity = sets
+            .iter()
+            .rev()
+            .find(|(_, set)| set.first_epoch <= epoch)
+            .and_then(|(_, set)| set.mldsa_public_keys.get(signer as usize))
+            .ok_or_else(|| {
+                WalletError::Node(format!(
+                    "validator {signer} is not in the set of epoch {epoch}"
+                ))
+            })?;
+        Ok(Action::ReportEquivocation {
+            offender: address_of(identity),
+            evidence,
         })
     }
 

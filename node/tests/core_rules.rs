@@ -1481,3 +1481,88 @@ fn the_application_prunes_state_versions_past_the_retained_epochs() {
         "pruned nodes are gone"
     );
 }
+
+/// The node's check of a report of equivocation ([`VoteEvidence`]): two conflicting votes,
+/// really signed by one validator in one view, prove its key; the same vote twice, votes of
+/// another kind than the record says, a forged signature, a record naming another signer,
+/// proposal evidence and bytes that are not a record prove nothing.
+#[test]
+fn conflicting_votes_prove_the_signer_and_nothing_else_does() {
+    use quasar_app::EvidenceCheck;
+    use quasar_node::application::VoteEvidence;
+    use quasar_storage::evidence::kind;
+    use quasar_storage::EvidenceRecord;
+
+    let net = net();
+    let check = VoteEvidence(net.verifier.clone());
+    // Validator 1's key (the keys of `net` are seeded 1, 2, 3, 4).
+    let key = SecretKey::from_seed(&[2; 32]);
+    let vote = |kind: VoteKind, block: u8| {
+        let nullify = kind == VoteKind::Nullify;
+        let mut vote = quasar_wire::Vote {
+            kind,
+            chain_id: CHAIN,
+            epoch: 0,
+            view: 5,
+            height: if nullify { 0 } else { 3 },
+            block: if nullify { [0; 32] } else { [block; 32] },
+            signer: 1,
+            signature: [0; 96],
+        };
+        vote.signature = key
+            .sign(&vote.signing_message(&EpochDomain::default()))
+            .to_bytes();
+        vote
+    };
+    let record = |code: u8, signer: u32, a: &quasar_wire::Vote, b: &quasar_wire::Vote| {
+        EvidenceRecord {
+            kind: code,
+            signer,
+            view: 5,
+            first: Message::Vote(a.clone()).encode().unwrap(),
+            second: Message::Vote(b.clone()).encode().unwrap(),
+        }
+        .encode()
+        .unwrap()
+    };
+    let (n1, n2) = (vote(VoteKind::Notarize, 1), vote(VoteKind::Notarize, 2));
+    let (f1, nullify) = (vote(VoteKind::Finalize, 1), vote(VoteKind::Nullify, 0));
+
+    for proof in [
+        record(kind::CONFLICTING_NOTARIZE, 1, &n1, &n2),
+        record(kind::FINALIZE_AND_NULLIFY, 1, &nullify, &f1),
+    ] {
+        let offence = check.check(&proof).expect("proves");
+        assert_eq!(offence.bls_public_key, key.public_key().to_bytes());
+        assert_eq!(offence.view, 5);
+    }
+    let mut forged = n2.clone();
+    forged.signature = key.sign(b"something else").to_bytes();
+    let refused = [
+        (
+            record(kind::CONFLICTING_NOTARIZE, 1, &n1, &n1),
+            "do not conflict",
+        ),
+        (
+            record(kind::CONFLICTING_FINALIZE, 1, &n1, &n2),
+            "do not conflict",
+        ),
+        (
+            record(kind::CONFLICTING_NOTARIZE, 2, &n1, &n2),
+            "do not conflict",
+        ),
+        (
+            record(kind::CONFLICTING_NOTARIZE, 1, &n1, &forged),
+            "does not verify",
+        ),
+        (
+            record(kind::CONFLICTING_PROPOSAL, 1, &n1, &n2),
+            "conflicting votes",
+        ),
+        (b"not a record".to_vec(), "evidence record"),
+    ];
+    for (bytes, says) in refused {
+        let error = check.check(&bytes).expect_err("proves nothing");
+        assert!(error.contains(says), "{error}");
+    }
+}

@@ -1463,6 +1463,13 @@ async fn an_account_holder_transfers_and_checks_balances_with_the_client_command
         ),
         (format!("balance abcd --genesis {genesis}"), "64 hex digits"),
         (
+            format!(
+                "report-equivocation --key {alice_key} --view 1 --signer 0 {}",
+                on(0)
+            ),
+            "holds no evidence of conflicting votes by validator 0 in view 1",
+        ),
+        (
             format!("tx-status {hash} --api {}", fx.net.api(0)),
             "--api must be a URL such as http://",
         ),
