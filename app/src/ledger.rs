@@ -215,11 +215,14 @@ pub enum ExecError {
     #[error("the evidence is refused: {0}")]
     Evidence(String),
     /// A report against a validator whose stake is slashed or withdrawn already.
-    #[error("validator {address} has no stake left to slash")]
+    #[error("validator {address} was slashed already, or has no stake left to slash")]
     NothingToSlash {
         /// The offender, hex.
         address: String,
     },
+    /// `Leave` from a genesis validator while the node takes its sets from the genesis file.
+    #[error("a genesis validator cannot leave yet: the validator sets still come from the genesis file, where it keeps signing (docs/architecture.md §11)")]
+    GenesisValidator,
     /// A withdrawal of bonded stake.
     #[error("the stake is bonded: {}", match .from {
         None => "leave the validator set first (the Leave transaction)".to_string(),
@@ -241,7 +244,6 @@ impl ExecError {
         match self {
             ExecError::Nonce { expected, found } => found > expected,
             ExecError::UnknownKey { .. } => true,
-            ExecError::Bonded { from } => from.is_some(),
             _ => false,
         }
     }
@@ -494,11 +496,19 @@ impl Ledger {
                 balance = add(pay(balance, 0)?, *amount)?;
             }
             Action::Leave => {
+                if self.rules.unbonding_blocks().is_none() {
+                    return Err(ExecError::NoEpochs);
+                }
                 let Some(current) = self.validators.get(&body.sender) else {
                     return Err(ExecError::NotRegistered { address: address() });
                 };
                 if current.status != ValidatorStatus::Active {
                     return Err(ExecError::NotRegistered { address: address() });
+                }
+                // The node takes its sets from the genesis file (docs/architecture.md §11):
+                // a genesis validator keeps signing there, so it stays bonded and slashable.
+                if current.registered_at == 0 {
+                    return Err(ExecError::GenesisValidator);
                 }
                 balance = pay(balance, 0)?;
                 record = Some(ValidatorRecord {
@@ -513,13 +523,16 @@ impl Ledger {
                 if self.rules.unbonding_blocks().is_none() {
                     return Err(ExecError::NoEpochs);
                 }
-                self.check_registrable(&body.sender, &registration.keys)?;
-                registration.check().map_err(ExecError::Registration)?;
+                // The cheap checks first: the pairings run only for a sender who can pay.
                 balance = pay(balance, *amount)?;
                 stake = add(stake, *amount)?;
                 if stake == 0 {
                     return Err(ExecError::NoStake);
                 }
+                self.check_registrable(&body.sender, &registration.keys)?;
+                registration
+                    .check(self.rules.chain_id, &body.sender)
+                    .map_err(ExecError::Registration)?;
             }
             Action::ReportEquivocation {
                 offender,
@@ -557,11 +570,12 @@ impl Ledger {
     }
 
     /// The record of `offender` after a report of equivocation proved by `bytes`, checked
-    /// through `evidence` at `height`: an active registration ends (as by `Leave`).
+    /// through `evidence` at `height`: [`ValidatorStatus::Slashed`] from `height`.
     ///
     /// Errors: [`ExecError::NotRegistered`] for an offender that never registered or whose
-    /// registration ended; [`ExecError::NothingToSlash`] when its stake is gone already;
-    /// [`ExecError::Evidence`] for evidence that proves nothing, or was signed by another key.
+    /// registration ended; [`ExecError::NothingToSlash`] when it was slashed already or has no
+    /// stake; [`ExecError::Evidence`] for evidence that proves nothing, was signed by another
+    /// key, or is of an epoch before the registration.
     fn slashing(
         &self,
         offender: &Address,
@@ -575,7 +589,8 @@ impl Ledger {
             .get(offender)
             .filter(|r| r.status != ValidatorStatus::Left)
             .ok_or_else(|| ExecError::NotRegistered { address: address() })?;
-        if self.accounts.get(offender).is_none_or(|a| a.stake == 0) {
+        let slashed = matches!(record.status, ValidatorStatus::Slashed { .. });
+        if slashed || self.accounts.get(offender).is_none_or(|a| a.stake == 0) {
             return Err(ExecError::NothingToSlash { address: address() });
         }
         let offence = evidence.check(bytes).map_err(ExecError::Evidence)?;
@@ -585,12 +600,16 @@ impl Ledger {
                 address()
             )));
         }
-        let status = match record.status {
-            ValidatorStatus::Active => ValidatorStatus::Leaving { since: height },
-            other => other,
-        };
+        let registered = self.rules.epoch_of(record.registered_at);
+        if offence.epoch < registered {
+            return Err(ExecError::Evidence(format!(
+                "the offence (epoch {}) predates validator {}'s registration (epoch {registered})",
+                offence.epoch,
+                address()
+            )));
+        }
         Ok(ValidatorRecord {
-            status,
+            status: ValidatorStatus::Slashed { since: height },
             ..record.clone()
         })
     }
@@ -652,7 +671,7 @@ impl Ledger {
         match record.status {
             ValidatorStatus::Left => Ok(None),
             ValidatorStatus::Active => Err(ExecError::Bonded { from: None }),
-            ValidatorStatus::Leaving { since } => {
+            ValidatorStatus::Leaving { since } | ValidatorStatus::Slashed { since } => {
                 let from = self
                     .rules
                     .unbonding_blocks()

@@ -6,9 +6,13 @@
 //! A validator's ML-DSA-65 identity key is its account's key, so its address is
 //! [`crate::address_of`] of that key and the transaction that registers it proves possession
 //! of it by its signature. `RegisterValidator` ([`crate::Action`]) carries the other keys
-//! ([`Registration`]): the BLS12-381 public key with its proof of possession (checked when the
-//! transaction executes, so no rogue key enters a set), the SLH-DSA public key and the TLS
-//! certificate of its network identity. The validator's weight is its account's stake.
+//! ([`Registration`]): the BLS12-381 public key with its proof of possession, the SLH-DSA
+//! public key and the TLS certificate of its network identity. The validator's weight is its
+//! account's stake. The proof of possession is bound to the registration
+//! ([`registration_context`]: the chain, the sender and the other keys), and checked when the
+//! transaction executes: no rogue key enters a set, and a registration copied from the
+//! mempool does not verify for another sender, so nobody can take a validator's BLS key for
+//! an account of its own (and with it the slashing meant for that validator).
 //!
 //! # In the state tree
 //!
@@ -26,7 +30,9 @@
 //! # Leaving, and the bonded stake
 //!
 //! `Leave` marks the record [`ValidatorStatus::Leaving`] at the height it executes; the sets
-//! derived from then on omit it. Its stake stays bonded (a withdrawal is refused) for
+//! derived from then on omit it. While the node takes its validator sets from the genesis file
+//! (docs/architecture.md §11), a genesis validator (registered at height 0) cannot leave: it
+//! keeps signing in those sets, so its stake must stay bonded and slashable. Its stake stays bonded (a withdrawal is refused) for
 //! [`ChainRules::unbonding_blocks`] after that height: three epochs, which cover the epoch in
 //! which it left, the one it still validates (sets change two epochs after the staking
 //! transactions that change them) and one more in which evidence of its misbehaviour can still
@@ -39,9 +45,11 @@
 //! `ReportEquivocation` carries evidence that a validator signed two conflicting messages (the
 //! record nodes keep: two signed votes). Execution checks it through an [`EvidenceCheck`]
 //! (the node's checks the votes' signatures under the validator sets of the chain), and that
-//! the key that signed them is the offender's registered BLS key. The offender's whole stake
-//! is burned and an active registration ends as by `Leave`, so derived sets omit it. A forged
-//! or foreign report slashes nobody; a second report of an offender without stake is refused.
+//! the key that signed them is the offender's registered BLS key, in an epoch not before the
+//! one it registered in. The offender's whole stake is burned and its registration becomes
+//! [`ValidatorStatus::Slashed`] (derived sets omit it; its bond runs as after `Leave`). A
+//! forged or foreign report slashes nobody, and a slashed registration is never slashed
+//! again, so the same evidence cannot burn stake added later.
 //!
 //! # The set a registry gives
 //!
@@ -72,6 +80,8 @@ pub const UNBONDING_EPOCHS: u64 = 3;
 const VALIDATOR_TAG: &str = "QUASAR-STATE-VALIDATOR-v1";
 /// Hash tag of an identity claim's place in the tree.
 const IDENTITY_TAG: &str = "QUASAR-STATE-IDENTITY-v1";
+/// Hash tag of a registration's context ([`registration_context`]).
+const REGISTER_TAG: &str = "QUASAR-REGISTER-v1";
 /// Hash tag of the directory's place in the tree.
 const DIRECTORY_TAG: &str = "QUASAR-STATE-VALIDATORS-v1";
 /// Format byte of a record and of the directory.
@@ -216,12 +226,19 @@ pub struct Registration {
 }
 
 impl Registration {
-    /// The registration of `keys`, with the proof of possession made by `bls_secret` (whose
-    /// public key must be `keys.bls_public_key` for [`Registration::check`] to pass).
-    pub fn new(keys: ValidatorKeys, bls_secret: &bls::SecretKey) -> Registration {
+    /// The registration of `keys` by account `sender` on chain `chain_id`, with the proof of
+    /// possession made by `bls_secret` (whose public key must be `keys.bls_public_key`) bound
+    /// to [`registration_context`].
+    pub fn new(
+        keys: ValidatorKeys,
+        bls_secret: &bls::SecretKey,
+        chain_id: u64,
+        sender: &Address,
+    ) -> Registration {
+        let context = registration_context(chain_id, sender, &keys);
         Registration {
             keys,
-            proof_of_possession: bls_secret.prove_possession().to_bytes(),
+            proof_of_possession: bls_secret.prove_possession_bound(&context).to_bytes(),
         }
     }
 
@@ -256,17 +273,38 @@ impl Registration {
     }
 
     /// Checks that the BLS key is a valid public key (a non-identity point of the G1 subgroup)
-    /// and that the proof of possession verifies under it. Deterministic, about two pairings.
+    /// and that the proof of possession verifies under it for a registration by `sender` on
+    /// chain `chain_id` ([`registration_context`]). Deterministic, about two pairings.
     ///
     /// Errors: a sentence naming what failed.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self, chain_id: u64, sender: &Address) -> Result<(), String> {
         let key = bls::PublicKey::from_bytes(&self.keys.bls_public_key)
             .map_err(|e| format!("BLS public key: {e}"))?;
         let pop = bls::ProofOfPossession::from_bytes(&self.proof_of_possession)
             .map_err(|e| format!("proof of possession: {e}"))?;
-        key.verify_possession(&pop)
-            .map_err(|e| format!("the proof of possession does not verify: {e}"))
+        key.verify_possession_bound(&pop, &registration_context(chain_id, sender, &self.keys))
+            .map_err(|e| {
+                format!(
+                    "the proof of possession does not verify for this sender and chain \
+                     (a registration is made by the validator's own account): {e}"
+                )
+            })
     }
+}
+
+/// The context a registration's proof of possession binds ([`bls::SecretKey::
+/// prove_possession_bound`]): `tagged_hash("QUASAR-REGISTER-v1", [chain id (u64 LE), sender
+/// address, SLH-DSA public key, TLS certificate])`.
+pub fn registration_context(chain_id: u64, sender: &Address, keys: &ValidatorKeys) -> Hash {
+    tagged_hash(
+        REGISTER_TAG,
+        &[
+            &chain_id.to_le_bytes(),
+            sender,
+            &keys.slhdsa_public_key,
+            &keys.tls_certificate,
+        ],
+    )
 }
 
 /// Where a registered validator stands.
@@ -283,6 +321,22 @@ pub enum ValidatorStatus {
     /// Its registration ended (the first withdrawal after the bonded period); it may register
     /// again with the keys it claimed.
     Left,
+    /// Slashed at height `since` (a report of equivocation): no longer in derived sets, never
+    /// slashed again; bonded as [`ValidatorStatus::Leaving`] is.
+    Slashed {
+        /// The height of the block whose report executed.
+        since: u64,
+    },
+}
+
+impl ValidatorStatus {
+    /// The height from which the registration is ending: `since` of a leaving or slashed one.
+    pub fn ending_since(&self) -> Option<u64> {
+        match self {
+            ValidatorStatus::Leaving { since } | ValidatorStatus::Slashed { since } => Some(*since),
+            ValidatorStatus::Active | ValidatorStatus::Left => None,
+        }
+    }
 }
 
 /// A validator's entry in the registry.
@@ -297,14 +351,15 @@ pub struct ValidatorRecord {
 }
 
 impl ValidatorRecord {
-    /// The canonical encoding: format 1 (1 byte), status (1 byte: 1 active, 2 leaving, 3 left),
-    /// `since` (u64 BE; 0 unless leaving), `registered_at` (u64 BE), then
-    /// [`ValidatorKeys::to_bytes`].
+    /// The canonical encoding: format 1 (1 byte), status (1 byte: 1 active, 2 leaving, 3 left,
+    /// 4 slashed), `since` (u64 BE; 0 unless leaving or slashed), `registered_at` (u64 BE),
+    /// then [`ValidatorKeys::to_bytes`].
     pub fn to_bytes(&self) -> Vec<u8> {
         let (status, since) = match self.status {
             ValidatorStatus::Active => (1u8, 0u64),
             ValidatorStatus::Leaving { since } => (2, since),
             ValidatorStatus::Left => (3, 0),
+            ValidatorStatus::Slashed { since } => (4, since),
         };
         [
             &[FORMAT, status][..],
@@ -336,6 +391,7 @@ impl ValidatorRecord {
             (Some(&FORMAT), Some(1), 0) => ValidatorStatus::Active,
             (Some(&FORMAT), Some(2), since) => ValidatorStatus::Leaving { since },
             (Some(&FORMAT), Some(3), 0) => ValidatorStatus::Left,
+            (Some(&FORMAT), Some(4), since) => ValidatorStatus::Slashed { since },
             _ => {
                 return Err(RegistryDecodeError::Invalid(
                     "a validator record of unknown format or status",
@@ -408,6 +464,15 @@ pub struct ChainRules {
 }
 
 impl ChainRules {
+    /// The epoch that decides `height` (height 0, the genesis, counts as epoch 0; every height
+    /// is in epoch 0 on a chain without epochs).
+    pub fn epoch_of(&self, height: u64) -> u64 {
+        height
+            .saturating_sub(1)
+            .checked_div(self.epoch_length)
+            .unwrap_or(0)
+    }
+
     /// How long a departing validator's stake stays bonded, in blocks
     /// ([`UNBONDING_EPOCHS`] epochs); `None` on a chain without epochs.
     pub fn unbonding_blocks(&self) -> Option<u64> {
@@ -453,6 +518,8 @@ pub fn select_validators(
 pub struct Offence {
     /// The BLS public key that signed both messages (compressed G1).
     pub bls_public_key: [u8; BLS_PUBLIC_KEY_LEN],
+    /// The epoch of both messages.
+    pub epoch: u64,
     /// The view of both messages.
     pub view: u64,
 }

@@ -29,19 +29,25 @@ fn keys(i: u8) -> ValidatorKeys {
     }
 }
 
-/// A registration of validator `i`'s keys, staking `amount`.
+/// Account `i`'s registration of validator `i`'s keys, staking `amount`.
 fn register(i: u8, amount: u64) -> Action {
     Action::RegisterValidator {
         amount,
-        registration: Box::new(Registration::new(keys(i), &bls_key(i))),
+        registration: Box::new(Registration::new(keys(i), &bls_key(i), CHAIN, &addr(i))),
     }
 }
 
-/// A registration of `keys`, with the proof of possession made by `bls_key(signer)`.
-fn register_keys(keys: ValidatorKeys, signer: u8) -> Action {
+/// Account `sender`'s registration of `keys` staking 100, with the proof of possession made
+/// by `bls_key(signer)`.
+fn register_as(keys: ValidatorKeys, signer: u8, sender: u8) -> Action {
     Action::RegisterValidator {
         amount: 100,
-        registration: Box::new(Registration::new(keys, &bls_key(signer))),
+        registration: Box::new(Registration::new(
+            keys,
+            &bls_key(signer),
+            CHAIN,
+            &addr(sender),
+        )),
     }
 }
 
@@ -106,7 +112,10 @@ fn a_validator_registers_leaves_and_withdraws_after_the_unbonding_period() {
         .apply(&withdraw(3), 36, &cache, &NoEvidence)
         .expect_err("bonded");
     assert_eq!(waiting, ExecError::Bonded { from: Some(37) });
-    assert!(waiting.may_apply_later(), "a mempool keeps it until then");
+    assert!(
+        !waiting.may_apply_later(),
+        "epochs outlast a mempool's lifetime"
+    );
     ledger
         .apply(&withdraw(3), 37, &cache, &NoEvidence)
         .expect("unbonded");
@@ -143,7 +152,7 @@ fn a_refused_registration_changes_nothing_and_says_why() {
     // A proof of possession made by another key.
     let forged = ledger
         .apply(
-            &tx(2, 1, false, register_keys(keys(2), 3)),
+            &tx(2, 1, false, register_as(keys(2), 3, 2)),
             3,
             &cache,
             &NoEvidence,
@@ -161,7 +170,7 @@ fn a_refused_registration_changes_nothing_and_says_why() {
                 2,
                 1,
                 false,
-                register_keys(with(|k| k.bls_public_key = keys(1).bls_public_key), 1),
+                register_as(with(|k| k.bls_public_key = keys(1).bls_public_key), 1, 2),
             ),
             ExecError::IdentityClaimed(Identity::Bls.name()),
         ),
@@ -170,7 +179,7 @@ fn a_refused_registration_changes_nothing_and_says_why() {
                 2,
                 1,
                 false,
-                register_keys(with(|k| k.slhdsa_public_key = [1; 48]), 2),
+                register_as(with(|k| k.slhdsa_public_key = [1; 48]), 2, 2),
             ),
             ExecError::IdentityClaimed(Identity::SlhDsa.name()),
         ),
@@ -179,7 +188,7 @@ fn a_refused_registration_changes_nothing_and_says_why() {
                 2,
                 1,
                 false,
-                register_keys(with(|k| k.tls_certificate = vec![0x30, 1, 1]), 2),
+                register_as(with(|k| k.tls_certificate = vec![0x30, 1, 1]), 2, 2),
             ),
             ExecError::IdentityClaimed(Identity::Tls.name()),
         ),
@@ -210,7 +219,7 @@ fn a_refused_registration_changes_nothing_and_says_why() {
         assert_eq!(ledger, before, "a refused registration changed the ledger");
     }
     // A BLS key that is not a point of G1.
-    let mut bad = Registration::new(keys(2), &bls_key(2));
+    let mut bad = Registration::new(keys(2), &bls_key(2), CHAIN, &addr(2));
     bad.keys.bls_public_key = [0xff; 48];
     let action = Action::RegisterValidator {
         amount: 100,
@@ -316,12 +325,13 @@ fn the_registry_lives_in_state_above_pending_blocks_and_across_a_restart() {
     // validator leaves).
     let one = block(&[tx(1, 0, true, register(1, 500))]);
     let executed_one = state.execute(&[], 1, &refs(&one), &cache).expect("block 1");
-    let stolen = register_keys(
+    let stolen = register_as(
         ValidatorKeys {
             bls_public_key: keys(1).bls_public_key,
             ..keys(2)
         },
         1,
+        2,
     );
     let two_bad = block(&[tx(2, 0, true, stolen)]);
     assert!(matches!(
@@ -376,7 +386,7 @@ fn the_registry_lives_in_state_above_pending_blocks_and_across_a_restart() {
 
     // Admission's check against the committed state: a taken key is refused with the
     // reason, a fresh registration passes, and nothing is written.
-    let taken = tx(3, 0, true, register_keys(keys(2), 2));
+    let taken = tx(3, 0, true, register_as(keys(2), 2, 3));
     assert!(matches!(
         check_committed(
             &store.state().expect("tree"),
@@ -425,7 +435,7 @@ fn a_registration_round_trips_and_its_field_is_empty_for_every_other_action() {
     );
     // The body carries the registration's bytes: PoP (96), BLS key (48), SLH-DSA key (48),
     // the certificate.
-    let registration = Registration::new(keys(1), &bls_key(1)).to_bytes();
+    let registration = Registration::new(keys(1), &bls_key(1), CHAIN, &addr(1)).to_bytes();
     assert_eq!(registration.len(), 96 + 48 + 48 + 3);
     assert!(bytes
         .windows(registration.len())
@@ -441,7 +451,7 @@ fn a_registration_round_trips_and_its_field_is_empty_for_every_other_action() {
         let mut keys = keys(1);
         keys.tls_certificate = certificate;
         let bytes = Transaction {
-            action: register_keys(keys, 1),
+            action: register_as(keys, 1, 1),
             ..body.clone()
         }
         .encode()
@@ -530,6 +540,7 @@ impl EvidenceCheck for SignedBy {
             .ok_or("not evidence")?;
         Ok(Offence {
             bls_public_key: key,
+            epoch: 0,
             view: 1,
         })
     }
@@ -594,17 +605,89 @@ fn a_report_of_equivocation_burns_the_stake_and_ends_the_registration_and_a_fals
     assert_eq!((offender.stake, offender.balance), (0, 10_000 - 20 - 500));
     assert_eq!(
         ledger.validator(&addr(1)).map(|r| r.status),
-        Some(ValidatorStatus::Leaving { since: 4 })
+        Some(ValidatorStatus::Slashed { since: 4 })
     );
     assert_eq!(
         ledger.account(&addr(2)).map(|a| a.balance),
         Some(10_000 - 20)
     );
-    // Nothing is left to slash the second time.
+    // A slashed registration is never slashed again, even with stake added since.
+    ledger
+        .apply(
+            &tx(1, 2, false, Action::AddStake { amount: 50 }),
+            5,
+            &cache,
+            &SignedBy,
+        )
+        .expect("stakes");
     assert!(matches!(
-        ledger.apply(&tx(3, 1, false, report(1, 1)), 5, &cache, &SignedBy),
+        ledger.apply(&tx(3, 1, false, report(1, 1)), 6, &cache, &SignedBy),
         Err(ExecError::NothingToSlash { .. })
     ));
+    // Its bond runs out like a departing validator's; registered again (epoch 4), the old
+    // offence (epoch 0) predates the registration.
+    let withdraw = |nonce, amount| tx(1, nonce, false, Action::WithdrawStake { amount });
+    assert_eq!(
+        ledger.apply(&withdraw(3, 50), 33, &cache, &SignedBy),
+        Err(ExecError::Bonded { from: Some(34) })
+    );
+    ledger
+        .apply(&withdraw(3, 50), 34, &cache, &SignedBy)
+        .expect("unbonded");
+    ledger
+        .apply(&tx(1, 4, false, register(1, 500)), 45, &cache, &SignedBy)
+        .expect("registers again");
+    let replayed = ledger
+        .apply(&tx(3, 1, false, report(1, 1)), 46, &cache, &SignedBy)
+        .expect_err("refused");
+    assert!(
+        matches!(&replayed, ExecError::Evidence(m) if m.contains("predates")),
+        "{replayed}"
+    );
+}
+
+#[test]
+fn registrations_are_bound_to_their_sender_and_genesis_validators_stay() {
+    let (cache, mut ledger) = funded();
+    // Account 1's registration, copied from the mempool into account 2's transaction.
+    let error = ledger
+        .apply(&tx(2, 1, false, register(1, 100)), 2, &cache, &NoEvidence)
+        .expect_err("refused");
+    assert!(
+        matches!(&error, ExecError::Registration(m) if m.contains("for this sender")),
+        "{error}"
+    );
+    // The same keys on another chain.
+    let other_chain = Action::RegisterValidator {
+        amount: 100,
+        registration: Box::new(Registration::new(keys(2), &bls_key(2), CHAIN + 1, &addr(2))),
+    };
+    assert!(matches!(
+        ledger.apply(&tx(2, 1, false, other_chain), 2, &cache, &NoEvidence),
+        Err(ExecError::Registration(_))
+    ));
+    // A genesis validator keeps its place while the sets come from the genesis file.
+    let validator = GenesisValidator {
+        identity_key: key(5).public_key().clone(),
+        keys: keys(5),
+        stake: 1_000,
+    };
+    let mut genesis =
+        Ledger::genesis(RULES, [(addr(5), 100)], [validator]).expect("genesis ledger");
+    assert_eq!(
+        genesis.apply(&tx(5, 0, false, Action::Leave), 1, &cache, &NoEvidence),
+        Err(ExecError::GenesisValidator)
+    );
+    // A chain without epochs: nobody leaves.
+    let endless = ChainRules {
+        epoch_length: 0,
+        ..RULES
+    };
+    let mut single = Ledger::new(endless, [(addr(2), 1_000)]).expect("genesis");
+    assert_eq!(
+        single.apply(&tx(2, 0, true, Action::Leave), 1, &cache, &NoEvidence),
+        Err(ExecError::NoEpochs)
+    );
 }
 
 #[test]

@@ -168,12 +168,18 @@ impl SecretKey {
 
     /// PopProve (draft §3.3.2): signs the 48-byte compressed public key under [`POP_DST`].
     pub fn prove_possession(&self) -> ProofOfPossession {
+        self.prove_possession_bound(&[])
+    }
+
+    /// PopProve with `context` prepended to the message (blst's augmentation): signs
+    /// `context ‖ public key` under [`POP_DST`], so the proof also binds what `context` names
+    /// (a validator registration binds its sender and chain: docs/architecture.md §11). An
+    /// empty context is [`SecretKey::prove_possession`].
+    pub fn prove_possession_bound(&self, context: &[u8]) -> ProofOfPossession {
         let pk = self.public_key();
-        ProofOfPossession(Signature::from_point(self.inner.sign(
-            &pk.bytes,
-            POP_DST,
-            &[],
-        )))
+        ProofOfPossession(Signature::from_point(
+            self.inner.sign(&pk.bytes, POP_DST, context),
+        ))
     }
 }
 
@@ -238,10 +244,22 @@ impl PublicKey {
     ///
     /// Errors: [`BlsError::InvalidSignature`] when the pairing check fails.
     pub fn verify_possession(&self, pop: &ProofOfPossession) -> Result<(), BlsError> {
+        self.verify_possession_bound(pop, &[])
+    }
+
+    /// PopVerify of [`SecretKey::prove_possession_bound`]: `pop` is a signature over
+    /// `context ‖` this key's compressed encoding under [`POP_DST`].
+    ///
+    /// Errors: [`BlsError::InvalidSignature`] when the pairing check fails.
+    pub fn verify_possession_bound(
+        &self,
+        pop: &ProofOfPossession,
+        context: &[u8],
+    ) -> Result<(), BlsError> {
         match pop
             .0
             .point
-            .verify(false, &self.bytes, POP_DST, &[], &self.point, false)
+            .verify(false, &self.bytes, POP_DST, context, &self.point, false)
         {
             BLST_ERROR::BLST_SUCCESS => Ok(()),
             _ => Err(BlsError::InvalidSignature),

@@ -133,6 +133,7 @@ impl EvidenceCheck for VoteEvidence {
             .ok_or("the signer is not in the epoch's set")?;
         Ok(Offence {
             bls_public_key: key,
+            epoch: first.epoch,
             view: first.view,
         })
     }

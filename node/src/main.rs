@@ -840,9 +840,12 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         }
         Command::RegisterValidator { amount, send } => {
             let keys = send.keys()?;
+            let chain_id = GenesisFile::load(&send.how.chain.genesis)
+                .map_err(|e| format!("--genesis: {e}"))?
+                .chain_id;
             let action = quasar_app::Action::RegisterValidator {
                 amount,
-                registration: Box::new(wallet::registration_of(&keys)),
+                registration: Box::new(wallet::registration_of(&keys, chain_id)),
             };
             send_action(&keys.mldsa, send.how, action)
         }

@@ -244,10 +244,14 @@ pub fn next_transaction(
     Ok(signed.as_bytes().to_vec())
 }
 
-/// The registration of the validator whose keys are `keys` (a key directory from `keygen`):
-/// its BLS public key with a fresh proof of possession, its SLH-DSA public key and its TLS
-/// certificate.
-pub fn registration_of(keys: &quasar_chainspec::keys::ValidatorKeys) -> Registration {
+/// The registration on chain `chain_id` of the validator whose keys are `keys` (a key
+/// directory from `keygen`), by its own account (the address of its identity key): its BLS
+/// public key with a proof of possession bound to that account and chain, its SLH-DSA public
+/// key and its TLS certificate.
+pub fn registration_of(
+    keys: &quasar_chainspec::keys::ValidatorKeys,
+    chain_id: u64,
+) -> Registration {
     Registration::new(
         ValidatorKeys {
             bls_public_key: keys.bls.public_key().to_bytes(),
@@ -255,6 +259,8 @@ pub fn registration_of(keys: &quasar_chainspec::keys::ValidatorKeys) -> Registra
             tls_certificate: keys.tls.cert_der.clone(),
         },
         &keys.bls,
+        chain_id,
+        &address_of(keys.mldsa.public_key()),
     )
 }
 
@@ -310,7 +316,7 @@ impl Chain {
 
     /// The `ReportEquivocation` of validator `signer`'s conflicting votes in `view`, from the
     /// evidence the node recorded (`GET /evidence`); the offender's account is the address of
-    /// its identity key in the genesis set of the view's epoch. The chain checks the votes when
+    /// its identity key in the genesis set of the votes' epoch. The chain checks the votes when
     /// the report executes; this only finds them.
     ///
     /// Errors: [`WalletError::Node`] when the node cannot be asked or holds no evidence of
@@ -349,7 +355,12 @@ impl Chain {
         let evidence = record
             .encode()
             .map_err(|e| WalletError::Node(format!("the node's evidence: {e}")))?;
-        let epoch = view.saturating_sub(1) / quasar_consensus::epoch::VIEWS_PER_EPOCH;
+        let Ok(quasar_wire::MessageRef::Vote(vote)) = quasar_wire::decode(&record.first) else {
+            return Err(WalletError::Node(
+                "the node's evidence does not hold a vote".into(),
+            ));
+        };
+        let epoch = vote.to_owned().epoch;
         let sets = self.genesis.sets();
         let identity = sets
             .iter()

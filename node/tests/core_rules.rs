@@ -1534,7 +1534,7 @@ fn conflicting_votes_prove_the_signer_and_nothing_else_does() {
     ] {
         let offence = check.check(&proof).expect("proves");
         assert_eq!(offence.bls_public_key, key.public_key().to_bytes());
-        assert_eq!(offence.view, 5);
+        assert_eq!((offence.epoch, offence.view), (0, 5));
     }
     let mut forged = n2.clone();
     forged.signature = key.sign(b"something else").to_bytes();
