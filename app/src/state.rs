@@ -345,33 +345,7 @@ impl State {
     /// its values are gone: ask for retained versions), [`StateError::Store`],
     /// [`StateError::Corrupt`], [`StateError::CorruptRegistry`].
     pub fn registry(&self, version: u64) -> Result<Vec<RegisteredValidator>, StateError> {
-        let directory = read_directory(&self.store, &[], version)?;
-        let mut out = Vec::with_capacity(directory.0.len());
-        for address in directory.0 {
-            let what = || hex::encode(address);
-            let record = read_record(&self.store, &[], version, &address)?.ok_or_else(|| {
-                StateError::CorruptRegistry {
-                    what: what(),
-                    source: RegistryDecodeError::Invalid("a directory entry without a record"),
-                }
-            })?;
-            let account = read_account(&self.store, &[], version, &address)?;
-            let Some((identity_key, stake)) =
-                account.and_then(|a| a.public_key.map(|key| (key, a.stake)))
-            else {
-                return Err(StateError::CorruptRegistry {
-                    what: what(),
-                    source: RegistryDecodeError::Invalid("a validator without an account key"),
-                });
-            };
-            out.push(RegisteredValidator {
-                address,
-                identity_key,
-                stake,
-                record,
-            });
-        }
-        Ok(out)
+        read_registry(&self.store, version)
     }
 
     /// Executes block `height` (its encoded transactions `txs`, in order) on top of `pending`,
@@ -841,6 +815,45 @@ pub fn committed_account(
         Some((version, _)) => read_account(store, &[], version, address),
         None => Ok(None),
     }
+}
+
+/// Every registered validator (active, leaving or slashed) in committed version `version` of
+/// `store`, in address order, with its account's key and stake ([`State::registry`]). Reads
+/// only committed bytes, so it can run beside the [`State`] that writes them (the node's
+/// `GET /validators` does).
+///
+/// Errors: [`StateError::Store`], [`StateError::Corrupt`], [`StateError::CorruptRegistry`].
+pub fn read_registry(
+    store: &StateStore,
+    version: u64,
+) -> Result<Vec<RegisteredValidator>, StateError> {
+    let directory = read_directory(store, &[], version)?;
+    let mut out = Vec::with_capacity(directory.0.len());
+    for address in directory.0 {
+        let what = || hex::encode(address);
+        let record = read_record(store, &[], version, &address)?.ok_or_else(|| {
+            StateError::CorruptRegistry {
+                what: what(),
+                source: RegistryDecodeError::Invalid("a directory entry without a record"),
+            }
+        })?;
+        let account = read_account(store, &[], version, &address)?;
+        let Some((identity_key, stake)) =
+            account.and_then(|a| a.public_key.map(|key| (key, a.stake)))
+        else {
+            return Err(StateError::CorruptRegistry {
+                what: what(),
+                source: RegistryDecodeError::Invalid("a validator without an account key"),
+            });
+        };
+        out.push(RegisteredValidator {
+            address,
+            identity_key,
+            stake,
+            record,
+        });
+    }
+    Ok(out)
 }
 
 /// Applies `tx` on top of the latest committed version of `store` (as the first transaction of

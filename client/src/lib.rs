@@ -13,6 +13,7 @@
 //! | `GET /tx/{hash}` | [`TxInfo`]; 404 when unknown |
 //! | `GET /account/{address}` | [`AccountInfo`]; 400 not 32 bytes of hex, 404 nothing finalized here yet, 410 its block pruned |
 //! | `GET /evidence?limit=L&from_view=V` | [`EvidenceList`] |
+//! | `GET /validators` | [`ValidatorList`]; 404 nothing executed here yet |
 //! | `GET /metrics` | Prometheus text exposition |
 //!
 //! Every error answer is an [`ApiError`] (`{"error": "…"}`).
@@ -320,6 +321,34 @@ pub struct EvidenceEntry {
     pub second: String,
 }
 
+/// One registered validator of [`ValidatorList`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegisteredValidatorInfo {
+    /// Its account's address (the hash of its ML-DSA-65 identity key), hex.
+    pub address: String,
+    /// `active`, `leaving`, `slashed` (`left` registrations are not listed).
+    pub status: String,
+    /// For `leaving` and `slashed`: the height from which its registration is ending.
+    #[serde(default)]
+    pub since: Option<u64>,
+    /// The height of the block that registered it (0: the genesis).
+    pub registered_at: u64,
+    /// Its account's stake.
+    pub stake: u64,
+    /// Its BLS public key (compressed G1), hex.
+    pub bls_public_key: String,
+}
+
+/// `GET /validators`: the validator registry as of the node's latest executed (final) block,
+/// as the node says (not proven: `GET /account/{address}` proves an account's stake).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ValidatorList {
+    /// The height of the state it was read from.
+    pub height: u64,
+    /// Every registered validator, by address.
+    pub validators: Vec<RegisteredValidatorInfo>,
+}
+
 /// `GET /evidence`: equivocations the node recorded, by view.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EvidenceList {
@@ -554,6 +583,12 @@ impl Client {
     /// [`ClientError::Status`] (an address that is not 32 bytes of hex answers 400).
     pub async fn account(&self, address_hex: &str) -> Result<Option<AccountInfo>, ClientError> {
         self.get_json(&format!("/account/{address_hex}")).await
+    }
+
+    /// `GET /validators`: the registry as the node says; `None` before it executed a block.
+    /// Errors: [`ClientError::Http`], [`ClientError::Status`].
+    pub async fn validators(&self) -> Result<Option<ValidatorList>, ClientError> {
+        self.get_json("/validators").await
     }
 
     /// `GET /tx/{hash}`: transaction `hash_hex`, `None` when the node does not know it (not yet

@@ -29,7 +29,7 @@ use governor::clock::{Clock, QuantaInstant};
 use governor::middleware::NoOpMiddleware;
 use quasar_client::{
     AccountInfo, ApiError, BlockInfo, EvidenceEntry, EvidenceList, Health, Readiness, Status,
-    TxAccepted, TxBatchAnswer, TxInfo, TxOutcome,
+    TxAccepted, TxBatchAnswer, TxInfo, TxOutcome, ValidatorList,
 };
 use quasar_crypto::hash::Hash;
 use quasar_process::http_serve::TransportLimits;
@@ -73,6 +73,9 @@ pub trait NodeView: Send + Sync + 'static {
     fn account(&self, address: &quasar_app::Address) -> Result<AccountInfo, Unavailable>;
     /// `GET /evidence` for `query`. Errors: [`Unavailable::Failed`] when the store fails.
     fn evidence(&self, query: EvidenceQuery) -> Result<EvidenceList, Unavailable>;
+    /// `GET /validators`: the registry of the latest executed state
+    /// ([`crate::light::validator_list`]).
+    fn validators(&self) -> Result<ValidatorList, Unavailable>;
     /// `GET /metrics`: appends the Prometheus text exposition to `out`.
     fn encode_metrics(&self, out: &mut String) -> std::fmt::Result;
 }
@@ -141,6 +144,11 @@ pub const ROUTES: &[(&str, &str, &str)] = &[
         "/evidence?from_view=V&limit=N",
         "stored equivocation evidence",
     ),
+    (
+        "GET",
+        "/validators",
+        "the validator registry as of the latest executed block (not proven)",
+    ),
 ];
 
 /// The `GET /metrics` entry of `GET /`, listed when the API serves it.
@@ -203,6 +211,7 @@ pub fn router(view: Arc<dyn NodeView>, with_metrics: bool, config: &ApiConfig) -
         .route("/block/latest", get(block_latest))
         .route("/block/{height}", get(block))
         .route("/evidence", get(evidence))
+        .route("/validators", get(validators))
         .merge(process_routes(with_metrics));
     if with_metrics {
         app = app.route("/metrics", get(metrics));
@@ -542,6 +551,13 @@ async fn account(State(view): State<AppState>, Path(address_hex): Path<String>) 
     }
 }
 
+async fn validators(State(view): State<AppState>) -> Response {
+    match view.validators() {
+        Ok(list) => Json(list).into_response(),
+        Err(unavailable) => unavailable.into_response(),
+    }
+}
+
 async fn status(State(view): State<AppState>) -> Json<Status> {
     Json(view.status())
 }
@@ -834,6 +850,10 @@ mod tests {
             Err(Unavailable::Failed("the store failed".into()))
         }
 
+        fn validators(&self) -> Result<ValidatorList, Unavailable> {
+            Err(Unavailable::NotFound("nothing executed yet".into()))
+        }
+
         fn encode_metrics(&self, out: &mut String) -> std::fmt::Result {
             out.push_str("# EOF\n");
             Ok(())
@@ -1115,6 +1135,7 @@ mod tests {
             "/status",
             "/tx",
             "/block/latest",
+            "/validators",
             "/metrics",
         ] {
             assert!(paths.contains(&path), "{path} missing from {paths:?}");

@@ -22,14 +22,57 @@
 
 use crate::api::Unavailable;
 use quasar_app::state::MAX_ACCOUNT_PROOF_BYTES;
+use quasar_app::ValidatorStatus;
 use quasar_app::{prove_account, AccountLeaf, AccountProof, Address, ProofError};
 use quasar_chainspec::sealing::decode_hex_bounded;
 use quasar_chainspec::Genesis;
-use quasar_client::{AccountInfo, AccountState, HeaderInfo};
+use quasar_client::{
+    AccountInfo, AccountState, HeaderInfo, RegisteredValidatorInfo, ValidatorList,
+};
 use quasar_consensus::{BlockLimits, Verifier, VerifyError};
 use quasar_crypto::hash::Hash;
 use quasar_storage::{StateStore, Store};
 use quasar_wire::{decode, BlockHeader, CertificateKind, MessageRef};
+
+/// The validator registry as of the latest executed state in `state`, as `GET /validators`
+/// answers it (registrations that ended are not listed). Not proven: the client trusts the
+/// node for it.
+///
+/// Errors: [`Unavailable::NotFound`] before the first block is executed; [`Unavailable::Failed`]
+/// when the store fails or holds what does not decode.
+pub fn validator_list(state: &StateStore) -> Result<ValidatorList, Unavailable> {
+    let failed = |e: &dyn std::fmt::Display| Unavailable::Failed(format!("state store: {e}"));
+    let height = match state.latest() {
+        Ok(Some((height, _))) if height > 0 => height,
+        Ok(_) => {
+            return Err(Unavailable::NotFound(
+                "no block is executed here yet: the registry is the genesis set".into(),
+            ))
+        }
+        Err(e) => return Err(failed(&e)),
+    };
+    let registry = quasar_app::read_registry(state, height).map_err(|e| failed(&e))?;
+    let validators = registry
+        .into_iter()
+        .filter_map(|v| {
+            let status = match v.record.status {
+                ValidatorStatus::Active => "active",
+                ValidatorStatus::Leaving { .. } => "leaving",
+                ValidatorStatus::Slashed { .. } => "slashed",
+                ValidatorStatus::Left => return None,
+            };
+            Some(RegisteredValidatorInfo {
+                address: hex::encode(v.address),
+                status: status.into(),
+                since: v.record.status.ending_since(),
+                registered_at: v.record.registered_at,
+                stake: v.stake,
+                bls_public_key: hex::encode(v.record.keys.bls_public_key),
+            })
+        })
+        .collect();
+    Ok(ValidatorList { height, validators })
+}
 
 /// Most `links` an answer carries or a client follows.
 pub const MAX_LINKS: usize = 64;

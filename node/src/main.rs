@@ -384,6 +384,13 @@ enum Command {
         #[command(flatten)]
         send: SendArgs,
     },
+    /// The validator registry as a node says it is (not checked): every registered validator
+    /// with its status, stake and BLS key, as of the node's latest executed block; JSON.
+    Validators {
+        /// The node's API.
+        #[arg(long, default_value = "http://127.0.0.1:8000")]
+        api: String,
+    },
     /// Where a transaction stands on a node: pending, finalized (with its height), or unknown.
     TxStatus {
         /// The transaction hash (hex, as `transfer` prints it).
@@ -861,6 +868,20 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Leave { send } => {
             let keys = send.keys()?;
             send_action(&keys.mldsa, send.how, quasar_app::Action::Leave)
+        }
+        Command::Validators { api } => {
+            let client = wallet::api_client(&api).map_err(|e| e.to_string())?;
+            let list = runtime()?
+                .block_on(client.validators())
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| {
+                    format!("{api} has executed no block yet: the registry is the genesis set")
+                })?;
+            println!(
+                "{}",
+                serde_json::to_string(&list).map_err(|e| e.to_string())?
+            );
+            Ok(ExitCode::SUCCESS)
         }
         Command::TxStatus { hash, api } => {
             parse_address("hash", &hash)?;

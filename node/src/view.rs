@@ -9,6 +9,7 @@ use crate::mempool::MempoolError;
 use crate::runtime::Shared;
 use quasar_client::{
     AccountInfo, BlockInfo, CertificateInfo, EvidenceList, Readiness, Status, TxInfo, TxStatus,
+    ValidatorList,
 };
 use quasar_crypto::hash::Hash;
 use quasar_lanes::bls::signers_from_bitmap;
@@ -85,6 +86,10 @@ impl NodeView for Shared {
 
     fn account(&self, address: &quasar_app::Address) -> Result<AccountInfo, Unavailable> {
         crate::light::account_info(&self.store, &self.state, address)
+    }
+
+    fn validators(&self) -> Result<ValidatorList, Unavailable> {
+        crate::light::validator_list(&self.state)
     }
 
     fn finalized_height(&self) -> u64 {

@@ -1423,11 +1423,41 @@ async fn an_account_holder_transfers_and_checks_balances_with_the_client_command
     assert_eq!(registered["status"], "finalized", "{registered}");
     let joiner_seen = balance_when(&joiner_address, &on(2), "stake", 3000).await;
     assert_eq!(joiner_seen["balance"], 5000 - 3000 - 1, "{joiner_seen}");
+    // The registry as node 2 says it: the four genesis validators and the joiner, active.
+    let registry = json(cli(&format!("validators --api http://{}", fx.net.api(2))));
+    let listed = registry["validators"].as_array().unwrap();
+    assert_eq!(listed.len(), 5, "{registry}");
+    let joiner_entry = listed
+        .iter()
+        .find(|v| v["address"] == joiner_address.as_str())
+        .unwrap_or_else(|| panic!("the joiner is not listed: {registry}"));
+    assert_eq!(
+        (&joiner_entry["status"], &joiner_entry["stake"]),
+        (&"active".into(), &3000.into()),
+        "{registry}"
+    );
+    assert!(
+        listed
+            .iter()
+            .filter(|v| v["registered_at"] == 0)
+            .all(|v| v["status"] == "active"),
+        "{registry}"
+    );
     let bonded = cli_fails(&format!("unstake --key-dir {joiner} --amount 1 {}", on(2)));
     assert!(bonded.contains("leave the validator set first"), "{bonded}");
     let left = json(cli(&format!("leave --key-dir {joiner} --wait {}", on(2))));
     assert_eq!(left["status"], "finalized", "{left}");
     balance_when(&joiner_address, &on(2), "nonce", 2).await;
+    let registry = json(cli(&format!("validators --api http://{}", fx.net.api(2))));
+    let leaving = registry["validators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["address"] == joiner_address.as_str())
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(leaving["status"], "leaving", "{registry}");
+    assert!(leaving["since"].as_u64().is_some(), "{registry}");
     let twice = cli_fails(&format!("leave --key-dir {joiner} {}", on(2)));
     assert!(twice.contains("not a registered validator"), "{twice}");
 
