@@ -181,6 +181,14 @@ pub enum ExecError {
         /// What the account has (balance, or stake for a withdrawal).
         available: u64,
     },
+    /// A withdrawal above the account's stake.
+    #[error("withdraws {needed} but the account's stake is {staked}")]
+    InsufficientStake {
+        /// The amount asked for.
+        needed: u64,
+        /// The stake.
+        staked: u64,
+    },
     /// A credit would take a balance or stake past `u64::MAX`.
     #[error("a balance or stake would overflow")]
     Overflow,
@@ -191,7 +199,7 @@ pub enum ExecError {
         address: String,
     },
     /// `RegisterValidator` from an account whose registration has not ended.
-    #[error("account {address} is registered already (a validator leaves, and withdraws after the unbonding period, before it registers again)")]
+    #[error("this account is registered already: a validator leaves, then withdraws after the unbonding period, before it registers again")]
     AlreadyRegistered {
         /// The sender, hex.
         address: String,
@@ -489,10 +497,12 @@ impl Ledger {
             }
             Action::WithdrawStake { amount } => {
                 record = self.unbond(&body.sender, height)?;
-                stake = stake.checked_sub(*amount).ok_or(ExecError::Insufficient {
-                    needed: *amount,
-                    available: stake,
-                })?;
+                stake = stake
+                    .checked_sub(*amount)
+                    .ok_or(ExecError::InsufficientStake {
+                        needed: *amount,
+                        staked: stake,
+                    })?;
                 balance = add(pay(balance, 0)?, *amount)?;
             }
             Action::Leave => {

@@ -99,9 +99,9 @@ fn a_refused_transaction_changes_nothing_and_says_why() {
         (tx(1, 1, false, Action::WithdrawStake { amount: 1 }), |e| {
             matches!(
                 e,
-                ExecError::Insufficient {
+                ExecError::InsufficientStake {
                     needed: 1,
-                    available: 0
+                    staked: 0
                 }
             )
         }),

@@ -315,7 +315,11 @@ pub enum KeyFileError {
     )]
     NoWriteMode,
     /// The passphrase does not open the file (or the file was modified).
-    #[error("{}: wrong passphrase (or the file was modified)", .path.display())]
+    #[error(
+        "{}: wrong passphrase (or the file was modified): give the passphrase it was sealed \
+         with (--passphrase-file or {PASSPHRASE_ENV}; key_passphrase_file in node.toml)",
+        .path.display()
+    )]
     WrongPassphrase {
         /// The file.
         path: PathBuf,
