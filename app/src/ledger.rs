@@ -424,7 +424,8 @@ impl Ledger {
             _ => Vec::new(),
         };
         Reads {
-            accounts: std::iter::once(body.sender).chain(to).collect(),
+            sender: body.sender,
+            recipient: to,
             validator,
             claims,
             directory: matches!(
@@ -701,8 +702,11 @@ impl Ledger {
 /// What a transaction reads and writes ([`Ledger::reads`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reads {
-    /// Accounts: its sender, and a transfer's recipient.
-    pub accounts: Vec<Address>,
+    /// Its sender's account.
+    pub sender: Address,
+    /// The other account it touches: a transfer's recipient, a report's offender (when not
+    /// the sender).
+    pub recipient: Option<Address>,
     /// The validator record of its sender, for staking actions.
     pub validator: Option<Address>,
     /// The identity claims a registration makes (tree keys).

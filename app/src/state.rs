@@ -266,15 +266,7 @@ impl State {
             .filter(|(_, account)| account.public_key.is_some())
             .map(|(address, _)| *address)
             .collect();
-        let mut registry: Vec<(Hash, Vec<u8>)> = ledger
-            .validators()
-            .map(|(address, record)| (validator_key(address), record.to_bytes()))
-            .chain(
-                ledger
-                    .claims()
-                    .map(|(claim, owner)| (*claim, owner.to_vec())),
-            )
-            .collect();
+        let mut registry: Vec<(Hash, Vec<u8>)> = registry_entries(&ledger).collect();
         if !ledger.directory().0.is_empty() {
             registry.push((directory_key(), ledger.directory().to_bytes()));
         }
@@ -538,7 +530,7 @@ impl<'a> WorkingSet<'a> {
     /// of the newest pending block (or the committed version).
     fn load(&mut self, tx: &SignedTransaction) -> Result<(), StateError> {
         let reads = Ledger::reads(tx);
-        for address in reads.accounts {
+        for address in std::iter::once(reads.sender).chain(reads.recipient) {
             if !self.before.contains_key(&address) {
                 let account = read_account(self.store, self.pending, self.version, &address)?;
                 self.before
@@ -588,20 +580,11 @@ impl<'a> WorkingSet<'a> {
             changed.insert(*address, account.clone());
         }
         // Registry entries go in only where they differ from what the tree held.
-        let mut registry = Vec::new();
-        let validators = self
-            .ledger
-            .validators()
-            .map(|(address, record)| (validator_key(address), record.to_bytes()));
-        let claims = self
-            .ledger
-            .claims()
-            .map(|(claim, owner)| (*claim, owner.to_vec()));
-        for (key, value) in validators.chain(claims) {
-            if self.registry_before.get(&key).and_then(Option::as_ref) != Some(&value) {
-                registry.push((key, value));
-            }
-        }
+        let mut registry: Vec<(Hash, Vec<u8>)> = registry_entries(&self.ledger)
+            .filter(|(key, value)| {
+                self.registry_before.get(key).and_then(Option::as_ref) != Some(value)
+            })
+            .collect();
         if let Some(before) = &self.directory_before {
             if before != self.ledger.directory() {
                 registry.push((directory_key(), self.ledger.directory().to_bytes()));
@@ -616,6 +599,18 @@ impl<'a> WorkingSet<'a> {
             registry,
         )
     }
+}
+
+/// The tree entries of the validator records and identity claims `ledger` holds (tree key,
+/// value), in key order within each kind.
+fn registry_entries(ledger: &Ledger) -> impl Iterator<Item = (Hash, Vec<u8>)> + '_ {
+    let validators = ledger
+        .validators()
+        .map(|(address, record)| (validator_key(address), record.to_bytes()));
+    let claims = ledger
+        .claims()
+        .map(|(claim, owner)| (*claim, owner.to_vec()));
+    validators.chain(claims)
 }
 
 /// Computes tree version `height` on top of `pending` and the store: the leaves of the
