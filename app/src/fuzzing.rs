@@ -8,7 +8,7 @@
 //! Compiled only with the `fuzzing` feature: not part of a production build.
 
 use crate::ledger::{Account, AccountLeaf};
-use crate::registry::{Directory, ValidatorRecord};
+use crate::registry::{Directory, EpochSet, ValidatorRecord};
 use crate::state::AccountProof;
 use crate::tx::{SignedTransaction, Transaction};
 
@@ -40,9 +40,10 @@ pub fn signed_transaction(data: &[u8]) {
     }
 }
 
-/// Any bytes as an account leaf, a validator record and a validator directory (state values)
-/// and as an account proof (what `GET /account` serves): decoding returns the value or an
-/// error, never panics; a decoded leaf, record or directory re-encodes to exactly its input; a
+/// Any bytes as an account leaf, a validator record, a validator directory and an epoch's set
+/// (state values) and as an account proof (what `GET /account` serves): decoding returns the
+/// value or an error, never panics; a decoded leaf, record, directory or set re-encodes to
+/// exactly its input; a
 /// decoded proof is checked against a fixed root, for a present and an absent account, without
 /// panicking.
 ///
@@ -60,6 +61,13 @@ pub fn state_decode(data: &[u8]) {
             directory.to_bytes(),
             data,
             "a decoded directory re-encodes differently"
+        );
+    }
+    if let Ok(set) = EpochSet::from_bytes(data) {
+        assert_eq!(
+            set.to_bytes(),
+            data,
+            "a decoded epoch set re-encodes differently"
         );
     }
     if let Ok(leaf) = AccountLeaf::from_bytes(data) {

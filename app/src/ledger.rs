@@ -228,8 +228,8 @@ pub enum ExecError {
         /// The offender, hex.
         address: String,
     },
-    /// `Leave` from a genesis validator while the node takes its sets from the genesis file.
-    #[error("a genesis validator cannot leave yet: the validator sets still come from the genesis file, where it keeps signing (docs/architecture.md §11)")]
+    /// `Leave` from a genesis validator on a chain whose genesis file fixes the sets.
+    #[error("a genesis validator cannot leave this chain: its genesis file fixes the validator sets, where it keeps signing (docs/architecture.md §11)")]
     GenesisValidator,
     /// A withdrawal of bonded stake.
     #[error("the stake is bonded: {}", match .from {
@@ -516,9 +516,9 @@ impl Ledger {
                 if current.status != ValidatorStatus::Active {
                     return Err(ExecError::NotRegistered { address: address() });
                 }
-                // The node takes its sets from the genesis file (docs/architecture.md §11):
-                // a genesis validator keeps signing there, so it stays bonded and slashable.
-                if current.registered_at == 0 {
+                // Where the genesis file fixes the sets (docs/architecture.md §11), a genesis
+                // validator keeps signing in them, so it stays bonded and slashable.
+                if current.registered_at == 0 && !self.rules.sets_from_registry {
                     return Err(ExecError::GenesisValidator);
                 }
                 balance = pay(balance, 0)?;

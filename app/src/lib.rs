@@ -37,12 +37,12 @@ pub mod verify_cache;
 
 pub use ledger::{Account, AccountDecodeError, AccountLeaf, ExecError, GenesisValidator, Ledger};
 pub use registry::{
-    select_validators, ChainRules, EvidenceCheck, NoEvidence, Offence, RegisteredValidator,
-    Registration, ValidatorKeys, ValidatorRecord, ValidatorStatus,
+    select_validators, ChainRules, EpochSet, EvidenceCheck, NetworkRoster, NoEvidence, Offence,
+    RegisteredValidator, Registration, SetMember, ValidatorKeys, ValidatorRecord, ValidatorStatus,
 };
 pub use state::{
-    check_committed, committed_account, prove_account, read_registry, AccountProof, Executed,
-    ProofError, Proposed, State, StateError,
+    check_committed, committed_account, prove_account, read_epoch_set, read_registry, AccountProof,
+    Executed, ProofError, Proposed, State, StateError,
 };
 pub use tx::{
     address_of, signing_context, Action, Address, SignedTransaction, Transaction, TxError,

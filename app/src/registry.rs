@@ -56,6 +56,14 @@
 //! [`select_validators`] is a pure function of the registry: the active validators with stake,
 //! by stake (highest first), ties broken by BLS key, at most a given number. Every node, and a
 //! late joiner replaying blocks, derives the same set from the same state.
+//!
+//! On a chain whose sets come from the registry ([`ChainRules::sets_from_registry`]), the
+//! boundary block of epoch `e` writes the set of epoch `e + 2` into the tree ([`EpochSet`] at
+//! [`epoch_set_key`]): the selection as of the state after that block, among the validators
+//! the validator network can reach ([`NetworkRoster`]), with the set's root. One leaf then
+//! proves an epoch's set against a boundary block's state root. Two epochs, not one, lie
+//! between the decision and the change, so every validator of the new set learns it a whole
+//! epoch before its first view (docs/architecture.md §11).
 
 use quasar_crypto::bls;
 use quasar_crypto::hash::{tagged_hash, Hash};
@@ -75,6 +83,8 @@ pub const MAX_TLS_CERTIFICATE_BYTES: usize = 2048;
 pub const MAX_REGISTERED_VALIDATORS: usize = 10_000;
 /// Epochs a departing validator's stake stays bonded (see the module docs).
 pub const UNBONDING_EPOCHS: u64 = 3;
+/// Most validators of a set the registry gives ([`select_validators`] at a boundary).
+pub const MAX_SET_VALIDATORS: usize = 1_000;
 
 /// Hash tag of a validator record's place in the tree.
 const VALIDATOR_TAG: &str = "QUASAR-STATE-VALIDATOR-v1";
@@ -84,6 +94,8 @@ const IDENTITY_TAG: &str = "QUASAR-STATE-IDENTITY-v1";
 const REGISTER_TAG: &str = "QUASAR-REGISTER-v1";
 /// Hash tag of the directory's place in the tree.
 const DIRECTORY_TAG: &str = "QUASAR-STATE-VALIDATORS-v1";
+/// Hash tag of an epoch's set's place in the tree.
+const EPOCH_SET_TAG: &str = "QUASAR-STATE-EPOCH-SET-v1";
 /// Format byte of a record and of the directory.
 const FORMAT: u8 = 1;
 /// Encoded length of the fixed part of [`ValidatorKeys`].
@@ -97,6 +109,11 @@ pub fn validator_key(address: &Address) -> Hash {
 /// The tree key of the directory.
 pub fn directory_key() -> Hash {
     tagged_hash(DIRECTORY_TAG, &[])
+}
+
+/// The tree key of the validator set of `epoch` ([`EpochSet`]).
+pub fn epoch_set_key(epoch: u64) -> Hash {
+    tagged_hash(EPOCH_SET_TAG, &[&epoch.to_le_bytes()])
 }
 
 /// What a validator's keys claim, one tree key each (see the module docs).
@@ -461,6 +478,11 @@ pub struct ChainRules {
     pub chain_id: u64,
     /// Blocks per epoch; 0 for a chain that runs one endless epoch (its set never changes).
     pub epoch_length: u64,
+    /// Whether the chain's validator sets come from this registry (the genesis decides:
+    /// `quasar_chainspec::Genesis::sets_from_registry`): boundary blocks write the set two
+    /// epochs ahead ([`EpochSet`]), and a genesis validator may leave. Otherwise the genesis
+    /// file fixes every set, and a genesis validator, signing there for good, cannot leave.
+    pub sets_from_registry: bool,
 }
 
 impl ChainRules {
@@ -471,6 +493,17 @@ impl ChainRules {
             .saturating_sub(1)
             .checked_div(self.epoch_length)
             .unwrap_or(0)
+    }
+
+    /// The epoch whose set boundary block `height` decides ([`EpochSet`]): `e + 2` when
+    /// `height` is epoch `e`'s boundary on a chain whose sets come from the registry, else
+    /// `None`.
+    pub fn decides_set(&self, height: u64) -> Option<u64> {
+        let boundary = self.sets_from_registry
+            && self.epoch_length != 0
+            && height != 0
+            && height.is_multiple_of(self.epoch_length);
+        boundary.then(|| self.epoch_of(height).saturating_add(2))
     }
 
     /// How long a departing validator's stake stays bonded, in blocks
@@ -511,6 +544,132 @@ pub fn select_validators(
     });
     registry.truncate(max);
     registry
+}
+
+/// The TLS certificates the validator network pins (the genesis file's roster): a registered
+/// validator outside it is not selected into a set, because no validator could reach it.
+/// Deterministic (every node has the same genesis). The network's roster does not grow with
+/// the registry yet; until it does, a validator that registers after the genesis waits here.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NetworkRoster(pub std::collections::BTreeSet<Vec<u8>>);
+
+impl NetworkRoster {
+    /// Whether the network can reach `validator`.
+    pub fn reaches(&self, validator: &RegisteredValidator) -> bool {
+        self.0.contains(&validator.record.keys.tls_certificate)
+    }
+}
+
+/// One validator of an [`EpochSet`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SetMember {
+    /// Its account's address.
+    pub address: Address,
+    /// Its BLS public key (compressed G1).
+    pub bls_public_key: [u8; BLS_PUBLIC_KEY_LEN],
+    /// Its SLH-DSA public key.
+    pub slhdsa_public_key: [u8; SLHDSA_PUBLIC_KEY_LEN],
+    /// Its stake when the set was decided (its weight in the set's epochs).
+    pub stake: u64,
+}
+
+/// Encoded length of a [`SetMember`].
+const SET_MEMBER_LEN: usize = 32 + BLS_PUBLIC_KEY_LEN + SLHDSA_PUBLIC_KEY_LEN + 8;
+
+/// The validator set of one epoch, as a boundary block wrote it into the tree (see the module
+/// docs): its members in index order and its root (`quasar_wire::validator_set_root` over the
+/// members' BLS, ML-DSA-65 and SLH-DSA keys and stakes), which the epoch's finalize votes bind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EpochSet {
+    /// The set's root.
+    pub validator_set_root: Hash,
+    /// Its validators, by index: at least one, at most [`MAX_SET_VALIDATORS`].
+    pub members: Vec<SetMember>,
+}
+
+impl EpochSet {
+    /// The set of `selected` (the output of [`select_validators`], in its order); `None` when
+    /// it is empty (a chain cannot run without validators, so the set before stays).
+    pub fn of(selected: &[RegisteredValidator]) -> Option<EpochSet> {
+        if selected.is_empty() {
+            return None;
+        }
+        let root =
+            quasar_wire::validator_set_root(selected.iter().map(|v| quasar_wire::SetRootEntry {
+                bls_public_key: &v.record.keys.bls_public_key,
+                identity_key: v.identity_key.as_bytes(),
+                slhdsa_public_key: &v.record.keys.slhdsa_public_key,
+                stake: v.stake,
+            }));
+        let members = selected
+            .iter()
+            .map(|v| SetMember {
+                address: v.address,
+                bls_public_key: v.record.keys.bls_public_key,
+                slhdsa_public_key: v.record.keys.slhdsa_public_key,
+                stake: v.stake,
+            })
+            .collect();
+        Some(EpochSet {
+            validator_set_root: root,
+            members,
+        })
+    }
+
+    /// Format 1 (1 byte), the root (32 bytes), then per member its address (32), BLS key (48),
+    /// SLH-DSA key (48) and stake (u64 BE).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(33 + SET_MEMBER_LEN * self.members.len());
+        out.push(FORMAT);
+        out.extend_from_slice(&self.validator_set_root);
+        for m in &self.members {
+            out.extend_from_slice(&m.address);
+            out.extend_from_slice(&m.bls_public_key);
+            out.extend_from_slice(&m.slhdsa_public_key);
+            out.extend_from_slice(&m.stake.to_be_bytes());
+        }
+        out
+    }
+
+    /// Decodes [`EpochSet::to_bytes`]: 1 to [`MAX_SET_VALIDATORS`] members, the length
+    /// checked before anything is allocated.
+    ///
+    /// Errors: [`RegistryDecodeError`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<EpochSet, RegistryDecodeError> {
+        let Some((&FORMAT, rest)) = bytes.split_first() else {
+            return Err(RegistryDecodeError::Invalid(
+                "an epoch set of unknown format",
+            ));
+        };
+        let length = || RegistryDecodeError::Length {
+            what: "epoch set",
+            len: bytes.len(),
+            expected: "33 + 136·n bytes, 1 ≤ n ≤ 1,000",
+        };
+        let (root, members) = rest.split_at_checked(32).ok_or_else(length)?;
+        let count = members.len() / SET_MEMBER_LEN;
+        if members.len() % SET_MEMBER_LEN != 0 || count == 0 || count > MAX_SET_VALIDATORS {
+            return Err(length());
+        }
+        let members = members
+            .chunks_exact(SET_MEMBER_LEN)
+            .map(|c| {
+                let (address, c) = c.split_at(32);
+                let (bls, c) = c.split_at(BLS_PUBLIC_KEY_LEN);
+                let (slhdsa, stake) = c.split_at(SLHDSA_PUBLIC_KEY_LEN);
+                Ok(SetMember {
+                    address: address.try_into().map_err(|_| length())?,
+                    bls_public_key: bls.try_into().map_err(|_| length())?,
+                    slhdsa_public_key: slhdsa.try_into().map_err(|_| length())?,
+                    stake: u64::from_be_bytes(stake.try_into().map_err(|_| length())?),
+                })
+            })
+            .collect::<Result<Vec<_>, RegistryDecodeError>>()?;
+        Ok(EpochSet {
+            validator_set_root: root.try_into().map_err(|_| length())?,
+            members,
+        })
+    }
 }
 
 /// What checked evidence of equivocation proves ([`EvidenceCheck::check`]).

@@ -54,8 +54,9 @@ use crate::ledger::{
     Account, AccountDecodeError, AccountLeaf, ExecError, GenesisValidator, Ledger,
 };
 use crate::registry::{
-    directory_key, validator_key, ChainRules, Directory, EvidenceCheck, NoEvidence,
-    RegisteredValidator, RegistryDecodeError, ValidatorRecord,
+    directory_key, epoch_set_key, select_validators, validator_key, ChainRules, Directory,
+    EpochSet, EvidenceCheck, NetworkRoster, NoEvidence, RegisteredValidator, RegistryDecodeError,
+    ValidatorRecord, MAX_SET_VALIDATORS,
 };
 use crate::tx::{Address, SignedTransaction, TxError};
 use crate::verify_cache::VerificationCache;
@@ -233,6 +234,8 @@ pub struct State {
     rules: ChainRules,
     /// How reports of equivocation are checked ([`State::with_evidence_check`]).
     evidence: std::sync::Arc<dyn EvidenceCheck>,
+    /// Whom the validator network reaches ([`State::with_network_roster`]; `None`: anyone).
+    roster: Option<std::sync::Arc<NetworkRoster>>,
     version: u64,
     root: Hash,
 }
@@ -255,6 +258,7 @@ impl State {
                 store,
                 rules,
                 evidence: std::sync::Arc::new(NoEvidence),
+                roster: None,
                 version,
                 root,
             });
@@ -275,6 +279,7 @@ impl State {
             store,
             rules,
             evidence: std::sync::Arc::new(NoEvidence),
+            roster: None,
             version: 0,
             root: genesis.root,
         };
@@ -287,6 +292,21 @@ impl State {
     pub fn with_evidence_check(mut self, evidence: std::sync::Arc<dyn EvidenceCheck>) -> State {
         self.evidence = evidence;
         self
+    }
+
+    /// The state, selecting into the sets its boundary blocks write ([`EpochSet`]) only the
+    /// validators `roster` reaches (without it, any registered validator). Every node of a
+    /// chain must use the same roster: the genesis file's.
+    pub fn with_network_roster(mut self, roster: std::sync::Arc<NetworkRoster>) -> State {
+        self.roster = Some(roster);
+        self
+    }
+
+    /// The set of `epoch` as committed version `version` holds it ([`read_epoch_set`]).
+    ///
+    /// Errors: as [`read_epoch_set`].
+    pub fn epoch_set(&self, version: u64, epoch: u64) -> Result<Option<EpochSet>, StateError> {
+        read_epoch_set(&self.store, version, epoch)
     }
 
     /// The latest committed version (the height of the last committed block; 0 at genesis).
@@ -459,6 +479,12 @@ impl State {
         self.store.commit(executed.height, &executed.root, &batch)?;
         self.version = executed.height;
         self.root = executed.root;
+        if let Some(epoch) = self.rules.decides_set(executed.height) {
+            let key = epoch_set_key(epoch);
+            let (_, proof) = prove_key(&self.store, executed.height, &key)?;
+            self.store
+                .keep_proof(&key, executed.height, &proof.to_bytes())?;
+        }
         Ok(())
     }
 
@@ -487,7 +513,9 @@ impl State {
     }
 
     fn working_set<'a>(&'a self, pending: &'a [&'a Executed]) -> WorkingSet<'a> {
-        WorkingSet::new(&self.store, pending, self.version, self.rules)
+        let mut work = WorkingSet::new(&self.store, pending, self.version, self.rules);
+        work.roster = self.roster.as_deref();
+        work
     }
 }
 
@@ -505,6 +533,8 @@ struct WorkingSet<'a> {
     registry_before: BTreeMap<Hash, Option<Vec<u8>>>,
     /// The directory as it was before the block, once loaded.
     directory_before: Option<Directory>,
+    /// Whom the validator network reaches (`None`: anyone).
+    roster: Option<&'a NetworkRoster>,
 }
 
 impl<'a> WorkingSet<'a> {
@@ -523,6 +553,7 @@ impl<'a> WorkingSet<'a> {
             before: BTreeMap::new(),
             registry_before: BTreeMap::new(),
             directory_before: None,
+            roster: None,
         }
     }
 
@@ -590,6 +621,11 @@ impl<'a> WorkingSet<'a> {
                 registry.push((directory_key(), self.ledger.directory().to_bytes()));
             }
         }
+        if let Some(epoch) = self.ledger.rules().decides_set(height) {
+            if let Some(set) = self.decided_set()? {
+                registry.push((epoch_set_key(epoch), set.to_bytes()));
+            }
+        }
         write_version(
             self.store,
             self.pending,
@@ -598,6 +634,37 @@ impl<'a> WorkingSet<'a> {
             &new_keys,
             registry,
         )
+    }
+}
+
+impl WorkingSet<'_> {
+    /// The set this block decides (its state, after its transactions, is a boundary's):
+    /// [`select_validators`] among the registered validators the roster reaches; `None` when
+    /// none is left.
+    fn decided_set(&self) -> Result<Option<EpochSet>, StateError> {
+        let directory = match self.directory_before {
+            Some(_) => self.ledger.directory().clone(),
+            None => read_directory(self.store, self.pending, self.version)?,
+        };
+        let registry = collect_registry(
+            directory,
+            |address| match self.registry_before.contains_key(&validator_key(address)) {
+                true => Ok(self.ledger.validator(address).cloned()),
+                false => read_record(self.store, self.pending, self.version, address),
+            },
+            |address| match self.before.contains_key(address) {
+                true => Ok(self.ledger.account(address).cloned()),
+                false => read_account(self.store, self.pending, self.version, address),
+            },
+        )?;
+        let reachable = registry
+            .into_iter()
+            .filter(|v| self.roster.is_none_or(|roster| roster.reaches(v)))
+            .collect();
+        Ok(EpochSet::of(&select_validators(
+            reachable,
+            MAX_SET_VALIDATORS,
+        )))
     }
 }
 
@@ -822,19 +889,32 @@ pub fn read_registry(
     store: &StateStore,
     version: u64,
 ) -> Result<Vec<RegisteredValidator>, StateError> {
-    let directory = read_directory(store, &[], version)?;
+    collect_registry(
+        read_directory(store, &[], version)?,
+        |address| read_record(store, &[], version, address),
+        |address| read_account(store, &[], version, address),
+    )
+}
+
+/// The registered validators of `directory`, in address order, each with its record and its
+/// account's key and stake as `record` and `account` read them.
+///
+/// Errors: those of the readers; [`StateError::CorruptRegistry`] for an address without a
+/// record or without an account key.
+fn collect_registry(
+    directory: Directory,
+    mut record: impl FnMut(&Address) -> Result<Option<ValidatorRecord>, StateError>,
+    mut account: impl FnMut(&Address) -> Result<Option<Account>, StateError>,
+) -> Result<Vec<RegisteredValidator>, StateError> {
     let mut out = Vec::with_capacity(directory.0.len());
     for address in directory.0 {
         let what = || hex::encode(address);
-        let record = read_record(store, &[], version, &address)?.ok_or_else(|| {
-            StateError::CorruptRegistry {
-                what: what(),
-                source: RegistryDecodeError::Invalid("a directory entry without a record"),
-            }
+        let record = record(&address)?.ok_or_else(|| StateError::CorruptRegistry {
+            what: what(),
+            source: RegistryDecodeError::Invalid("a directory entry without a record"),
         })?;
-        let account = read_account(store, &[], version, &address)?;
         let Some((identity_key, stake)) =
-            account.and_then(|a| a.public_key.map(|key| (key, a.stake)))
+            account(&address)?.and_then(|a| a.public_key.map(|key| (key, a.stake)))
         else {
             return Err(StateError::CorruptRegistry {
                 what: what(),
@@ -849,6 +929,27 @@ pub fn read_registry(
         });
     }
     Ok(out)
+}
+
+/// The validator set of `epoch` that a boundary block wrote ([`EpochSet`]), as committed
+/// version `version` of `store` holds it: `None` when no boundary up to `version` decided that
+/// epoch (a chain whose genesis fixes its sets, an epoch not decided yet, or a boundary that
+/// found no eligible validator). Reads only committed bytes.
+///
+/// Errors: [`StateError::Store`]; [`StateError::CorruptRegistry`] for bytes that do not decode.
+pub fn read_epoch_set(
+    store: &StateStore,
+    version: u64,
+    epoch: u64,
+) -> Result<Option<EpochSet>, StateError> {
+    read_value(store, &[], version, &epoch_set_key(epoch))?
+        .map(|bytes| {
+            EpochSet::from_bytes(&bytes).map_err(|source| StateError::CorruptRegistry {
+                what: format!("the set of epoch {epoch}"),
+                source,
+            })
+        })
+        .transpose()
 }
 
 /// Applies `tx` on top of the latest committed version of `store` (as the first transaction of
@@ -892,25 +993,58 @@ pub fn prove_account(
     version: u64,
     address: &Address,
 ) -> Result<(Option<AccountLeaf>, AccountProof), StateError> {
+    let (value, proof) = prove_key(store, version, &account_key(address))?;
+    let leaf = value
+        .map(|bytes| decode_leaf(address, &bytes))
+        .transpose()?;
+    Ok((leaf, proof))
+}
+
+/// The value at tree key `key` in committed version `version`, with its proof.
+fn prove_key(
+    store: &StateStore,
+    version: u64,
+    key: &Hash,
+) -> Result<(Option<Vec<u8>>, AccountProof), StateError> {
     let reader = Reader {
         store,
         pending: &[],
     };
     let tree = JellyfishMerkleTree::<_, TreeHasher>::new(&reader);
     let (value, proof) = tree
-        .get_with_proof(KeyHash(account_key(address)), version)
+        .get_with_proof(KeyHash(*key), version)
         .map_err(tree_error)?;
-    let leaf = value
-        .map(|bytes| decode_leaf(address, &bytes))
-        .transpose()?;
-    Ok((leaf, AccountProof(proof)))
+    Ok((value, AccountProof(proof)))
+}
+
+/// The set of `epoch` as boundary block `boundary` (epoch `epoch − 2`'s) wrote it, or its
+/// absence (that boundary found no eligible validator), with the proof against that block's
+/// state root: the proof [`State::commit`] kept when it committed the boundary (so it outlives
+/// the pruning of that version), else one made now (while the version is retained).
+///
+/// Errors: [`StateError::Tree`] (a pruned version without a kept proof, or a version never
+/// committed), [`StateError::Store`], [`StateError::CorruptRegistry`].
+pub fn prove_epoch_set(
+    store: &StateStore,
+    boundary: u64,
+    epoch: u64,
+) -> Result<(Option<EpochSet>, AccountProof), StateError> {
+    let key = epoch_set_key(epoch);
+    let proof = match store.kept_proof(&key, boundary)? {
+        Some(bytes) => AccountProof::from_bytes(&bytes)
+            .map_err(|e| StateError::Tree(format!("the kept proof of epoch {epoch}'s set: {e}")))?,
+        None => prove_key(store, boundary, &key)?.1,
+    };
+    Ok((read_epoch_set(store, boundary, epoch)?, proof))
 }
 
 /// Largest encoded [`AccountProof`]: a leaf (1 + 64 bytes), the sibling count (4) and at most
 /// 256 siblings of at most 65 bytes.
 pub const MAX_ACCOUNT_PROOF_BYTES: usize = 1 + 64 + 4 + 256 * 65;
 
-/// A Merkle proof that an account has a value (or does not exist) under a state root.
+/// A Merkle proof that a tree entry has a value (or is absent) under a state root: an
+/// account's leaf ([`AccountProof::verify`]) or any other entry, such as an epoch's set
+/// ([`AccountProof::verify_entry`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct AccountProof(jmt::proof::SparseMerkleProof<TreeHasher>);
 
@@ -965,6 +1099,21 @@ impl AccountProof {
         self.verify_leaf(root, address, account.map(AccountLeaf::from).as_ref())
     }
 
+    /// Checks that under `root` the tree entry at `key` is `value` (`None`: that no entry is
+    /// there).
+    ///
+    /// Errors: [`ProofError::Mismatch`].
+    pub fn verify_entry(
+        &self,
+        root: &Hash,
+        key: &Hash,
+        value: Option<&[u8]>,
+    ) -> Result<(), ProofError> {
+        self.0
+            .verify(RootHash(*root), KeyHash(*key), value)
+            .map_err(|e| ProofError::Mismatch(format!("{e:#}")))
+    }
+
     /// [`AccountProof::verify`] for what the tree holds of the account: its leaf (numbers and
     /// whether its key is in state), as a client that never saw the key checks it.
     ///
@@ -975,12 +1124,11 @@ impl AccountProof {
         address: &Address,
         leaf: Option<&AccountLeaf>,
     ) -> Result<(), ProofError> {
-        self.0
-            .verify(
-                RootHash(*root),
-                KeyHash(account_key(address)),
-                leaf.map(AccountLeaf::to_bytes),
-            )
-            .map_err(|e| ProofError::Mismatch(format!("{e:#}")))
+        let bytes = leaf.map(AccountLeaf::to_bytes);
+        self.verify_entry(
+            root,
+            &account_key(address),
+            bytes.as_ref().map(|b| b.as_slice()),
+        )
     }
 }

@@ -7,13 +7,14 @@ mod common;
 use common::{addr, fuzz_mutations, key, tx, CHAIN, RULES};
 use quasar_app::registry::{Directory, Identity, RegistryDecodeError, MAX_TLS_CERTIFICATE_BYTES};
 use quasar_app::{
-    check_committed, select_validators, Action, ChainRules, EvidenceCheck, ExecError,
-    GenesisValidator, Ledger, NoEvidence, Offence, RegisteredValidator, Registration,
-    SignedTransaction, State, StateError, Transaction, TxError, ValidatorKeys, ValidatorRecord,
-    ValidatorStatus, VerificationCache,
+    check_committed, select_validators, Action, ChainRules, EpochSet, EvidenceCheck, ExecError,
+    GenesisValidator, Ledger, NetworkRoster, NoEvidence, Offence, RegisteredValidator,
+    Registration, SignedTransaction, State, StateError, Transaction, TxError, ValidatorKeys,
+    ValidatorRecord, ValidatorStatus, VerificationCache,
 };
 use quasar_crypto::bls;
 use quasar_storage::SledStore;
+use std::sync::Arc;
 
 /// Validator `i`'s BLS secret key.
 fn bls_key(i: u8) -> bls::SecretKey {
@@ -720,4 +721,159 @@ fn a_report_carries_its_evidence_and_refuses_none_or_too_much() {
         200,
         quasar_app::fuzzing::signed_transaction,
     );
+}
+
+/// The rules of a chain whose sets come from its registry (epochs of 10 blocks).
+const REGISTRY_RULES: ChainRules = ChainRules {
+    sets_from_registry: true,
+    ..RULES
+};
+
+/// A state of `rules` with accounts 1, 2, 3 and 5 funded and validator 5 (stake 1,000) at genesis,
+/// the network reaching the validators of `roster` (anyone without one).
+fn open_chain(store: &SledStore, rules: ChainRules, roster: Option<&[u8]>) -> State {
+    let genesis = GenesisValidator {
+        identity_key: key(5).public_key().clone(),
+        keys: keys(5),
+        stake: 1_000,
+    };
+    let state = State::open(
+        store.state().expect("tree"),
+        rules,
+        [1, 2, 3, 5].map(|i| (addr(i), 10_000)),
+        [genesis],
+    )
+    .expect("open");
+    match roster {
+        Some(validators) => state.with_network_roster(Arc::new(NetworkRoster(
+            validators
+                .iter()
+                .map(|&i| keys(i).tls_certificate)
+                .collect(),
+        ))),
+        None => state,
+    }
+}
+
+/// Executes and commits the blocks up to `to` above the state's version, `txs` in the first.
+fn run_to(state: &mut State, to: u64, txs: &[SignedTransaction], cache: &VerificationCache) {
+    let first = block(txs);
+    let mut body = refs(&first);
+    while state.version() < to {
+        let height = state.version() + 1;
+        let executed = state.execute(&[], height, &body, cache).expect("execute");
+        state.commit(executed).expect("commit");
+        body = Vec::new();
+    }
+}
+
+/// The addresses and stakes of a set, in index order.
+fn members(set: &EpochSet) -> Vec<([u8; 32], u64)> {
+    set.members.iter().map(|m| (m.address, m.stake)).collect()
+}
+
+#[test]
+fn boundary_blocks_write_the_set_two_epochs_ahead_among_the_validators_the_network_reaches() {
+    let cache = VerificationCache::new(CHAIN, 256);
+    let store = SledStore::temporary().expect("store");
+    // The network reaches validators 5 and 1, not 2 (its certificate is not pinned).
+    let mut state = open_chain(&store, REGISTRY_RULES, Some(&[5, 1]));
+    run_to(
+        &mut state,
+        9,
+        &[
+            tx(1, 0, true, register(1, 500)),
+            tx(2, 0, true, register(2, 3_000)),
+        ],
+        &cache,
+    );
+    assert_eq!(state.registry(9).expect("registry").len(), 3);
+    assert_eq!(
+        state.epoch_set(9, 2).expect("read"),
+        None,
+        "no boundary yet"
+    );
+    run_to(&mut state, 10, &[], &cache);
+    // Epoch 0's boundary decides epoch 2: by stake, among the reachable validators.
+    let two = state.epoch_set(10, 2).expect("read").expect("decided");
+    assert_eq!(members(&two), vec![(addr(5), 1_000), (addr(1), 500)]);
+    let (vk, ik) = ([keys(5), keys(1)], [key(5), key(1)]);
+    let root = quasar_wire::validator_set_root(vk.iter().zip(&ik).zip([1_000, 500]).map(
+        |((k, identity), stake)| quasar_wire::SetRootEntry {
+            bls_public_key: &k.bls_public_key,
+            identity_key: identity.public_key().as_bytes(),
+            slhdsa_public_key: &k.slhdsa_public_key,
+            stake,
+        },
+    ));
+    assert_eq!(two.validator_set_root, root);
+    assert_eq!(state.epoch_set(10, 3).expect("read"), None);
+
+    // A genesis validator may leave a chain whose sets come from the registry; epoch 1's
+    // boundary leaves it out of epoch 3.
+    run_to(&mut state, 20, &[tx(5, 0, false, Action::Leave)], &cache);
+    let three = state.epoch_set(20, 3).expect("read").expect("decided");
+    assert_eq!(members(&three), vec![(addr(1), 500)]);
+    assert_eq!(state.epoch_set(20, 2).expect("read"), Some(two), "kept");
+
+    // Once nobody reachable is left, the boundary writes nothing: the set before stays.
+    run_to(&mut state, 30, &[tx(1, 1, false, Action::Leave)], &cache);
+    assert_eq!(state.epoch_set(30, 4).expect("read"), None);
+
+    // The roster is part of the chain's rules: without it validator 2 is selected first, and
+    // the root differs.
+    let other_store = SledStore::temporary().expect("store");
+    let mut anyone = open_chain(&other_store, REGISTRY_RULES, None);
+    run_to(
+        &mut anyone,
+        10,
+        &[
+            tx(1, 0, true, register(1, 500)),
+            tx(2, 0, true, register(2, 3_000)),
+        ],
+        &cache,
+    );
+    let with_two = anyone.epoch_set(10, 2).expect("read").expect("decided");
+    assert_eq!(with_two.members[0].address, addr(2));
+    assert_ne!(
+        anyone.root_at(10).expect("root"),
+        state.root_at(10).expect("root")
+    );
+
+    // A chain whose genesis fixes its sets writes no set, and keeps its genesis validators.
+    let fixed_store = SledStore::temporary().expect("store");
+    let mut fixed = open_chain(&fixed_store, RULES, None);
+    run_to(&mut fixed, 10, &[], &cache);
+    assert_eq!(fixed.epoch_set(10, 2).expect("read"), None);
+    let leave = block(&[tx(5, 0, false, Action::Leave)]);
+    assert!(matches!(
+        fixed.execute(&[], 11, &refs(&leave), &cache),
+        Err(StateError::Transaction {
+            source: ExecError::GenesisValidator,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn an_epoch_set_has_one_encoding_and_refuses_empty_or_partial_bytes() {
+    let set = EpochSet::of(&[
+        registered(1, 50, ValidatorStatus::Active),
+        registered(2, 70, ValidatorStatus::Active),
+    ])
+    .expect("a set");
+    let bytes = set.to_bytes();
+    assert_eq!(bytes.len(), 33 + 2 * 136);
+    assert_eq!(EpochSet::from_bytes(&bytes), Ok(set.clone()));
+    assert_eq!(EpochSet::of(&[]), None, "no set without validators");
+    assert!(EpochSet::from_bytes(&bytes[..33]).is_err(), "no members");
+    assert!(
+        EpochSet::from_bytes(&bytes[..100]).is_err(),
+        "a partial member"
+    );
+    assert!(EpochSet::from_bytes(&[]).is_err());
+    let mut other_format = bytes.clone();
+    other_format[0] = 2;
+    assert!(EpochSet::from_bytes(&other_format).is_err());
+    fuzz_mutations(&[bytes], 300, quasar_app::fuzzing::state_decode);
 }

@@ -114,6 +114,7 @@ fn main() {
         quasar_app::ChainRules {
             chain_id: CHAIN,
             epoch_length: 0,
+            sets_from_registry: false,
         },
         genesis,
         [],

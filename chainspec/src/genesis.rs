@@ -25,7 +25,7 @@ use quasar_lanes::cert::{CertPolicy, EpochKeys, Profile, ProfileParseError, Roll
 use quasar_lanes::groth16::VerifyingKey;
 use quasar_lanes::magnetar::MagnetarKeys;
 use quasar_lanes::{Validator, ValidatorSet};
-use quasar_wire::{EpochDomain, LegKind};
+use quasar_wire::{EpochDomain, LegKind, SetRootEntry};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -131,11 +131,37 @@ pub struct GenesisFile {
     /// threshold ones). See [`GenesisFile::check`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub validator_changes: Vec<ValidatorChange>,
+    /// Where the validator sets after epoch 1 come from: `"genesis"` (the default, meant when
+    /// absent and left out when written: this file fixes every set, through
+    /// `validator_changes`) or `"registry"` (the validator registry in the chain's state:
+    /// staking transactions final in epoch e change the set of epoch e + 2; docs/architecture.md
+    /// §11). `"registry"` needs epochs, no `validator_changes`, and profile `fast` (a set under
+    /// any other profile would need threshold or rollup keys nobody can make for it yet).
+    /// Bound into the genesis hash when not the default.
+    #[serde(default, skip_serializing_if = "SetSource::is_genesis")]
+    pub validator_set_source: SetSource,
     /// The application's genesis allocation: account balances at height 0 (docs/architecture.md
     /// §11). Absent or empty (left out when written, so the genesis keeps its hash) means no
     /// accounts. Bound into the genesis hash when present.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub accounts: Vec<GenesisAccount>,
+}
+
+/// Where a chain's validator sets come from ([`GenesisFile::validator_set_source`]).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SetSource {
+    /// The genesis file fixes every set.
+    #[default]
+    Genesis,
+    /// The validator registry in the chain's state decides the set of every epoch from 2 on.
+    Registry,
+}
+
+impl SetSource {
+    fn is_genesis(&self) -> bool {
+        *self == SetSource::Genesis
+    }
 }
 
 /// An account of the genesis allocation (unknown fields are refused).
@@ -467,6 +493,17 @@ impl CheckedSet {
 /// `validator_changes[k - 1]`) and its index in that set.
 type RosterPosition = (usize, usize);
 
+/// A validator of a set taken from the registry ([`Genesis::registry_set`]).
+#[derive(Debug, Clone)]
+pub struct RegistryMember {
+    /// Its BLS public key, compressed (its proof of possession was checked when it registered).
+    pub bls_public_key: [u8; 48],
+    /// Its SLH-DSA public key, as registered (48 bytes).
+    pub slhdsa_public_key: [u8; 48],
+    /// Its stake, above 0.
+    pub stake: u64,
+}
+
 /// A checked genesis.
 #[derive(Debug, Clone)]
 pub struct Genesis {
@@ -527,9 +564,63 @@ impl Genesis {
 
     /// The validator set and domain of every epoch: epoch 0's set with [`Genesis::domain`]
     /// from epoch 0, then each change's set from its first epoch, with an [`EpochDomain`] of
-    /// that set's root and the genesis profile's name.
+    /// that set's root and the genesis profile's name. On a chain whose sets come from its
+    /// registry ([`Genesis::sets_from_registry`]) only epochs 0 and 1 are decided (the genesis
+    /// set); the node decides each later one from state ([`Genesis::registry_set`]). Each call
+    /// returns a history of its own ([`EpochSets::detached`]).
     pub fn epoch_sets(&self) -> EpochSets {
-        self.epoch_sets.clone()
+        self.epoch_sets.detached()
+    }
+
+    /// Whether the chain's validator sets come from the validator registry in its state
+    /// (`validator_set_source` `"registry"`; docs/architecture.md §11): the set of epoch
+    /// `e + 2` is the registry's selection at epoch `e`'s boundary block.
+    pub fn sets_from_registry(&self) -> bool {
+        self.file.validator_set_source == SetSource::Registry
+    }
+
+    /// A validator set taken from the registry, first used at `first_epoch`: `members` in index
+    /// order with the set's root `root` (both as the state holds them: `quasar_app::EpochSet`),
+    /// with its domain and its certificate policy (or why there is none), as
+    /// [`Genesis::epoch_sets`] and [`Genesis::cert_policies`] give them for the genesis set.
+    /// Errors: a message for an empty set, a zero or overflowing stake, a BLS key twice or not
+    /// on the curve, or an SLH-DSA key not of [`Genesis::magnetar_set`].
+    pub fn registry_set(
+        &self,
+        first_epoch: u64,
+        root: Hash,
+        members: &[RegistryMember],
+    ) -> Result<(EpochMembers, Result<CertPolicy, String>), String> {
+        let what = |e: &dyn std::fmt::Display| format!("the set of epoch {first_epoch}: {e}");
+        let validators = members
+            .iter()
+            .map(|m| {
+                Ok(Validator {
+                    public_key: quasar_crypto::bls::PublicKey::from_bytes(&m.bls_public_key)
+                        .map_err(|e| what(&e))?,
+                    stake: m.stake,
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        let validators = ValidatorSet::new(validators).map_err(|e| what(&e))?;
+        let slhdsa = members
+            .iter()
+            .map(|m| magnetar::PublicKey::from_bytes(self.magnetar_set(), &m.slhdsa_public_key))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| what(&e))?;
+        let keys = EpochKeys {
+            validators: validators.clone(),
+            corona: None,
+            rollup: None,
+            pulsar: None,
+            magnetar: None,
+        };
+        let policy = self.set_policy(first_epoch, root, keys, &slhdsa);
+        let members = EpochMembers {
+            validators: Arc::new(validators),
+            domain: epoch_domain(root, self.profile),
+        };
+        Ok((members, policy))
     }
 
     /// Every validator set of the chain, by increasing first epoch, each with the file entries
@@ -688,24 +779,32 @@ fn epoch_domain(root: Hash, profile: Profile) -> EpochDomain {
     }
 }
 
-/// A validator set's root, which the finalize votes of its epochs bind inside μ:
-/// `tagged_hash("QUASAR-VALIDATOR-SET-v1", [per validator, in index order: BLS public key (48
-/// bytes compressed), ML-DSA-65 public key (1952 bytes), SLH-DSA public key (48 bytes), stake
-/// (8 bytes LE)])`. `mldsa` and `slhdsa` are by validator index, as long as the set.
+/// A validator set's root ([`quasar_wire::validator_set_root`]); `mldsa` and `slhdsa` are by
+/// validator index, as long as the set.
 fn validator_set_root(
     validators: &ValidatorSet,
     mldsa: &[mldsa::PublicKey<MlDsa65>],
     slhdsa: &[magnetar::PublicKey],
 ) -> Hash {
-    let mut parts: Vec<Vec<u8>> = Vec::with_capacity(4 * validators.len());
-    for ((v, identity), magnetar_key) in validators.validators().iter().zip(mldsa).zip(slhdsa) {
-        parts.push(v.public_key.to_bytes().to_vec());
-        parts.push(identity.as_bytes().to_vec());
-        parts.push(magnetar_key.as_bytes().to_vec());
-        parts.push(v.stake.to_le_bytes().to_vec());
-    }
-    let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
-    tagged_hash("QUASAR-VALIDATOR-SET-v1", &refs)
+    let bls: Vec<[u8; 48]> = validators
+        .validators()
+        .iter()
+        .map(|v| v.public_key.to_bytes())
+        .collect();
+    quasar_wire::validator_set_root(
+        validators
+            .validators()
+            .iter()
+            .zip(&bls)
+            .zip(mldsa)
+            .zip(slhdsa)
+            .map(|(((v, bls), identity), magnetar_key)| SetRootEntry {
+                bls_public_key: bls,
+                identity_key: identity.as_bytes(),
+                slhdsa_public_key: magnetar_key.as_bytes(),
+                stake: v.stake,
+            }),
+    )
 }
 
 /// How errors about the set first used at `first_epoch` begin: nothing for the genesis set (its
@@ -1009,6 +1108,7 @@ impl GenesisFile {
                 .first()
                 .map_or_else(ParameterSet::default, |k| k.slhdsa_parameter_set),
             validator_changes: Vec::new(),
+            validator_set_source: SetSource::Genesis,
             accounts: Vec::new(),
         }
     }
@@ -1084,6 +1184,24 @@ impl GenesisFile {
                 );
             }
         }
+        if self.validator_set_source == SetSource::Registry {
+            let needs = match () {
+                _ if self.epoch_length == 0 => Some("epochs (an epoch_length above 0)"),
+                _ if !self.validator_changes.is_empty() => {
+                    Some("no validator_changes (the file would fix the sets)")
+                }
+                _ if profile.legs() != [LegKind::Bls] => Some(
+                    "profile fast: a set under a profile with Corona, Pulsar or Groth16 legs \
+                     needs keys that only a dealer can make today",
+                ),
+                _ => None,
+            };
+            if let Some(needs) = needs {
+                return Err(ConfigError::Genesis(format!(
+                    "genesis validator_set_source \"registry\" needs {needs}"
+                )));
+            }
+        }
         let mut parts: Vec<Vec<u8>> = vec![
             self.chain_id.to_le_bytes().to_vec(),
             self.genesis_time_us.to_le_bytes().to_vec(),
@@ -1100,6 +1218,9 @@ impl GenesisFile {
         let genesis_keys = genesis_fields.decode("genesis ", self.validators.len(), &mut parts)?;
         if self.magnetar_parameter_set != ParameterSet::default() {
             parts.push(self.magnetar_parameter_set.name().as_bytes().to_vec());
+        }
+        if self.validator_set_source == SetSource::Registry {
+            parts.push(b"validator_set_source=registry".to_vec());
         }
         let genesis_set = check_set(
             0,
@@ -1132,7 +1253,11 @@ impl GenesisFile {
             validators: Arc::new(set.validators.clone()),
             domain: epoch_domain(set.validator_set_root, profile),
         };
-        let mut epoch_sets = EpochSets::fixed(members(&genesis_set));
+        let mut epoch_sets = match self.validator_set_source == SetSource::Registry {
+            // Epochs 0 and 1 have the genesis set; epoch e + 2's comes from e's boundary.
+            true => EpochSets::decided_through(members(&genesis_set), 1),
+            false => EpochSets::fixed(members(&genesis_set)),
+        };
         for set in &changes {
             epoch_sets
                 .change_at(&schedule, set.first_epoch, members(set))

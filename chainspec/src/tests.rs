@@ -569,7 +569,10 @@ fn validator_changes_give_each_epoch_its_set_and_the_roster_every_validator_once
     };
     let sets = genesis.epoch_sets();
     assert_eq!(
-        sets.changes().map(|(epoch, _)| epoch).collect::<Vec<_>>(),
+        sets.changes()
+            .into_iter()
+            .map(|(epoch, _)| epoch)
+            .collect::<Vec<_>>(),
         vec![0, 2, 5]
     );
     assert_eq!(sets.at(0).domain, genesis.domain());
@@ -589,10 +592,14 @@ fn validator_changes_give_each_epoch_its_set_and_the_roster_every_validator_once
     assert_eq!(sets.at(5).validators.total_stake(), 50);
     let roots: Vec<Hash> = sets
         .changes()
+        .into_iter()
         .map(|(_, m)| m.domain.validator_set_root)
         .collect();
     assert!(roots[0] != roots[1] && roots[1] != roots[2] && roots[0] != roots[2]);
-    assert!(sets.changes().all(|(_, m)| m.domain.profile_id == "fast"));
+    assert!(sets
+        .changes()
+        .into_iter()
+        .all(|(_, m)| m.domain.profile_id == "fast"));
     assert_eq!(roots[0], genesis.validator_set_root);
     let first_epochs: Vec<u64> = genesis.changes.iter().map(|c| c.first_epoch).collect();
     assert_eq!(first_epochs, vec![2, 5]);
@@ -632,7 +639,7 @@ fn a_genesis_without_changes_has_its_own_set_for_every_epoch_and_roster() {
     let (_dir, keys, file) = two_validators();
     let genesis = file.check().unwrap();
     let sets = genesis.epoch_sets();
-    assert_eq!(sets.changes().count(), 1);
+    assert_eq!(sets.changes().len(), 1);
     assert_eq!(sets.at(1_000).domain, genesis.domain());
     assert_eq!(*sets.at(0).validators, genesis.validators);
     let roster: Vec<&str> = genesis
@@ -1169,4 +1176,93 @@ fn party_files_are_all_new_or_none_written() {
     .unwrap();
     assert_eq!(written.len(), 3);
     assert!(!public_key.is_empty());
+}
+
+#[test]
+fn a_genesis_may_take_its_sets_from_the_registry_under_fast_with_epochs_only() {
+    let (_dir, _keys, mut file) = two_validators();
+    file.profile = "fast".into();
+    file.bundle_size = 1;
+    file.epoch_length = 10;
+    let fixed = file.clone().check().unwrap();
+    assert!(
+        !fixed.sets_from_registry(),
+        "the genesis fixes the sets by default"
+    );
+    assert!(fixed.epoch_sets().known(u64::MAX));
+    file.validator_set_source = SetSource::Registry;
+    let genesis = file.clone().check().unwrap();
+    assert!(genesis.sets_from_registry());
+    assert_ne!(
+        genesis.hash, fixed.hash,
+        "the source is bound into the hash"
+    );
+    let json = serde_json::to_string(&file).unwrap();
+    assert!(
+        json.contains(r#""validator_set_source":"registry""#),
+        "{json}"
+    );
+    assert_eq!(GenesisFile::from_json(&json).unwrap(), file);
+    assert!(!serde_json::to_string(&fixed.file)
+        .unwrap()
+        .contains("validator_set_source"));
+    let sets = genesis.epoch_sets();
+    assert!(
+        sets.known(1) && !sets.known(2),
+        "epochs 0 and 1 have the genesis set"
+    );
+    assert_eq!(sets.at(1).domain, genesis.domain());
+
+    // The genesis set, as the registry would give it in the genesis order: the same root,
+    // domain and validators, and a policy for its first epoch.
+    let members: Vec<RegistryMember> = genesis
+        .validators
+        .validators()
+        .iter()
+        .zip(&genesis.slhdsa_public_keys)
+        .map(|(v, slhdsa)| RegistryMember {
+            bls_public_key: v.public_key.to_bytes(),
+            slhdsa_public_key: *slhdsa.as_bytes(),
+            stake: v.stake,
+        })
+        .collect();
+    let (set, policy) = genesis
+        .registry_set(2, genesis.validator_set_root, &members)
+        .unwrap();
+    assert_eq!(set.domain, genesis.domain());
+    assert_eq!(*set.validators, genesis.validators);
+    assert_eq!(policy.unwrap().epoch(), 2);
+    assert!(sets.decide(&genesis.schedule(), 2, set).is_ok());
+    assert!(
+        !genesis.epoch_sets().known(2),
+        "each call has its own history"
+    );
+    assert!(genesis
+        .registry_set(2, genesis.validator_set_root, &[])
+        .unwrap_err()
+        .contains("epoch 2"));
+    let mut off_curve = members.clone();
+    off_curve[0].bls_public_key = [0xff; 48];
+    assert!(genesis
+        .registry_set(2, genesis.validator_set_root, &off_curve)
+        .is_err());
+
+    // Threshold legs, a schedule in the file, or no epochs: refused, naming what is needed.
+    let refused = |file: GenesisFile, needs: &str| {
+        let error = file.check().unwrap_err().to_string();
+        assert!(
+            error.contains("validator_set_source") && error.contains(needs),
+            "{error}"
+        );
+    };
+    let mut aurora = file.clone();
+    aurora.profile = "aurora".into();
+    aurora.bundle_size = 2;
+    refused(aurora, "profile fast");
+    let mut endless = file.clone();
+    endless.epoch_length = 0;
+    refused(endless, "epochs");
+    let (_dir, _pool, mut scheduled) = changing_genesis();
+    scheduled.validator_set_source = SetSource::Registry;
+    refused(scheduled, "no validator_changes");
 }

@@ -86,6 +86,12 @@ pub enum Input {
         /// Whether it may be notarized.
         valid: bool,
     },
+    /// A message of `epoch` arrived whose validator set this node has not decided yet, so it
+    /// could not be verified ([`crate::VerifyError::SetNotKnown`]): on a chain whose sets come
+    /// from its state, the others are two epochs or more ahead. Handled as a verified message
+    /// of a later epoch is (a fetch, at most once per retry interval); unverified, so it can
+    /// cost a peer's fetch but nothing else.
+    LaterEpoch(u64),
     /// A timer set by [`Action::SetTimer`] fired.
     Timer {
         /// The view it was set for.
@@ -514,6 +520,7 @@ impl Core {
             Input::Vote(v) => Some(v.vote().epoch),
             Input::Certificate(c) => Some(c.certificate().epoch),
             Input::Checkpoint(c) => Some(c.certificate.certificate().epoch),
+            Input::LaterEpoch(epoch) => Some(*epoch),
             Input::Timer { .. } | Input::Verified { .. } => None,
         };
         if let Input::Certificate(c) = &input {
@@ -532,6 +539,7 @@ impl Core {
             Input::Vote(v) => self.on_vote(v, &mut out),
             Input::Certificate(c) => self.on_certificate(c.certificate().clone(), false, &mut out),
             Input::Checkpoint(c) => self.on_checkpoint(*c, &mut out),
+            Input::LaterEpoch(_) => {}
             Input::Timer { view, kind } => self.on_timer(view, kind, &mut out),
             Input::Verified { view, block, valid } => {
                 self.on_verified(view, block, valid, &mut out)

@@ -23,7 +23,7 @@
 use quasar_crypto::bls::PublicKey;
 use quasar_lanes::ValidatorSet;
 use quasar_wire::EpochDomain;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 /// Epochs of history a validator keeps (docs/architecture.md §6): once epoch `e` starts, what only
 /// epochs before `e + 1 - RETAINED_EPOCHS` needed is pruned.
@@ -225,21 +225,75 @@ impl<T> ByEpoch<T> {
     }
 }
 
-/// The validator set of every epoch: the genesis set from epoch 0, replaced from each scheduled
-/// change's first epoch on (docs/architecture.md §6). Sets change only at epoch boundaries: epoch `e`'s
-/// boundary block is finalized by epoch `e`'s set, and epoch `e + 1`'s core starts from it with
-/// epoch `e + 1`'s set, so no certificate mixes two sets.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The validator set of every epoch (docs/architecture.md §6): the genesis set from epoch 0,
+/// replaced from each change's first epoch on. Sets change only at epoch boundaries: epoch
+/// `e`'s boundary block is finalized by epoch `e`'s set, and epoch `e + 1`'s core starts from
+/// it with epoch `e + 1`'s set, so no certificate mixes two sets.
+///
+/// A chain whose sets the genesis file fixes knows every epoch's set from the start
+/// ([`EpochSets::fixed`] and [`EpochSets::change_at`]). A chain whose sets come from its state
+/// ([`EpochSets::decided_through`]) knows them only up to an epoch that grows as the node
+/// executes boundary blocks ([`EpochSets::decide`]): asking for a later epoch's set is asking
+/// for something nobody can answer yet ([`EpochSets::known`]).
+///
+/// Clones share one history: every holder (the verifier, the engine, the API) sees a set as
+/// soon as it is decided. [`EpochSets::detached`] copies it instead.
+#[derive(Debug, Clone)]
 pub struct EpochSets {
+    history: Arc<RwLock<SetHistory>>,
+}
+
+#[derive(Debug, Clone)]
+struct SetHistory {
     sets: ByEpoch<Arc<EpochMembers>>,
+    /// The last epoch whose set is decided (`u64::MAX`: every epoch's is).
+    known_through: u64,
+}
+
+/// Why a decided set was refused ([`EpochSets::decide`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecideError {
+    /// Sets are decided one epoch after another.
+    #[error("the set of epoch {epoch} cannot be decided before epoch {next}'s")]
+    Gap {
+        /// The refused epoch.
+        epoch: u64,
+        /// The next epoch without a decided set.
+        next: u64,
+    },
+    /// The epoch's set was decided before, as another set: two executions of the same chain
+    /// disagree (a corrupt store or a nondeterministic derivation).
+    #[error("the set of epoch {0} was decided before as another set")]
+    Conflict(u64),
+    /// The schedule has no such epoch.
+    #[error(transparent)]
+    Change(#[from] SetChangeError),
 }
 
 impl EpochSets {
     /// One set for every epoch.
     pub fn fixed(members: EpochMembers) -> EpochSets {
+        EpochSets::decided_through(members, u64::MAX)
+    }
+
+    /// `members` for epochs 0 to `known_through`; later sets are decided one epoch at a time by
+    /// [`EpochSets::decide`].
+    pub fn decided_through(members: EpochMembers, known_through: u64) -> EpochSets {
         EpochSets {
-            sets: ByEpoch::new(Arc::new(members)),
+            history: Arc::new(RwLock::new(SetHistory {
+                sets: ByEpoch::new(Arc::new(members)),
+                known_through,
+            })),
         }
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, SetHistory> {
+        // A writer that panicked left a consistent history: every write is one assignment.
+        self.history.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, SetHistory> {
+        self.history.write().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Adds a change: `members` from `epoch` on, until a later change. Errors:
@@ -251,20 +305,79 @@ impl EpochSets {
         epoch: u64,
         members: EpochMembers,
     ) -> Result<(), SetChangeError> {
-        if epoch > self.sets.last_epoch() && !schedule.contains(epoch) {
+        let mut history = self.write();
+        if epoch > history.sets.last_epoch() && !schedule.contains(epoch) {
             return Err(SetChangeError::UnknownEpoch(epoch));
         }
-        self.sets.change_at(epoch, Arc::new(members))
+        history.sets.change_at(epoch, Arc::new(members))
     }
 
-    /// The members of `epoch`.
-    pub fn at(&self, epoch: u64) -> &Arc<EpochMembers> {
-        self.sets.at(epoch)
+    /// Decides `epoch`'s set: `members`, the next epoch after the last decided one. Returns
+    /// whether the set differs from the epoch before's. Deciding an epoch again with the same
+    /// set changes nothing (a restarted node derives its sets again).
+    ///
+    /// Errors: [`DecideError::Gap`] for an epoch past the next undecided one;
+    /// [`DecideError::Conflict`] for a decided epoch and another set;
+    /// [`DecideError::Change`] for an epoch `schedule` does not have.
+    pub fn decide(
+        &self,
+        schedule: &EpochSchedule,
+        epoch: u64,
+        members: EpochMembers,
+    ) -> Result<bool, DecideError> {
+        let mut history = self.write();
+        let next = history.known_through.saturating_add(1);
+        if epoch < next {
+            return match **history.sets.at(epoch) == members {
+                true => Ok(false),
+                false => Err(DecideError::Conflict(epoch)),
+            };
+        }
+        if epoch > next {
+            return Err(DecideError::Gap { epoch, next });
+        }
+        if !schedule.contains(epoch) {
+            return Err(SetChangeError::UnknownEpoch(epoch).into());
+        }
+        let changed = **history.sets.at(epoch - 1) != members;
+        if changed {
+            history.sets.change_at(epoch, Arc::new(members))?;
+        }
+        history.known_through = epoch;
+        Ok(changed)
+    }
+
+    /// Whether `epoch`'s set is decided.
+    pub fn known(&self, epoch: u64) -> bool {
+        epoch <= self.read().known_through
+    }
+
+    /// The last epoch whose set is decided (`u64::MAX` when every epoch's is).
+    pub fn known_through(&self) -> u64 {
+        self.read().known_through
+    }
+
+    /// The members of `epoch`: for an epoch not decided yet ([`EpochSets::known`]), the last
+    /// decided set, which callers that need certainty check first.
+    pub fn at(&self, epoch: u64) -> Arc<EpochMembers> {
+        self.read().sets.at(epoch).clone()
     }
 
     /// Every set with its first epoch, increasing.
-    pub fn changes(&self) -> impl Iterator<Item = (u64, &Arc<EpochMembers>)> {
-        self.sets.changes()
+    pub fn changes(&self) -> Vec<(u64, Arc<EpochMembers>)> {
+        self.read()
+            .sets
+            .changes()
+            .map(|(epoch, members)| (epoch, members.clone()))
+            .collect()
+    }
+
+    /// A copy of the history that later decisions through `self` do not reach (one node's
+    /// sets, beside another's built from the same genesis in one process).
+    pub fn detached(&self) -> EpochSets {
+        EpochSets {
+            history: Arc::new(RwLock::new(self.read().clone())),
+        }
     }
 }
 
@@ -332,7 +445,10 @@ mod tests {
         assert_eq!(sets.at(2).index_of(&key), Some(2));
         assert_eq!(sets.at(5).index_of(&key), Some(1));
         assert_eq!(
-            sets.changes().map(|(e, _)| e).collect::<Vec<_>>(),
+            sets.changes()
+                .into_iter()
+                .map(|(e, _)| e)
+                .collect::<Vec<_>>(),
             vec![0, 2, 5]
         );
         assert_eq!(
@@ -354,6 +470,45 @@ mod tests {
             single.change_at(&EpochSchedule::SINGLE, 1, members(&[2])),
             Err(SetChangeError::UnknownEpoch(1))
         );
+    }
+
+    #[test]
+    fn sets_decided_from_state_are_known_one_epoch_at_a_time_and_never_rewritten() {
+        let schedule = EpochSchedule::new(10);
+        let sets = EpochSets::decided_through(members(&[1, 2, 3]), 1);
+        let reader = sets.clone();
+        assert!(sets.known(1) && !sets.known(2));
+        assert_eq!(
+            sets.decide(&schedule, 3, members(&[4])),
+            Err(DecideError::Gap { epoch: 3, next: 2 })
+        );
+        assert_eq!(sets.decide(&schedule, 2, members(&[1, 2, 3])), Ok(false));
+        assert!(reader.known(2), "clones share the history");
+        assert_eq!(reader.changes().len(), 1, "an unchanged set adds no change");
+        assert_eq!(sets.decide(&schedule, 3, members(&[2, 3])), Ok(true));
+        assert_eq!(reader.at(3).validators.len(), 2);
+        assert_eq!(reader.at(2).validators.len(), 3);
+        assert_eq!(
+            sets.decide(&schedule, 3, members(&[2, 3])),
+            Ok(false),
+            "deciding again after a restart changes nothing"
+        );
+        assert_eq!(
+            sets.decide(&schedule, 2, members(&[2, 3])),
+            Err(DecideError::Conflict(2))
+        );
+        let copy = sets.detached();
+        sets.decide(&schedule, 4, members(&[3])).unwrap();
+        assert!(
+            sets.known(4) && !copy.known(4),
+            "a detached copy is not shared"
+        );
+        let single = EpochSets::decided_through(members(&[1]), 0);
+        assert!(matches!(
+            single.decide(&EpochSchedule::SINGLE, 1, members(&[1])),
+            Err(DecideError::Change(SetChangeError::UnknownEpoch(1)))
+        ));
+        assert!(EpochSets::fixed(members(&[1])).known(u64::MAX));
     }
 
     #[test]

@@ -76,7 +76,7 @@ pub use self::core::{
     ProposalSlot, TimerKind, Tip,
 };
 pub use application::{AppError, Application, Payload};
-pub use epoch::{ByEpoch, EpochMembers, EpochSchedule, EpochSets, SetChangeError};
+pub use epoch::{ByEpoch, DecideError, EpochMembers, EpochSchedule, EpochSets, SetChangeError};
 pub use ingress::Received;
 pub use leader::leader;
 pub use verify::{

@@ -27,6 +27,11 @@ pub enum VerifyError {
     /// The message is for an epoch this chain's schedule does not have.
     #[error("epoch {0} is not an epoch of this chain")]
     UnknownEpoch(u64),
+    /// The epoch's validator set is not decided yet here: it comes from the state at the
+    /// boundary block two epochs before, which this node has not executed (docs/architecture.md
+    /// §11). Not the sender's fault; the message may verify later.
+    #[error("the validator set of epoch {0} is not known here yet")]
+    SetNotKnown(u64),
     /// The message's view is not one of its epoch's views.
     #[error("view {view} is not a view of epoch {epoch}")]
     ViewOutsideEpoch { epoch: u64, view: u64 },
@@ -229,8 +234,9 @@ impl Verifier {
         &self.sets
     }
 
-    /// `epoch`'s validators and domain.
-    pub fn members(&self, epoch: u64) -> &EpochMembers {
+    /// `epoch`'s validators and domain (for an epoch whose set is not decided yet, the last
+    /// decided set: see [`EpochSets::at`]).
+    pub fn members(&self, epoch: u64) -> Arc<EpochMembers> {
         self.sets.at(epoch)
     }
 
@@ -244,6 +250,9 @@ impl Verifier {
         }
         if !self.schedule.contains(epoch) {
             return Err(VerifyError::UnknownEpoch(epoch));
+        }
+        if !self.sets.known(epoch) {
+            return Err(VerifyError::SetNotKnown(epoch));
         }
         if view == 0 {
             return Err(VerifyError::GenesisView);

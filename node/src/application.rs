@@ -18,15 +18,26 @@
 //! versions used, at most twice as many as the commit made stale (and at least
 //! [`MIN_PRUNE_STEP`]), so the work follows the write rate and a backlog (a restart, a burst)
 //! drains without one long pause.
+//!
+//! # Validator sets from the registry
+//!
+//! On a chain whose sets come from its registry (`Genesis::sets_from_registry`), the boundary
+//! block of epoch `e` writes the set of epoch `e + 2` into the state (`quasar_app::EpochSet`).
+//! Once that block is committed, the [`SetDecider`] reads the set back and decides it
+//! (`EpochSets::decide`): the verifier, the engine and the API share that history, so the set
+//! is in force from epoch `e + 2`'s first view, and the Quasar tracker gets the set's
+//! certificate policy. A restarted node decides again, from its committed state, every set up
+//! to its version (the same sets: a changed one is a corrupt store and stops the node).
 
 use quasar_app::{
-    ChainRules, EvidenceCheck, Executed, GenesisValidator, Offence, State, StateError,
-    ValidatorKeys, VerificationCache,
+    ChainRules, EpochSet, EvidenceCheck, Executed, GenesisValidator, NetworkRoster, Offence, State,
+    StateError, ValidatorKeys, VerificationCache,
 };
-use quasar_chainspec::Genesis;
+use quasar_chainspec::{Genesis, RegistryMember};
 use quasar_consensus::Verifier;
-use quasar_consensus::{AppError, Application, EpochSchedule, Payload};
+use quasar_consensus::{AppError, Application, EpochMembers, EpochSchedule, EpochSets, Payload};
 use quasar_crypto::hash::Hash;
+use quasar_lanes::cert::CertPolicy;
 use quasar_storage::evidence::kind;
 use quasar_storage::EvidenceRecord;
 use quasar_wire::Proposal;
@@ -44,10 +55,7 @@ pub fn open_state(
     genesis: &Genesis,
     evidence: Arc<dyn EvidenceCheck>,
 ) -> Result<State, StateError> {
-    let rules = ChainRules {
-        chain_id: genesis.file.chain_id,
-        epoch_length: genesis.file.epoch_length,
-    };
+    let rules = chain_rules(genesis);
     let validators = genesis
         .validators
         .validators()
@@ -66,10 +74,176 @@ pub fn open_state(
                 stake: member.stake,
             },
         );
+    let roster = genesis
+        .roster()
+        .iter()
+        .filter_map(|v| hex::decode(&v.tls_certificate).ok())
+        .collect();
     Ok(
         State::open(store, rules, genesis.accounts.iter().copied(), validators)?
-            .with_evidence_check(evidence),
+            .with_evidence_check(evidence)
+            .with_network_roster(Arc::new(NetworkRoster(roster))),
     )
+}
+
+/// A certificate policy decided with a set, for the Quasar tracker, or why the set has none.
+pub type DecidedPolicy = (u64, Result<Arc<CertPolicy>, String>);
+
+/// Where decided sets' certificate policies go: kept until the Quasar tracker exists (the
+/// engine decides sets while it opens, before the tracker is built), then handed to it.
+#[derive(Clone, Default)]
+pub struct PolicySink(Arc<std::sync::Mutex<PolicyTarget>>);
+
+#[derive(Default)]
+enum PolicyTarget {
+    #[default]
+    Waiting,
+    Backlog(Vec<DecidedPolicy>),
+    Tracker(Arc<crate::quasar_service::QuasarState>),
+}
+
+impl PolicySink {
+    fn lock(&self) -> std::sync::MutexGuard<'_, PolicyTarget> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn push(&self, policy: DecidedPolicy) {
+        let mut target = self.lock();
+        match &mut *target {
+            PolicyTarget::Tracker(quasar) => change_policy(quasar, policy),
+            PolicyTarget::Backlog(backlog) => backlog.push(policy),
+            PolicyTarget::Waiting => *target = PolicyTarget::Backlog(vec![policy]),
+        }
+    }
+
+    /// Hands the policies decided so far, and every later one, to `quasar`'s tracker.
+    pub fn attach(&self, quasar: Arc<crate::quasar_service::QuasarState>) {
+        let mut target = self.lock();
+        if let PolicyTarget::Backlog(backlog) = std::mem::take(&mut *target) {
+            for policy in backlog {
+                change_policy(&quasar, policy);
+            }
+        }
+        *target = PolicyTarget::Tracker(quasar);
+    }
+}
+
+fn change_policy(quasar: &crate::quasar_service::QuasarState, (epoch, policy): DecidedPolicy) {
+    if let Err(reason) = &policy {
+        tracing::warn!(
+            epoch,
+            %reason,
+            "Quasar finality unavailable from this epoch: blocks reach Nova finality only"
+        );
+    }
+    let mut tracker = quasar.tracker.lock().unwrap_or_else(|p| p.into_inner());
+    if let Err(error) = tracker.change_policy_at(epoch, policy) {
+        tracing::error!(epoch, %error, "the decided set's certificate policy was refused");
+    }
+}
+
+/// Decides the validator sets of a chain whose sets come from its registry (module docs).
+pub struct SetDecider {
+    genesis: Arc<Genesis>,
+    sets: EpochSets,
+    policies: PolicySink,
+    /// The last set read from state, with its bytes (an unchanged set is not rebuilt).
+    last: Option<(Vec<u8>, Arc<EpochMembers>)>,
+}
+
+impl SetDecider {
+    /// A decider for the chain of `genesis` that decides into `sets` (the verifier's history)
+    /// and hands policies to `policies`.
+    pub fn new(genesis: Arc<Genesis>, sets: EpochSets, policies: PolicySink) -> SetDecider {
+        SetDecider {
+            genesis,
+            sets,
+            policies,
+            last: None,
+        }
+    }
+
+    /// Decides the set that committed version `version` holds for `epoch`, or keeps the set
+    /// before it when the boundary found no eligible validator.
+    ///
+    /// Errors: [`AppError::Storage`] for a state that cannot be read, a stored set that does
+    /// not build, or a decision that contradicts an earlier one.
+    fn decide(&mut self, state: &State, version: u64, epoch: u64) -> Result<(), AppError> {
+        let storage = |e: &dyn std::fmt::Display| {
+            AppError::Storage(format!("the validator set of epoch {epoch}: {e}"))
+        };
+        let stored = state.epoch_set(version, epoch).map_err(|e| storage(&e))?;
+        let (members, policy) = match &stored {
+            None => {
+                tracing::warn!(
+                    epoch,
+                    boundary_height = version,
+                    "no registered validator is eligible for the set: the set before stays"
+                );
+                (self.sets.at(epoch.saturating_sub(1)), None)
+            }
+            Some(set) => {
+                let bytes = set.to_bytes();
+                match &self.last {
+                    Some((last, members)) if *last == bytes => (members.clone(), None),
+                    _ => {
+                        let (members, policy) = self.build(epoch, set).map_err(|e| storage(&e))?;
+                        let members = Arc::new(members);
+                        self.last = Some((bytes, members.clone()));
+                        (members, Some(policy))
+                    }
+                }
+            }
+        };
+        let schedule = self.genesis.schedule();
+        let changed = self
+            .sets
+            .decide(&schedule, epoch, (*members).clone())
+            .map_err(|e| storage(&e))?;
+        if changed {
+            tracing::info!(
+                epoch,
+                boundary_height = version,
+                validators = members.validators.len(),
+                total_stake = members.validators.total_stake(),
+                validator_set_root = %hex::encode(members.domain.validator_set_root),
+                "validator set decided from the registry: it changes at this epoch"
+            );
+            if let Some(policy) = policy {
+                self.policies.push((epoch, policy.map(Arc::new)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The members and certificate policy of a set read from state.
+    fn build(
+        &self,
+        epoch: u64,
+        set: &EpochSet,
+    ) -> Result<(EpochMembers, Result<CertPolicy, String>), String> {
+        let members: Vec<RegistryMember> = set
+            .members
+            .iter()
+            .map(|m| RegistryMember {
+                bls_public_key: m.bls_public_key,
+                slhdsa_public_key: m.slhdsa_public_key,
+                stake: m.stake,
+            })
+            .collect();
+        self.genesis
+            .registry_set(epoch, set.validator_set_root, &members)
+    }
+}
+
+/// The execution rules of the chain of `genesis`: its chain id, its epoch length, and whether
+/// its validator sets come from the registry ([`Genesis::sets_from_registry`]).
+pub fn chain_rules(genesis: &Genesis) -> ChainRules {
+    ChainRules {
+        chain_id: genesis.file.chain_id,
+        epoch_length: genesis.file.epoch_length,
+        sets_from_registry: genesis.sets_from_registry(),
+    }
 }
 
 /// The node's check of equivocation evidence ([`EvidenceCheck`]): the record a node keeps
@@ -173,6 +347,8 @@ pub struct ChainApplication {
     skipped: Option<(u64, Hash)>,
     /// State pruning with the epochs; `None` keeps every version (an archive node).
     pruning: Option<Pruning>,
+    /// Decides the validator sets, on a chain whose sets come from its registry.
+    decider: Option<SetDecider>,
 }
 
 impl ChainApplication {
@@ -192,7 +368,30 @@ impl ChainApplication {
             proposed: None,
             skipped: None,
             pruning: None,
+            decider: None,
         }
+    }
+
+    /// The application, deciding the chain's validator sets from its registry with `decider`
+    /// (module docs): first every set its committed state decides (a restart), then each one
+    /// as its boundary block is committed.
+    ///
+    /// Errors: [`AppError::Storage`] as [`SetDecider`] refuses a set.
+    pub fn decide_sets_with(
+        mut self,
+        mut decider: SetDecider,
+    ) -> Result<ChainApplication, AppError> {
+        let rules = chain_rules(&decider.genesis);
+        let step = usize::try_from(rules.epoch_length)
+            .unwrap_or(usize::MAX)
+            .max(1);
+        for boundary in (rules.epoch_length.max(1)..=self.state.version()).step_by(step) {
+            if let Some(epoch) = rules.decides_set(boundary) {
+                decider.decide(&self.state, boundary, epoch)?;
+            }
+        }
+        self.decider = Some(decider);
+        Ok(self)
     }
 
     /// Prunes the state versions below the retained epochs of `schedule` as blocks are
@@ -374,9 +573,15 @@ impl Application for ChainApplication {
                 )));
             };
             stale += pending.executed.stale_nodes();
+            let height = pending.executed.height();
             self.state
                 .commit(pending.executed)
                 .map_err(|e| AppError::Storage(e.to_string()))?;
+            if let Some(decider) = self.decider.as_mut() {
+                if let Some(epoch) = chain_rules(&decider.genesis).decides_set(height) {
+                    decider.decide(&self.state, height, epoch)?;
+                }
+            }
         }
         let version = self.state.version();
         self.pending.retain(|_, p| p.executed.height() > version);

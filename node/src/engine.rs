@@ -288,6 +288,23 @@ fn stored_certificate<S: Store>(store: &S, height: u64) -> Result<Certificate, E
     }
 }
 
+/// The index of the validator with key `key` in `epoch`'s set, if it is a member; `None` too
+/// (with an error logged) when the epoch's set is not decided here: its boundary block two
+/// epochs back was not executed (a checkpoint taken without state), so this node follows the
+/// chain without signing rather than sign under a set it cannot know.
+fn member_index(sets: &EpochSets, epoch: u64, key: &quasar_crypto::bls::PublicKey) -> Option<u32> {
+    if !sets.known(epoch) {
+        tracing::error!(
+            epoch,
+            "this epoch's validator set is not known here (it comes from the state at the \
+             boundary block two epochs back, which this node has not executed; restoring state \
+             from peers is not built): following without signing"
+        );
+        return None;
+    }
+    sets.at(epoch).index_of(key)
+}
+
 impl<S: Store, A: Application> Engine<S, A> {
     /// Rebuilds a validator from its store and signing guard (first start or restart): binds the
     /// store to `genesis`, resumes from the stored finalized tip and restores the kept view
@@ -345,8 +362,8 @@ impl<S: Store, A: Application> Engine<S, A> {
             }
         }
         cfg.epoch = cfg.schedule.epoch_of(tip.height.saturating_add(1));
-        let members = sets.at(cfg.epoch).clone();
-        cfg.me = members.index_of(&key);
+        let members = sets.at(cfg.epoch);
+        cfg.me = member_index(&sets, cfg.epoch, &key);
         signer.enter_epoch(cfg.epoch, cfg.me, members.domain.clone());
         let mut core = Core::new(cfg.clone(), members.validators.clone(), tip);
         if let Some(certificate) = tip_certificate {
@@ -915,8 +932,8 @@ impl<S: Store, A: Application> Engine<S, A> {
             history_floor = self.store.history_floor()?,
             "epoch boundary final, entering the next epoch"
         );
-        let members = self.sets.at(epoch).clone();
-        let me = members.index_of(&self.signer.public_key());
+        let members = self.sets.at(epoch);
+        let me = member_index(&self.sets, epoch, &self.signer.public_key());
         if me != self.cfg.me {
             match me {
                 Some(index) => tracing::info!(

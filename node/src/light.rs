@@ -16,9 +16,11 @@
 //! 3. the account's Merkle proof leads from the account leaf (or from its absence) to that
 //!    root ([`AccountProof::verify_leaf`]).
 //!
-//! What is not covered yet: validator sets that change by transaction (the sets come from the
-//! genesis file, which today schedules every change), and the epoch-change proofs that would
-//! carry a client from the genesis to a later set without the genesis schedule.
+//! What is not covered yet: the epoch-change proofs that would carry a client from the genesis
+//! to a later set. A chain whose genesis file fixes its sets is checked in every epoch; on a
+//! chain whose sets come from its registry (`Genesis::sets_from_registry`) the client knows
+//! only epochs 0 and 1 (the genesis set), and an answer from a later epoch is refused with
+//! [`LightError::EpochChangeProof`].
 
 use crate::api::Unavailable;
 use quasar_app::state::MAX_ACCOUNT_PROOF_BYTES;
@@ -227,6 +229,14 @@ pub enum LightError {
     /// The certificate is not a finalization of the block the header hashes to.
     #[error("the certificate does not finalize the header's block: {0}")]
     NotFinalized(String),
+    /// The certificate is of an epoch whose set came from the chain's registry: checking it
+    /// needs an epoch-change proof, which is not built yet.
+    #[error(
+        "the answer is final in epoch {0}, whose validator set this chain took from its \
+         registry: checking it needs an epoch-change proof from the genesis, which is not \
+         built yet (a client checks epochs 0 and 1 of such a chain)"
+    )]
+    EpochChangeProof(u64),
     /// The certificate's signatures do not verify under the epoch's validator set.
     #[error("the finalization certificate does not verify: {0}")]
     Certificate(#[from] VerifyError),
@@ -357,7 +367,12 @@ pub fn verify_account(
             header.chain_id
         )));
     }
-    verifier.verify_certificate(certificate)?;
+    verifier
+        .verify_certificate(certificate)
+        .map_err(|e| match e {
+            VerifyError::SetNotKnown(epoch) => LightError::EpochChangeProof(epoch),
+            other => LightError::Certificate(other),
+        })?;
     let proof_bytes = bounded_hex("proof_hex", &info.proof_hex, MAX_ACCOUNT_PROOF_BYTES)?;
     let proof = AccountProof::from_bytes(&proof_bytes)?;
     let account = info.account.as_ref().map(|a| AccountLeaf {

@@ -473,6 +473,11 @@ enum Command {
         /// every epoch.
         #[arg(long = "validator-set", value_parser = quasar_chainspec::parse_epoch_list::<usize>)]
         validator_sets: Vec<(u64, Vec<usize>)>,
+        /// Take the validator sets from the registry in the chain's state (the genesis
+        /// `validator_set_source` "registry"): staking transactions final in epoch e change
+        /// the set of epoch e + 2. Needs `--profile fast` and `--epoch-length`.
+        #[arg(long)]
+        sets_from_registry: bool,
         /// Run one thresholdd per validator (the `thresholdd` binary next to this one) holding
         /// its BLS vote key, and sign every vote through it (`signer = "remote"`).
         #[arg(long)]
@@ -1055,6 +1060,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             epoch_length,
             slhdsa_set,
             validator_sets,
+            sets_from_registry,
             remote_signers,
         } => {
             let binary = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
@@ -1071,6 +1077,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 epoch_length,
                 magnetar_set: slhdsa_set,
                 validator_sets,
+                sets_from_registry,
                 remote_signers,
                 placements: Vec::new(),
             };

@@ -40,7 +40,7 @@ use quasar_chainspec::{
 use quasar_consensus::epoch::ByEpoch;
 use quasar_consensus::{
     BlockLimits, CoreConfig, EpochSchedule, Evidence, Input, ProposalSlot, Received, TimerKind,
-    Verifier,
+    Verifier, VerifyError,
 };
 use quasar_crypto::accel::BatchArithmetic;
 use quasar_crypto::bls_cache::PublicKeyCache;
@@ -317,6 +317,8 @@ pub struct Shared {
     /// How the chain divides into epochs (the current one decides the height above the
     /// finalized tip).
     pub schedule: EpochSchedule,
+    /// The chain's execution rules (admission checks staking actions under them).
+    pub rules: ChainRules,
     /// Current view.
     pub view: AtomicU64,
     /// Finalized height.
@@ -482,13 +484,9 @@ impl Shared {
         // registered, a bonded stake): check them against the committed state so the client
         // hears why, rather than see them dropped when a block is built.
         if Ledger::reads(&signed).validator.is_some() {
-            let rules = ChainRules {
-                chain_id: self.chain_id,
-                epoch_length: self.schedule.length().unwrap_or(0),
-            };
             let checked = quasar_app::check_committed(
                 &self.state,
-                rules,
+                self.rules,
                 &signed,
                 &self.verification,
                 &*self.evidence,
@@ -700,6 +698,18 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     if !cfg.archive {
         app = app.prune_with(genesis.schedule());
     }
+    // Decided sets' certificate policies wait here until the Quasar tracker exists.
+    let policy_sink = crate::application::PolicySink::default();
+    if genesis.sets_from_registry() {
+        let decider = crate::application::SetDecider::new(
+            Arc::new(genesis.clone()),
+            verifier.sets().clone(),
+            policy_sink.clone(),
+        );
+        app = app
+            .decide_sets_with(decider)
+            .map_err(|e| NodeError::Internal(format!("validator sets: {e}")))?;
+    }
     let (mut engine, recovery) = Engine::open(
         store.clone(),
         app,
@@ -832,11 +842,13 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     let quasar_height = store.quasar_tip()?.unwrap_or(0);
     let (quasar_input, quasar_rx) = QuasarHandle::channel();
     let quasar = Arc::new(QuasarState::new(tracker, quasar_height, quasar_input));
+    policy_sink.attach(quasar.clone());
     let (gossip_tx, gossip_rx) = mpsc::channel(GOSSIP_QUEUE);
     let shared = Arc::new(Shared {
         validator: me,
         chain_id,
         schedule: genesis.schedule(),
+        rules: crate::application::chain_rules(&genesis),
         view: AtomicU64::new(tip.view),
         finalized_height: AtomicU64::new(tip.height),
         height: AtomicU64::new(tip.height),
@@ -856,7 +868,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         finalized_at: Mutex::new(BTreeMap::new()),
         recent_finality_ms: Mutex::new(Vec::new()),
         quasar: quasar.clone(),
-        sets: genesis.epoch_sets(),
+        sets: verifier.sets().clone(),
         public_key,
         view_timeout_ms: cfg.view_timeout_ms(),
         genesis_hash: genesis.hash,
@@ -1185,6 +1197,7 @@ fn core_input(shared: &Shared, received: Received<'_>) -> Option<Input> {
             shared.p2p_metrics.record_malformed();
             None
         }
+        Received::Invalid(VerifyError::SetNotKnown(epoch)) => Some(Input::LaterEpoch(epoch)),
         Received::Invalid(e) => {
             tracing::debug!(error = %e, "invalid message");
             shared.metrics.invalid_messages.inc();

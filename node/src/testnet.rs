@@ -397,6 +397,9 @@ pub struct TestnetOptions {
     /// Validator sets by epoch ([`Testnet::set_validator_sets`]; each `(first epoch,
     /// validator numbers)`, the first for epoch 0); empty: every validator in every epoch.
     pub validator_sets: Vec<(u64, Vec<usize>)>,
+    /// Take the validator sets from the registry in the chain's state
+    /// ([`Testnet::take_sets_from_registry`]); needs profile `fast` and an epoch length.
+    pub sets_from_registry: bool,
     /// Run one thresholdd per validator and sign every vote through it
     /// ([`Testnet::use_remote_signers`]); the `thresholdd` binary is the one next to
     /// [`TestnetOptions::binary`].
@@ -422,6 +425,7 @@ impl TestnetOptions {
             epoch_length: None,
             magnetar_set: ParameterSet::Shake192f,
             validator_sets: Vec::new(),
+            sets_from_registry: false,
             remote_signers: false,
             placements: Vec::new(),
         }
@@ -461,6 +465,17 @@ impl TestnetOptions {
                 ));
             }
             check_validator_sets(&self.validator_sets, self.validators)?;
+        }
+        if self.sets_from_registry
+            && (self.profile != Profile::Fast
+                || self.epoch_length.is_none_or(|l| l == 0)
+                || !self.validator_sets.is_empty())
+        {
+            return Err(TestnetError::Options(
+                "sets from the registry need --profile fast and an --epoch-length above 0, and \
+                 no --validator-set (the genesis would fix the sets)"
+                    .into(),
+            ));
         }
         if !self.placements.is_empty() && self.placements.len() != self.validators {
             return Err(TestnetError::Options(format!(
@@ -832,6 +847,21 @@ impl Testnet {
         let path = self.dir.join(GENESIS_FILE);
         let genesis = GenesisFile {
             epoch_length: blocks,
+            ..GenesisFile::load(&path)?
+        };
+        genesis.clone().check()?;
+        genesis.save(&path)?;
+        Ok(())
+    }
+
+    /// Makes the chain take its validator sets from the registry in its state (the genesis
+    /// `validator_set_source`, before the validators start): staking transactions final in
+    /// epoch e change the set of epoch e + 2. Errors: a genesis that refuses it (not profile
+    /// `fast`, no epochs, or scheduled changes), files.
+    pub fn take_sets_from_registry(&self) -> Result<(), TestnetError> {
+        let path = self.dir.join(GENESIS_FILE);
+        let genesis = GenesisFile {
+            validator_set_source: quasar_chainspec::SetSource::Registry,
             ..GenesisFile::load(&path)?
         };
         genesis.clone().check()?;
@@ -1883,6 +1913,9 @@ async fn run_in(dir: &Path, opts: &TestnetOptions) -> Result<TestnetReport, Test
     }
     if !opts.validator_sets.is_empty() {
         net.set_validator_sets(&opts.validator_sets)?;
+    }
+    if opts.sets_from_registry {
+        net.take_sets_from_registry()?;
     }
     if let Some(setup) = &opts.rollup_setup {
         net.add_rollup(setup, opts.rollup_provers)?;

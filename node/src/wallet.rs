@@ -306,10 +306,7 @@ impl Chain {
         Ok(Chain {
             client,
             verifier: crate::light::genesis_verifier(&genesis),
-            rules: ChainRules {
-                chain_id: genesis.file.chain_id,
-                epoch_length: genesis.file.epoch_length,
-            },
+            rules: crate::application::chain_rules(&genesis),
             genesis,
         })
     }

@@ -3,7 +3,7 @@
 
 use quasar_consensus::{
     Action, Application, BlockLimits, Checkpoint, Core, CoreConfig, EpochSchedule, EvidenceKind,
-    Input, ProposalSlot, TimerKind, Tip, VerifiedProposal, VerifiedVote, Verifier,
+    Input, ProposalSlot, TimerKind, Tip, VerifiedProposal, VerifiedVote, Verifier, VerifyError,
 };
 use quasar_crypto::bls::SecretKey;
 use quasar_crypto::hash::Hash;
@@ -28,6 +28,7 @@ fn rules() -> quasar_app::ChainRules {
     quasar_app::ChainRules {
         chain_id: CHAIN,
         epoch_length: 0,
+        sets_from_registry: false,
     }
 }
 
@@ -801,11 +802,54 @@ fn a_message_of_a_later_epoch_makes_a_core_fetch_what_it_missed() {
     net.signers[1].enter_epoch(1, Some(1), EpochDomain::default());
     let ahead = vote(&mut net, 1, VoteKind::Nullify, view, 0, [0; 32]);
     let ahead = net.verifier.verify_vote(ahead.vote().clone()).unwrap();
-    let actions = core.handle(10, Input::Vote(ahead));
+    let actions = core.handle(10, Input::Vote(ahead.clone()));
     assert!(
         matches!(actions.as_slice(), [Action::Fetch { from_height: 1, .. }]),
         "{actions:?}"
     );
+    // A message whose epoch's set is not decided here (sets from state, two epochs ahead) is
+    // not verified, but still says the others moved on: the core fetches once per retry
+    // interval, and ignores one of its own epoch or an earlier one.
+    let mut later = core_in(&net, 0, ONE_BLOCK_EPOCHS);
+    later.start(0, 0);
+    let actions = later.handle(10, Input::LaterEpoch(3));
+    assert!(
+        matches!(actions.as_slice(), [Action::Fetch { from_height: 1, .. }]),
+        "{actions:?}"
+    );
+    assert!(
+        later.handle(11, Input::LaterEpoch(3)).is_empty(),
+        "not again within the retry interval"
+    );
+    assert!(later.handle(10_000_000, Input::LaterEpoch(0)).is_empty());
+    // Such a message: a verifier whose sets are decided through epoch 0 refuses epoch 1's
+    // vote as not known (not as invalid), and verifies it once epoch 1's set is decided.
+    let sets =
+        quasar_consensus::EpochSets::decided_through(net.verifier.members(0).as_ref().clone(), 0);
+    let deciding = Verifier::with_sets(
+        sets.clone(),
+        GENESIS,
+        CHAIN,
+        ONE_BLOCK_EPOCHS,
+        BlockLimits {
+            max_txs: 100,
+            max_bytes: 1 << 20,
+        },
+    );
+    let two_ahead = ahead.vote().clone();
+    assert!(matches!(
+        deciding.verify_vote(two_ahead.clone()),
+        Err(VerifyError::SetNotKnown(1))
+    ));
+    sets.decide(
+        &ONE_BLOCK_EPOCHS,
+        1,
+        net.verifier.members(1).as_ref().clone(),
+    )
+    .unwrap();
+    deciding
+        .verify_vote(two_ahead)
+        .expect("verifies once the set is known");
     // A vote whose view lies outside its epoch never verifies.
     net.signers[2].enter_epoch(1, Some(2), EpochDomain::default());
     let misplaced = vote(&mut net, 2, VoteKind::Nullify, 3, 0, [0; 32]);

@@ -1317,6 +1317,88 @@ async fn a_second_instance_of_a_running_validator_stops_before_it_signs() {
     all_finalize_without_evidence(&fx.net, target, Duration::from_secs(30)).await;
 }
 
+/// Validator sets from the registry (the genesis `validator_set_source` `"registry"`), on 4 real
+/// validator processes under profile `fast` with epochs of 10 blocks: genesis validator 3 sends
+/// `leave`; the boundary of the epoch it left
+/// in decides the set two epochs later without it. From that epoch validator 3 follows the
+/// chain without signing, the other three finalize (Nova and Quasar finality) as a set of
+/// three, and validator 0, restarted there, decides the same sets again from its state and
+/// rejoins. A light client's `balance` refuses an answer from such an epoch with a clear reason
+/// (epoch-change proofs are not built).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_genesis_validator_leaves_and_the_set_two_epochs_later_is_the_other_three() {
+    let _turn = one_network_at_a_time().await;
+    let mut fx = Fixture::with_profile("quasar-sets-test-", 4, 100, Profile::Fast);
+    fx.net.set_epoch_length(10).unwrap();
+    fx.net.take_sets_from_registry().unwrap();
+    fx.spawn_all();
+    fx.net
+        .wait_finalized(&[0, 1, 2, 3], 2, Duration::from_secs(30))
+        .await
+        .unwrap();
+    let genesis = fx
+        .net
+        .dir()
+        .join(GENESIS_FILE)
+        .to_string_lossy()
+        .into_owned();
+    let apis: Vec<_> = (0..4).map(|i| fx.net.api(i)).collect();
+    let on = |i: usize| format!("--api http://{} --genesis {genesis}", apis[i]);
+    let v3 = fx.net.node_dir(3).to_string_lossy().into_owned();
+    let left: serde_json::Value = serde_json::from_str(
+        cli(&format!(
+            "leave --key-dir {v3} --passphrase-file {v3}/validator.passphrase --fee 0 --wait {}",
+            on(0)
+        ))
+        .trim(),
+    )
+    .unwrap();
+    assert_eq!(left["status"], "finalized", "{left}");
+    let height = left["height"].as_u64().unwrap_or_else(|| panic!("{left}"));
+    let changed = (height - 1) / 10 + 2;
+    let first = changed * 10 + 1;
+    let statuses = fx
+        .net
+        .wait_finalized(&[0, 1, 2, 3], first + 2, Duration::from_secs(120))
+        .await
+        .unwrap();
+    assert!(
+        statuses[..3].iter().all(|s| s.validator_index.is_some()),
+        "{statuses:?}"
+    );
+    assert_eq!(statuses[3].validator_index, None, "{statuses:?}");
+    assert!(statuses.iter().all(|s| s.epoch >= changed), "{statuses:?}");
+    let signed = fx.net.status(3).await.unwrap().votes_signed;
+
+    // Validator 0 restarts inside the new set's epochs and decides it again from its state.
+    fx.net.kill(0);
+    fx.net.spawn(0, &binary()).unwrap();
+    let after = fx
+        .net
+        .wait_for_status(
+            "the three to finalize with Quasar finality past the restart",
+            &[0, 1, 2],
+            Duration::from_secs(120),
+            |s| {
+                s.iter().all(|s| {
+                    s.finalized_height >= first + 15 && s.quasar_finalized_height >= first + 10
+                })
+            },
+        )
+        .await
+        .unwrap();
+    assert!(after[0].validator_index.is_some(), "{after:?}");
+    assert_eq!(
+        fx.net.status(3).await.unwrap().votes_signed,
+        signed,
+        "validator 3 signs nothing outside the set"
+    );
+
+    // The client's proof check knows epochs 0 and 1 of such a chain only.
+    let refused = cli_fails(&format!("balance {} {}", "00".repeat(32), on(1)));
+    assert!(refused.contains("epoch-change proof"), "{refused}");
+}
+
 /// The account commands against a running network, as a user runs them: two new account keys,
 /// one funded at genesis; a transfer waited to finality; balances read from other validators
 /// and checked against the genesis; the receiver's first transaction carries its key, then it

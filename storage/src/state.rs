@@ -3,7 +3,7 @@
 //! The application (`quasar-app`) keeps its accounts in a versioned Merkle tree: version `h` is
 //! the state after block `h` (version 0: the genesis allocation). This module stores that tree's
 //! bytes and never decodes them, as the block [`Store`](crate::Store) never decodes blocks. One
-//! sled tree, `state`, holds four kinds of entries, told apart by a one-byte prefix:
+//! sled tree, `state`, holds these kinds of entries, told apart by a one-byte prefix:
 //!
 //! | key | value |
 //! |---|---|
@@ -12,6 +12,7 @@
 //! | `r` ‖ version (u64 BE) | the root hash of that version (32 B) |
 //! | `s` ‖ version (u64 BE) ‖ node key | empty: the node is not used by that version or later |
 //! | `l` | the latest committed version (u64 BE) |
+//! | `p` ‖ key hash (32 B) ‖ version (u64 BE) | a proof of the key's value at that version, kept past pruning ([`StateStore::keep_proof`]) |
 //!
 //! [`StateStore::commit`] writes one version's nodes, values, root and the latest-version
 //! pointer in one sled batch, so a crash leaves the state at the previous version or at the new
@@ -33,6 +34,7 @@ const VALUE: u8 = b'v';
 const ROOT: u8 = b'r';
 const STALE: u8 = b's';
 const LATEST: &[u8] = b"l";
+const KEPT: u8 = b'p';
 
 /// The authenticated state's bytes in the node's sled database ([`crate::SledStore::state`]).
 #[derive(Debug, Clone)]
@@ -195,6 +197,32 @@ impl StateStore {
         }
         self.tree.apply_batch(write)?;
         Ok(removed)
+    }
+
+    /// Keeps `proof`, the application's proof of the value at `key_hash` in `version`, past the
+    /// pruning of that version: what must stay provable for ever although its version is not
+    /// (each epoch's validator set, which epoch-change proofs carry a client through).
+    ///
+    /// Errors: [`StoreError::Backend`].
+    pub fn keep_proof(
+        &self,
+        key_hash: &Hash,
+        version: u64,
+        proof: &[u8],
+    ) -> Result<(), StoreError> {
+        self.tree
+            .insert(prefixed(KEPT, &[key_hash, &version.to_be_bytes()]), proof)?;
+        Ok(())
+    }
+
+    /// The proof [`StateStore::keep_proof`] kept for `key_hash` in `version`, if any.
+    ///
+    /// Errors: [`StoreError::Backend`].
+    pub fn kept_proof(&self, key_hash: &Hash, version: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self
+            .tree
+            .get(prefixed(KEPT, &[key_hash, &version.to_be_bytes()]))?
+            .map(|v| v.to_vec()))
     }
 
     /// The number of entries and their bytes (keys and values) in the state's tree: the live

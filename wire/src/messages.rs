@@ -546,6 +546,36 @@ pub struct EpochDomain {
     pub profile_id: String,
 }
 
+/// One validator's part of a validator-set root ([`validator_set_root`]).
+#[derive(Clone, Copy, Debug)]
+pub struct SetRootEntry<'a> {
+    /// Its BLS public key, compressed G1 (48 bytes).
+    pub bls_public_key: &'a [u8],
+    /// Its ML-DSA-65 identity public key (1952 bytes).
+    pub identity_key: &'a [u8],
+    /// Its SLH-DSA public key (48 bytes).
+    pub slhdsa_public_key: &'a [u8],
+    /// Its stake.
+    pub stake: u64,
+}
+
+/// A validator set's root, which the finalize votes of its epochs bind inside μ
+/// ([`EpochDomain::validator_set_root`]): `tagged_hash("QUASAR-VALIDATOR-SET-v1", [per
+/// validator, in index order: BLS public key, ML-DSA-65 public key, SLH-DSA public key, stake
+/// (8 bytes LE)])`. The genesis file's sets and the sets the validator registry gives
+/// (`quasar_app::EpochSet`) use this one definition. 32 bytes; never fails.
+pub fn validator_set_root<'a>(members: impl IntoIterator<Item = SetRootEntry<'a>>) -> Hash {
+    let mut parts: Vec<Vec<u8>> = Vec::new();
+    for m in members {
+        parts.push(m.bls_public_key.to_vec());
+        parts.push(m.identity_key.to_vec());
+        parts.push(m.slhdsa_public_key.to_vec());
+        parts.push(m.stake.to_le_bytes().to_vec());
+    }
+    let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+    tagged_hash("QUASAR-VALIDATOR-SET-v1", &refs)
+}
+
 /// The round digest μ of block `block` at `height`, finalized in `view` of `epoch` on
 /// `chain_id` (docs/architecture.md §3): TupleHash256 (NIST SP 800-185 §5.2), customization
 /// [`ROUND_DIGEST_CUSTOMIZATION`], over the tuple (chain_id, epoch, height, view as 8-byte

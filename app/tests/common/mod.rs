@@ -13,6 +13,7 @@ pub const CHAIN: u64 = 7;
 pub const RULES: quasar_app::ChainRules = quasar_app::ChainRules {
     chain_id: CHAIN,
     epoch_length: 10,
+    sets_from_registry: false,
 };
 
 /// Account `i`'s key (a fixed seed per account).

@@ -577,6 +577,7 @@ impl Simulation {
         let rules = quasar_app::ChainRules {
             chain_id: SIM_CHAIN_ID,
             epoch_length: self.schedule().length().unwrap_or(0),
+            sets_from_registry: false,
         };
         let state = State::open(state_store, rules, self.accounts.iter().copied(), [])
             .map_err(|e| format!("application state: {e}"))?;
@@ -1273,6 +1274,7 @@ impl Simulation {
             .verifier
             .sets()
             .changes()
+            .into_iter()
             .map(|(first_epoch, members)| ObservedSet {
                 first_epoch,
                 validators: members
