@@ -253,6 +253,31 @@ pub struct AccountInfo {
     pub proof_hex: String,
 }
 
+/// `GET /epochs/{epoch}/set`: one step of an epoch-change proof on a chain whose validator
+/// sets come from its registry. The set of epoch `epoch` (from 2 on) is what the boundary block
+/// of epoch `epoch − 2` wrote into the state: the answer carries that block's header, the
+/// certificate that finalized it (with `links` up to the certified seal), and the set's entry
+/// with its Merkle proof against the header's state root. A client that knows epoch
+/// `epoch − 2`'s set checks the certificate, then learns epoch `epoch`'s set from the proof.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EpochSetInfo {
+    /// The epoch whose set this is.
+    pub epoch: u64,
+    /// The boundary block of epoch `epoch − 2`.
+    pub header: HeaderInfo,
+    /// The headers from the boundary block's child up to the certified block (seals), each the
+    /// parent of the next; empty when the certificate names the boundary block itself.
+    #[serde(default)]
+    pub links: Vec<HeaderInfo>,
+    /// The certificate that finalized the boundary block, in its ZAP encoding, hex.
+    pub certificate_hex: String,
+    /// The set's entry (`quasar_app::EpochSet` bytes), hex; `None` when the boundary found no
+    /// eligible validator (the set of the epoch before stays; the proof proves the absence).
+    pub set_hex: Option<String>,
+    /// The entry's proof against `header.state_root` (`quasar_app::AccountProof`), hex.
+    pub proof_hex: String,
+}
+
 /// What the state holds for an account (the leaf its proof covers).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AccountState {
@@ -583,6 +608,13 @@ impl Client {
     /// [`ClientError::Status`] (an address that is not 32 bytes of hex answers 400).
     pub async fn account(&self, address_hex: &str) -> Result<Option<AccountInfo>, ClientError> {
         self.get_json(&format!("/account/{address_hex}")).await
+    }
+
+    /// `GET /epochs/{epoch}/set`: one step of an epoch-change proof ([`EpochSetInfo`]); `None`
+    /// when the node has none (the chain's genesis fixes its sets, or the epoch is not decided
+    /// yet). Errors: [`ClientError::Http`], [`ClientError::Status`].
+    pub async fn epoch_set(&self, epoch: u64) -> Result<Option<EpochSetInfo>, ClientError> {
+        self.get_json(&format!("/epochs/{epoch}/set")).await
     }
 
     /// `GET /validators`: the registry as the node says; `None` before it executed a block.

@@ -13,6 +13,8 @@
 //! | `GET /status` | `{"validator","validator_index","height","finalized_height","view","epoch","history_floor","peers","mempool","chain_id","evidence","votes_signed","guard_refusals","guard_restart_refusals","profile","quasar_finalized_height","quasar_unavailable","leg_verify_p50_ms","leg_sign_p50_ms","version","commit","genesis_hash"}` (`commit`: 12 hex digits or `unknown`; `genesis_hash`: 64 hex digits) |
 //! | `GET /block/latest` | the highest finalized block, as `GET /block/{height}` answers it; `404` before the first is finalized |
 //! | `GET /block/{height}` | finalized block summary with its certificate and `"finality"`: `{"tier": "nova"\|"quasar", "profile", "bundle_end", "legs": {leg: "verified"\|"missing"}, "unavailable"?}`; `404` if not finalized |
+//! | `GET /validators` | `200 {"height","validators":[{"address","status","since"?,"registered_at","stake","bls_public_key"}]}`: the registry of the latest executed block, not proven; `404` nothing executed yet |
+//! | `GET /epochs/{epoch}/set` | `200 {"epoch","header","links","certificate_hex","set_hex"\|null,"proof_hex"}`: one step of an epoch-change proof on a chain whose sets come from its registry ([`crate::light::epoch_set_info`]); `404` the genesis fixes the sets, epoch 0 or 1, or not decided yet |
 //! | `GET /evidence?from_view=V&limit=N` | `200 {"count","evidence":[{"kind","signer","view","first","second"}]}` (see [`evidence_list`]); `400` bad query |
 //! | `GET /metrics` | Prometheus text format; here only when `metrics_listen` is unset, otherwise on that listener alone ([`serve_metrics`]) |
 
@@ -28,8 +30,8 @@ use axum::{Json, Router};
 use governor::clock::{Clock, QuantaInstant};
 use governor::middleware::NoOpMiddleware;
 use quasar_client::{
-    AccountInfo, ApiError, BlockInfo, EvidenceEntry, EvidenceList, Health, Readiness, Status,
-    TxAccepted, TxBatchAnswer, TxInfo, TxOutcome, ValidatorList,
+    AccountInfo, ApiError, BlockInfo, EpochSetInfo, EvidenceEntry, EvidenceList, Health, Readiness,
+    Status, TxAccepted, TxBatchAnswer, TxInfo, TxOutcome, ValidatorList,
 };
 use quasar_crypto::hash::Hash;
 use quasar_process::http_serve::TransportLimits;
@@ -76,6 +78,10 @@ pub trait NodeView: Send + Sync + 'static {
     /// `GET /validators`: the registry of the latest executed state
     /// ([`crate::light::validator_list`]).
     fn validators(&self) -> Result<ValidatorList, Unavailable>;
+    /// `GET /epochs/{epoch}/set`: one step of an epoch-change proof
+    /// ([`crate::light::epoch_set_info`]). Errors: [`Unavailable::NotFound`] when the chain's
+    /// genesis fixes its sets, for epochs 0 and 1, and for an epoch not decided here yet.
+    fn epoch_set(&self, epoch: u64) -> Result<EpochSetInfo, Unavailable>;
     /// `GET /metrics`: appends the Prometheus text exposition to `out`.
     fn encode_metrics(&self, out: &mut String) -> std::fmt::Result;
 }
@@ -149,6 +155,11 @@ pub const ROUTES: &[(&str, &str, &str)] = &[
         "/validators",
         "the validator registry as of the latest executed block (not proven)",
     ),
+    (
+        "GET",
+        "/epochs/{epoch}/set",
+        "an epoch's validator set with its proof from the boundary two epochs before (sets from the registry)",
+    ),
 ];
 
 /// The `GET /metrics` entry of `GET /`, listed when the API serves it.
@@ -212,6 +223,7 @@ pub fn router(view: Arc<dyn NodeView>, with_metrics: bool, config: &ApiConfig) -
         .route("/block/{height}", get(block))
         .route("/evidence", get(evidence))
         .route("/validators", get(validators))
+        .route("/epochs/{epoch}/set", get(epoch_set))
         .merge(process_routes(with_metrics));
     if with_metrics {
         app = app.route("/metrics", get(metrics));
@@ -558,6 +570,13 @@ async fn validators(State(view): State<AppState>) -> Response {
     }
 }
 
+async fn epoch_set(State(view): State<AppState>, Path(epoch): Path<u64>) -> Response {
+    match view.epoch_set(epoch) {
+        Ok(info) => Json(info).into_response(),
+        Err(unavailable) => unavailable.into_response(),
+    }
+}
+
 async fn status(State(view): State<AppState>) -> Json<Status> {
     Json(view.status())
 }
@@ -852,6 +871,10 @@ mod tests {
 
         fn validators(&self) -> Result<ValidatorList, Unavailable> {
             Err(Unavailable::NotFound("nothing executed yet".into()))
+        }
+
+        fn epoch_set(&self, epoch: u64) -> Result<EpochSetInfo, Unavailable> {
+            Err(Unavailable::NotFound(format!("epoch {epoch}: sets fixed")))
         }
 
         fn encode_metrics(&self, out: &mut String) -> std::fmt::Result {

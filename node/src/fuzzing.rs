@@ -549,6 +549,80 @@ pub fn account_answer_seed() -> Vec<u8> {
     serde_json::to_vec(&info).unwrap_or_default()
 }
 
+/// A genesis of [`VALIDATORS`] fresh validators whose sets come from the registry (profile
+/// `fast`, epochs of 10 blocks), made once per process in a directory of the system's
+/// temporary folder. Panics: the keys cannot be written (the harness cannot run).
+fn registry_genesis() -> &'static quasar_chainspec::Genesis {
+    static GENESIS_FILE: OnceLock<quasar_chainspec::Genesis> = OnceLock::new();
+    GENESIS_FILE.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("quasar-fuzz-genesis-{}", std::process::id()));
+        let access = quasar_chainspec::key_file::KeyAccess::plaintext();
+        let keys: Vec<_> = (0..VALIDATORS)
+            .map(|i| {
+                quasar_chainspec::keygen_with_set(
+                    &dir.join(format!("v{i}")),
+                    &format!("v{i}"),
+                    quasar_crypto::magnetar::ParameterSet::default(),
+                    &access,
+                )
+                .expect("fuzz fixture keys")
+            })
+            .collect();
+        let _ = std::fs::remove_dir_all(&dir);
+        let file = quasar_chainspec::GenesisFile {
+            profile: "fast".into(),
+            bundle_size: 1,
+            epoch_length: 10,
+            validator_set_source: quasar_chainspec::SetSource::Registry,
+            ..quasar_chainspec::GenesisFile::from_public_keys(CHAIN_ID, 1_000, &keys, 100)
+        };
+        file.check().expect("fuzz fixture genesis")
+    })
+}
+
+/// Any bytes as a node's JSON answer to `GET /epochs/{epoch}/set`
+/// ([`quasar_client::EpochSetInfo`]): checking it as the first epoch-change step of a chain
+/// whose sets come from its registry ([`crate::light::verify_epoch_set`]) never panics, and a
+/// step it accepts is epoch 2's and leaves that set decided.
+///
+/// Panics: when an accepted step breaks either.
+pub fn epoch_set_answer(data: &[u8]) {
+    let Ok(info) = serde_json::from_slice::<quasar_client::EpochSetInfo>(data) else {
+        return;
+    };
+    let genesis = registry_genesis();
+    let verifier = crate::light::genesis_verifier(genesis);
+    if crate::light::verify_epoch_set(&verifier, genesis, &info).is_ok() {
+        assert_eq!(
+            info.epoch, 2,
+            "only epoch 2's step follows the genesis sets"
+        );
+        assert!(verifier.sets().known(2));
+    }
+}
+
+/// A seed for [`epoch_set_answer`]: a step of the right shape for epoch 2 (block 10 of the
+/// fixture chain's header, an empty set entry and proof), refused at the certificate step.
+pub fn epoch_set_answer_seed() -> Vec<u8> {
+    let (block, certificate) = FixtureChain
+        .finalized_at(1)
+        .expect("the fixture chain has block 1");
+    let Ok(MessageRef::Proposal(block)) = quasar_wire::decode(&block) else {
+        return Vec::new();
+    };
+    let mut header = crate::light::header_info(&block.header());
+    header.height = 10;
+    let info = quasar_client::EpochSetInfo {
+        epoch: 2,
+        header,
+        links: Vec::new(),
+        certificate_hex: hex::encode(certificate),
+        set_hex: Some(hex::encode([1u8; 33])),
+        proof_hex: String::new(),
+    };
+    serde_json::to_vec(&info).unwrap_or_default()
+}
+
 /// What one [`core_inputs`] run reached (for smoke tests that check the harness gets somewhere).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CoreRun {

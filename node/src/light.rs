@@ -16,22 +16,28 @@
 //! 3. the account's Merkle proof leads from the account leaf (or from its absence) to that
 //!    root ([`AccountProof::verify_leaf`]).
 //!
-//! What is not covered yet: the epoch-change proofs that would carry a client from the genesis
-//! to a later set. A chain whose genesis file fixes its sets is checked in every epoch; on a
-//! chain whose sets come from its registry (`Genesis::sets_from_registry`) the client knows
-//! only epochs 0 and 1 (the genesis set), and an answer from a later epoch is refused with
-//! [`LightError::EpochChangeProof`].
+//! The sets come from the trusted genesis. A chain whose genesis file fixes its sets needs
+//! nothing more. On a chain whose sets come from its registry (`Genesis::sets_from_registry`)
+//! the genesis gives epochs 0 and 1, and an **epoch-change proof** carries a client further,
+//! one step per epoch ([`epoch_set_info`] serves a step, [`verify_epoch_set`] checks it): the
+//! set of epoch `e` is the entry that the boundary block of epoch `e − 2` wrote into the state,
+//! so the step is that block's header, the certificate that finalized it (verified under epoch
+//! `e − 2`'s set, known by then) and the entry's Merkle proof against the header's state root.
+//! A client learns the sets in order, each from sets it has already checked; an answer from an
+//! epoch it has not learned is refused with [`LightError::EpochChangeProof`]. The node keeps
+//! each entry's proof when it commits the boundary (`quasar_app::prove_epoch_set`), so the
+//! steps outlive state pruning, as the boundary blocks outlive block pruning.
 
 use crate::api::Unavailable;
 use quasar_app::state::MAX_ACCOUNT_PROOF_BYTES;
 use quasar_app::ValidatorStatus;
-use quasar_app::{prove_account, AccountLeaf, AccountProof, Address, ProofError};
+use quasar_app::{prove_account, AccountLeaf, AccountProof, Address, EpochSet, ProofError};
 use quasar_chainspec::sealing::decode_hex_bounded;
-use quasar_chainspec::Genesis;
+use quasar_chainspec::{Genesis, RegistryMember};
 use quasar_client::{
-    AccountInfo, AccountState, HeaderInfo, RegisteredValidatorInfo, ValidatorList,
+    AccountInfo, AccountState, EpochSetInfo, HeaderInfo, RegisteredValidatorInfo, ValidatorList,
 };
-use quasar_consensus::{BlockLimits, Verifier, VerifyError};
+use quasar_consensus::{BlockLimits, EpochSchedule, Verifier, VerifyError};
 use quasar_crypto::hash::Hash;
 use quasar_storage::{StateStore, Store};
 use quasar_wire::{decode, BlockHeader, CertificateKind, MessageRef};
@@ -105,11 +111,48 @@ pub fn account_info<S: Store>(
         }
         Err(e) => return Err(failed("state store", &e)),
     };
+    let (header, links, certificate) = finalized_block(blocks, height)?;
+    if header.state_root != root {
+        return Err(Unavailable::Failed(format!(
+            "block {height} claims state root {} but the state here has {}",
+            hex::encode(header.state_root),
+            hex::encode(root)
+        )));
+    }
+    let (leaf, proof) = prove_account(state, height, address)
+        .map_err(|e| failed(&format!("state at block {height}"), &e))?;
+    Ok(AccountInfo {
+        address: hex::encode(address),
+        account: leaf.map(|leaf| AccountState {
+            balance: leaf.balance,
+            stake: leaf.stake,
+            nonce: leaf.nonce,
+            has_key: leaf.has_key,
+        }),
+        header: header_info(&header),
+        links,
+        certificate_hex: hex::encode(certificate),
+        proof_hex: hex::encode(proof.to_bytes()),
+    })
+}
+
+/// Finalized block `height` from `blocks`: its header, the `links` from its child up to the
+/// block its stored certificate names, and that certificate's bytes.
+///
+/// Errors: [`Unavailable::Pruned`] when the block is no longer stored; [`Unavailable::Failed`]
+/// when the store fails or holds what does not decode, or the certificate lies more than
+/// [`MAX_LINKS`] blocks above it.
+fn finalized_block<S: Store>(
+    blocks: &S,
+    height: u64,
+) -> Result<(BlockHeader, Vec<HeaderInfo>, Vec<u8>), Unavailable> {
+    let failed =
+        |what: &str, e: &dyn std::fmt::Display| Unavailable::Failed(format!("{what}: {e}"));
     let stored = match blocks.block_by_height(height) {
         Ok(Some(stored)) => stored,
         Ok(None) => {
             return Err(Unavailable::Pruned(format!(
-                "the state here is as of block {height}, which is no longer stored"
+                "block {height} is no longer stored here"
             )))
         }
         Err(e) => return Err(failed("block store", &e)),
@@ -120,13 +163,6 @@ pub fn account_info<S: Store>(
         )));
     };
     let header = proposal.header();
-    if header.state_root != root {
-        return Err(Unavailable::Failed(format!(
-            "block {height} claims state root {} but the state here has {}",
-            hex::encode(header.state_root),
-            hex::encode(root)
-        )));
-    }
     let failed_block = |what: String| Unavailable::Failed(format!("block {height}: {what}"));
     let Ok(MessageRef::Certificate(certificate)) = decode(&stored.certificate) else {
         return Err(failed_block(
@@ -159,19 +195,47 @@ pub fn account_info<S: Store>(
         links.push(header_info(&link));
     }
     links.reverse();
-    let (leaf, proof) = prove_account(state, height, address)
-        .map_err(|e| failed(&format!("state at block {height}"), &e))?;
-    Ok(AccountInfo {
-        address: hex::encode(address),
-        account: leaf.map(|leaf| AccountState {
-            balance: leaf.balance,
-            stake: leaf.stake,
-            nonce: leaf.nonce,
-            has_key: leaf.has_key,
-        }),
+    Ok((header, links, stored.certificate))
+}
+
+/// The set of `epoch` on a chain whose sets come from its registry, as [`EpochSetInfo`]: the
+/// boundary block of epoch `epoch − 2` from `blocks` (boundary blocks outlive retention, with
+/// their certificates and seals) and the set's entry with its proof from `state`.
+///
+/// Errors: [`Unavailable::NotFound`] for epochs 0 and 1 (the genesis set) and for an epoch not
+/// decided here yet; [`Unavailable::Pruned`], [`Unavailable::Failed`] as the stores answer.
+pub fn epoch_set_info<S: Store>(
+    blocks: &S,
+    state: &StateStore,
+    schedule: &EpochSchedule,
+    epoch: u64,
+) -> Result<EpochSetInfo, Unavailable> {
+    if epoch < 2 || schedule.length().is_none() {
+        return Err(Unavailable::NotFound(format!(
+            "epoch {epoch} has the genesis set: the genesis file proves it"
+        )));
+    }
+    let boundary = schedule.last_height(epoch - 2);
+    let failed = |e: &dyn std::fmt::Display| Unavailable::Failed(format!("state store: {e}"));
+    match state.latest() {
+        Ok(Some((version, _))) if version >= boundary => {}
+        Ok(_) => {
+            return Err(Unavailable::NotFound(format!(
+                "the set of epoch {epoch} is not decided here yet: block {boundary}, which \
+                 decides it, is not executed"
+            )))
+        }
+        Err(e) => return Err(failed(&e)),
+    }
+    let (header, links, certificate) = finalized_block(blocks, boundary)?;
+    let (set, proof) =
+        quasar_app::prove_epoch_set(state, boundary, epoch).map_err(|e| failed(&e))?;
+    Ok(EpochSetInfo {
+        epoch,
         header: header_info(&header),
         links,
-        certificate_hex: hex::encode(&stored.certificate),
+        certificate_hex: hex::encode(certificate),
+        set_hex: set.map(|s| hex::encode(s.to_bytes())),
         proof_hex: hex::encode(proof.to_bytes()),
     })
 }
@@ -229,14 +293,22 @@ pub enum LightError {
     /// The certificate is not a finalization of the block the header hashes to.
     #[error("the certificate does not finalize the header's block: {0}")]
     NotFinalized(String),
-    /// The certificate is of an epoch whose set came from the chain's registry: checking it
-    /// needs an epoch-change proof, which is not built yet.
+    /// The certificate is of an epoch whose set the client has not learned yet (a chain whose
+    /// sets come from its registry): the epoch-change proof up to it is needed first
+    /// ([`verify_epoch_set`]).
     #[error(
-        "the answer is final in epoch {0}, whose validator set this chain took from its \
-         registry: checking it needs an epoch-change proof from the genesis, which is not \
-         built yet (a client checks epochs 0 and 1 of such a chain)"
+        "the answer is final in epoch {0}, whose validator set this client has not learned: \
+         it needs the epoch-change proof up to that epoch first (GET /epochs/{{epoch}}/set)"
     )]
     EpochChangeProof(u64),
+    /// An epoch-change step that does not prove the set it claims.
+    #[error("epoch-change step for epoch {epoch}: {problem}")]
+    EpochStep {
+        /// The epoch whose set the step claims.
+        epoch: u64,
+        /// What is wrong.
+        problem: String,
+    },
     /// The certificate's signatures do not verify under the epoch's validator set.
     #[error("the finalization certificate does not verify: {0}")]
     Certificate(#[from] VerifyError),
@@ -288,34 +360,32 @@ fn hash_field(field: &'static str, text: &str) -> Result<Hash, LightError> {
         .map_err(|_| malformed("not 32 bytes".into()))
 }
 
-/// Checks `info`, a node's answer for the account at `address`, against the validator sets of
-/// `verifier` (built from a genesis the client trusts): the three steps of the module docs.
-/// Costs one BLS aggregate verification (two pairings) and one Merkle path.
+/// Checks that `header` is final: its fields hash to the block that `certificate_hex` (a
+/// finalization under a quorum of the epoch's set in `verifier`) names, or to the first of
+/// `links` leading up to it (each the parent of the next, heights one apart). Returns the
+/// header. Costs one BLS aggregate verification.
 ///
-/// Errors: [`LightError`] for the first step that fails.
-pub fn verify_account(
+/// Errors: [`LightError::Malformed`], [`LightError::NotFinalized`],
+/// [`LightError::EpochChangeProof`] (the epoch's set is not known to `verifier`),
+/// [`LightError::Certificate`].
+fn verify_final_header(
     verifier: &Verifier,
-    address: &Address,
-    info: &AccountInfo,
-) -> Result<VerifiedAccount, LightError> {
-    if hash_field("address", &info.address)? != *address {
-        return Err(LightError::OtherAddress {
-            asked: hex::encode(address),
-            answered: info.address.clone(),
-        });
-    }
-    let header = parse_header("header", &info.header)?;
+    header: &HeaderInfo,
+    links: &[HeaderInfo],
+    certificate_hex: &str,
+) -> Result<BlockHeader, LightError> {
+    let header = parse_header("header", header)?;
     let block = header.hash();
-    if info.links.len() > MAX_LINKS {
+    if links.len() > MAX_LINKS {
         return Err(LightError::Malformed {
             field: "links",
-            problem: format!("{} links, more than {MAX_LINKS}", info.links.len()),
+            problem: format!("{} links, more than {MAX_LINKS}", links.len()),
         });
     }
     // The block the certificate must name: the header's, or the last link's when each link
     // is the child of the one before.
     let (mut certified, mut certified_height) = (block, header.height);
-    for link in &info.links {
+    for link in links {
         let link = parse_header("links", link)?;
         if link.parent != certified
             || Some(link.height) != certified_height.checked_add(1)
@@ -333,11 +403,7 @@ pub fn verify_account(
         field: "certificate_hex",
         problem,
     };
-    let bytes = bounded_hex(
-        "certificate_hex",
-        &info.certificate_hex,
-        MAX_CERTIFICATE_BYTES,
-    )?;
+    let bytes = bounded_hex("certificate_hex", certificate_hex, MAX_CERTIFICATE_BYTES)?;
     let certificate = match decode(&bytes) {
         Ok(MessageRef::Certificate(c)) => c.to_owned(),
         Ok(_) => return Err(malformed_certificate("another message type".into())),
@@ -373,6 +439,105 @@ pub fn verify_account(
             VerifyError::SetNotKnown(epoch) => LightError::EpochChangeProof(epoch),
             other => LightError::Certificate(other),
         })?;
+    Ok(header)
+}
+
+/// Longest [`EpochSetInfo::set_hex`] a client decodes: an [`EpochSet`] of
+/// [`quasar_app::registry::MAX_SET_VALIDATORS`] validators.
+pub const MAX_EPOCH_SET_BYTES: usize = 33 + 136 * quasar_app::registry::MAX_SET_VALIDATORS;
+
+/// Checks `info`, one step of an epoch-change proof, and decides the set it proves into
+/// `verifier`'s sets: the step must be for the first epoch `verifier` does not know, its header
+/// the boundary block of the epoch two before (final under that epoch's known set), and its set
+/// entry (or the entry's absence: the set before stays) proven against that header's state root.
+/// The set's members, domain and root come from `genesis` ([`Genesis::registry_set`]). Returns
+/// whether the set differs from the epoch before's. Costs one BLS aggregate verification, one
+/// Merkle path and the set's key decompressions.
+///
+/// Errors: [`LightError::EpochStep`] for a step of another epoch, a header that is not that
+/// boundary, a set that does not build; [`LightError::Malformed`], [`LightError::NotFinalized`],
+/// [`LightError::Certificate`], [`LightError::Proof`] as for an account.
+pub fn verify_epoch_set(
+    verifier: &Verifier,
+    genesis: &Genesis,
+    info: &EpochSetInfo,
+) -> Result<bool, LightError> {
+    let epoch = info.epoch;
+    let step = |problem: String| LightError::EpochStep { epoch, problem };
+    let sets = verifier.sets();
+    let next = sets.known_through().saturating_add(1);
+    if epoch != next || epoch < 2 {
+        return Err(step(format!(
+            "the next set this client needs is epoch {next}'s"
+        )));
+    }
+    let schedule = genesis.schedule();
+    let boundary = schedule.last_height(epoch - 2);
+    let header = verify_final_header(verifier, &info.header, &info.links, &info.certificate_hex)?;
+    if header.height != boundary || header.epoch != epoch - 2 {
+        return Err(step(format!(
+            "its header is block {} of epoch {}, not the boundary block {boundary} of epoch {}",
+            header.height,
+            header.epoch,
+            epoch - 2
+        )));
+    }
+    let set = info
+        .set_hex
+        .as_deref()
+        .map(|text| bounded_hex("set_hex", text, MAX_EPOCH_SET_BYTES))
+        .transpose()?;
+    let proof = AccountProof::from_bytes(&bounded_hex(
+        "proof_hex",
+        &info.proof_hex,
+        MAX_ACCOUNT_PROOF_BYTES,
+    )?)?;
+    proof.verify_entry(
+        &header.state_root,
+        &quasar_app::registry::epoch_set_key(epoch),
+        set.as_deref(),
+    )?;
+    let members = match set {
+        None => verifier.members(epoch - 1).as_ref().clone(),
+        Some(bytes) => {
+            let set = EpochSet::from_bytes(&bytes).map_err(|e| step(e.to_string()))?;
+            let members: Vec<RegistryMember> = set
+                .members
+                .iter()
+                .map(|m| RegistryMember {
+                    bls_public_key: m.bls_public_key,
+                    slhdsa_public_key: m.slhdsa_public_key,
+                    stake: m.stake,
+                })
+                .collect();
+            genesis
+                .registry_set(epoch, set.validator_set_root, &members)
+                .map_err(step)?
+                .0
+        }
+    };
+    sets.decide(&schedule, epoch, members)
+        .map_err(|e| step(e.to_string()))
+}
+
+/// Checks `info`, a node's answer for the account at `address`, against the validator sets of
+/// `verifier` (built from a genesis the client trusts): the three steps of the module docs.
+/// Costs one BLS aggregate verification (two pairings) and one Merkle path.
+///
+/// Errors: [`LightError`] for the first step that fails.
+pub fn verify_account(
+    verifier: &Verifier,
+    address: &Address,
+    info: &AccountInfo,
+) -> Result<VerifiedAccount, LightError> {
+    if hash_field("address", &info.address)? != *address {
+        return Err(LightError::OtherAddress {
+            asked: hex::encode(address),
+            answered: info.address.clone(),
+        });
+    }
+    let header = verify_final_header(verifier, &info.header, &info.links, &info.certificate_hex)?;
+    let block = header.hash();
     let proof_bytes = bounded_hex("proof_hex", &info.proof_hex, MAX_ACCOUNT_PROOF_BYTES)?;
     let proof = AccountProof::from_bytes(&proof_bytes)?;
     let account = info.account.as_ref().map(|a| AccountLeaf {

@@ -8,8 +8,8 @@ use crate::api::{
 use crate::mempool::MempoolError;
 use crate::runtime::Shared;
 use quasar_client::{
-    AccountInfo, BlockInfo, CertificateInfo, EvidenceList, Readiness, Status, TxInfo, TxStatus,
-    ValidatorList,
+    AccountInfo, BlockInfo, CertificateInfo, EpochSetInfo, EvidenceList, Readiness, Status, TxInfo,
+    TxStatus, ValidatorList,
 };
 use quasar_crypto::hash::Hash;
 use quasar_lanes::bls::signers_from_bitmap;
@@ -90,6 +90,15 @@ impl NodeView for Shared {
 
     fn validators(&self) -> Result<ValidatorList, Unavailable> {
         crate::light::validator_list(&self.state)
+    }
+
+    fn epoch_set(&self, epoch: u64) -> Result<EpochSetInfo, Unavailable> {
+        if !self.rules.sets_from_registry {
+            return Err(Unavailable::NotFound(
+                "this chain's genesis file fixes its validator sets: it proves every one".into(),
+            ));
+        }
+        crate::light::epoch_set_info(&self.store, &self.state, &self.schedule, epoch)
     }
 
     fn finalized_height(&self) -> u64 {

@@ -12,7 +12,7 @@
 //! way round. Files are written once (never replaced) with mode 0600. The account's address is
 //! the hash of its public key ([`address_of`]).
 
-use crate::light::{verify_account, VerifiedAccount};
+use crate::light::{verify_account, verify_epoch_set, VerifiedAccount};
 use quasar_app::{
     address_of, Account, Action, Address, ChainRules, Ledger, Registration, Transaction,
     ValidatorKeys, VerificationCache,
@@ -68,6 +68,9 @@ pub enum WalletError {
         #[source]
         source: crate::light::LightError,
     },
+    /// A step of the node's epoch-change proof did not pass the check.
+    #[error("the node's proof of a later validator set does not verify against the genesis: {0} (ask another node, or check --genesis)")]
+    UnverifiedSet(#[source] crate::light::LightError),
     /// The node could not be asked, or refused.
     #[error("{0}")]
     Node(String),
@@ -154,13 +157,16 @@ pub fn open_account_file(
 }
 
 /// The account at `address` as node `client` answers for it, checked against `verifier` (the
-/// trusted genesis's validator sets).
+/// sets of `genesis`, the one the client trusts). On a chain whose sets come from its registry,
+/// the sets up to the answer's epoch are learned first, one epoch-change step per epoch
+/// ([`learn_sets_through`]).
 ///
 /// Errors: [`WalletError::Node`] when the node cannot be asked or has executed nothing yet,
-/// [`WalletError::Unverified`] when its answer does not check.
+/// [`WalletError::Unverified`] when its answer (or a step) does not check.
 pub async fn checked_account(
     client: &Client,
     verifier: &Verifier,
+    genesis: &quasar_chainspec::Genesis,
     address: &Address,
 ) -> Result<VerifiedAccount, WalletError> {
     let info = client
@@ -174,10 +180,43 @@ pub async fn checked_account(
                 client.url(&format!("/account/{}", hex::encode(address)))
             ))
         })?;
+    learn_sets_through(client, verifier, genesis, info.header.epoch).await?;
     verify_account(verifier, address, &info).map_err(|source| WalletError::Unverified {
         address: hex::encode(address),
         source,
     })
+}
+
+/// Learns into `verifier` the validator sets of every epoch up to `epoch` that it does not know
+/// yet, from node `client`'s epoch-change steps (`GET /epochs/{e}/set`, each checked by
+/// [`verify_epoch_set`] under the sets learned before it). Nothing to do on a chain whose
+/// genesis fixes its sets. One request and one BLS aggregate verification per epoch.
+///
+/// Errors: [`WalletError::Node`] when a step cannot be had, [`WalletError::UnverifiedSet`]
+/// when one does not check (the sets learned before it stay).
+pub async fn learn_sets_through(
+    client: &Client,
+    verifier: &Verifier,
+    genesis: &quasar_chainspec::Genesis,
+    epoch: u64,
+) -> Result<(), WalletError> {
+    while !verifier.sets().known(epoch) {
+        let next = verifier.sets().known_through().saturating_add(1);
+        let step = client
+            .epoch_set(next)
+            .await
+            .map_err(|e| WalletError::Node(e.to_string()))?
+            .ok_or_else(|| {
+                WalletError::Node(format!(
+                    "{} answered 404: the node has no proof of epoch {next}'s validator set, \
+                     which the answer of epoch {epoch} needs (ask a node that executed the \
+                     chain that far)",
+                    client.url(&format!("/epochs/{next}/set"))
+                ))
+            })?;
+        verify_epoch_set(verifier, genesis, &step).map_err(WalletError::UnverifiedSet)?;
+    }
+    Ok(())
 }
 
 /// The signed transaction `key`'s account sends next on the chain of `rules`, doing `action` with
@@ -379,7 +418,7 @@ impl Chain {
     ///
     /// Errors: as [`checked_account`].
     pub async fn account(&self, address: &Address) -> Result<VerifiedAccount, WalletError> {
-        checked_account(&self.client, &self.verifier, address).await
+        checked_account(&self.client, &self.verifier, &self.genesis, address).await
     }
 
     /// Signs and submits `key`'s next transaction doing `action` with `fee`

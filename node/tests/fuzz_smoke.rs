@@ -592,6 +592,17 @@ fn account_answers_survive_mutation() {
 }
 
 #[test]
+fn epoch_set_answers_survive_mutation() {
+    drive(
+        "epoch_set_answer",
+        17,
+        300,
+        &[fuzzing::epoch_set_answer_seed()],
+        fuzzing::epoch_set_answer,
+    );
+}
+
+#[test]
 fn node_toml_survives_mutated_files() {
     drive("node_toml", 7, 500, &seed_node_toml(), fuzzing::node_toml);
 }
