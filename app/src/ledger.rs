@@ -31,8 +31,8 @@ use quasar_crypto::hash::Hash;
 use quasar_crypto::mldsa::{self, MlDsa65};
 
 use crate::registry::{
-    ChainRules, Directory, EvidenceCheck, ValidatorKeys, ValidatorRecord, ValidatorStatus,
-    MAX_REGISTERED_VALIDATORS,
+    ChainRules, Directory, EpochSet, EvidenceCheck, ValidatorKeys, ValidatorRecord,
+    ValidatorStatus, MAX_REGISTERED_VALIDATORS,
 };
 use crate::tx::{address_of, Action, Address, SignedTransaction, TxError};
 use crate::verify_cache::VerificationCache;
@@ -241,6 +241,16 @@ pub enum ExecError {
         /// active.
         from: Option<u64>,
     },
+    /// A withdrawal by a validator that a set in force or decided still counts (a chain whose
+    /// sets come from the registry keeps a set when no validator is eligible for the next).
+    #[error(
+        "the stake is bonded: the validator is in the set of epoch {epoch}, and stays bonded \
+         while a set it signs in is in force"
+    )]
+    InSet {
+        /// The epoch of that set.
+        epoch: u64,
+    },
 }
 
 impl ExecError {
@@ -276,6 +286,8 @@ pub struct Ledger {
     validators: BTreeMap<Address, ValidatorRecord>,
     claims: BTreeMap<Hash, Address>,
     directory: Directory,
+    /// Validator sets by epoch, as loaded ([`Ledger::load_epoch_set`]).
+    sets: BTreeMap<u64, EpochSet>,
 }
 
 impl Ledger {
@@ -287,7 +299,17 @@ impl Ledger {
             validators: BTreeMap::new(),
             claims: BTreeMap::new(),
             directory: Directory::default(),
+            sets: BTreeMap::new(),
         }
+    }
+
+    /// Holds the validator set of `epoch` (`None`: none is known), for the withdrawals of a
+    /// working set ([`Reads::epoch_sets`]).
+    pub fn load_epoch_set(&mut self, epoch: u64, set: Option<EpochSet>) {
+        match set {
+            Some(set) => self.sets.insert(epoch, set),
+            None => self.sets.remove(&epoch),
+        };
     }
 
     /// A ledger of a chain with `rules` whose accounts start with `balances` (the genesis
@@ -423,15 +445,14 @@ impl Ledger {
                 .collect(),
             _ => Vec::new(),
         };
+        let withdraws = matches!(body.action, Action::WithdrawStake { .. });
         Reads {
             sender: body.sender,
             recipient: to,
             validator,
             claims,
-            directory: matches!(
-                body.action,
-                Action::WithdrawStake { .. } | Action::RegisterValidator { .. }
-            ),
+            directory: withdraws || matches!(body.action, Action::RegisterValidator { .. }),
+            epoch_sets: withdraws,
         }
     }
 
@@ -690,6 +711,16 @@ impl Ledger {
                 if height < from {
                     return Err(ExecError::Bonded { from: Some(from) });
                 }
+                let epoch = self.rules.epoch_of(height);
+                for epoch in [epoch, epoch.saturating_add(1)] {
+                    let member = self
+                        .sets
+                        .get(&epoch)
+                        .is_some_and(|set| set.members.iter().any(|m| m.address == *address));
+                    if member {
+                        return Err(ExecError::InSet { epoch });
+                    }
+                }
                 Ok(Some(ValidatorRecord {
                     status: ValidatorStatus::Left,
                     ..record.clone()
@@ -713,4 +744,7 @@ pub struct Reads {
     pub claims: Vec<Hash>,
     /// Whether it may change the directory.
     pub directory: bool,
+    /// Whether it needs the validator sets of the block's epoch and the next, on a chain whose
+    /// sets come from the registry (a withdrawal: a member of either stays bonded).
+    pub epoch_sets: bool,
 }

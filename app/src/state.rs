@@ -263,6 +263,11 @@ impl State {
                 root,
             });
         }
+        let validators: Vec<GenesisValidator> = validators.into_iter().collect();
+        let genesis_set = rules
+            .sets_from_registry
+            .then(|| EpochSet::of(&genesis_members(&validators)))
+            .flatten();
         let ledger = Ledger::genesis(rules, balances, validators).map_err(StateError::Genesis)?;
         let changed: BTreeMap<_, _> = ledger.accounts().map(|(a, b)| (*a, b.clone())).collect();
         let new_keys: Vec<Address> = changed
@@ -273,6 +278,12 @@ impl State {
         let mut registry: Vec<(Hash, Vec<u8>)> = registry_entries(&ledger).collect();
         if !ledger.directory().0.is_empty() {
             registry.push((directory_key(), ledger.directory().to_bytes()));
+        }
+        // Epochs 0 and 1 have the genesis set, in the genesis order.
+        for epoch in [0, 1] {
+            if let Some(set) = &genesis_set {
+                registry.push((epoch_set_key(epoch), set.to_bytes()));
+            }
         }
         let genesis = write_version(&store, &[], 0, changed, &new_keys, registry)?;
         let mut state = State {
@@ -383,7 +394,7 @@ impl State {
                 index,
                 source,
             })?;
-            work.load(&tx)?;
+            work.load(&tx, height)?;
             work.ledger
                 .apply(&tx, height, cache, &*self.evidence)
                 .map_err(|source| StateError::Transaction {
@@ -426,7 +437,7 @@ impl State {
                 refused.push(index);
                 continue;
             };
-            work.load(&tx)?;
+            work.load(&tx, height)?;
             match work.ledger.apply(&tx, height, cache, &*self.evidence) {
                 Ok(()) => {
                     chosen.push(index);
@@ -535,6 +546,8 @@ struct WorkingSet<'a> {
     directory_before: Option<Directory>,
     /// Whom the validator network reaches (`None`: anyone).
     roster: Option<&'a NetworkRoster>,
+    /// Whether the sets of the block's epoch and the next are loaded.
+    sets_loaded: bool,
 }
 
 impl<'a> WorkingSet<'a> {
@@ -554,13 +567,30 @@ impl<'a> WorkingSet<'a> {
             registry_before: BTreeMap::new(),
             directory_before: None,
             roster: None,
+            sets_loaded: false,
         }
     }
 
-    /// Loads what `tx` reads ([`Ledger::reads`]) that the working set does not hold yet, as
-    /// of the newest pending block (or the committed version).
-    fn load(&mut self, tx: &SignedTransaction) -> Result<(), StateError> {
+    /// Loads what `tx`, in block `height`, reads ([`Ledger::reads`]) that the working set does
+    /// not hold yet, as of the newest pending block (or the committed version).
+    fn load(&mut self, tx: &SignedTransaction, height: u64) -> Result<(), StateError> {
         let reads = Ledger::reads(tx);
+        let rules = self.ledger.rules();
+        if reads.epoch_sets && rules.sets_from_registry && !self.sets_loaded {
+            let epoch = rules.epoch_of(height);
+            for epoch in [epoch, epoch.saturating_add(1)] {
+                let set = read_value(
+                    self.store,
+                    self.pending,
+                    self.version,
+                    &epoch_set_key(epoch),
+                )?
+                .map(|bytes| decode_epoch_set(epoch, &bytes))
+                .transpose()?;
+                self.ledger.load_epoch_set(epoch, set);
+            }
+            self.sets_loaded = true;
+        }
         for address in std::iter::once(reads.sender).chain(reads.recipient) {
             if !self.before.contains_key(&address) {
                 let account = read_account(self.store, self.pending, self.version, &address)?;
@@ -622,8 +652,19 @@ impl<'a> WorkingSet<'a> {
             }
         }
         if let Some(epoch) = self.ledger.rules().decides_set(height) {
-            if let Some(set) = self.decided_set()? {
-                registry.push((epoch_set_key(epoch), set.to_bytes()));
+            // Without an eligible validator the set before stays, and is written again: every
+            // epoch of such a chain has its entry, whose members stay bonded.
+            let set = match self.decided_set()? {
+                Some(set) => Some(set.to_bytes()),
+                None => read_value(
+                    self.store,
+                    self.pending,
+                    self.version,
+                    &epoch_set_key(epoch.saturating_sub(1)),
+                )?,
+            };
+            if let Some(bytes) = set {
+                registry.push((epoch_set_key(epoch), bytes));
             }
         }
         write_version(
@@ -666,6 +707,23 @@ impl WorkingSet<'_> {
             MAX_SET_VALIDATORS,
         )))
     }
+}
+
+/// The genesis `validators` as registered validators, in their order.
+fn genesis_members(validators: &[GenesisValidator]) -> Vec<RegisteredValidator> {
+    validators
+        .iter()
+        .map(|v| RegisteredValidator {
+            address: crate::tx::address_of(&v.identity_key),
+            identity_key: v.identity_key.clone(),
+            stake: v.stake,
+            record: ValidatorRecord {
+                status: crate::registry::ValidatorStatus::Active,
+                registered_at: 0,
+                keys: v.keys.clone(),
+            },
+        })
+        .collect()
 }
 
 /// The tree entries of the validator records and identity claims `ledger` holds (tree key,
@@ -943,13 +1001,16 @@ pub fn read_epoch_set(
     epoch: u64,
 ) -> Result<Option<EpochSet>, StateError> {
     read_value(store, &[], version, &epoch_set_key(epoch))?
-        .map(|bytes| {
-            EpochSet::from_bytes(&bytes).map_err(|source| StateError::CorruptRegistry {
-                what: format!("the set of epoch {epoch}"),
-                source,
-            })
-        })
+        .map(|bytes| decode_epoch_set(epoch, &bytes))
         .transpose()
+}
+
+/// The stored set of `epoch`, decoded.
+fn decode_epoch_set(epoch: u64, bytes: &[u8]) -> Result<EpochSet, StateError> {
+    EpochSet::from_bytes(bytes).map_err(|source| StateError::CorruptRegistry {
+        what: format!("the set of epoch {epoch}"),
+        source,
+    })
 }
 
 /// Applies `tx` on top of the latest committed version of `store` (as the first transaction of
@@ -972,7 +1033,7 @@ pub fn check_committed(
     let version = store.latest()?.map_or(0, |(version, _)| version);
     let height = version.saturating_add(1);
     let mut work = WorkingSet::new(store, &[], version, rules);
-    work.load(tx)?;
+    work.load(tx, height)?;
     work.ledger
         .apply(tx, height, cache, evidence)
         .map_err(|source| StateError::Transaction {

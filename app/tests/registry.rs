@@ -788,6 +788,9 @@ fn boundary_blocks_write_the_set_two_epochs_ahead_among_the_validators_the_netwo
         &cache,
     );
     assert_eq!(state.registry(9).expect("registry").len(), 3);
+    let genesis_set = state.epoch_set(0, 0).expect("read").expect("epoch 0's set");
+    assert_eq!(members(&genesis_set), vec![(addr(5), 1_000)]);
+    assert_eq!(state.epoch_set(0, 1).expect("read"), Some(genesis_set));
     assert_eq!(
         state.epoch_set(9, 2).expect("read"),
         None,
@@ -815,10 +818,44 @@ fn boundary_blocks_write_the_set_two_epochs_ahead_among_the_validators_the_netwo
     let three = state.epoch_set(20, 3).expect("read").expect("decided");
     assert_eq!(members(&three), vec![(addr(1), 500)]);
     assert_eq!(state.epoch_set(20, 2).expect("read"), Some(two), "kept");
+    // Validator 5 is still in epoch 2's set: bonded while it is in force.
+    let early = block(&[tx(5, 1, false, Action::WithdrawStake { amount: 1_000 })]);
+    assert!(matches!(
+        state.execute(&[], 21, &refs(&early), &cache),
+        Err(StateError::Transaction {
+            source: ExecError::Bonded { .. },
+            ..
+        })
+    ));
 
-    // Once nobody reachable is left, the boundary writes nothing: the set before stays.
-    run_to(&mut state, 30, &[tx(1, 1, false, Action::Leave)], &cache);
-    assert_eq!(state.epoch_set(30, 4).expect("read"), None);
+    // Once nobody reachable is left, the set before stays, written again, and its members stay
+    // bonded past their unbonding period while it is in force.
+    run_to(&mut state, 50, &[tx(1, 1, false, Action::Leave)], &cache);
+    for epoch in 4..=6 {
+        assert_eq!(
+            state.epoch_set(50, epoch).expect("read"),
+            Some(three.clone())
+        );
+    }
+    let withdraw = block(&[tx(1, 2, false, Action::WithdrawStake { amount: 500 })]);
+    assert!(matches!(
+        state.execute(&[], 51, &refs(&withdraw), &cache),
+        Err(StateError::Transaction {
+            source: ExecError::InSet { epoch: 5 },
+            ..
+        })
+    ));
+    // Validator 5 left in epoch 1 and is in no set in force: its withdrawal applies.
+    run_to(
+        &mut state,
+        51,
+        &[tx(5, 1, false, Action::WithdrawStake { amount: 1_000 })],
+        &cache,
+    );
+    assert_eq!(
+        state.account(&addr(5)).expect("read").map(|a| a.stake),
+        Some(0)
+    );
 
     // The roster is part of the chain's rules: without it validator 2 is selected first, and
     // the root differs.

@@ -138,7 +138,11 @@ pub struct GenesisFile {
     /// §11). `"registry"` needs epochs, no `validator_changes`, and profile `fast` (a set under
     /// any other profile would need threshold or rollup keys nobody can make for it yet).
     /// Bound into the genesis hash when not the default.
-    #[serde(default, skip_serializing_if = "SetSource::is_genesis")]
+    #[serde(
+        default,
+        skip_serializing_if = "SetSource::is_genesis",
+        deserialize_with = "deserialize_set_source"
+    )]
     pub validator_set_source: SetSource,
     /// The application's genesis allocation: account balances at height 0 (docs/architecture.md
     /// §11). Absent or empty (left out when written, so the genesis keeps its hash) means no
@@ -161,6 +165,19 @@ pub enum SetSource {
 impl SetSource {
     fn is_genesis(&self) -> bool {
         *self == SetSource::Genesis
+    }
+}
+
+/// `validator_set_source` from its JSON string, naming the field and the accepted values when
+/// it is anything else.
+fn deserialize_set_source<'de, D: serde::Deserializer<'de>>(d: D) -> Result<SetSource, D::Error> {
+    let text = Option::<String>::deserialize(d)?;
+    match text.as_deref() {
+        Some("genesis") => Ok(SetSource::Genesis),
+        Some("registry") => Ok(SetSource::Registry),
+        other => Err(serde::de::Error::custom(format!(
+            "validator_set_source: expected \"genesis\" or \"registry\", got {other:?}"
+        ))),
     }
 }
 

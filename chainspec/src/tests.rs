@@ -1206,6 +1206,14 @@ fn a_genesis_may_take_its_sets_from_the_registry_under_fast_with_epochs_only() {
     assert!(!serde_json::to_string(&fixed.file)
         .unwrap()
         .contains("validator_set_source"));
+    for bad in ["\"Registry\"", "42", "null"] {
+        let text = json.replace("\"registry\"", bad);
+        let error = GenesisFile::from_json(&text).unwrap_err().to_string();
+        assert!(
+            error.contains("validator_set_source") || error.contains("string"),
+            "{bad}: {error}"
+        );
+    }
     let sets = genesis.epoch_sets();
     assert!(
         sets.known(1) && !sets.known(2),

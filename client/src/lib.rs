@@ -271,9 +271,8 @@ pub struct EpochSetInfo {
     pub links: Vec<HeaderInfo>,
     /// The certificate that finalized the boundary block, in its ZAP encoding, hex.
     pub certificate_hex: String,
-    /// The set's entry (`quasar_app::EpochSet` bytes), hex; `None` when the boundary found no
-    /// eligible validator (the set of the epoch before stays; the proof proves the absence).
-    pub set_hex: Option<String>,
+    /// The set's entry (`quasar_app::EpochSet` bytes), hex.
+    pub set_hex: String,
     /// The entry's proof against `header.state_root` (`quasar_app::AccountProof`), hex.
     pub proof_hex: String,
 }

@@ -570,7 +570,13 @@ async fn validators(State(view): State<AppState>) -> Response {
     }
 }
 
-async fn epoch_set(State(view): State<AppState>, Path(epoch): Path<u64>) -> Response {
+async fn epoch_set(State(view): State<AppState>, Path(epoch): Path<String>) -> Response {
+    let Ok(epoch) = epoch.parse::<u64>() else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!("epoch must be a decimal number, got {epoch:?}"),
+        );
+    };
     match view.epoch_set(epoch) {
         Ok(info) => Json(info).into_response(),
         Err(unavailable) => unavailable.into_response(),

@@ -163,51 +163,52 @@ impl SetDecider {
         }
     }
 
-    /// Decides the set that committed version `version` holds for `epoch`, or keeps the set
-    /// before it when the boundary found no eligible validator.
+    /// Decides the set that committed version `version` holds for `epoch`.
     ///
-    /// Errors: [`AppError::Storage`] for a state that cannot be read, a stored set that does
-    /// not build, or a decision that contradicts an earlier one.
+    /// Errors: [`AppError::Storage`] for a state that cannot be read or holds no set there, a
+    /// stored set that does not build, or a decision that contradicts an earlier one.
     fn decide(&mut self, state: &State, version: u64, epoch: u64) -> Result<(), AppError> {
         let storage = |e: &dyn std::fmt::Display| {
             AppError::Storage(format!("the validator set of epoch {epoch}: {e}"))
         };
-        let stored = state.epoch_set(version, epoch).map_err(|e| storage(&e))?;
-        let (members, policy) = match &stored {
-            None => {
-                tracing::warn!(
-                    epoch,
-                    boundary_height = version,
-                    "no registered validator is eligible for the set: the set before stays"
-                );
-                (self.sets.at(epoch.saturating_sub(1)), None)
-            }
-            Some(set) => {
-                let bytes = set.to_bytes();
-                match &self.last {
-                    Some((last, members)) if *last == bytes => (members.clone(), None),
-                    _ => {
-                        let (members, policy) = self.build(epoch, set).map_err(|e| storage(&e))?;
-                        let members = Arc::new(members);
-                        self.last = Some((bytes, members.clone()));
-                        (members, Some(policy))
-                    }
-                }
+        let set = state
+            .epoch_set(version, epoch)
+            .map_err(|e| storage(&e))?
+            .ok_or_else(|| storage(&format!("block {version} wrote no set into the state")))?;
+        let bytes = set.to_bytes();
+        let (members, policy) = match &self.last {
+            Some((last, members)) if *last == bytes => (members.clone(), None),
+            _ => {
+                let (members, policy) =
+                    stored_set(&self.genesis, epoch, &set).map_err(|e| storage(&e))?;
+                let members = Arc::new(members);
+                self.last = Some((bytes, members.clone()));
+                (members, Some(policy))
             }
         };
+        let before = self.sets.at(epoch.saturating_sub(1));
         let schedule = self.genesis.schedule();
         let changed = self
             .sets
             .decide(&schedule, epoch, (*members).clone())
             .map_err(|e| storage(&e))?;
         if changed {
+            let mut old: Vec<_> = before.validators.validators().to_vec();
+            let mut new: Vec<_> = members.validators.validators().to_vec();
+            old.sort_by_key(|v| v.public_key.to_bytes());
+            new.sort_by_key(|v| v.public_key.to_bytes());
+            let what = if old == new {
+                "the same validators and stakes, in the registry's order (by stake, then BLS key)"
+            } else {
+                "other validators or stakes"
+            };
             tracing::info!(
                 epoch,
                 boundary_height = version,
                 validators = members.validators.len(),
                 total_stake = members.validators.total_stake(),
                 validator_set_root = %hex::encode(members.domain.validator_set_root),
-                "validator set decided from the registry: it changes at this epoch"
+                "validator set decided from the registry: it changes at this epoch: {what}"
             );
             if let Some(policy) = policy {
                 self.policies.push((epoch, policy.map(Arc::new)));
@@ -215,25 +216,26 @@ impl SetDecider {
         }
         Ok(())
     }
+}
 
-    /// The members and certificate policy of a set read from state.
-    fn build(
-        &self,
-        epoch: u64,
-        set: &EpochSet,
-    ) -> Result<(EpochMembers, Result<CertPolicy, String>), String> {
-        let members: Vec<RegistryMember> = set
-            .members
-            .iter()
-            .map(|m| RegistryMember {
-                bls_public_key: m.bls_public_key,
-                slhdsa_public_key: m.slhdsa_public_key,
-                stake: m.stake,
-            })
-            .collect();
-        self.genesis
-            .registry_set(epoch, set.validator_set_root, &members)
-    }
+/// The members (with their domain) and the certificate policy of `set`, the set of `epoch` as
+/// the state of a chain whose sets come from its registry holds it, built with `genesis`
+/// ([`Genesis::registry_set`]). Errors: as that function.
+pub fn stored_set(
+    genesis: &Genesis,
+    epoch: u64,
+    set: &EpochSet,
+) -> Result<(EpochMembers, Result<CertPolicy, String>), String> {
+    let members: Vec<RegistryMember> = set
+        .members
+        .iter()
+        .map(|m| RegistryMember {
+            bls_public_key: m.bls_public_key,
+            slhdsa_public_key: m.slhdsa_public_key,
+            stake: m.stake,
+        })
+        .collect();
+    genesis.registry_set(epoch, set.validator_set_root, &members)
 }
 
 /// The execution rules of the chain of `genesis`: its chain id, its epoch length, and whether
@@ -382,6 +384,20 @@ impl ChainApplication {
         mut decider: SetDecider,
     ) -> Result<ChainApplication, AppError> {
         let rules = chain_rules(&decider.genesis);
+        // The state's genesis set must be the genesis file's (the same order, keys and stakes).
+        let root = self
+            .state
+            .epoch_set(0, 0)
+            .map_err(|e| AppError::Storage(format!("the genesis set in the state: {e}")))?
+            .map(|set| set.validator_set_root);
+        if root != Some(decider.genesis.validator_set_root) {
+            return Err(AppError::Storage(format!(
+                "the state's genesis set (root {}) is not the genesis file's (root {}): a store \
+                 of another chain, or one made before its sets came from the registry",
+                root.map_or_else(|| "none".into(), hex::encode),
+                hex::encode(decider.genesis.validator_set_root)
+            )));
+        }
         let step = usize::try_from(rules.epoch_length)
             .unwrap_or(usize::MAX)
             .max(1);

@@ -617,7 +617,7 @@ pub fn epoch_set_answer_seed() -> Vec<u8> {
         header,
         links: Vec::new(),
         certificate_hex: hex::encode(certificate),
-        set_hex: Some(hex::encode([1u8; 33])),
+        set_hex: hex::encode([1u8; 33]),
         proof_hex: String::new(),
     };
     serde_json::to_vec(&info).unwrap_or_default()

@@ -33,7 +33,7 @@ use quasar_app::state::MAX_ACCOUNT_PROOF_BYTES;
 use quasar_app::ValidatorStatus;
 use quasar_app::{prove_account, AccountLeaf, AccountProof, Address, EpochSet, ProofError};
 use quasar_chainspec::sealing::decode_hex_bounded;
-use quasar_chainspec::{Genesis, RegistryMember};
+use quasar_chainspec::Genesis;
 use quasar_client::{
     AccountInfo, AccountState, EpochSetInfo, HeaderInfo, RegisteredValidatorInfo, ValidatorList,
 };
@@ -215,6 +215,12 @@ pub fn epoch_set_info<S: Store>(
             "epoch {epoch} has the genesis set: the genesis file proves it"
         )));
     }
+    if !schedule.contains(epoch) {
+        return Err(Unavailable::NotFound(format!(
+            "epoch {epoch} is not an epoch of this chain (at most {})",
+            quasar_consensus::epoch::MAX_EPOCH
+        )));
+    }
     let boundary = schedule.last_height(epoch - 2);
     let failed = |e: &dyn std::fmt::Display| Unavailable::Failed(format!("state store: {e}"));
     match state.latest() {
@@ -230,12 +236,17 @@ pub fn epoch_set_info<S: Store>(
     let (header, links, certificate) = finalized_block(blocks, boundary)?;
     let (set, proof) =
         quasar_app::prove_epoch_set(state, boundary, epoch).map_err(|e| failed(&e))?;
+    let set = set.ok_or_else(|| {
+        Unavailable::Failed(format!(
+            "block {boundary} wrote no set of epoch {epoch} into the state here"
+        ))
+    })?;
     Ok(EpochSetInfo {
         epoch,
         header: header_info(&header),
         links,
         certificate_hex: hex::encode(certificate),
-        set_hex: set.map(|s| hex::encode(s.to_bytes())),
+        set_hex: hex::encode(set.to_bytes()),
         proof_hex: hex::encode(proof.to_bytes()),
     })
 }
@@ -482,11 +493,7 @@ pub fn verify_epoch_set(
             epoch - 2
         )));
     }
-    let set = info
-        .set_hex
-        .as_deref()
-        .map(|text| bounded_hex("set_hex", text, MAX_EPOCH_SET_BYTES))
-        .transpose()?;
+    let set = bounded_hex("set_hex", &info.set_hex, MAX_EPOCH_SET_BYTES)?;
     let proof = AccountProof::from_bytes(&bounded_hex(
         "proof_hex",
         &info.proof_hex,
@@ -495,27 +502,10 @@ pub fn verify_epoch_set(
     proof.verify_entry(
         &header.state_root,
         &quasar_app::registry::epoch_set_key(epoch),
-        set.as_deref(),
+        Some(&set),
     )?;
-    let members = match set {
-        None => verifier.members(epoch - 1).as_ref().clone(),
-        Some(bytes) => {
-            let set = EpochSet::from_bytes(&bytes).map_err(|e| step(e.to_string()))?;
-            let members: Vec<RegistryMember> = set
-                .members
-                .iter()
-                .map(|m| RegistryMember {
-                    bls_public_key: m.bls_public_key,
-                    slhdsa_public_key: m.slhdsa_public_key,
-                    stake: m.stake,
-                })
-                .collect();
-            genesis
-                .registry_set(epoch, set.validator_set_root, &members)
-                .map_err(step)?
-                .0
-        }
-    };
+    let set = EpochSet::from_bytes(&set).map_err(|e| step(e.to_string()))?;
+    let (members, _) = crate::application::stored_set(genesis, epoch, &set).map_err(step)?;
     sets.decide(&schedule, epoch, members)
         .map_err(|e| step(e.to_string()))
 }

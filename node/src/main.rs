@@ -364,9 +364,10 @@ enum Command {
         #[command(flatten)]
         send: ValidatorSendArgs,
     },
-    /// End a validator's registration: sets derived from the registry omit it from then on
-    /// (the node does not derive its sets from the registry yet: they come from the genesis);
-    /// its stake stays bonded for three epochs, then `unstake --key-dir` returns it.
+    /// End a validator's registration: sets derived from the registry omit it from the set
+    /// two epochs later (on a chain whose genesis says `validator_set_source` "registry"); its
+    /// stake stays bonded for three epochs and while a set it is in is in force, then
+    /// `unstake --key-dir` returns it.
     Leave {
         #[command(flatten)]
         send: ValidatorSendArgs,

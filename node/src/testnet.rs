@@ -449,6 +449,17 @@ impl TestnetOptions {
                 self.validators, self.rollup_provers
             )));
         }
+        if self.sets_from_registry
+            && (self.profile != Profile::Fast
+                || self.epoch_length.is_none_or(|l| l == 0)
+                || !self.validator_sets.is_empty())
+        {
+            return Err(TestnetError::Options(
+                "sets from the registry need --profile fast and an --epoch-length above 0, and \
+                 no --validator-set (the genesis would fix the sets)"
+                    .into(),
+            ));
+        }
         if let Some(blocks) = self.epoch_length {
             quasar_chainspec::check_epoch_length(
                 blocks,
@@ -465,17 +476,6 @@ impl TestnetOptions {
                 ));
             }
             check_validator_sets(&self.validator_sets, self.validators)?;
-        }
-        if self.sets_from_registry
-            && (self.profile != Profile::Fast
-                || self.epoch_length.is_none_or(|l| l == 0)
-                || !self.validator_sets.is_empty())
-        {
-            return Err(TestnetError::Options(
-                "sets from the registry need --profile fast and an --epoch-length above 0, and \
-                 no --validator-set (the genesis would fix the sets)"
-                    .into(),
-            ));
         }
         if !self.placements.is_empty() && self.placements.len() != self.validators {
             return Err(TestnetError::Options(format!(

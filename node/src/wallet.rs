@@ -258,8 +258,15 @@ pub fn next_transaction(
     // in every block (an overdraft, a bad proof of possession) is refused here with the reason,
     // not dropped later. The validator registry is not read here (the node's admission checks
     // staking actions against it), so `Leave` and a report of equivocation, which need a
-    // validator's record, are left to it.
+    // validator's record, are left to it, but for their fee.
     if reads_registry {
+        if account.balance < fee {
+            return Err(WalletError::Transaction(format!(
+                "the chain would refuse it: needs {fee} (the fee), the account has {}; fund \
+                 the account, or send with a lower --fee (0 is accepted)",
+                account.balance
+            )));
+        }
         return Ok(signed.as_bytes().to_vec());
     }
     let mut ledger = Ledger::empty(rules);
