@@ -105,7 +105,7 @@ impl VerifiedProposal {
     /// A proposal this node built and signed itself (its signature is its own notarize vote).
     pub fn signed_locally(proposal: Proposal, signature: Signature) -> VerifiedProposal {
         let hash = proposal.header.hash();
-        let leader_vote = VerifiedVote::signed_locally(leader_vote_of(&proposal, &hash), signature);
+        let leader_vote = VerifiedVote::signed_locally(proposer_vote(&proposal, &hash), signature);
         VerifiedProposal {
             proposal,
             hash,
@@ -160,7 +160,10 @@ impl VerifiedCertificate {
     }
 }
 
-fn leader_vote_of(proposal: &Proposal, hash: &Hash) -> Vote {
+/// The notarize vote a proposal carries: its signature is its proposer's notarize vote on the
+/// block (the header hash `hash`), so two proposals of one view are two notarize votes of one
+/// validator for different blocks.
+pub fn proposer_vote(proposal: &Proposal, hash: &Hash) -> Vote {
     let h = &proposal.header;
     Vote {
         kind: VoteKind::Notarize,
@@ -381,7 +384,7 @@ impl Verifier {
             return Err(VerifyError::PayloadRoot);
         }
         let hash = h.hash();
-        let vote = leader_vote_of(&proposal, &hash);
+        let vote = proposer_vote(&proposal, &hash);
         let leader_vote = self.verify_vote(vote)?;
         Ok(VerifiedProposal {
             proposal,

@@ -255,9 +255,37 @@ pub fn chain_rules(genesis: &Genesis) -> ChainRules {
 /// chain, the epoch's view range, and the signature under the signer's key in the epoch's
 /// set (`Verifier::verify_vote`). Deterministic: the sets come from the genesis.
 ///
-/// Conflicting proposals are not accepted as a report: two blocks do not fit in one
-/// transaction.
+/// Conflicting proposals are reported as what they are, two notarize votes of their proposer
+/// ([`proposals_as_votes`]): two whole blocks would not fit in a transaction.
 pub struct VoteEvidence(pub Verifier);
+
+/// The record of conflicting proposals (`conflicting_proposal`: two proposals of one view by
+/// one leader) as the conflicting notarize votes they carry (each proposal's signature is its
+/// proposer's notarize vote on its header hash, [`quasar_consensus::proposer_vote`]), a few
+/// hundred bytes where the proposals may be megabytes. Any other record is returned as it is.
+///
+/// Errors: a message for a record whose messages are not proposals.
+pub fn proposals_as_votes(record: EvidenceRecord) -> Result<EvidenceRecord, String> {
+    if record.kind != kind::CONFLICTING_PROPOSAL {
+        return Ok(record);
+    }
+    let vote = |bytes: &[u8]| -> Result<Vec<u8>, String> {
+        let Ok(MessageRef::Proposal(proposal)) = quasar_wire::decode(bytes) else {
+            return Err("a message of the conflicting proposals is not a proposal".into());
+        };
+        let proposal = proposal.to_owned();
+        let vote = quasar_consensus::proposer_vote(&proposal, &proposal.header.hash());
+        quasar_wire::Message::Vote(vote)
+            .encode()
+            .map_err(|e| e.to_string())
+    };
+    Ok(EvidenceRecord {
+        kind: kind::CONFLICTING_NOTARIZE,
+        first: vote(&record.first)?,
+        second: vote(&record.second)?,
+        ..record
+    })
+}
 
 impl EvidenceCheck for VoteEvidence {
     fn check(&self, evidence: &[u8]) -> Result<Offence, String> {

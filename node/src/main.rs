@@ -372,9 +372,9 @@ enum Command {
         #[command(flatten)]
         send: ValidatorSendArgs,
     },
-    /// Report a validator's conflicting votes (evidence a node recorded: `GET /evidence`) in a
-    /// transaction: once final it burns the offender's stake and ends its registration. Any
-    /// account may send it.
+    /// Report a validator's conflicting votes or proposals (evidence a node recorded: `GET
+    /// /evidence`; proposals are sent as the notarize votes they carry) in a transaction: once
+    /// final it burns the offender's stake and ends its registration. Any account may send it.
     ReportEquivocation {
         /// The view of the conflicting votes.
         #[arg(long)]

@@ -357,28 +357,33 @@ impl Chain {
         })
     }
 
-    /// The `ReportEquivocation` of validator `signer`'s conflicting votes in `view`, from the
-    /// evidence the node recorded (`GET /evidence`); the offender's account is the address of
-    /// its identity key in the genesis set of the votes' epoch. The chain checks the votes when
-    /// the report executes; this only finds them.
+    /// The `ReportEquivocation` of validator `signer`'s conflicting votes (or, as the notarize
+    /// votes they carry, conflicting proposals: [`crate::application::proposals_as_votes`]) in
+    /// `view`, from the evidence the node recorded (`GET /evidence`). The offender is found by
+    /// its BLS key in the set of the votes' epoch (learned from the genesis, and on a chain whose
+    /// sets come from the registry through the epoch-change steps): its account is the address
+    /// of its identity key in the genesis, else the registry's entry for that key (as the node
+    /// lists it; the chain checks that the key is the offender's when the report executes).
     ///
-    /// Errors: [`WalletError::Node`] when the node cannot be asked or holds no evidence of
-    /// conflicting votes by `signer` in `view`, or `signer` is not in the epoch's set.
+    /// Errors: [`WalletError::Node`] when the node cannot be asked or holds no such evidence,
+    /// or `signer` is not in the epoch's set or not found; [`WalletError::UnverifiedSet`].
     pub async fn equivocation_report(&self, view: u64, signer: u32) -> Result<Action, WalletError> {
+        use quasar_storage::evidence::kind;
         let list = self
             .client
             .evidence(Some(64), Some(view))
             .await
             .map_err(|e| WalletError::Node(e.to_string()))?;
-        let votes = [
-            quasar_storage::evidence::kind::CONFLICTING_NOTARIZE,
-            quasar_storage::evidence::kind::CONFLICTING_FINALIZE,
-            quasar_storage::evidence::kind::FINALIZE_AND_NULLIFY,
+        let kinds = [
+            kind::CONFLICTING_PROPOSAL,
+            kind::CONFLICTING_NOTARIZE,
+            kind::CONFLICTING_FINALIZE,
+            kind::FINALIZE_AND_NULLIFY,
         ];
         let found = list.evidence.iter().find_map(|entry| {
-            let kind = votes
+            let kind = kinds
                 .into_iter()
-                .find(|k| quasar_storage::evidence::kind::name(*k) == Some(entry.kind.as_str()))?;
+                .find(|k| kind::name(*k) == Some(entry.kind.as_str()))?;
             let hex_message = |text: &str| hex::decode(text).ok();
             (entry.view == view && entry.signer == signer).then_some(())?;
             Some(quasar_storage::EvidenceRecord {
@@ -391,10 +396,12 @@ impl Chain {
         });
         let record = found.ok_or_else(|| {
             WalletError::Node(format!(
-                "the node holds no evidence of conflicting votes by validator {signer} in view \
-                 {view} (see GET /evidence; conflicting proposals cannot be reported)"
+                "the node holds no evidence of conflicting votes or proposals by validator \
+                 {signer} in view {view} (see GET /evidence)"
             ))
         })?;
+        let record = crate::application::proposals_as_votes(record)
+            .map_err(|e| WalletError::Node(format!("the node's evidence: {e}")))?;
         let evidence = record
             .encode()
             .map_err(|e| WalletError::Node(format!("the node's evidence: {e}")))?;
@@ -404,21 +411,54 @@ impl Chain {
             ));
         };
         let epoch = vote.to_owned().epoch;
-        let sets = self.genesis.sets();
-        let identity = sets
-            .iter()
-            .rev()
-            .find(|(_, set)| set.first_epoch <= epoch)
-            .and_then(|(_, set)| set.mldsa_public_keys.get(signer as usize))
+        learn_sets_through(&self.client, &self.verifier, &self.genesis, epoch).await?;
+        let members = self.verifier.members(epoch);
+        let key = members
+            .validators
+            .get(signer as usize)
+            .map(|v| v.public_key)
             .ok_or_else(|| {
                 WalletError::Node(format!(
                     "validator {signer} is not in the set of epoch {epoch}"
                 ))
             })?;
-        Ok(Action::ReportEquivocation {
-            offender: address_of(identity),
-            evidence,
-        })
+        let sets = self.genesis.sets();
+        let in_genesis = sets.iter().find_map(|(_, set)| {
+            let position = set
+                .validators
+                .validators()
+                .iter()
+                .position(|v| v.public_key == key)?;
+            set.mldsa_public_keys.get(position).map(address_of)
+        });
+        let offender = match in_genesis {
+            Some(address) => address,
+            None => self.registered_address(&key.to_bytes()).await?,
+        };
+        Ok(Action::ReportEquivocation { offender, evidence })
+    }
+
+    /// The address of the registered validator whose BLS public key is `key`, as the node's
+    /// registry listing says (`GET /validators`).
+    ///
+    /// Errors: [`WalletError::Node`] when the node cannot be asked or lists no such validator.
+    async fn registered_address(&self, key: &[u8; 48]) -> Result<Address, WalletError> {
+        let listing = self
+            .client
+            .validators()
+            .await
+            .map_err(|e| WalletError::Node(e.to_string()))?;
+        let key_hex = hex::encode(key);
+        listing
+            .iter()
+            .flat_map(|list| &list.validators)
+            .find(|v| v.bls_public_key == key_hex)
+            .and_then(|v| hex::decode(&v.address).ok()?.try_into().ok())
+            .ok_or_else(|| {
+                WalletError::Node(format!(
+                    "the node's registry lists no validator with BLS key {key_hex}"
+                ))
+            })
     }
 
     /// The account at `address`, checked ([`checked_account`]).

@@ -1605,6 +1605,54 @@ fn conflicting_votes_prove_the_signer_and_nothing_else_does() {
         ),
         (b"not a record".to_vec(), "evidence record"),
     ];
+    // Two proposals of one view by one leader are reported as the notarize votes they carry,
+    // which prove the leader's key; two copies of one proposal prove nothing.
+    let proposal = |payload: u8| {
+        let mut p = quasar_wire::Proposal {
+            header: quasar_wire::BlockHeader {
+                chain_id: CHAIN,
+                epoch: 0,
+                view: 5,
+                height: 3,
+                parent_view: 4,
+                parent: [7; 32],
+                proposer: 1,
+                timestamp_us: 1,
+                payload_root: [payload; 32],
+                state_root: [0; 32],
+            },
+            txs: Vec::new(),
+            signature: [0; 96],
+        };
+        let hash = p.header.hash();
+        let vote = quasar_consensus::proposer_vote(&p, &hash);
+        p.signature = key
+            .sign(&vote.signing_message(&EpochDomain::default()))
+            .to_bytes();
+        Message::Proposal(p).encode().unwrap()
+    };
+    let proposals = |a: u8, b: u8| EvidenceRecord {
+        kind: kind::CONFLICTING_PROPOSAL,
+        signer: 1,
+        view: 5,
+        first: proposal(a),
+        second: proposal(b),
+    };
+    let as_votes = quasar_node::application::proposals_as_votes(proposals(1, 2)).unwrap();
+    assert_eq!(as_votes.kind, kind::CONFLICTING_NOTARIZE);
+    assert!(as_votes.first.len() < 300, "votes, not blocks");
+    let offence = check.check(&as_votes.encode().unwrap()).expect("proves");
+    assert_eq!(offence.bls_public_key, key.public_key().to_bytes());
+    let same = quasar_node::application::proposals_as_votes(proposals(1, 1)).unwrap();
+    assert!(check.check(&same.encode().unwrap()).is_err());
+    let not_proposals = EvidenceRecord {
+        kind: kind::CONFLICTING_PROPOSAL,
+        signer: 1,
+        view: 5,
+        first: Message::Vote(n1.clone()).encode().unwrap(),
+        second: Message::Vote(n2.clone()).encode().unwrap(),
+    };
+    assert!(quasar_node::application::proposals_as_votes(not_proposals).is_err());
     for (bytes, says) in refused {
         let error = check.check(&bytes).expect_err("proves nothing");
         assert!(error.contains(says), "{error}");

@@ -1624,7 +1624,7 @@ async fn an_account_holder_transfers_and_checks_balances_with_the_client_command
                 "report-equivocation --key {alice_key} --view 1 --signer 0 {}",
                 on(0)
             ),
-            "holds no evidence of conflicting votes by validator 0 in view 1",
+            "holds no evidence of conflicting votes or proposals by validator 0 in view 1",
         ),
         (
             format!("tx-status {hash} --api {}", fx.net.api(0)),
