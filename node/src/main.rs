@@ -248,6 +248,18 @@ enum Command {
         /// balance in the chain's smallest unit); repeat the flag for each account.
         #[arg(long = "account", value_parser = parse_allocation)]
         accounts: Vec<quasar_chainspec::GenesisAccount>,
+        /// The cert profile: quasar (the default), aurora, polaris, fast or hybrid-<deadline>.
+        #[arg(long)]
+        profile: Option<Profile>,
+        /// Blocks per epoch (default 7200; a multiple of the bundle size, 16, except under
+        /// `fast`; 0 runs one endless epoch).
+        #[arg(long)]
+        epoch_length: Option<u64>,
+        /// Take the validator sets after epoch 1 from the registry in the chain's state
+        /// (`validator_set_source` "registry"; needs `--profile fast`, an epoch length above 0,
+        /// and no `--change`).
+        #[arg(long)]
+        sets_from_registry: bool,
     },
     /// Trusted-dealer setup of the threshold keys the genesis profile needs (a Corona key for
     /// quasar, aurora, polaris and hybrid; a Pulsar key for aurora and polaris, among a
@@ -696,6 +708,9 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             start_delay_secs,
             changes,
             accounts,
+            profile,
+            epoch_length,
+            sets_from_registry,
         } => {
             if out.exists() {
                 return Err(format!(
@@ -712,6 +727,15 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     .map_err(|e| e.to_string())?;
             }
             genesis.accounts = accounts;
+            if let Some(profile) = profile {
+                genesis.profile = profile.name();
+            }
+            if let Some(blocks) = epoch_length {
+                genesis.epoch_length = blocks;
+            }
+            if sets_from_registry {
+                genesis.validator_set_source = quasar_chainspec::SetSource::Registry;
+            }
             let checked = genesis.clone().check().map_err(|e| e.to_string())?;
             genesis.save(&out).map_err(|e| e.to_string())?;
             eprintln!(

@@ -230,3 +230,62 @@ fn genesis_change_and_deal_give_each_set_its_keys() {
     assert_eq!(epochs(1), [0, 2]);
     assert_eq!(epochs(3), [2], "v3 joined at epoch 2");
 }
+
+/// `genesis --profile --epoch-length --sets-from-registry` writes a chain whose sets come from
+/// its registry, and refuses the flag where the genesis would fix the sets.
+#[test]
+fn genesis_flags_write_a_chain_whose_sets_come_from_the_registry() {
+    let dir = tempfile::tempdir().unwrap();
+    let dirs: Vec<PathBuf> = (0..2).map(|i| dir.path().join(format!("v{i}"))).collect();
+    for d in &dirs {
+        ok(&["keygen", "--out", s(d)]);
+    }
+    let genesis = dir.path().join("genesis.json");
+    let with = |extra: &[&str]| -> Vec<String> {
+        let mut args = vec!["genesis", "--out", s(&genesis)];
+        args.extend_from_slice(extra);
+        args.push("--validators");
+        args.extend(dirs.iter().map(|d| s(d)));
+        args.into_iter().map(String::from).collect()
+    };
+    fn refs(args: &[String]) -> Vec<&str> {
+        args.iter().map(String::as_str).collect()
+    }
+    let err = fails(&refs(&with(&[
+        "--profile",
+        "aurora",
+        "--epoch-length",
+        "16",
+        "--sets-from-registry",
+    ])));
+    assert!(
+        err.contains("validator_set_source") && err.contains("profile fast"),
+        "{err}"
+    );
+    let err = fails(&refs(&with(&[
+        "--profile",
+        "fast",
+        "--epoch-length",
+        "0",
+        "--sets-from-registry",
+    ])));
+    assert!(err.contains("epoch"), "{err}");
+    assert!(!genesis.exists(), "a refused genesis writes nothing");
+    ok(&refs(&with(&[
+        "--profile",
+        "fast",
+        "--epoch-length",
+        "10",
+        "--sets-from-registry",
+    ])));
+    let file = GenesisFile::load(&genesis).unwrap();
+    assert_eq!(
+        (
+            file.profile.as_str(),
+            file.epoch_length,
+            file.validator_set_source
+        ),
+        ("fast", 10, quasar_chainspec::SetSource::Registry)
+    );
+    assert!(file.check().unwrap().sets_from_registry());
+}
