@@ -193,7 +193,7 @@ pub enum ExecError {
     #[error("a balance or stake would overflow")]
     Overflow,
     /// `Leave` from an account that holds no active registration.
-    #[error("account {address} is not a registered validator (or has left already)")]
+    #[error("account {address} is not an active validator (never registered, or leaving, left or slashed already)")]
     NotRegistered {
         /// The sender, hex.
         address: String,

@@ -171,14 +171,21 @@ impl SetSource {
 /// `validator_set_source` from its JSON string, naming the field and the accepted values when
 /// it is anything else.
 fn deserialize_set_source<'de, D: serde::Deserializer<'de>>(d: D) -> Result<SetSource, D::Error> {
-    let text = Option::<String>::deserialize(d)?;
-    match text.as_deref() {
-        Some("genesis") => Ok(SetSource::Genesis),
-        Some("registry") => Ok(SetSource::Registry),
-        other => Err(serde::de::Error::custom(format!(
-            "validator_set_source: expected \"genesis\" or \"registry\", got {other:?}"
-        ))),
+    struct Source;
+    impl serde::de::Visitor<'_> for Source {
+        type Value = SetSource;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str(r#"validator_set_source "genesis" or "registry""#)
+        }
+        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<SetSource, E> {
+            match text {
+                "genesis" => Ok(SetSource::Genesis),
+                "registry" => Ok(SetSource::Registry),
+                other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
+            }
+        }
     }
+    d.deserialize_str(Source)
 }
 
 /// An account of the genesis allocation (unknown fields are refused).
@@ -1181,6 +1188,24 @@ impl GenesisFile {
                 quasar_wire::MAX_BUNDLE
             )));
         }
+        if self.validator_set_source == SetSource::Registry {
+            let needs = match () {
+                _ if self.epoch_length == 0 => Some("epochs (an epoch_length above 0)"),
+                _ if !self.validator_changes.is_empty() => {
+                    Some("no validator_changes (the file would fix the sets)")
+                }
+                _ if profile.legs() != [LegKind::Bls] => Some(
+                    "profile fast: a set under a profile with Corona, Pulsar or Groth16 legs \
+                     needs keys that only a dealer can make today",
+                ),
+                _ => None,
+            };
+            if let Some(needs) = needs {
+                return Err(ConfigError::Genesis(format!(
+                    "genesis validator_set_source \"registry\" needs {needs}"
+                )));
+            }
+        }
         check_epoch_length(self.epoch_length, self.bundle_size, profile)
             .map_err(|e| ConfigError::Genesis(format!("genesis {e}")))?;
         if let Some(first) = self.validator_changes.first() {
@@ -1199,24 +1224,6 @@ impl GenesisFile {
                 return refuse(
                     "a change at epoch 0: epoch 0's set is the genesis validators".into(),
                 );
-            }
-        }
-        if self.validator_set_source == SetSource::Registry {
-            let needs = match () {
-                _ if self.epoch_length == 0 => Some("epochs (an epoch_length above 0)"),
-                _ if !self.validator_changes.is_empty() => {
-                    Some("no validator_changes (the file would fix the sets)")
-                }
-                _ if profile.legs() != [LegKind::Bls] => Some(
-                    "profile fast: a set under a profile with Corona, Pulsar or Groth16 legs \
-                     needs keys that only a dealer can make today",
-                ),
-                _ => None,
-            };
-            if let Some(needs) = needs {
-                return Err(ConfigError::Genesis(format!(
-                    "genesis validator_set_source \"registry\" needs {needs}"
-                )));
             }
         }
         let mut parts: Vec<Vec<u8>> = vec![

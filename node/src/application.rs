@@ -213,8 +213,38 @@ impl SetDecider {
             if let Some(policy) = policy {
                 self.policies.push((epoch, policy.map(Arc::new)));
             }
+        } else if self.kept_for_want_of_eligible(state, version, &set)? {
+            tracing::warn!(
+                epoch,
+                boundary_height = version,
+                "no registered validator is eligible for the set: the set before stays, and its \
+                 members' stake stays bonded while it is in force"
+            );
         }
         Ok(())
+    }
+
+    /// Whether `set`, decided at `version` and unchanged, holds a validator that is no longer
+    /// active with stake there: the boundary found nobody eligible and wrote the set before
+    /// again.
+    ///
+    /// Errors: [`AppError::Storage`] when the registry cannot be read.
+    fn kept_for_want_of_eligible(
+        &self,
+        state: &State,
+        version: u64,
+        set: &EpochSet,
+    ) -> Result<bool, AppError> {
+        let registry = state
+            .registry(version)
+            .map_err(|e| AppError::Storage(format!("the registry at block {version}: {e}")))?;
+        Ok(set.members.iter().any(|m| {
+            !registry.iter().any(|v| {
+                v.address == m.address
+                    && v.stake > 0
+                    && v.record.status == quasar_app::ValidatorStatus::Active
+            })
+        }))
     }
 }
 

@@ -4,7 +4,6 @@ use clap::{Parser, Subcommand};
 use quasar_chainspec::{keygen_with_set, parse_magnetar_set, GenesisFile, KeyAccess};
 use quasar_crypto::magnetar::ParameterSet;
 use quasar_crypto::mldsa::{self, MlDsa65};
-#[cfg(feature = "testnet")]
 use quasar_lanes::cert::Profile;
 use quasar_node::config::NodeConfig;
 use quasar_node::rollup;
@@ -834,7 +833,19 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 Ok(ExitCode::SUCCESS)
             }
             AccountAction::Address { key } => {
-                let address = quasar_app::address_of(key.open()?.public_key());
+                let address = match &key.key_dir {
+                    // A validator's public key file names its identity key: no passphrase.
+                    Some(dir) => {
+                        let public =
+                            quasar_chainspec::load_public(dir).map_err(|e| e.to_string())?;
+                        let bytes = hex::decode(&public.mldsa_public_key)
+                            .map_err(|e| format!("{}: mldsa_public_key: {e}", dir.display()))?;
+                        let identity = mldsa::PublicKey::<MlDsa65>::from_bytes(&bytes)
+                            .map_err(|e| format!("{}: mldsa_public_key: {e}", dir.display()))?;
+                        quasar_app::address_of(&identity)
+                    }
+                    None => quasar_app::address_of(key.open()?.public_key()),
+                };
                 println!("{}", serde_json::json!({ "address": hex::encode(address) }));
                 Ok(ExitCode::SUCCESS)
             }

@@ -449,16 +449,24 @@ impl TestnetOptions {
                 self.validators, self.rollup_provers
             )));
         }
-        if self.sets_from_registry
-            && (self.profile != Profile::Fast
-                || self.epoch_length.is_none_or(|l| l == 0)
-                || !self.validator_sets.is_empty())
-        {
-            return Err(TestnetError::Options(
-                "sets from the registry need --profile fast and an --epoch-length above 0, and \
-                 no --validator-set (the genesis would fix the sets)"
-                    .into(),
-            ));
+        if self.sets_from_registry {
+            let refuse = |why: &str| -> Result<(), TestnetError> {
+                Err(TestnetError::Options(format!("--sets-from-registry {why}")))
+            };
+            if self.profile != Profile::Fast {
+                return refuse(
+                    "needs --profile fast: a set under another profile would need threshold or \
+                     rollup keys that only a dealer can make today",
+                );
+            }
+            if self.epoch_length == Some(0) {
+                return refuse("needs epochs: an --epoch-length above 0");
+            }
+            if !self.validator_sets.is_empty() {
+                return refuse(
+                    "and --validator-set exclude each other: the genesis would fix the sets",
+                );
+            }
         }
         if let Some(blocks) = self.epoch_length {
             quasar_chainspec::check_epoch_length(

@@ -255,7 +255,7 @@ fn genesis_flags_write_a_chain_whose_sets_come_from_the_registry() {
         "--profile",
         "aurora",
         "--epoch-length",
-        "16",
+        "10",
         "--sets-from-registry",
     ])));
     assert!(

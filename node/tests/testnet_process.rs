@@ -289,6 +289,21 @@ async fn run_rejects_options_that_describe_no_network() {
         Err(TestnetError::Options(why)) => assert!(why.contains("not a multiple"), "{why}"),
         other => panic!("expected an options error, got {other:?}"),
     }
+    // Sets from the registry need `fast` and epochs, each refusal naming what is missing.
+    for (profile, epoch_length, says) in [
+        (Profile::Aurora, Some(10), "needs --profile fast"),
+        (Profile::Fast, Some(0), "needs epochs"),
+    ] {
+        let mut opts = TestnetOptions::new(binary());
+        opts.dir = Some(dir.path().to_path_buf());
+        opts.profile = profile;
+        opts.epoch_length = epoch_length;
+        opts.sets_from_registry = true;
+        match testnet::run(opts).await {
+            Err(TestnetError::Options(why)) => assert!(why.contains(says), "{why}"),
+            other => panic!("expected an options error, got {other:?}"),
+        }
+    }
     // And validator sets that name no network: each refusal says what is wrong.
     let sets = |sets: &[(u64, &[usize])]| -> Vec<(u64, Vec<usize>)> {
         sets.iter().map(|(e, m)| (*e, m.to_vec())).collect()
@@ -1586,7 +1601,7 @@ async fn an_account_holder_transfers_and_checks_balances_with_the_client_command
     assert_eq!(leaving["status"], "leaving", "{registry}");
     assert!(leaving["since"].as_u64().is_some(), "{registry}");
     let twice = cli_fails(&format!("leave --key-dir {joiner} {}", on(2)));
-    assert!(twice.contains("not a registered validator"), "{twice}");
+    assert!(twice.contains("not an active validator"), "{twice}");
 
     // Clear refusals.
     let wrong = std::process::Command::new(binary())
