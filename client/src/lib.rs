@@ -361,6 +361,11 @@ pub struct RegisteredValidatorInfo {
     pub stake: u64,
     /// Its BLS public key (compressed G1), hex.
     pub bls_public_key: String,
+    /// Its index in the validator set of [`ValidatorList::epoch`] (its signer bitmap position),
+    /// `None` when it is not a member (or that set is not decided on this node). A `leaving`
+    /// validator may still be in the set: sets change two epochs after staking transactions.
+    #[serde(default)]
+    pub set_index: Option<u32>,
 }
 
 /// `GET /validators`: the validator registry as of the node's latest executed (final) block,
@@ -369,6 +374,9 @@ pub struct RegisteredValidatorInfo {
 pub struct ValidatorList {
     /// The height of the state it was read from.
     pub height: u64,
+    /// The epoch of the block after `height`, whose set `set_index` refers to.
+    #[serde(default)]
+    pub epoch: u64,
     /// Every registered validator, by address.
     pub validators: Vec<RegisteredValidatorInfo>,
 }

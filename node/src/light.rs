@@ -37,18 +37,23 @@ use quasar_chainspec::Genesis;
 use quasar_client::{
     AccountInfo, AccountState, EpochSetInfo, HeaderInfo, RegisteredValidatorInfo, ValidatorList,
 };
-use quasar_consensus::{BlockLimits, EpochSchedule, Verifier, VerifyError};
+use quasar_consensus::{BlockLimits, EpochSchedule, EpochSets, Verifier, VerifyError};
 use quasar_crypto::hash::Hash;
 use quasar_storage::{StateStore, Store};
 use quasar_wire::{decode, BlockHeader, CertificateKind, MessageRef};
 
 /// The validator registry as of the latest executed state in `state`, as `GET /validators`
-/// answers it (registrations that ended are not listed). Not proven: the client trusts the
-/// node for it.
+/// answers it (registrations that ended are not listed), with each validator's index in the
+/// set of the next block's epoch from `sets` (split by `schedule`). Not proven: the client
+/// trusts the node for it.
 ///
 /// Errors: [`Unavailable::NotFound`] before the first block is executed; [`Unavailable::Failed`]
 /// when the store fails or holds what does not decode.
-pub fn validator_list(state: &StateStore) -> Result<ValidatorList, Unavailable> {
+pub fn validator_list(
+    state: &StateStore,
+    sets: &EpochSets,
+    schedule: &EpochSchedule,
+) -> Result<ValidatorList, Unavailable> {
     let failed = |e: &dyn std::fmt::Display| Unavailable::Failed(format!("state store: {e}"));
     let height = match state.latest() {
         Ok(Some((height, _))) if height > 0 => height,
@@ -60,6 +65,12 @@ pub fn validator_list(state: &StateStore) -> Result<ValidatorList, Unavailable> 
         Err(e) => return Err(failed(&e)),
     };
     let registry = quasar_app::read_registry(state, height).map_err(|e| failed(&e))?;
+    let epoch = schedule.epoch_of(height.saturating_add(1));
+    let members = sets.known(epoch).then(|| sets.at(epoch));
+    let set_index = |key: &[u8; 48]| {
+        let key = quasar_crypto::bls::PublicKey::from_bytes(key).ok()?;
+        members.as_ref()?.index_of(&key)
+    };
     let validators = registry
         .into_iter()
         .filter_map(|v| {
@@ -76,10 +87,15 @@ pub fn validator_list(state: &StateStore) -> Result<ValidatorList, Unavailable> 
                 registered_at: v.record.registered_at,
                 stake: v.stake,
                 bls_public_key: hex::encode(v.record.keys.bls_public_key),
+                set_index: set_index(&v.record.keys.bls_public_key),
             })
         })
         .collect();
-    Ok(ValidatorList { height, validators })
+    Ok(ValidatorList {
+        height,
+        epoch,
+        validators,
+    })
 }
 
 /// Most `links` an answer carries or a client follows.

@@ -89,7 +89,7 @@ impl NodeView for Shared {
     }
 
     fn validators(&self) -> Result<ValidatorList, Unavailable> {
-        crate::light::validator_list(&self.state)
+        crate::light::validator_list(&self.state, &self.sets, &self.schedule)
     }
 
     fn epoch_set(&self, epoch: u64) -> Result<EpochSetInfo, Unavailable> {

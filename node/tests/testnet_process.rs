@@ -1383,6 +1383,21 @@ async fn a_genesis_validator_leaves_and_the_set_two_epochs_later_is_the_other_th
     );
     assert_eq!(statuses[3].validator_index, None, "{statuses:?}");
     assert!(statuses.iter().all(|s| s.epoch >= changed), "{statuses:?}");
+    // The registry listing says who is in the set now: validator 3 is leaving and out of it.
+    let listing: serde_json::Value =
+        serde_json::from_str(cli(&format!("validators --api http://{}", apis[0])).trim()).unwrap();
+    let validators = listing["validators"].as_array().unwrap();
+    let in_set = validators
+        .iter()
+        .filter(|v| v["set_index"].is_u64())
+        .count();
+    let leaving: Vec<_> = validators
+        .iter()
+        .filter(|v| v["status"] == "leaving")
+        .collect();
+    assert_eq!((in_set, leaving.len()), (3, 1), "{listing}");
+    assert!(leaving[0]["set_index"].is_null(), "{listing}");
+    assert!(listing["epoch"].as_u64().unwrap() >= changed, "{listing}");
     let signed = fx.net.status(3).await.unwrap().votes_signed;
 
     // Validator 0 restarts inside the new set's epochs and decides it again from its state.
