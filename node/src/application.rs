@@ -94,12 +94,15 @@ pub type DecidedPolicy = (u64, Result<Arc<CertPolicy>, String>);
 #[derive(Clone, Default)]
 pub struct PolicySink(Arc<std::sync::Mutex<PolicyTarget>>);
 
-#[derive(Default)]
 enum PolicyTarget {
-    #[default]
-    Waiting,
     Backlog(Vec<DecidedPolicy>),
     Tracker(Arc<crate::quasar_service::QuasarState>),
+}
+
+impl Default for PolicyTarget {
+    fn default() -> PolicyTarget {
+        PolicyTarget::Backlog(Vec::new())
+    }
 }
 
 impl PolicySink {
@@ -112,7 +115,6 @@ impl PolicySink {
         match &mut *target {
             PolicyTarget::Tracker(quasar) => change_policy(quasar, policy),
             PolicyTarget::Backlog(backlog) => backlog.push(policy),
-            PolicyTarget::Waiting => *target = PolicyTarget::Backlog(vec![policy]),
         }
     }
 
@@ -128,14 +130,20 @@ impl PolicySink {
     }
 }
 
-fn change_policy(quasar: &crate::quasar_service::QuasarState, (epoch, policy): DecidedPolicy) {
-    if let Err(reason) = &policy {
+/// Logs, when `policy` is why a set has no certificate policy, that its epochs from `epoch` on
+/// reach Nova finality only.
+pub fn warn_if_unavailable<T>(epoch: u64, policy: &Result<T, String>) {
+    if let Err(reason) = policy {
         tracing::warn!(
             epoch,
             %reason,
             "Quasar finality unavailable from this epoch: blocks reach Nova finality only"
         );
     }
+}
+
+fn change_policy(quasar: &crate::quasar_service::QuasarState, (epoch, policy): DecidedPolicy) {
+    warn_if_unavailable(epoch, &policy);
     let mut tracker = quasar.tracker.lock().unwrap_or_else(|p| p.into_inner());
     if let Err(error) = tracker.change_policy_at(epoch, policy) {
         tracing::error!(epoch, %error, "the decided set's certificate policy was refused");
@@ -149,6 +157,9 @@ pub struct SetDecider {
     policies: PolicySink,
     /// The last set read from state, with its bytes (an unchanged set is not rebuilt).
     last: Option<(Vec<u8>, Arc<EpochMembers>)>,
+    /// Whether it decides as boundaries are committed (after a restart's catch-up, which does
+    /// not read the whole registry again at every past boundary to explain a kept set).
+    live: bool,
 }
 
 impl SetDecider {
@@ -160,6 +171,7 @@ impl SetDecider {
             sets,
             policies,
             last: None,
+            live: false,
         }
     }
 
@@ -213,7 +225,7 @@ impl SetDecider {
             if let Some(policy) = policy {
                 self.policies.push((epoch, policy.map(Arc::new)));
             }
-        } else if self.kept_for_want_of_eligible(state, version, &set)? {
+        } else if self.live && self.kept_for_want_of_eligible(state, version, &set)? {
             tracing::warn!(
                 epoch,
                 boundary_height = version,
@@ -464,6 +476,7 @@ impl ChainApplication {
                 decider.decide(&self.state, boundary, epoch)?;
             }
         }
+        decider.live = true;
         self.decider = Some(decider);
         Ok(self)
     }

@@ -810,13 +810,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     let arithmetic = arithmetic.backend;
     let rollup = rollup_prover(&cfg, &genesis, &arithmetic)?;
     let mut policies = genesis.cert_policies().into_iter().map(|(epoch, policy)| {
-        if let Err(reason) = &policy {
-            tracing::warn!(
-                epoch,
-                %reason,
-                "Quasar finality unavailable from this epoch: blocks reach Nova finality only"
-            );
-        }
+        crate::application::warn_if_unavailable(epoch, &policy);
         (epoch, policy.map(Arc::new))
     });
     let cert_verifier = Arc::new(
