@@ -430,9 +430,10 @@ impl Ledger {
             _ => None,
         };
         let validator = match &body.action {
-            Action::Leave | Action::WithdrawStake { .. } | Action::RegisterValidator { .. } => {
-                Some(body.sender)
-            }
+            Action::Leave
+            | Action::WithdrawStake { .. }
+            | Action::RegisterValidator { .. }
+            | Action::SetNetworkAddress { .. } => Some(body.sender),
             Action::ReportEquivocation { offender, .. } => Some(*offender),
             Action::Transfer { .. } | Action::AddStake { .. } => None,
         };
@@ -573,6 +574,25 @@ impl Ledger {
                 balance = pay(balance, 0)?;
                 slashed = Some((*offender, self.slashing(offender, bytes, height, evidence)?));
             }
+            Action::SetNetworkAddress { address: announced } => {
+                // Active or leaving (it still signs until its sets end): a registration that
+                // has not ended.
+                let current = self
+                    .validators
+                    .get(&body.sender)
+                    .filter(|r| {
+                        matches!(
+                            r.status,
+                            ValidatorStatus::Active | ValidatorStatus::Leaving { .. }
+                        )
+                    })
+                    .ok_or_else(|| ExecError::NotRegistered { address: address() })?;
+                balance = pay(balance, 0)?;
+                record = Some(ValidatorRecord {
+                    network_address: Some(announced.clone()),
+                    ..current.clone()
+                });
+            }
         }
         // Every check passed: write. Only a first transaction's key is copied into state.
         let account = self.accounts.entry(body.sender).or_default();
@@ -686,6 +706,7 @@ impl Ledger {
             ValidatorRecord {
                 status: ValidatorStatus::Active,
                 registered_at: height,
+                network_address: None,
                 keys,
             },
         );

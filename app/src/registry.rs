@@ -64,6 +64,15 @@
 //! proves an epoch's set against a boundary block's state root. Two epochs, not one, lie
 //! between the decision and the change, so every validator of the new set learns it a whole
 //! epoch before its first view (docs/architecture.md §11).
+//!
+//! # Reaching a validator
+//!
+//! A validator registered after the genesis tells the network where it listens with
+//! `SetNetworkAddress` (its record's `network_address`; any time while its registration has
+//! not ended, so a validator that moves hosts says so). Every node dials the registered
+//! validators whose address it knows and accepts their TLS certificates (the node's peer
+//! book), and only a validator the network reaches is selected: a genesis validator (its
+//! peers' `node.toml` names its address) or one that announced an address.
 
 use quasar_crypto::bls;
 use quasar_crypto::hash::{tagged_hash, Hash};
@@ -79,6 +88,9 @@ pub const PROOF_OF_POSSESSION_LEN: usize = bls::SIGNATURE_LEN;
 pub const SLHDSA_PUBLIC_KEY_LEN: usize = quasar_crypto::magnetar::PUBLIC_KEY_LEN;
 /// Longest TLS certificate (DER) a registration carries, bytes.
 pub const MAX_TLS_CERTIFICATE_BYTES: usize = 2048;
+/// Longest network address a validator announces, bytes: a host name of 253 characters
+/// (RFC 1035 §2.3.4) and `:65535`, or a bracketed IPv6 address and port.
+pub const MAX_NETWORK_ADDRESS_BYTES: usize = 259;
 /// Most registered validators (active or leaving) a registry holds.
 pub const MAX_REGISTERED_VALIDATORS: usize = 10_000;
 /// Epochs a departing validator's stake stays bonded (see the module docs).
@@ -96,8 +108,10 @@ const REGISTER_TAG: &str = "QUASAR-REGISTER-v1";
 const DIRECTORY_TAG: &str = "QUASAR-STATE-VALIDATORS-v1";
 /// Hash tag of an epoch's set's place in the tree.
 const EPOCH_SET_TAG: &str = "QUASAR-STATE-EPOCH-SET-v1";
-/// Format byte of a record and of the directory.
+/// Format byte of the directory and of an epoch's set.
 const FORMAT: u8 = 1;
+/// Format byte of a validator record (2: with its network address).
+const RECORD_FORMAT: u8 = 2;
 /// Encoded length of the fixed part of [`ValidatorKeys`].
 const KEYS_FIXED_LEN: usize = BLS_PUBLIC_KEY_LEN + SLHDSA_PUBLIC_KEY_LEN;
 
@@ -363,14 +377,39 @@ pub struct ValidatorRecord {
     pub status: ValidatorStatus,
     /// The height of the block that registered it (0: the genesis).
     pub registered_at: u64,
+    /// Where its QUIC endpoint listens, as it announced it (`SetNetworkAddress`;
+    /// [`check_network_address`]); `None` until it does. Genesis validators are reached at the
+    /// addresses their peers' `node.toml` names.
+    pub network_address: Option<String>,
     /// Its keys.
     pub keys: ValidatorKeys,
 }
 
+/// Checks the bytes of an announced network address: 1 to [`MAX_NETWORK_ADDRESS_BYTES`]
+/// printable ASCII characters without spaces (`host:port`; the node parses the syntax when it
+/// dials, and its API refuses an address it could not dial). Execution only bounds it: what an
+/// address means is the network's business, not the state's.
+///
+/// Errors: a sentence naming the rule broken.
+pub fn check_network_address(bytes: &[u8]) -> Result<String, String> {
+    if bytes.is_empty() || bytes.len() > MAX_NETWORK_ADDRESS_BYTES {
+        return Err(format!(
+            "a network address of {} bytes: 1 to {MAX_NETWORK_ADDRESS_BYTES} are accepted",
+            bytes.len()
+        ));
+    }
+    if !bytes.iter().all(u8::is_ascii_graphic) {
+        return Err("a network address is printable ASCII without spaces (host:port)".into());
+    }
+    // All ASCII, so valid UTF-8.
+    String::from_utf8(bytes.to_vec()).map_err(|e| e.to_string())
+}
+
 impl ValidatorRecord {
-    /// The canonical encoding: format 1 (1 byte), status (1 byte: 1 active, 2 leaving, 3 left,
+    /// The canonical encoding: format 2 (1 byte), status (1 byte: 1 active, 2 leaving, 3 left,
     /// 4 slashed), `since` (u64 BE; 0 unless leaving or slashed), `registered_at` (u64 BE),
-    /// then [`ValidatorKeys::to_bytes`].
+    /// the network address's length (u16 BE; 0 for none) and bytes, then
+    /// [`ValidatorKeys::to_bytes`].
     pub fn to_bytes(&self) -> Vec<u8> {
         let (status, since) = match self.status {
             ValidatorStatus::Active => (1u8, 0u64),
@@ -378,10 +417,15 @@ impl ValidatorRecord {
             ValidatorStatus::Left => (3, 0),
             ValidatorStatus::Slashed { since } => (4, since),
         };
+        let address = self.network_address.as_deref().unwrap_or("").as_bytes();
+        // At most MAX_NETWORK_ADDRESS_BYTES, checked where an address enters a record.
+        let address_len = u16::try_from(address.len()).unwrap_or(u16::MAX);
         [
-            &[FORMAT, status][..],
+            &[RECORD_FORMAT, status][..],
             &since.to_be_bytes(),
             &self.registered_at.to_be_bytes(),
+            &address_len.to_be_bytes(),
+            address,
             &self.keys.to_bytes(),
         ]
         .concat()
@@ -394,9 +438,9 @@ impl ValidatorRecord {
         let short = || RegistryDecodeError::Length {
             what: "validator record",
             len: bytes.len(),
-            expected: "at least 18 bytes and the keys",
+            expected: "at least 20 bytes, the network address and the keys",
         };
-        let (head, keys) = bytes.split_at_checked(18).ok_or_else(short)?;
+        let (head, rest) = bytes.split_at_checked(20).ok_or_else(short)?;
         let word = |at: usize| {
             head.get(at..at + 8)
                 .and_then(|w| <[u8; 8]>::try_from(w).ok())
@@ -404,11 +448,21 @@ impl ValidatorRecord {
                 .ok_or_else(short)
         };
         let (since, registered_at) = (word(2)?, word(10)?);
+        let address_len = head
+            .get(18..20)
+            .map_or(0, |w| usize::from(u16::from_be_bytes([w[0], w[1]])));
+        let (address, keys) = rest.split_at_checked(address_len).ok_or_else(short)?;
+        let network_address = match address {
+            [] => None,
+            bytes => Some(check_network_address(bytes).map_err(|_| {
+                RegistryDecodeError::Invalid("a validator record's network address")
+            })?),
+        };
         let status = match (head.first(), head.get(1), since) {
-            (Some(&FORMAT), Some(1), 0) => ValidatorStatus::Active,
-            (Some(&FORMAT), Some(2), since) => ValidatorStatus::Leaving { since },
-            (Some(&FORMAT), Some(3), 0) => ValidatorStatus::Left,
-            (Some(&FORMAT), Some(4), since) => ValidatorStatus::Slashed { since },
+            (Some(&RECORD_FORMAT), Some(1), 0) => ValidatorStatus::Active,
+            (Some(&RECORD_FORMAT), Some(2), since) => ValidatorStatus::Leaving { since },
+            (Some(&RECORD_FORMAT), Some(3), 0) => ValidatorStatus::Left,
+            (Some(&RECORD_FORMAT), Some(4), since) => ValidatorStatus::Slashed { since },
             _ => {
                 return Err(RegistryDecodeError::Invalid(
                     "a validator record of unknown format or status",
@@ -418,6 +472,7 @@ impl ValidatorRecord {
         Ok(ValidatorRecord {
             status,
             registered_at,
+            network_address,
             keys: ValidatorKeys::from_bytes(keys)?,
         })
     }
@@ -546,17 +601,19 @@ pub fn select_validators(
     registry
 }
 
-/// The TLS certificates the validator network pins (the genesis file's roster): a registered
-/// validator outside it is not selected into a set, because no validator could reach it.
-/// Deterministic (every node has the same genesis). The network's roster does not grow with
-/// the registry yet; until it does, a validator that registers after the genesis waits here.
+/// The TLS certificates of the genesis file's roster, whose addresses the validators'
+/// `node.toml` files name. A registered validator is selected into a set only when the
+/// network can reach it: it is in this roster, or it announced its network address on chain
+/// (`SetNetworkAddress`), which every node then dials and whose certificate it accepts.
+/// Deterministic (every node has the same genesis and state).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NetworkRoster(pub std::collections::BTreeSet<Vec<u8>>);
 
 impl NetworkRoster {
     /// Whether the network can reach `validator`.
     pub fn reaches(&self, validator: &RegisteredValidator) -> bool {
-        self.0.contains(&validator.record.keys.tls_certificate)
+        validator.record.network_address.is_some()
+            || self.0.contains(&validator.record.keys.tls_certificate)
     }
 }
 

@@ -720,6 +720,7 @@ fn genesis_members(validators: &[GenesisValidator]) -> Vec<RegisteredValidator> 
             record: ValidatorRecord {
                 status: crate::registry::ValidatorStatus::Active,
                 registered_at: 0,
+                network_address: None,
                 keys: v.keys.clone(),
             },
         })

@@ -17,7 +17,7 @@
 //! | 64 | amount | u64 (0 when the action has none) |
 //! | 72 | recipient address | 32 bytes (zero when the action has none) |
 //! | 104 | the sender's ML-DSA-65 public key | bytes: 1,952 in an account's first transaction, else empty |
-//! | 112 | the action's data | bytes: [`Registration::to_bytes`] for `RegisterValidator`, the evidence for `ReportEquivocation`, else empty |
+//! | 112 | the action's data | bytes: [`Registration::to_bytes`] for `RegisterValidator`, the evidence for `ReportEquivocation`, the address (ASCII) for `SetNetworkAddress`, else empty |
 //!
 //! Both messages are **canonical**: a decoder re-encodes what it read and refuses bytes that
 //! differ (padding, pointer placement, a trailing byte), so one transaction has exactly one
@@ -121,6 +121,9 @@ pub enum TxError {
     /// A data field on an action that carries none.
     #[error("the data field must be empty for this action")]
     UnexpectedData,
+    /// A `SetNetworkAddress` address that is empty, too long or not printable ASCII.
+    #[error("bad network address: {0}")]
+    NetworkAddress(String),
     /// Evidence longer than [`MAX_EVIDENCE_BYTES`], or none.
     #[error("evidence of {0} bytes: 1 to {MAX_EVIDENCE_BYTES} are accepted")]
     EvidenceLength(usize),
@@ -193,6 +196,13 @@ pub enum Action {
         /// The evidence record (1 to [`MAX_EVIDENCE_BYTES`] bytes).
         evidence: Vec<u8>,
     },
+    /// Announce where the sender, a registered validator, listens for validator traffic
+    /// (QUIC): every node dials it there and accepts its TLS certificate
+    /// ([`crate::registry`], "Reaching a validator").
+    SetNetworkAddress {
+        /// `host:port` ([`crate::registry::check_network_address`]).
+        address: String,
+    },
 }
 
 impl Action {
@@ -205,6 +215,7 @@ impl Action {
             Action::Leave => 4,
             Action::RegisterValidator { .. } => 5,
             Action::ReportEquivocation { .. } => 6,
+            Action::SetNetworkAddress { .. } => 7,
         }
     }
 
@@ -222,6 +233,7 @@ impl Action {
                 registration,
             } => (*amount, [0; 32], registration.to_bytes()),
             Action::ReportEquivocation { offender, evidence } => (0, *offender, evidence.clone()),
+            Action::SetNetworkAddress { address } => (0, [0; 32], address.as_bytes().to_vec()),
         }
     }
 
@@ -246,6 +258,17 @@ impl Action {
                 offender: to,
                 evidence: data.to_vec(),
             });
+        }
+        if kind == 7 {
+            if amount != 0 {
+                return Err(TxError::UnusedField("amount"));
+            }
+            if to != [0; 32] {
+                return Err(TxError::UnusedField("recipient"));
+            }
+            let address =
+                crate::registry::check_network_address(data).map_err(TxError::NetworkAddress)?;
+            return Ok(Action::SetNetworkAddress { address });
         }
         if !data.is_empty() {
             return Err(TxError::UnexpectedData);

@@ -251,6 +251,7 @@ fn registered(i: u8, stake: u64, status: ValidatorStatus) -> RegisteredValidator
         record: ValidatorRecord {
             status,
             registered_at: 0,
+            network_address: None,
             keys: keys(i),
         },
     }
@@ -466,24 +467,45 @@ fn a_registration_round_trips_and_its_field_is_empty_for_every_other_action() {
 
 #[test]
 fn records_and_the_directory_have_one_encoding_each() {
-    for status in [
-        ValidatorStatus::Active,
-        ValidatorStatus::Leaving { since: 9 },
-        ValidatorStatus::Left,
+    for (status, network_address) in [
+        (ValidatorStatus::Active, None),
+        (
+            ValidatorStatus::Active,
+            Some("validator-9.example:9000".to_string()),
+        ),
+        (
+            ValidatorStatus::Leaving { since: 9 },
+            Some("[fd00::5]:9000".into()),
+        ),
+        (ValidatorStatus::Left, None),
     ] {
         let record = ValidatorRecord {
             status,
             registered_at: 4,
+            network_address,
             keys: keys(1),
         };
         let bytes = record.to_bytes();
         assert_eq!(ValidatorRecord::from_bytes(&bytes), Ok(record));
-        assert!(ValidatorRecord::from_bytes(&bytes[..17]).is_err());
+        assert!(ValidatorRecord::from_bytes(&bytes[..19]).is_err());
     }
+    // An address length that runs into the keys' bytes, or an address that is not printable.
+    let mut spaced = ValidatorRecord {
+        status: ValidatorStatus::Active,
+        registered_at: 4,
+        network_address: Some("a:1".into()),
+        keys: keys(1),
+    }
+    .to_bytes();
+    spaced[21] = b' ';
+    assert!(ValidatorRecord::from_bytes(&spaced).is_err());
+    spaced[18] = 0xff;
+    assert!(ValidatorRecord::from_bytes(&spaced).is_err());
     // An active record with a `since` height is another encoding of nothing.
     let mut active = ValidatorRecord {
         status: ValidatorStatus::Active,
         registered_at: 4,
+        network_address: None,
         keys: keys(1),
     }
     .to_bytes();
@@ -509,6 +531,7 @@ fn the_fuzz_entry_points_survive_mutated_registrations_and_records() {
     let record = ValidatorRecord {
         status: ValidatorStatus::Leaving { since: 3 },
         registered_at: 1,
+        network_address: None,
         keys: keys(1),
     };
     fuzz_mutations(
@@ -890,6 +913,101 @@ fn boundary_blocks_write_the_set_two_epochs_ahead_among_the_validators_the_netwo
             ..
         })
     ));
+}
+
+/// Account `i`'s announcement of `address`.
+fn announce(address: &str) -> Action {
+    Action::SetNetworkAddress {
+        address: address.into(),
+    }
+}
+
+#[test]
+fn a_validator_outside_the_genesis_roster_is_selected_once_it_announces_where_it_listens() {
+    let cache = VerificationCache::new(CHAIN, 256);
+    let store = SledStore::temporary().expect("store");
+    // The genesis roster is validator 5's.
+    let mut state = open_chain(&store, REGISTRY_RULES, Some(&[5]));
+    // Only a registered validator announces an address: refused, and nothing changes.
+    let early = block(&[tx(2, 0, true, announce("validator-2.example:9000"))]);
+    assert!(matches!(
+        state.execute(&[], 1, &refs(&early), &cache),
+        Err(StateError::Transaction {
+            source: ExecError::NotRegistered { .. },
+            ..
+        })
+    ));
+    // Registered with the highest stake, but unreachable: epoch 2 is validator 5's alone.
+    run_to(
+        &mut state,
+        10,
+        &[tx(2, 0, true, register(2, 3_000))],
+        &cache,
+    );
+    let two = state.epoch_set(10, 2).expect("read").expect("decided");
+    assert_eq!(members(&two), vec![(addr(5), 1_000)]);
+    // Announced in epoch 1: epoch 3 has it first (by stake).
+    run_to(
+        &mut state,
+        20,
+        &[tx(2, 1, false, announce("validator-2.example:9000"))],
+        &cache,
+    );
+    let record = state
+        .registry(20)
+        .expect("registry")
+        .into_iter()
+        .find(|v| v.address == addr(2))
+        .expect("registered")
+        .record;
+    assert_eq!(
+        record.network_address.as_deref(),
+        Some("validator-2.example:9000")
+    );
+    let three = state.epoch_set(20, 3).expect("read").expect("decided");
+    assert_eq!(members(&three), vec![(addr(2), 3_000), (addr(5), 1_000)]);
+    // A validator that moves hosts announces again; it stays selected.
+    run_to(
+        &mut state,
+        30,
+        &[tx(2, 2, false, announce("10.0.0.9:9100"))],
+        &cache,
+    );
+    assert_eq!(
+        state.epoch_set(30, 4).expect("read").map(|s| members(&s)),
+        Some(members(&three))
+    );
+
+    // The address is printable ASCII, 1 to 259 bytes, and the announcement carries nothing
+    // else.
+    let body = Transaction {
+        chain_id: CHAIN,
+        nonce: 3,
+        fee: 10,
+        sender: addr(2),
+        public_key: None,
+        action: announce("validator-2.example:9000"),
+    };
+    let bytes = body.encode().expect("encode");
+    assert_eq!(Transaction::decode(&bytes), Ok(body.clone()));
+    for bad in ["", "validator 2:9000", &"a".repeat(260)] {
+        let bytes = Transaction {
+            action: announce(bad),
+            ..body.clone()
+        }
+        .encode()
+        .expect("encode");
+        assert!(
+            matches!(Transaction::decode(&bytes), Err(TxError::NetworkAddress(_))),
+            "{bad:?}"
+        );
+    }
+    let mut with_amount = bytes.clone();
+    with_amount[16 + 64] = 1;
+    assert_eq!(
+        Transaction::decode(&with_amount),
+        Err(TxError::UnusedField("amount"))
+    );
 }
 
 #[test]

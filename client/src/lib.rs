@@ -361,6 +361,10 @@ pub struct RegisteredValidatorInfo {
     pub stake: u64,
     /// Its BLS public key (compressed G1), hex.
     pub bls_public_key: String,
+    /// Where it said it listens (`set-network-address`), `None` until it does (a genesis
+    /// validator is reached at the address its peers' `node.toml` names).
+    #[serde(default)]
+    pub network_address: Option<String>,
     /// Its index in the validator set of [`ValidatorList::epoch`] (its signer bitmap position),
     /// `None` when it is not a member (or that set is not decided on this node). A `leaving`
     /// validator may still be in the set: sets change two epochs after staking transactions.

@@ -43,19 +43,19 @@ pub fn render_node_toml(opts: &InitOptions) -> Result<String, ConfigError> {
     let genesis = GenesisFile::load(&opts.genesis)?.check()?;
     let public = load_public(&opts.key_dir)?;
     let roster = genesis.roster();
-    let me = roster
-        .iter()
-        .position(|v| {
-            v.bls_public_key
-                .eq_ignore_ascii_case(&public.bls_public_key)
-        })
-        .ok_or_else(|| {
-            ConfigError::Arguments(format!(
-                "{}: this validator's BLS key is not among the validators of {}",
-                opts.key_dir.display(),
-                opts.genesis.display()
-            ))
-        })?;
+    // A validator outside the genesis joins a chain whose sets come from the registry: its
+    // peers are every genesis validator (docs/architecture.md §11, "Validators that join").
+    let me = roster.iter().position(|v| {
+        v.bls_public_key
+            .eq_ignore_ascii_case(&public.bls_public_key)
+    });
+    if me.is_none() && !genesis.sets_from_registry() {
+        return Err(ConfigError::Arguments(format!(
+            "{}: this validator's BLS key is not among the validators of {}, and that chain's              genesis fixes its validator sets (a validator joins by transaction only where              validator_set_source is \"registry\")",
+            opts.key_dir.display(),
+            opts.genesis.display()
+        )));
+    }
     if !opts.peers.is_empty() && opts.peers.len() != roster.len() {
         return Err(ConfigError::Arguments(format!(
             "--peers names {} addresses; the genesis has {} validators (give one per validator, \
@@ -71,11 +71,17 @@ pub fn render_node_toml(opts: &InitOptions) -> Result<String, ConfigError> {
     let mut out = String::new();
     let w = &mut out;
     // Writing to a String cannot fail.
+    let who = match me {
+        Some(me) => format!(
+            "validator {me} ({})",
+            roster.get(me).map_or("", |v| v.name.as_str())
+        ),
+        None => "a validator that joins by registering (not in the genesis)".to_string(),
+    };
     let _ = writeln!(
         w,
-        "# node.toml of validator {me} ({name}) on chain {chain} (genesis {hash}).\n\
+        "# node.toml of {who} on chain {chain} (genesis {hash}).\n\
          # Written by `quasar-node init`; README.md \"Running a validator by hand\" explains each setting.\n",
-        name = roster.get(me).map_or("", |v| v.name.as_str()),
         chain = genesis.file.chain_id,
         hash = hex::encode(genesis.hash),
     );
@@ -150,7 +156,7 @@ pub fn render_node_toml(opts: &InitOptions) -> Result<String, ConfigError> {
     );
     let comment = if opts.peers.is_empty() { "# " } else { "" };
     for (index, validator) in roster.iter().enumerate() {
-        if index == me {
+        if Some(index) == me {
             continue;
         }
         let address = opts.peers.get(index).map_or_else(

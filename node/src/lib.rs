@@ -34,6 +34,7 @@ pub mod init;
 pub mod light;
 pub mod mempool;
 pub mod metrics;
+pub mod peers;
 pub mod quasar;
 pub mod quasar_service;
 pub mod relay;

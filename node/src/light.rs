@@ -87,6 +87,7 @@ pub fn validator_list(
                 registered_at: v.record.registered_at,
                 stake: v.stake,
                 bls_public_key: hex::encode(v.record.keys.bls_public_key),
+                network_address: v.record.network_address.clone(),
                 set_index: set_index(&v.record.keys.bls_public_key),
             })
         })

@@ -375,6 +375,18 @@ enum Command {
         #[command(flatten)]
         send: ValidatorSendArgs,
     },
+    /// Announce where a registered validator listens for validator traffic (QUIC, UDP): every
+    /// node dials it there and accepts its TLS certificate, and from then on the registry may
+    /// select it into a set (a validator registered after the genesis is not selected before).
+    /// Send it after `register-validator --wait`, and again when the validator moves hosts.
+    SetNetworkAddress {
+        /// `host:port` or `ip:port` that every validator can reach (its `p2p_listen`, as seen
+        /// from the others).
+        #[arg(long)]
+        address: quasar_p2p::PeerAddress,
+        #[command(flatten)]
+        send: ValidatorSendArgs,
+    },
     /// End a validator's registration: sets derived from the registry omit it from the set
     /// two epochs later (on a chain whose genesis says `validator_set_source` "registry"); its
     /// stake stays bonded for three epochs and while a set it is in is in force, then
@@ -490,6 +502,17 @@ enum Command {
         /// the set of epoch e + 2. Needs `--profile fast` and `--epoch-length`.
         #[arg(long)]
         sets_from_registry: bool,
+        /// Validators that join by transaction, beside the `--validators` of the genesis: each
+        /// runs from the start, registers and announces its address once the chain runs, and
+        /// must be in the set from two epochs later. Needs `--sets-from-registry` and at least
+        /// 4 epochs of blocks.
+        #[arg(long, default_value_t = 0)]
+        join: usize,
+        /// Genesis validators that leave by transaction (the last ones): each sends `leave`
+        /// once the chain runs, and must be out of the set from two epochs later. Needs
+        /// `--sets-from-registry` and at least 4 epochs of blocks.
+        #[arg(long, default_value_t = 0)]
+        leave: usize,
         /// Run one thresholdd per validator (the `thresholdd` binary next to this one) holding
         /// its BLS vote key, and sign every vote through it (`signer = "remote"`).
         #[arg(long)]
@@ -838,11 +861,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     Some(dir) => {
                         let public =
                             quasar_chainspec::load_public(dir).map_err(|e| e.to_string())?;
-                        let bytes = hex::decode(&public.mldsa_public_key)
-                            .map_err(|e| format!("{}: mldsa_public_key: {e}", dir.display()))?;
-                        let identity = mldsa::PublicKey::<MlDsa65>::from_bytes(&bytes)
-                            .map_err(|e| format!("{}: mldsa_public_key: {e}", dir.display()))?;
-                        quasar_app::address_of(&identity)
+                        wallet::identity_address(&public.mldsa_public_key)
+                            .map_err(|e| format!("{}: {e}", dir.display()))?
                     }
                     None => quasar_app::address_of(key.open()?.public_key()),
                 };
@@ -909,6 +929,13 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Leave { send } => {
             let keys = send.keys()?;
             send_action(&keys.mldsa, send.how, quasar_app::Action::Leave)
+        }
+        Command::SetNetworkAddress { address, send } => {
+            let keys = send.keys()?;
+            let action = quasar_app::Action::SetNetworkAddress {
+                address: address.to_string(),
+            };
+            send_action(&keys.mldsa, send.how, action)
         }
         Command::Validators { api } => {
             let client = wallet::api_client(&api).map_err(|e| e.to_string())?;
@@ -1097,6 +1124,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             slhdsa_set,
             validator_sets,
             sets_from_registry,
+            join,
+            leave,
             remote_signers,
         } => {
             let binary = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
@@ -1114,6 +1143,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 magnetar_set: slhdsa_set,
                 validator_sets,
                 sets_from_registry,
+                join,
+                leave,
                 remote_signers,
                 placements: Vec::new(),
             };

@@ -339,9 +339,6 @@ pub struct Shared {
     pub p2p_metrics: P2pMetrics,
     /// Everything, for `/metrics`.
     pub registry: Registry,
-    /// Number of validators of every set the genesis names (the roster): network identities
-    /// are `0..validators`.
-    pub validators: usize,
     /// When this node saw each recent height finalized (µs since the Unix epoch): the
     /// heights of the retained epochs, at most the last [`FINALITY_MEMORY`] of them.
     pub finalized_at: Mutex<BTreeMap<u64, u64>>,
@@ -375,11 +372,6 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// Number of validators in the current epoch (the signer bitmap width).
-    pub fn network_size(&self) -> usize {
-        self.validators
-    }
-
     /// Admits a client transaction ([`Shared::check`]) and hands it to the gossip batcher
     /// ([`gossip_transactions`]) so that every validator, and so any leader, gets it. A full
     /// batcher queue drops the gossip, not the transaction (counted in
@@ -454,6 +446,13 @@ impl Shared {
                 expected: self.chain_id,
                 found: body.chain_id,
             }));
+        }
+        // Execution only bounds an announced address; one the nodes could not dial is refused
+        // here, with the rule it breaks.
+        if let quasar_app::Action::SetNetworkAddress { address } = &body.action {
+            address
+                .parse::<quasar_p2p::PeerAddress>()
+                .map_err(|e| crate::mempool::MempoolError::Invalid(e.to_string()))?;
         }
         // A nonce the committed state has used is a replay: this very transaction, finalized
         // (the block index says where), or another with its nonce. A finalized transaction's
@@ -535,18 +534,31 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     // Network identities are roster positions: every validator of the genesis set and of the
     // scheduled changes, once (the genesis set's members keep their genesis indices).
     let roster: Vec<GenesisValidator> = genesis.roster().into_iter().cloned().collect();
-    let me = roster
-        .iter()
-        .position(|v| {
-            v.bls_public_key
-                .eq_ignore_ascii_case(&keys.public.bls_public_key)
-        })
-        .ok_or_else(|| NodeError::NotInGenesis {
-            key_dir: cfg.key_dir.clone(),
-            genesis: cfg.genesis.clone(),
-        })?;
-    check_identity(&roster, genesis.magnetar_set(), me, &keys.public)?;
-    let me = me as u32;
+    let position = roster.iter().position(|v| {
+        v.bls_public_key
+            .eq_ignore_ascii_case(&keys.public.bls_public_key)
+    });
+    // A validator outside the genesis joins a chain whose sets come from its registry: it
+    // follows the chain, and signs once the registry puts it into a set (crate::peers). Its
+    // network identity is the first position above the roster.
+    let me = match position {
+        Some(me) => {
+            check_identity(&roster, genesis.magnetar_set(), me, &keys.public)?;
+            me as u32
+        }
+        None if genesis.sets_from_registry() => {
+            tracing::info!(
+                "this validator is not in the genesis: it follows the chain, and signs from the                  first epoch whose set the registry gives it (register-validator, then                  set-network-address)"
+            );
+            roster.len() as u32
+        }
+        None => {
+            return Err(NodeError::NotInGenesis {
+                key_dir: cfg.key_dir.clone(),
+                genesis: cfg.genesis.clone(),
+            })
+        }
+    };
     // Every other file the node reads, before anything is created on disk, so that a wrong
     // path leaves no half-made data directory behind: the token file of signer = "remote", and
     // the rollup proving key (read in the background later).
@@ -789,6 +801,17 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     KeyCacheMetrics::register(key_cache, &mut registry);
     let p2p_metrics = P2pMetrics::new();
     p2p_metrics.register(registry.sub_registry_with_prefix("quasar"));
+    let book = genesis.sets_from_registry().then(|| {
+        crate::peers::PeerBook::new(
+            peers.clone(),
+            roster
+                .iter()
+                .filter_map(|v| hex::decode(&v.tls_certificate).ok())
+                .collect(),
+            hex::decode(&keys.public.tls_certificate).unwrap_or_default(),
+            roster.len() as u32 + 1,
+        )
+    });
     let (network, inbound) = Network::start(
         NetworkConfig {
             listen: cfg.p2p_listen,
@@ -858,7 +881,6 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         metrics: metrics.clone(),
         p2p_metrics,
         registry,
-        validators: roster.len(),
         finalized_at: Mutex::new(BTreeMap::new()),
         recent_finality_ms: Mutex::new(Vec::new()),
         quasar: quasar.clone(),
@@ -915,6 +937,9 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         tokio::spawn(api::serve_metrics(listener, shared.clone(), cfg.api));
     }
     tokio::spawn(log_summaries(shared.clone()));
+    if let Some(book) = book {
+        tokio::spawn(crate::peers::follow_registry(shared.clone(), book));
+    }
 
     let (input_tx, input_rx) = mpsc::channel::<Input>(16_384);
     tokio::spawn(inbound_loop(
@@ -1456,8 +1481,7 @@ fn fetch(
     block: Hash,
     from_height: u64,
 ) {
-    let n = shared.validators as u32;
-    let me = shared.validator;
+    let peers = shared.network.peer_indices();
     tokio::spawn(async move {
         let request = Message::SyncRequest(SyncRequest {
             from_height,
@@ -1465,12 +1489,9 @@ fn fetch(
             block,
         });
         let Ok(bytes) = request.encode() else { return };
-        let first = rand::random::<u32>() % n.max(1);
-        for k in 0..n {
-            let peer = (first + k) % n;
-            if peer == me {
-                continue;
-            }
+        let first = rand::random::<usize>() % peers.len().max(1);
+        for k in 0..peers.len() {
+            let peer = peers[(first + k) % peers.len()];
             let reply = match shared
                 .network
                 .request(peer, bytes.clone(), Duration::from_secs(3))
@@ -1539,16 +1560,12 @@ fn ask_for_relays(host: &RuntimeHost, request: RelayRequest, listening: bool) {
     let Ok(bytes) = Message::RelayRequest(request.clone()).encode() else {
         return;
     };
-    let n = shared.validators as u32;
-    let me = shared.validator;
-    let peers: Vec<u32> = if listening {
-        (0..n).filter(|&peer| peer != me).collect()
-    } else {
-        let others = n.saturating_sub(1).max(1);
-        let pick = rand::random::<u32>() % others;
-        vec![if pick >= me { pick + 1 } else { pick }]
-    };
-    for peer in peers.into_iter().filter(|&peer| peer < n) {
+    let mut peers = shared.network.peer_indices();
+    if !listening && !peers.is_empty() {
+        let pick = peers[rand::random::<usize>() % peers.len()];
+        peers = vec![pick];
+    }
+    for peer in peers {
         let (shared, verifier, input_tx, bytes, request) = (
             shared.clone(),
             verifier.clone(),

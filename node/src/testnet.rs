@@ -400,6 +400,15 @@ pub struct TestnetOptions {
     /// Take the validator sets from the registry in the chain's state
     /// ([`Testnet::take_sets_from_registry`]); needs profile `fast` and an epoch length.
     pub sets_from_registry: bool,
+    /// Validators that join by transaction, numbered after the genesis's
+    /// ([`Testnet::make_joiners`]): each registers (staking [`STAKE`]) and announces its
+    /// address once the validators answer, and the report counts those in the set at the end
+    /// ([`TestnetReport::joined`]). Needs [`TestnetOptions::sets_from_registry`].
+    pub join: usize,
+    /// Genesis validators that leave by transaction (the last ones): each sends `Leave` once
+    /// the validators answer, and the report counts those out of the set at the end
+    /// ([`TestnetReport::left`]). Needs [`TestnetOptions::sets_from_registry`].
+    pub leave: usize,
     /// Run one thresholdd per validator and sign every vote through it
     /// ([`Testnet::use_remote_signers`]); the `thresholdd` binary is the one next to
     /// [`TestnetOptions::binary`].
@@ -426,6 +435,8 @@ impl TestnetOptions {
             magnetar_set: ParameterSet::Shake192f,
             validator_sets: Vec::new(),
             sets_from_registry: false,
+            join: 0,
+            leave: 0,
             remote_signers: false,
             placements: Vec::new(),
         }
@@ -466,6 +477,33 @@ impl TestnetOptions {
                 return refuse(
                     "and --validator-set exclude each other: the genesis would fix the sets",
                 );
+            }
+        }
+        if self.leave >= self.validators {
+            return Err(TestnetError::Options(format!(
+                "--leave {} would leave no genesis validator of {}",
+                self.leave, self.validators
+            )));
+        }
+        for (flag, count) in [("--join", self.join), ("--leave", self.leave)] {
+            if count == 0 {
+                continue;
+            }
+            if !self.sets_from_registry {
+                return Err(TestnetError::Options(format!(
+                    "{flag} needs --sets-from-registry: only the registry changes the set by \
+                     transaction"
+                )));
+            }
+            let epoch = self
+                .epoch_length
+                .unwrap_or(quasar_chainspec::DEFAULT_EPOCH_LENGTH);
+            if self.blocks < epoch.saturating_mul(4) {
+                return Err(TestnetError::Options(format!(
+                    "{flag} needs --blocks {} or more (4 epochs of {epoch}): a transaction final \
+                     in epoch 0 or 1 changes the set of epoch 2 or 3",
+                    epoch.saturating_mul(4)
+                )));
             }
         }
         if let Some(blocks) = self.epoch_length {
@@ -559,12 +597,23 @@ pub struct TestnetReport {
     /// Magnetar signatures), ms. A validator outside a leg's signers (a Pulsar committee)
     /// reports none for it.
     pub leg_sign_p50_ms: BTreeMap<String, f64>,
+    /// Validators that joined by transaction ([`TestnetOptions::join`]).
+    pub joiners: usize,
+    /// Of those, how many are in the validator set at the end of the run.
+    pub joined: usize,
+    /// Genesis validators that left by transaction ([`TestnetOptions::leave`]).
+    pub leavers: usize,
+    /// Of those, how many are out of the validator set at the end of the run.
+    pub left: usize,
 }
 
 impl TestnetReport {
     /// Whether the run passed: the validators agree and every accepted transaction finalized.
     pub fn passed(&self) -> bool {
-        self.agreement && self.txs_finalized == self.txs_accepted
+        self.agreement
+            && self.txs_finalized == self.txs_accepted
+            && self.joined == self.joiners
+            && self.left == self.leavers
     }
 
     /// The run in words, for an operator's terminal: the profile, the finality each tier
@@ -611,6 +660,18 @@ impl TestnetReport {
             load.push_str(&format!(
                 "; {} sent transactions were PUSHED BACK (503/429) and not accepted by the end",
                 self.txs_pushed_back
+            ));
+        }
+        if self.joiners > 0 {
+            load.push_str(&format!(
+                "; {} of {} validators that joined by transaction are in the set at the end",
+                self.joined, self.joiners
+            ));
+        }
+        if self.leavers > 0 {
+            load.push_str(&format!(
+                "; {} of {} validators that left by transaction are out of the set at the end",
+                self.left, self.leavers
             ));
         }
         format!(
@@ -826,7 +887,8 @@ impl Testnet {
         })
     }
 
-    /// Allocates `balance` to each of `addresses` in the genesis (before the validators start).
+    /// Allocates `balance` to each of `addresses` in the genesis, beside the accounts it funds
+    /// already (before the validators start).
     /// Errors: [`TestnetError::Config`]; files.
     pub fn fund_accounts(
         &self,
@@ -834,16 +896,13 @@ impl Testnet {
         balance: u64,
     ) -> Result<(), TestnetError> {
         let path = self.dir.join(GENESIS_FILE);
-        let genesis = GenesisFile {
-            accounts: addresses
-                .iter()
-                .map(|a| quasar_chainspec::GenesisAccount {
-                    address: hex::encode(a),
-                    balance,
-                })
-                .collect(),
-            ..GenesisFile::load(&path)?
-        };
+        let mut genesis = GenesisFile::load(&path)?;
+        genesis
+            .accounts
+            .extend(addresses.iter().map(|a| quasar_chainspec::GenesisAccount {
+                address: hex::encode(a),
+                balance,
+            }));
         genesis.clone().check()?;
         genesis.save(&path)?;
         Ok(())
@@ -874,6 +933,66 @@ impl Testnet {
         };
         genesis.clone().check()?;
         genesis.save(&path)?;
+        Ok(())
+    }
+
+    /// Takes validators `joiners` out of the genesis before the validators start, on a chain
+    /// whose sets come from the registry ([`Testnet::take_sets_from_registry`]): their keys
+    /// stay, their accounts get `balance` in the genesis, and every `node.toml` names the
+    /// genesis validators only as peers. A joiner's node follows the chain until it registers
+    /// (`register-validator`, then `set-network-address`), and signs from the set that the
+    /// registry then gives it. Errors: [`TestnetError::Options`] for a joiner out of range or
+    /// no validator left; [`TestnetError::Config`] for a genesis that refuses it; files.
+    pub fn make_joiners(&self, joiners: &[usize], balance: u64) -> Result<(), TestnetError> {
+        let path = self.dir.join(GENESIS_FILE);
+        let genesis = GenesisFile::load(&path)?;
+        if let Some(&v) = joiners.iter().find(|&&v| v >= genesis.validators.len()) {
+            return Err(TestnetError::Options(format!(
+                "validator {v} is not one of the {} validators",
+                genesis.validators.len()
+            )));
+        }
+        let (left, stay): (Vec<_>, Vec<_>) = genesis
+            .validators
+            .iter()
+            .cloned()
+            .enumerate()
+            .partition(|(i, _)| joiners.contains(i));
+        if stay.is_empty() {
+            return Err(TestnetError::Options(
+                "every validator would join: the genesis needs one".into(),
+            ));
+        }
+        let mut accounts = genesis.accounts.clone();
+        for (_, validator) in &left {
+            let address = crate::wallet::identity_address(&validator.mldsa_public_key)
+                .map_err(TestnetError::Options)?;
+            accounts.push(quasar_chainspec::GenesisAccount {
+                address: hex::encode(address),
+                balance,
+            });
+        }
+        let genesis_keys: Vec<String> = stay
+            .iter()
+            .map(|(_, v)| v.bls_public_key.to_ascii_lowercase())
+            .collect();
+        let genesis = GenesisFile {
+            validators: stay.into_iter().map(|(_, v)| v).collect(),
+            accounts,
+            ..genesis
+        };
+        genesis.clone().check()?;
+        genesis.save(&path)?;
+        for i in 0..self.validators() {
+            self.update_node_config(i, |cfg| NodeConfig {
+                peers: cfg
+                    .peers
+                    .into_iter()
+                    .filter(|p| genesis_keys.contains(&p.bls_public_key.to_ascii_lowercase()))
+                    .collect(),
+                ..cfg
+            })?;
+        }
         Ok(())
     }
 
@@ -1714,8 +1833,11 @@ pub async fn run(opts: TestnetOptions) -> Result<TestnetReport, TestnetError> {
         }
     };
     eprintln!(
-        "testnet: {} validators, {} blocks, block time {} ms, {} tx/s, in {}",
+        "testnet: {} validators (+{} joining, {} leaving), {} blocks, block time {} ms, {} tx/s, \
+         in {}",
         opts.validators,
+        opts.join,
+        opts.leave,
         opts.blocks,
         opts.block_time_ms,
         opts.tx_rate,
@@ -1909,7 +2031,7 @@ async fn run_in(dir: &Path, opts: &TestnetOptions) -> Result<TestnetReport, Test
     }
     let mut net = Testnet::create_with_magnetar_set(
         dir,
-        opts.validators,
+        opts.validators.saturating_add(opts.join),
         opts.block_time_ms,
         opts.profile,
         opts.magnetar_set,
@@ -1924,6 +2046,10 @@ async fn run_in(dir: &Path, opts: &TestnetOptions) -> Result<TestnetReport, Test
     }
     if opts.sets_from_registry {
         net.take_sets_from_registry()?;
+    }
+    if opts.join > 0 {
+        let joiners: Vec<usize> = (opts.validators..opts.validators + opts.join).collect();
+        net.make_joiners(&joiners, JOIN_BALANCE)?;
     }
     if let Some(setup) = &opts.rollup_setup {
         net.add_rollup(setup, opts.rollup_provers)?;
@@ -1967,13 +2093,16 @@ async fn drive(
     }
     net.wait_ready(API_READY_TIMEOUT).await?;
     eprintln!("testnet: all {n} validators answer; submitting transactions");
+    let changing = change_by_transaction(net, opts);
 
     let budget = Duration::from_secs(60).saturating_add(Duration::from_millis(
         opts.block_time_ms
             .saturating_mul(opts.blocks)
             .saturating_mul(3),
     ));
-    let subs = submit_until_height(net, opts, budget, transfers).await?;
+    let (subs, changed_at) =
+        tokio::join!(submit_until_height(net, opts, budget, transfers), changing);
+    let (subs, changed_at) = (subs?, changed_at?);
     eprintln!(
         "testnet: height {} reached; {} transactions offered, {} sent, {} accepted, {} pushed back \
          ({} push-back answers, each sent again), {} rejected, {} failed; waiting for finality",
@@ -1999,7 +2128,22 @@ async fn drive(
     if let Some((target, budget)) = quasar_wait {
         wait_for_quasar(net, target, budget).await?;
     }
-    let report = measure(net, opts.blocks, &subs, txs_finalized).await?;
+    let mut report = measure(net, opts.blocks, opts.validators, &subs, txs_finalized).await?;
+    (report.joiners, report.leavers) = (opts.join, opts.leave);
+    let leavers = opts.validators - opts.leave..opts.validators;
+    for (i, at) in (opts.validators..n).chain(leavers).zip(changed_at) {
+        let in_set = net.status(i).await?.validator_index.is_some();
+        match (i < opts.validators, in_set) {
+            (false, true) => report.joined += 1,
+            (true, false) => report.left += 1,
+            (false, false) => eprintln!(
+                "testnet: validator {i} (announced at height {at}) is NOT in the set at the end"
+            ),
+            (true, true) => eprintln!(
+                "testnet: validator {i} (left at height {at}) is STILL in the set at the end"
+            ),
+        }
+    }
     eprintln!(
         "testnet: agreement {}, {:.2} blocks/s, finality p50 {:.1} ms p99 {:.1} ms, {}/{} accepted transactions finalized ({:.0}/s)",
         report.agreement,
@@ -2013,6 +2157,76 @@ async fn drive(
     Ok(report)
 }
 
+/// Each joiner's balance in the genesis: its stake and fees.
+const JOIN_BALANCE: u64 = 10_000;
+
+/// Registers each joiner of `opts` (validators `opts.validators..`) with a stake of [`STAKE`]
+/// and announces its p2p address, then sends `Leave` for each leaver (the last
+/// `opts.leave` genesis validators), through validator 0's API as a client would
+/// (`register-validator`, `set-network-address`, `leave`); returns the heights at which each
+/// joiner's announcement and each leaver's departure were final.
+///
+/// Errors: a transaction refused or not final within a minute ([`TestnetError::Inconsistent`]),
+/// keys or genesis that cannot be read.
+async fn change_by_transaction(
+    net: &Testnet,
+    opts: &TestnetOptions,
+) -> Result<Vec<u64>, TestnetError> {
+    if opts.join == 0 && opts.leave == 0 {
+        return Ok(Vec::new());
+    }
+    // A client reads the sender's final account first: the chain must have executed a block.
+    net.wait_finalized(&[0], 1, API_READY_TIMEOUT).await?;
+    let genesis = net.dir.join(GENESIS_FILE);
+    let chain = crate::wallet::Chain::open(&format!("http://{}", net.api(0)), &genesis)
+        .map_err(|e| TestnetError::Options(e.to_string()))?;
+    let chain_id = GenesisFile::load(&genesis)?.chain_id;
+    let mut heights = Vec::new();
+    let leavers = opts.validators - opts.leave..opts.validators;
+    for i in (opts.validators..opts.validators + opts.join).chain(leavers) {
+        let keys = quasar_chainspec::load_keys(&net.node_dir(i), &net.key_access(i)?)?;
+        let refused = |message: String| TestnetError::Inconsistent {
+            validator: i,
+            message,
+        };
+        let actions = if i < opts.validators {
+            vec![quasar_app::Action::Leave]
+        } else {
+            vec![
+                quasar_app::Action::RegisterValidator {
+                    amount: STAKE,
+                    registration: Box::new(crate::wallet::registration_of(&keys, chain_id)),
+                },
+                quasar_app::Action::SetNetworkAddress {
+                    address: net.p2p(i).to_string(),
+                },
+            ]
+        };
+        let mut height = 0;
+        for action in actions {
+            let hash = chain
+                .send(&keys.mldsa, action, 0)
+                .await
+                .map_err(|e| refused(e.to_string()))?;
+            let info = chain
+                .wait_final(&hash, Duration::from_secs(60))
+                .await
+                .map_err(|e| refused(e.to_string()))?;
+            height = info.height.unwrap_or(0);
+        }
+        if i < opts.validators {
+            eprintln!("testnet: validator {i} left (final at height {height})");
+        } else {
+            eprintln!(
+                "testnet: validator {i} registered and announced {} (final at height {height})",
+                net.p2p(i)
+            );
+        }
+        heights.push(height);
+    }
+    Ok(heights)
+}
+
 /// Submits transactions at `opts.tx_rate`, round-robin over the validators, until the first
 /// validator reports height `opts.blocks`.
 async fn submit_until_height(
@@ -2021,7 +2235,8 @@ async fn submit_until_height(
     budget: Duration,
     transfers: std::sync::mpsc::Receiver<(usize, Vec<u8>)>,
 ) -> Result<Submissions, TestnetError> {
-    let n = net.validators();
+    // The genesis validators: a joiner's node follows the chain from behind until it is in.
+    let n = opts.validators;
     let mut subs = Submissions::default();
     // (validator, transactions, answer) of each batch in flight: one per validator at a time,
     // so that a validator admits one account's transfers in nonce order.
@@ -2235,10 +2450,12 @@ fn held<T>(result: Result<T, TestnetError>) -> Result<Option<T>, TestnetError> {
 }
 
 /// Reads blocks `1..=blocks` from every validator (but the ones it pruned) and computes the
-/// report.
+/// report; finality times come from validators `0..timed` (the genesis's: a joiner's are its
+/// catch-up).
 async fn measure(
     net: &Testnet,
     blocks: u64,
+    timed: usize,
     subs: &Submissions,
     txs_finalized: u64,
 ) -> Result<TestnetReport, TestnetError> {
@@ -2269,7 +2486,8 @@ async fn measure(
                 }
                 Some(_) => {}
             }
-            if let Some(at) = block.finalized_at_us {
+            // A joiner learns the blocks before its registration late, as it catches up.
+            if let Some(at) = block.finalized_at_us.filter(|_| i < timed) {
                 samples_ms.push((i128::from(at) - i128::from(block.timestamp_us)) as f64 / 1000.0);
                 if h == blocks {
                     last_finalized_us = Some(last_finalized_us.map_or(at, |m| m.max(at)));
@@ -2327,6 +2545,10 @@ async fn measure(
         quasar_unavailable: first.quasar_unavailable,
         leg_verify_p50_ms: median_per_leg(&verify_ms),
         leg_sign_p50_ms: median_per_leg(&sign_ms),
+        joiners: 0,
+        joined: 0,
+        leavers: 0,
+        left: 0,
     })
 }
 

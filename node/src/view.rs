@@ -132,11 +132,12 @@ impl NodeView for Shared {
             .block_tx_hashes(height)
             .map_err(|e| Unavailable::Failed(e.to_string()))?;
         let h = p.header();
-        let signers: Vec<u32> = signers_from_bitmap(c.signers(), self.network_size())
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|s| u32::try_from(s).ok())
-            .collect();
+        let signers: Vec<u32> =
+            signers_from_bitmap(c.signers(), self.sets.at(c.epoch()).validators.len())
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|s| u32::try_from(s).ok())
+                .collect();
         let finalized_at = self
             .finalized_at
             .lock()

@@ -242,7 +242,10 @@ pub fn next_transaction(
         ))
     })?;
     let chain_id = rules.chain_id;
-    let reads_registry = matches!(action, Action::Leave | Action::ReportEquivocation { .. });
+    let reads_registry = matches!(
+        action,
+        Action::Leave | Action::ReportEquivocation { .. } | Action::SetNetworkAddress { .. }
+    );
     let tx = Transaction {
         chain_id,
         nonce: account.nonce,
@@ -257,8 +260,8 @@ pub fn next_transaction(
     // The chain's own rules on the account as last seen final, so that what would be refused
     // in every block (an overdraft, a bad proof of possession) is refused here with the reason,
     // not dropped later. The validator registry is not read here (the node's admission checks
-    // staking actions against it), so `Leave` and a report of equivocation, which need a
-    // validator's record, are left to it, but for their fee.
+    // staking actions against it), so `Leave`, a report of equivocation and an announced
+    // address, which need a validator's record, are left to it, but for their fee.
     if reads_registry {
         if account.balance < fee {
             return Err(WalletError::Transaction(format!(
@@ -288,6 +291,17 @@ pub fn next_transaction(
         )
         .map_err(|e| WalletError::Transaction(format!("the chain would refuse it: {e}")))?;
     Ok(signed.as_bytes().to_vec())
+}
+
+/// The account address of a validator whose ML-DSA-65 identity key is `hex_key` (hex, as a
+/// public key file or a genesis entry holds it): [`address_of`] the key.
+///
+/// Errors: a message naming `mldsa_public_key` for bytes that are not hex or not a key.
+pub fn identity_address(hex_key: &str) -> Result<quasar_app::Address, String> {
+    let bytes = hex::decode(hex_key).map_err(|e| format!("mldsa_public_key: {e}"))?;
+    let identity = mldsa::PublicKey::<MlDsa65>::from_bytes(&bytes)
+        .map_err(|e| format!("mldsa_public_key: {e}"))?;
+    Ok(address_of(&identity))
 }
 
 /// The registration on chain `chain_id` of the validator whose keys are `keys` (a key

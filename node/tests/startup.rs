@@ -388,11 +388,32 @@ fn init_writes_a_working_node_toml_from_keys_and_genesis() {
     )
     .unwrap();
     let foreign = render_node_toml(&InitOptions {
-        key_dir: stranger,
-        ..options
+        key_dir: stranger.clone(),
+        ..options.clone()
     });
     assert!(foreign
         .unwrap_err()
         .to_string()
         .contains("is not among the validators"));
+    // Where the registry gives the sets, the stranger joins: every genesis validator is a peer.
+    let genesis = dir.path().join(quasar_node::testnet::GENESIS_FILE);
+    let registry = quasar_chainspec::GenesisFile {
+        profile: "fast".into(),
+        bundle_size: 1,
+        epoch_length: 10,
+        validator_set_source: quasar_chainspec::SetSource::Registry,
+        corona_group_key: None,
+        pulsar_group_key: None,
+        pulsar_committee: None,
+        ..quasar_chainspec::GenesisFile::load(&genesis).unwrap()
+    };
+    registry.save(&genesis).unwrap();
+    let joiner = render_node_toml(&InitOptions {
+        key_dir: stranger,
+        ..options
+    })
+    .unwrap();
+    assert!(joiner.contains("joins by registering"), "{joiner}");
+    let written = NodeConfig::from_toml(&joiner, std::path::Path::new("/")).unwrap();
+    assert_eq!(written.peers.len(), 4, "{joiner}");
 }

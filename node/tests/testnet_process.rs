@@ -142,6 +142,10 @@ fn the_report_is_one_json_object_with_exactly_the_documented_keys_in_order() {
         quasar_unavailable: None,
         leg_verify_p50_ms: [("bls".to_string(), 1.5)].into_iter().collect(),
         leg_sign_p50_ms: [("corona".to_string(), 40.0)].into_iter().collect(),
+        joiners: 1,
+        joined: 1,
+        leavers: 1,
+        left: 1,
     };
     assert_eq!(
         serde_json::to_string(&report).unwrap(),
@@ -149,7 +153,8 @@ fn the_report_is_one_json_object_with_exactly_the_documented_keys_in_order() {
          \"finality_p50_ms\":120.0,\"finality_p95_ms\":250.0,\"finality_p99_ms\":300.0,\"txs_offered\":12,\"txs_sent\":11,\"txs_accepted\":10,\
          \"txs_pushed_back\":0,\"txs_rejected\":1,\"txs_failed\":0,\"txs_finalized\":10,\"tps_finalized\":40.5,\"cpu_us_per_tx\":250.0,\
          \"profile\":\"fast\",\"quasar_finalized_height\":19,\"quasar_unavailable\":null,\
-         \"leg_verify_p50_ms\":{\"bls\":1.5},\"leg_sign_p50_ms\":{\"corona\":40.0}}"
+         \"leg_verify_p50_ms\":{\"bls\":1.5},\"leg_sign_p50_ms\":{\"corona\":40.0},\
+         \"joiners\":1,\"joined\":1,\"leavers\":1,\"left\":1}"
     );
     assert!(report.passed());
     assert!(
@@ -161,6 +166,16 @@ fn the_report_is_one_json_object_with_exactly_the_documented_keys_in_order() {
     );
     assert!(!TestnetReport {
         txs_finalized: 9,
+        ..report.clone()
+    }
+    .passed());
+    assert!(!TestnetReport {
+        joined: 0,
+        ..report.clone()
+    }
+    .passed());
+    assert!(!TestnetReport {
+        left: 0,
         ..report.clone()
     }
     .passed());
@@ -299,6 +314,23 @@ async fn run_rejects_options_that_describe_no_network() {
         opts.profile = profile;
         opts.epoch_length = epoch_length;
         opts.sets_from_registry = true;
+        match testnet::run(opts).await {
+            Err(TestnetError::Options(why)) => assert!(why.contains(says), "{why}"),
+            other => panic!("expected an options error, got {other:?}"),
+        }
+    }
+    // Validators join through the registry only, and need the epochs to reach their set.
+    for (registry, blocks, says) in [
+        (false, 100, "--join needs --sets-from-registry"),
+        (true, 39, "--join needs --blocks 40 or more"),
+    ] {
+        let mut opts = TestnetOptions::new(binary());
+        opts.dir = Some(dir.path().to_path_buf());
+        opts.profile = Profile::Fast;
+        opts.epoch_length = Some(10);
+        opts.sets_from_registry = registry;
+        opts.blocks = blocks;
+        opts.join = 1;
         match testnet::run(opts).await {
             Err(TestnetError::Options(why)) => assert!(why.contains(says), "{why}"),
             other => panic!("expected an options error, got {other:?}"),
@@ -1330,6 +1362,107 @@ async fn a_second_instance_of_a_running_validator_stops_before_it_signs() {
     assert!(fx.net.is_running(3), "the first instance was disturbed");
     let target = fx.net.status(0).await.unwrap().finalized_height + 3;
     all_finalize_without_evidence(&fx.net, target, Duration::from_secs(30)).await;
+}
+
+/// A validator outside the genesis joins by transaction: four genesis validators and a fifth
+/// process whose validator only has a funded account (profile `fast`, epochs of 10 blocks,
+/// sets from the registry). The fifth follows nobody until it registers: no validator accepts
+/// its certificate. It registers, announces where it listens, every node then dials and
+/// accepts it, it catches up, and from the set that the boundary two epochs after its
+/// announcement decides it signs: all five finalize, it among them. A malformed address is
+/// refused at the API, and an address from an account that is not a validator by the chain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_validator_registers_announces_its_address_and_signs_from_its_set_two_epochs_later() {
+    let _turn = one_network_at_a_time().await;
+    let mut fx = Fixture::with_profile("quasar-join-test-", 5, 100, Profile::Fast);
+    fx.net.set_epoch_length(10).unwrap();
+    fx.net.take_sets_from_registry().unwrap();
+    fx.net.make_joiners(&[4], 10_000).unwrap();
+    fx.spawn_all();
+    fx.net
+        .wait_finalized(&[0, 1, 2, 3], 2, Duration::from_secs(30))
+        .await
+        .unwrap();
+    let genesis = fx.net.dir().join(GENESIS_FILE);
+    let on = format!(
+        "--api http://{} --genesis {}",
+        fx.net.api(0),
+        genesis.display()
+    );
+    let v4 = fx.net.node_dir(4).to_string_lossy().into_owned();
+    let as_v4 = format!("--key-dir {v4} --passphrase-file {v4}/validator.passphrase --fee 0");
+    // A host the nodes could not dial is refused at the API, with the rule it breaks.
+    let refused = cli_fails(&format!(
+        "set-network-address --address validator-4.example:0 {as_v4} {on}"
+    ));
+    assert!(refused.contains("port"), "{refused}");
+    let registered: serde_json::Value = serde_json::from_str(
+        cli(&format!(
+            "register-validator --amount 100 {as_v4} --wait {on}"
+        ))
+        .trim(),
+    )
+    .unwrap();
+    assert_eq!(registered["status"], "finalized", "{registered}");
+    let announced: serde_json::Value = serde_json::from_str(
+        cli(&format!(
+            "set-network-address --address {} {as_v4} --wait {on}",
+            fx.net.p2p(4)
+        ))
+        .trim(),
+    )
+    .unwrap();
+    assert_eq!(announced["status"], "finalized", "{announced}");
+    let height = announced["height"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{announced}"));
+    let joined = (height - 1) / 10 + 2;
+    let first = joined * 10 + 1;
+    let statuses = fx
+        .net
+        .wait_for_status(
+            "all five to finalize in the set that has the fifth",
+            &[0, 1, 2, 3, 4],
+            Duration::from_secs(180),
+            |s| s.iter().all(|s| s.finalized_height >= first + 5),
+        )
+        .await
+        .unwrap();
+    assert!(
+        statuses.iter().all(|s| s.validator_index.is_some()),
+        "{statuses:?}"
+    );
+    assert!(statuses[4].votes_signed > 0, "{statuses:?}");
+    assert!(
+        fx.net.same_chain(first + 5).await.unwrap(),
+        "the five agree on every block"
+    );
+    // The certificates of the set of five count a quorum of five (four signers at least).
+    let block = fx.net.block(0, first + 4).await.unwrap().unwrap();
+    let signers = &block.certificate.signers;
+    assert!(
+        signers.len() >= 4 && signers.iter().all(|&s| s < 5),
+        "{block:?}"
+    );
+    let listing: serde_json::Value =
+        serde_json::from_str(cli(&format!("validators --api http://{}", fx.net.api(4))).trim())
+            .unwrap();
+    let in_set = listing["validators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["set_index"].is_u64())
+        .count();
+    assert_eq!(in_set, 5, "{listing}");
+    let p2p = fx.net.p2p(4).to_string();
+    assert!(
+        listing["validators"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v["network_address"] == p2p.as_str()),
+        "{listing}"
+    );
 }
 
 /// Validator sets from the registry (the genesis `validator_set_source` `"registry"`), on 4 real

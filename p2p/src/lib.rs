@@ -3,15 +3,16 @@
 //! # What this implements
 //!
 //! Opaque messages (ZAP buffers; decoding is the runtime's job) between the validators of a
-//! fixed, pinned set, over QUIC (RFC 9000, quinn) secured by TLS 1.3 (RFC 9001, RFC 8446) with
-//! ALPN `zap/3` (version 3: two gossip streams per connection, each opened by a tag byte; block
-//! headers carry the state root):
+//! pinned set that may change while the node runs ([`Network::set_peers`]), over QUIC (RFC 9000,
+//! quinn) secured by TLS 1.3 (RFC 9001, RFC 8446) with ALPN `zap/3` (version 3: two gossip
+//! streams per connection, each opened by a tag byte; block headers carry the state root):
 //!
-//! - **Identity** ([`tls`]): every validator has a self-signed Ed25519 certificate pinned by its DER
-//!   bytes in the genesis file. TLS is mutual: the server requires a client certificate from the
-//!   pinned set, the client requires exactly the certificate pinned for the validator it dialed,
-//!   and both check the handshake signature. After the handshake the peer's certificate maps to
-//!   its validator index.
+//! - **Identity** ([`tls`]): every validator has a self-signed Ed25519 certificate pinned by its
+//!   DER bytes in the genesis file (or in its on-chain registration, for a validator that joined
+//!   later). TLS is mutual: the server requires a client certificate from the pinned set as it
+//!   is at the handshake, the client requires exactly the certificate pinned for the validator
+//!   it dialed, and both check the handshake signature. After the handshake the peer's
+//!   certificate maps to its validator index.
 //! - **Gossip**: for each peer, one outbound task dials it (retrying with jittered backoff
 //!   50 ms → 2 s until shutdown; a dial succeeds only once the server confirmed the handshake,
 //!   RFC 9001 §4.1.2, so a peer that refuses our certificate is not retried every 50 ms), opens
@@ -92,8 +93,9 @@ pub enum P2pError {
     /// Building the QUIC config failed; fatal at startup.
     #[error("quic configuration: {0}")]
     QuicConfig(String),
-    /// The network config is inconsistent (duplicate peer index or certificate, own index among
-    /// peers, zero queue capacity); fatal at startup.
+    /// The network config or a new peer set is inconsistent (duplicate peer index or
+    /// certificate, own index or certificate among peers, zero queue capacity); fatal at startup,
+    /// and from [`Network::set_peers`] the set was refused and nothing changed.
     #[error("invalid network config: {0}")]
     Config(String),
     /// Binding the UDP socket failed; fatal at startup.
@@ -104,7 +106,7 @@ pub enum P2pError {
         /// The OS error.
         source: std::io::Error,
     },
-    /// The validator index is not among the configured peers; the message was not sent.
+    /// The validator index is not among the current peers; the message was not sent.
     #[error("unknown peer {0}")]
     UnknownPeer(u32),
     /// The request did not complete within its timeout (peer unreachable or slow).

@@ -1,5 +1,5 @@
-//! The [`Network`] handle and its tasks: one accept loop, one outbound task per peer, one reader
-//! task per inbound stream.
+//! The [`Network`] handle and its tasks: one accept loop, one outbound task per current peer,
+//! one reader task per inbound stream.
 //!
 //! # Liveness of the transport itself
 //!
@@ -38,12 +38,38 @@
 //!   finds our outbound connection young (or still dialing for less than 2 s), and after X
 //!   restarts, X's fresh outbound connection triggers exactly one redial on our side, whose new
 //!   inbound connection at X finds X's outbound connection young.
+//!
+//! # Peers that change
+//!
+//! Validators register on chain after genesis and leave, so the peer set is not fixed:
+//! [`Network::set_peers`] replaces it while the network runs, and [`Network::start`] uses the
+//! same path for the initial set (and serves handshakes only once that set is in place). Each
+//! peer has one `PeerHandle` in a map shared by the handle and the accept loop; the pinned
+//! certificates live in one [`PinnedClients`] set shared by the map's owner and the server's
+//! client-certificate verifier, so a change applies to the next handshake without rebuilding
+//! the endpoint (the server issues no session tickets, so no handshake skips the check).
+//! Matched by index:
+//!
+//! - **Added**: its certificate is pinned and its outbound task spawned (`Inner::spawn_outbound`,
+//!   the one way an outbound task starts).
+//! - **Same certificate, new address**: the outbound task reads the address at each dial, so
+//!   the next dial uses it; a working connection is kept.
+//! - **New certificate**: removed, then added.
+//! - **Removed**: its certificate is unpinned, its outbound connection closed, and its handle
+//!   dropped. The handle owns a `member` signal that is never sent on; its drop ends the
+//!   outbound task (from any state: dialing, waiting, pumping) and every inbound connection of
+//!   the peer (closed with code 5, "removed"). A task ended this way is not a failure of the
+//!   network. Messages to the index are dropped like those to any unknown index.
+//!
+//! An inbound connection is identified under the map's lock by certificate *and* index, so a
+//! handshake that raced with a change of the set is refused rather than attributed to the
+//! wrong validator. Everything `set_peers` can fail on is checked before it changes anything.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use quasar_wire::frame::frame_header;
@@ -56,7 +82,7 @@ use tracing::{debug, error, info, warn};
 use super::address::PeerAddress;
 use super::frame_io::{read_frame, write_frame, FrameReadError};
 use super::log_limit::{WarnLimiter, MAX_KEYS, WARN_INTERVAL};
-use super::tls::{self, TlsIdentity, SERVER_NAME};
+use super::tls::{self, PinnedClients, TlsIdentity, SERVER_NAME};
 use super::{P2pError, P2pMetrics};
 
 /// First reconnect delay after a failed dial or a lost connection.
@@ -99,6 +125,7 @@ const CODE_REJECTED: u32 = 1;
 const CODE_MALFORMED: u32 = 2;
 const CODE_NO_REPLY: u32 = 3;
 const CODE_SUPERSEDED: u32 = 4;
+const CODE_REMOVED: u32 = 5;
 
 /// One validator we talk to: its index, pinned certificate and dial address.
 #[derive(Clone, Debug)]
@@ -121,7 +148,8 @@ pub struct NetworkConfig {
     pub identity: TlsIdentity,
     /// This validator's index.
     pub my_index: u32,
-    /// Every other validator (not this one); indices and certificates must be distinct.
+    /// Every other validator (not this one); indices and certificates must be distinct. The set
+    /// may change later ([`Network::set_peers`]).
     pub peers: Vec<PeerInfo>,
     /// Outbound queue capacity per peer, in messages (e.g. 4096); must be > 0.
     pub outbound_queue: usize,
@@ -250,19 +278,81 @@ struct Inner {
     /// must be gone to free the port).
     endpoint: watch::Sender<Option<Endpoint>>,
     local_addr: SocketAddr,
-    peers: HashMap<u32, PeerHandle>,
+    /// This validator's identity and index, and the queue capacities: what starting an outbound
+    /// task takes ([`Inner::spawn_outbound`]).
+    identity: TlsIdentity,
+    my_index: u32,
+    outbound_queue: usize,
+    transaction_queue: usize,
+    /// The current peers by validator index, shared with the accept loop.
+    peers: Peers,
+    /// Their certificates, as the server's client-certificate verifier checks them.
+    pinned: PinnedClients,
     metrics: P2pMetrics,
     shutdown: watch::Sender<bool>,
     /// `None` while running; set once, by [`Network::shutdown`] or a failing task.
     stop: watch::Sender<Option<StopCause>>,
+    /// The accept loop (first), then the outbound tasks (finished ones are pruned by
+    /// `set_peers`).
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// Where `set_peers` spawns new outbound tasks (it may be called outside the runtime).
+    runtime: tokio::runtime::Handle,
 }
 
+/// The current peers by validator index.
+type Peers = Arc<RwLock<HashMap<u32, PeerHandle>>>;
+
+/// One current peer: its queues and outbound connection (for `send` and `request`), what
+/// identifies and counts its inbound connections, and the senders whose drop, when the peer
+/// leaves the set, stops its tasks.
 #[derive(Debug)]
 struct PeerHandle {
+    /// Its pinned certificate (DER).
+    cert_der: Vec<u8>,
+    /// Its dial address; the outbound task reads it at each dial.
+    address: watch::Sender<PeerAddress>,
     queue: mpsc::Sender<Arc<Vec<u8>>>,
     transactions: mpsc::Sender<Arc<Vec<u8>>>,
     connection: watch::Receiver<Option<Connection>>,
+    /// Tells its outbound task that the peer connected to us anew.
+    reconnected: watch::Sender<()>,
+    /// Its open inbound connections (at most [`MAX_INBOUND_CONNECTIONS_PER_PEER`]).
+    inbound: Arc<AtomicUsize>,
+    /// Never sent on: dropped when the peer leaves the set, which ends `changed()` for its
+    /// outbound task and its inbound connections, so they stop.
+    member: watch::Sender<()>,
+}
+
+impl PeerHandle {
+    /// Whether the outbound connection is established now (confirmed and not closed).
+    fn is_connected(&self) -> bool {
+        self.connection
+            .borrow()
+            .as_ref()
+            .is_some_and(|c| c.close_reason().is_none())
+    }
+
+    /// Removes a peer that left the set: closes the outbound connection, then drops the
+    /// handle, which stops the outbound task (dropping what was queued) and closes the inbound
+    /// connections.
+    fn remove(self) {
+        if let Some(conn) = self.connection.borrow().as_ref() {
+            conn.close(VarInt::from_u32(CODE_REMOVED), b"removed");
+        }
+    }
+}
+
+/// The lock's guard, also when a panic poisoned it (every update leaves the map consistent).
+fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Drop for Inner {
@@ -284,17 +374,14 @@ impl Drop for Inner {
 /// State shared by the accept loop and the inbound stream tasks.
 #[derive(Clone)]
 struct InboundCtx {
-    pinned: Arc<HashMap<Vec<u8>, u32>>,
-    /// Open inbound connections per validator index.
-    open: Arc<HashMap<u32, AtomicUsize>>,
+    pinned: PinnedClients,
+    peers: Peers,
     tx: mpsc::Sender<Inbound>,
     transactions: mpsc::Sender<Inbound>,
     metrics: P2pMetrics,
     shutdown: watch::Receiver<bool>,
     /// One WARN per remote IP per minute for refused connections.
     warn_limit: Arc<WarnLimiter<std::net::IpAddr>>,
-    /// Per validator index: tells its outbound task that the peer connected to us anew.
-    reconnected: Arc<HashMap<u32, watch::Sender<()>>>,
 }
 
 impl Network {
@@ -309,12 +396,8 @@ impl Network {
         metrics: P2pMetrics,
     ) -> Result<(Network, Inbox), P2pError> {
         validate(&config)?;
-        let pinned: HashMap<Vec<u8>, u32> = config
-            .peers
-            .iter()
-            .map(|p| (p.cert_der.clone(), p.index))
-            .collect();
-        let server = tls::server_config(&config.identity, pinned.keys().cloned())?;
+        let pinned = PinnedClients::default();
+        let server = tls::server_config(&config.identity, pinned.clone())?;
         let endpoint =
             Endpoint::server(server.clone(), config.listen).map_err(|source| P2pError::Bind {
                 addr: config.listen,
@@ -324,96 +407,63 @@ impl Network {
             addr: config.listen,
             source,
         })?;
+        let runtime = tokio::runtime::Handle::current();
         let (shutdown, shutdown_rx) = watch::channel(false);
         let (stop, _) = watch::channel(None);
-        let (endpoint_tx, endpoint_rx) = watch::channel(Some(endpoint));
+        let (endpoint_tx, _) = watch::channel(Some(endpoint));
         let (inbound_tx, inbound_rx) = mpsc::channel(config.inbound_queue);
         let (transactions_tx, transactions_rx) = mpsc::channel(config.transaction_queue);
-
-        let mut tasks = Vec::with_capacity(config.peers.len().saturating_add(1));
-        let mut peers = HashMap::with_capacity(config.peers.len());
-        let mut reconnected = HashMap::with_capacity(config.peers.len());
-        for peer in &config.peers {
-            let (reconnected_tx, reconnected_rx) = watch::channel(());
-            reconnected.insert(peer.index, reconnected_tx);
-            let client = tls::client_config(&config.identity, &peer.cert_der)?;
-            let (queue_tx, queue_rx) = mpsc::channel(config.outbound_queue);
-            let (transactions_queue_tx, transactions_queue_rx) =
-                mpsc::channel(config.transaction_queue);
-            let (conn_tx, conn_rx) = watch::channel(None);
-            let outbound = Outbound {
-                endpoint: endpoint_rx.clone(),
-                peer: peer.clone(),
-                client,
-                queues: Queues {
-                    consensus: queue_rx,
-                    transactions: transactions_queue_rx,
-                },
-                connection: conn_tx,
-                reconnected: reconnected_rx,
-                metrics: metrics.clone(),
-                shutdown: shutdown_rx.clone(),
-                warn_limit: WarnLimiter::new(WARN_INTERVAL, 1),
-                resolved: None,
-            };
-            tasks.push(spawn_supervised(
-                format!("outbound task of peer {}", peer.index),
-                outbound.run(),
-                shutdown_rx.clone(),
-                stop.clone(),
-            ));
-            peers.insert(
-                peer.index,
-                PeerHandle {
-                    queue: queue_tx,
-                    transactions: transactions_queue_tx,
-                    connection: conn_rx,
-                },
-            );
-        }
-        let open = config
-            .peers
-            .iter()
-            .map(|p| (p.index, AtomicUsize::new(0)))
-            .collect();
-        let ctx = InboundCtx {
-            pinned: Arc::new(pinned),
-            open: Arc::new(open),
-            tx: inbound_tx,
-            transactions: transactions_tx,
-            metrics: metrics.clone(),
-            shutdown: shutdown_rx.clone(),
-            warn_limit: Arc::new(WarnLimiter::new(WARN_INTERVAL, MAX_KEYS)),
-            reconnected: Arc::new(reconnected),
-        };
         let acceptor = Acceptor {
             endpoint: endpoint_tx.clone(),
             server,
             local_addr,
         };
-        tasks.push(spawn_supervised(
-            "accept loop".to_string(),
-            acceptor.run(ctx),
-            shutdown_rx,
-            stop.clone(),
-        ));
-        info!(
-            index = config.my_index,
-            %local_addr,
-            peers = config.peers.len(),
-            "p2p network started"
-        );
         let network = Network {
             inner: Arc::new(Inner {
                 endpoint: endpoint_tx,
                 local_addr,
-                peers,
+                identity: config.identity,
+                my_index: config.my_index,
+                outbound_queue: config.outbound_queue,
+                transaction_queue: config.transaction_queue,
+                peers: Peers::default(),
+                pinned,
                 metrics,
                 shutdown,
                 stop,
-                tasks: Mutex::new(tasks),
+                tasks: Mutex::default(),
+                runtime,
             }),
         };
+        let count = config.peers.len();
+        // On an error nothing was spawned; dropping `network` closes the endpoint.
+        network.set_peers(config.peers)?;
+        // Handshakes are served only from now on (quinn holds them until accepted), so none is
+        // checked against a partly built set.
+        let inner = &network.inner;
+        let ctx = InboundCtx {
+            pinned: inner.pinned.clone(),
+            peers: Arc::clone(&inner.peers),
+            tx: inbound_tx,
+            transactions: transactions_tx,
+            metrics: inner.metrics.clone(),
+            shutdown: shutdown_rx.clone(),
+            warn_limit: Arc::new(WarnLimiter::new(WARN_INTERVAL, MAX_KEYS)),
+        };
+        let accept_loop = spawn_supervised(
+            &inner.runtime,
+            "accept loop".to_string(),
+            acceptor.run(ctx),
+            shutdown_rx,
+            inner.stop.clone(),
+        );
+        lock(&inner.tasks).insert(0, accept_loop);
+        info!(
+            index = config.my_index,
+            %local_addr,
+            peers = count,
+            "p2p network started"
+        );
         Ok((
             network,
             Inbox {
@@ -421,6 +471,99 @@ impl Network {
                 transactions: transactions_rx,
             },
         ))
+    }
+
+    /// Makes `peers` the peer set, while running: validators that registered after genesis
+    /// join, validators that left are dropped. Peers are matched by index:
+    ///
+    /// - a new index: its certificate is pinned for inbound connections at once (the next
+    ///   handshake sees it) and an outbound task starts dialing it, as at [`Network::start`];
+    /// - a known index with the same certificate keeps its connections and queues; a new
+    ///   address is dialed from its next dial on;
+    /// - a known index with another certificate is removed and added again;
+    /// - an index no longer in `peers`: its outbound connection is closed and its task stops
+    ///   (what was queued for it is dropped), its certificate is unpinned (the verifier refuses
+    ///   its next handshake) and its open inbound connections are closed; messages to it are
+    ///   then dropped like those to any unknown index ([`Network::send`],
+    ///   [`P2pError::UnknownPeer`]).
+    ///
+    /// Each added and removed peer (and each changed address) is logged at INFO. Calling it with
+    /// the current set changes nothing.
+    ///
+    /// Errors, after which nothing has changed: [`P2pError::Config`] when two peers share an
+    /// index or a certificate, or one has this validator's index or certificate;
+    /// [`P2pError::Tls`] / [`P2pError::QuicConfig`] when a client config cannot be built (not
+    /// with the identity the network started with); [`P2pError::Shutdown`] once
+    /// [`Network::shutdown`] was called.
+    pub fn set_peers(&self, peers: Vec<PeerInfo>) -> Result<(), P2pError> {
+        let inner = &*self.inner;
+        validate_peers(inner.my_index, &inner.identity.cert_der, &peers)?;
+        let mut current = write(&inner.peers);
+        if *inner.shutdown.borrow() {
+            return Err(P2pError::Shutdown);
+        }
+        // Decide everything (and build what can fail) before changing anything.
+        let mut kept = Vec::new();
+        let mut added = Vec::new();
+        for peer in peers {
+            if current
+                .get(&peer.index)
+                .is_some_and(|known| known.cert_der == peer.cert_der)
+            {
+                kept.push(peer);
+            } else {
+                let client = tls::client_config(&inner.identity, &peer.cert_der)?;
+                added.push((peer, client));
+            }
+        }
+        let keep: HashSet<u32> = kept.iter().map(|p| p.index).collect();
+        let removed: Vec<u32> = current
+            .keys()
+            .filter(|index| !keep.contains(index))
+            .copied()
+            .collect();
+
+        for index in removed {
+            if let Some(handle) = current.remove(&index) {
+                inner.pinned.unpin(&handle.cert_der);
+                info!(peer = index, address = %*handle.address.borrow(), "peer removed");
+                handle.remove();
+            }
+        }
+        for peer in kept {
+            if let Some(known) = current.get(&peer.index) {
+                known.address.send_if_modified(|address| {
+                    let changed = *address != peer.address;
+                    if changed {
+                        info!(
+                            peer = peer.index,
+                            address = %peer.address,
+                            before = %address,
+                            "peer address changed"
+                        );
+                        *address = peer.address;
+                    }
+                    changed
+                });
+            }
+        }
+        let mut tasks = lock(&inner.tasks);
+        tasks.retain(|task| !task.is_finished());
+        for (peer, client) in added {
+            let (handle, task) = inner.spawn_outbound(&peer, client);
+            inner.pinned.pin(peer.cert_der, peer.index);
+            info!(peer = peer.index, address = %peer.address, "peer added");
+            current.insert(peer.index, handle);
+            tasks.push(task);
+        }
+        Ok(())
+    }
+
+    /// The validator indices of the current peers, ascending.
+    pub fn peer_indices(&self) -> Vec<u32> {
+        let mut indices: Vec<u32> = read(&self.inner.peers).keys().copied().collect();
+        indices.sort_unstable();
+        indices
     }
 
     /// The bound UDP address (the real port when `listen` had port 0).
@@ -434,16 +577,17 @@ impl Network {
     }
 
     /// Queues `message` for peer `to` on its consensus stream. Never blocks: when the queue is
-    /// full, the peer is unknown or the message exceeds 16 MiB, the message is dropped and
-    /// counted in `outbound_dropped`.
+    /// full, the peer is unknown (not in the current set) or the message exceeds 16 MiB, the
+    /// message is dropped and counted in `outbound_dropped`.
     pub fn send(&self, to: u32, message: Arc<Vec<u8>>) {
         self.enqueue(to, Traffic::Consensus, message);
     }
 
-    /// Queues `message` for every peer (see [`Network::send`]); the bytes are shared, not copied.
+    /// Queues `message` for every current peer (see [`Network::send`]); the bytes are shared, not
+    /// copied.
     pub fn broadcast(&self, message: Arc<Vec<u8>>) {
-        for index in self.inner.peers.keys() {
-            self.send(*index, Arc::clone(&message));
+        for index in self.peer_indices() {
+            self.send(index, Arc::clone(&message));
         }
     }
 
@@ -451,8 +595,8 @@ impl Network {
     /// ([`Traffic::Transactions`]), dropping it (counted in `outbound_dropped`) for a peer whose
     /// transaction queue is full.
     pub fn broadcast_transactions(&self, message: Arc<Vec<u8>>) {
-        for index in self.inner.peers.keys() {
-            self.enqueue(*index, Traffic::Transactions, Arc::clone(&message));
+        for index in self.peer_indices() {
+            self.enqueue(index, Traffic::Transactions, Arc::clone(&message));
         }
     }
 
@@ -462,7 +606,8 @@ impl Network {
             self.inner.metrics.dropped(1);
             return;
         }
-        let Some(peer) = self.inner.peers.get(&to) else {
+        let peers = read(&self.inner.peers);
+        let Some(peer) = peers.get(&to) else {
             debug!(peer = to, "dropping message to unknown peer");
             self.inner.metrics.dropped(1);
             return;
@@ -481,7 +626,8 @@ impl Network {
     /// reply. Waits for the outbound connection if it is not up yet; the whole exchange is
     /// bounded by `timeout`.
     ///
-    /// Errors: [`P2pError::UnknownPeer`], [`P2pError::Frame`] (request over 16 MiB),
+    /// Errors: [`P2pError::UnknownPeer`] (also when `to` leaves the set while the request waits
+    /// for the connection), [`P2pError::Frame`] (request over 16 MiB),
     /// [`P2pError::Timeout`], [`P2pError::NoReply`] (the peer declined), [`P2pError::BadReply`]
     /// (malformed reply, counted in `malformed_frames`), connection/stream errors, and
     /// [`P2pError::Shutdown`].
@@ -492,14 +638,24 @@ impl Network {
         timeout: Duration,
     ) -> Result<Vec<u8>, P2pError> {
         frame_header(message.len())?;
-        let peer = self.inner.peers.get(&to).ok_or(P2pError::UnknownPeer(to))?;
-        let mut connection = peer.connection.clone();
+        let mut connection = read(&self.inner.peers)
+            .get(&to)
+            .map(|peer| peer.connection.clone())
+            .ok_or(P2pError::UnknownPeer(to))?;
         let metrics = self.inner.metrics.clone();
+        let shutdown = self.inner.shutdown.subscribe();
         let exchange = async move {
             let conn = connection
                 .wait_for(Option::is_some)
                 .await
-                .map_err(|_| P2pError::Shutdown)?
+                // The outbound task ended: the network shut down or the peer left the set.
+                .map_err(|_| {
+                    if *shutdown.borrow() {
+                        P2pError::Shutdown
+                    } else {
+                        P2pError::UnknownPeer(to)
+                    }
+                })?
                 .clone()
                 .ok_or(P2pError::Shutdown)?;
             let (mut send, mut recv) = conn.open_bi().await?;
@@ -537,26 +693,22 @@ impl Network {
             .map_err(|_| P2pError::Timeout { peer: to })?
     }
 
-    /// Number of peers with an established outbound connection now: confirmed by the peer and
-    /// not closed. A connection closed by the peer leaves the count at once; a peer that
-    /// vanished silently leaves it after the idle timeout ([`tls::IDLE_TIMEOUT`], 5 s).
+    /// Number of current peers with an established outbound connection now: confirmed by the
+    /// peer and not closed. A connection closed by the peer leaves the count at once; a peer
+    /// that vanished silently leaves it after the idle timeout ([`tls::IDLE_TIMEOUT`], 5 s).
     pub fn connected_peers(&self) -> usize {
-        self.inner
-            .peers
+        read(&self.inner.peers)
             .values()
-            .filter(|p| {
-                p.connection
-                    .borrow()
-                    .as_ref()
-                    .is_some_and(|c| c.close_reason().is_none())
-            })
+            .filter(|p| p.is_connected())
             .count()
     }
 
-    /// Whether every configured peer has an established connection now ([`Network::connected_peers`]
-    /// counts them).
+    /// Whether every current peer has an established connection now
+    /// ([`Network::connected_peers`] counts them); true when there are none.
     pub fn all_peers_connected(&self) -> bool {
-        self.connected_peers() == self.inner.peers.len()
+        read(&self.inner.peers)
+            .values()
+            .all(PeerHandle::is_connected)
     }
 
     /// Whether the transport still runs: `false` once [`Network::stopped`] would resolve.
@@ -590,10 +742,7 @@ impl Network {
         if let Some(endpoint) = self.inner.endpoint.borrow().as_ref() {
             endpoint.close(VarInt::from_u32(CODE_SHUTDOWN), b"shutdown");
         }
-        let tasks = match self.inner.tasks.lock() {
-            Ok(mut tasks) => std::mem::take(&mut *tasks),
-            Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
-        };
+        let tasks = std::mem::take(&mut *lock(&self.inner.tasks));
         for task in tasks {
             if let Err(e) = task.await {
                 debug!(error = %e, "p2p task ended abnormally");
@@ -620,11 +769,18 @@ fn validate(config: &NetworkConfig) -> Result<(), P2pError> {
     if config.outbound_queue == 0 || config.inbound_queue == 0 || config.transaction_queue == 0 {
         return Err(P2pError::Config("queue capacities must be positive".into()));
     }
-    let mut indices = std::collections::HashSet::new();
-    let mut certs = std::collections::HashSet::new();
-    certs.insert(config.identity.cert_der.as_slice());
-    for peer in &config.peers {
-        if peer.index == config.my_index {
+    validate_peers(config.my_index, &config.identity.cert_der, &config.peers)
+}
+
+/// Checks a peer set for the validator with index `my_index` and certificate `my_cert` (DER):
+/// indices and certificates distinct, neither `my_index` nor `my_cert` among them. Errors:
+/// [`P2pError::Config`] naming the first offending peer.
+fn validate_peers(my_index: u32, my_cert: &[u8], peers: &[PeerInfo]) -> Result<(), P2pError> {
+    let mut indices = HashSet::new();
+    let mut certs = HashSet::new();
+    certs.insert(my_cert);
+    for peer in peers {
+        if peer.index == my_index {
             return Err(P2pError::Config(format!(
                 "peer list contains this validator's index {}",
                 peer.index
@@ -683,17 +839,19 @@ fn grow(backoff: Duration) -> Duration {
     backoff.saturating_mul(2).clamp(MIN_BACKOFF, MAX_BACKOFF)
 }
 
-/// Spawns a long-lived transport task. When it ends without a shutdown having been requested
-/// (it returned, panicked or was aborted), the stop is logged at ERROR and published as
-/// [`StopCause::Failed`] (see [`Network::stopped`]).
+/// Spawns a long-lived transport task on `runtime`. Its body returns `Ok(())` when it ended on
+/// purpose (shutdown, or its peer left the set) and `Err(why)` when it stopped on its own. When
+/// it stops on its own, panics or is aborted without a shutdown having been requested, the stop
+/// is logged at ERROR and published as [`StopCause::Failed`] (see [`Network::stopped`]).
 fn spawn_supervised<F>(
+    runtime: &tokio::runtime::Handle,
     task: String,
     body: F,
     shutdown: watch::Receiver<bool>,
     stop: watch::Sender<Option<StopCause>>,
 ) -> JoinHandle<()>
 where
-    F: Future<Output = String> + Send + 'static,
+    F: Future<Output = Result<(), String>> + Send + 'static,
 {
     // Built outside the task so that it also reports a task aborted before its first poll.
     let mut guard = TaskGuard {
@@ -702,7 +860,7 @@ where
         stop,
         ended: None,
     };
-    tokio::spawn(async move {
+    runtime.spawn(async move {
         let ended = body.await;
         guard.ended = Some(ended);
         drop(guard);
@@ -714,8 +872,8 @@ struct TaskGuard {
     task: String,
     shutdown: watch::Receiver<bool>,
     stop: watch::Sender<Option<StopCause>>,
-    /// Why the body returned; `None` when it panicked or was aborted.
-    ended: Option<String>,
+    /// What the body returned; `None` when it panicked or was aborted.
+    ended: Option<Result<(), String>>,
 }
 
 impl Drop for TaskGuard {
@@ -723,10 +881,11 @@ impl Drop for TaskGuard {
         if *self.shutdown.borrow() {
             return;
         }
-        let why = self
-            .ended
-            .take()
-            .unwrap_or_else(|| "panicked or was aborted".into());
+        let why = match self.ended.take() {
+            Some(Ok(())) => return,
+            Some(Err(why)) => why,
+            None => "panicked or was aborted".into(),
+        };
         let reason = format!("{}: {why}", self.task);
         error!(%reason, "p2p network stopped unexpectedly");
         self.stop.send_if_modified(|stop| {
@@ -752,7 +911,11 @@ enum PumpEnd {
 /// The task that owns the outbound link to one peer.
 struct Outbound {
     endpoint: watch::Receiver<Option<Endpoint>>,
-    peer: PeerInfo,
+    /// The peer's validator index and pinned certificate (DER).
+    index: u32,
+    cert_der: Vec<u8>,
+    /// The peer's dial address, read at each dial ([`Network::set_peers`] may change it).
+    address: watch::Receiver<PeerAddress>,
     client: quinn::ClientConfig,
     queues: Queues,
     connection: watch::Sender<Option<Connection>>,
@@ -767,15 +930,77 @@ struct Outbound {
     resolved: Option<SocketAddr>,
 }
 
+impl Inner {
+    /// Starts the outbound task of `peer`, which dials it with `client`, and returns the peer's
+    /// handle and the task. The task dials, pumps and redials until shutdown or until the
+    /// handle is dropped (the peer left the set).
+    fn spawn_outbound(
+        &self,
+        peer: &PeerInfo,
+        client: quinn::ClientConfig,
+    ) -> (PeerHandle, JoinHandle<()>) {
+        let (queue, consensus) = mpsc::channel(self.outbound_queue);
+        let (transactions, transactions_rx) = mpsc::channel(self.transaction_queue);
+        let (connection_tx, connection) = watch::channel(None);
+        let (address, address_rx) = watch::channel(peer.address.clone());
+        let (reconnected, reconnected_rx) = watch::channel(());
+        let (member, mut member_rx) = watch::channel(());
+        let mut outbound = Outbound {
+            endpoint: self.endpoint.subscribe(),
+            index: peer.index,
+            cert_der: peer.cert_der.clone(),
+            address: address_rx,
+            client,
+            queues: Queues {
+                consensus,
+                transactions: transactions_rx,
+            },
+            connection: connection_tx,
+            reconnected: reconnected_rx,
+            metrics: self.metrics.clone(),
+            shutdown: self.shutdown.subscribe(),
+            warn_limit: WarnLimiter::new(WARN_INTERVAL, 1),
+            resolved: None,
+        };
+        let body = async move {
+            tokio::select! {
+                () = outbound.run() => {}
+                // Never sent on: resolves when the peer left the set. Dropping `run` drops
+                // its connection (already closed by `PeerHandle::remove`).
+                _ = member_rx.changed() => {}
+            }
+            Ok(())
+        };
+        let task = spawn_supervised(
+            &self.runtime,
+            format!("outbound task of peer {}", peer.index),
+            body,
+            self.shutdown.subscribe(),
+            self.stop.clone(),
+        );
+        let handle = PeerHandle {
+            cert_der: peer.cert_der.clone(),
+            address,
+            queue,
+            transactions,
+            connection,
+            reconnected,
+            inbound: Arc::default(),
+            member,
+        };
+        (handle, task)
+    }
+}
+
 impl Outbound {
-    /// Dials, pumps and redials until shutdown; returns why it stopped.
-    async fn run(mut self) -> String {
+    /// Dials, pumps and redials until shutdown.
+    async fn run(&mut self) {
         let mut backoff = MIN_BACKOFF;
         let mut shutdown = self.shutdown.clone();
         let mut reconnected = self.reconnected.clone();
         loop {
             if *shutdown.borrow() {
-                return "shutdown".into();
+                return;
             }
             // Only an inbound connection accepted during this attempt can make it stale.
             reconnected.borrow_and_update();
@@ -785,7 +1010,7 @@ impl Outbound {
                 tokio::pin!(dial);
                 loop {
                     tokio::select! {
-                        _ = shutdown.changed() => return "shutdown".into(),
+                        _ = shutdown.changed() => return,
                         dialed = &mut dial => break Some(dialed),
                         _ = peer_reconnected(&mut reconnected) => {
                             if dial_started.elapsed() >= REDIAL_AFTER {
@@ -797,7 +1022,7 @@ impl Outbound {
             };
             let Some(dialed) = dialed else {
                 info!(
-                    peer = self.peer.index,
+                    peer = self.index,
                     pending_ms = millis(dial_started.elapsed()),
                     "peer reconnected; redialing"
                 );
@@ -806,7 +1031,7 @@ impl Outbound {
             };
             match dialed {
                 Ok(conn) => {
-                    info!(peer = self.peer.index, addr = %self.peer.address, remote = %conn.remote_address(), "outbound connection up");
+                    info!(peer = self.index, addr = %*self.address.borrow(), remote = %conn.remote_address(), "outbound connection up");
                     let up_since = Instant::now();
                     let end = {
                         let _up =
@@ -824,14 +1049,14 @@ impl Outbound {
                     match end {
                         PumpEnd::Shutdown | PumpEnd::QueueClosed => {
                             conn.close(VarInt::from_u32(CODE_SHUTDOWN), b"shutdown");
-                            return "shutdown".into();
+                            return;
                         }
                         PumpEnd::Failed(reason) => {
-                            info!(peer = self.peer.index, %reason, "outbound connection lost");
+                            info!(peer = self.index, %reason, "outbound connection lost");
                         }
                         PumpEnd::Superseded(stream) => {
                             info!(
-                                peer = self.peer.index,
+                                peer = self.index,
                                 age_ms = millis(up_since.elapsed()),
                                 "peer reconnected; redialing"
                             );
@@ -847,16 +1072,16 @@ impl Outbound {
                     }
                 }
                 Err(reason) => {
-                    debug!(peer = self.peer.index, addr = %self.peer.address, %reason, "dial failed");
+                    debug!(peer = self.index, addr = %*self.address.borrow(), %reason, "dial failed");
                 }
             }
             self.drop_stale();
             tokio::select! {
-                _ = shutdown.changed() => return "shutdown".into(),
+                _ = shutdown.changed() => return,
                 _ = tokio::time::sleep(jittered(backoff)) => {}
                 // The peer just reached us, so it is up: dial now rather than after the backoff.
                 _ = peer_reconnected(&mut reconnected) => {
-                    debug!(peer = self.peer.index, "peer connected to us; dialing without waiting");
+                    debug!(peer = self.index, "peer connected to us; dialing without waiting");
                 }
             }
             backoff = grow(backoff);
@@ -868,22 +1093,18 @@ impl Outbound {
     /// changed one at INFO; a failure is logged with the name (WARN at most once a minute) and
     /// returned as a failed dial.
     async fn resolve(&mut self, ipv6: bool) -> Result<SocketAddr, String> {
-        let Some(host) = self.peer.address.host_name() else {
-            return self
-                .peer
-                .address
-                .resolve(ipv6)
-                .await
-                .map_err(|e| e.to_string());
+        let address = self.address.borrow().clone();
+        let Some(host) = address.host_name() else {
+            return address.resolve(ipv6).await.map_err(|e| e.to_string());
         };
-        match self.peer.address.resolve(ipv6).await {
+        match address.resolve(ipv6).await {
             Ok(addr) => {
                 match self.resolved.replace(addr) {
                     Some(before) if before == addr => {
-                        debug!(peer = self.peer.index, host, %addr, "resolved peer address")
+                        debug!(peer = self.index, host, %addr, "resolved peer address")
                     }
                     before => info!(
-                        peer = self.peer.index,
+                        peer = self.index,
                         host,
                         %addr,
                         before = ?before,
@@ -928,13 +1149,13 @@ impl Outbound {
                         "server at the peer's address is not the pinned validator",
                     );
                 } else if is_remote_tls_rejection(&e) {
-                    self.warn_or_debug(&e, "peer rejected our certificate or ALPN (is this validator pinned in its genesis?)");
+                    self.warn_or_debug(&e, "peer rejected our certificate or ALPN (is this validator in its genesis, or registered with its network address on a chain whose sets come from the registry?)");
                 }
                 return Err(e.to_string());
             }
         };
         // Defence in depth: the verifier already enforced both.
-        let pinned = tls::peer_certificate(&conn).is_some_and(|c| c == self.peer.cert_der);
+        let pinned = tls::peer_certificate(&conn).is_some_and(|c| c == self.cert_der);
         if !pinned || !tls::negotiated_alpn(&conn) {
             self.metrics.rejected_handshake();
             conn.close(VarInt::from_u32(CODE_REJECTED), b"identity");
@@ -944,7 +1165,7 @@ impl Outbound {
             Ok(()) => Ok(conn),
             Err(Some(e)) => {
                 if is_remote_tls_rejection(&e) {
-                    self.warn_or_debug(&e, "peer rejected our certificate or ALPN (is this validator pinned in its genesis?)");
+                    self.warn_or_debug(&e, "peer rejected our certificate or ALPN (is this validator in its genesis, or registered with its network address on a chain whose sets come from the registry?)");
                 }
                 Err(format!("closed before the handshake was confirmed: {e}"))
             }
@@ -958,13 +1179,13 @@ impl Outbound {
     fn warn_or_debug(&self, error: &dyn std::fmt::Display, what: &str) {
         match self.warn_limit.check(&(), Instant::now()) {
             Some(suppressed) => warn!(
-                peer = self.peer.index,
-                addr = %self.peer.address,
+                peer = self.index,
+                addr = %*self.address.borrow(),
                 %error,
                 suppressed,
                 "{what}"
             ),
-            None => debug!(peer = self.peer.index, addr = %self.peer.address, %error, "{what}"),
+            None => debug!(peer = self.index, addr = %*self.address.borrow(), %error, "{what}"),
         }
     }
 
@@ -979,7 +1200,7 @@ impl Outbound {
         }
         if dropped > 0 {
             debug!(
-                peer = self.peer.index,
+                peer = self.index,
                 dropped, "dropped messages queued while disconnected"
             );
             self.metrics.dropped(dropped);
@@ -1139,15 +1360,16 @@ struct Acceptor {
 }
 
 impl Acceptor {
-    /// Accepts until shutdown; returns why it stopped (only "shutdown" or a failed rebind).
-    async fn run(self, mut ctx: InboundCtx) -> String {
+    /// Accepts until shutdown (`Ok`); `Err(why)` when there is no endpoint to accept on
+    /// (rebinding failed).
+    async fn run(self, mut ctx: InboundCtx) -> Result<(), String> {
         loop {
             let Some(endpoint) = self.endpoint.borrow().clone() else {
-                return "no endpoint".into();
+                return Err("no endpoint".into());
             };
             loop {
                 let incoming = tokio::select! {
-                    _ = ctx.shutdown.changed() => return "shutdown".into(),
+                    _ = ctx.shutdown.changed() => return Ok(()),
                     incoming = endpoint.accept() => incoming,
                 };
                 match incoming {
@@ -1160,7 +1382,7 @@ impl Acceptor {
             // `accept` yields `None` once the endpoint is closed (only `shutdown` does that) or
             // its driver died on a socket error.
             if *ctx.shutdown.borrow() {
-                return "shutdown".into();
+                return Ok(());
             }
             // Release our handles so the old socket can close and free the port.
             drop(endpoint);
@@ -1169,7 +1391,7 @@ impl Acceptor {
                 "QUIC endpoint failed (socket error); rebinding");
             let fresh = match self.rebind(&mut ctx.shutdown).await {
                 Ok(fresh) => fresh,
-                Err(reason) => return reason,
+                Err(reason) => return Err(reason),
             };
             self.endpoint.send_replace(Some(fresh));
             if *ctx.shutdown.borrow() {
@@ -1177,7 +1399,7 @@ impl Acceptor {
                 if let Some(endpoint) = self.endpoint.borrow().as_ref() {
                     endpoint.close(VarInt::from_u32(CODE_SHUTDOWN), b"shutdown");
                 }
-                return "shutdown".into();
+                return Ok(());
             }
             info!(local_addr = %self.local_addr, "QUIC endpoint rebound");
         }
@@ -1235,9 +1457,14 @@ async fn serve_connection(incoming: quinn::Incoming, mut ctx: InboundCtx) {
             return;
         }
     };
-    let from = match tls::peer_certificate(&conn).and_then(|c| ctx.pinned.get(&c).copied()) {
-        Some(index) if tls::negotiated_alpn(&conn) => index,
-        _ => {
+    let admitted = if tls::negotiated_alpn(&conn) {
+        ctx.admit(tls::peer_certificate(&conn))
+    } else {
+        Err(Refusal::Unpinned)
+    };
+    let (from, _slot, mut member) = match admitted {
+        Ok(admitted) => admitted,
+        Err(Refusal::Unpinned) => {
             ctx.metrics.rejected_handshake();
             refused(
                 &ctx,
@@ -1248,25 +1475,27 @@ async fn serve_connection(incoming: quinn::Incoming, mut ctx: InboundCtx) {
             conn.close(VarInt::from_u32(CODE_REJECTED), b"identity");
             return;
         }
-    };
-    let Some(_slot) = ConnectionSlot::acquire(&ctx.open, from) else {
-        refused(
-            &ctx,
-            remote,
-            &format_args!("peer {from}"),
-            "too many inbound connections from one validator",
-        );
-        conn.close(VarInt::from_u32(CODE_REJECTED), b"too many connections");
-        return;
+        Err(Refusal::Full(from)) => {
+            refused(
+                &ctx,
+                remote,
+                &format_args!("peer {from}"),
+                "too many inbound connections from one validator",
+            );
+            conn.close(VarInt::from_u32(CODE_REJECTED), b"too many connections");
+            return;
+        }
     };
     debug!(peer = from, %remote, "inbound connection up");
-    // A peer that dials us anew may have restarted: our outbound connection to it may be stale.
-    if let Some(reconnected) = ctx.reconnected.get(&from) {
-        reconnected.send_replace(());
-    }
     loop {
         tokio::select! {
             _ = ctx.shutdown.changed() => return,
+            // Never sent on: resolves when the peer left the set.
+            _ = member.changed() => {
+                debug!(peer = from, %remote, "closing inbound connection of a removed peer");
+                conn.close(VarInt::from_u32(CODE_REMOVED), b"removed");
+                return;
+            }
             uni = conn.accept_uni() => match uni {
                 Ok(recv) => { tokio::spawn(read_gossip(recv, from, ctx.clone())); }
                 Err(e) => { debug!(peer = from, error = %e, "inbound connection closed"); return; }
@@ -1279,35 +1508,58 @@ async fn serve_connection(incoming: quinn::Incoming, mut ctx: InboundCtx) {
     }
 }
 
-/// One of a validator's [`MAX_INBOUND_CONNECTIONS_PER_PEER`] inbound connection slots, released
-/// on drop.
-struct ConnectionSlot {
-    open: Arc<HashMap<u32, AtomicUsize>>,
-    peer: u32,
+/// Why an identified inbound connection is refused.
+enum Refusal {
+    /// Its certificate is not pinned now (or it negotiated another ALPN).
+    Unpinned,
+    /// The validator with this index holds [`MAX_INBOUND_CONNECTIONS_PER_PEER`] already.
+    Full(u32),
 }
 
+impl InboundCtx {
+    /// Admits a connection whose peer authenticated with `cert` (DER): the current peer it is
+    /// pinned for, if that one has a free connection slot. Tells the peer's outbound task that
+    /// it connected anew (see the module docs). Returns the peer's index, the slot, and the
+    /// membership signal that ends the connection when the peer leaves the set.
+    fn admit(
+        &self,
+        cert: Option<Vec<u8>>,
+    ) -> Result<(u32, ConnectionSlot, watch::Receiver<()>), Refusal> {
+        let cert = cert.ok_or(Refusal::Unpinned)?;
+        let from = self.pinned.index_of(&cert).ok_or(Refusal::Unpinned)?;
+        let peers = read(&self.peers);
+        // The set may have changed since the handshake: check the certificate again.
+        let peer = peers
+            .get(&from)
+            .filter(|peer| peer.cert_der == cert)
+            .ok_or(Refusal::Unpinned)?;
+        let slot = ConnectionSlot::acquire(&peer.inbound).ok_or(Refusal::Full(from))?;
+        peer.reconnected.send_replace(());
+        Ok((from, slot, peer.member.subscribe()))
+    }
+}
+
+/// One of a validator's [`MAX_INBOUND_CONNECTIONS_PER_PEER`] inbound connection slots (its
+/// count of open inbound connections), released on drop.
+struct ConnectionSlot(Arc<AtomicUsize>);
+
 impl ConnectionSlot {
-    fn acquire(open: &Arc<HashMap<u32, AtomicUsize>>, peer: u32) -> Option<ConnectionSlot> {
-        let counter = open.get(&peer)?;
-        counter
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < MAX_INBOUND_CONNECTIONS_PER_PEER).then_some(n.saturating_add(1))
-            })
-            .ok()?;
-        Some(ConnectionSlot {
-            open: Arc::clone(open),
-            peer,
+    fn acquire(open: &Arc<AtomicUsize>) -> Option<ConnectionSlot> {
+        open.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < MAX_INBOUND_CONNECTIONS_PER_PEER).then_some(n.saturating_add(1))
         })
+        .ok()?;
+        Some(ConnectionSlot(Arc::clone(open)))
     }
 }
 
 impl Drop for ConnectionSlot {
     fn drop(&mut self) {
-        if let Some(counter) = self.open.get(&self.peer) {
-            let _ = counter.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+        let _ = self
+            .0
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 Some(n.saturating_sub(1))
             });
-        }
     }
 }
 
@@ -1646,7 +1898,7 @@ mod tests {
             .tasks
             .lock()
             .ok()
-            .and_then(|tasks| tasks.last().map(JoinHandle::abort_handle))
+            .and_then(|tasks| tasks.first().map(JoinHandle::abort_handle))
             .expect("accept loop task");
         accept_loop.abort();
         let cause = tokio::time::timeout(Duration::from_secs(5), a.stopped())
@@ -1673,6 +1925,6 @@ mod tests {
         let mixed = TlsIdentity::from_der(a.cert_der.clone(), b.key_der().to_vec());
         assert!(tls::client_config(&mixed, &b.cert_der).is_err());
         let garbage = TlsIdentity::from_der(a.cert_der.clone(), vec![1, 2, 3]);
-        assert!(tls::server_config(&garbage, [b.cert_der.clone()]).is_err());
+        assert!(tls::server_config(&garbage, PinnedClients::default()).is_err());
     }
 }

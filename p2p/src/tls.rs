@@ -5,21 +5,24 @@
 //! therefore by byte equality against the pinned set, not by chain building:
 //!
 //! - the server ([`PinnedClientVerifier`]) requires a client certificate and accepts it only if
-//!   its DER equals one of the pinned certificates;
+//!   its DER equals one of the pinned certificates ([`PinnedClients`], a set the network updates
+//!   while it runs when validators join or leave; the next handshake sees the change);
 //! - the client ([`PinnedServerVerifier`]) accepts the server only if its DER equals the one
 //!   certificate pinned for the validator it dialed; the TLS server name is ignored.
 //!
 //! Both verifiers also check the TLS 1.3 `CertificateVerify` signature (RFC 8446 §4.4.3) with the
 //! ring provider's signature algorithms, so presenting a pinned certificate without its key fails.
 //! Only TLS 1.3 is offered, and ALPN is [`ALPN`] on both sides (a QUIC server closes the handshake
-//! with `no_application_protocol` when there is no overlap, RFC 9001 §8.1).
+//! with `no_application_protocol` when there is no overlap, RFC 9001 §8.1). The server issues no
+//! session tickets: a resumed handshake (RFC 8446 §2.2) would skip the client-certificate check,
+//! so a certificate unpinned since the last connection must not be able to resume.
 //!
 //! Deviation from WebPKI: validity periods, key usage and name constraints are not checked. The
 //! pinned set is the trust anchor itself; rotating a key means changing the genesis/epoch config,
 //! not waiting for an expiry.
 
-use std::collections::HashSet;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
@@ -28,6 +31,7 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::server::NoServerSessionStorage;
 use rustls::{CertificateError, DigitallySignedStruct, DistinguishedName, SignatureScheme};
 
 use super::P2pError;
@@ -67,19 +71,53 @@ fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-/// Server side: accepts a client only when its certificate is one of the pinned ones.
+/// The client certificates (DER) a validator's server accepts, each with the validator index it
+/// is pinned for. Clones share one set: [`crate::Network::set_peers`] pins and unpins
+/// certificates while the server runs, and its [`PinnedClientVerifier`] checks every handshake
+/// against the set as it is at that moment.
+#[derive(Clone, Debug, Default)]
+pub struct PinnedClients(Arc<RwLock<HashMap<Vec<u8>, u32>>>);
+
+impl PinnedClients {
+    /// The validator index `cert_der` is pinned for, if it is pinned.
+    pub fn index_of(&self, cert_der: &[u8]) -> Option<u32> {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(cert_der)
+            .copied()
+    }
+
+    /// Pins `cert_der` for validator `index` (replacing the index it had, if any).
+    pub fn pin(&self, cert_der: Vec<u8>, index: u32) {
+        self.0
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(cert_der, index);
+    }
+
+    /// Unpins `cert_der`: later handshakes presenting it fail.
+    pub fn unpin(&self, cert_der: &[u8]) {
+        self.0
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(cert_der);
+    }
+}
+
+/// Server side: accepts a client only when its certificate is pinned now.
 #[derive(Debug)]
 pub struct PinnedClientVerifier {
-    pinned: HashSet<Vec<u8>>,
+    pinned: PinnedClients,
     algorithms: WebPkiSupportedAlgorithms,
 }
 
 impl PinnedClientVerifier {
-    /// A verifier accepting exactly the certificates in `pinned` (DER), with signatures checked
-    /// by the ring provider's algorithms.
-    pub fn new(pinned: impl IntoIterator<Item = Vec<u8>>) -> Self {
+    /// A verifier accepting exactly the certificates pinned in `pinned` at each handshake, with
+    /// signatures checked by the ring provider's algorithms.
+    pub fn new(pinned: PinnedClients) -> Self {
         PinnedClientVerifier {
-            pinned: pinned.into_iter().collect(),
+            pinned,
             algorithms: provider().signature_verification_algorithms,
         }
     }
@@ -104,7 +142,7 @@ impl ClientCertVerifier for PinnedClientVerifier {
         intermediates: &[CertificateDer<'_>],
         _now: UnixTime,
     ) -> Result<ClientCertVerified, rustls::Error> {
-        if intermediates.is_empty() && self.pinned.contains(end_entity.as_ref()) {
+        if intermediates.is_empty() && self.pinned.index_of(end_entity.as_ref()).is_some() {
             Ok(ClientCertVerified::assertion())
         } else {
             Err(rustls::Error::InvalidCertificate(
@@ -240,20 +278,26 @@ pub fn client_config(
 }
 
 /// The quinn server config of a validator: presents `identity`, requires a client certificate
-/// from `pinned` (DER), TLS 1.3 only, ALPN [`ALPN`], at most [`MAX_CONCURRENT_REQUESTS`] request
-/// streams and [`MAX_CONCURRENT_GOSSIP_STREAMS`] gossip streams per connection.
+/// pinned in `pinned` at the time of the handshake (the set may change later), TLS 1.3 only,
+/// no session resumption (every handshake checks the client certificate), ALPN [`ALPN`], at
+/// most [`MAX_CONCURRENT_REQUESTS`] request streams and [`MAX_CONCURRENT_GOSSIP_STREAMS`] gossip
+/// streams per connection.
 ///
 /// Errors: [`P2pError::Tls`] when the identity's key does not parse or match,
 /// [`P2pError::QuicConfig`].
 pub fn server_config(
     identity: &TlsIdentity,
-    pinned: impl IntoIterator<Item = Vec<u8>>,
+    pinned: PinnedClients,
 ) -> Result<quinn::ServerConfig, P2pError> {
     let mut crypto = rustls::ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])?
         .with_client_cert_verifier(Arc::new(PinnedClientVerifier::new(pinned)))
         .with_single_cert(cert_chain(identity), private_key(identity))?;
     crypto.alpn_protocols = vec![ALPN.to_vec()];
+    // No session resumption: a resumed handshake skips the client-certificate check, so a
+    // validator unpinned since its last connection could come back on an old ticket.
+    crypto.send_tls13_tickets = 0;
+    crypto.session_storage = Arc::new(NoServerSessionStorage {});
     let quic =
         QuicServerConfig::try_from(crypto).map_err(|e| P2pError::QuicConfig(e.to_string()))?;
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(quic));

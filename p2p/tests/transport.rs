@@ -835,3 +835,246 @@ async fn a_flood_of_transactions_never_holds_back_consensus_messages() {
     a.net.shutdown().await;
     b.net.shutdown().await;
 }
+
+/// Validators 0 and 1 start knowing only each other; validator 2 starts knowing both; 0 and 1
+/// then add 2 with `set_peers`, without a restart. Returns once the three form a full mesh.
+async fn third_validator_joins() -> (Vec<TlsIdentity>, Vec<SocketAddr>, Vec<Node>) {
+    let ids: Vec<TlsIdentity> = (0..3).map(identity).collect();
+    let addrs: Vec<SocketAddr> = (0..3).map(|_| free_addr()).collect();
+    let peers_of = |i: u32, set: &[u32]| -> Vec<PeerInfo> {
+        set.iter()
+            .filter(|j| **j != i)
+            .map(|&j| peer(j, &ids[j as usize], addrs[j as usize]))
+            .collect()
+    };
+    let a = start(0, &ids[0], addrs[0], peers_of(0, &[1])).await;
+    let b = start(1, &ids[1], addrs[1], peers_of(1, &[0])).await;
+    wait_until("0 and 1 connected", || {
+        a.net.all_peers_connected() && b.net.all_peers_connected()
+    })
+    .await;
+    let c = start(2, &ids[2], addrs[2], peers_of(2, &[0, 1])).await;
+    a.net
+        .set_peers(peers_of(0, &[1, 2]))
+        .expect("0 adds validator 2");
+    b.net
+        .set_peers(peers_of(1, &[0, 2]))
+        .expect("1 adds validator 2");
+    for node in [&a, &b, &c] {
+        wait_until("full mesh with the new validator", || {
+            node.net.connected_peers() == 2
+        })
+        .await;
+    }
+    (ids, addrs, vec![a, b, c])
+}
+
+/// Validators register on chain after genesis: a validator that 0 and 1 add with `set_peers`
+/// while running (they started without it) exchanges gossip and requests with both, in both
+/// directions, and the link between 0 and 1 keeps working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_validator_added_at_runtime_gossips_and_answers_requests_both_ways() {
+    let (_ids, _addrs, mut nodes) = third_validator_joins().await;
+    for (i, node) in nodes.iter().enumerate() {
+        let others: Vec<u32> = (0..3).filter(|j| *j != i as u32).collect();
+        assert_eq!(node.net.peer_indices(), others);
+        assert!(node.net.all_peers_connected());
+    }
+
+    // One message in flight per receiver at a time: `expect_gossip` skips what it is not after.
+    nodes[2].net.broadcast(Arc::new(b"hello from 2".to_vec()));
+    expect_gossip(&mut nodes[0], 2, b"hello from 2").await;
+    expect_gossip(&mut nodes[1], 2, b"hello from 2").await;
+    nodes[0].net.send(2, Arc::new(b"0 welcomes 2".to_vec()));
+    expect_gossip(&mut nodes[2], 0, b"0 welcomes 2").await;
+    nodes[1].net.send(2, Arc::new(b"1 welcomes 2".to_vec()));
+    expect_gossip(&mut nodes[2], 1, b"1 welcomes 2").await;
+    nodes[0].net.send(1, Arc::new(b"0 to 1 as before".to_vec()));
+    expect_gossip(&mut nodes[1], 0, b"0 to 1 as before").await;
+
+    for (from, to) in [(2u32, 0u32), (0, 2), (2, 1), (1, 2)] {
+        let question = format!("{from} asks {to}").into_bytes();
+        let reply = nodes[from as usize]
+            .net
+            .request(to, question.clone(), Duration::from_secs(3))
+            .await
+            .unwrap_or_else(|e| panic!("request {from} -> {to}: {e}"));
+        assert_eq!(reply, [b"re:".as_slice(), &question].concat());
+    }
+    for node in &nodes {
+        assert_eq!(node.metrics.malformed_frames(), 0);
+        node.net.shutdown().await;
+    }
+}
+
+/// A validator that leaves the set is cut off: once 0 drops 2 with `set_peers`, 0 no longer
+/// lists it, refuses to send to it (unknown peer), closes its connections and refuses its new
+/// handshakes (the TLS verifier reads the changed pinned set), so nothing 2 sends reaches 0
+/// within the deadline. 1, which keeps 2, still hears from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removed_validator_is_disconnected_and_refused() {
+    let (ids, addrs, mut nodes) = third_validator_joins().await;
+    nodes[0]
+        .net
+        .set_peers(vec![peer(1, &ids[1], addrs[1])])
+        .expect("0 removes validator 2");
+    assert_eq!(nodes[0].net.peer_indices(), vec![1]);
+    assert!(matches!(
+        nodes[0]
+            .net
+            .request(2, b"x".to_vec(), Duration::from_secs(1))
+            .await,
+        Err(P2pError::UnknownPeer(2))
+    ));
+    let dropped = nodes[0].metrics.outbound_dropped();
+    nodes[0]
+        .net
+        .send(2, Arc::new(b"to a removed peer".to_vec()));
+    assert_eq!(nodes[0].metrics.outbound_dropped(), dropped + 1);
+
+    wait_until("2 loses its connection to 0", || {
+        nodes[2].net.connected_peers() == 1
+    })
+    .await;
+    let rejected = nodes[0].metrics.handshake_rejected();
+    let deadline = Instant::now() + Duration::from_millis(1500);
+    while Instant::now() < deadline {
+        nodes[2].net.send(0, Arc::new(b"after removal".to_vec()));
+        let reply = nodes[2]
+            .net
+            .request(0, b"still there?".to_vec(), Duration::from_millis(100))
+            .await;
+        assert!(reply.is_err(), "0 answered a removed validator");
+        sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        nodes[0].metrics.handshake_rejected() > rejected,
+        "2 redialed 0 without its handshake being refused"
+    );
+    assert_eq!(nodes[2].net.connected_peers(), 1);
+    while let Ok((from, message)) = nodes[0].gossip.try_recv() {
+        assert_ne!(
+            from,
+            2,
+            "gossip from a removed validator: {:?}",
+            String::from_utf8_lossy(&message)
+        );
+    }
+
+    assert!(nodes[0].net.all_peers_connected());
+    assert!(
+        nodes[0].net.is_running(),
+        "a removed peer's task ending is not a stop"
+    );
+    nodes[2]
+        .net
+        .send(1, Arc::new(b"2 still talks to 1".to_vec()));
+    expect_gossip(&mut nodes[1], 2, b"2 still talks to 1").await;
+    nodes[0]
+        .net
+        .send(1, Arc::new(b"0 still talks to 1".to_vec()));
+    expect_gossip(&mut nodes[1], 0, b"0 still talks to 1").await;
+    for node in &nodes {
+        node.net.shutdown().await;
+    }
+}
+
+/// `set_peers` checks a new set as `start` checks the first one: a set that pins one
+/// certificate for two indices, or that contains this validator's index, is refused with
+/// `P2pError::Config` and changes nothing (the new validator in it is not pinned, the current
+/// connection stays). Setting the current set again is a no-op: no connection is restarted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalid_peer_set_is_refused_and_the_current_set_is_a_no_op() {
+    let (ids, mut nodes) = cluster(2).await;
+    let current = peer(1, &ids[1], nodes[1].net.local_addr());
+    let newcomer = identity(2);
+    let connections = nodes[0].metrics.outbound_connections();
+    let duplicate_certificate = vec![
+        current.clone(),
+        peer(2, &newcomer, free_addr()),
+        peer(3, &ids[1], free_addr()),
+    ];
+    let with_my_index = vec![
+        current.clone(),
+        peer(2, &newcomer, free_addr()),
+        peer(0, &identity(3), free_addr()),
+    ];
+    for refused in [duplicate_certificate, with_my_index] {
+        let result = nodes[0].net.set_peers(refused);
+        assert!(matches!(result, Err(P2pError::Config(_))), "{result:?}");
+        assert_eq!(nodes[0].net.peer_indices(), vec![1]);
+    }
+    nodes[0]
+        .net
+        .set_peers(vec![current])
+        .expect("the current set again");
+    assert_eq!(nodes[0].net.peer_indices(), vec![1]);
+
+    // The newcomer of the refused sets was never pinned.
+    let endpoint = raw_client();
+    let config = client_config(&newcomer, &ids[0].cert_der).expect("client config");
+    let attempt = timeout(
+        Duration::from_secs(5),
+        endpoint
+            .connect_with(config, nodes[0].net.local_addr(), SERVER_NAME)
+            .expect("connect"),
+    )
+    .await;
+    if let Ok(Ok(conn)) = attempt {
+        // TLS 1.3 may let the client finish before the server refuses its certificate.
+        let _ = timeout(Duration::from_secs(5), conn.closed()).await;
+    }
+    wait_until("the newcomer's handshake refused", || {
+        nodes[0].metrics.handshake_rejected() >= 1
+    })
+    .await;
+
+    sleep(Duration::from_millis(300)).await;
+    assert!(nodes[0].net.all_peers_connected());
+    assert_eq!(
+        nodes[0].metrics.outbound_connections(),
+        connections,
+        "a connection was restarted"
+    );
+    nodes[0].net.send(1, Arc::new(b"unchanged".to_vec()));
+    expect_gossip(&mut nodes[1], 0, b"unchanged").await;
+    for node in &nodes {
+        node.net.shutdown().await;
+    }
+}
+
+/// A known validator's new address (same index and certificate) is dialed from the next dial
+/// on: 0 first knows 1 at the address of another validator, whose certificate fails the pinned
+/// check, and reaches 1 once `set_peers` gives the right address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_address_change_is_dialed_from_the_next_dial_on() {
+    let ids: Vec<TlsIdentity> = (0..3).map(identity).collect();
+    let addrs: Vec<SocketAddr> = (0..2).map(|_| free_addr()).collect();
+    let decoy = start(2, &ids[2], free_addr(), Vec::new()).await;
+    let a = start(
+        0,
+        &ids[0],
+        addrs[0],
+        vec![peer(1, &ids[1], decoy.net.local_addr())],
+    )
+    .await;
+    let mut b = start(1, &ids[1], addrs[1], vec![peer(0, &ids[0], addrs[0])]).await;
+    wait_until("0 refuses the server at the wrong address", || {
+        a.metrics.handshake_rejected() >= 1
+    })
+    .await;
+    assert_eq!(a.net.connected_peers(), 0);
+
+    a.net
+        .set_peers(vec![peer(1, &ids[1], addrs[1])])
+        .expect("new address");
+    wait_until("0 reaches 1 at its new address", || {
+        a.net.connected_peers() == 1
+    })
+    .await;
+    a.net.send(1, Arc::new(b"found you".to_vec()));
+    expect_gossip(&mut b, 0, b"found you").await;
+    for node in [&a, &b, &decoy] {
+        node.net.shutdown().await;
+    }
+}
