@@ -20,13 +20,11 @@
 //! `fast` profile (BLS only) until keys without a dealer exist (issue 33).
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
 use std::time::Duration;
 
 use quasar_app::{RegisteredValidator, ValidatorStatus};
-use quasar_p2p::{PeerAddress, PeerInfo};
-
-use crate::runtime::Shared;
+use quasar_p2p::{Network, PeerAddress, PeerInfo};
+use quasar_storage::StateStore;
 
 /// How often [`follow_registry`] looks at the committed height.
 const POLL: Duration = Duration::from_secs(1);
@@ -119,16 +117,16 @@ impl PeerBook {
     }
 }
 
-/// Keeps the transport's peer set at what the committed registry says (module docs), until
-/// the network stops.
-pub async fn follow_registry(shared: Arc<Shared>, mut book: PeerBook) {
+/// Keeps `network`'s peer set at what the registry committed in `state` says (module docs),
+/// until the network stops.
+pub async fn follow_registry(network: Network, state: StateStore, mut book: PeerBook) {
     let mut seen = None;
     let mut current: Option<Vec<(u32, Vec<u8>, String)>> = None;
     let mut ticker = tokio::time::interval(POLL);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    while shared.network.is_running() {
+    while network.is_running() {
         ticker.tick().await;
-        let version = match shared.state.latest() {
+        let version = match state.latest() {
             Ok(latest) => latest.map(|(version, _)| version),
             Err(error) => {
                 tracing::warn!(%error, "reading the committed height for the peer book");
@@ -139,10 +137,10 @@ pub async fn follow_registry(shared: Arc<Shared>, mut book: PeerBook) {
             continue;
         }
         seen = version;
-        let state = shared.state.clone();
         let at = version.unwrap_or(0);
+        let reader = state.clone();
         let registry =
-            tokio::task::spawn_blocking(move || quasar_app::read_registry(&state, at)).await;
+            tokio::task::spawn_blocking(move || quasar_app::read_registry(&reader, at)).await;
         let registry = match registry {
             Ok(Ok(registry)) => registry,
             Ok(Err(error)) => {
@@ -159,7 +157,7 @@ pub async fn follow_registry(shared: Arc<Shared>, mut book: PeerBook) {
         if current.as_ref() == Some(&summary) {
             continue;
         }
-        match shared.network.set_peers(peers) {
+        match network.set_peers(peers) {
             Ok(()) => current = Some(summary),
             Err(error) => {
                 tracing::error!(height = at, %error, "the registry's peers were refused")

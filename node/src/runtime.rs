@@ -938,7 +938,11 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     }
     tokio::spawn(log_summaries(shared.clone()));
     if let Some(book) = book {
-        tokio::spawn(crate::peers::follow_registry(shared.clone(), book));
+        tokio::spawn(crate::peers::follow_registry(
+            network.clone(),
+            shared.state.clone(),
+            book,
+        ));
     }
 
     let (input_tx, input_rx) = mpsc::channel::<Input>(16_384);
