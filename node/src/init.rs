@@ -51,7 +51,9 @@ pub fn render_node_toml(opts: &InitOptions) -> Result<String, ConfigError> {
     });
     if me.is_none() && !genesis.sets_from_registry() {
         return Err(ConfigError::Arguments(format!(
-            "{}: this validator's BLS key is not among the validators of {}, and that chain's              genesis fixes its validator sets (a validator joins by transaction only where              validator_set_source is \"registry\")",
+            "{}: this validator's BLS key is not among the validators of {}, and that chain's \
+             genesis fixes its validator sets (a validator joins by transaction only where \
+             validator_set_source is \"registry\")",
             opts.key_dir.display(),
             opts.genesis.display()
         )));

@@ -661,7 +661,11 @@ fn send_action(
             .map_err(|e| e.to_string())?;
         if how.wait {
             let info = chain
-                .wait_final(&hash, std::time::Duration::from_secs(60))
+                .wait_final(
+                    &hash,
+                    &quasar_app::address_of(key.public_key()),
+                    std::time::Duration::from_secs(60),
+                )
                 .await
                 .map_err(|e| e.to_string())?;
             println!(

@@ -548,7 +548,9 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         }
         None if genesis.sets_from_registry() => {
             tracing::info!(
-                "this validator is not in the genesis: it follows the chain, and signs from the                  first epoch whose set the registry gives it (register-validator, then                  set-network-address)"
+                "this validator is not in the genesis: it follows the chain, and signs from the \
+             first epoch whose set the registry gives it (register-validator, then \
+             set-network-address)"
             );
             roster.len() as u32
         }

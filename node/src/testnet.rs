@@ -2209,7 +2209,11 @@ async fn change_by_transaction(
                 .await
                 .map_err(|e| refused(e.to_string()))?;
             let info = chain
-                .wait_final(&hash, Duration::from_secs(60))
+                .wait_final(
+                    &hash,
+                    &quasar_app::address_of(keys.mldsa.public_key()),
+                    Duration::from_secs(60),
+                )
                 .await
                 .map_err(|e| refused(e.to_string()))?;
             height = info.height.unwrap_or(0);

@@ -518,13 +518,17 @@ impl Chain {
             .map_err(|e| WalletError::Node(e.to_string()))
     }
 
-    /// Polls transaction `hash` until it is final, for at most `timeout`.
+    /// Polls transaction `hash` of account `sender` until it is final and the node's state
+    /// holds it (the checked account is of its block's height or later: a block is final
+    /// before the node has executed it into the state it serves), for at most `timeout`; so
+    /// the sender's next transaction takes the next nonce and sees what this one did.
     ///
     /// Errors: [`WalletError::Node`] when the node dropped it (it can no longer apply), or when
-    /// it is not final in time (saying where it stands).
+    /// it is not final and applied in time (saying where it stands); as [`Chain::account`].
     pub async fn wait_final(
         &self,
         hash: &str,
+        sender: &Address,
         timeout: std::time::Duration,
     ) -> Result<TxInfo, WalletError> {
         let deadline = tokio::time::Instant::now() + timeout;
@@ -532,7 +536,20 @@ impl Chain {
         loop {
             let info = self.tx(hash).await?;
             match &info {
-                Some(info) if info.status == TxStatus::Finalized => return Ok(info.clone()),
+                Some(info) if info.status == TxStatus::Finalized => {
+                    let height = info.height.unwrap_or(0);
+                    if self.account(sender).await?.height >= height {
+                        return Ok(info.clone());
+                    }
+                    if tokio::time::Instant::now() >= deadline {
+                        return Err(WalletError::Node(format!(
+                            "transaction {hash} is final at height {height}, but the node's \
+                             state is not there after {} s; check later with `quasar-node \
+                             balance`",
+                            timeout.as_secs()
+                        )));
+                    }
+                }
                 Some(_) => seen = true,
                 None if seen => {
                     return Err(WalletError::Node(format!(
