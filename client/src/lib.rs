@@ -39,7 +39,9 @@ pub struct ApiError {
 /// `GET /status` of a node.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Status {
-    /// The node's network identity: its position among every validator the genesis names.
+    /// The node's network identity: its position among every validator the genesis names (a
+    /// validator outside the genesis, on a chain whose sets come from the registry: the number
+    /// of those; `validator_index` says where it signs).
     pub validator: u32,
     /// Its index in the current epoch's validator set; `None` while it is not a member (it
     /// follows the chain without signing).
