@@ -977,12 +977,23 @@ fn a_validator_outside_the_genesis_roster_is_selected_once_it_announces_where_it
         state.epoch_set(30, 4).expect("read").map(|s| members(&s)),
         Some(members(&three))
     );
+    // A leaving validator still signs for a while: its address stays.
+    run_to(&mut state, 31, &[tx(2, 3, false, Action::Leave)], &cache);
+    let leaving = state
+        .registry(31)
+        .expect("registry")
+        .into_iter()
+        .find(|v| v.address == addr(2))
+        .expect("registered")
+        .record;
+    assert!(matches!(leaving.status, ValidatorStatus::Leaving { .. }));
+    assert_eq!(leaving.network_address.as_deref(), Some("10.0.0.9:9100"));
 
     // The address is printable ASCII, 1 to 259 bytes, and the announcement carries nothing
     // else.
     let body = Transaction {
         chain_id: CHAIN,
-        nonce: 3,
+        nonce: 4,
         fee: 10,
         sender: addr(2),
         public_key: None,

@@ -311,7 +311,8 @@ enum Command {
         #[arg(long)]
         key_passphrase_file: Option<PathBuf>,
         /// Every validator's p2p address (ip:port, [ipv6]:port or host:port), comma-separated
-        /// in genesis order, this validator's own included; without it the [[peers]] entries
+        /// in genesis order, this validator's own included (a validator outside the genesis
+        /// that joins by registering lists the genesis validators); without it the [[peers]] entries
         /// are written commented out, to fill in.
         #[arg(long, value_delimiter = ',')]
         peers: Vec<quasar_p2p::PeerAddress>,

@@ -121,7 +121,6 @@ impl PeerBook {
 /// until the network stops.
 pub async fn follow_registry(network: Network, state: StateStore, mut book: PeerBook) {
     let mut seen = None;
-    let mut current: Option<Vec<(u32, Vec<u8>, String)>> = None;
     let mut ticker = tokio::time::interval(POLL);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     while network.is_running() {
@@ -133,11 +132,10 @@ pub async fn follow_registry(network: Network, state: StateStore, mut book: Peer
                 continue;
             }
         };
-        if version.is_none() || version == seen {
+        let Some(at) = version.filter(|_| version != seen) else {
             continue;
-        }
+        };
         seen = version;
-        let at = version.unwrap_or(0);
         let reader = state.clone();
         let registry =
             tokio::task::spawn_blocking(move || quasar_app::read_registry(&reader, at)).await;
@@ -149,19 +147,9 @@ pub async fn follow_registry(network: Network, state: StateStore, mut book: Peer
             }
             Err(_) => continue,
         };
-        let peers = book.peers(&registry);
-        let summary: Vec<_> = peers
-            .iter()
-            .map(|p| (p.index, p.cert_der.clone(), p.address.to_string()))
-            .collect();
-        if current.as_ref() == Some(&summary) {
-            continue;
-        }
-        match network.set_peers(peers) {
-            Ok(()) => current = Some(summary),
-            Err(error) => {
-                tracing::error!(height = at, %error, "the registry's peers were refused")
-            }
+        // An unchanged set changes nothing in the transport.
+        if let Err(error) = network.set_peers(book.peers(&registry)) {
+            tracing::error!(height = at, %error, "the registry's peers were refused");
         }
     }
 }

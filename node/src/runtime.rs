@@ -810,7 +810,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
                 .iter()
                 .filter_map(|v| hex::decode(&v.tls_certificate).ok())
                 .collect(),
-            hex::decode(&keys.public.tls_certificate).unwrap_or_default(),
+            keys.tls.cert_der.clone(),
             roster.len() as u32 + 1,
         )
     });
