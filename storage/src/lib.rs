@@ -7,6 +7,8 @@
 //!   finalized blocks, and the finalized pointer. Storage is byte-oriented: it never decodes blocks or
 //!   certificates. Any storage error is fatal to the node: a validator that cannot
 //!   persist cannot promise what it signed.
+//!   The encoded blocks themselves are files beside sled's index (`block_files`: sled rewrites
+//!   the leaves that hold its values, and a block is megabytes).
 //! - [`guard`]: the [`SigningGuard`], the tiny durable record that decides whether a consensus vote
 //!   may be signed, kept in its own fsync'd file because sled's flush is not durable enough for it.
 //! - [`state`]: [`StateStore`], the bytes of the application's authenticated state (a versioned
@@ -19,7 +21,8 @@
 //! - [`sim`]: [`SimStore`], the sled store behind a simulated disk with injectable faults (failed
 //!   write, failed fsync, torn or lost unflushed writes on crash), for the simulator.
 //!
-//! This crate depends only on `quasar-crypto` (for [`quasar_crypto::hash::Hash`] and SHA3-256).
+//! This crate depends only on `quasar-crypto` (for [`quasar_crypto::hash::Hash`] and SHA3-256),
+//! sled, and `tempfile` (the block files of a temporary store).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -32,6 +35,7 @@
     )
 )]
 
+mod block_files;
 pub mod evidence;
 // Fuzz entry points panic by contract when a property breaks (module docs).
 #[allow(clippy::panic)]

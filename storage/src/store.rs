@@ -2,12 +2,15 @@
 //!
 //! # Layout
 //!
-//! One sled database with these trees. Heights are 8-byte big-endian keys, so sled's key order is
-//! height order.
+//! One sled database with these trees, and beside it, in the store's directory, the folder
+//! `block-files` with each encoded block in a file named by its hash (sled rewrites the leaves
+//! holding its values many times, and a block is megabytes; the write and delete order that
+//! keeps the index from naming a partial file is in `block_files`). Heights are 8-byte
+//! big-endian keys, so sled's key order is height order.
 //!
 //! | tree      | key                 | value                                             |
 //! |-----------|---------------------|---------------------------------------------------|
-//! | `blocks`  | block hash (32 B)   | encoded block (finalized or merely notarized)     |
+//! | `blocks`  | block hash (32 B)   | length (u64 BE) of the block's file: the encoded block (finalized or merely notarized) |
 //! | `pending` | height (u64 BE) ‖ block hash (32 B) | empty: a block stored by [`Store::put_block`] |
 //! | `seals`   | block hash (32 B)   | empty: the block is a seal, kept with its boundary block |
 //! | `heights` | height (u64 BE)     | hash of the finalized block at that height (32 B) |
@@ -48,6 +51,7 @@ use std::path::Path;
 
 use quasar_crypto::hash::Hash;
 
+use crate::block_files::BlockFiles;
 use crate::evidence::{EvidenceError, EvidenceLog, EvidenceRecord};
 use crate::state::StateStore;
 use sled::transaction::{ConflictableTransactionError, TransactionError};
@@ -82,7 +86,7 @@ fn pending_key(height: u64, hash: &Hash) -> [u8; 40] {
     key
 }
 
-fn hex_string(bytes: &[u8]) -> String {
+pub(crate) fn hex_string(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -103,6 +107,10 @@ pub enum StoreError {
         /// The height that was offered.
         got: u64,
     },
+    /// A block file could not be created, written, synced, read or deleted (the encoded blocks
+    /// are files beside the sled index; module docs). Fatal, like a sled failure.
+    #[error("block file error (fatal): {0}")]
+    Files(String),
     /// A stored value is malformed (wrong length) or an index points at a missing entry. Fatal.
     #[error("store corrupt (fatal): {0}")]
     Corrupt(String),
@@ -306,6 +314,8 @@ pub trait Store: Send + Sync {
 #[derive(Debug, Clone)]
 pub struct SledStore {
     db: sled::Db,
+    /// The encoded blocks ([`crate::block_files`]); `blocks` indexes them.
+    files: std::sync::Arc<BlockFiles>,
     blocks: sled::Tree,
     heights: sled::Tree,
     certs: sled::Tree,
@@ -320,6 +330,9 @@ pub struct SledStore {
     evidence: EvidenceLog,
 }
 
+/// The directory of block files inside the store's directory ([`crate::block_files`]).
+const BLOCK_FILES_DIR: &str = "block-files";
+
 /// sled's page cache bound (its default is 1 GiB, far more than a validator's hot set).
 const CACHE_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -329,12 +342,11 @@ impl SledStore {
     /// Errors: [`StoreError::Backend`] if sled cannot open it (I/O error, lock held by another
     /// process, corrupt log).
     pub fn open(path: &Path) -> Result<SledStore, StoreError> {
-        Self::from_db(
-            sled::Config::new()
-                .path(path)
-                .cache_capacity(CACHE_BYTES)
-                .open()?,
-        )
+        let db = sled::Config::new()
+            .path(path)
+            .cache_capacity(CACHE_BYTES)
+            .open()?;
+        Self::from_db(db, BlockFiles::open(path.join(BLOCK_FILES_DIR))?)
     }
 
     /// A store in a temporary directory that sled deletes on drop. For tests and the simulator.
@@ -343,12 +355,11 @@ impl SledStore {
     pub fn temporary() -> Result<SledStore, StoreError> {
         // No background flusher thread: nothing here needs durability, and a simulation may
         // hold hundreds of these.
-        Self::from_db(
-            sled::Config::new()
-                .temporary(true)
-                .flush_every_ms(None)
-                .open()?,
-        )
+        let db = sled::Config::new()
+            .temporary(true)
+            .flush_every_ms(None)
+            .open()?;
+        Self::from_db(db, BlockFiles::temporary()?)
     }
 
     /// The application state's store in this database ([`StateStore`]).
@@ -382,8 +393,46 @@ impl SledStore {
             .collect()
     }
 
-    fn from_db(db: sled::Db) -> Result<SledStore, StoreError> {
+    /// Stores the encoded `block` of `hash` as its file, then its index entry (its length), unless
+    /// the index already holds it: a block stored when it was proposed or received is not
+    /// written again when it is finalized.
+    fn put_block_file(&self, hash: &Hash, block: &[u8]) -> Result<(), StoreError> {
+        let len = (block.len() as u64).to_be_bytes();
+        if self.blocks.get(hash)?.as_deref() == Some(&len[..]) {
+            return Ok(());
+        }
+        self.files.put(hash, block)?;
+        self.blocks.insert(hash, &len[..])?;
+        Ok(())
+    }
+
+    /// The encoded block of `hash`, if the index holds it.
+    fn block_file(&self, hash: &Hash) -> Result<Option<Vec<u8>>, StoreError> {
+        let Some(len) = self.blocks.get(hash)? else {
+            return Ok(None);
+        };
+        let len = <[u8; 8]>::try_from(&len[..]).map_err(|_| {
+            StoreError::Corrupt(format!(
+                "blocks[{}]: expected the 8-byte length of a block file, found {} bytes (a store \
+                 written before blocks moved to files: start with an empty data directory)",
+                hex_string(hash),
+                len.len()
+            ))
+        })?;
+        self.files.get(hash, u64::from_be_bytes(len)).map(Some)
+    }
+
+    /// How many block files the store's directory holds (files of pruned blocks are deleted at
+    /// the flush after the prune).
+    ///
+    /// Errors: [`StoreError::Files`].
+    pub fn block_file_count(&self) -> Result<usize, StoreError> {
+        self.files.count()
+    }
+
+    fn from_db(db: sled::Db, files: BlockFiles) -> Result<SledStore, StoreError> {
         Ok(SledStore {
+            files: std::sync::Arc::new(files),
             blocks: db.open_tree("blocks")?,
             heights: db.open_tree("heights")?,
             certs: db.open_tree("certs")?,
@@ -399,6 +448,32 @@ impl SledStore {
             db,
         })
     }
+}
+
+/// The height a commit of `height` expects next after the finalized `tip` (1 on an empty
+/// store): `height` itself must be it, or, for a `checkpoint`, at least it.
+///
+/// Errors: [`StoreError::OutOfOrder`] for any other height; [`StoreError::Corrupt`] for a tip
+/// at `u64::MAX`.
+fn next_height(tip: Option<(u64, Hash)>, height: u64, checkpoint: bool) -> Result<u64, StoreError> {
+    let expected = match tip {
+        Some((h, _)) => h
+            .checked_add(1)
+            .ok_or_else(|| StoreError::Corrupt("finalized height is u64::MAX".into()))?,
+        None => 1,
+    };
+    let in_order = if checkpoint {
+        height >= expected
+    } else {
+        height == expected
+    };
+    if !in_order {
+        return Err(StoreError::OutOfOrder {
+            expected,
+            got: height,
+        });
+    }
+    Ok(expected)
 }
 
 /// Decodes a 32-byte hash value, naming `what` in the corruption report.
@@ -491,9 +566,11 @@ impl Store for SledStore {
         let mut certs = sled::Batch::default();
         let mut txs = sled::Batch::default();
         let mut block_txs = sled::Batch::default();
+        let mut files = Vec::new();
         for (height, hash) in &pruned {
             let key = height.to_be_bytes();
             blocks.remove(hash.clone());
+            files.extend(Hash::try_from(&hash[..]));
             certs.remove(&key);
             if let Some(hashes) = self.block_txs.get(key)? {
                 for tx in hashes.chunks(32) {
@@ -537,10 +614,13 @@ impl Store for SledStore {
             let finalized = self.heights.get(height)?.is_some_and(|h| h == hash);
             if !finalized && !self.seals.contains_key(hash)? {
                 blocks.remove(hash);
+                files.extend(Hash::try_from(hash));
             }
             pending.remove(key);
         }
         self.blocks.apply_batch(blocks)?;
+        // Deleted once the index removals are durable ([`Store::flush`]).
+        self.files.remove_after_flush(files);
         self.pending.apply_batch(pending)?;
         self.certs.apply_batch(certs)?;
         self.txs.apply_batch(txs)?;
@@ -572,7 +652,7 @@ impl Store for SledStore {
             return Ok(None);
         };
         let hash = decode_hash(&hash, &format!("heights[{height}]"))?;
-        let block = self.blocks.get(hash)?.ok_or_else(|| {
+        let block = self.block_file(&hash)?.ok_or_else(|| {
             StoreError::Corrupt(format!("height {height} indexes a missing block"))
         })?;
         let certificate = self
@@ -582,24 +662,24 @@ impl Store for SledStore {
         Ok(Some(StoredBlock {
             height,
             hash,
-            block: block.to_vec(),
+            block,
             certificate: certificate.to_vec(),
         }))
     }
 
     fn block_by_hash(&self, hash: &Hash) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self.blocks.get(hash)?.map(|v| v.to_vec()))
+        self.block_file(hash)
     }
 
     fn put_block(&self, height: u64, hash: &Hash, block: &[u8]) -> Result<(), StoreError> {
-        self.blocks.insert(hash, block)?;
+        self.put_block_file(hash, block)?;
         self.pending.insert(pending_key(height, hash), &[][..])?;
         Ok(())
     }
 
     fn put_seal(&self, hash: &Hash, block: &[u8]) -> Result<(), StoreError> {
         self.seals.insert(hash, &[][..])?;
-        self.blocks.insert(hash, block)?;
+        self.put_block_file(hash, block)?;
         Ok(())
     }
 
@@ -612,7 +692,8 @@ impl Store for SledStore {
 
     fn flush(&self) -> Result<(), StoreError> {
         self.db.flush()?;
-        Ok(())
+        // The index removals of pruned blocks are durable now: their files can go.
+        self.files.delete_queued()
     }
 
     fn bind_genesis(&self, genesis: &Hash) -> Result<(), StoreError> {
@@ -756,48 +837,26 @@ impl SledStore {
     fn commit(&self, block: &FinalizedBlock, checkpoint: bool) -> Result<(), StoreError> {
         let height_key = block.height.to_be_bytes();
         let tx_list: Vec<u8> = block.tx_hashes.iter().flatten().copied().collect();
+        // Before the transaction, so the height index never names a block not stored (sled
+        // recovers a prefix of its log); not for a block the transaction would refuse.
+        next_height(self.finalized_tip()?, block.height, checkpoint)?;
+        self.put_block_file(&block.hash, &block.block)?;
         let result = (
-            &self.blocks,
             &self.heights,
             &self.certs,
             &self.txs,
             &self.block_txs,
             &self.meta,
         )
-            .transaction(|(blocks, heights, certs, txs, block_txs, meta)| {
+            .transaction(|(heights, certs, txs, block_txs, meta)| {
                 let tip = match meta.get(FINALIZED_KEY)? {
                     Some(v) => Some(decode_tip(&v).map_err(ConflictableTransactionError::Abort)?),
                     None => None,
                 };
-                let expected = match tip {
-                    Some((h, _)) => h.checked_add(1).ok_or_else(|| {
-                        ConflictableTransactionError::Abort(StoreError::Corrupt(
-                            "finalized height is u64::MAX".into(),
-                        ))
-                    })?,
-                    None => 1,
-                };
-                let in_order = if checkpoint {
-                    block.height >= expected
-                } else {
-                    block.height == expected
-                };
-                if !in_order {
-                    return Err(ConflictableTransactionError::Abort(
-                        StoreError::OutOfOrder {
-                            expected,
-                            got: block.height,
-                        },
-                    ));
-                }
+                let expected = next_height(tip, block.height, checkpoint)
+                    .map_err(ConflictableTransactionError::Abort)?;
                 if block.height > expected {
                     meta.insert(HISTORY_FLOOR_KEY, &height_key[..])?;
-                }
-                // A block stored when it was proposed or received ([`Store::put_block`]) is
-                // not written again: a full block is megabytes, and sled rewrites what it
-                // replaces.
-                if blocks.get(&block.hash[..])?.as_deref() != Some(block.block.as_slice()) {
-                    blocks.insert(&block.hash[..], block.block.as_slice())?;
                 }
                 heights.insert(&height_key[..], &block.hash[..])?;
                 certs.insert(&height_key[..], block.certificate.as_slice())?;

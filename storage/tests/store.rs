@@ -383,6 +383,60 @@ fn pruned_history_keeps_the_boundaries_and_the_tip() {
 }
 
 #[test]
+fn blocks_are_files_written_once_and_deleted_by_the_flush_after_their_prune() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = dir.path().join("block-files");
+    let name = |byte: u8| hex::encode(h(byte));
+    {
+        let store = reopen(dir.path());
+        // Height 3 arrived as a proposal first: finalizing it writes no second file.
+        store.put_block(3, &h(3), b"block 3").unwrap();
+        for height in 1..=8 {
+            store.commit_finalized(&finalized(height)).unwrap();
+        }
+        store.put_block(9, &h(90), b"pending").unwrap();
+        assert_eq!(store.block_file_count().unwrap(), 9);
+        assert_eq!(std::fs::read(files.join(name(5))).unwrap(), b"block 5");
+        // Below 5, with a boundary every 4 blocks, heights 1, 2 and 3 go.
+        store.prune_history(5, 4, usize::MAX).unwrap();
+        assert_eq!(store.block_by_height(2).unwrap(), None);
+        assert_eq!(
+            store.block_file_count().unwrap(),
+            9,
+            "a file is deleted only once its index entry's removal is durable"
+        );
+        store.flush().unwrap();
+        assert_eq!(store.block_file_count().unwrap(), 6);
+        assert!(!files.join(name(2)).exists() && files.join(name(4)).exists());
+        // A pruned block stored again before the flush stays.
+        store.prune_history(6, 4, usize::MAX).unwrap();
+        store.put_seal(&h(5), b"block 5").unwrap();
+        store.flush().unwrap();
+        assert_eq!(
+            store.block_by_hash(&h(5)).unwrap(),
+            Some(b"block 5".to_vec())
+        );
+    }
+    // A file cut short, grown or gone is corruption the store names; the others read.
+    std::fs::write(files.join(name(6)), b"blo").unwrap();
+    std::fs::write(files.join(name(7)), b"block 7 and more").unwrap();
+    std::fs::remove_file(files.join(name(8))).unwrap();
+    let store = reopen(dir.path());
+    assert_corrupt(store.block_by_height(6));
+    assert_corrupt(store.block_by_height(7));
+    assert_corrupt(store.block_by_hash(&h(8)));
+    assert_eq!(store.block_by_height(4).unwrap().unwrap().block, b"block 4");
+    drop(store);
+    // A block held inline in the index (a store from before block files) is refused, by name.
+    corrupt(dir.path(), "blocks", &h(4), b"an inline block");
+    let store = reopen(dir.path());
+    match store.block_by_height(4) {
+        Err(StoreError::Corrupt(why)) => assert!(why.contains("empty data directory"), "{why}"),
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+}
+
+#[test]
 fn a_checkpoint_commits_above_a_gap_and_moves_the_floor() {
     let dir = tempfile::tempdir().unwrap();
     {
