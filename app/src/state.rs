@@ -221,6 +221,8 @@ impl TreeReader for Reader<'_> {
 pub struct Proposed {
     /// The block's transactions, in order.
     pub chosen: Vec<usize>,
+    /// The `quasar_wire::tx_hash` of each chosen transaction, in the same order.
+    pub chosen_hashes: Vec<Hash>,
     /// Candidates that will never apply: they do not decode, or their refusal is final
     /// ([`ExecError::may_apply_later`]). A mempool drops them.
     pub refused: Vec<usize>,
@@ -386,13 +388,32 @@ impl State {
         txs: &[&[u8]],
         cache: &VerificationCache,
     ) -> Result<Executed, StateError> {
+        let hashes: Vec<Hash> = txs.iter().map(|tx| quasar_wire::tx_hash(tx)).collect();
+        let hashed: Vec<(&[u8], &Hash)> = txs.iter().copied().zip(&hashes).collect();
+        self.execute_hashed(pending, height, &hashed, cache)
+    }
+
+    /// [`State::execute`] of transactions whose hashes the caller holds: each pair is a
+    /// transaction's bytes and its `quasar_wire::tx_hash` (the leaves of the block's verified
+    /// payload root; see [`SignedTransaction::decode_hashed`]), so no transaction is hashed again.
+    ///
+    /// Errors: as [`State::execute`].
+    pub fn execute_hashed(
+        &self,
+        pending: &[&Executed],
+        height: u64,
+        txs: &[(&[u8], &Hash)],
+        cache: &VerificationCache,
+    ) -> Result<Executed, StateError> {
         self.check_order(pending, height)?;
         let mut work = self.working_set(pending);
-        for (index, bytes) in txs.iter().enumerate() {
-            let tx = SignedTransaction::decode(bytes).map_err(|source| StateError::Decode {
-                height,
-                index,
-                source,
+        for (index, (bytes, hash)) in txs.iter().enumerate() {
+            let tx = SignedTransaction::decode_hashed(bytes, hash).map_err(|source| {
+                StateError::Decode {
+                    height,
+                    index,
+                    source,
+                }
             })?;
             work.load(&tx, height)?;
             work.ledger
@@ -425,7 +446,8 @@ impl State {
     ) -> Result<Proposed, StateError> {
         self.check_order(pending, height)?;
         let mut work = self.working_set(pending);
-        let (mut chosen, mut refused, mut bytes) = (Vec::new(), Vec::new(), 0usize);
+        let (mut chosen, mut chosen_hashes) = (Vec::new(), Vec::new());
+        let (mut refused, mut bytes) = (Vec::new(), 0usize);
         for (index, candidate) in candidates.iter().enumerate() {
             let Some(total) = bytes
                 .checked_add(candidate.len())
@@ -441,6 +463,7 @@ impl State {
             match work.ledger.apply(&tx, height, cache, &*self.evidence) {
                 Ok(()) => {
                     chosen.push(index);
+                    chosen_hashes.push(*tx.hash());
                     bytes = total;
                 }
                 Err(e) if !e.may_apply_later() => refused.push(index),
@@ -449,6 +472,7 @@ impl State {
         }
         Ok(Proposed {
             chosen,
+            chosen_hashes,
             refused,
             executed: work.finish(height)?,
         })

@@ -415,7 +415,7 @@ impl Transaction {
                 what: "signature",
                 source,
             })?;
-        SignedTransaction::assemble(self, body, signature)
+        SignedTransaction::assemble(self, body, signature, None)
     }
 }
 
@@ -435,10 +435,13 @@ pub struct SignedTransaction {
 }
 
 impl SignedTransaction {
+    /// The signed transaction of `tx` (encoded as `body`) and `signature`; `hash`, when given,
+    /// is `quasar_wire::tx_hash` of the result's bytes, computed by the caller.
     fn assemble(
         tx: Transaction,
         body: Vec<u8>,
         signature: mldsa::Signature<MlDsa65>,
+        hash: Option<Hash>,
     ) -> Result<SignedTransaction, TxError> {
         let (mut b, root) = Builder::new(SIGNED_TX_TYPE, signed::SIZE)?;
         b.put_bytes(root, signed::BODY, &body)?;
@@ -450,7 +453,7 @@ impl SignedTransaction {
                 max: MAX_TX_BYTES,
             });
         }
-        let hash = quasar_wire::tx_hash(&bytes);
+        let hash = hash.unwrap_or_else(|| quasar_wire::tx_hash(&bytes));
         Ok(SignedTransaction {
             tx,
             signature,
@@ -465,6 +468,21 @@ impl SignedTransaction {
     ///
     /// Errors: [`TxError::TooLarge`], and those of [`Transaction::decode`].
     pub fn decode(bytes: &[u8]) -> Result<SignedTransaction, TxError> {
+        SignedTransaction::decode_with(bytes, None)
+    }
+
+    /// [`SignedTransaction::decode`] of `bytes` whose hash the caller computed already:
+    /// `hash` must be `quasar_wire::tx_hash(bytes)` (the payload root's leaf of a verified
+    /// proposal, which consensus keeps with the block). The hash keys the
+    /// verification cache, so a caller must never pass another one; debug builds check it.
+    ///
+    /// Errors: as [`SignedTransaction::decode`].
+    pub fn decode_hashed(bytes: &[u8], hash: &Hash) -> Result<SignedTransaction, TxError> {
+        debug_assert_eq!(quasar_wire::tx_hash(bytes), *hash, "a hash of other bytes");
+        SignedTransaction::decode_with(bytes, Some(*hash))
+    }
+
+    fn decode_with(bytes: &[u8], hash: Option<Hash>) -> Result<SignedTransaction, TxError> {
         if bytes.len() > MAX_TX_BYTES {
             return Err(TxError::TooLarge {
                 len: bytes.len(),
@@ -481,7 +499,7 @@ impl SignedTransaction {
                 }
             })?;
         let tx = Transaction::decode(body)?;
-        let decoded = SignedTransaction::assemble(tx, body.to_vec(), signature)?;
+        let decoded = SignedTransaction::assemble(tx, body.to_vec(), signature, hash)?;
         if decoded.bytes != bytes {
             return Err(TxError::NonCanonical);
         }

@@ -41,7 +41,7 @@ use quasar_lanes::ValidatorSet;
 use quasar_node::mempool::{Mempool, MempoolLimits};
 use quasar_node::quasar::{FinalizedInfo, QuasarTracker};
 use quasar_node::runtime::record_finality;
-use quasar_wire::{payload_root, tx_hash, BlockHeader, Proposal, Vote, VoteKind};
+use quasar_wire::{payload_root_of_hashes, tx_hash, BlockHeader, Proposal, Vote, VoteKind};
 
 /// Counts the bytes currently allocated through it.
 struct Counting;
@@ -126,6 +126,7 @@ impl Chain {
         for tx in &txs {
             self.mempool.add(tx.clone()).expect("room in the mempool");
         }
+        let tx_hashes: Vec<Hash> = txs.iter().map(|t| tx_hash(t)).collect();
         let header = BlockHeader {
             chain_id: CHAIN,
             epoch: self.cfg.epoch,
@@ -135,7 +136,7 @@ impl Chain {
             parent: tip.hash,
             proposer: self.core.leader_of(view),
             timestamp_us: tip.timestamp_us + 1_000,
-            payload_root: payload_root(txs.iter().map(Vec::as_slice)),
+            payload_root: payload_root_of_hashes(&tx_hashes),
             state_root: [0; 32],
         };
         let hash = header.hash();
@@ -149,6 +150,7 @@ impl Chain {
             now,
             Input::Proposal(Box::new(VerifiedProposal::signed_locally(
                 proposal,
+                tx_hashes,
                 self.signature,
             ))),
         );
@@ -161,8 +163,7 @@ impl Chain {
         for action in actions {
             match action {
                 Action::Finalized(block) => {
-                    let hashes: Vec<Hash> = block.proposal.txs.iter().map(|t| tx_hash(t)).collect();
-                    self.mempool.remove_finalized(&hashes);
+                    self.mempool.remove_finalized(&block.tx_hashes);
                     self.mempool.evict_expired(std::time::Instant::now());
                     record_finality(
                         &mut self.finalized_at,

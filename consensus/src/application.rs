@@ -26,6 +26,9 @@ use quasar_wire::Proposal;
 pub struct Payload {
     /// The transactions, in block order.
     pub txs: Vec<Vec<u8>>,
+    /// [`quasar_wire::tx_hash`] of each transaction, in the same order (the payload root's
+    /// leaves).
+    pub tx_hashes: Vec<Hash>,
     /// The state root after them (the header's `state_root`).
     pub state_root: Hash,
     /// Indices (in the candidates) of transactions the application refuses for good on the
@@ -110,19 +113,31 @@ pub trait Application {
     /// `block`, the proposal signed with it.
     fn adopt(&mut self, block: &Hash);
 
-    /// Executes `proposal` (hash `block`) on its parent's state (at hand) and checks the
-    /// header's state root; keeps the result as the state after `block`.
+    /// Executes `proposal` (hash `block`, transaction hashes `tx_hashes`: the leaves of its
+    /// verified payload root, [`crate::VerifiedProposal::tx_hashes`]) on its parent's state (at
+    /// hand) and checks the header's state root; keeps the result as the state after `block`.
     ///
     /// Errors: [`AppError::Invalid`], [`AppError::RootMismatch`], [`AppError::NoState`],
     /// [`AppError::Storage`].
-    fn verify(&mut self, block: &Hash, proposal: &Proposal) -> Result<(), AppError>;
+    fn verify(
+        &mut self,
+        block: &Hash,
+        proposal: &Proposal,
+        tx_hashes: &[Hash],
+    ) -> Result<(), AppError>;
 
-    /// Block `block` is final (height order, each on the one before): executes it unless it
-    /// was, checks its root, and keeps it for [`Application::commit`].
+    /// Block `block` (transaction hashes `tx_hashes`, as for [`Application::verify`]) is final
+    /// (height order, each on the one before): executes it unless it was, checks its root, and
+    /// keeps it for [`Application::commit`].
     ///
     /// Errors: as [`Application::verify`]; any error here is fatal (the node's state cannot
     /// follow the finalized chain).
-    fn finalize(&mut self, block: &Hash, proposal: &Proposal) -> Result<(), AppError>;
+    fn finalize(
+        &mut self,
+        block: &Hash,
+        proposal: &Proposal,
+        tx_hashes: &[Hash],
+    ) -> Result<(), AppError>;
 
     /// Writes the finalized blocks kept by [`Application::finalize`] (the block store holding
     /// them is durable) and drops the state of blocks that can no longer be finalized.

@@ -6,7 +6,7 @@ use super::verify::{VerifiedCertificate, VerifiedProposal, VerifiedVote};
 use quasar_crypto::bls::Signature;
 use quasar_crypto::hash::Hash;
 use quasar_lanes::{bls::bitmap_from_signers, ValidatorSet};
-use quasar_wire::{tx_hash, Certificate, CertificateKind, Message, Proposal, Vote, VoteKind};
+use quasar_wire::{Certificate, CertificateKind, Message, Proposal, Vote, VoteKind};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
@@ -169,6 +169,8 @@ pub struct ProposalSlot {
 pub struct FinalizedBlock {
     /// The block.
     pub proposal: Proposal,
+    /// [`quasar_wire::tx_hash`] of each of its transactions, in order.
+    pub tx_hashes: Vec<Hash>,
     /// Its hash.
     pub hash: Hash,
     /// The finalization that covers it (its own, or a descendant's).
@@ -259,6 +261,8 @@ pub enum Action {
 #[derive(Debug, Clone)]
 struct Block {
     proposal: Proposal,
+    /// [`VerifiedProposal::tx_hashes`].
+    tx_hashes: Vec<Hash>,
 }
 
 impl Block {
@@ -486,6 +490,11 @@ impl Core {
     /// A block this core holds (proposed above the finalized tip and not yet finalized).
     pub fn block(&self, hash: &Hash) -> Option<&Proposal> {
         self.blocks.get(hash).map(|b| &b.proposal)
+    }
+
+    /// The [`quasar_wire::tx_hash`] of each transaction of a block this core holds, in order.
+    pub fn tx_hashes(&self, hash: &Hash) -> Option<&[Hash]> {
+        self.blocks.get(hash).map(|b| b.tx_hashes.as_slice())
     }
 
     /// The finalized tip.
@@ -799,7 +808,7 @@ impl Core {
             let Some(block) = self.blocks.get(&cursor) else {
                 break;
             };
-            exclude.extend(block.proposal.txs.iter().map(|tx| tx_hash(tx)));
+            exclude.extend_from_slice(&block.tx_hashes);
             cursor = block.parent();
         }
         // Send the certificates that make the parent valid first (same stream, so they arrive
@@ -874,6 +883,7 @@ impl Core {
                 hash,
                 Block {
                     proposal: p.proposal().clone(),
+                    tx_hashes: p.tx_hashes().to_vec(),
                 },
             );
         }
@@ -1215,6 +1225,7 @@ impl Core {
                 };
                 out.push(Action::Finalized(Box::new(FinalizedBlock {
                     proposal: block.proposal,
+                    tx_hashes: block.tx_hashes,
                     hash,
                     certificate: cert.clone(),
                     checkpoint: false,
@@ -1298,6 +1309,7 @@ impl Core {
         );
         out.push(Action::Finalized(Box::new(FinalizedBlock {
             proposal: boundary.proposal().clone(),
+            tx_hashes: boundary.tx_hashes().to_vec(),
             hash: self.tip.hash,
             certificate: cert.clone(),
             checkpoint: true,

@@ -13,7 +13,8 @@ use quasar_crypto::bls::{batch_verify, BlsError, PublicKey, Signature};
 use quasar_crypto::hash::Hash;
 use quasar_lanes::{bls as bls_lane, LaneError, ValidatorSet};
 use quasar_wire::{
-    payload_root, Certificate, CertificateKind, EpochDomain, Proposal, Vote, VoteKind,
+    payload_root_of_hashes, tx_hash, Certificate, CertificateKind, EpochDomain, Proposal, Vote,
+    VoteKind,
 };
 use std::sync::Arc;
 
@@ -98,19 +99,34 @@ impl VerifiedVote {
 pub struct VerifiedProposal {
     proposal: Proposal,
     hash: Hash,
+    /// [`quasar_wire::tx_hash`] of each transaction, in block order (the payload root's leaves,
+    /// kept so no later stage hashes a transaction again).
+    tx_hashes: Vec<Hash>,
     leader_vote: VerifiedVote,
 }
 
 impl VerifiedProposal {
-    /// A proposal this node built and signed itself (its signature is its own notarize vote).
-    pub fn signed_locally(proposal: Proposal, signature: Signature) -> VerifiedProposal {
+    /// A proposal this node built and signed itself (its signature is its own notarize vote);
+    /// `tx_hashes` are the [`quasar_wire::tx_hash`] of its transactions, in order, from which
+    /// the node computed the header's payload root.
+    pub fn signed_locally(
+        proposal: Proposal,
+        tx_hashes: Vec<Hash>,
+        signature: Signature,
+    ) -> VerifiedProposal {
         let hash = proposal.header.hash();
         let leader_vote = VerifiedVote::signed_locally(proposer_vote(&proposal, &hash), signature);
         VerifiedProposal {
             proposal,
             hash,
+            tx_hashes,
             leader_vote,
         }
+    }
+
+    /// [`quasar_wire::tx_hash`] of each transaction, in block order.
+    pub fn tx_hashes(&self) -> &[Hash] {
+        &self.tx_hashes
     }
 
     /// The proposal.
@@ -380,7 +396,8 @@ impl Verifier {
         if bytes > self.limits.max_bytes {
             return Err(VerifyError::BlockTooLarge("too many transaction bytes"));
         }
-        if payload_root(proposal.txs.iter().map(Vec::as_slice)) != h.payload_root {
+        let tx_hashes: Vec<Hash> = proposal.txs.iter().map(|tx| tx_hash(tx)).collect();
+        if payload_root_of_hashes(&tx_hashes) != h.payload_root {
             return Err(VerifyError::PayloadRoot);
         }
         let hash = h.hash();
@@ -389,6 +406,7 @@ impl Verifier {
         Ok(VerifiedProposal {
             proposal,
             hash,
+            tx_hashes,
             leader_vote,
         })
     }

@@ -543,14 +543,36 @@ impl ChainApplication {
         Ok(chain)
     }
 
-    /// Executes `proposal` on its parent's state, checking its root.
-    fn execute(&self, block: &Hash, proposal: &Proposal) -> Result<Pending, AppError> {
+    /// Executes `proposal` (its transactions' hashes `tx_hashes`, in order) on its parent's
+    /// state, checking its root.
+    fn execute(
+        &self,
+        block: &Hash,
+        proposal: &Proposal,
+        tx_hashes: &[Hash],
+    ) -> Result<Pending, AppError> {
         let header = &proposal.header;
         let ancestors = self.ancestors(&header.parent, header.height.saturating_sub(1))?;
-        let txs: Vec<&[u8]> = proposal.txs.iter().map(Vec::as_slice).collect();
+        if tx_hashes.len() != proposal.txs.len() {
+            return Err(AppError::Invalid {
+                block: *block,
+                height: header.height,
+                reason: format!(
+                    "{} transactions but {} transaction hashes",
+                    proposal.txs.len(),
+                    tx_hashes.len()
+                ),
+            });
+        }
+        let txs: Vec<(&[u8], &Hash)> = proposal
+            .txs
+            .iter()
+            .map(Vec::as_slice)
+            .zip(tx_hashes)
+            .collect();
         let executed = self
             .state
-            .execute(&ancestors, header.height, &txs, &self.cache)
+            .execute_hashed(&ancestors, header.height, &txs, &self.cache)
             .map_err(|e| match e {
                 StateError::Decode { .. } | StateError::Transaction { .. } => AppError::Invalid {
                     block: *block,
@@ -602,6 +624,7 @@ impl Application for ChainApplication {
             .iter()
             .map(|&i| candidates[i].clone())
             .collect();
+        let tx_hashes = proposed.chosen_hashes;
         let (executed, invalid) = (proposed.executed, proposed.refused);
         let state_root = executed.root();
         self.proposed = Some(Pending {
@@ -610,6 +633,7 @@ impl Application for ChainApplication {
         });
         Ok(Payload {
             txs,
+            tx_hashes,
             state_root,
             invalid,
         })
@@ -621,16 +645,26 @@ impl Application for ChainApplication {
         }
     }
 
-    fn verify(&mut self, block: &Hash, proposal: &Proposal) -> Result<(), AppError> {
+    fn verify(
+        &mut self,
+        block: &Hash,
+        proposal: &Proposal,
+        tx_hashes: &[Hash],
+    ) -> Result<(), AppError> {
         if self.pending.contains_key(block) {
             return Ok(());
         }
-        let executed = self.execute(block, proposal)?;
+        let executed = self.execute(block, proposal, tx_hashes)?;
         self.pending.insert(*block, executed);
         Ok(())
     }
 
-    fn finalize(&mut self, block: &Hash, proposal: &Proposal) -> Result<(), AppError> {
+    fn finalize(
+        &mut self,
+        block: &Hash,
+        proposal: &Proposal,
+        tx_hashes: &[Hash],
+    ) -> Result<(), AppError> {
         if let Some((at, hash)) = self.skipped.as_mut() {
             (*at, *hash) = (proposal.header.height, *block);
             return Ok(());
@@ -639,7 +673,7 @@ impl Application for ChainApplication {
             // Executed here before (verified or proposed): its root was checked then.
             Some(pending) if pending.executed.root() == proposal.header.state_root => {}
             _ => {
-                let executed = self.execute(block, proposal)?;
+                let executed = self.execute(block, proposal, tx_hashes)?;
                 self.pending.insert(*block, executed);
             }
         }

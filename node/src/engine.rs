@@ -682,10 +682,12 @@ impl<S: Store, A: Application> Engine<S, A> {
             cursor = header.parent;
         }
         for hash in chain.into_iter().rev() {
-            let Some(proposal) = self.core.block(&hash) else {
+            let (Some(proposal), Some(tx_hashes)) =
+                (self.core.block(&hash), self.core.tx_hashes(&hash))
+            else {
                 return false;
             };
-            if let Err(e) = self.app.verify(&hash, proposal) {
+            if let Err(e) = self.app.verify(&hash, proposal, tx_hashes) {
                 match &e {
                     AppError::Storage(_) => tracing::error!(error = %e, "execution failed"),
                     _ => tracing::warn!(error = %e, "not notarizing: execution refuses the block"),
@@ -822,9 +824,10 @@ impl<S: Store, A: Application> Engine<S, A> {
                             }
                         },
                         None => self.build_payload(host, &slot).map(|payload| {
-                            self.signer.sign_block(
+                            self.signer.sign_hashed_block(
                                 &slot,
                                 payload.txs,
+                                payload.tx_hashes,
                                 payload.state_root,
                                 host.now_us(),
                             )
@@ -858,7 +861,8 @@ impl<S: Store, A: Application> Engine<S, A> {
                         self.app
                             .skip(&block.hash, header.height, &header.state_root);
                     } else {
-                        self.app.finalize(&block.hash, &block.proposal)?;
+                        self.app
+                            .finalize(&block.hash, &block.proposal, &block.tx_hashes)?;
                     }
                     finalized.push(self.commit(host.now_us(), *block)?);
                     self.prune_step()?;
@@ -979,11 +983,11 @@ impl<S: Store, A: Application> Engine<S, A> {
     fn commit(&self, seen_us: u64, block: FinalizedBlock) -> Result<Published, EngineError> {
         let FinalizedBlock {
             proposal,
+            tx_hashes,
             hash,
             certificate,
             checkpoint,
         } = block;
-        let tx_hashes: Vec<Hash> = proposal.txs.iter().map(|tx| tx_hash(tx)).collect();
         let (height, view) = (proposal.header.height, proposal.header.view);
         let block_bytes = encode("finalized block", &Message::Proposal(proposal.clone()))?;
         let certificate_bytes = encode("certificate", &Message::Certificate(certificate.clone()))?;
@@ -1052,7 +1056,8 @@ fn replay<S: Store, A: Application>(store: &S, app: &mut A, tip: &Tip) -> Result
             app.skip(&tip.hash, tip.height, &tip_block.header.state_root);
             return Ok(());
         };
-        app.finalize(&hash, &proposal)?;
+        let tx_hashes: Vec<Hash> = proposal.txs.iter().map(|tx| tx_hash(tx)).collect();
+        app.finalize(&hash, &proposal, &tx_hashes)?;
         app.commit()?;
     }
     Ok(())

@@ -29,7 +29,7 @@ use crate::relay::{RelayCache, RELAY_INTERVAL, RELAY_LISTENING_INTERVAL, RELAY_V
 use crate::remote_signer::{RemoteClient, RemoteSignError, RemoteSigner, RemoteSignerTarget};
 use crate::rollup_job::{RollupSet, WindowProver};
 use crate::signer::{SignError, VoteKey, VoteSigner};
-use crate::sync::{checkpoint_inputs, serve, MAX_SYNC_BLOCKS};
+use crate::sync::{checkpoint_inputs, explain_unusable_checkpoint, serve, MAX_SYNC_BLOCKS};
 use prometheus_client::registry::Registry;
 use quasar_app::{ChainRules, Ledger, SignedTransaction, StateError, VerificationCache};
 use quasar_chainspec::guard_history::{guard_owner, GuardLocation, HistoryError};
@@ -1529,6 +1529,15 @@ fn fetch(
                     }
                 }
                 let inputs = checkpoint_inputs(inputs, from_height, &shared2.schedule);
+                if explain_unusable_checkpoint(
+                    &inputs,
+                    shared2.rules.sets_from_registry,
+                    peer,
+                    from_height,
+                ) {
+                    // The core cannot use it; another peer may still hold the blocks.
+                    return (Vec::new(), Vec::new());
+                }
                 (inputs, quasar_certs)
             })
             .await

@@ -30,7 +30,9 @@ use quasar_consensus::{ProposalSlot, VerifiedProposal, VerifiedVote};
 use quasar_crypto::bls::{PublicKey, SecretKey, Signature};
 use quasar_crypto::hash::Hash;
 use quasar_storage::{GuardDecision, GuardError, SigningGuard, VoteIntent};
-use quasar_wire::{payload_root, BlockHeader, EpochDomain, Proposal, Vote, VoteKind};
+use quasar_wire::{
+    payload_root_of_hashes, tx_hash, BlockHeader, EpochDomain, Proposal, Vote, VoteKind,
+};
 use rand::Rng;
 
 /// Test-only fault injection (module docs): `N` in `0..=1000`; a process with this variable set
@@ -303,6 +305,21 @@ impl VoteSigner {
         state_root: Hash,
         now_us: u64,
     ) -> Result<VerifiedProposal, SignError> {
+        let tx_hashes = txs.iter().map(|tx| tx_hash(tx)).collect();
+        self.sign_hashed_block(slot, txs, tx_hashes, state_root, now_us)
+    }
+
+    /// [`VoteSigner::sign_block`] of transactions the caller hashed already: `tx_hashes` holds
+    /// the [`quasar_wire::tx_hash`] of each of `txs`, in order (the application's
+    /// [`quasar_consensus::Payload::tx_hashes`]). Errors: as [`VoteSigner::sign_block`].
+    pub fn sign_hashed_block(
+        &mut self,
+        slot: &ProposalSlot,
+        txs: Vec<Vec<u8>>,
+        tx_hashes: Vec<Hash>,
+        state_root: Hash,
+        now_us: u64,
+    ) -> Result<VerifiedProposal, SignError> {
         let proposer = self.index.ok_or(SignError::NotMember(self.epoch))?;
         let header = BlockHeader {
             chain_id: self.chain_id,
@@ -313,10 +330,10 @@ impl VoteSigner {
             parent: slot.parent,
             proposer,
             timestamp_us: now_us.max(slot.parent_timestamp_us.saturating_add(1)),
-            payload_root: payload_root(txs.iter().map(Vec::as_slice)),
+            payload_root: payload_root_of_hashes(&tx_hashes),
             state_root,
         };
-        self.sign_proposal(header, txs)
+        self.sign_proposal(header, txs, tx_hashes)
     }
 
     /// Signs `proposal` again: the block this validator proposed in its view before a restart
@@ -325,7 +342,8 @@ impl VoteSigner {
     /// Errors: as [`VoteSigner::sign_block`]; [`SignError::Guard`] when the proposal is not the
     /// one recorded for its view.
     pub fn resign_proposal(&mut self, proposal: Proposal) -> Result<VerifiedProposal, SignError> {
-        self.sign_proposal(proposal.header, proposal.txs)
+        let tx_hashes = proposal.txs.iter().map(|tx| tx_hash(tx)).collect();
+        self.sign_proposal(proposal.header, proposal.txs, tx_hashes)
     }
 
     /// The block this validator's guard recorded a notarize vote for in `view` (its own proposal
@@ -339,6 +357,7 @@ impl VoteSigner {
         &mut self,
         header: BlockHeader,
         txs: Vec<Vec<u8>>,
+        tx_hashes: Vec<Hash>,
     ) -> Result<VerifiedProposal, SignError> {
         let hash = header.hash();
         let (vote, _) = self.sign_vote(VoteKind::Notarize, header.view, header.height, hash)?;
@@ -349,6 +368,7 @@ impl VoteSigner {
         };
         Ok(VerifiedProposal::signed_locally(
             proposal,
+            tx_hashes,
             *vote.signature(),
         ))
     }

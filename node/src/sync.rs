@@ -26,6 +26,7 @@ use quasar_consensus::{Checkpoint, EpochSchedule, Input};
 use quasar_crypto::hash::Hash;
 use quasar_storage::Store;
 use quasar_wire::{decode, BlockHeader, CertificateKind, MessageRef, SyncRequest, SyncResponse};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Most finalized blocks one reply carries.
 pub const MAX_SYNC_BLOCKS: u32 = 128;
@@ -239,6 +240,47 @@ pub fn checkpoint_inputs(
     out
 }
 
+/// Seconds between two [`explain_unusable_checkpoint`] errors.
+const UNUSABLE_CHECKPOINT_LOG_SECS: u64 = 30;
+
+/// Says, at most once every [`UNUSABLE_CHECKPOINT_LOG_SECS`], why a node of a chain whose sets
+/// come from its registry stays where it is when `peer` answers a sync from `from_height` with
+/// a checkpoint (`inputs` as [`checkpoint_inputs`] gave them): such a node learns each set from
+/// the state at a boundary block it executed, and restoring the state from peers is not built,
+/// so it can follow only peers that still hold every block above its height. Returns whether
+/// `inputs` hold a checkpoint there (whether or not this call logged).
+pub fn explain_unusable_checkpoint(
+    inputs: &[Input],
+    sets_from_registry: bool,
+    peer: u32,
+    from_height: u64,
+) -> bool {
+    static LAST_LOGGED_SECS: AtomicU64 = AtomicU64::new(0);
+    let checkpoint = inputs.iter().any(|i| matches!(i, Input::Checkpoint(_)));
+    if !checkpoint || !sets_from_registry {
+        return checkpoint && sets_from_registry;
+    }
+    let now = quasar_process::now_us() / 1_000_000;
+    let last = LAST_LOGGED_SECS.load(Ordering::Relaxed);
+    if now.saturating_sub(last) >= UNUSABLE_CHECKPOINT_LOG_SECS
+        && LAST_LOGGED_SECS
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    {
+        tracing::error!(
+            peer,
+            from_height,
+            retained_epochs = quasar_consensus::epoch::RETAINED_EPOCHS,
+            "cannot catch up: this peer pruned the blocks from this height and offers only an \
+             epoch checkpoint, but on a chain whose validator sets come from its registry a \
+             node learns each set by executing the blocks, and restoring the application state \
+             from peers is not built; add to this node's peers a node that keeps the whole \
+             history (archive = true in its node.toml)"
+        );
+    }
+    true
+}
+
 /// The header of an encoded proposal (`None` when it does not decode).
 fn header_of(block: &[u8]) -> Option<BlockHeader> {
     match decode(block) {
@@ -307,6 +349,62 @@ mod tests {
             let closing = height.max(1).div_ceil(16) * 16;
             (self.1 > 0 && closing <= 96).then(|| (closing, vec![closing as u8; self.1]))
         }
+    }
+
+    /// A verified proposal at `height` of epoch `epoch` on `parent` (signed by a test key:
+    /// the checks below never verify it).
+    fn block(epoch: u64, height: u64, parent: Hash) -> quasar_consensus::VerifiedProposal {
+        let header = BlockHeader {
+            chain_id: 1,
+            epoch,
+            view: height,
+            height,
+            parent_view: height.saturating_sub(1),
+            parent,
+            proposer: 0,
+            timestamp_us: height,
+            payload_root: [0; 32],
+            state_root: [0; 32],
+        };
+        let signature = quasar_crypto::bls::SecretKey::from_seed(&[7; 32]).sign(b"test");
+        let proposal = quasar_wire::Proposal {
+            header,
+            txs: Vec::new(),
+            signature: signature.to_bytes(),
+        };
+        quasar_consensus::VerifiedProposal::signed_locally(proposal, Vec::new(), signature)
+    }
+
+    #[test]
+    fn a_checkpoint_is_explained_and_dropped_only_on_a_chain_whose_sets_come_from_its_registry() {
+        let schedule = EpochSchedule::new(10);
+        let boundary = block(0, 10, [1; 32]);
+        let certificate = quasar_consensus::VerifiedCertificate::aggregated_locally(
+            quasar_wire::Certificate {
+                kind: CertificateKind::Finalization,
+                chain_id: 1,
+                epoch: 0,
+                view: 10,
+                height: 10,
+                block: *boundary.hash(),
+                signers: vec![0b1111],
+                signature: [0; 96],
+            },
+            vec![0, 1, 2, 3],
+        );
+        // Asked from height 1, the peer answered with epoch 0's boundary block: a checkpoint.
+        let reply = vec![
+            Input::Proposal(Box::new(boundary.clone())),
+            Input::Certificate(certificate.clone()),
+        ];
+        let inputs = checkpoint_inputs(reply.clone(), 1, &schedule);
+        assert!(matches!(inputs.as_slice(), [Input::Checkpoint(_)]));
+        assert!(explain_unusable_checkpoint(&inputs, true, 2, 1));
+        assert!(!explain_unusable_checkpoint(&inputs, false, 2, 1));
+        // Asked from height 10, the same reply holds the block asked for: ordinary sync.
+        let inputs = checkpoint_inputs(reply, 10, &schedule);
+        assert_eq!(inputs.len(), 2);
+        assert!(!explain_unusable_checkpoint(&inputs, true, 2, 10));
     }
 
     #[test]

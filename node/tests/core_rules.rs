@@ -681,7 +681,11 @@ fn boundary_notarized(net: &mut Net, me: u32) -> (Core, Hash) {
         .sign_block(&slot(1, 1, GENESIS, 0), vec![b"tx".to_vec()], [0; 32], 11)
         .unwrap();
     let hash = *b.hash();
+    let signed_hashes = b.tx_hashes().to_vec();
     let b = net.verifier.verify_proposal(b.proposal().clone()).unwrap();
+    // The payload root's leaves travel with the block, the same whoever built them.
+    assert_eq!(b.tx_hashes(), [quasar_wire::tx_hash(b"tx")]);
+    assert_eq!(signed_hashes, b.tx_hashes());
     core.handle(100, Input::Proposal(Box::new(b)));
     for s in (0..4).filter(|&s| s != me as usize && s != leader) {
         let v = vote(net, s, VoteKind::Notarize, 1, 1, hash);
@@ -1438,7 +1442,7 @@ fn the_application_prunes_state_versions_past_the_retained_epochs() {
     use quasar_app::{address_of, Action, Transaction};
     use quasar_consensus::epoch::RETAINED_EPOCHS;
     use quasar_crypto::mldsa::{MlDsa65, SecretKey as MlDsaKey};
-    use quasar_wire::{payload_root, BlockHeader, Proposal};
+    use quasar_wire::{payload_root_of_hashes, BlockHeader, Proposal};
     use rand::SeedableRng;
 
     const EPOCH: u64 = 2;
@@ -1489,7 +1493,7 @@ fn the_application_prunes_state_versions_past_the_retained_epochs() {
                 parent,
                 proposer: 0,
                 timestamp_us: height,
-                payload_root: payload_root(payload.txs.iter().map(Vec::as_slice)),
+                payload_root: payload_root_of_hashes(&payload.tx_hashes),
                 state_root: payload.state_root,
             },
             txs: payload.txs,
@@ -1498,7 +1502,7 @@ fn the_application_prunes_state_versions_past_the_retained_epochs() {
         let hash = proposal.header.hash();
         pruned.adopt(&hash);
         for app in [&mut pruned, &mut archive] {
-            app.finalize(&hash, &proposal).unwrap();
+            app.finalize(&hash, &proposal, &payload.tx_hashes).unwrap();
             app.commit().unwrap();
         }
         assert_eq!(

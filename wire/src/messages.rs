@@ -509,7 +509,14 @@ pub fn tx_hash(tx: &[u8]) -> Hash {
 /// node (no second-preimage by reinterpreting a subtree as a transaction). Cost: n − 1 inner
 /// hashes; memory: one 32-byte hash per transaction.
 pub fn payload_root<'a>(txs: impl IntoIterator<Item = &'a [u8]>) -> Hash {
-    let mut level: Vec<Hash> = txs.into_iter().map(tx_hash).collect();
+    let leaves: Vec<Hash> = txs.into_iter().map(tx_hash).collect();
+    payload_root_of_hashes(&leaves)
+}
+
+/// [`payload_root`] from the leaves: `tx_hashes`, the [`tx_hash`] of each transaction in order
+/// (for a caller that hashed the transactions already and keeps the hashes).
+pub fn payload_root_of_hashes(tx_hashes: &[Hash]) -> Hash {
+    let mut level = tx_hashes.to_vec();
     if level.is_empty() {
         return tagged_hash(MERKLE_TAG, &[]);
     }
