@@ -468,7 +468,10 @@ async fn three_times_the_sustainable_rate_keeps_finality_under_three_block_times
     eprintln!("{}", serde_json::to_string(&report).unwrap());
     assert!(report.agreement, "validators disagree: {report:?}");
     let seconds = report.finalized_height as f64 / report.blocks_per_sec;
-    assert!(seconds >= 60.0, "the load lasted {seconds:.0} s: {report:?}");
+    assert!(
+        seconds >= 60.0,
+        "the load lasted {seconds:.0} s: {report:?}"
+    );
     assert!(
         report.txs_offered as f64 >= 60.0 * 3.0 * SUSTAINABLE_TX_RATE,
         "{report:?}"
