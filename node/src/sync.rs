@@ -61,25 +61,34 @@ pub trait SyncSource {
 }
 
 /// Every block store serves sync: finalized blocks by height, any kept block by hash. A store
-/// error reads as "not here" (the requester asks another peer).
+/// error reads as "not here" (the requester asks another peer), and is logged as an error: a
+/// damaged store must not go unnoticed because a peer was the one who asked.
 impl<S: Store + ?Sized> SyncSource for S {
     fn finalized_at(&self, height: u64) -> Option<(Vec<u8>, Vec<u8>)> {
-        let stored = self.block_by_height(height).ok()??;
+        let stored = held(self.block_by_height(height), "a finalized block")?;
         Some((stored.block, stored.certificate))
     }
     fn block_by_hash(&self, hash: &Hash) -> Option<Vec<u8>> {
-        Store::block_by_hash(self, hash).ok()?
+        held(Store::block_by_hash(self, hash), "a block by hash")
     }
     fn quasar_cert_from(&self, height: u64) -> Option<(u64, Vec<u8>)> {
-        Store::quasar_cert_from(self, height).ok()?
+        held(Store::quasar_cert_from(self, height), "a QuasarCert")
     }
     fn history_floor(&self) -> u64 {
-        Store::history_floor(self).unwrap_or(1)
+        held(Store::history_floor(self).map(Some), "the history floor").unwrap_or(1)
     }
     fn tip_certificate(&self) -> Option<Vec<u8>> {
-        let (height, _) = self.finalized_tip().ok()??;
-        Some(self.block_by_height(height).ok()??.certificate)
+        let (height, _) = held(self.finalized_tip(), "the finalized tip")?;
+        Some(held(self.block_by_height(height), "the tip's block")?.certificate)
     }
+}
+
+/// What a store read gave, with an error logged (naming `what` was read) and read as `None`.
+fn held<T>(read: Result<Option<T>, quasar_storage::StoreError>, what: &str) -> Option<T> {
+    read.unwrap_or_else(|error| {
+        tracing::error!(%error, "serving sync: reading {what} from the block store failed");
+        None
+    })
 }
 
 /// Builds the reply to `request` from `source`: never more than [`MAX_SYNC_BLOCKS`] blocks, no

@@ -120,7 +120,7 @@ impl NodeView for Shared {
                     "no finalized block at this height".into(),
                 ))
             }
-            Err(e) => return Err(Unavailable::Failed(e.to_string())),
+            Err(e) => return Err(store_failed(&format!("block {height}"), e)),
         };
         let (Ok(MessageRef::Proposal(p)), Ok(MessageRef::Certificate(c))) =
             (decode(&stored.block), decode(&stored.certificate))
@@ -130,7 +130,7 @@ impl NodeView for Shared {
         let tx_hashes = self
             .store
             .block_tx_hashes(height)
-            .map_err(|e| Unavailable::Failed(e.to_string()))?;
+            .map_err(|e| store_failed(&format!("the transactions of block {height}"), e))?;
         let h = p.header();
         let signers: Vec<u32> =
             signers_from_bitmap(c.signers(), self.sets.at(c.epoch()).validators.len())
@@ -194,7 +194,7 @@ impl NodeView for Shared {
                     _ => "unknown transaction".into(),
                 }))
             }
-            Err(e) => Err(Unavailable::Failed(e.to_string())),
+            Err(e) => Err(store_failed("the transaction index", e)),
         }
     }
 
@@ -207,7 +207,7 @@ impl NodeView for Shared {
     }
 
     fn evidence(&self, query: EvidenceQuery) -> Result<EvidenceList, Unavailable> {
-        let failed = |e: quasar_storage::StoreError| Unavailable::Failed(e.to_string());
+        let failed = |e: quasar_storage::StoreError| store_failed("the evidence", e);
         let records = self
             .store
             .evidence(query.limit, query.from_view)
@@ -228,4 +228,13 @@ fn kind_name(kind: CertificateKind) -> &'static str {
         CertificateKind::Finalization => "finalization",
         CertificateKind::Nullification => "nullification",
     }
+}
+
+/// A block-store failure as the API answers it: logged in full (the error may name the node's
+/// files), answered without them.
+fn store_failed(what: &str, error: quasar_storage::StoreError) -> Unavailable {
+    tracing::error!(%error, "answering the API: reading {what} from the block store failed");
+    Unavailable::Failed(format!(
+        "reading {what} from this node's block store failed; the node's log says why"
+    ))
 }

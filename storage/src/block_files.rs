@@ -6,7 +6,7 @@
 //! sled is copied many times over its life. Measured on a validator at 2,000 transfers/s, those
 //! copies (`sled::pagecache::blob_io::write_blob` and the page faults of their buffers) took about
 //! a fifth of the process's CPU. So the block store keeps each encoded block in a file of its own,
-//! written once, and sled's `blocks` tree keeps only that the block is stored and its length.
+//! written once, and sled's `blocks` tree keeps only its [`FileIndex`]: its length and checksum.
 //!
 //! # Layout and crash safety
 //!
@@ -21,8 +21,11 @@
 //!   ([`BlockFiles::delete_queued`]). A crash in between leaves files no index entry names: disk
 //!   space, never a dangling index.
 //!
-//! A read checks the file's length against the index before it allocates: a file that is
-//! missing, shorter or longer than recorded is [`StoreError::Corrupt`].
+//! A read checks the file's length against the index before it allocates, and the bytes' CRC-32
+//! against the index after: a file that is missing, shorter or longer than recorded, damaged in
+//! place, or another block's file is [`StoreError::Corrupt`], never served. (A checksum, not a
+//! hash: it catches a damaged disk or a misplaced file, not a forger with write access to the
+//! data directory, who could as well rewrite the index.)
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
@@ -35,6 +38,48 @@ use crate::store::{hex_string, StoreError};
 
 /// Largest block file read back: the transport's 16 MiB frame bounds every block a node stores.
 pub(crate) const MAX_BLOCK_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// What sled's `blocks` tree holds for a block file: its length and the CRC-32 (ISO-HDLC, as
+/// `crc32fast` computes it) of its bytes; 12 bytes, both big-endian.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileIndex {
+    /// Bytes in the file.
+    pub(crate) len: u64,
+    /// CRC-32 of them.
+    pub(crate) crc: u32,
+}
+
+impl FileIndex {
+    /// Encoded length.
+    pub(crate) const LEN: usize = 12;
+
+    /// The index entry of `block`.
+    pub(crate) fn of(block: &[u8]) -> FileIndex {
+        FileIndex {
+            len: block.len() as u64,
+            crc: crc32fast::hash(block),
+        }
+    }
+
+    /// The 12-byte encoding.
+    pub(crate) fn to_bytes(self) -> [u8; FileIndex::LEN] {
+        let mut out = [0u8; FileIndex::LEN];
+        let (len, crc) = out.split_at_mut(8);
+        len.copy_from_slice(&self.len.to_be_bytes());
+        crc.copy_from_slice(&self.crc.to_be_bytes());
+        out
+    }
+
+    /// Decodes a 12-byte entry (`None` for any other length).
+    pub(crate) fn from_bytes(bytes: &[u8]) -> Option<FileIndex> {
+        let bytes = <[u8; FileIndex::LEN]>::try_from(bytes).ok()?;
+        let (len, crc) = bytes.split_at(8);
+        Some(FileIndex {
+            len: u64::from_be_bytes(len.try_into().ok()?),
+            crc: u32::from_be_bytes(crc.try_into().ok()?),
+        })
+    }
+}
 
 /// The directory of block files of one store.
 #[derive(Debug)]
@@ -109,16 +154,20 @@ impl BlockFiles {
         Ok(())
     }
 
-    /// The file of `hash`, which the index says holds `len` bytes.
+    /// The file of `hash`, which the index says is `index`.
     ///
-    /// Errors: [`StoreError::Corrupt`] when it is missing or has another length (checked before
-    /// reading, and never above [`MAX_BLOCK_FILE_BYTES`]); [`StoreError::Files`] when reading fails.
-    pub(crate) fn get(&self, hash: &Hash, len: u64) -> Result<Vec<u8>, StoreError> {
+    /// Errors: [`StoreError::Corrupt`] when it is missing, has another length (checked before
+    /// reading, and never above [`MAX_BLOCK_FILE_BYTES`]) or another checksum;
+    /// [`StoreError::Files`] when reading fails.
+    pub(crate) fn get(&self, hash: &Hash, index: FileIndex) -> Result<Vec<u8>, StoreError> {
         let path = self.path(hash);
+        let len = index.len;
         let corrupt = |found: &str| {
             StoreError::Corrupt(format!(
-                "block file {} {found}, but the index records {len} bytes",
-                path.display()
+                "block file {} {found}, but the index records {len} bytes with CRC-32 {:08x}: \
+                 the file is damaged or another block's",
+                path.display(),
+                index.crc
             ))
         };
         let mut file = match OpenOptions::new().read(true).open(&path) {
@@ -136,8 +185,12 @@ impl BlockFiles {
         let mut block = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
         file.read_to_end(&mut block)
             .map_err(|e| io_error("reading", &path, e))?;
-        if block.len() as u64 != len {
-            return Err(corrupt(&format!("read as {} bytes", block.len())));
+        let found = FileIndex::of(&block);
+        if found != index {
+            return Err(corrupt(&format!(
+                "holds {} bytes with CRC-32 {:08x}",
+                found.len, found.crc
+            )));
         }
         Ok(block)
     }

@@ -10,7 +10,7 @@
 //!
 //! | tree      | key                 | value                                             |
 //! |-----------|---------------------|---------------------------------------------------|
-//! | `blocks`  | block hash (32 B)   | length (u64 BE) of the block's file: the encoded block (finalized or merely notarized) |
+//! | `blocks`  | block hash (32 B)   | length (u64 BE) and CRC-32 (u32 BE) of the block's file: the encoded block (finalized or merely notarized) |
 //! | `pending` | height (u64 BE) ‖ block hash (32 B) | empty: a block stored by [`Store::put_block`] |
 //! | `seals`   | block hash (32 B)   | empty: the block is a seal, kept with its boundary block |
 //! | `heights` | height (u64 BE)     | hash of the finalized block at that height (32 B) |
@@ -51,7 +51,7 @@ use std::path::Path;
 
 use quasar_crypto::hash::Hash;
 
-use crate::block_files::BlockFiles;
+use crate::block_files::{BlockFiles, FileIndex};
 use crate::evidence::{EvidenceError, EvidenceLog, EvidenceRecord};
 use crate::state::StateStore;
 use sled::transaction::{ConflictableTransactionError, TransactionError};
@@ -397,29 +397,31 @@ impl SledStore {
     /// the index already holds it: a block stored when it was proposed or received is not
     /// written again when it is finalized.
     fn put_block_file(&self, hash: &Hash, block: &[u8]) -> Result<(), StoreError> {
-        let len = (block.len() as u64).to_be_bytes();
-        if self.blocks.get(hash)?.as_deref() == Some(&len[..]) {
+        let index = FileIndex::of(block).to_bytes();
+        if self.blocks.get(hash)?.as_deref() == Some(&index[..]) {
             return Ok(());
         }
         self.files.put(hash, block)?;
-        self.blocks.insert(hash, &len[..])?;
+        self.blocks.insert(hash, &index[..])?;
         Ok(())
     }
 
     /// The encoded block of `hash`, if the index holds it.
     fn block_file(&self, hash: &Hash) -> Result<Option<Vec<u8>>, StoreError> {
-        let Some(len) = self.blocks.get(hash)? else {
+        let Some(entry) = self.blocks.get(hash)? else {
             return Ok(None);
         };
-        let len = <[u8; 8]>::try_from(&len[..]).map_err(|_| {
+        let index = FileIndex::from_bytes(&entry).ok_or_else(|| {
             StoreError::Corrupt(format!(
-                "blocks[{}]: expected the 8-byte length of a block file, found {} bytes (a store \
-                 written before blocks moved to files: start with an empty data directory)",
+                "blocks[{}]: expected the {}-byte length and checksum of a block file, found {} \
+                 bytes (a store written before blocks moved to files: start with an empty data \
+                 directory)",
                 hex_string(hash),
-                len.len()
+                FileIndex::LEN,
+                entry.len()
             ))
         })?;
-        self.files.get(hash, u64::from_be_bytes(len)).map(Some)
+        self.files.get(hash, index).map(Some)
     }
 
     /// How many block files the store's directory holds (files of pruned blocks are deleted at

@@ -417,14 +417,20 @@ fn blocks_are_files_written_once_and_deleted_by_the_flush_after_their_prune() {
             Some(b"block 5".to_vec())
         );
     }
-    // A file cut short, grown or gone is corruption the store names; the others read.
+    // A file cut short, grown, gone, or replaced by another block's of the same length is
+    // corruption the store names; the others read.
     std::fs::write(files.join(name(6)), b"blo").unwrap();
     std::fs::write(files.join(name(7)), b"block 7 and more").unwrap();
     std::fs::remove_file(files.join(name(8))).unwrap();
+    std::fs::copy(files.join(name(4)), files.join(name(5))).unwrap();
     let store = reopen(dir.path());
     assert_corrupt(store.block_by_height(6));
     assert_corrupt(store.block_by_height(7));
     assert_corrupt(store.block_by_hash(&h(8)));
+    match store.block_by_hash(&h(5)) {
+        Err(StoreError::Corrupt(why)) => assert!(why.contains("another block's"), "{why}"),
+        other => panic!("a swapped file was served: {other:?}"),
+    }
     assert_eq!(store.block_by_height(4).unwrap().unwrap().block, b"block 4");
     drop(store);
     // A block held inline in the index (a store from before block files) is refused, by name.
