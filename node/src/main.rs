@@ -1050,7 +1050,14 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             let result = rt.block_on(quasar_node::runtime::run(cfg));
             // Do not wait for background tasks (API connections, verification jobs) on the way out.
             rt.shutdown_timeout(std::time::Duration::from_secs(2));
-            result.map_err(|e| e.to_string())?;
+            result.map_err(|e| match e.damaged_store() {
+                true => format!(
+                    "{e}\nthe data directory is damaged: move it aside and start the node on an \
+                     empty one; it fetches the chain from its peers and fences its signing guard \
+                     first (docs/operations.md, \"Node data directory lost or damaged\")"
+                ),
+                false => e.to_string(),
+            })?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Simulate {

@@ -233,6 +233,22 @@ pub enum NodeError {
     Internal(String),
 }
 
+impl NodeError {
+    /// Whether the error says this node's block store is damaged (a value, a block file or an
+    /// index that cannot be what the node wrote): the operator's way out is an empty data
+    /// directory (docs/operations.md, "Node data directory lost or damaged").
+    pub fn damaged_store(&self) -> bool {
+        use quasar_storage::StoreError::Corrupt;
+        matches!(
+            self,
+            NodeError::Storage(Corrupt(_))
+                | NodeError::Engine(
+                    EngineError::Storage(Corrupt(_)) | EngineError::Inconsistent(_)
+                )
+        )
+    }
+}
+
 /// The file in `data_dir` a running node holds an exclusive lock on, for as long as it runs
 /// ([`quasar_process::lock_dir`]).
 pub const DATA_DIR_LOCK_FILE: &str = "quasar-node.lock";
@@ -2165,6 +2181,23 @@ mod tests {
                 "{error}"
             );
         }
+    }
+
+    #[test]
+    fn only_a_damaged_store_is_called_one() {
+        use quasar_storage::StoreError;
+        let corrupt = || StoreError::Corrupt("block file … is missing".into());
+        assert!(NodeError::Storage(corrupt()).damaged_store());
+        assert!(NodeError::Engine(EngineError::Storage(corrupt())).damaged_store());
+        assert!(
+            NodeError::Engine(EngineError::Inconsistent("height 3 missing".into())).damaged_store()
+        );
+        assert!(!NodeError::Storage(StoreError::Files("disk full".into())).damaged_store());
+        let out_of_order = StoreError::OutOfOrder {
+            expected: 2,
+            got: 3,
+        };
+        assert!(!NodeError::Engine(EngineError::Storage(out_of_order)).damaged_store());
     }
 
     #[test]
