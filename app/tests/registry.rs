@@ -916,6 +916,17 @@ fn boundary_blocks_write_the_set_two_epochs_ahead_among_the_validators_the_netwo
 }
 
 /// Account `i`'s announcement of `address`.
+/// The registry record of `address` as of `height`.
+fn record_of(state: &State, height: u64, address: [u8; 32]) -> ValidatorRecord {
+    state
+        .registry(height)
+        .expect("registry")
+        .into_iter()
+        .find(|v| v.address == address)
+        .expect("registered")
+        .record
+}
+
 fn announce(address: &str) -> Action {
     Action::SetNetworkAddress {
         address: address.into(),
@@ -953,13 +964,7 @@ fn a_validator_outside_the_genesis_roster_is_selected_once_it_announces_where_it
         &[tx(2, 1, false, announce("validator-2.example:9000"))],
         &cache,
     );
-    let record = state
-        .registry(20)
-        .expect("registry")
-        .into_iter()
-        .find(|v| v.address == addr(2))
-        .expect("registered")
-        .record;
+    let record = record_of(&state, 20, addr(2));
     assert_eq!(
         record.network_address.as_deref(),
         Some("validator-2.example:9000")
@@ -979,13 +984,7 @@ fn a_validator_outside_the_genesis_roster_is_selected_once_it_announces_where_it
     );
     // A leaving validator still signs for a while: its address stays.
     run_to(&mut state, 31, &[tx(2, 3, false, Action::Leave)], &cache);
-    let leaving = state
-        .registry(31)
-        .expect("registry")
-        .into_iter()
-        .find(|v| v.address == addr(2))
-        .expect("registered")
-        .record;
+    let leaving = record_of(&state, 31, addr(2));
     assert!(matches!(leaving.status, ValidatorStatus::Leaving { .. }));
     assert_eq!(leaving.network_address.as_deref(), Some("10.0.0.9:9100"));
 

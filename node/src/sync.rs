@@ -265,9 +265,8 @@ pub fn explain_unusable_checkpoint(
     from_height: u64,
 ) -> bool {
     static LAST_LOGGED_SECS: AtomicU64 = AtomicU64::new(0);
-    let checkpoint = inputs.iter().any(|i| matches!(i, Input::Checkpoint(_)));
-    if !checkpoint || !sets_from_registry {
-        return checkpoint && sets_from_registry;
+    if !sets_from_registry || !inputs.iter().any(|i| matches!(i, Input::Checkpoint(_))) {
+        return false;
     }
     let now = quasar_process::now_us() / 1_000_000;
     let last = LAST_LOGGED_SECS.load(Ordering::Relaxed);
