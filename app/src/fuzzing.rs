@@ -82,3 +82,72 @@ pub fn state_decode(data: &[u8]) {
         let _ = proof.verify(&[7; 32], &[9; 32], None);
     }
 }
+
+/// [`snapshot_chunk`]'s input for a chunk of a version with root `root`: `root` (32 bytes), the
+/// `complete` flag (1 byte), the entry count (1 byte, at most 255), each entry as its key (32
+/// bytes), its value's length (u16 big-endian) and the value, then the proof (the rest).
+pub fn snapshot_chunk_input(
+    root: &quasar_crypto::hash::Hash,
+    chunk: &crate::snapshot::SnapshotChunk,
+) -> Vec<u8> {
+    let mut data = root.to_vec();
+    data.push(u8::from(chunk.complete));
+    data.push(chunk.entries.len().min(255) as u8);
+    for (key, value) in chunk.entries.iter().take(255) {
+        data.extend_from_slice(key);
+        data.extend_from_slice(&(value.len().min(usize::from(u16::MAX)) as u16).to_be_bytes());
+        data.extend_from_slice(&value[..value.len().min(usize::from(u16::MAX))]);
+    }
+    data.extend_from_slice(&chunk.proof);
+    data
+}
+
+/// Any bytes as a state snapshot chunk from a peer (the form [`snapshot_chunk_input`] writes):
+/// a restore into an empty store refuses it or takes it, and finishes or refuses to, without
+/// panicking (the range proof is decoded from peer bytes and the tree library asserts its own
+/// invariants).
+///
+/// Panics: when the restore panics, or when a restore that took every chunk and finished
+/// leaves a state whose root is not the one asked for.
+pub fn snapshot_chunk(data: &[u8]) {
+    let Some((root, rest)) = data.split_first_chunk::<32>() else {
+        return;
+    };
+    let Some((&[complete, count], mut rest)) = rest.split_first_chunk::<2>() else {
+        return;
+    };
+    let mut entries = Vec::new();
+    for _ in 0..count {
+        let Some((key, after)) = rest.split_first_chunk::<32>() else {
+            return;
+        };
+        let Some((len, after)) = after.split_first_chunk::<2>() else {
+            return;
+        };
+        let len = usize::from(u16::from_be_bytes(*len));
+        if after.len() < len {
+            return;
+        }
+        entries.push((*key, after[..len].to_vec()));
+        rest = &after[len..];
+    }
+    let chunk = crate::snapshot::SnapshotChunk {
+        entries,
+        proof: rest.to_vec(),
+        complete: complete == 1,
+    };
+    let Ok(store) = quasar_storage::SledStore::temporary() else {
+        return;
+    };
+    let Ok(state) = store.state() else { return };
+    let Ok(mut restore) = crate::snapshot::Restore::begin(state.clone(), 1, *root) else {
+        return;
+    };
+    if restore.add(chunk).is_ok() && restore.next_start().is_none() && restore.finish().is_ok() {
+        assert_eq!(
+            state.latest().ok().flatten(),
+            Some((1, *root)),
+            "a finished restore holds the version asked for"
+        );
+    }
+}

@@ -31,6 +31,7 @@
 pub mod fuzzing;
 pub mod ledger;
 pub mod registry;
+pub mod snapshot;
 pub mod state;
 pub mod tx;
 pub mod verify_cache;

@@ -37,10 +37,14 @@
 //! [`State::prune`] deletes the nodes that no version from a given one on uses; the node calls
 //! it as the epochs pass, keeping the versions of the blocks it still stores.
 //!
+//! # Snapshots
+//!
+//! A node without the state of the finalized chain (it took a checkpoint past blocks its peers
+//! pruned) restores one version from its peers: [`crate::snapshot`].
+//!
 //! # Not built yet
 //!
-//! Pruning of superseded values, and restoring state from a snapshot (a late joiner replays
-//! blocks).
+//! Pruning of superseded values.
 
 use std::collections::BTreeMap;
 
@@ -62,7 +66,7 @@ use crate::tx::{Address, SignedTransaction, TxError};
 use crate::verify_cache::VerificationCache;
 
 /// The tree's hash function: SHA3-256 (FIPS 202).
-type TreeHasher = sha3::Sha3_256;
+pub(crate) type TreeHasher = sha3::Sha3_256;
 /// Hash tag of an account leaf's place in the tree.
 const ACCOUNT_KEY_TAG: &str = "QUASAR-STATE-ACCOUNT-v1";
 /// Hash tag of the place of an account's public key in the tree.
@@ -137,7 +141,7 @@ pub enum StateError {
     Genesis(ExecError),
 }
 
-fn tree_error(error: anyhow::Error) -> StateError {
+pub(crate) fn tree_error(error: anyhow::Error) -> StateError {
     StateError::Tree(format!("{error:#}"))
 }
 
@@ -176,10 +180,35 @@ impl Executed {
     }
 }
 
+/// The store's form of a tree update: `nodes` (their nodes and values) and the `stale` nodes
+/// of earlier versions, each (version from which it is unused, node key).
+pub(crate) fn state_batch(
+    nodes: &NodeBatch,
+    stale: &[(u64, NodeKey)],
+) -> Result<StateBatch, StateError> {
+    let mut batch = StateBatch::default();
+    for (key, node) in nodes.nodes() {
+        batch.nodes.push((
+            borsh::to_vec(key).map_err(|e| tree_error(e.into()))?,
+            borsh::to_vec(node).map_err(|e| tree_error(e.into()))?,
+        ));
+    }
+    for ((_, key_hash), value) in nodes.values() {
+        batch.values.push((key_hash.0, value.clone()));
+    }
+    for (since, key) in stale {
+        batch.stale.push((
+            *since,
+            borsh::to_vec(key).map_err(|e| tree_error(e.into()))?,
+        ));
+    }
+    Ok(batch)
+}
+
 /// The tree's view of the store, with not-yet-committed blocks on top.
-struct Reader<'a> {
-    store: &'a StateStore,
-    pending: &'a [&'a Executed],
+pub(crate) struct Reader<'a> {
+    pub(crate) store: &'a StateStore,
+    pub(crate) pending: &'a [&'a Executed],
 }
 
 impl TreeReader for Reader<'_> {
@@ -211,8 +240,9 @@ impl TreeReader for Reader<'_> {
     }
 
     fn get_rightmost_leaf(&self) -> anyhow::Result<Option<(NodeKey, LeafNode)>> {
-        // Only the tree's snapshot restore asks for it.
-        anyhow::bail!("restoring state from a snapshot is not built")
+        // Only the tree's resuming restore asks for it; ours starts over instead
+        // (crate::snapshot).
+        anyhow::bail!("a snapshot restore is not resumed: it starts over")
     }
 }
 
@@ -265,6 +295,9 @@ impl State {
                 root,
             });
         }
+        // A restore from a snapshot that a crash interrupted leaves entries without a latest
+        // version: they are not a state, and must not shadow the genesis allocation's values.
+        store.clear()?;
         let validators: Vec<GenesisValidator> = validators.into_iter().collect();
         let genesis_set = rules
             .sets_from_registry
@@ -494,23 +527,22 @@ impl State {
         self.write(executed)
     }
 
+    /// Reads the latest committed version again from the store: after a restore from a
+    /// snapshot ([`crate::snapshot::Restore`]) wrote another one under this state.
+    ///
+    /// Errors: [`StateError::Store`]; [`StateError::Tree`] for a store without a committed
+    /// version.
+    pub fn reload(&mut self) -> Result<(), StateError> {
+        let (version, root) = self
+            .store
+            .latest()?
+            .ok_or_else(|| StateError::Tree("the state store holds no committed version".into()))?;
+        (self.version, self.root) = (version, root);
+        Ok(())
+    }
+
     fn write(&mut self, executed: Executed) -> Result<(), StateError> {
-        let mut batch = StateBatch::default();
-        for (key, node) in executed.nodes.nodes() {
-            batch.nodes.push((
-                borsh::to_vec(key).map_err(|e| tree_error(e.into()))?,
-                borsh::to_vec(node).map_err(|e| tree_error(e.into()))?,
-            ));
-        }
-        for ((_, key_hash), value) in executed.nodes.values() {
-            batch.values.push((key_hash.0, value.clone()));
-        }
-        for (since, key) in &executed.stale {
-            batch.stale.push((
-                *since,
-                borsh::to_vec(key).map_err(|e| tree_error(e.into()))?,
-            ));
-        }
+        let batch = state_batch(&executed.nodes, &executed.stale)?;
         self.store.commit(executed.height, &executed.root, &batch)?;
         self.version = executed.height;
         self.root = executed.root;

@@ -13,7 +13,9 @@
 //!   state ([`Application::finalize`], then [`Application::commit`] once the block store is
 //!   durable);
 //! - **skip**: a checkpoint (an epoch transition taken without the pruned blocks below it)
-//!   leaves the application without the skipped blocks' state ([`Application::skip`]).
+//!   leaves the application without the skipped blocks' state ([`Application::skip`]);
+//! - **restore**: the node restored the state of a later finalized block from its peers
+//!   ([`Application::restored`]), and the application executes again from there.
 //!
 //! The state after a block is keyed by the block's hash: forks above the finalized tip each
 //! have their own, and the ones finalization abandons are dropped.
@@ -70,7 +72,7 @@ pub enum AppError {
         computed: Hash,
     },
     /// The state after the block's parent is not at hand (not executed here, or skipped by a
-    /// checkpoint: restoring state from peers is not built).
+    /// checkpoint and not restored yet).
     #[error("the state after block {} (height {height}) is not at hand: {why}", hex::encode(&parent[..8]))]
     NoState {
         /// The parent block.
@@ -148,4 +150,11 @@ pub trait Application {
     /// The finalized chain moved to `height` through a checkpoint, without the blocks below:
     /// their state is unknown here.
     fn skip(&mut self, block: &Hash, height: u64, state_root: &Hash);
+
+    /// The state after finalized block `height` was restored into the application's store from
+    /// peers, after a [`Application::skip`]: reads it, and executes again from there (the
+    /// finalized blocks above `height` follow through [`Application::finalize`]).
+    ///
+    /// Errors: [`AppError::Storage`] when the store does not hold that version (fatal).
+    fn restored(&mut self, height: u64) -> Result<(), AppError>;
 }

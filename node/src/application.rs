@@ -179,6 +179,23 @@ impl SetDecider {
     ///
     /// Errors: [`AppError::Storage`] for a state that cannot be read or holds no set there, a
     /// stored set that does not build, or a decision that contradicts an earlier one.
+    /// Decides every set that the committed `state` holds: each written by a boundary block up
+    /// to its version. A set entry is written once and never changed, so each is read from the
+    /// latest version, which also serves a state restored from peers without the versions of
+    /// its boundaries.
+    fn decide_through(&mut self, state: &State) -> Result<(), AppError> {
+        let rules = chain_rules(&self.genesis);
+        let step = usize::try_from(rules.epoch_length)
+            .unwrap_or(usize::MAX)
+            .max(1);
+        for boundary in (rules.epoch_length.max(1)..=state.version()).step_by(step) {
+            if let Some(epoch) = rules.decides_set(boundary) {
+                self.decide(state, state.version(), epoch)?;
+            }
+        }
+        Ok(())
+    }
+
     fn decide(&mut self, state: &State, version: u64, epoch: u64) -> Result<(), AppError> {
         let storage = |e: &dyn std::fmt::Display| {
             AppError::Storage(format!("the validator set of epoch {epoch}: {e}"))
@@ -414,8 +431,8 @@ pub struct ChainApplication {
     /// The state of the last payload built by [`Application::propose`], until it is adopted.
     proposed: Option<Pending>,
     /// Set by a checkpoint: the finalized chain went on without this node executing it (the
-    /// height and hash of the newest finalized block). Restoring state from peers is not built,
-    /// so the application cannot execute anything from then on.
+    /// height and hash of the newest finalized block). The application executes nothing until
+    /// its state is restored from peers ([`crate::state_sync`], [`Application::restored`]).
     skipped: Option<(u64, Hash)>,
     /// State pruning with the epochs; `None` keeps every version (an archive node).
     pruning: Option<Pruning>,
@@ -453,7 +470,6 @@ impl ChainApplication {
         mut self,
         mut decider: SetDecider,
     ) -> Result<ChainApplication, AppError> {
-        let rules = chain_rules(&decider.genesis);
         // The state's genesis set must be the genesis file's (the same order, keys and stakes).
         let root = self
             .state
@@ -468,17 +484,16 @@ impl ChainApplication {
                 hex::encode(decider.genesis.validator_set_root)
             )));
         }
-        let step = usize::try_from(rules.epoch_length)
-            .unwrap_or(usize::MAX)
-            .max(1);
-        for boundary in (rules.epoch_length.max(1)..=self.state.version()).step_by(step) {
-            if let Some(epoch) = rules.decides_set(boundary) {
-                decider.decide(&self.state, boundary, epoch)?;
-            }
-        }
+        decider.decide_through(&self.state)?;
         decider.live = true;
         self.decider = Some(decider);
         Ok(self)
+    }
+
+    /// Whether the application waits for its state to be restored from peers: it took a
+    /// checkpoint, and executes nothing until [`Application::restored`].
+    pub fn awaiting_state(&self) -> bool {
+        self.skipped.is_some()
     }
 
     /// Prunes the state versions below the retained epochs of `schedule` as blocks are
@@ -522,7 +537,7 @@ impl ChainApplication {
         if let Some((at, _)) = self.skipped {
             return Err(no_state(&format!(
                 "this node took a checkpoint to height {at} without the blocks below it, and \
-                 restoring state from peers is not built"
+                 its state is not restored from peers yet"
             )));
         }
         let mut chain = Vec::new();
@@ -711,12 +726,12 @@ impl Application for ChainApplication {
 
     fn skip(&mut self, block: &Hash, height: u64, state_root: &Hash) {
         if self.skipped.is_none() {
-            tracing::error!(
+            tracing::warn!(
                 height,
                 state_root = %hex::encode(state_root),
                 committed_height = self.state.version(),
                 "took a checkpoint without the blocks below it: this node's application state \
-                 stops here (restoring state from peers is not built), so it follows the chain \
+                 stops here until it is restored from peers; meanwhile it follows the chain \
                  without executing or notarizing blocks"
             );
         }
@@ -724,5 +739,32 @@ impl Application for ChainApplication {
         self.finalized.clear();
         self.proposed = None;
         self.skipped = Some((height, *block));
+    }
+
+    fn restored(&mut self, height: u64) -> Result<(), AppError> {
+        let storage = |e: &dyn std::fmt::Display| AppError::Storage(format!("restored state: {e}"));
+        self.state.reload().map_err(|e| storage(&e))?;
+        if self.state.version() != height {
+            return Err(storage(&format!(
+                "the store holds version {}, not {height}",
+                self.state.version()
+            )));
+        }
+        self.pending.clear();
+        self.finalized.clear();
+        self.proposed = None;
+        self.skipped = None;
+        if let Some(pruning) = self.pruning.as_mut() {
+            pruning.floor = height;
+        }
+        if let Some(decider) = self.decider.as_mut() {
+            decider.decide_through(&self.state)?;
+        }
+        tracing::info!(
+            height,
+            state_root = %hex::encode(self.state.root()),
+            "executing again from the state restored from peers"
+        );
+        Ok(())
     }
 }

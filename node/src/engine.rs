@@ -290,15 +290,15 @@ fn stored_certificate<S: Store>(store: &S, height: u64) -> Result<Certificate, E
 
 /// The index of the validator with key `key` in `epoch`'s set, if it is a member; `None` too
 /// (with an error logged) when the epoch's set is not decided here: its boundary block two
-/// epochs back was not executed (a checkpoint taken without state), so this node follows the
-/// chain without signing rather than sign under a set it cannot know.
+/// epochs back was not executed (a checkpoint taken without state, not restored yet), so this
+/// node follows the chain without signing rather than sign under a set it cannot know.
 fn member_index(sets: &EpochSets, epoch: u64, key: &quasar_crypto::bls::PublicKey) -> Option<u32> {
     if !sets.known(epoch) {
         tracing::error!(
             epoch,
             "this epoch's validator set is not known here (it comes from the state at the \
-             boundary block two epochs back, which this node has not executed; restoring state \
-             from peers is not built): following without signing"
+             boundary block two epochs back, which this node has not executed or restored): \
+             following without signing"
         );
         return None;
     }
@@ -652,7 +652,23 @@ impl<S: Store, A: Application> Engine<S, A> {
         &mut self.signer
     }
 
-    /// The store.
+    /// The application.
+    pub fn app(&self) -> &A {
+        &self.app
+    }
+
+    /// The application's state was restored from peers at finalized height `height`
+    /// ([`crate::state_sync`]): the application reads it ([`Application::restored`]) and
+    /// executes the finalized blocks stored above it, up to the tip.
+    ///
+    /// Errors: [`EngineError::Application`] and the errors of a stored block that does not
+    /// decode, as when the engine opens.
+    pub fn state_restored(&mut self, height: u64) -> Result<(), EngineError> {
+        self.app.restored(height)?;
+        replay(&self.store, &mut self.app, &self.core.tip())
+    }
+
+    /// The block store.
     pub fn store(&self) -> &S {
         &self.store
     }

@@ -44,6 +44,7 @@ pub mod rollup_job;
 pub mod runtime;
 pub mod signer;
 pub mod sim;
+pub mod state_sync;
 pub mod sync;
 #[cfg(feature = "testnet")]
 pub mod testnet;

@@ -983,6 +983,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
             span: tracing::Span::none(),
         },
         unfenced: must_listen.then(|| cfg.data_dir.clone()),
+        restoring: None,
     };
     // Report the view consensus will resume at while it waits for peers.
     let resume = driver.engine.signer_mut().highest_view().max(tip.view + 1);
@@ -1057,6 +1058,17 @@ async fn inbound_loop(
                                 &shared.schedule,
                             ))
                             .encode(),
+                            Ok(MessageRef::StateRequest(req)) => match shared.store.state() {
+                                Ok(state) => Message::StateChunk(crate::state_sync::serve(
+                                    &req.to_owned(),
+                                    &state,
+                                ))
+                                .encode(),
+                                Err(error) => {
+                                    tracing::error!(%error, "serving a state chunk: opening the state store failed");
+                                    return;
+                                }
+                            },
                             Ok(MessageRef::RelayRequest(req)) => {
                                 let response = match shared.relay.lock() {
                                     Ok(relay) => relay.serve(&req.to_owned(), &shared.store),
@@ -1255,6 +1267,8 @@ struct Driver {
     /// The data directory while its guard is unfenced ([`quasar_storage::UNFENCED_FILE`]):
     /// the marker goes once the engine has fenced and stopped listening.
     unfenced: Option<PathBuf>,
+    /// Where a state restore in progress ([`crate::state_sync`]) reports its end.
+    restoring: Option<mpsc::Receiver<Result<u64, String>>>,
 }
 
 impl Driver {
@@ -1263,7 +1277,19 @@ impl Driver {
         let mut terminate = signal(tokio::signal::unix::SignalKind::terminate())?;
         let mut next_relay = tokio::time::Instant::now();
         loop {
+            if self.restoring.is_none() && self.engine.app().awaiting_state() {
+                self.restoring = Some(self.restore_state());
+            }
             tokio::select! {
+                restored = recv_restored(&mut self.restoring) => {
+                    // Without a result (the task died) the next turn starts another restore.
+                    self.restoring = None;
+                    if let Some(restored) = restored {
+                        let height = restored.map_err(|e| NodeError::Internal(
+                            format!("restoring the application state: {e}")))?;
+                        self.engine.state_restored(height)?;
+                    }
+                }
                 input = input_rx.recv() => {
                     let Some(input) = input else { return Ok(()) };
                     if let Input::Proposal(p) = &input {
@@ -1307,6 +1333,31 @@ impl Driver {
                 }
             }
         }
+    }
+}
+
+impl Driver {
+    /// Starts restoring the application state from peers ([`crate::state_sync::restore`]) on
+    /// the blocking pool; the receiver gets its result.
+    fn restore_state(&self) -> mpsc::Receiver<Result<u64, String>> {
+        let (tx, rx) = mpsc::channel(1);
+        let network = self.host.shared.network.clone();
+        let store = self.host.shared.store.clone();
+        let runtime = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            let _ = tx.blocking_send(crate::state_sync::restore(&runtime, &network, &store));
+        });
+        rx
+    }
+}
+
+/// The end of the state restore in progress, if any (never, without one).
+async fn recv_restored(
+    restoring: &mut Option<mpsc::Receiver<Result<u64, String>>>,
+) -> Option<Result<u64, String>> {
+    match restoring {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -1008,10 +1008,12 @@ async fn malformed_frames_are_counted_and_the_node_keeps_finalizing() {
 /// validators keep six epochs and older epochs' boundary blocks, except validator 1, an archive
 /// node. Validator 3 is down for more than that; restarted on its data directory while the
 /// archive node is away, it walks the checkpoints of the pruned epochs (its peers answer `410
-/// Gone` below their history floor) and then follows the others (without executing: its state
-/// stopped at the first checkpoint).
+/// Gone` below their history floor), restores the state of its finalized tip from its peers
+/// (`quasar_node::state_sync`) and executes again: without the archive node, validators 0, 2
+/// and 3 are a quorum only if validator 3 notarizes, which it does only when its own execution
+/// gives each block's state root.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_validator_down_past_retention_rejoins_through_checkpoints() {
+async fn a_validator_down_past_retention_rejoins_through_checkpoints_and_restores_its_state() {
     let _turn = one_network_at_a_time().await;
     let mut fx = Fixture::with_profile("quasar-testnet-test-", 4, 100, Profile::Fast);
     fx.net.set_epoch_length(2).unwrap();
@@ -1054,35 +1056,35 @@ async fn a_validator_down_past_retention_rejoins_through_checkpoints() {
     );
 
     // The archive node steps out, so validator 3 can only learn the old epochs from pruning
-    // peers. It walks their checkpoints up to the chain's height; the chain waits meanwhile (two
-    // of four are no quorum, and validator 3, whose state stopped at a checkpoint, executes and
-    // notarizes nothing: restoring state from peers is not built).
+    // peers. It walks their checkpoints up to the chain's height (the chain waits meanwhile:
+    // two of four are no quorum), restores its tip's state from them, and the three finalize.
     fx.net.kill(1);
     fx.net.spawn(3, &binary()).unwrap();
     let reached = max_finalized(&statuses);
+    let target = reached + 4;
     let statuses = fx
         .net
-        .wait_finalized(&[3], reached, Duration::from_secs(60))
+        .wait_finalized(&[0, 2, 3], target, Duration::from_secs(90))
         .await
         .unwrap();
-    assert!(statuses[0].history_floor > at_kill + 2, "{:?}", statuses[0]);
-    // With the archive node back the others are a quorum, and validator 3 follows them.
+    assert!(statuses[2].history_floor > at_kill + 2, "{:?}", statuses[2]);
+    let log = fx.net.log_tail(3, 1000);
+    for line in [
+        "checkpoint: took the epoch's boundary block",
+        "application state stops here until it is restored",
+        "restored the application state from a peer",
+        "executing again from the state restored from peers",
+    ] {
+        assert!(log.contains(line), "validator 3 logs {line:?}");
+    }
+    // With the archive node back, all four follow one chain.
     fx.net.spawn(1, &binary()).unwrap();
-    let target = reached + 4;
+    let target = target + 4;
     fx.net
         .wait_finalized(&[0, 1, 2, 3], target, Duration::from_secs(60))
         .await
         .unwrap();
     assert_same_chain(&fx.net, target).await;
-    let log = fx.net.log_tail(3, 400);
-    assert!(
-        log.contains("checkpoint: took the epoch's boundary block"),
-        "validator 3 took checkpoints"
-    );
-    assert!(
-        log.contains("application state stops here"),
-        "validator 3 says its state stopped"
-    );
 }
 
 /// A genesis-scheduled validator-set change between real processes: validator 4 is outside

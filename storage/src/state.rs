@@ -24,6 +24,12 @@
 //! version `keep`, and the roots below it: every version from `keep` on stays whole and
 //! provable, older ones are gone. Values (the `v` entries, 26 bytes per changed account) are
 //! not pruned yet.
+//!
+//! **Restoring.** A node without the state of the finalized chain restores one version from a
+//! snapshot its peers serve (`quasar_app::snapshot`): [`StateStore::clear`], then the
+//! version's nodes and values in parts ([`StateStore::write_restored`]), then its root and the
+//! latest pointer ([`StateStore::finish_restore`]). Until that last write the state reads as
+//! never committed.
 
 use quasar_crypto::hash::Hash;
 
@@ -65,6 +71,30 @@ fn prefixed(prefix: u8, parts: &[&[u8]]) -> Vec<u8> {
 
 fn value_key(key_hash: &Hash, version: u64) -> Vec<u8> {
     prefixed(VALUE, &[key_hash, &version.to_be_bytes()])
+}
+
+/// The sled writes of `batch` (nodes, values and stale marks) at version `version`.
+fn batch_writes(version: u64, batch: &StateBatch) -> Result<sled::Batch, StoreError> {
+    let mut write = sled::Batch::default();
+    for (key, node) in &batch.nodes {
+        write.insert(prefixed(NODE, &[key]), node.as_slice());
+    }
+    for (key_hash, value) in &batch.values {
+        let value = match value {
+            Some(v) if v.is_empty() => {
+                return Err(StoreError::Corrupt(
+                    "an empty state value (the store's deletion mark) was written".into(),
+                ))
+            }
+            Some(v) => v.as_slice(),
+            None => &[],
+        };
+        write.insert(value_key(key_hash, version), value);
+    }
+    for (since, key) in &batch.stale {
+        write.insert(prefixed(STALE, &[&since.to_be_bytes(), key]), &[]);
+    }
+    Ok(write)
 }
 
 impl StateStore {
@@ -143,25 +173,40 @@ impl StateStore {
                 got: version,
             });
         }
+        let mut write = batch_writes(version, batch)?;
+        write.insert(prefixed(ROOT, &[&version.to_be_bytes()]), root.as_slice());
+        write.insert(LATEST, &version.to_be_bytes());
+        self.tree.apply_batch(write)?;
+        Ok(())
+    }
+
+    /// Deletes the whole state: nodes, values, roots, stale marks, kept proofs and the latest
+    /// pointer. The pointer goes first, in its own write, so a crash part-way leaves a state
+    /// that reads as never committed (and is cleared again before anything is written to it).
+    ///
+    /// Errors: [`StoreError::Backend`].
+    pub fn clear(&self) -> Result<(), StoreError> {
+        self.tree.remove(LATEST)?;
+        self.tree.clear()?;
+        Ok(())
+    }
+
+    /// Writes part of version `version` while it is restored from a snapshot, in one atomic
+    /// batch: its nodes and values, not its root, so the version is not readable as committed
+    /// until [`StateStore::finish_restore`]. Only into a state [`StateStore::clear`]ed first.
+    ///
+    /// Errors: [`StoreError::Corrupt`] for an empty value in `batch`; [`StoreError::Backend`].
+    pub fn write_restored(&self, version: u64, batch: &StateBatch) -> Result<(), StoreError> {
+        self.tree.apply_batch(batch_writes(version, batch)?)?;
+        Ok(())
+    }
+
+    /// Makes version `version`, whose nodes and values [`StateStore::write_restored`] wrote,
+    /// the latest, with root `root`.
+    ///
+    /// Errors: [`StoreError::Backend`].
+    pub fn finish_restore(&self, version: u64, root: &Hash) -> Result<(), StoreError> {
         let mut write = sled::Batch::default();
-        for (key, node) in &batch.nodes {
-            write.insert(prefixed(NODE, &[key]), node.as_slice());
-        }
-        for (key_hash, value) in &batch.values {
-            let value = match value {
-                Some(v) if v.is_empty() => {
-                    return Err(StoreError::Corrupt(
-                        "an empty state value (the store's deletion mark) was written".into(),
-                    ))
-                }
-                Some(v) => v.as_slice(),
-                None => &[],
-            };
-            write.insert(value_key(key_hash, version), value);
-        }
-        for (since, key) in &batch.stale {
-            write.insert(prefixed(STALE, &[&since.to_be_bytes(), key]), &[]);
-        }
         write.insert(prefixed(ROOT, &[&version.to_be_bytes()]), root.as_slice());
         write.insert(LATEST, &version.to_be_bytes());
         self.tree.apply_batch(write)?;

@@ -211,6 +211,22 @@ pub enum WireError {
         reason: Box<WireError>,
     },
 
+    /// A state chunk's status byte is not a known [`crate::ChunkStatus`].
+    #[error("unknown state chunk status {found}")]
+    UnknownChunkStatus {
+        /// Status byte found.
+        found: u8,
+    },
+
+    /// An entry of a state chunk is not a 32-byte tree key followed by a non-empty value.
+    #[error("state chunk entry {index} has {len} bytes: an entry is a 32-byte key and a value")]
+    StateEntry {
+        /// Position of the entry in the list.
+        index: usize,
+        /// Its length in bytes.
+        len: usize,
+    },
+
     /// Encoding produced more than `u32::MAX` bytes; the value cannot be sent. Encoder side only.
     #[error("encoded message would exceed {max} bytes")]
     MessageTooLarge {

@@ -64,9 +64,12 @@
 //! | QuasarCert (7)        | 80   | chain_id u64 @0, epoch @8, height @16, view @24, block \[32\] @32, bundle bytes @64 (k × 32-byte round digests, 1 ≤ k ≤ 1024), legs list of bytes @72 (each kind u8 ‖ body, 1..=8 entries) |
 //! | LaneMessage (8)       | 72   | chain_id u64 @0, epoch @8, height @16, sender u32 @24, kind u8 @28, leg u8 @29, reserved \[2\] = 0 @30, session \[32\] @32, payload bytes @64 (≤ 8 MiB) |
 //! | RelayRequest (9)      | 20   | epoch u64 @0, from_view @8, signer u32 @16                                 |
+//! | StateRequest (10)     | 44   | version u64 @0, start \[32\] @8, max_bytes u32 @40                          |
+//! | StateChunk (11)       | 32   | version u64 @0, entries list of bytes @8 (each key \[32\] ‖ value), proof bytes @16, status u8 @24, reserved \[7\] = 0 @25 |
 //!
 //! Fixed fields are ordered so that no object has internal padding (LaneMessage's two bytes at
-//! @30 are a reserved field the decoder requires to be zero, not padding).
+//! @30 and StateChunk's seven at @25 are reserved fields the decoder requires to be zero, not
+//! padding).
 //!
 //! A [`QuasarCert`] is the post-quantum certificate of one finalized block (docs/architecture.md §3): its
 //! bundle lists the round digests μ of the consecutive finalized blocks it covers, oldest first

@@ -65,12 +65,16 @@ pub enum MessageType {
     Lane = 8,
     /// A request for the recent proposals and votes of one signer ([`RelayRequest`]).
     RelayRequest = 9,
+    /// A request for part of a state snapshot ([`StateRequest`]).
+    StateRequest = 10,
+    /// Part of a state snapshot answering a request ([`StateChunk`]).
+    StateChunk = 11,
 }
 
 impl TryFrom<u8> for MessageType {
     type Error = WireError;
 
-    /// Errors: [`WireError::UnknownMessageType`] for any byte outside 1..=9.
+    /// Errors: [`WireError::UnknownMessageType`] for any byte outside 1..=11.
     fn try_from(found: u8) -> Result<Self, WireError> {
         Ok(match found {
             1 => Self::Proposal,
@@ -82,6 +86,8 @@ impl TryFrom<u8> for MessageType {
             7 => Self::QuasarCert,
             8 => Self::Lane,
             9 => Self::RelayRequest,
+            10 => Self::StateRequest,
+            11 => Self::StateChunk,
             _ => return Err(WireError::UnknownMessageType { found }),
         })
     }
@@ -416,6 +422,34 @@ pub mod layout {
         /// Fixed size.
         pub const SIZE: usize = 20;
     }
+    /// `StateRequest` root object, 44 bytes.
+    pub mod state_request {
+        /// `version: u64`.
+        pub const VERSION: usize = 0;
+        /// `start: [u8; 32]`.
+        pub const START: usize = 8;
+        /// `max_bytes: u32`.
+        pub const MAX_BYTES: usize = 40;
+        /// Fixed size.
+        pub const SIZE: usize = 44;
+    }
+    /// `StateChunk` root object, 32 bytes.
+    pub mod state_chunk {
+        /// `version: u64`.
+        pub const VERSION: usize = 0;
+        /// `entries: ptr → list of bytes` (each key \[32\] ‖ value, the value not empty).
+        pub const ENTRIES: usize = 8;
+        /// `proof: ptr → bytes`.
+        pub const PROOF: usize = 16;
+        /// `status: u8` ([`crate::ChunkStatus`]).
+        pub const STATUS: usize = 24;
+        /// Seven reserved bytes, must be zero.
+        pub const RESERVED: usize = 25;
+        /// Width of the reserved field, in bytes.
+        pub const RESERVED_LEN: usize = 7;
+        /// Fixed size.
+        pub const SIZE: usize = 32;
+    }
     /// `SyncResponse` root object, 8 bytes.
     pub mod sync_response {
         /// `items: ptr → list of bytes` (each a complete ZAP Proposal, Vote, Certificate or
@@ -474,6 +508,7 @@ use layout::relay_request as rq;
 use layout::vote as vo;
 use layout::{block_header as bh, certificate as ce, proposal as pr, sync_request as sq};
 use layout::{lane_message as lm, quasar_cert as qc, sync_response as ss, tx_batch as tb};
+use layout::{state_chunk as sc, state_request as sr};
 
 /// Checks the header of `buf`, that its type is `expected`, and opens its root of `root_size` bytes.
 fn open(buf: &[u8], expected: MessageType, root_size: usize) -> Result<Object<'_>, WireError> {
@@ -1851,6 +1886,219 @@ impl<'a> LaneMessageRef<'a> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// StateRequest, StateChunk
+// ---------------------------------------------------------------------------------------------
+
+/// A request for the part of state version `version` (the state after the finalized block of
+/// that height) that starts at the first tree key at or above `start`, at most about
+/// `max_bytes` of entries; the reply is a [`StateChunk`]. A node restoring its state asks for
+/// a version from its first key on, one chunk after the other (`quasar_app::snapshot`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StateRequest {
+    /// The state version (block height).
+    pub version: u64,
+    /// The lowest tree key wanted.
+    pub start: Hash,
+    /// Most bytes of entries wanted; the responder may send fewer, and sends at least one entry
+    /// when one is there.
+    pub max_bytes: u32,
+}
+
+impl StateRequest {
+    /// Encodes as a ZAP message of type [`MessageType::StateRequest`] (fixed 60 bytes).
+    ///
+    /// Errors: none in practice; the signature mirrors the other encoders.
+    pub fn encode(&self) -> Result<Vec<u8>, WireError> {
+        let (mut b, root) = Builder::new(MessageType::StateRequest as u8, sr::SIZE)?;
+        b.put_u64(root, sr::VERSION, self.version)?;
+        b.put(root, sr::START, &self.start)?;
+        b.put_u32(root, sr::MAX_BYTES, self.max_bytes)?;
+        b.finish()
+    }
+}
+
+/// A validated view of an encoded [`StateRequest`].
+#[derive(Clone, Debug)]
+pub struct StateRequestRef {
+    request: StateRequest,
+}
+
+impl StateRequestRef {
+    /// Validates `buf` as a StateRequest message.
+    ///
+    /// Errors: header errors, [`WireError::UnknownMessageType`], [`WireError::WrongMessageType`],
+    /// [`WireError::RootOutOfBounds`].
+    pub fn parse(buf: &[u8]) -> Result<Self, WireError> {
+        Self::from_root(&open(buf, MessageType::StateRequest, sr::SIZE)?)
+    }
+
+    fn from_root(root: &Object<'_>) -> Result<Self, WireError> {
+        Ok(Self {
+            request: StateRequest {
+                version: root.u64(sr::VERSION)?,
+                start: *root.array(sr::START)?,
+                max_bytes: root.u32(sr::MAX_BYTES)?,
+            },
+        })
+    }
+
+    /// Copies into an owned [`StateRequest`].
+    pub fn to_owned(&self) -> StateRequest {
+        self.request.clone()
+    }
+}
+
+/// What a [`StateChunk`] answers.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ChunkStatus {
+    /// The responder does not hold the version (pruned, or not committed yet): no entries.
+    NotHeld = 0,
+    /// Entries of the version; more follow the last one.
+    Partial = 1,
+    /// Entries of the version, the last ones (possibly none, past the last key).
+    Complete = 2,
+}
+
+impl TryFrom<u8> for ChunkStatus {
+    type Error = WireError;
+
+    /// Errors: [`WireError::UnknownChunkStatus`] for any byte outside 0..=2.
+    fn try_from(found: u8) -> Result<Self, WireError> {
+        Ok(match found {
+            0 => Self::NotHeld,
+            1 => Self::Partial,
+            2 => Self::Complete,
+            _ => return Err(WireError::UnknownChunkStatus { found }),
+        })
+    }
+}
+
+/// Part of a state snapshot answering a [`StateRequest`]: consecutive entries of version
+/// `version` in key order and their range proof, both opaque here (`quasar_app::snapshot`
+/// checks them against a certified state root).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StateChunk {
+    /// The state version.
+    pub version: u64,
+    /// Whether the responder holds the version, and whether the chunk ends it.
+    pub status: ChunkStatus,
+    /// Each entry: its 32-byte tree key, then its value (not empty).
+    pub entries: Vec<Vec<u8>>,
+    /// The range proof of the last entry (empty without entries).
+    pub proof: Vec<u8>,
+}
+
+/// Checks that `entry` is a tree key followed by a non-empty value.
+fn check_state_entry(index: usize, entry: &[u8]) -> Result<(), WireError> {
+    if entry.len() <= HASH_LEN {
+        return Err(WireError::StateEntry {
+            index,
+            len: entry.len(),
+        });
+    }
+    Ok(())
+}
+
+impl StateChunk {
+    /// Encodes as a ZAP message of type [`MessageType::StateChunk`] (32-byte root, then the
+    /// entries and the proof).
+    ///
+    /// Errors: [`WireError::StateEntry`] for an entry of 32 bytes or fewer (the receiver would
+    /// reject it); [`WireError::MessageTooLarge`].
+    pub fn encode(&self) -> Result<Vec<u8>, WireError> {
+        for (index, entry) in self.entries.iter().enumerate() {
+            check_state_entry(index, entry)?;
+        }
+        let (mut b, root) = Builder::new(MessageType::StateChunk as u8, sc::SIZE)?;
+        b.put_u64(root, sc::VERSION, self.version)?;
+        b.put_bytes_list(root, sc::ENTRIES, &self.entries)?;
+        b.put_bytes(root, sc::PROOF, &self.proof)?;
+        b.put_u8(root, sc::STATUS, self.status as u8)?;
+        b.put(root, sc::RESERVED, &[0; sc::RESERVED_LEN])?;
+        b.finish()
+    }
+}
+
+/// A validated, zero-copy view of an encoded [`StateChunk`]: the status is known, the
+/// reserved bytes are zero and every entry is longer than a key.
+#[derive(Clone, Debug)]
+pub struct StateChunkRef<'a> {
+    version: u64,
+    status: ChunkStatus,
+    entries: BytesList<'a>,
+    proof: &'a [u8],
+}
+
+impl<'a> StateChunkRef<'a> {
+    /// Validates `buf` as a StateChunk message, including every entry's length.
+    ///
+    /// Errors: header errors, [`WireError::UnknownMessageType`], [`WireError::WrongMessageType`],
+    /// [`WireError::RootOutOfBounds`], [`WireError::UnknownChunkStatus`],
+    /// [`WireError::ReservedNonZero`], [`WireError::PointerOutOfBounds`],
+    /// [`WireError::LengthOverflow`], [`WireError::StateEntry`].
+    pub fn parse(buf: &'a [u8]) -> Result<Self, WireError> {
+        Self::from_root(&open(buf, MessageType::StateChunk, sc::SIZE)?)
+    }
+
+    fn from_root(root: &Object<'a>) -> Result<Self, WireError> {
+        let status = ChunkStatus::try_from(root.u8(sc::STATUS)?)?;
+        let reserved: &[u8; sc::RESERVED_LEN] = root.array(sc::RESERVED)?;
+        if reserved.iter().any(|&byte| byte != 0) {
+            let mut wide = [0u8; 8];
+            wide[..sc::RESERVED_LEN].copy_from_slice(reserved);
+            return Err(WireError::ReservedNonZero {
+                field: sc::RESERVED,
+                found: u64::from_le_bytes(wide),
+            });
+        }
+        let entries = root.bytes_list(sc::ENTRIES)?;
+        for (index, entry) in entries.iter().enumerate() {
+            check_state_entry(index, entry)?;
+        }
+        Ok(Self {
+            version: root.u64(sc::VERSION)?,
+            status,
+            entries,
+            proof: root.bytes(sc::PROOF)?,
+        })
+    }
+
+    /// The state version.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+    /// Whether the responder holds the version, and whether the chunk ends it.
+    pub fn status(&self) -> ChunkStatus {
+        self.status
+    }
+    /// The entries in order, borrowed: each a 32-byte key, then a non-empty value.
+    pub fn entries(&self) -> impl Iterator<Item = (&'a Hash, &'a [u8])> {
+        self.entries.iter().filter_map(|entry| {
+            let (key, value) = entry.split_first_chunk::<HASH_LEN>()?;
+            Some((key, value))
+        })
+    }
+    /// Number of entries.
+    pub fn entry_count(&self) -> usize {
+        self.entries.len()
+    }
+    /// The range proof, borrowed.
+    pub fn proof(&self) -> &'a [u8] {
+        self.proof
+    }
+    /// Copies into an owned [`StateChunk`].
+    pub fn to_owned(&self) -> StateChunk {
+        StateChunk {
+            version: self.version,
+            status: self.status,
+            entries: self.entries.iter().map(<[u8]>::to_vec).collect(),
+            proof: self.proof.to_vec(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Any message
 // ---------------------------------------------------------------------------------------------
 
@@ -1875,6 +2123,10 @@ pub enum Message {
     Lane(LaneMessage),
     /// See [`RelayRequest`].
     RelayRequest(RelayRequest),
+    /// See [`StateRequest`].
+    StateRequest(StateRequest),
+    /// See [`StateChunk`].
+    StateChunk(StateChunk),
 }
 
 impl Message {
@@ -1896,6 +2148,8 @@ impl Message {
             Self::QuasarCert(m) => m.encode(),
             Self::Lane(m) => m.encode(),
             Self::RelayRequest(m) => m.encode(),
+            Self::StateRequest(m) => m.encode(),
+            Self::StateChunk(m) => m.encode(),
         }
     }
 
@@ -1911,6 +2165,8 @@ impl Message {
             Self::QuasarCert(_) => MessageType::QuasarCert,
             Self::Lane(_) => MessageType::Lane,
             Self::RelayRequest(_) => MessageType::RelayRequest,
+            Self::StateRequest(_) => MessageType::StateRequest,
+            Self::StateChunk(_) => MessageType::StateChunk,
         }
     }
 }
@@ -1936,6 +2192,10 @@ pub enum MessageRef<'a> {
     Lane(LaneMessageRef<'a>),
     /// See [`RelayRequestRef`].
     RelayRequest(RelayRequestRef),
+    /// See [`StateRequestRef`].
+    StateRequest(StateRequestRef),
+    /// See [`StateChunkRef`].
+    StateChunk(StateChunkRef<'a>),
 }
 
 impl MessageRef<'_> {
@@ -1951,6 +2211,8 @@ impl MessageRef<'_> {
             Self::QuasarCert(_) => MessageType::QuasarCert,
             Self::Lane(_) => MessageType::Lane,
             Self::RelayRequest(_) => MessageType::RelayRequest,
+            Self::StateRequest(_) => MessageType::StateRequest,
+            Self::StateChunk(_) => MessageType::StateChunk,
         }
     }
 
@@ -1966,6 +2228,8 @@ impl MessageRef<'_> {
             Self::QuasarCert(m) => Message::QuasarCert(m.to_owned()),
             Self::Lane(m) => Message::Lane(m.to_owned()),
             Self::RelayRequest(m) => Message::RelayRequest(m.to_owned()),
+            Self::StateRequest(m) => Message::StateRequest(m.to_owned()),
+            Self::StateChunk(m) => Message::StateChunk(m.to_owned()),
         }
     }
 }
@@ -2002,6 +2266,12 @@ pub fn decode(buf: &[u8]) -> Result<MessageRef<'_>, WireError> {
         MessageType::Lane => MessageRef::Lane(LaneMessageRef::from_root(&reader.root(lm::SIZE)?)?),
         MessageType::RelayRequest => {
             MessageRef::RelayRequest(RelayRequestRef::from_root(&reader.root(rq::SIZE)?)?)
+        }
+        MessageType::StateRequest => {
+            MessageRef::StateRequest(StateRequestRef::from_root(&reader.root(sr::SIZE)?)?)
+        }
+        MessageType::StateChunk => {
+            MessageRef::StateChunk(StateChunkRef::from_root(&reader.root(sc::SIZE)?)?)
         }
     })
 }

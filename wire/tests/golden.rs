@@ -17,6 +17,8 @@ const SYNC_RESPONSE: &str = "5a4150000200000610000000010200000800000002000000100
 const QUASAR_CERT: &str = "5a4150000200000710000000cd0000000700000000000000030000000000000029000000000000002a00000000000000303132333435363738393a3b3c3d3e3f404142434445464748494a4b4c4d4e4f10000000400000004800000003000000505152535455565758595a5b5c5d5e5f606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f808182838485868788898a8b8c8d8e8f18000000080000001800000007000000180000000500000001626c732d61676702636f726f6e61000367313621";
 const RELAY_REQUEST: &str =
     "5a4150000200000910000000240000000300000000000000290000000000000009000000";
+const STATE_REQUEST: &str = "5a4150000200000a100000003c0000006000000000000000000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f00004000";
+const STATE_CHUNK: &str = "5a4150000200000b100000009800000060000000000000001800000002000000700000000800000001000000000000001000000024000000300000002100000011111111111111111111111111111111111111111111111111111111111111116c6561660000000022222222222222222222222222222222222222222222222222222222222222226b000000000000007369626c696e6773";
 const LANE_MESSAGE: &str = "5a4150000200000810000000610000000700000000000000030000000000000029000000000000000900000004000000909192939495969798999a9b9c9d9e9fa0a1a2a3a4a5a6a7a8a9aaabacadaeaf0800000009000000636f726f6e612d7231";
 
 /// Encodes `message`, compares with the pinned hex, and decodes the pinned bytes back to `message`.
@@ -102,6 +104,50 @@ fn relay_request_golden() {
         RELAY_REQUEST,
     );
     assert_eq!(hex::decode(RELAY_REQUEST).unwrap().len(), 16 + 20);
+}
+
+#[test]
+fn state_request_and_chunk_golden() {
+    let request = StateRequest {
+        version: 96,
+        start: std::array::from_fn(|i| i as u8),
+        max_bytes: 4 << 20,
+    };
+    check_golden(Message::StateRequest(request), STATE_REQUEST);
+    assert_eq!(hex::decode(STATE_REQUEST).unwrap().len(), 16 + 44);
+    let chunk = StateChunk {
+        version: 96,
+        status: ChunkStatus::Partial,
+        entries: vec![
+            [[0x11; 32].as_slice(), b"leaf"].concat(),
+            [[0x22; 32].as_slice(), b"k"].concat(),
+        ],
+        proof: b"siblings".to_vec(),
+    };
+    check_golden(Message::StateChunk(chunk.clone()), STATE_CHUNK);
+    // An unknown status, a reserved byte set, an entry that is only a key: refused.
+    let bytes = hex::decode(STATE_CHUNK).unwrap();
+    let root = 16;
+    let mut bad = bytes.clone();
+    bad[root + 24] = 3;
+    assert!(matches!(
+        decode(&bad),
+        Err(WireError::UnknownChunkStatus { found: 3 })
+    ));
+    let mut bad = bytes;
+    bad[root + 31] = 1;
+    assert!(matches!(
+        decode(&bad),
+        Err(WireError::ReservedNonZero { field: 25, .. })
+    ));
+    let short = StateChunk {
+        entries: vec![vec![0x33; 32]],
+        ..chunk
+    };
+    assert!(matches!(
+        short.encode(),
+        Err(WireError::StateEntry { index: 0, len: 32 })
+    ));
 }
 
 #[test]

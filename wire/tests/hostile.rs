@@ -72,8 +72,8 @@ fn each_header_field_has_its_own_error() {
         WireError::ReservedFlags { found: 0x80 }
     );
 
-    // 10 is the first type byte after the last known type (9, RelayRequest).
-    for found in [0u8, 10, 0xff] {
+    // 12 is the first type byte after the last known type (11, StateChunk).
+    for found in [0u8, 12, 0xff] {
         let mut b = vote.clone();
         b[7] = found; // message type, high byte of flags
         assert_eq!(

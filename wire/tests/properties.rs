@@ -170,6 +170,27 @@ fn message() -> impl Strategy<Value = Message> {
                 signer,
             })
         }),
+        (any::<u64>(), hash(), any::<u32>()).prop_map(|(version, start, max_bytes)| {
+            Message::StateRequest(StateRequest {
+                version,
+                start,
+                max_bytes,
+            })
+        }),
+        (
+            any::<u64>(),
+            0u8..3,
+            vec(vec(any::<u8>(), 33..80), 0..4),
+            vec(any::<u8>(), 0..40)
+        )
+            .prop_map(|(version, status, entries, proof)| {
+                Message::StateChunk(StateChunk {
+                    version,
+                    status: ChunkStatus::try_from(status).expect("0..3"),
+                    entries,
+                    proof,
+                })
+            }),
     ]
 }
 
