@@ -148,8 +148,10 @@ pub trait Application {
     fn commit(&mut self) -> Result<(), AppError>;
 
     /// The finalized chain moved to `height` through a checkpoint, without the blocks below:
-    /// their state is unknown here.
-    fn skip(&mut self, block: &Hash, height: u64, state_root: &Hash);
+    /// their state is unknown here. `state_proof` is what the checkpoint carried for the
+    /// application ([`crate::Checkpoint::state_proof`]), to be checked against `state_root`
+    /// (the boundary's, certified); one that does not hold is logged and left unused.
+    fn skip(&mut self, block: &Hash, height: u64, state_root: &Hash, state_proof: &[u8]);
 
     /// The state after finalized block `height` was restored into the application's store from
     /// peers, after a [`Application::skip`]: reads it, and executes again from there (the

@@ -114,6 +114,11 @@ pub struct Checkpoint {
     pub seals: Vec<VerifiedProposal>,
     /// The finalization of the boundary block or of a seal above it.
     pub certificate: VerifiedCertificate,
+    /// What the application needs to go on from the boundary block without having executed
+    /// the epoch, checked by the application against the boundary's state root, not by the
+    /// core (the node's: on a chain whose sets come from its registry, the encoded
+    /// `quasar_wire::EpochSetProof` of the set the boundary decides); empty when there is none.
+    pub state_proof: Vec<u8>,
 }
 
 /// Kinds of equivocation the core detects.
@@ -175,9 +180,9 @@ pub struct FinalizedBlock {
     pub hash: Hash,
     /// The finalization that covers it (its own, or a descendant's).
     pub certificate: Certificate,
-    /// It came from a [`Checkpoint`]: the blocks between the previous tip and this one were
-    /// skipped.
-    pub checkpoint: bool,
+    /// `Some` when it came from a [`Checkpoint`] (the blocks between the previous tip and this
+    /// one were skipped): the checkpoint's [`Checkpoint::state_proof`].
+    pub checkpoint: Option<Vec<u8>>,
 }
 
 /// What the runtime must do, in order.
@@ -328,9 +333,13 @@ pub struct Core {
     tip_certificate: Option<Certificate>,
     /// The epoch's boundary block is final; see [`Action::EpochEnded`].
     ended: bool,
-    /// The highest epoch of a verified certificate seen: a quorum, so honest validators, got
-    /// that far.
-    certified_epoch: u64,
+    /// The highest epoch the chain is known to have reached: from a verified certificate (a
+    /// quorum, so honest validators, got that far), or from a message of an epoch whose set
+    /// this node has not learned ([`Input::LaterEpoch`]), which it cannot verify. The second
+    /// happens only on a chain whose sets come from its registry, to a node that walks
+    /// checkpoints before it learns the later sets; see [`Core::on_checkpoint`] for what a
+    /// false claim costs.
+    reached_epoch: u64,
 }
 
 impl Core {
@@ -351,7 +360,7 @@ impl Core {
             entry_certificate: None,
             tip_certificate: None,
             ended: false,
-            certified_epoch: 0,
+            reached_epoch: 0,
         }
     }
 
@@ -360,15 +369,16 @@ impl Core {
         self.cfg.epoch
     }
 
-    /// The highest epoch of a verified certificate this core (or one it was told of through
-    /// [`Core::saw_certified_epoch`]) has seen.
-    pub fn certified_epoch(&self) -> u64 {
-        self.certified_epoch
+    /// The highest epoch this core (or one it was told of through [`Core::saw_epoch`]) knows
+    /// the chain reached: of a verified certificate, or of a message whose epoch's set is not
+    /// known here ([`Input::LaterEpoch`]).
+    pub fn reached_epoch(&self) -> u64 {
+        self.reached_epoch
     }
 
-    /// Records that a certificate of `epoch` was seen (the previous epoch's core saw it).
-    pub fn saw_certified_epoch(&mut self, epoch: u64) {
-        self.certified_epoch = self.certified_epoch.max(epoch);
+    /// Records that the chain reached `epoch` (the previous epoch's core saw it).
+    pub fn saw_epoch(&mut self, epoch: u64) {
+        self.reached_epoch = self.reached_epoch.max(epoch);
     }
 
     /// Sets the finalization that committed `tip` (loaded from the store on restart, or the
@@ -532,8 +542,10 @@ impl Core {
             Input::LaterEpoch(epoch) => Some(*epoch),
             Input::Timer { .. } | Input::Verified { .. } => None,
         };
-        if let Input::Certificate(c) = &input {
-            self.saw_certified_epoch(c.certificate().epoch);
+        match &input {
+            Input::Certificate(c) => self.saw_epoch(c.certificate().epoch),
+            Input::LaterEpoch(epoch) => self.saw_epoch(*epoch),
+            _ => {}
         }
         match epoch {
             Some(e) if e > self.cfg.epoch => {
@@ -1228,7 +1240,7 @@ impl Core {
                     tx_hashes: block.tx_hashes,
                     hash,
                     certificate: cert.clone(),
-                    checkpoint: false,
+                    checkpoint: None,
                 })));
             }
             if self.tip.height == last_height {
@@ -1249,22 +1261,26 @@ impl Core {
     /// [`Checkpoint`]) and ends the epoch, then asks for what follows. Ignored unless the
     /// certificate finalizes, through hash links of consecutive heights over the seals, this
     /// epoch's boundary block, that block is more than one height above the tip (right above
-    /// it, ordinary sync commits it), and a certificate of an epoch at least
-    /// [`RETAINED_EPOCHS`] − 1 later was seen (an honest peer that pruned this epoch runs
-    /// [`RETAINED_EPOCHS`] epochs later and holds such a certificate, and sends it with the
+    /// it, ordinary sync commits it), and the chain reached an epoch at least
+    /// [`RETAINED_EPOCHS`] − 1 later (an honest peer that pruned this epoch runs
+    /// [`RETAINED_EPOCHS`] epochs later and holds a certificate of it, and sends it with the
     /// checkpoint): a peer that offers a checkpoint sooner only tries to make this node skip
-    /// blocks.
+    /// blocks. Where that certificate's set is not known here (a chain whose sets come from
+    /// its registry) its epoch counts unverified: a peer that lies about it makes this node
+    /// skip blocks it could have executed, and restore their state from its peers instead
+    /// (`quasar_node::state_sync`); what it takes is still a certified boundary.
     fn on_checkpoint(&mut self, checkpoint: Checkpoint, out: &mut Vec<Action>) {
         let Checkpoint {
             boundary,
             seals,
             certificate,
+            state_proof,
         } = checkpoint;
         let last_height = self.last_height();
         let cert = certificate.certificate();
         let header = &boundary.proposal().header;
         if cert.kind != CertificateKind::Finalization
-            || self.certified_epoch < self.cfg.epoch.saturating_add(RETAINED_EPOCHS - 1)
+            || self.reached_epoch < self.cfg.epoch.saturating_add(RETAINED_EPOCHS - 1)
             || header.epoch != self.cfg.epoch
             || header.height != last_height
             || header.height <= self.tip.height.saturating_add(1)
@@ -1312,7 +1328,7 @@ impl Core {
             tx_hashes: boundary.tx_hashes().to_vec(),
             hash: self.tip.hash,
             certificate: cert.clone(),
-            checkpoint: true,
+            checkpoint: Some(state_proof),
         })));
         out.push(Action::Fetch {
             block: [0; 32],

@@ -28,6 +28,11 @@
 //! is in force from epoch `e + 2`'s first view, and the Quasar tracker gets the set's
 //! certificate policy. A restarted node decides again, from its committed state, every set up
 //! to its version (the same sets: a changed one is a corrupt store and stops the node).
+//!
+//! A node that takes a checkpoint has not executed the epoch: it decides the set its boundary
+//! writes from the proof the checkpoint carries (an `EpochSetProof` against the boundary's
+//! certified state root). Once its state is restored from peers it decides, from that state,
+//! every set up to the restored version.
 
 use quasar_app::{
     ChainRules, EpochSet, EvidenceCheck, Executed, GenesisValidator, NetworkRoster, Offence, State,
@@ -150,6 +155,11 @@ fn change_policy(quasar: &crate::quasar_service::QuasarState, (epoch, policy): D
     }
 }
 
+/// The storage error of deciding the set of `epoch`.
+fn set_error(epoch: u64, e: &dyn std::fmt::Display) -> AppError {
+    AppError::Storage(format!("the validator set of epoch {epoch}: {e}"))
+}
+
 /// Decides the validator sets of a chain whose sets come from its registry (module docs).
 pub struct SetDecider {
     genesis: Arc<Genesis>,
@@ -175,14 +185,12 @@ impl SetDecider {
         }
     }
 
-    /// Decides the set that committed version `version` holds for `epoch`.
-    ///
-    /// Errors: [`AppError::Storage`] for a state that cannot be read or holds no set there, a
-    /// stored set that does not build, or a decision that contradicts an earlier one.
     /// Decides every set that the committed `state` holds: each written by a boundary block up
     /// to its version. A set entry is written once and never changed, so each is read from the
     /// latest version, which also serves a state restored from peers without the versions of
     /// its boundaries.
+    ///
+    /// Errors: as [`SetDecider::decide`].
     fn decide_through(&mut self, state: &State) -> Result<(), AppError> {
         let rules = chain_rules(&self.genesis);
         let step = usize::try_from(rules.epoch_length)
@@ -196,20 +204,75 @@ impl SetDecider {
         Ok(())
     }
 
+    /// Decides the set that committed version `version` holds for `epoch`.
+    ///
+    /// Errors: [`AppError::Storage`] for a state that cannot be read or holds no set there, a
+    /// stored set that does not build, or a decision that contradicts an earlier one.
     fn decide(&mut self, state: &State, version: u64, epoch: u64) -> Result<(), AppError> {
-        let storage = |e: &dyn std::fmt::Display| {
-            AppError::Storage(format!("the validator set of epoch {epoch}: {e}"))
-        };
         let set = state
             .epoch_set(version, epoch)
-            .map_err(|e| storage(&e))?
-            .ok_or_else(|| storage(&format!("block {version} wrote no set into the state")))?;
+            .map_err(|e| set_error(epoch, &e))?
+            .ok_or_else(|| {
+                set_error(
+                    epoch,
+                    &format!("block {version} wrote no set into the state"),
+                )
+            })?;
+        let changed = self.decide_set(epoch, version, &set)?;
+        if !changed && self.live && self.kept_for_want_of_eligible(state, version, &set)? {
+            tracing::warn!(
+                epoch,
+                boundary_height = version,
+                "no registered validator is eligible for the set: the set before stays, and its \
+                 members' stake stays bonded while it is in force"
+            );
+        }
+        Ok(())
+    }
+
+    /// Decides the set of the epoch that checkpoint boundary `boundary` (state root
+    /// `state_root`, certified) decides, from the checkpoint's `state_proof` (an encoded
+    /// `EpochSetProof`, [`crate::light::proven_epoch_set`]): a node that takes the checkpoint
+    /// has not executed the epoch. The node's sync checked the proof before the core took the
+    /// checkpoint ([`crate::sync::unusable_checkpoint`]); one that fails here anyway is logged.
+    fn decide_from_checkpoint(&mut self, boundary: u64, state_root: &Hash, state_proof: &[u8]) {
+        let Some(epoch) = chain_rules(&self.genesis).decides_set(boundary) else {
+            return;
+        };
+        let set = match quasar_wire::decode(state_proof) {
+            Ok(MessageRef::EpochSetProof(p)) if p.epoch() == epoch => {
+                crate::light::proven_epoch_set(epoch, p.set(), p.proof(), state_root)
+                    .map_err(|e| e.to_string())
+            }
+            _ => Err("the checkpoint carries no proof of it".to_string()),
+        };
+        if let Err(error) = set.and_then(|set| {
+            self.decide_set(epoch, boundary, &set)
+                .map_err(|e| e.to_string())
+        }) {
+            tracing::error!(
+                epoch,
+                boundary_height = boundary,
+                %error,
+                "could not learn the validator set this checkpoint decides: this node cannot \
+                 verify that epoch's messages until it restores its state"
+            );
+        }
+    }
+
+    /// Decides `set` for `epoch`, written by boundary block `boundary`; whether it changes the
+    /// set in force.
+    ///
+    /// Errors: [`AppError::Storage`] for a set that does not build, or a decision that
+    /// contradicts an earlier one.
+    fn decide_set(&mut self, epoch: u64, boundary: u64, set: &EpochSet) -> Result<bool, AppError> {
+        let storage = |e: &dyn std::fmt::Display| set_error(epoch, e);
         let bytes = set.to_bytes();
         let (members, policy) = match &self.last {
             Some((last, members)) if *last == bytes => (members.clone(), None),
             _ => {
                 let (members, policy) =
-                    stored_set(&self.genesis, epoch, &set).map_err(|e| storage(&e))?;
+                    stored_set(&self.genesis, epoch, set).map_err(|e| storage(&e))?;
                 let members = Arc::new(members);
                 self.last = Some((bytes, members.clone()));
                 (members, Some(policy))
@@ -233,7 +296,7 @@ impl SetDecider {
             };
             tracing::info!(
                 epoch,
-                boundary_height = version,
+                boundary_height = boundary,
                 validators = members.validators.len(),
                 total_stake = members.validators.total_stake(),
                 validator_set_root = %hex::encode(members.domain.validator_set_root),
@@ -242,15 +305,8 @@ impl SetDecider {
             if let Some(policy) = policy {
                 self.policies.push((epoch, policy.map(Arc::new)));
             }
-        } else if self.live && self.kept_for_want_of_eligible(state, version, &set)? {
-            tracing::warn!(
-                epoch,
-                boundary_height = version,
-                "no registered validator is eligible for the set: the set before stays, and its \
-                 members' stake stays bonded while it is in force"
-            );
         }
-        Ok(())
+        Ok(changed)
     }
 
     /// Whether `set`, decided at `version` and unchanged, holds a validator that is no longer
@@ -724,7 +780,10 @@ impl Application for ChainApplication {
         self.prune_step(stale)
     }
 
-    fn skip(&mut self, block: &Hash, height: u64, state_root: &Hash) {
+    fn skip(&mut self, block: &Hash, height: u64, state_root: &Hash, state_proof: &[u8]) {
+        if let Some(decider) = self.decider.as_mut() {
+            decider.decide_from_checkpoint(height, state_root, state_proof);
+        }
         if self.skipped.is_none() {
             tracing::warn!(
                 height,

@@ -873,9 +873,9 @@ impl<S: Store, A: Application> Engine<S, A> {
                 }
                 Action::Finalized(block) => {
                     let header = &block.proposal.header;
-                    if block.checkpoint {
+                    if let Some(state_proof) = &block.checkpoint {
                         self.app
-                            .skip(&block.hash, header.height, &header.state_root);
+                            .skip(&block.hash, header.height, &header.state_root, state_proof);
                     } else {
                         self.app
                             .finalize(&block.hash, &block.proposal, &block.tx_hashes)?;
@@ -973,9 +973,9 @@ impl<S: Store, A: Application> Engine<S, A> {
         self.cfg.epoch = epoch;
         self.cfg.me = me;
         self.signer.enter_epoch(epoch, me, members.domain.clone());
-        let certified_epoch = self.core.certified_epoch();
+        let reached_epoch = self.core.reached_epoch();
         self.core = Core::new(self.cfg.clone(), members.validators.clone(), boundary);
-        self.core.saw_certified_epoch(certified_epoch);
+        self.core.saw_epoch(reached_epoch);
         self.core.set_tip_certificate(certificate);
         Ok(self.core.start(now_us, self.signer.highest_view()))
     }
@@ -1014,6 +1014,7 @@ impl<S: Store, A: Application> Engine<S, A> {
             certificate: certificate_bytes,
             tx_hashes: tx_hashes.clone(),
         };
+        let checkpoint = checkpoint.is_some();
         if checkpoint {
             self.store.commit_checkpoint(&stored)?;
         } else {
@@ -1069,7 +1070,7 @@ fn replay<S: Store, A: Application>(store: &S, app: &mut A, tip: &Tip) -> Result
                     tip.height
                 ))
             })?;
-            app.skip(&tip.hash, tip.height, &tip_block.header.state_root);
+            app.skip(&tip.hash, tip.height, &tip_block.header.state_root, &[]);
             return Ok(());
         };
         let tx_hashes: Vec<Hash> = proposal.txs.iter().map(|tx| tx_hash(tx)).collect();

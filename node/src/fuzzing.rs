@@ -378,7 +378,7 @@ pub fn sync_request(data: &[u8]) {
         return;
     };
     let request = decoded.to_owned();
-    let response = serve(&request, &FixtureChain, &EpochSchedule::SINGLE);
+    let response = serve(&request, &FixtureChain, &EpochSchedule::SINGLE, &|_| None);
     let by_hash = request.block != [0; 32] && FixtureChain.block_by_hash(&request.block).is_some();
     let extra = usize::from(by_hash);
     let first = request.from_height.max(1);

@@ -29,7 +29,7 @@ use crate::relay::{RelayCache, RELAY_INTERVAL, RELAY_LISTENING_INTERVAL, RELAY_V
 use crate::remote_signer::{RemoteClient, RemoteSignError, RemoteSigner, RemoteSignerTarget};
 use crate::rollup_job::{RollupSet, WindowProver};
 use crate::signer::{SignError, VoteKey, VoteSigner};
-use crate::sync::{checkpoint_inputs, explain_unusable_checkpoint, serve, MAX_SYNC_BLOCKS};
+use crate::sync::{checkpoint_inputs, serve, unusable_checkpoint, MAX_SYNC_BLOCKS};
 use prometheus_client::registry::Registry;
 use quasar_app::{ChainRules, Ledger, SignedTransaction, StateError, VerificationCache};
 use quasar_chainspec::guard_history::{guard_owner, GuardLocation, HistoryError};
@@ -1052,12 +1052,23 @@ async fn inbound_loop(
                     let shared = shared.clone();
                     tokio::task::spawn_blocking(move || {
                         let response = match decode(&message) {
-                            Ok(MessageRef::SyncRequest(req)) => Message::SyncResponse(serve(
-                                &req.to_owned(),
-                                &shared.store,
-                                &shared.schedule,
-                            ))
-                            .encode(),
+                            Ok(MessageRef::SyncRequest(req)) => {
+                                let state = shared.store.state().ok();
+                                let set_proof = |boundary| {
+                                    crate::sync::epoch_set_proof(
+                                        state.as_ref()?,
+                                        &shared.rules,
+                                        boundary,
+                                    )
+                                };
+                                Message::SyncResponse(serve(
+                                    &req.to_owned(),
+                                    &shared.store,
+                                    &shared.schedule,
+                                    &set_proof,
+                                ))
+                                .encode()
+                            }
                             Ok(MessageRef::StateRequest(req)) => match shared.store.state() {
                                 Ok(state) => Message::StateChunk(crate::state_sync::serve(
                                     &req.to_owned(),
@@ -1586,22 +1597,21 @@ fn fetch(
                 };
                 let mut quasar_certs = Vec::new();
                 let mut inputs = Vec::new();
+                let mut set_proof = None;
                 let items: Vec<&[u8]> = resp.items().collect();
                 for received in verifier2.ingress(&items) {
                     match received {
                         Received::Other(MessageRef::QuasarCert(cert)) => {
                             quasar_certs.push(cert.to_owned())
                         }
+                        Received::Other(MessageRef::EpochSetProof(proof)) => {
+                            set_proof = proof.to_owned().encode().ok();
+                        }
                         other => inputs.extend(core_input(&shared2, other)),
                     }
                 }
-                let inputs = checkpoint_inputs(inputs, from_height, &shared2.schedule);
-                if explain_unusable_checkpoint(
-                    &inputs,
-                    shared2.rules.sets_from_registry,
-                    peer,
-                    from_height,
-                ) {
+                let inputs = checkpoint_inputs(inputs, from_height, &shared2.schedule, set_proof);
+                if unusable_checkpoint(&inputs, &shared2.rules, peer).is_some() {
                     // The core cannot use it; another peer may still hold the blocks.
                     return (Vec::new(), Vec::new());
                 }

@@ -20,12 +20,27 @@
 //! [`checkpoint_inputs`] recognizes such a reply (it skips the height asked for), and the core
 //! takes the boundary as its tip ([`Checkpoint`]) and asks for the next epoch: a late joiner
 //! walks the chain of epoch transitions, one reply per epoch, until it reaches blocks its peers
-//! kept.
+//! kept. A node that took a checkpoint has no state for the chain until it restores one from
+//! its peers ([`crate::state_sync`]).
+//!
+//! On a chain whose sets come from its registry, the set of epoch `e + 2` is what the boundary
+//! block of epoch `e` wrote into the state, which a node that takes the checkpoint never
+//! executes. So the checkpoint reply also carries that set with its Merkle proof against the
+//! boundary's state root (an [`EpochSetProof`], from the proof the serving node kept when it
+//! committed the boundary: [`epoch_set_proof`]). The requester checks the proof against the
+//! root the boundary claims before the core sees the checkpoint ([`unusable_checkpoint`]: a
+//! reply without a proof that holds is dropped and another peer asked), the core checks that
+//! the boundary is certified, and the application then decides the set: the walk learns each
+//! set from sets it already knows, as a light client does (`crate::light`).
 
+use quasar_app::ChainRules;
 use quasar_consensus::{Checkpoint, EpochSchedule, Input};
 use quasar_crypto::hash::Hash;
+use quasar_storage::StateStore;
 use quasar_storage::Store;
-use quasar_wire::{decode, BlockHeader, CertificateKind, MessageRef, SyncRequest, SyncResponse};
+use quasar_wire::{
+    decode, BlockHeader, CertificateKind, EpochSetProof, MessageRef, SyncRequest, SyncResponse,
+};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Most finalized blocks one reply carries.
@@ -95,16 +110,19 @@ fn held<T>(read: Result<Option<T>, quasar_storage::StoreError>, what: &str) -> O
 /// more than [`MAX_SYNC_BYTES`] of them beyond the first, and QuasarCerts of bundles closing in
 /// the served range up to [`MAX_SYNC_QUASAR_BYTES`], so the encoded reply fits a frame. Below
 /// the source's history floor the reply is the checkpoint of the asked height's epoch under
-/// `schedule` (see the module docs), or empty when that is not held either.
+/// `schedule` (see the module docs), or empty when that is not held either; `set_proof` gives
+/// the proof a checkpoint carries on a chain whose sets come from its registry
+/// ([`epoch_set_proof`]; `None` on other chains).
 pub fn serve(
     request: &SyncRequest,
     source: &impl SyncSource,
     schedule: &EpochSchedule,
+    set_proof: &dyn Fn(u64) -> Option<Vec<u8>>,
 ) -> SyncResponse {
     let first = request.from_height.max(1);
     if first < source.history_floor() {
         return SyncResponse {
-            items: checkpoint_reply(source, schedule, first),
+            items: checkpoint_reply(source, schedule, first, set_proof),
         };
     }
     let mut items = Vec::new();
@@ -170,12 +188,13 @@ pub fn serve(
 }
 
 /// The checkpoint of the epoch deciding `height`: its boundary block, the seals above it, its
-/// closing certificate and the tip's certificate; empty without epochs or when the boundary is
-/// not held.
+/// closing certificate, the tip's certificate, and what `set_proof` gives for the boundary;
+/// empty without epochs or when the boundary is not held.
 fn checkpoint_reply(
     source: &impl SyncSource,
     schedule: &EpochSchedule,
     height: u64,
+    set_proof: &dyn Fn(u64) -> Option<Vec<u8>>,
 ) -> Vec<Vec<u8>> {
     if schedule.length().is_none() {
         return Vec::new();
@@ -191,19 +210,47 @@ fn checkpoint_reply(
     items.extend(seals);
     items.push(certificate);
     items.extend(source.tip_certificate());
+    items.extend(set_proof(boundary));
     items
+}
+
+/// On a chain whose sets come from its registry (`rules`), the encoded [`EpochSetProof`] of the
+/// set that boundary block `boundary` decides, from `state` (the proof kept when the boundary
+/// was committed, so it outlives the version): what a checkpoint of that epoch carries.
+/// `None` on other chains, for a height that is not a boundary, or when `state` does not hold
+/// it (a node whose own state was restored from peers past that boundary); a store failure is
+/// logged.
+pub fn epoch_set_proof(state: &StateStore, rules: &ChainRules, boundary: u64) -> Option<Vec<u8>> {
+    let epoch = rules.decides_set(boundary)?;
+    let (set, proof) = match quasar_app::prove_epoch_set(state, boundary, epoch) {
+        Ok((Some(set), proof)) => (set, proof),
+        Ok((None, _)) => return None,
+        Err(error) => {
+            tracing::debug!(%error, boundary, epoch, "no epoch set proof to serve");
+            return None;
+        }
+    };
+    EpochSetProof {
+        epoch,
+        set: set.to_bytes(),
+        proof: proof.to_bytes(),
+    }
+    .encode()
+    .ok()
 }
 
 /// The verified items of a sync reply as the core takes them. A reply that holds no block at
 /// `from_height` (the height asked for) but an epoch's boundary block above it and a
 /// finalization of that epoch is a checkpoint reply (see the module docs): it becomes the
-/// finalizations of later epochs, then one [`Input::Checkpoint`] with the lowest block as the
-/// boundary and the others as its seals (the core checks the links). Any other reply stays as
-/// it is.
+/// finalizations of later epochs and the later epochs it names without this node knowing their
+/// sets ([`Input::LaterEpoch`]), then one [`Input::Checkpoint`] with the lowest block as the
+/// boundary, the others as its seals (the core checks the links) and `set_proof` (the reply's
+/// [`EpochSetProof`], encoded) as its state proof. Any other reply stays as it is.
 pub fn checkpoint_inputs(
     inputs: Vec<Input>,
     from_height: u64,
     schedule: &EpochSchedule,
+    set_proof: Option<Vec<u8>>,
 ) -> Vec<Input> {
     let mut proposals = Vec::new();
     let mut finalizations = Vec::new();
@@ -241,33 +288,57 @@ pub fn checkpoint_inputs(
         .filter(|c| c.certificate().epoch > epoch)
         .map(Input::Certificate)
         .collect();
+    out.extend(
+        inputs
+            .into_iter()
+            .filter(|input| matches!(input, Input::LaterEpoch(later) if *later > epoch)),
+    );
     out.push(Input::Checkpoint(Box::new(Checkpoint {
         boundary,
         seals: proposals,
         certificate,
+        state_proof: set_proof.unwrap_or_default(),
     })));
     out
 }
 
-/// Seconds between two [`explain_unusable_checkpoint`] errors.
+/// Seconds between two [`unusable_checkpoint`] errors.
 const UNUSABLE_CHECKPOINT_LOG_SECS: u64 = 30;
 
-/// Says, at most once every [`UNUSABLE_CHECKPOINT_LOG_SECS`], why a node of a chain whose sets
-/// come from its registry stays where it is when `peer` answers a sync from `from_height` with
-/// a checkpoint (`inputs` as [`checkpoint_inputs`] gave them): such a node learns each set from
-/// the state at a boundary block it executed, and restoring the state from peers is not built,
-/// so it can follow only peers that still hold every block above its height. Returns whether
-/// `inputs` hold a checkpoint there (whether or not this call logged).
-pub fn explain_unusable_checkpoint(
-    inputs: &[Input],
-    sets_from_registry: bool,
-    peer: u32,
-    from_height: u64,
-) -> bool {
+/// On a chain whose sets come from its registry (`rules`), why a checkpoint among `inputs` (as
+/// [`checkpoint_inputs`] gave them) cannot be used: a node that takes a checkpoint learns the
+/// set its boundary decides from the proof the checkpoint carries (its state proof, an
+/// [`EpochSetProof`]), since it does not execute the epoch; a checkpoint without one that
+/// holds against its boundary's state root would leave it unable to verify anything two
+/// epochs on. The proof is checked against the root the boundary block claims; the core then
+/// checks that the block is certified, and the application decides the set. Logged as an error
+/// at most every [`UNUSABLE_CHECKPOINT_LOG_SECS`] (naming `peer`): the caller drops the reply
+/// and asks another peer. `None` on other chains and for replies without a checkpoint.
+pub fn unusable_checkpoint(inputs: &[Input], rules: &ChainRules, peer: u32) -> Option<String> {
     static LAST_LOGGED_SECS: AtomicU64 = AtomicU64::new(0);
-    if !sets_from_registry || !inputs.iter().any(|i| matches!(i, Input::Checkpoint(_))) {
-        return false;
+    if !rules.sets_from_registry {
+        return None;
     }
+    let checkpoint = inputs.iter().find_map(|input| match input {
+        Input::Checkpoint(c) => Some(c),
+        _ => None,
+    })?;
+    let header = &checkpoint.boundary.proposal().header;
+    let problem = match (
+        rules.decides_set(header.height),
+        decode(&checkpoint.state_proof),
+    ) {
+        (None, _) => format!("block {} decides no set", header.height),
+        (Some(epoch), Ok(MessageRef::EpochSetProof(p))) if p.epoch() == epoch => {
+            crate::light::proven_epoch_set(epoch, p.set(), p.proof(), &header.state_root)
+                .err()?
+                .to_string()
+        }
+        (Some(epoch), _) => format!(
+            "it carries no proof of epoch {epoch}'s set (a peer of an older version, or one \
+             whose own state was restored past that boundary)"
+        ),
+    };
     let now = quasar_process::now_us() / 1_000_000;
     let last = LAST_LOGGED_SECS.load(Ordering::Relaxed);
     if now.saturating_sub(last) >= UNUSABLE_CHECKPOINT_LOG_SECS
@@ -277,16 +348,15 @@ pub fn explain_unusable_checkpoint(
     {
         tracing::error!(
             peer,
-            from_height,
-            retained_epochs = quasar_consensus::epoch::RETAINED_EPOCHS,
-            "cannot catch up: this peer pruned the blocks from this height and offers only an \
-             epoch checkpoint, but on a chain whose validator sets come from its registry a \
-             node learns each set by executing the blocks, and restoring the application state \
-             from peers is not built; add to this node's peers a node that keeps the whole \
-             history (archive = true in its node.toml)"
+            boundary = header.height,
+            %problem,
+            "this peer's epoch checkpoint cannot be used on a chain whose sets come from its \
+             registry; asking another peer (a node whose peers all serve such checkpoints \
+             cannot catch up: add a node that keeps the whole history, archive = true, to its \
+             peers)"
         );
     }
-    true
+    Some(problem)
 }
 
 /// The header of an encoded proposal (`None` when it does not decode).
@@ -335,7 +405,7 @@ mod tests {
     struct Blocks(usize, usize, u64);
 
     fn serve_all(request: &SyncRequest, source: &Blocks) -> SyncResponse {
-        serve(request, source, &EpochSchedule::SINGLE)
+        serve(request, source, &EpochSchedule::SINGLE, &|_| None)
     }
 
     impl SyncSource for Blocks {
@@ -384,7 +454,8 @@ mod tests {
     }
 
     #[test]
-    fn a_checkpoint_is_explained_and_dropped_only_on_a_chain_whose_sets_come_from_its_registry() {
+    fn a_checkpoint_without_a_proof_of_its_set_is_unusable_only_on_a_chain_whose_sets_come_from_its_registry(
+    ) {
         let schedule = EpochSchedule::new(10);
         let boundary = block(0, 10, [1; 32]);
         let certificate = quasar_consensus::VerifiedCertificate::aggregated_locally(
@@ -400,19 +471,50 @@ mod tests {
             },
             vec![0, 1, 2, 3],
         );
-        // Asked from height 1, the peer answered with epoch 0's boundary block: a checkpoint.
+        // Asked from height 1, the peer answered with epoch 0's boundary block: a checkpoint,
+        // and epoch 7, which the reply names but this node cannot verify, goes before it.
         let reply = vec![
             Input::Proposal(Box::new(boundary.clone())),
             Input::Certificate(certificate.clone()),
+            Input::LaterEpoch(7),
         ];
-        let inputs = checkpoint_inputs(reply.clone(), 1, &schedule);
-        assert!(matches!(inputs.as_slice(), [Input::Checkpoint(_)]));
-        assert!(explain_unusable_checkpoint(&inputs, true, 2, 1));
-        assert!(!explain_unusable_checkpoint(&inputs, false, 2, 1));
+        let registry = ChainRules {
+            chain_id: 1,
+            epoch_length: 10,
+            sets_from_registry: true,
+        };
+        let genesis_sets = ChainRules {
+            sets_from_registry: false,
+            ..registry
+        };
+        let with_proof = |proof: Option<EpochSetProof>| {
+            let proof = proof.map(|p| p.encode().expect("encodes"));
+            checkpoint_inputs(reply.clone(), 1, &schedule, proof)
+        };
+        let inputs = with_proof(None);
+        assert!(matches!(
+            inputs.as_slice(),
+            [Input::LaterEpoch(7), Input::Checkpoint(_)]
+        ));
+        assert_eq!(unusable_checkpoint(&inputs, &genesis_sets, 2), None);
+        let problem = unusable_checkpoint(&inputs, &registry, 2).expect("unusable");
+        assert!(problem.contains("no proof of epoch 2's set"), "{problem}");
+        // A proof of another epoch's set, or one that does not hold against the root.
+        let other = EpochSetProof {
+            epoch: 3,
+            set: vec![1],
+            proof: vec![2],
+        };
+        let problem =
+            unusable_checkpoint(&with_proof(Some(other.clone())), &registry, 2).expect("other");
+        assert!(problem.contains("no proof of epoch 2's set"), "{problem}");
+        let forged = EpochSetProof { epoch: 2, ..other };
+        let problem = unusable_checkpoint(&with_proof(Some(forged)), &registry, 2).expect("forged");
+        assert!(problem.contains("proof"), "{problem}");
         // Asked from height 10, the same reply holds the block asked for: ordinary sync.
-        let inputs = checkpoint_inputs(reply, 10, &schedule);
-        assert_eq!(inputs.len(), 2);
-        assert!(!explain_unusable_checkpoint(&inputs, true, 2, 10));
+        let inputs = checkpoint_inputs(reply, 10, &schedule, None);
+        assert_eq!(inputs.len(), 3);
+        assert_eq!(unusable_checkpoint(&inputs, &registry, 2), None);
     }
 
     #[test]
@@ -455,13 +557,16 @@ mod tests {
             block: [7; 32],
         };
         // Heights 21..=30 are epoch 2: its boundary block 30 and its certificate, nothing else.
-        let reply = serve(&request(23), &pruned, &epochs);
+        let reply = serve(&request(23), &pruned, &epochs, &|_| None);
         assert_eq!(
             reply.items,
             vec![vec![30; 100], vec![0xce; 10], vec![0xcf; 10]],
             "the tip's certificate last"
         );
-        let reply = serve(&request(40), &pruned, &epochs);
+        // On a chain whose sets come from its registry, the boundary's set proof after it.
+        let reply = serve(&request(23), &pruned, &epochs, &|b| Some(vec![b as u8; 3]));
+        assert_eq!(reply.items[3], vec![30; 3]);
+        let reply = serve(&request(40), &pruned, &epochs, &|_| None);
         assert_eq!(
             reply.items[0],
             vec![40; 100],
@@ -469,12 +574,14 @@ mod tests {
         );
         // From the floor up, blocks as usual: 50..=100, their certificate, and the QuasarCerts
         // of the bundles closing at 64, 80 and 96.
-        let reply = serve(&request(50), &pruned, &epochs);
+        let reply = serve(&request(50), &pruned, &epochs, &|_| None);
         assert_eq!(reply.items.len(), 51 + 1 + 3);
         // Without epochs there is no checkpoint to serve.
-        assert!(serve(&request(23), &pruned, &EpochSchedule::SINGLE)
-            .items
-            .is_empty());
+        assert!(
+            serve(&request(23), &pruned, &EpochSchedule::SINGLE, &|_| None)
+                .items
+                .is_empty()
+        );
     }
 
     // Regression: a node with an empty store never caught up because a reply of 128 large blocks

@@ -1014,9 +1014,26 @@ async fn malformed_frames_are_counted_and_the_node_keeps_finalizing() {
 /// gives each block's state root.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_validator_down_past_retention_rejoins_through_checkpoints_and_restores_its_state() {
+    rejoin_past_retention(false).await;
+}
+
+/// [`a_validator_down_past_retention_rejoins_through_checkpoints_and_restores_its_state`] on a
+/// chain whose sets come from its registry: each checkpoint validator 3 takes carries the set
+/// its boundary decides, with its proof against the boundary's state root, so the sets it
+/// cannot execute its way to are learned from the checkpoints, then from the restored state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_registry_chain_checkpoints_carry_the_sets_and_the_state_is_restored() {
+    rejoin_past_retention(true).await;
+}
+
+/// The scenario of the two tests above, with sets from the registry or not.
+async fn rejoin_past_retention(sets_from_registry: bool) {
     let _turn = one_network_at_a_time().await;
     let mut fx = Fixture::with_profile("quasar-testnet-test-", 4, 100, Profile::Fast);
     fx.net.set_epoch_length(2).unwrap();
+    if sets_from_registry {
+        fx.net.take_sets_from_registry().unwrap();
+    }
     // Validator 1 is an archive node: it keeps every block.
     let path = fx.net.node_dir(1).join(NODE_CONFIG_FILE);
     let archive = NodeConfig {

@@ -202,7 +202,7 @@ pub enum WireError {
         len: usize,
     },
 
-    /// An item of a `SyncResponse` is not a valid encoded Proposal, Vote, Certificate or QuasarCert.
+    /// An item of a `SyncResponse` is not a valid encoded Proposal, Vote, Certificate, QuasarCert or EpochSetProof.
     #[error("sync response item {index} is invalid: {reason}")]
     BadSyncItem {
         /// Position of the item in the list.

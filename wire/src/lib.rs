@@ -60,12 +60,13 @@
 //! | Certificate (3)       | 169  | chain_id u64 @0, epoch @8, view @16, height @24, block \[32\] @32, signature \[96\] @64, signers bytes @160, kind u8 @168 |
 //! | TxBatch (4)           | 8    | txs list of bytes @0                                                       |
 //! | SyncRequest (5)       | 44   | from_height u64 @0, block \[32\] @8, max_blocks u32 @40                     |
-//! | SyncResponse (6)      | 8    | items list of bytes @0 (each a complete Proposal, Vote, Certificate or QuasarCert message) |
+//! | SyncResponse (6)      | 8    | items list of bytes @0 (each a complete Proposal, Vote, Certificate, QuasarCert or EpochSetProof message) |
 //! | QuasarCert (7)        | 80   | chain_id u64 @0, epoch @8, height @16, view @24, block \[32\] @32, bundle bytes @64 (k × 32-byte round digests, 1 ≤ k ≤ 1024), legs list of bytes @72 (each kind u8 ‖ body, 1..=8 entries) |
 //! | LaneMessage (8)       | 72   | chain_id u64 @0, epoch @8, height @16, sender u32 @24, kind u8 @28, leg u8 @29, reserved \[2\] = 0 @30, session \[32\] @32, payload bytes @64 (≤ 8 MiB) |
 //! | RelayRequest (9)      | 20   | epoch u64 @0, from_view @8, signer u32 @16                                 |
 //! | StateRequest (10)     | 44   | version u64 @0, start \[32\] @8, max_bytes u32 @40                          |
 //! | StateChunk (11)       | 32   | version u64 @0, entries list of bytes @8 (each key \[32\] ‖ value), proof bytes @16, status u8 @24, reserved \[7\] = 0 @25 |
+//! | EpochSetProof (12)    | 24   | epoch u64 @0, set bytes @8, proof bytes @16                                |
 //!
 //! Fixed fields are ordered so that no object has internal padding (LaneMessage's two bytes at
 //! @30 and StateChunk's seven at @25 are reserved fields the decoder requires to be zero, not

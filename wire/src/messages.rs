@@ -69,12 +69,15 @@ pub enum MessageType {
     StateRequest = 10,
     /// Part of a state snapshot answering a request ([`StateChunk`]).
     StateChunk = 11,
+    /// An epoch's validator set with its proof against a boundary block's state root
+    /// ([`EpochSetProof`]).
+    EpochSetProof = 12,
 }
 
 impl TryFrom<u8> for MessageType {
     type Error = WireError;
 
-    /// Errors: [`WireError::UnknownMessageType`] for any byte outside 1..=11.
+    /// Errors: [`WireError::UnknownMessageType`] for any byte outside 1..=12.
     fn try_from(found: u8) -> Result<Self, WireError> {
         Ok(match found {
             1 => Self::Proposal,
@@ -88,6 +91,7 @@ impl TryFrom<u8> for MessageType {
             9 => Self::RelayRequest,
             10 => Self::StateRequest,
             11 => Self::StateChunk,
+            12 => Self::EpochSetProof,
             _ => return Err(WireError::UnknownMessageType { found }),
         })
     }
@@ -450,10 +454,21 @@ pub mod layout {
         /// Fixed size.
         pub const SIZE: usize = 32;
     }
+    /// `EpochSetProof` root object, 24 bytes.
+    pub mod epoch_set_proof {
+        /// `epoch: u64`.
+        pub const EPOCH: usize = 0;
+        /// `set: ptr → bytes`.
+        pub const SET: usize = 8;
+        /// `proof: ptr → bytes`.
+        pub const PROOF: usize = 16;
+        /// Fixed size.
+        pub const SIZE: usize = 24;
+    }
     /// `SyncResponse` root object, 8 bytes.
     pub mod sync_response {
-        /// `items: ptr → list of bytes` (each a complete ZAP Proposal, Vote, Certificate or
-        /// QuasarCert).
+        /// `items: ptr → list of bytes` (each a complete ZAP Proposal, Vote, Certificate,
+        /// QuasarCert or EpochSetProof).
         pub const ITEMS: usize = 0;
         /// Fixed size.
         pub const SIZE: usize = 8;
@@ -507,8 +522,8 @@ pub mod layout {
 use layout::relay_request as rq;
 use layout::vote as vo;
 use layout::{block_header as bh, certificate as ce, proposal as pr, sync_request as sq};
+use layout::{epoch_set_proof as ep, state_chunk as sc, state_request as sr};
 use layout::{lane_message as lm, quasar_cert as qc, sync_response as ss, tx_batch as tb};
-use layout::{state_chunk as sc, state_request as sr};
 
 /// Checks the header of `buf`, that its type is `expected`, and opens its root of `root_size` bytes.
 fn open(buf: &[u8], expected: MessageType, root_size: usize) -> Result<Object<'_>, WireError> {
@@ -1350,12 +1365,12 @@ impl RelayRequestRef {
 /// [`RelayRequest`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SyncResponse {
-    /// Each item is a complete encoded ZAP message of type Proposal, Vote, Certificate or
-    /// QuasarCert.
+    /// Each item is a complete encoded ZAP message of type Proposal, Vote, Certificate,
+    /// QuasarCert or EpochSetProof.
     pub items: Vec<Vec<u8>>,
 }
 
-/// Checks that `item` is a valid encoded Proposal, Vote, Certificate or QuasarCert (no deeper
+/// Checks that `item` is a valid encoded Proposal, Vote, Certificate, QuasarCert or EpochSetProof (no deeper
 /// nesting is allowed).
 fn check_sync_item(index: usize, item: &[u8]) -> Result<(), WireError> {
     let check = || -> Result<(), WireError> {
@@ -1365,6 +1380,7 @@ fn check_sync_item(index: usize, item: &[u8]) -> Result<(), WireError> {
             MessageType::Vote => VoteRef::parse(item).map(drop),
             MessageType::Certificate => CertificateRef::parse(item).map(drop),
             MessageType::QuasarCert => QuasarCertRef::parse(item).map(drop),
+            MessageType::EpochSetProof => EpochSetProofRef::parse(item).map(drop),
             other => Err(WireError::WrongMessageType {
                 expected: MessageType::Proposal as u8,
                 found: other as u8,
@@ -1393,7 +1409,7 @@ impl SyncResponse {
 }
 
 /// A validated, zero-copy view of an encoded [`SyncResponse`]; every item has been checked to be a
-/// valid Proposal, Vote, Certificate or QuasarCert message.
+/// valid Proposal, Vote, Certificate, QuasarCert or EpochSetProof message.
 #[derive(Clone, Debug)]
 pub struct SyncResponseRef<'a> {
     items: BytesList<'a>,
@@ -1405,7 +1421,7 @@ impl<'a> SyncResponseRef<'a> {
     /// Errors: header errors, [`WireError::UnknownMessageType`], [`WireError::WrongMessageType`],
     /// [`WireError::RootOutOfBounds`], [`WireError::PointerOutOfBounds`],
     /// [`WireError::LengthOverflow`], [`WireError::BadSyncItem`] (an item that is not a valid
-    /// Proposal, Vote, Certificate or QuasarCert; its `reason` is `WrongMessageType { expected: 1, .. }`
+    /// Proposal, Vote, Certificate, QuasarCert or EpochSetProof; its `reason` is `WrongMessageType { expected: 1, .. }`
     /// for a valid message of another type).
     pub fn parse(buf: &'a [u8]) -> Result<Self, WireError> {
         Self::from_root(&open(buf, MessageType::SyncResponse, ss::SIZE)?)
@@ -2099,6 +2115,87 @@ impl<'a> StateChunkRef<'a> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// EpochSetProof
+// ---------------------------------------------------------------------------------------------
+
+/// The validator set of `epoch` as a boundary block wrote it into the state, with the proof of
+/// that entry against the block's state root; both opaque here (`quasar_app`'s `EpochSet` and
+/// `AccountProof`). On a chain whose sets come from its registry, a checkpoint reply carries
+/// the one its boundary block decides, so a node that takes the checkpoint without executing
+/// the epoch still learns the set two epochs on (docs/architecture.md §11).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EpochSetProof {
+    /// The epoch whose set this is.
+    pub epoch: u64,
+    /// The encoded set (the state entry's value).
+    pub set: Vec<u8>,
+    /// The encoded proof of the entry.
+    pub proof: Vec<u8>,
+}
+
+impl EpochSetProof {
+    /// Encodes as a ZAP message of type [`MessageType::EpochSetProof`] (24-byte root, then the
+    /// set and the proof).
+    ///
+    /// Errors: [`WireError::MessageTooLarge`].
+    pub fn encode(&self) -> Result<Vec<u8>, WireError> {
+        let (mut b, root) = Builder::new(MessageType::EpochSetProof as u8, ep::SIZE)?;
+        b.put_u64(root, ep::EPOCH, self.epoch)?;
+        b.put_bytes(root, ep::SET, &self.set)?;
+        b.put_bytes(root, ep::PROOF, &self.proof)?;
+        b.finish()
+    }
+}
+
+/// A validated, zero-copy view of an encoded [`EpochSetProof`].
+#[derive(Clone, Debug)]
+pub struct EpochSetProofRef<'a> {
+    epoch: u64,
+    set: &'a [u8],
+    proof: &'a [u8],
+}
+
+impl<'a> EpochSetProofRef<'a> {
+    /// Validates `buf` as an EpochSetProof message.
+    ///
+    /// Errors: header errors, [`WireError::UnknownMessageType`], [`WireError::WrongMessageType`],
+    /// [`WireError::RootOutOfBounds`], [`WireError::PointerOutOfBounds`],
+    /// [`WireError::LengthOverflow`].
+    pub fn parse(buf: &'a [u8]) -> Result<Self, WireError> {
+        Self::from_root(&open(buf, MessageType::EpochSetProof, ep::SIZE)?)
+    }
+
+    fn from_root(root: &Object<'a>) -> Result<Self, WireError> {
+        Ok(Self {
+            epoch: root.u64(ep::EPOCH)?,
+            set: root.bytes(ep::SET)?,
+            proof: root.bytes(ep::PROOF)?,
+        })
+    }
+
+    /// The epoch whose set this is.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+    /// The encoded set, borrowed.
+    pub fn set(&self) -> &'a [u8] {
+        self.set
+    }
+    /// The encoded proof, borrowed.
+    pub fn proof(&self) -> &'a [u8] {
+        self.proof
+    }
+    /// Copies into an owned [`EpochSetProof`].
+    pub fn to_owned(&self) -> EpochSetProof {
+        EpochSetProof {
+            epoch: self.epoch,
+            set: self.set.to_vec(),
+            proof: self.proof.to_vec(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Any message
 // ---------------------------------------------------------------------------------------------
 
@@ -2127,6 +2224,8 @@ pub enum Message {
     StateRequest(StateRequest),
     /// See [`StateChunk`].
     StateChunk(StateChunk),
+    /// See [`EpochSetProof`].
+    EpochSetProof(EpochSetProof),
 }
 
 impl Message {
@@ -2150,6 +2249,7 @@ impl Message {
             Self::RelayRequest(m) => m.encode(),
             Self::StateRequest(m) => m.encode(),
             Self::StateChunk(m) => m.encode(),
+            Self::EpochSetProof(m) => m.encode(),
         }
     }
 
@@ -2167,6 +2267,7 @@ impl Message {
             Self::RelayRequest(_) => MessageType::RelayRequest,
             Self::StateRequest(_) => MessageType::StateRequest,
             Self::StateChunk(_) => MessageType::StateChunk,
+            Self::EpochSetProof(_) => MessageType::EpochSetProof,
         }
     }
 }
@@ -2196,6 +2297,8 @@ pub enum MessageRef<'a> {
     StateRequest(StateRequestRef),
     /// See [`StateChunkRef`].
     StateChunk(StateChunkRef<'a>),
+    /// See [`EpochSetProofRef`].
+    EpochSetProof(EpochSetProofRef<'a>),
 }
 
 impl MessageRef<'_> {
@@ -2213,6 +2316,7 @@ impl MessageRef<'_> {
             Self::RelayRequest(_) => MessageType::RelayRequest,
             Self::StateRequest(_) => MessageType::StateRequest,
             Self::StateChunk(_) => MessageType::StateChunk,
+            Self::EpochSetProof(_) => MessageType::EpochSetProof,
         }
     }
 
@@ -2230,6 +2334,7 @@ impl MessageRef<'_> {
             Self::RelayRequest(m) => Message::RelayRequest(m.to_owned()),
             Self::StateRequest(m) => Message::StateRequest(m.to_owned()),
             Self::StateChunk(m) => Message::StateChunk(m.to_owned()),
+            Self::EpochSetProof(m) => Message::EpochSetProof(m.to_owned()),
         }
     }
 }
@@ -2272,6 +2377,9 @@ pub fn decode(buf: &[u8]) -> Result<MessageRef<'_>, WireError> {
         }
         MessageType::StateChunk => {
             MessageRef::StateChunk(StateChunkRef::from_root(&reader.root(sc::SIZE)?)?)
+        }
+        MessageType::EpochSetProof => {
+            MessageRef::EpochSetProof(EpochSetProofRef::from_root(&reader.root(ep::SIZE)?)?)
         }
     })
 }

@@ -19,6 +19,7 @@ const RELAY_REQUEST: &str =
     "5a4150000200000910000000240000000300000000000000290000000000000009000000";
 const STATE_REQUEST: &str = "5a4150000200000a100000003c0000006000000000000000000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f00004000";
 const STATE_CHUNK: &str = "5a4150000200000b100000009800000060000000000000001800000002000000700000000800000001000000000000001000000024000000300000002100000011111111111111111111111111111111111111111111111111111111111111116c6561660000000022222222222222222222222222222222222222222222222222222222222222226b000000000000007369626c696e6773";
+const EPOCH_SET_PROOF: &str = "5a4150000200000c1000000034000000090000000000000010000000030000001000000004000000736574000000000070617468";
 const LANE_MESSAGE: &str = "5a4150000200000810000000610000000700000000000000030000000000000029000000000000000900000004000000909192939495969798999a9b9c9d9e9fa0a1a2a3a4a5a6a7a8a9aaabacadaeaf0800000009000000636f726f6e612d7231";
 
 /// Encodes `message`, compares with the pinned hex, and decodes the pinned bytes back to `message`.
@@ -148,6 +149,22 @@ fn state_request_and_chunk_golden() {
         short.encode(),
         Err(WireError::StateEntry { index: 0, len: 32 })
     ));
+}
+
+#[test]
+fn epoch_set_proof_golden() {
+    let proof = EpochSetProof {
+        epoch: 9,
+        set: b"set".to_vec(),
+        proof: b"path".to_vec(),
+    };
+    check_golden(Message::EpochSetProof(proof.clone()), EPOCH_SET_PROOF);
+    // It may travel in a sync reply (a checkpoint's), beside the blocks.
+    let reply = SyncResponse {
+        items: vec![proof.encode().unwrap()],
+    };
+    let encoded = reply.encode().unwrap();
+    assert!(matches!(decode(&encoded), Ok(MessageRef::SyncResponse(r)) if r.item_count() == 1));
 }
 
 #[test]

@@ -72,8 +72,8 @@ fn each_header_field_has_its_own_error() {
         WireError::ReservedFlags { found: 0x80 }
     );
 
-    // 12 is the first type byte after the last known type (11, StateChunk).
-    for found in [0u8, 12, 0xff] {
+    // 13 is the first type byte after the last known type (12, EpochSetProof).
+    for found in [0u8, 13, 0xff] {
         let mut b = vote.clone();
         b[7] = found; // message type, high byte of flags
         assert_eq!(

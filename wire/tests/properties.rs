@@ -191,6 +191,16 @@ fn message() -> impl Strategy<Value = Message> {
                     proof,
                 })
             }),
+        (
+            any::<u64>(),
+            vec(any::<u8>(), 0..60),
+            vec(any::<u8>(), 0..60)
+        )
+            .prop_map(|(epoch, set, proof)| Message::EpochSetProof(EpochSetProof {
+                epoch,
+                set,
+                proof
+            })),
     ]
 }
 

@@ -839,10 +839,12 @@ impl Simulation {
         };
         match received {
             Received::Other(MessageRef::SyncRequest(req)) => {
+                // The simulator's sets come from its genesis: no checkpoint carries a set.
                 let response = serve(
                     &req.to_owned(),
                     self.nodes[to].engine.store(),
                     &self.schedule(),
+                    &|_| None,
                 );
                 if let Ok(bytes) = Message::SyncResponse(response).encode() {
                     self.send(to, from, bytes);
@@ -854,7 +856,7 @@ impl Simulation {
                     .filter_map(|item| self.verified_input(item))
                     .collect();
                 let from_height = self.nodes[to].engine.core().tip().height + 1;
-                for input in checkpoint_inputs(inputs, from_height, &self.schedule()) {
+                for input in checkpoint_inputs(inputs, from_height, &self.schedule(), None) {
                     self.drive(to, Some(input));
                 }
             }
