@@ -80,6 +80,6 @@ pub use epoch::{ByEpoch, DecideError, EpochMembers, EpochSchedule, EpochSets, Se
 pub use ingress::Received;
 pub use leader::leader;
 pub use verify::{
-    proposer_vote, BlockLimits, VerifiedCertificate, VerifiedProposal, VerifiedVote, Verifier,
-    VerifyError,
+    proposer_vote, BlockLimits, KnownTxs, VerifiedCertificate, VerifiedProposal, VerifiedVote,
+    Verifier, VerifyError,
 };

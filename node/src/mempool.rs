@@ -11,9 +11,11 @@
 //! place for ever. Its sender learns it from `GET /tx/{hash}` (unknown again) and may send it
 //! again.
 
+use quasar_consensus::KnownTxs;
 use quasar_crypto::hash::Hash;
 use quasar_wire::tx_hash;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Largest client transaction, bytes.
@@ -67,6 +69,11 @@ pub struct Mempool {
     /// Pending transactions by admission order, with their admission time.
     order: BTreeMap<u64, (Hash, Vec<u8>, Instant)>,
     index: HashMap<Hash, u64>,
+    /// Pending transactions by a fast hash of their bytes, keyed per process (`foldhash`):
+    /// where [`Mempool::hashes_of`] finds a transaction it holds without hashing it with SHA3.
+    /// Two transactions with one key keep the later (the other is hashed when asked about).
+    by_content: HashMap<u64, Hash>,
+    content_keys: foldhash::fast::RandomState,
     bytes: usize,
 }
 
@@ -78,8 +85,36 @@ impl Mempool {
             next: 0,
             order: BTreeMap::new(),
             index: HashMap::new(),
+            by_content: HashMap::new(),
+            content_keys: foldhash::fast::RandomState::default(),
             bytes: 0,
         }
+    }
+
+    /// The [`Mempool::by_content`] key of `tx`.
+    fn content_key(&self, tx: &[u8]) -> u64 {
+        std::hash::BuildHasher::hash_one(&self.content_keys, tx)
+    }
+
+    /// Forgets the transaction `tx` with hash `hash` in [`Mempool::by_content`].
+    fn forget_content(&mut self, hash: &Hash, tx: &[u8]) {
+        let key = self.content_key(tx);
+        if self.by_content.get(&key) == Some(hash) {
+            self.by_content.remove(&key);
+        }
+    }
+
+    /// For each of `txs`, its [`tx_hash`] when the pool holds exactly those bytes (the hash
+    /// computed when it was admitted: found by a fast hash of the bytes, then confirmed by
+    /// comparing them); `None` otherwise.
+    pub fn hashes_of(&self, txs: &[Vec<u8>]) -> Vec<Option<Hash>> {
+        txs.iter()
+            .map(|tx| {
+                let hash = self.by_content.get(&self.content_key(tx))?;
+                let (_, held, _) = self.order.get(self.index.get(hash)?)?;
+                (held == tx).then_some(*hash)
+            })
+            .collect()
     }
 
     /// Number of pending transactions.
@@ -121,6 +156,7 @@ impl Mempool {
             return Err(MempoolError::Full);
         }
         self.bytes += tx.len();
+        self.by_content.insert(self.content_key(&tx), hash);
         self.index.insert(hash, self.next);
         self.order.insert(self.next, (hash, tx, Instant::now()));
         self.next += 1;
@@ -163,6 +199,7 @@ impl Mempool {
             if let Some(seq) = self.index.remove(hash) {
                 if let Some((_, tx, _)) = self.order.remove(&seq) {
                     self.bytes -= tx.len();
+                    self.forget_content(hash, &tx);
                 }
             }
         }
@@ -182,9 +219,23 @@ impl Mempool {
             let (hash, tx, _) = entry.remove();
             self.index.remove(&hash);
             self.bytes -= tx.len();
+            self.forget_content(&hash, &tx);
             evicted += 1;
         }
         evicted
+    }
+}
+
+/// A shared mempool as the verifier's [`KnownTxs`]: proposals take the hashes of the
+/// transactions it holds ([`Mempool::hashes_of`]). A poisoned lock answers nothing known.
+pub struct PoolHashes(pub Arc<Mutex<Mempool>>);
+
+impl KnownTxs for PoolHashes {
+    fn hashes(&self, txs: &[Vec<u8>]) -> Vec<Option<Hash>> {
+        match self.0.lock() {
+            Ok(pool) => pool.hashes_of(txs),
+            Err(_) => Vec::new(),
+        }
     }
 }
 
@@ -218,6 +269,23 @@ mod tests {
         p.remove_finalized([&a, &b]);
         assert_eq!(p.len(), 1);
         assert_eq!(p.select(&HashSet::new(), 10, 100), vec![b"c".to_vec()]);
+    }
+
+    #[test]
+    fn a_held_transaction_has_its_hash_found_byte_for_byte_and_forgotten_with_it() {
+        let mut p = pool(10);
+        let a = p.add(b"a".to_vec()).unwrap();
+        let b = p.add(b"bb".to_vec()).unwrap();
+        let asked = [b"a".to_vec(), b"bb".to_vec(), b"c".to_vec()];
+        assert_eq!(p.hashes_of(&asked), vec![Some(a), Some(b), None]);
+        // An index entry that points at other bytes (a key collision) is not taken.
+        let key = p.content_key(b"c");
+        p.by_content.insert(key, a);
+        assert_eq!(p.hashes_of(&asked[2..]), vec![None]);
+        p.remove_finalized([&b]);
+        p.evict_expired(Instant::now() + Duration::from_secs(61));
+        assert_eq!(p.hashes_of(&asked), vec![None, None, None]);
+        assert_eq!(p.by_content.len(), 1, "only the planted entry remains");
     }
 
     #[test]

@@ -342,7 +342,7 @@ pub struct Shared {
     /// Highest block height seen in a verified proposal.
     pub height: AtomicU64,
     /// Pending transactions.
-    pub mempool: Mutex<Mempool>,
+    pub mempool: Arc<Mutex<Mempool>>,
     /// Admitted transactions waiting to be gossiped in a batch ([`gossip_transactions`]).
     pub gossip: mpsc::Sender<Vec<u8>>,
     /// The block store.
@@ -685,13 +685,21 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         max_txs: cfg.max_block_txs,
         max_bytes: MAX_BLOCK_BYTES,
     };
+    // The mempool hashed each transaction it holds: proposals take their leaves from it.
+    let mempool = Arc::new(Mutex::new(Mempool::new(MempoolLimits {
+        max_txs: cfg.mempool_max_txs,
+        max_bytes: cfg.mempool_max_txs.saturating_mul(1024).max(MAX_TX_BYTES),
+        max_tx_bytes: MAX_TX_BYTES,
+        lifetime: Duration::from_secs(cfg.mempool_tx_lifetime_secs),
+    })));
     let verifier = Verifier::with_sets(
         genesis.epoch_sets(),
         genesis.hash,
         chain_id,
         genesis.schedule(),
         limits,
-    );
+    )
+    .with_known_txs(Arc::new(crate::mempool::PoolHashes(mempool.clone())));
     let core_cfg = CoreConfig {
         chain_id,
         epoch: 0,
@@ -887,12 +895,7 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         view: AtomicU64::new(tip.view),
         finalized_height: AtomicU64::new(tip.height),
         height: AtomicU64::new(tip.height),
-        mempool: Mutex::new(Mempool::new(MempoolLimits {
-            max_txs: cfg.mempool_max_txs,
-            max_bytes: cfg.mempool_max_txs.saturating_mul(1024).max(MAX_TX_BYTES),
-            max_tx_bytes: MAX_TX_BYTES,
-            lifetime: Duration::from_secs(cfg.mempool_tx_lifetime_secs),
-        })),
+        mempool,
         gossip: gossip_tx,
         store: store.clone(),
         network: network.clone(),

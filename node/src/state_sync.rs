@@ -30,6 +30,10 @@ pub const CHUNK_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a node waits before trying its peers again, once none could serve its version.
 pub const RETRY_INTERVAL: Duration = Duration::from_secs(1);
 
+/// How often a restore in progress logs how far it got (keys are hashes, so the next key's
+/// first byte out of 256 shows the fraction done).
+pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(10);
+
 /// The reply to `request` from `state`: at most [`MAX_CHUNK_BYTES`] (or the request's
 /// `max_bytes`, if smaller) of entries, or [`ChunkStatus::NotHeld`] when this node does not hold
 /// the version. A store error reads as "not held" (the requester asks another peer) and is
@@ -157,7 +161,13 @@ fn restore_from(
         RestoreError::State(e) => Failure::Local(e),
     };
     let mut restore = Restore::begin(state.clone(), version, root).map_err(local)?;
+    let mut last_note = std::time::Instant::now();
     while let Some(start) = restore.next_start() {
+        if last_note.elapsed() >= PROGRESS_INTERVAL {
+            last_note = std::time::Instant::now();
+            tracing::info!(peer, version, entries = restore.entries(),
+                next_key = %hex::encode(start), "restoring the application state");
+        }
         let request = StateRequest {
             version,
             start,

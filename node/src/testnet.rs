@@ -78,7 +78,7 @@ use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpListener, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -1234,6 +1234,13 @@ impl Testnet {
         for i in 0..self.validators() {
             self.start_signer(i)?;
         }
+        self.move_genesis_time()
+    }
+
+    /// Moves the genesis time to [`GENESIS_DELAY_US`] from now, before any validator has
+    /// started (one that starts after the genesis time listens for a view timeout before it
+    /// signs). Errors: [`TestnetError::Config`] for the genesis file.
+    pub fn move_genesis_time(&self) -> Result<(), TestnetError> {
         let path = self.dir.join(GENESIS_FILE);
         GenesisFile {
             genesis_time_us: now_us().saturating_add(GENESIS_DELAY_US),
@@ -1955,14 +1962,18 @@ const LOAD_ACCOUNTS: usize = 256;
 /// Each load account's genesis balance.
 const LOAD_BALANCE: u64 = 1 << 50;
 
-/// Signed transfers the load generator keeps ready, in seconds at its rate (at least 1,024,
-/// at most 200,000 transfers).
-const LOAD_AHEAD_SECONDS: f64 = 10.0;
+/// Seconds of load signed beyond the run's expected length (its blocks at their block time).
+const LOAD_MARGIN_SECONDS: f64 = 10.0;
+
+/// Most transfers the load generator signs before the run (about 3.4 KB each: 1.4 GB).
+const MAX_PRESIGNED: usize = 400_000;
 
 /// The load generator's client side: [`LOAD_ACCOUNTS`] accounts with fresh ML-DSA-65 keys,
-/// each sending transfers of 1 unit (fee 1) to the next, nonces in order. A signing thread
-/// keeps transfers ready ahead of the submitter (signing is the client's work, not the
-/// chain's; the thread shares the machine's cores with the validators).
+/// each sending transfers of 1 unit (fee 1) to the next, nonces in order. Signing is the
+/// client's work, not the chain's, and on a machine that runs the validators too it would
+/// take their cores: so the transfers of the whole run (at most [`MAX_PRESIGNED`]) are signed
+/// on every core before the validators start ([`Load::start`]), and signing threads keep the
+/// queue full after that.
 struct Load {
     keys: Vec<quasar_crypto::mldsa::SecretKey<quasar_crypto::mldsa::MlDsa65>>,
     rate: f64,
@@ -1985,41 +1996,65 @@ impl Load {
             .collect()
     }
 
-    /// Starts signing transfers for chain `chain_id`, round-robin over the accounts: each item
-    /// is (account, signed transfer). Nothing is signed at rate 0.
-    fn start(self, chain_id: u64) -> std::sync::mpsc::Receiver<(usize, Vec<u8>)> {
-        let capacity = (self.rate * LOAD_AHEAD_SECONDS).clamp(1024.0, 200_000.0) as usize;
-        let (sender, receiver) = std::sync::mpsc::sync_channel(capacity);
+    /// How many transfers to sign before the run: the rate over the run's expected length
+    /// (`blocks` at `block_time_ms`) and [`LOAD_MARGIN_SECONDS`], at least 1,024 and at most
+    /// [`MAX_PRESIGNED`].
+    fn ahead(&self, blocks: u64, block_time_ms: u64) -> usize {
+        let seconds = blocks as f64 * block_time_ms as f64 / 1e3 + LOAD_MARGIN_SECONDS;
+        (self.rate * seconds).clamp(1024.0, MAX_PRESIGNED as f64) as usize
+    }
+
+    /// Starts signing transfers for chain `chain_id` on one thread per core, each thread for
+    /// its share of the accounts, nonce after nonce: each item is (account, signed transfer),
+    /// an account's in nonce order. Up to `ahead` wait in the queue; the counter says how many
+    /// were signed so far. Nothing is signed at rate 0.
+    fn start(
+        self,
+        chain_id: u64,
+        ahead: usize,
+    ) -> (
+        std::sync::mpsc::Receiver<(usize, Vec<u8>)>,
+        Arc<std::sync::atomic::AtomicUsize>,
+    ) {
+        let (sender, receiver) = std::sync::mpsc::sync_channel(ahead);
+        let signed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         if self.rate <= 0.0 {
-            return receiver;
+            return (receiver, signed);
         }
-        std::thread::spawn(move || {
-            let addresses = self.addresses();
-            let mut rng = rand::thread_rng();
-            for i in 0u64.. {
-                let account = (i % LOAD_ACCOUNTS as u64) as usize;
-                let nonce = i / LOAD_ACCOUNTS as u64;
-                let key = &self.keys[account];
-                let transfer = quasar_app::Transaction {
-                    chain_id,
-                    nonce,
-                    fee: 1,
-                    sender: addresses[account],
-                    public_key: (nonce == 0).then(|| key.public_key().clone()),
-                    action: quasar_app::Action::Transfer {
-                        to: addresses[(account + 1) % LOAD_ACCOUNTS],
-                        amount: 1,
-                    },
-                };
-                let Ok(signed) = transfer.sign(key, &mut rng) else {
-                    return;
-                };
-                if sender.send((account, signed.as_bytes().to_vec())).is_err() {
-                    return;
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let addresses = Arc::new(self.addresses());
+        let keys = Arc::new(self.keys);
+        for first in 0..threads.min(LOAD_ACCOUNTS) {
+            let (sender, signed) = (sender.clone(), signed.clone());
+            let (addresses, keys) = (addresses.clone(), keys.clone());
+            std::thread::spawn(move || {
+                let mut rng = rand::thread_rng();
+                for nonce in 0u64.. {
+                    for account in (first..LOAD_ACCOUNTS).step_by(threads) {
+                        let key = &keys[account];
+                        let transfer = quasar_app::Transaction {
+                            chain_id,
+                            nonce,
+                            fee: 1,
+                            sender: addresses[account],
+                            public_key: (nonce == 0).then(|| key.public_key().clone()),
+                            action: quasar_app::Action::Transfer {
+                                to: addresses[(account + 1) % LOAD_ACCOUNTS],
+                                amount: 1,
+                            },
+                        };
+                        let Ok(tx) = transfer.sign(key, &mut rng) else {
+                            return;
+                        };
+                        if sender.send((account, tx.as_bytes().to_vec())).is_err() {
+                            return;
+                        }
+                        signed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
                 }
-            }
-        });
-        receiver
+            });
+        }
+        (receiver, signed)
     }
 }
 
@@ -2086,8 +2121,22 @@ async fn drive(
 ) -> Result<TestnetReport, TestnetError> {
     let n = net.validators();
     let chain_id = GenesisFile::load(&net.dir.join(GENESIS_FILE))?.chain_id;
-    // Signing starts now, so transfers are ready by the time the validators answer.
-    let transfers = load.start(chain_id);
+    let ahead = load.ahead(opts.blocks, opts.block_time_ms);
+    let rate = load.rate;
+    let (transfers, signed) = load.start(chain_id, ahead);
+    if rate > 0.0 {
+        let started = Instant::now();
+        eprintln!("testnet: signing {ahead} transfers before the validators start");
+        while signed.load(std::sync::atomic::Ordering::Relaxed) < ahead {
+            sleep(Duration::from_millis(100)).await;
+        }
+        eprintln!(
+            "testnet: signed {ahead} transfers in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        // The genesis time passed meanwhile: validators that start after it listen first.
+        net.move_genesis_time()?;
+    }
     for i in 0..n {
         net.spawn(i, &opts.binary)?;
     }

@@ -3,7 +3,8 @@
 
 use quasar_consensus::{
     Action, Application, BlockLimits, Checkpoint, Core, CoreConfig, EpochSchedule, EvidenceKind,
-    Input, ProposalSlot, TimerKind, Tip, VerifiedProposal, VerifiedVote, Verifier, VerifyError,
+    Input, KnownTxs, ProposalSlot, TimerKind, Tip, VerifiedProposal, VerifiedVote, Verifier,
+    VerifyError,
 };
 use quasar_crypto::bls::SecretKey;
 use quasar_crypto::hash::Hash;
@@ -187,6 +188,40 @@ fn vote(
 fn follower(core: &Core, view: u64) -> u32 {
     let leader = core.leader_of(view);
     (0..4).find(|&i| i != leader).unwrap_or_default()
+}
+
+/// The verifier takes a proposal's payload-root leaves from what the node hashed already (its
+/// mempool, `KnownTxs`) and hashes the rest; the root is checked either way, so a wrong known
+/// hash fails the proposal rather than pass it.
+#[test]
+fn a_proposal_takes_the_known_hashes_of_its_transactions_and_its_root_is_checked_all_the_same() {
+    struct Known(Vec<Option<Hash>>);
+    impl KnownTxs for Known {
+        fn hashes(&self, txs: &[Vec<u8>]) -> Vec<Option<Hash>> {
+            self.0.iter().take(txs.len()).copied().collect()
+        }
+    }
+    let mut net = net();
+    let leader = core_for(&net, 0).leader_of(1) as usize;
+    let txs = vec![b"tx-one".to_vec(), b"tx-two".to_vec()];
+    let p = net.signers[leader]
+        .sign_block(&slot(1, 1, GENESIS, 0), txs.clone(), [0; 32], 11)
+        .unwrap();
+    let hashes: Vec<Hash> = txs.iter().map(|tx| quasar_wire::tx_hash(tx)).collect();
+    let known = net
+        .verifier
+        .clone()
+        .with_known_txs(Arc::new(Known(vec![Some(hashes[0]), None])));
+    let verified = known.verify_proposal(p.proposal().clone()).unwrap();
+    assert_eq!(verified.tx_hashes(), hashes.as_slice());
+    let lying = net
+        .verifier
+        .clone()
+        .with_known_txs(Arc::new(Known(vec![None, Some([9; 32])])));
+    assert_eq!(
+        lying.verify_proposal(p.proposal().clone()).unwrap_err(),
+        VerifyError::PayloadRoot
+    );
 }
 
 /// A started follower's core, and view 1's leader's proposal on genesis claiming `state_root`.

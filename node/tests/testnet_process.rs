@@ -443,10 +443,11 @@ async fn four_validators_finalize_with_agreement() {
 const SUSTAINABLE_TX_RATE: f64 = 2_000.0;
 
 /// Overload does not stall the chain: offered three times the sustainable rate for at least
-/// 60 s, finality p95 stays under three block times. The load generator signs on one thread and
-/// sends about half of what is offered (the report counts what was not sent); the test also
-/// asserts that what it sent is above the sustainable rate, so the validators are overloaded,
-/// whether or not they had to push back. Heavy (two cores saturated for a minute), so ignored; it measures the binary
+/// 60 s, finality p95 stays under three block times. The load generator signs the run's
+/// transfers before the validators start, and sends one batch per validator at a time, the next
+/// once the validator answered: so it sends what the validators admit or push back, less than
+/// what is offered (the report counts what was not sent). The test also asserts that what it
+/// sent is above the sustainable rate, so the validators are overloaded. Heavy (two cores saturated for a minute), so ignored; it measures the binary
 /// named by `QUASAR_NODE_BIN` (the release build) or else the test build:
 /// `cargo build --release -p quasar-node`, then `QUASAR_NODE_BIN=$PWD/target/release/quasar-node
 /// cargo test -p quasar-node --test testnet_process -- --ignored three_times_the_sustainable_rate`.
