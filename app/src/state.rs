@@ -1156,6 +1156,57 @@ pub fn prove_epoch_set(
     Ok((read_epoch_set(store, boundary, epoch)?, proof))
 }
 
+/// Largest encoded [`EpochSet`]: its header (33 bytes) and 136 bytes per member, for
+/// [`MAX_SET_VALIDATORS`] members.
+pub const MAX_EPOCH_SET_BYTES: usize = 33 + 136 * MAX_SET_VALIDATORS;
+
+/// Why [`proven_epoch_set`] refuses a set and its proof.
+#[derive(Debug, thiserror::Error)]
+pub enum SetProofError {
+    /// The set or the proof is longer than its bound.
+    #[error("the {field} is longer than {max} bytes")]
+    TooLong {
+        /// `"set"` or `"proof"`.
+        field: &'static str,
+        /// Its bound ([`MAX_EPOCH_SET_BYTES`], [`MAX_ACCOUNT_PROOF_BYTES`]).
+        max: usize,
+    },
+    /// The proof does not decode, or does not lead from the set's entry to the root.
+    #[error(transparent)]
+    Proof(#[from] ProofError),
+    /// The proven bytes are not a set.
+    #[error("the proven set does not decode: {0}")]
+    Set(RegistryDecodeError),
+}
+
+/// The set of `epoch` that `set` (an encoded [`EpochSet`]) is, proven by `proof` (an encoded
+/// [`AccountProof`] of the set's state entry) against `state_root`, a boundary block's: what an
+/// epoch-change step and, on a chain whose sets come from its registry, a checkpoint carry.
+/// Lengths are bounded before anything is decoded.
+///
+/// Errors: [`SetProofError`].
+pub fn proven_epoch_set(
+    epoch: u64,
+    set: &[u8],
+    proof: &[u8],
+    state_root: &Hash,
+) -> Result<EpochSet, SetProofError> {
+    if set.len() > MAX_EPOCH_SET_BYTES {
+        return Err(SetProofError::TooLong {
+            field: "set",
+            max: MAX_EPOCH_SET_BYTES,
+        });
+    }
+    if proof.len() > MAX_ACCOUNT_PROOF_BYTES {
+        return Err(SetProofError::TooLong {
+            field: "proof",
+            max: MAX_ACCOUNT_PROOF_BYTES,
+        });
+    }
+    AccountProof::from_bytes(proof)?.verify_entry(state_root, &epoch_set_key(epoch), Some(set))?;
+    EpochSet::from_bytes(set).map_err(SetProofError::Set)
+}
+
 /// Largest encoded [`AccountProof`]: a leaf (1 + 64 bytes), the sibling count (4) and at most
 /// 256 siblings of at most 65 bytes.
 pub const MAX_ACCOUNT_PROOF_BYTES: usize = 1 + 64 + 4 + 256 * 65;

@@ -31,7 +31,7 @@
 use crate::api::Unavailable;
 use quasar_app::state::MAX_ACCOUNT_PROOF_BYTES;
 use quasar_app::ValidatorStatus;
-use quasar_app::{prove_account, AccountLeaf, AccountProof, Address, EpochSet, ProofError};
+use quasar_app::{prove_account, AccountLeaf, AccountProof, Address, ProofError, SetProofError};
 use quasar_chainspec::sealing::decode_hex_bounded;
 use quasar_chainspec::Genesis;
 use quasar_client::{
@@ -470,9 +470,9 @@ fn verify_final_header(
     Ok(header)
 }
 
-/// Longest [`EpochSetInfo::set_hex`] a client decodes: an [`EpochSet`] of
+/// Longest [`EpochSetInfo::set_hex`] a client decodes: an [`quasar_app::EpochSet`] of
 /// [`quasar_app::registry::MAX_SET_VALIDATORS`] validators.
-pub const MAX_EPOCH_SET_BYTES: usize = 33 + 136 * quasar_app::registry::MAX_SET_VALIDATORS;
+pub use quasar_app::state::MAX_EPOCH_SET_BYTES;
 
 /// Checks `info`, one step of an epoch-change proof, and decides the set it proves into
 /// `verifier`'s sets: the step must be for the first epoch `verifier` does not know, its header
@@ -512,45 +512,19 @@ pub fn verify_epoch_set(
     }
     let set = bounded_hex("set_hex", &info.set_hex, MAX_EPOCH_SET_BYTES)?;
     let proof = bounded_hex("proof_hex", &info.proof_hex, MAX_ACCOUNT_PROOF_BYTES)?;
-    let set = proven_epoch_set(epoch, &set, &proof, &header.state_root)?;
+    let set = quasar_app::proven_epoch_set(epoch, &set, &proof, &header.state_root).map_err(
+        |e| match e {
+            SetProofError::TooLong { field, max } => LightError::Malformed {
+                field,
+                problem: format!("longer than {max} bytes"),
+            },
+            SetProofError::Proof(e) => LightError::Proof(e),
+            SetProofError::Set(e) => step(e.to_string()),
+        },
+    )?;
     let (members, _) = crate::application::stored_set(genesis, epoch, &set).map_err(step)?;
     sets.decide(&schedule, epoch, members)
         .map_err(|e| step(e.to_string()))
-}
-
-/// The set of `epoch` that `set` (an encoded [`EpochSet`]) is, proven by `proof` (an encoded
-/// [`AccountProof`] of the set's state entry) against `state_root`, a boundary block's: what an
-/// epoch-change step and, on a chain whose sets come from its registry, a checkpoint carry.
-/// Lengths are bounded before anything is decoded.
-///
-/// Errors: [`LightError::Malformed`] for a set or proof longer than its bound
-/// ([`MAX_EPOCH_SET_BYTES`], [`MAX_ACCOUNT_PROOF_BYTES`]); [`LightError::Proof`] for a proof
-/// that does not decode or verify; [`LightError::EpochStep`] for a set that does not decode.
-pub fn proven_epoch_set(
-    epoch: u64,
-    set: &[u8],
-    proof: &[u8],
-    state_root: &Hash,
-) -> Result<EpochSet, LightError> {
-    let too_long = |field, max| LightError::Malformed {
-        field,
-        problem: format!("longer than {max} bytes"),
-    };
-    if set.len() > MAX_EPOCH_SET_BYTES {
-        return Err(too_long("set", MAX_EPOCH_SET_BYTES));
-    }
-    if proof.len() > MAX_ACCOUNT_PROOF_BYTES {
-        return Err(too_long("proof", MAX_ACCOUNT_PROOF_BYTES));
-    }
-    AccountProof::from_bytes(proof)?.verify_entry(
-        state_root,
-        &quasar_app::registry::epoch_set_key(epoch),
-        Some(set),
-    )?;
-    EpochSet::from_bytes(set).map_err(|e| LightError::EpochStep {
-        epoch,
-        problem: e.to_string(),
-    })
 }
 
 /// Checks `info`, a node's answer for the account at `address`, against the validator sets of

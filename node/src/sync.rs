@@ -31,7 +31,7 @@
 //! root the boundary claims before the core sees the checkpoint ([`unusable_checkpoint`]: a
 //! reply without a proof that holds is dropped and another peer asked), the core checks that
 //! the boundary is certified, and the application then decides the set: the walk learns each
-//! set from sets it already knows, as a light client does (`crate::light`).
+//! set from sets it already knows, as a light client does (`crate::light`, [`quasar_app::proven_epoch_set`]).
 
 use quasar_app::ChainRules;
 use quasar_consensus::{Checkpoint, EpochSchedule, Input};
@@ -330,7 +330,7 @@ pub fn unusable_checkpoint(inputs: &[Input], rules: &ChainRules, peer: u32) -> O
     ) {
         (None, _) => format!("block {} decides no set", header.height),
         (Some(epoch), Ok(MessageRef::EpochSetProof(p))) if p.epoch() == epoch => {
-            crate::light::proven_epoch_set(epoch, p.set(), p.proof(), &header.state_root)
+            quasar_app::proven_epoch_set(epoch, p.set(), p.proof(), &header.state_root)
                 .err()?
                 .to_string()
         }
