@@ -198,31 +198,32 @@ impl SetDecider {
             .max(1);
         for boundary in (rules.epoch_length.max(1)..=state.version()).step_by(step) {
             if let Some(epoch) = rules.decides_set(boundary) {
-                self.decide(state, state.version(), epoch)?;
+                self.decide(state, boundary, epoch)?;
             }
         }
         Ok(())
     }
 
-    /// Decides the set that committed version `version` holds for `epoch`.
+    /// Decides the set of `epoch` that boundary block `boundary` wrote, as the committed
+    /// `state` holds it (read from its latest version: a set entry never changes).
     ///
     /// Errors: [`AppError::Storage`] for a state that cannot be read or holds no set there, a
     /// stored set that does not build, or a decision that contradicts an earlier one.
-    fn decide(&mut self, state: &State, version: u64, epoch: u64) -> Result<(), AppError> {
+    fn decide(&mut self, state: &State, boundary: u64, epoch: u64) -> Result<(), AppError> {
         let set = state
-            .epoch_set(version, epoch)
+            .epoch_set(state.version(), epoch)
             .map_err(|e| set_error(epoch, &e))?
             .ok_or_else(|| {
                 set_error(
                     epoch,
-                    &format!("block {version} wrote no set into the state"),
+                    &format!("block {boundary} wrote no set into the state"),
                 )
             })?;
-        let changed = self.decide_set(epoch, version, &set)?;
-        if !changed && self.live && self.kept_for_want_of_eligible(state, version, &set)? {
+        let changed = self.decide_set(epoch, boundary, &set)?;
+        if !changed && self.live && self.kept_for_want_of_eligible(state, boundary, &set)? {
             tracing::warn!(
                 epoch,
-                boundary_height = version,
+                boundary_height = boundary,
                 "no registered validator is eligible for the set: the set before stays, and its \
                  members' stake stays bonded while it is in force"
             );

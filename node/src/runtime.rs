@@ -158,7 +158,9 @@ pub enum NodeError {
     /// The signing guard file is damaged: what it recorded cannot be trusted, and nothing may
     /// be signed until the node has listened to the network again.
     #[error(
-        "{}: signing guard file corrupt ({problem}). Never edit or reset it: move the whole          data directory aside and start again (the node then syncs and listens to the network          before it signs)",
+        "{}: signing guard file corrupt ({problem}). Never edit or reset it: move the whole \
+         data directory aside and start again (the node then syncs and listens to the network \
+         before it signs)",
         guard.display()
     )]
     GuardCorrupt {
@@ -248,6 +250,10 @@ impl NodeError {
         )
     }
 }
+
+/// Views between the store's finalized tip and the signing guard's highest view above which
+/// a start warns that the store may have lost blocks (a stall of the chain gives such a gap too).
+const STORE_BEHIND_GUARD_VIEWS: u64 = 100;
 
 /// The file in `data_dir` a running node holds an exclusive lock on, for as long as it runs
 /// ([`quasar_process::lock_dir`]).
@@ -786,6 +792,18 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         epoch = recovery.epoch,
         "resuming from the finalized tip"
     );
+    if guard_view > tip.view.saturating_add(STORE_BEHIND_GUARD_VIEWS) {
+        tracing::warn!(
+            finalized_height = tip.height,
+            tip_view = tip.view,
+            guard_view,
+            "the store's finalized tip is far below the last view this validator signed in: \
+             either the chain stalled since, or the store lost its newest blocks (a damaged \
+             database, which sled's recovery cuts at the first bad record); the node syncs \
+             what it lacks from its peers, and its signing guard keeps it from signing again \
+             in those views"
+        );
+    }
     if recovery.restored > 0 || recovery.dropped > 0 {
         tracing::info!(
             restored = recovery.restored,

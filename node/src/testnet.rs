@@ -62,7 +62,8 @@
 //!      All processes share the host clock, so the difference is meaningful; p50/p99 use the
 //!      nearest-rank definition ([`nearest_rank`]);
 //!    - `blocks_per_sec = blocks / (latest finalized_at_us of block `blocks` − timestamp_us of
-//!      block 1)`, and `tps_finalized` the finalized transactions over the same span;
+//!      block 1)`, and `tps_finalized` the transactions of blocks `1..=blocks` over the same
+//!      span (the blocks finalized after it, as the run drains, are left out of the rate);
 //!    - `cpu_us_per_tx`: validator 0's process CPU time over the transactions finalized.
 //!
 //! Progress goes to stderr; the report is returned to the caller (the CLI prints it as one JSON
@@ -576,8 +577,10 @@ pub struct TestnetReport {
     pub txs_failed: u64,
     /// Of those accepted, the ones found finalized.
     pub txs_finalized: u64,
-    /// `txs_finalized` over the span of `blocks_per_sec` (block 1's proposal to the last
-    /// validator finalizing block `blocks`), per second; 0 when that span is not positive.
+    /// The transactions of blocks `1..=blocks` over the span of `blocks_per_sec` (block 1's
+    /// proposal to the last validator finalizing block `blocks`), per second; 0 when that span
+    /// is not positive. (`txs_finalized` also counts the blocks after `blocks`, finalized as the
+    /// run drains.)
     pub tps_finalized: f64,
     /// Validator 0's process CPU time (`process_cpu_seconds_total`, consensus included) at the
     /// end of the run divided by `txs_finalized`, µs; `null` when nothing was finalized.
@@ -2517,6 +2520,9 @@ async fn measure(
     let mut samples_ms = Vec::new();
     let mut first_timestamp_us = None;
     let mut last_finalized_us: Option<u64> = None;
+    // Transactions in blocks 1..=blocks: what was finalized over the span measured (later
+    // blocks, finalized while the run drains, are counted in `txs_finalized` only).
+    let mut txs_in_span = 0u64;
     for h in 1..=blocks {
         let mut reference: Option<String> = None;
         for i in 0..n {
@@ -2532,7 +2538,10 @@ async fn measure(
                 });
             };
             match &reference {
-                None => reference = Some(block.hash.clone()),
+                None => {
+                    reference = Some(block.hash.clone());
+                    txs_in_span += block.tx_count;
+                }
                 Some(hash) if *hash != block.hash => {
                     eprintln!("testnet: DISAGREEMENT at height {h}: validator 0 has {hash}, validator {i} has {}", block.hash);
                     agreement = false;
@@ -2555,7 +2564,7 @@ async fn measure(
     let (blocks_per_sec, tps_finalized) = match (first_timestamp_us, last_finalized_us) {
         (Some(first), Some(last)) if last > first => {
             let span_s = (last - first) as f64 / 1e6;
-            (blocks as f64 / span_s, txs_finalized as f64 / span_s)
+            (blocks as f64 / span_s, txs_in_span as f64 / span_s)
         }
         _ => (0.0, 0.0),
     };

@@ -339,13 +339,31 @@ const CACHE_BYTES: u64 = 64 * 1024 * 1024;
 impl SledStore {
     /// Opens (or creates) the database in the directory `path`.
     ///
-    /// Errors: [`StoreError::Backend`] if sled cannot open it (I/O error, lock held by another
-    /// process, corrupt log).
+    /// Errors: [`StoreError::Corrupt`] for a damaged database (sled reports it, or stops with a
+    /// panic while it recovers its log: caught here, so a damaged file is an error, never a
+    /// crash); [`StoreError::Backend`] if sled cannot open it otherwise (I/O error, lock held
+    /// by another process).
     pub fn open(path: &Path) -> Result<SledStore, StoreError> {
-        let db = sled::Config::new()
-            .path(path)
-            .cache_capacity(CACHE_BYTES)
-            .open()?;
+        let config = sled::Config::new().path(path).cache_capacity(CACHE_BYTES);
+        let damaged = |why: String| {
+            StoreError::Corrupt(format!(
+                "the database in {} is damaged: {why}",
+                path.display()
+            ))
+        };
+        let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| config.open()))
+            .map_err(|panic| {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("no message");
+                damaged(format!("sled stopped while reading it ({message})"))
+            })?;
+        let db = opened.map_err(|e| match e {
+            sled::Error::Corruption { .. } => damaged(e.to_string()),
+            other => StoreError::Backend(other),
+        })?;
         Self::from_db(db, BlockFiles::open(path.join(BLOCK_FILES_DIR))?)
     }
 

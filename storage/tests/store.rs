@@ -488,3 +488,82 @@ fn a_second_open_of_one_database_is_reported_as_locked() {
     drop(first);
     assert!(!StoreError::Corrupt("x".into()).is_locked());
 }
+
+/// A database file damaged on disk (cut short, zeroed or overwritten in the middle) is refused
+/// with an error when the store opens, or opens as the prefix sled recovers; it never stops the
+/// process with a panic (sled panics on some such files while it recovers its log: the store
+/// catches that and reports the database as damaged).
+#[test]
+fn a_damaged_database_file_is_an_error_not_a_panic() {
+    let dir = tempfile::tempdir().expect("dir");
+    let source = dir.path().join("source");
+    {
+        let store = SledStore::open(&source).expect("open");
+        let state = store.state().expect("state");
+        for version in 0..64u64 {
+            let batch = quasar_storage::StateBatch {
+                nodes: (0..32u8)
+                    .map(|i| (vec![i, version as u8], vec![i ^ 0x5a; 1024]))
+                    .collect(),
+                ..Default::default()
+            };
+            state
+                .commit(version, &h(version as u8), &batch)
+                .expect("commit");
+        }
+        store.flush().expect("flush");
+    }
+    let file = source.join("db");
+    let len = std::fs::metadata(&file).expect("db file").len();
+    assert!(len > 1_000_000, "a database of some size: {len} bytes");
+    // Each damage at ten places through the file: cut there, 200 KiB zeroed from there, 64 KiB
+    // of other bytes from there, one byte changed there.
+    let mut damages: Vec<(String, Box<dyn Fn(&mut Vec<u8>)>)> = Vec::new();
+    for tenth in 1..10usize {
+        let at = len as usize * tenth / 10;
+        damages.push((format!("cut at {at}"), Box::new(move |b| b.truncate(at))));
+        damages.push((
+            format!("zeroed from {at}"),
+            Box::new(move |b| {
+                let end = (at + 200 * 1024).min(b.len());
+                b[at..end].iter_mut().for_each(|x| *x = 0)
+            }),
+        ));
+        damages.push((
+            format!("scribbled from {at}"),
+            Box::new(move |b| {
+                let end = (at + 64 * 1024).min(b.len());
+                b[at..end]
+                    .iter_mut()
+                    .enumerate()
+                    .for_each(|(i, x)| *x = (i * 131 + 7) as u8)
+            }),
+        ));
+        damages.push((
+            format!("byte {at} changed"),
+            Box::new(move |b| b[at] ^= 0x5a),
+        ));
+    }
+    for (what, damage) in damages {
+        let copy = dir.path().join(what.replace(' ', "-"));
+        std::fs::create_dir_all(&copy).expect("copy dir");
+        for entry in std::fs::read_dir(&source).expect("source") {
+            let entry = entry.expect("entry");
+            if entry.file_type().expect("type").is_file() {
+                std::fs::copy(entry.path(), copy.join(entry.file_name())).expect("copy");
+            }
+        }
+        let mut bytes = std::fs::read(copy.join("db")).expect("read");
+        damage(&mut bytes);
+        std::fs::write(copy.join("db"), bytes).expect("write");
+        let opened = std::panic::catch_unwind(|| SledStore::open(&copy).map(drop));
+        match opened {
+            Err(_) => panic!("{what}: opening the damaged store panicked"),
+            Ok(Err(e)) => assert!(
+                matches!(e, StoreError::Corrupt(_) | StoreError::Backend(_)),
+                "{what}: {e}"
+            ),
+            Ok(Ok(())) => {}
+        }
+    }
+}
