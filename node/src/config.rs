@@ -227,7 +227,7 @@ fn same_socket(a: SocketAddr, b: SocketAddr) -> bool {
 }
 
 /// Upper bound for configured durations (one hour), so arithmetic in microseconds cannot overflow.
-const MAX_TIME_MS: u64 = 3_600_000;
+pub(crate) const MAX_TIME_MS: u64 = 3_600_000;
 
 fn default_block_time_ms() -> u64 {
     500

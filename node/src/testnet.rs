@@ -190,10 +190,13 @@ fn check_shape(validators: usize, block_time_ms: u64) -> Result<(), TestnetError
             "validators must be in 1..={MAX_VALIDATORS}, got {validators}"
         )));
     }
-    if block_time_ms == 0 {
-        return Err(TestnetError::Options(
-            "block_time_ms must be positive".into(),
-        ));
+    // A node's default view timeout, twice the block time and a second, must stay within the
+    // node's own bound on times (crate::config).
+    let max = (crate::config::MAX_TIME_MS - 1000) / 2;
+    if !(1..=max).contains(&block_time_ms) {
+        return Err(TestnetError::Options(format!(
+            "block_time_ms must be in 1..={max}, got {block_time_ms}"
+        )));
     }
     Ok(())
 }
