@@ -518,7 +518,8 @@ fn a_damaged_database_file_is_an_error_not_a_panic() {
     assert!(len > 1_000_000, "a database of some size: {len} bytes");
     // Each damage at ten places through the file: cut there, 200 KiB zeroed from there, 64 KiB
     // of other bytes from there, one byte changed there.
-    let mut damages: Vec<(String, Box<dyn Fn(&mut Vec<u8>)>)> = Vec::new();
+    type Damage = Box<dyn Fn(&mut Vec<u8>)>;
+    let mut damages: Vec<(String, Damage)> = Vec::new();
     for tenth in 1..10usize {
         let at = len as usize * tenth / 10;
         damages.push((format!("cut at {at}"), Box::new(move |b| b.truncate(at))));
