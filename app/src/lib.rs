@@ -43,8 +43,8 @@ pub use registry::{
 };
 pub use state::{
     check_committed, committed_account, prove_account, prove_epoch_set, proven_epoch_set,
-    read_epoch_set, read_registry, AccountProof, Executed, ProofError, Proposed, SetProofError,
-    State, StateError,
+    proven_epoch_set_message, read_epoch_set, read_registry, AccountProof, Executed, ProofError,
+    Proposed, SetProofError, State, StateError,
 };
 pub use tx::{
     address_of, signing_context, Action, Address, SignedTransaction, Transaction, TxError,

@@ -160,11 +160,6 @@ impl Restore {
         })
     }
 
-    /// The version being restored.
-    pub fn version(&self) -> u64 {
-        self.version
-    }
-
     /// The key the next chunk is asked from; `None` once a chunk said it completes the version.
     pub fn next_start(&self) -> Option<Hash> {
         self.next
@@ -228,7 +223,7 @@ impl Restore {
             Err(_) => return refused("the tree restore rejected the chunk's shape".into()),
         }
         self.entries += count;
-        self.next = match (chunk.complete, last.and_then(successor)) {
+        self.next = match (chunk.complete, last.and_then(key_after)) {
             (false, Some(next)) => Some(next),
             _ => None,
         };
@@ -267,8 +262,9 @@ impl Restore {
     }
 }
 
-/// The key right after `key` (as a 256-bit big-endian number), `None` after the last one.
-fn successor(key: Hash) -> Option<Hash> {
+/// The key right after `key` (as a 256-bit big-endian number), `None` after the last one: where
+/// the chunk after one that ends at `key` starts.
+pub fn key_after(key: Hash) -> Option<Hash> {
     let mut next = key;
     for byte in next.iter_mut().rev() {
         let (value, carry) = byte.overflowing_add(1);

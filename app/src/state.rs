@@ -1177,6 +1177,10 @@ pub enum SetProofError {
     /// The proven bytes are not a set.
     #[error("the proven set does not decode: {0}")]
     Set(RegistryDecodeError),
+    /// What should carry the proof ([`proven_epoch_set_message`]) is not an `EpochSetProof`
+    /// of the epoch asked for.
+    #[error("no proof of epoch {0}'s set")]
+    Missing(u64),
 }
 
 /// The set of `epoch` that `set` (an encoded [`EpochSet`]) is, proven by `proof` (an encoded
@@ -1205,6 +1209,24 @@ pub fn proven_epoch_set(
     }
     AccountProof::from_bytes(proof)?.verify_entry(state_root, &epoch_set_key(epoch), Some(set))?;
     EpochSet::from_bytes(set).map_err(SetProofError::Set)
+}
+
+/// [`proven_epoch_set`] for `message`, an encoded `quasar_wire::EpochSetProof` of `epoch` (what
+/// a checkpoint carries on a chain whose sets come from its registry).
+///
+/// Errors: [`SetProofError::Missing`] when `message` is not an `EpochSetProof` of `epoch`;
+/// then as [`proven_epoch_set`].
+pub fn proven_epoch_set_message(
+    epoch: u64,
+    message: &[u8],
+    state_root: &Hash,
+) -> Result<EpochSet, SetProofError> {
+    match quasar_wire::decode(message) {
+        Ok(quasar_wire::MessageRef::EpochSetProof(p)) if p.epoch() == epoch => {
+            proven_epoch_set(epoch, p.set(), p.proof(), state_root)
+        }
+        _ => Err(SetProofError::Missing(epoch)),
+    }
 }
 
 /// Largest encoded [`AccountProof`]: a leaf (1 + 64 bytes), the sibling count (4) and at most

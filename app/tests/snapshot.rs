@@ -4,7 +4,7 @@
 mod common;
 
 use common::{addr, pay, tx, CHAIN, RULES};
-use quasar_app::snapshot::{snapshot_chunk, Restore, RestoreError, SnapshotChunk};
+use quasar_app::snapshot::{key_after, snapshot_chunk, Restore, RestoreError, SnapshotChunk};
 use quasar_app::{Action, State, VerificationCache};
 use quasar_storage::SledStore;
 
@@ -50,15 +50,8 @@ fn chunks(store: &SledStore, version: u64, max_bytes: usize) -> Vec<SnapshotChun
         if complete {
             return out;
         }
-        start = last.expect("a chunk that does not complete has entries");
-        // The next key: the last one plus one.
-        for byte in start.iter_mut().rev() {
-            let (value, carry) = byte.overflowing_add(1);
-            *byte = value;
-            if !carry {
-                break;
-            }
-        }
+        start = key_after(last.expect("a chunk that does not complete has entries"))
+            .expect("a key follows");
     }
 }
 

@@ -233,20 +233,15 @@ impl SetDecider {
 
     /// Decides the set of the epoch that checkpoint boundary `boundary` (state root
     /// `state_root`, certified) decides, from the checkpoint's `state_proof` (an encoded
-    /// `EpochSetProof`, [`quasar_app::proven_epoch_set`]): a node that takes the checkpoint
+    /// `EpochSetProof`, [`quasar_app::proven_epoch_set_message`]): a node that takes the checkpoint
     /// has not executed the epoch. The node's sync checked the proof before the core took the
     /// checkpoint ([`crate::sync::unusable_checkpoint`]); one that fails here anyway is logged.
     fn decide_from_checkpoint(&mut self, boundary: u64, state_root: &Hash, state_proof: &[u8]) {
         let Some(epoch) = chain_rules(&self.genesis).decides_set(boundary) else {
             return;
         };
-        let set = match quasar_wire::decode(state_proof) {
-            Ok(MessageRef::EpochSetProof(p)) if p.epoch() == epoch => {
-                quasar_app::proven_epoch_set(epoch, p.set(), p.proof(), state_root)
-                    .map_err(|e| e.to_string())
-            }
-            _ => Err("the checkpoint carries no proof of it".to_string()),
-        };
+        let set = quasar_app::proven_epoch_set_message(epoch, state_proof, state_root)
+            .map_err(|e| e.to_string());
         if let Err(error) = set.and_then(|set| {
             self.decide_set(epoch, boundary, &set)
                 .map_err(|e| e.to_string())

@@ -519,7 +519,7 @@ pub fn verify_epoch_set(
                 problem: format!("longer than {max} bytes"),
             },
             SetProofError::Proof(e) => LightError::Proof(e),
-            SetProofError::Set(e) => step(e.to_string()),
+            e @ (SetProofError::Set(_) | SetProofError::Missing(_)) => step(e.to_string()),
         },
     )?;
     let (members, _) = crate::application::stored_set(genesis, epoch, &set).map_err(step)?;

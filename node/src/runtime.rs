@@ -1620,13 +1620,13 @@ fn fetch(
                 let mut inputs = Vec::new();
                 let mut set_proof = None;
                 let items: Vec<&[u8]> = resp.items().collect();
-                for received in verifier2.ingress(&items) {
+                for (item, received) in items.iter().zip(verifier2.ingress(&items)) {
                     match received {
                         Received::Other(MessageRef::QuasarCert(cert)) => {
                             quasar_certs.push(cert.to_owned())
                         }
-                        Received::Other(MessageRef::EpochSetProof(proof)) => {
-                            set_proof = proof.to_owned().encode().ok();
+                        Received::Other(MessageRef::EpochSetProof(_)) => {
+                            set_proof = Some(item.to_vec());
                         }
                         other => inputs.extend(core_input(&shared2, other)),
                     }

@@ -33,7 +33,7 @@
 //! the boundary is certified, and the application then decides the set: the walk learns each
 //! set from sets it already knows, as a light client does (`crate::light`, [`quasar_app::proven_epoch_set`]).
 
-use quasar_app::ChainRules;
+use quasar_app::{ChainRules, SetProofError};
 use quasar_consensus::{Checkpoint, EpochSchedule, Input};
 use quasar_crypto::hash::Hash;
 use quasar_storage::StateStore;
@@ -324,20 +324,23 @@ pub fn unusable_checkpoint(inputs: &[Input], rules: &ChainRules, peer: u32) -> O
         _ => None,
     })?;
     let header = &checkpoint.boundary.proposal().header;
-    let problem = match (
-        rules.decides_set(header.height),
-        decode(&checkpoint.state_proof),
-    ) {
-        (None, _) => format!("block {} decides no set", header.height),
-        (Some(epoch), Ok(MessageRef::EpochSetProof(p))) if p.epoch() == epoch => {
-            quasar_app::proven_epoch_set(epoch, p.set(), p.proof(), &header.state_root)
-                .err()?
-                .to_string()
+    let problem = match rules.decides_set(header.height) {
+        None => format!("block {} decides no set", header.height),
+        Some(epoch) => {
+            match quasar_app::proven_epoch_set_message(
+                epoch,
+                &checkpoint.state_proof,
+                &header.state_root,
+            )
+            .err()?
+            {
+                e @ SetProofError::Missing(_) => format!(
+                    "it carries {e} (a peer of an older version, or one whose own state was \
+                     restored past that boundary)"
+                ),
+                e => e.to_string(),
+            }
         }
-        (Some(epoch), _) => format!(
-            "it carries no proof of epoch {epoch}'s set (a peer of an older version, or one \
-             whose own state was restored past that boundary)"
-        ),
     };
     let now = quasar_process::now_us() / 1_000_000;
     let last = LAST_LOGGED_SECS.load(Ordering::Relaxed);
