@@ -33,6 +33,7 @@
 //! signature.
 
 use crate::registry::Registration;
+use quasar_crypto::accel::BatchArithmetic;
 use quasar_crypto::hash::{tagged_hash, Hash};
 use quasar_crypto::mldsa::{self, MlDsa65, MlDsaError};
 use quasar_wire::zap::{Builder, Object, Reader};
@@ -511,6 +512,16 @@ impl SignedTransaction {
         &self.tx
     }
 
+    /// The encoded body: the message the signature signs (under [`signing_context`]).
+    pub fn body_bytes(&self) -> &[u8] {
+        &self.body
+    }
+
+    /// The sender's ML-DSA-65 signature over [`SignedTransaction::body_bytes`].
+    pub fn signature(&self) -> &mldsa::Signature<MlDsa65> {
+        &self.signature
+    }
+
     /// The canonical bytes (what the mempool, blocks and `POST /tx` carry).
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes
@@ -528,19 +539,59 @@ impl SignedTransaction {
     /// Errors: [`TxError::WrongChain`], [`TxError::WrongKey`] (`key`, or the key carried, does
     /// not hash to the sender), [`TxError::BadSignature`].
     pub fn verify(&self, chain_id: u64, key: &mldsa::PublicKey<MlDsa65>) -> Result<(), TxError> {
+        self.check_chain_and_carried_key(chain_id, key)?;
+        if address_of(key) != self.tx.sender {
+            return Err(self.wrong_key());
+        }
+        key.verify(&self.body, &signing_context(chain_id), &self.signature)
+            .map_err(|_| TxError::BadSignature)
+    }
+
+    /// [`SignedTransaction::verify`] under a prepared key, the NTTs on `arithmetic`, for a
+    /// caller that has checked that `prepared`'s key hashes to the sender (the
+    /// [`crate::VerificationCache`] does when it prepares a key), so the key is not hashed
+    /// again. Errors: as [`SignedTransaction::verify`], except that a key of another address
+    /// is not detected here.
+    pub(crate) fn verify_prepared(
+        &self,
+        chain_id: u64,
+        prepared: &mldsa::PreparedKey<MlDsa65>,
+        arithmetic: &dyn BatchArithmetic,
+    ) -> Result<(), TxError> {
+        self.check_chain_and_carried_key(chain_id, prepared.public_key())?;
+        prepared
+            .verify(
+                &self.body,
+                &signing_context(chain_id),
+                &self.signature,
+                arithmetic,
+            )
+            .map_err(|_| TxError::BadSignature)
+    }
+
+    /// The checks before the signature, but the key's address: the chain, and that a key the
+    /// transaction carries is `key`.
+    fn check_chain_and_carried_key(
+        &self,
+        chain_id: u64,
+        key: &mldsa::PublicKey<MlDsa65>,
+    ) -> Result<(), TxError> {
         if self.tx.chain_id != chain_id {
             return Err(TxError::WrongChain {
                 expected: chain_id,
                 found: self.tx.chain_id,
             });
         }
-        let carried_other = self.tx.public_key.as_ref().is_some_and(|k| k != key);
-        if carried_other || address_of(key) != self.tx.sender {
-            return Err(TxError::WrongKey {
-                address: hex::encode(self.tx.sender),
-            });
+        if self.tx.public_key.as_ref().is_some_and(|k| k != key) {
+            return Err(self.wrong_key());
         }
-        key.verify(&self.body, &signing_context(chain_id), &self.signature)
-            .map_err(|_| TxError::BadSignature)
+        Ok(())
+    }
+
+    /// [`TxError::WrongKey`] for this transaction's sender.
+    fn wrong_key(&self) -> TxError {
+        TxError::WrongKey {
+            address: hex::encode(self.tx.sender),
+        }
     }
 }

@@ -7,7 +7,7 @@ use common::{fuzz_mutations, key, CHAIN};
 use quasar_app::tx::{MAX_TX_BYTES, SIGNED_TX_TYPE, TX_BODY_TYPE};
 use quasar_app::{address_of, Action, SignedTransaction, Transaction, TxError, VerificationCache};
 use quasar_crypto::mldsa::{MlDsa65, SecretKey};
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
 fn transfer(from: &SecretKey<MlDsa65>, nonce: u64, amount: u64) -> Transaction {
@@ -297,4 +297,74 @@ fn the_fuzz_entry_point_survives_mutated_transactions() {
         .expect("encode"),
     ];
     fuzz_mutations(&seeds, 400, quasar_app::fuzzing::signed_transaction);
+}
+
+#[test]
+fn prepared_keys_give_the_verdicts_of_the_plain_check() {
+    let alice = key(1);
+    let cache = VerificationCache::new(CHAIN, 64);
+    // Alice's first valid transaction marks her as seen, the second prepares her key, the
+    // later ones use it.
+    for nonce in 0..4 {
+        let tx = signed(&alice, nonce, 100 + nonce);
+        assert_eq!(cache.verify(&tx, alice.public_key()), Ok(()));
+        assert_eq!(
+            cache.prepared_keys(),
+            usize::from(nonce > 0),
+            "nonce {nonce}"
+        );
+    }
+    let tx = signed(&alice, 9, 5);
+    let mut rng = ChaCha20Rng::seed_from_u64(5);
+    // Forged signatures: one flipped bit anywhere in the signature, each a new entry (miss).
+    let sig_start = tx.as_bytes().len() - 3309;
+    for _ in 0..24 {
+        let mut forged = tx.as_bytes().to_vec();
+        let bit = rng.gen_range(sig_start * 8..forged.len() * 8);
+        forged[bit / 8] ^= 1 << (bit % 8);
+        let Ok(forged) = SignedTransaction::decode(&forged) else {
+            continue;
+        };
+        assert_eq!(
+            cache.verify(&forged, alice.public_key()),
+            forged.verify(CHAIN, alice.public_key()),
+            "bit {bit}"
+        );
+        assert!(cache.verify(&forged, alice.public_key()).is_err());
+    }
+    // With Alice's key prepared: another key for her transaction, a key carried that is not
+    // the one given, and another chain are refused as the plain check refuses them.
+    let fresh = signed(&alice, 10, 5);
+    assert!(matches!(
+        cache.verify(&fresh, key(2).public_key()),
+        Err(TxError::WrongKey { .. })
+    ));
+    let mut carrying = transfer(&alice, 11, 5);
+    carrying.public_key = Some(key(2).public_key().clone());
+    let carrying = carrying.sign(&alice, &mut rng).expect("sign");
+    assert!(matches!(
+        cache.verify(&carrying, alice.public_key()),
+        Err(TxError::WrongKey { .. })
+    ));
+    let mut elsewhere = transfer(&alice, 12, 5);
+    elsewhere.chain_id = CHAIN + 1;
+    let elsewhere = elsewhere.sign(&alice, &mut rng).expect("sign");
+    assert!(matches!(
+        cache.verify(&elsewhere, alice.public_key()),
+        Err(TxError::WrongChain { .. })
+    ));
+    assert_eq!(cache.verify(&fresh, alice.public_key()), Ok(()));
+    // Forged transactions of a sender never seen prepare nothing.
+    let bob = key(3);
+    let mut forged = signed(&bob, 1, 5).as_bytes().to_vec();
+    let last = forged.len() - 40;
+    forged[last] ^= 1;
+    let forged = SignedTransaction::decode(&forged).expect("decodes");
+    for _ in 0..3 {
+        assert_eq!(
+            cache.verify(&forged, bob.public_key()),
+            Err(TxError::BadSignature)
+        );
+    }
+    assert_eq!(cache.prepared_keys(), 1);
 }

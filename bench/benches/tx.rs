@@ -4,18 +4,26 @@
 //!
 //! Run: `cargo bench -p quasar-bench --bench tx` (about a minute).
 //!
-//! Criterion measures each on its own (`decode`, `verify`, `cache_hit`). Then, because the
-//! machine is shared and noisy, the three are timed again in interleaved rounds (each round: a
-//! batch of each, in turn) and the table gives their medians and each one's ratio to `verify`
-//! measured in the same rounds. The cache holds one verdict per transaction of the batch; a hit
-//! is the lock and the map lookup (the transaction's hash was computed when it was decoded).
+//! Criterion measures each on its own (`decode`, `verify`, `prepare_key`, `verify_prepared`,
+//! `cache_hit`). Then, because the machine is shared and noisy, they are timed again in
+//! interleaved rounds (each round: a batch of each, in turn) and the table gives their medians
+//! and each one's ratio to `verify` (libcrux through `quasar_crypto::mldsa`) measured in the same
+//! rounds:
+//! - `prepare key`: `PreparedKey::new` (ExpandA, NTT(t1·2^d), tr), what a sender's first
+//!   transaction costs a node on top of `verify prepared`;
+//! - `verify prepared`: a cache miss whose sender's key is prepared, the NTTs on the reference
+//!   backend and on the SIMD CPU backend (the node's);
+//! - `cache hit`: the cache holds one verdict per transaction of the batch; a hit is the lock
+//!   and the map lookup (the transaction's hash was computed when it was decoded).
 
 use std::hint::black_box;
 use std::time::Instant;
 
 use criterion::Criterion;
 use quasar_app::{address_of, Action, SignedTransaction, Transaction, VerificationCache};
-use quasar_crypto::mldsa::{MlDsa65, SecretKey};
+use quasar_crypto::accel::{BatchArithmetic, CpuBackend};
+use quasar_crypto::mldsa::{MlDsa65, PreparedKey, SecretKey};
+use quasar_gpu::SimdCpuBackend;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
@@ -60,6 +68,17 @@ fn main() {
         cache.verify(tx, key.public_key()).expect("valid");
     }
 
+    let simd = SimdCpuBackend::new();
+    let prepared = PreparedKey::new(key.public_key(), &simd);
+    let context = quasar_app::tx::signing_context(CHAIN);
+    let verify_prepared = |i: usize, arithmetic: &dyn BatchArithmetic| {
+        let tx = &txs[i];
+        prepared
+            .verify(tx.body_bytes(), &context, tx.signature(), arithmetic)
+            .expect("valid");
+    };
+    verify_prepared(0, &simd);
+
     let mut c = Criterion::default().configure_from_args();
     let mut group = c.benchmark_group("tx");
     group.bench_function("decode", |b| {
@@ -68,6 +87,10 @@ fn main() {
     group.bench_function("verify", |b| {
         b.iter(|| txs[0].verify(CHAIN, key.public_key()).expect("valid"))
     });
+    group.bench_function("prepare_key", |b| {
+        b.iter(|| PreparedKey::new(black_box(key.public_key()), &simd))
+    });
+    group.bench_function("verify_prepared", |b| b.iter(|| verify_prepared(0, &simd)));
     group.bench_function("cache_hit", |b| {
         b.iter(|| cache.verify(black_box(&txs[0]), key.public_key()))
     });
@@ -83,7 +106,13 @@ fn main() {
         start.elapsed().as_secs_f64() * 1e6 / BATCH as f64
     };
     let (mut decode, mut verify, mut hit) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut prepare, mut reference, mut vector) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
+        prepare.push(time(&mut |_| {
+            black_box(PreparedKey::new(key.public_key(), &simd));
+        }));
+        reference.push(time(&mut |i| verify_prepared(i, &CpuBackend)));
+        vector.push(time(&mut |i| verify_prepared(i, &simd)));
         decode.push(time(&mut |i| {
             black_box(SignedTransaction::decode(&bytes[i]).expect("decode"));
         }));
@@ -95,11 +124,16 @@ fn main() {
         }));
     }
     let (decode, verify, hit) = (median(decode), median(verify), median(hit));
+    let (prepare, reference, vector) = (median(prepare), median(reference), median(vector));
+    let simd_row = format!("verify prepared, {} backend", simd.name());
     println!("\n| step | µs per transaction (median of {ROUNDS} rounds) | / verify |");
     println!("|---|---|---|");
     for (name, us) in [
         ("decode", decode),
         ("verify (ML-DSA-65)", verify),
+        ("prepare key", prepare),
+        ("verify prepared, reference NTT", reference),
+        (simd_row.as_str(), vector),
         ("cache hit", hit),
     ] {
         println!("| {name} | {us:.3} | {:.4} |", us / verify);

@@ -7,7 +7,8 @@
 //! - `mldsa_{44,65,87}_verify_test.json`: ML-DSA.Verify(pk, msg, sig, ctx) must give the stored
 //!   verdict, and the reason for an `invalid` verdict must be the one the flags name: a wrong-length
 //!   key or signature fails to decode, a 256-byte context is refused as too long, everything else
-//!   fails verification.
+//!   fails verification. A `PreparedKey` of the same key (Â, NTT(t1·2^d) and tr computed once)
+//!   must give the same answer as the key itself.
 //! - `mldsa_65_sign_seed_test.json`: KeyGen_internal(ξ) must give `publicKey`; signing with `rnd`
 //!   (or 0^32 when `rnd` is absent) must reproduce `sig` byte for byte, and the produced signature
 //!   must verify. Cases flagged `Internal` give only μ, not the message: our API has no external-μ
@@ -20,9 +21,10 @@ use std::fs;
 
 mod common;
 
+use quasar_crypto::accel::CpuBackend;
 use quasar_crypto::mldsa::{
-    MlDsa44, MlDsa65, MlDsa87, MlDsaError, ParameterSet, PublicKey, SecretKey, Signature, RND_LEN,
-    SEED_LEN,
+    MlDsa44, MlDsa65, MlDsa87, MlDsaError, ParameterSet, PreparedKey, PublicKey, SecretKey,
+    Signature, RND_LEN, SEED_LEN,
 };
 use serde_json::Value;
 
@@ -92,6 +94,21 @@ impl Tally {
 }
 
 /// Runs one verify file for parameter set `P`.
+/// `pk.verify`, after checking that a [`PreparedKey`] of `pk` gives the same answer.
+fn same_verdict_prepared<P: ParameterSet>(
+    pk: &PublicKey<P>,
+    msg: &[u8],
+    ctx: &[u8],
+    sig: &Signature<P>,
+    name: &str,
+    id: u64,
+) -> Result<(), MlDsaError> {
+    let verdict = pk.verify(msg, ctx, sig);
+    let prepared = PreparedKey::new(pk, &CpuBackend).verify(msg, ctx, sig, &CpuBackend);
+    assert_eq!(prepared, verdict, "{name} tcId {id}: prepared key");
+    verdict
+}
+
 fn verify_file<P: ParameterSet>(name: &str, valid: usize, invalid: usize) {
     let Some(file) = load(name) else { return };
     let mut tally = Tally::default();
@@ -138,7 +155,7 @@ fn verify_file<P: ParameterSet>(name: &str, valid: usize, invalid: usize) {
                 );
                 "signature refused"
             }
-            (Ok(pk), Ok(sig)) => match pk.verify(&msg, &ctx, &sig) {
+            (Ok(pk), Ok(sig)) => match same_verdict_prepared(&pk, &msg, &ctx, &sig, name, id) {
                 Ok(()) => "verified",
                 Err(MlDsaError::ContextTooLong { len }) => {
                     assert!(has_flag(test, "InvalidContext"), "{name} tcId {id}");

@@ -1,12 +1,46 @@
 //! The rollup's native decomposition of FIPS 204 verification (crypto::rollup::native) agrees
-//! with libcrux-ml-dsa (through crypto::mldsa) for ML-DSA-44 and ML-DSA-65, and its NTT is the
-//! FIPS 204 one (evaluation at ζ^(2·brv8(i)+1)).
+//! with libcrux-ml-dsa (through crypto::mldsa) for ML-DSA-44, -65 and -87, through the reference
+//! NTT and through a backend that refuses every batch, and its NTT is the FIPS 204 one
+//! (evaluation at ζ^(2·brv8(i)+1)).
 
-use quasar_crypto::mldsa::{MlDsa44, MlDsa65, ParameterSet, SecretKey};
+use quasar_crypto::accel::{AccelError, BatchArithmetic, NttClass, RowResults, Workload};
+use quasar_crypto::mldsa::{MlDsa44, MlDsa65, MlDsa87, ParameterSet, SecretKey};
 use quasar_crypto::rollup::native::{
-    intt, ntt, sample_in_ball, trace, verify, DecodeError, DecodedSignature, ExpandedKey, Params,
-    ML_DSA_44, ML_DSA_65, N, Q, ZETA,
+    intt, ntt, sample_in_ball, trace, verify, verify_with, DecodeError, DecodedSignature,
+    ExpandedKey, Params, ML_DSA_44, ML_DSA_65, ML_DSA_87, N, Q, ZETA,
 };
+
+/// A backend that refuses every call: `verify_with` must fall back to its own NTT.
+struct Refusing;
+
+impl BatchArithmetic for Refusing {
+    fn name(&self) -> &'static str {
+        "refusing"
+    }
+    fn forward_ntt(&self, class: NttClass, _: &mut [u64]) -> Result<RowResults, AccelError> {
+        Err(AccelError::Unsupported {
+            backend: "refusing",
+            workload: Workload::Ntt(class),
+        })
+    }
+    fn inverse_ntt(&self, class: NttClass, _: &mut [u64]) -> Result<RowResults, AccelError> {
+        Err(AccelError::Unsupported {
+            backend: "refusing",
+            workload: Workload::Ntt(class),
+        })
+    }
+    fn pointwise_mul(
+        &self,
+        class: NttClass,
+        _: &mut [u64],
+        _: &[u64],
+    ) -> Result<RowResults, AccelError> {
+        Err(AccelError::Unsupported {
+            backend: "refusing",
+            workload: Workload::Ntt(class),
+        })
+    }
+}
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
@@ -56,6 +90,14 @@ fn check_against_libcrux<P: ParameterSet>(params: Params) {
             verify(&params, &key, &message, &ctx, sig.as_bytes()),
             "round {round}"
         );
+        assert!(verify_with(
+            &params,
+            &key,
+            &message,
+            &ctx,
+            sig.as_bytes(),
+            &Refusing
+        ));
 
         let decoded = DecodedSignature::from_bytes(&params, sig.as_bytes()).unwrap();
         let t = trace(&params, &key, &message, &ctx, &decoded).unwrap();
@@ -74,6 +116,10 @@ fn check_against_libcrux<P: ParameterSet>(params: Params) {
             let bit = rng.gen_range(0..bad.len() * 8);
             bad[bit / 8] ^= 1 << (bit % 8);
             let ours = verify(&params, &key, &message, &ctx, &bad);
+            assert_eq!(
+                verify_with(&params, &key, &message, &ctx, &bad, &Refusing),
+                ours
+            );
             let theirs = quasar_crypto::mldsa::Signature::<P>::from_bytes(&bad)
                 .map(|s| pk.verify(&message, &ctx, &s).is_ok())
                 .unwrap_or(false);
@@ -95,6 +141,11 @@ fn native_verification_agrees_with_libcrux_ml_dsa_44() {
 #[test]
 fn native_verification_agrees_with_libcrux_ml_dsa_65() {
     check_against_libcrux::<MlDsa65>(ML_DSA_65);
+}
+
+#[test]
+fn native_verification_agrees_with_libcrux_ml_dsa_87() {
+    check_against_libcrux::<MlDsa87>(ML_DSA_87);
 }
 
 #[test]

@@ -730,10 +730,12 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
         None => VoteKey::Local(keys.bls),
     };
     let signer = VoteSigner::new(vote_key, me, chain_id, 0, genesis.domain(), guard);
-    let cache = Arc::new(VerificationCache::new(
-        chain_id,
-        cfg.mempool_max_txs.saturating_mul(2).max(1024),
-    ));
+    // Transaction signatures: the NTTs of a verification (six forward, six inverse) on the
+    // SIMD CPU backend, directly: a batch that small is not worth a trip to a device.
+    let cache = Arc::new(
+        VerificationCache::new(chain_id, cfg.mempool_max_txs.saturating_mul(2).max(1024))
+            .with_arithmetic(Arc::new(quasar_gpu::SimdCpuBackend::new())),
+    );
     let evidence: Arc<dyn quasar_app::EvidenceCheck> =
         Arc::new(crate::application::VoteEvidence(verifier.clone()));
     let state = crate::application::open_state(store.state()?, &genesis, evidence.clone())

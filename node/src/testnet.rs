@@ -1971,15 +1971,16 @@ const LOAD_BALANCE: u64 = 1 << 50;
 /// Seconds of load signed beyond the run's expected length (its blocks at their block time).
 const LOAD_MARGIN_SECONDS: f64 = 10.0;
 
-/// Most transfers the load generator signs before the run (about 3.4 KB each: 1.4 GB).
-const MAX_PRESIGNED: usize = 400_000;
+/// Most transfers the load generator signs before the run (about 3.4 KB each: 2 GB).
+const MAX_PRESIGNED: usize = 600_000;
 
 /// The load generator's client side: [`LOAD_ACCOUNTS`] accounts with fresh ML-DSA-65 keys,
 /// each sending transfers of 1 unit (fee 1) to the next, nonces in order. Signing is the
 /// client's work, not the chain's, and on a machine that runs the validators too it would
 /// take their cores: so the transfers of the whole run (at most [`MAX_PRESIGNED`]) are signed
-/// on every core before the validators start ([`Load::start`]), and signing threads keep the
-/// queue full after that.
+/// on every core before the validators start ([`Load::start`]), and none after that (signing
+/// threads that kept the queue full took about a third of a core from the validators): a run
+/// that outlasts them reports the rest of its offered transactions as not sent.
 struct Load {
     keys: Vec<quasar_crypto::mldsa::SecretKey<quasar_crypto::mldsa::MlDsa65>>,
     rate: f64,
@@ -2010,10 +2011,11 @@ impl Load {
         (self.rate * seconds).clamp(1024.0, MAX_PRESIGNED as f64) as usize
     }
 
-    /// Starts signing transfers for chain `chain_id` on one thread per core, each thread for
-    /// its share of the accounts, nonce after nonce: each item is (account, signed transfer),
-    /// an account's in nonce order. Up to `ahead` wait in the queue; the counter says how many
-    /// were signed so far. Nothing is signed at rate 0.
+    /// Starts signing `ahead` transfers for chain `chain_id` on one thread per core, each
+    /// thread for its share of the accounts, nonce after nonce: each item is (account, signed
+    /// transfer), an account's in nonce order. All of them fit in the queue; the counter says
+    /// how many were signed so far, and the threads stop at `ahead`. Nothing is signed at
+    /// rate 0.
     fn start(
         self,
         chain_id: u64,
@@ -2037,6 +2039,9 @@ impl Load {
                 let mut rng = rand::thread_rng();
                 for nonce in 0u64.. {
                     for account in (first..LOAD_ACCOUNTS).step_by(threads) {
+                        if signed.load(std::sync::atomic::Ordering::Relaxed) >= ahead {
+                            return;
+                        }
                         let key = &keys[account];
                         let transfer = quasar_app::Transaction {
                             chain_id,

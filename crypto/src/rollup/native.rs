@@ -7,6 +7,7 @@
 //! Polynomials are `[u32; 256]` with coefficients in [0, q) unless stated (z is signed).
 //! Algorithm numbers are those of FIPS 204 (August 2024).
 
+use crate::accel::{BatchArithmetic, CpuBackend, NttClass, RingOp};
 use sha3::digest::{ExtendableOutput, Update, XofReader};
 use sha3::{Shake128, Shake256};
 use thiserror::Error;
@@ -70,6 +71,19 @@ pub const ML_DSA_65: Params = Params {
     gamma2: (Q - 1) / 32,
     beta: 196,
     omega: 55,
+};
+
+/// ML-DSA-87: (k, l) = (8, 7), τ = 60, λ = 256, γ1 = 2^19, γ2 = (q − 1)/32, β = 120, ω = 75.
+pub const ML_DSA_87: Params = Params {
+    name: "ML-DSA-87",
+    k: 8,
+    l: 7,
+    tau: 60,
+    c_tilde_bytes: 64,
+    gamma1: 1 << 19,
+    gamma2: (Q - 1) / 32,
+    beta: 120,
+    omega: 75,
 };
 
 impl Params {
@@ -143,23 +157,28 @@ impl ExpandedKey {
                 expected: params.public_key_bytes(),
             });
         }
-        let (rho, packed_t1) = pk.split_at(32);
+        Ok(Self::expand(params, pk, &CpuBackend))
+    }
+
+    /// [`ExpandedKey::from_public_key`] for a `pk` whose length the caller checked (a shorter
+    /// one gives fewer rows), with the NTTs of t1·2^d on `arithmetic` (the result does not
+    /// depend on it).
+    pub(crate) fn expand(params: &Params, pk: &[u8], arithmetic: &dyn BatchArithmetic) -> Self {
+        let (rho, packed_t1) = pk.split_at(32.min(pk.len()));
         let mut a_hat = Vec::with_capacity(params.k * params.l);
         for r in 0..params.k {
             for s in 0..params.l {
                 a_hat.push(rej_ntt_poly(rho, s as u8, r as u8));
             }
         }
-        let t1_hat = packed_t1
+        let mut t1_hat: Vec<Poly> = packed_t1
             .chunks_exact(320)
-            .map(|chunk| {
-                let t1 = unpack_bits(chunk, 10);
-                ntt(&t1.map(|v| v << D))
-            })
+            .map(|chunk| unpack_bits(chunk, 10).map(|v| v << D))
             .collect();
+        transform(arithmetic, RingOp::Forward, &mut t1_hat);
         let mut tr = [0u8; 64];
         shake256(&[pk], &mut tr);
-        Ok(ExpandedKey { a_hat, t1_hat, tr })
+        ExpandedKey { a_hat, t1_hat, tr }
     }
 }
 
@@ -258,8 +277,8 @@ impl Trace {
 }
 
 /// Runs Algorithm 8 (Verify_internal) on the pure-ML-DSA message M' = 0 ‖ |ctx| ‖ ctx ‖ M
-/// (Algorithm 3), returning every intermediate value. Errors: [`DecodeError::Context`] for a
-/// context longer than 255 bytes.
+/// (Algorithm 3), returning every intermediate value, with this module's reference NTT.
+/// Errors: [`DecodeError::Context`] for a context longer than 255 bytes.
 pub fn trace(
     params: &Params,
     key: &ExpandedKey,
@@ -267,34 +286,55 @@ pub fn trace(
     ctx: &[u8],
     sig: &DecodedSignature,
 ) -> Result<Trace, DecodeError> {
+    trace_with(params, key, message, ctx, sig, &CpuBackend)
+}
+
+/// [`trace`] with the transforms on `arithmetic`: the l + 1 forward NTTs (z and c) as one
+/// batch, the k inverse NTTs as another. Products are summed exactly in `u64` (at most l
+/// products and one offset below q² each, so below 2^50) and reduced once per coefficient.
+/// The result does not depend on the backend: a row or call it refuses is computed by the
+/// reference NTT here instead. Errors: as [`trace`].
+pub fn trace_with(
+    params: &Params,
+    key: &ExpandedKey,
+    message: &[u8],
+    ctx: &[u8],
+    sig: &DecodedSignature,
+    arithmetic: &dyn BatchArithmetic,
+) -> Result<Trace, DecodeError> {
     let ctx_len = [u8::try_from(ctx.len()).map_err(|_| DecodeError::Context(ctx.len()))?];
     let mut mu = [0u8; 64];
     shake256(&[&key.tr, &[0], &ctx_len, ctx, message], &mut mu);
     let c = sample_in_ball(params, &sig.c_tilde);
-    let c_hat = ntt(&c.map(|v| to_residue(i64::from(v))));
-    let z_hat: Vec<Poly> = sig
+    let mut hats: Vec<Poly> = sig
         .z
         .iter()
-        .map(|z| ntt(&z.map(|v| to_residue(i64::from(v)))))
+        .map(|z| z.map(|v| to_residue(i64::from(v))))
+        .chain(std::iter::once(c.map(|v| to_residue(i64::from(v)))))
         .collect();
-    let mut w_approx = Vec::with_capacity(params.k);
-    for r in 0..params.k {
-        let mut acc = [0u64; N];
-        for (s, zh) in z_hat.iter().enumerate() {
-            if let Some(a) = key.a_hat.get(r * params.l + s) {
-                for ((x, &ai), &zi) in acc.iter_mut().zip(a).zip(zh) {
-                    *x = (*x + u64::from(ai) * u64::from(zi)) % u64::from(Q);
+    transform(arithmetic, RingOp::Forward, &mut hats);
+    let (z_hat, c_hat) = hats.split_at(params.l);
+    let c_hat = c_hat.first().copied().unwrap_or([0; N]);
+    let q = u64::from(Q);
+    let mut w_approx: Vec<Poly> = (0..params.k)
+        .map(|r| {
+            let mut acc = [q * q; N];
+            for (s, zh) in z_hat.iter().enumerate() {
+                if let Some(a) = key.a_hat.get(r * params.l + s) {
+                    for ((x, &ai), &zi) in acc.iter_mut().zip(a).zip(zh) {
+                        *x += u64::from(ai) * u64::from(zi);
+                    }
                 }
             }
-        }
-        if let Some(t) = key.t1_hat.get(r) {
-            for ((x, &ci), &ti) in acc.iter_mut().zip(&c_hat).zip(t) {
-                let ct = u64::from(ci) * u64::from(ti) % u64::from(Q);
-                *x = (*x + u64::from(Q) - ct) % u64::from(Q);
+            if let Some(t) = key.t1_hat.get(r) {
+                for ((x, &ci), &ti) in acc.iter_mut().zip(&c_hat).zip(t) {
+                    *x -= u64::from(ci) * u64::from(ti);
+                }
             }
-        }
-        w_approx.push(intt(&acc.map(|v| v as u32)));
-    }
+            acc.map(|v| (v % q) as u32)
+        })
+        .collect();
+    transform(arithmetic, RingOp::Inverse, &mut w_approx);
     let w1: Vec<Poly> = w_approx
         .iter()
         .zip(&sig.h)
@@ -321,11 +361,47 @@ pub fn trace(
     })
 }
 
+/// `op` ([`RingOp::Forward`] or [`RingOp::Inverse`]) on every polynomial, as one batch on
+/// `arithmetic`; any polynomial the backend does not return transformed (a refused call or
+/// row) is transformed by [`ntt`] or [`intt`] here.
+fn transform(arithmetic: &dyn BatchArithmetic, op: RingOp, polys: &mut [Poly]) {
+    let mut rows: Vec<u64> = polys.iter().flatten().map(|&v| u64::from(v)).collect();
+    let results = arithmetic.ring(NttClass::MlDsa, op, &mut rows, &[]);
+    for (i, (poly, row)) in polys.iter_mut().zip(rows.chunks_exact(N)).enumerate() {
+        let done = results
+            .as_ref()
+            .is_ok_and(|results| results.get(i).is_some_and(Result::is_ok));
+        if done {
+            for (x, &v) in poly.iter_mut().zip(row) {
+                *x = v as u32;
+            }
+        } else if op == RingOp::Inverse {
+            *poly = intt(poly);
+        } else {
+            *poly = ntt(poly);
+        }
+    }
+}
+
 /// ML-DSA.Verify (Algorithm 3) for an expanded key: decodes `sig` and runs [`trace`]. False for
 /// a malformed signature.
 pub fn verify(params: &Params, key: &ExpandedKey, message: &[u8], ctx: &[u8], sig: &[u8]) -> bool {
+    verify_with(params, key, message, ctx, sig, &CpuBackend)
+}
+
+/// [`verify`] with the transforms on `arithmetic` ([`trace_with`]).
+pub fn verify_with(
+    params: &Params,
+    key: &ExpandedKey,
+    message: &[u8],
+    ctx: &[u8],
+    sig: &[u8],
+    arithmetic: &dyn BatchArithmetic,
+) -> bool {
     DecodedSignature::from_bytes(params, sig)
-        .and_then(|decoded| trace(params, key, message, ctx, &decoded).map(|t| t.accepts(&decoded)))
+        .and_then(|decoded| {
+            trace_with(params, key, message, ctx, &decoded, arithmetic).map(|t| t.accepts(&decoded))
+        })
         .unwrap_or(false)
 }
 
@@ -363,7 +439,8 @@ fn unpack_bits(bytes: &[u8], bits: usize) -> [u32; N] {
 }
 
 /// FIPS 204 Algorithm 30, RejNTTPoly, on the seed ρ ‖ s ‖ r (Algorithm 32, ExpandA): 23-bit
-/// candidates from SHAKE128, kept when below q.
+/// candidates from SHAKE128, kept when below q. The XOF is read a block (168 bytes, 56
+/// candidates) at a time; no candidate straddles two blocks.
 pub(crate) fn rej_ntt_poly(rho: &[u8], s: u8, r: u8) -> Poly {
     let mut h = Shake128::default();
     h.update(rho);
@@ -371,16 +448,18 @@ pub(crate) fn rej_ntt_poly(rho: &[u8], s: u8, r: u8) -> Poly {
     let mut reader = h.finalize_xof();
     let mut out = [0u32; N];
     let mut j = 0;
+    let mut block = [0u8; 168];
     while j < N {
-        let mut b = [0u8; 3];
-        reader.read(&mut b);
-        let [b0, b1, b2] = b;
-        let z = u32::from(b2 & 0x7f) << 16 | u32::from(b1) << 8 | u32::from(b0);
-        if z < Q {
-            if let Some(slot) = out.get_mut(j) {
-                *slot = z;
+        reader.read(&mut block);
+        for candidate in block.chunks_exact(3) {
+            let &[b0, b1, b2] = candidate else { continue };
+            let z = u32::from(b2 & 0x7f) << 16 | u32::from(b1) << 8 | u32::from(b0);
+            if z < Q {
+                if let Some(slot) = out.get_mut(j) {
+                    *slot = z;
+                    j += 1;
+                }
             }
-            j += 1;
         }
     }
     out
@@ -491,28 +570,55 @@ pub fn intt(w: &Poly) -> Poly {
 
 /// FIPS 204 Algorithm 36, Decompose: r = r1·2γ2 + r0 with r0 ∈ (−γ2, γ2], except that
 /// r − r0 = q − 1 gives r1 = 0 and r0 − 1. Input in [0, q).
+#[inline(always)]
 pub fn decompose(params: &Params, r: u32) -> (u32, i32) {
-    let two_gamma2 = 2 * params.gamma2;
+    by_gamma2(params.gamma2, |gamma2| decompose_by(gamma2, r))
+}
+
+/// FIPS 204 Algorithm 40, UseHint: r1, stepped by one (mod m = (q − 1)/2γ2) towards r0's
+/// side where the hint is set.
+#[inline(always)]
+pub fn use_hint(params: &Params, hint: bool, r: u32) -> u32 {
+    by_gamma2(params.gamma2, |gamma2| {
+        let m = (Q - 1) / (2 * gamma2);
+        let (r1, r0) = decompose_by(gamma2, r);
+        match (hint, r0 > 0) {
+            (false, _) => r1,
+            (true, true) if r1 + 1 == m => 0,
+            (true, true) => r1 + 1,
+            (true, false) if r1 == 0 => m - 1,
+            (true, false) => r1 - 1,
+        }
+    })
+}
+
+/// `f(gamma2)`, with `gamma2` a compile-time constant for the sets' two values, so that the
+/// divisions by 2γ2 in `f` compile to multiplications (a division by a run-time γ2 was most of
+/// a prepared-key verification).
+#[inline(always)]
+fn by_gamma2<T>(gamma2: u32, f: impl Fn(u32) -> T) -> T {
+    const GAMMA2_32: u32 = ML_DSA_65.gamma2;
+    const GAMMA2_88: u32 = ML_DSA_44.gamma2;
+    match gamma2 {
+        GAMMA2_32 => f(GAMMA2_32),
+        GAMMA2_88 => f(GAMMA2_88),
+        other => f(other),
+    }
+}
+
+/// [`decompose`] for `gamma2`.
+#[inline(always)]
+fn decompose_by(gamma2: u32, r: u32) -> (u32, i32) {
+    let two_gamma2 = 2 * gamma2;
     let mut r0 = (r % two_gamma2) as i32;
-    if r0 > params.gamma2 as i32 {
+    if r0 > gamma2 as i32 {
         r0 -= two_gamma2 as i32;
     }
     let high = r as i64 - i64::from(r0);
     if high == i64::from(Q - 1) {
         (0, r0 - 1)
     } else {
-        ((high / i64::from(two_gamma2)) as u32, r0)
-    }
-}
-
-/// FIPS 204 Algorithm 40, UseHint.
-pub fn use_hint(params: &Params, hint: bool, r: u32) -> u32 {
-    let m = params.w1_values();
-    let (r1, r0) = decompose(params, r);
-    match (hint, r0 > 0) {
-        (false, _) => r1,
-        (true, true) => (r1 + 1) % m,
-        (true, false) => (r1 + m - 1) % m,
+        ((high as u32) / two_gamma2, r0)
     }
 }
 
@@ -520,14 +626,17 @@ pub fn use_hint(params: &Params, hint: bool, r: u32) -> u32 {
 /// [`Params::w1_bits`] bits per coefficient, little-endian.
 pub fn w1_encode(params: &Params, w1: &[Poly]) -> Vec<u8> {
     let bits = params.w1_bits();
-    let mut out = Vec::with_capacity(w1.len() * 32 * bits);
+    let mut out = vec![0u8; w1.len() * 32 * bits];
+    let mut bytes = out.iter_mut();
     let mut acc: u64 = 0;
     let mut have = 0;
     for &v in w1.iter().flatten() {
         acc |= u64::from(v) << have;
         have += bits;
         while have >= 8 {
-            out.push(acc as u8);
+            if let Some(byte) = bytes.next() {
+                *byte = acc as u8;
+            }
             acc >>= 8;
             have -= 8;
         }
