@@ -18,19 +18,19 @@
 //!
 //! **Prepared keys.** A miss verifies the signature, and about half of an ML-DSA-65
 //! verification depends on the key alone (ExpandA and the NTT of t1, FIPS 204 Algorithm 8
-//! lines 5 and 9). So the cache also keeps the senders' keys prepared
-//! ([`mldsa::PreparedKey`], 36 KiB each), at most [`PREPARED_KEYS`] of them by sender address,
-//! and verifies with the NTTs on the cache's [`BatchArithmetic`] backend (the node gives it the
-//! SIMD CPU backend). A sender's first valid transaction here is verified the plain way and
-//! only marks the sender as seen; its second pays the preparation (about 1.4 plain
-//! verifications, ExpandA's SHAKE128 dominating); each later one only the signature's own work,
-//! about 0.4 of a plain verification (the tx bench measures the three). So a one-off sender,
-//! or a stream of fresh keys, costs what it did without prepared keys. A prepared key is stored under the address its key hashes to, after the
-//! check that the address is the sender's and once the key has signed a valid transaction, and
-//! is used only for a transaction whose sender is
-//! that address and for the very key the caller holds (a byte comparison), so a hit skips
-//! hashing the key as well. Eviction is CLOCK (second chance): a sender seen since the hand last
-//! passed stays.
+//! lines 5 and 9). So the cache also keeps senders' keys prepared ([`mldsa::PreparedKey`],
+//! 38 KiB each), at most [`PREPARED_KEYS`] of them by sender address, and verifies with the
+//! NTTs on the cache's [`BatchArithmetic`] backend (the node gives it the SIMD CPU backend).
+//! A sender's first valid transaction here is verified the plain way and only marks the sender
+//! as seen; its second pays the preparation (about 1.2 plain verifications, ExpandA's SHAKE128
+//! dominating); each later one only the signature's own work, about 0.4 of a plain
+//! verification (the tx bench measures the three). So a one-off sender, or a stream of fresh
+//! keys, costs what it did without prepared keys.
+//!
+//! A key is prepared only for a sender whose address it hashes to, and kept only once it has
+//! verified a transaction's signature; it is used only for a transaction of that sender and
+//! for the very key the caller holds (a byte comparison), so a use skips hashing the key.
+//! Eviction is CLOCK (second chance): a sender seen since the hand last passed stays.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,7 +42,7 @@ use quasar_crypto::mldsa::{self, MlDsa65, PreparedKey};
 
 use crate::tx::{address_of, Address, SignedTransaction, TxError};
 
-/// Most prepared keys a cache keeps (36 KiB each: 36 MiB in all).
+/// Most prepared keys a cache keeps (about 38 KiB each: 38 MiB in all).
 pub const PREPARED_KEYS: usize = 1024;
 
 /// Senders remembered as seen once, per prepared key kept (32 bytes each).

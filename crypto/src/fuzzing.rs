@@ -24,13 +24,14 @@
 //!   allocating, coefficients below q, flags 0/1) and what decodes is canonical.
 //! - [`mldsa_verify`]: ML-DSA-65 public keys and signatures of any length decode or fail cleanly,
 //!   and verification of a valid pair edited anywhere (key, c̃, z, hints) returns a verdict
-//!   without panicking.
+//!   without panicking, the same through a [`mldsa::PreparedKey`] as through libcrux.
 //!
 //! Decoding and verification are separate targets where verification is expensive (a pairing,
 //! a Corona verification: milliseconds against a decoder's microseconds), so that the decoders
 //! are explored at full speed. Targets that fuzz a long valid encoding apply the input to it as
 //! edits ([`edit`]).
 
+use crate::accel::CpuBackend;
 use crate::bls::{ProofOfPossession, PublicKey, Signature, PUBLIC_KEY_LEN, SIGNATURE_LEN};
 use crate::bls_cache::PublicKeyCache;
 use crate::corona::scheme::{
@@ -242,6 +243,12 @@ pub fn mldsa_verify(data: &[u8]) {
     );
     if let (Ok(key), Ok(sig)) = decoded {
         let verdict = key.verify(b"quasar-fuzz", b"fuzz", &sig);
+        let prepared = mldsa::PreparedKey::new(&key, &CpuBackend);
+        assert_eq!(
+            prepared.verify(b"quasar-fuzz", b"fuzz", &sig, &CpuBackend),
+            verdict,
+            "a prepared key and libcrux disagree"
+        );
         if !edited {
             assert_eq!(verdict, Ok(()), "the unedited fixture must verify");
         }

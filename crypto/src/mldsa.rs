@@ -8,7 +8,9 @@
 //! - signing with a context string: ML-DSA.Sign (§5.2, Algorithm 2), hedged (fresh 32-byte `rnd`)
 //!   or deterministic (`rnd` = 0^32, §3.4);
 //! - verification with a context string: ML-DSA.Verify (§5.3, Algorithm 3, with
-//!   Verify_internal §6.3, Algorithm 8).
+//!   Verify_internal §6.3, Algorithm 8);
+//! - the same verification under a [`PreparedKey`], whose key-only parts (ExpandA, NTT(t1·2^d),
+//!   tr) are computed once, for signers that sign often (transaction senders).
 //!
 //! The arithmetic is `libcrux-ml-dsa` (Cryspen): AVX2 code selected at run time on x86-64,
 //! portable code elsewhere. It was chosen by the side-by-side benchmark in
@@ -329,7 +331,7 @@ impl<P: ParameterSet> PublicKey<P> {
 /// SHAKE256 hashes, SampleInBall, l + 1 forward and k inverse NTTs (through a
 /// [`BatchArithmetic`] backend, e.g. the SIMD CPU backend) and the hint.
 ///
-/// Memory: [`PreparedKey::BYTES`] (36 KiB for ML-DSA-65), against the 1,952-byte key; keep
+/// Memory: [`PreparedKey::BYTES`] (about 38 KiB for ML-DSA-65), against the 1,952-byte key; keep
 /// prepared keys only for signers that sign often (a transaction sender, a validator).
 ///
 /// The arithmetic is `rollup::native`'s (the Groth16 rollup's reference for FIPS 204

@@ -64,7 +64,9 @@
 //!    - `blocks_per_sec = blocks / (latest finalized_at_us of block `blocks` − timestamp_us of
 //!      block 1)`, and `tps_finalized` the transactions of blocks `1..=blocks` over the same
 //!      span (the blocks finalized after it, as the run drains, are left out of the rate);
-//!    - `cpu_us_per_tx`: validator 0's process CPU time over the transactions finalized.
+//!    - `cpu_us_per_tx`: validator 0's process CPU time while the load ran (read before the
+//!      first batch and when a validator reached `blocks`) over the transactions of blocks
+//!      `1..=blocks`.
 //!
 //! Progress goes to stderr; the report is returned to the caller (the CLI prints it as one JSON
 //! line on stdout). A temporary directory is removed after a passing run and kept (its path
@@ -585,8 +587,10 @@ pub struct TestnetReport {
     /// is not positive. (`txs_finalized` also counts the blocks after `blocks`, finalized as the
     /// run drains.)
     pub tps_finalized: f64,
-    /// Validator 0's process CPU time (`process_cpu_seconds_total`, consensus included) at the
-    /// end of the run divided by `txs_finalized`, µs; `null` when nothing was finalized.
+    /// Validator 0's process CPU time (`process_cpu_seconds_total`, consensus included) while
+    /// the load ran (from its start until a validator reached `blocks`) divided by the
+    /// transactions of blocks `1..=blocks`, µs; `null` when those hold none. (The CPU of the
+    /// start and of the drain after the load, spent on empty blocks, is left out.)
     pub cpu_us_per_tx: Option<f64>,
     /// The genesis cert profile.
     pub profile: String,
@@ -2004,10 +2008,10 @@ impl Load {
     }
 
     /// How many transfers to sign before the run: the rate over the run's expected length
-    /// (`blocks` at `block_time_ms`) and [`LOAD_MARGIN_SECONDS`], at least 1,024 and at most
-    /// [`MAX_PRESIGNED`].
+    /// (`blocks` at 1.5 × `block_time_ms`: under load, blocks come slower than the block time)
+    /// and [`LOAD_MARGIN_SECONDS`], at least 1,024 and at most [`MAX_PRESIGNED`].
     fn ahead(&self, blocks: u64, block_time_ms: u64) -> usize {
-        let seconds = blocks as f64 * block_time_ms as f64 / 1e3 + LOAD_MARGIN_SECONDS;
+        let seconds = blocks as f64 * block_time_ms as f64 * 1.5 / 1e3 + LOAD_MARGIN_SECONDS;
         (self.rate * seconds).clamp(1024.0, MAX_PRESIGNED as f64) as usize
     }
 
@@ -2160,9 +2164,12 @@ async fn drive(
             .saturating_mul(opts.blocks)
             .saturating_mul(3),
     ));
+    let cpu_before = net.metric(0, "process_cpu_seconds_total").await?;
     let (subs, changed_at) =
         tokio::join!(submit_until_height(net, opts, budget, transfers), changing);
     let (subs, changed_at) = (subs?, changed_at?);
+    let cpu_after = net.metric(0, "process_cpu_seconds_total").await?;
+    let load_cpu_s = cpu_before.zip(cpu_after).map(|(a, b)| b - a);
     eprintln!(
         "testnet: height {} reached; {} transactions offered, {} sent, {} accepted, {} pushed back \
          ({} push-back answers, each sent again), {} rejected, {} failed; waiting for finality",
@@ -2188,7 +2195,14 @@ async fn drive(
     if let Some((target, budget)) = quasar_wait {
         wait_for_quasar(net, target, budget).await?;
     }
-    let mut report = measure(net, opts.blocks, opts.validators, &subs, txs_finalized).await?;
+    let mut report = measure(
+        net,
+        opts.blocks,
+        opts.validators,
+        &subs,
+        (txs_finalized, load_cpu_s),
+    )
+    .await?;
     (report.joiners, report.leavers) = (opts.join, opts.leave);
     let leavers = opts.validators - opts.leave..opts.validators;
     for (i, at) in (opts.validators..n).chain(leavers).zip(changed_at) {
@@ -2521,7 +2535,7 @@ async fn measure(
     blocks: u64,
     timed: usize,
     subs: &Submissions,
-    txs_finalized: u64,
+    (txs_finalized, load_cpu_s): (u64, Option<f64>),
 ) -> Result<TestnetReport, TestnetError> {
     let n = net.validators();
     let mut agreement = true;
@@ -2576,10 +2590,9 @@ async fn measure(
         }
         _ => (0.0, 0.0),
     };
-    let cpu_s = net.metric(0, "process_cpu_seconds_total").await?;
-    let cpu_us_per_tx = cpu_s
-        .filter(|_| txs_finalized > 0)
-        .map(|s| s * 1e6 / txs_finalized as f64);
+    let cpu_us_per_tx = load_cpu_s
+        .filter(|_| txs_in_span > 0)
+        .map(|s| s * 1e6 / txs_in_span as f64);
     let mut finalized_height = u64::MAX;
     let mut quasar_finalized_height = u64::MAX;
     let mut first = None;
