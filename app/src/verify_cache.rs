@@ -27,9 +27,10 @@
 //! verification (the tx bench measures the three). So a one-off sender, or a stream of fresh
 //! keys, costs what it did without prepared keys.
 //!
-//! A key is prepared only for a sender whose address it hashes to, and kept only once it has
-//! verified a transaction's signature; it is used only for a transaction of that sender and
-//! for the very key the caller holds (a byte comparison), so a use skips hashing the key.
+//! A key is prepared only for a sender whose address it hashes to and that has signed a valid
+//! transaction here before (so forgeries in fresh names never reach it); it is used only for a
+//! transaction of that sender and for the very key the caller holds (a byte comparison), so a
+//! use skips hashing the key.
 //! Eviction is CLOCK (second chance): a sender seen since the hand last passed stays.
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -257,14 +258,14 @@ impl VerificationCache {
                     }
                     return verdict;
                 }
+                // The sender signed validly before and `key` hashes to its address: the key
+                // is kept whatever this signature's verdict, so forged transactions in a seen
+                // sender's name do not prepare it again and again.
                 let prepared = Arc::new(PreparedKey::new(key, &*self.arithmetic));
-                let verdict = tx.verify_prepared(self.chain_id, &prepared, &*self.arithmetic);
-                if verdict.is_ok() {
-                    if let Ok(mut keys) = self.keys.lock() {
-                        keys.insert(sender, prepared);
-                    }
+                if let Ok(mut keys) = self.keys.lock() {
+                    keys.insert(sender, prepared.clone());
                 }
-                return verdict;
+                prepared
             }
         };
         tx.verify_prepared(self.chain_id, &prepared, &*self.arithmetic)

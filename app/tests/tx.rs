@@ -31,6 +31,14 @@ fn signed(from: &SecretKey<MlDsa65>, nonce: u64, amount: u64) -> SignedTransacti
         .expect("sign")
 }
 
+/// `tx` with one bit of its signature flipped (it still decodes).
+fn forge(tx: &SignedTransaction) -> SignedTransaction {
+    let mut forged = tx.as_bytes().to_vec();
+    let last = forged.len() - 40;
+    forged[last] ^= 1;
+    SignedTransaction::decode(&forged).expect("decodes")
+}
+
 /// Sets the ZAP header's size field to the buffer's length (after a test grew it).
 fn fix_size(bytes: &mut [u8]) {
     let len = u32::try_from(bytes.len()).expect("small").to_le_bytes();
@@ -108,10 +116,7 @@ fn signatures_bind_the_chain_the_key_and_every_byte() {
         Err(TxError::WrongKey { .. })
     ));
     // A flipped signature byte still decodes (only the length is checked there) and is refused.
-    let mut forged = tx.as_bytes().to_vec();
-    let last = forged.len() - 40;
-    forged[last] ^= 1;
-    let forged = SignedTransaction::decode(&forged).expect("decodes");
+    let forged = forge(&tx);
     assert_eq!(
         forged.verify(CHAIN, alice.public_key()),
         Err(TxError::BadSignature)
@@ -236,10 +241,7 @@ fn the_cache_answers_a_second_check_and_remembers_refusals() {
     cache.verify(&tx, alice.public_key()).expect("valid");
     assert_eq!(cache.counts(), (1, 1));
     // The same body with a forged signature is another entry: checked, refused, remembered.
-    let mut forged = tx.as_bytes().to_vec();
-    let last = forged.len() - 40;
-    forged[last] ^= 1;
-    let forged = SignedTransaction::decode(&forged).expect("decodes");
+    let forged = forge(&tx);
     for _ in 0..2 {
         assert_eq!(
             cache.verify(&forged, alice.public_key()),
@@ -356,10 +358,7 @@ fn prepared_keys_give_the_verdicts_of_the_plain_check() {
     assert_eq!(cache.verify(&fresh, alice.public_key()), Ok(()));
     // Forged transactions of a sender never seen prepare nothing.
     let bob = key(3);
-    let mut forged = signed(&bob, 1, 5).as_bytes().to_vec();
-    let last = forged.len() - 40;
-    forged[last] ^= 1;
-    let forged = SignedTransaction::decode(&forged).expect("decodes");
+    let forged = forge(&signed(&bob, 1, 5));
     for _ in 0..3 {
         assert_eq!(
             cache.verify(&forged, bob.public_key()),
@@ -367,4 +366,19 @@ fn prepared_keys_give_the_verdicts_of_the_plain_check() {
         );
     }
     assert_eq!(cache.prepared_keys(), 1);
+    // A sender seen once: a forgery in its name prepares its (authentic) key once, and the
+    // next forgery finds it prepared.
+    let carol = key(4);
+    assert_eq!(
+        cache.verify(&signed(&carol, 1, 5), carol.public_key()),
+        Ok(())
+    );
+    assert_eq!(cache.prepared_keys(), 1);
+    for amount in [6, 7] {
+        assert_eq!(
+            cache.verify(&forge(&signed(&carol, 2, amount)), carol.public_key()),
+            Err(TxError::BadSignature)
+        );
+        assert_eq!(cache.prepared_keys(), 2);
+    }
 }

@@ -363,14 +363,17 @@ pub fn trace_with(
 
 /// `op` ([`RingOp::Forward`] or [`RingOp::Inverse`]) on every polynomial, as one batch on
 /// `arithmetic`; any polynomial the backend does not return transformed (a refused call or
-/// row) is transformed by [`ntt`] or [`intt`] here.
+/// row, or a value not below q) is transformed by [`ntt`] or [`intt`] here.
 fn transform(arithmetic: &dyn BatchArithmetic, op: RingOp, polys: &mut [Poly]) {
     let mut rows: Vec<u64> = polys.iter().flatten().map(|&v| u64::from(v)).collect();
     let results = arithmetic.ring(NttClass::MlDsa, op, &mut rows, &[]);
     for (i, (poly, row)) in polys.iter_mut().zip(rows.chunks_exact(N)).enumerate() {
+        // A row counts only when the backend says it succeeded and every value is canonical
+        // (the products after the forward transform rely on values below q).
         let done = results
             .as_ref()
-            .is_ok_and(|results| results.get(i).is_some_and(Result::is_ok));
+            .is_ok_and(|results| results.get(i).is_some_and(Result::is_ok))
+            && row.iter().all(|&v| v < u64::from(Q));
         if done {
             for (x, &v) in poly.iter_mut().zip(row) {
                 *x = v as u32;
