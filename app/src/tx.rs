@@ -543,6 +543,27 @@ impl SignedTransaction {
         if address_of(key) != self.tx.sender {
             return Err(self.wrong_key());
         }
+        self.check_signature(chain_id, key)
+    }
+
+    /// [`SignedTransaction::verify`] for a caller that has checked that `key` hashes to the
+    /// sender, so the key is not hashed again. Errors: as [`SignedTransaction::verify`], except
+    /// that a key of another address is not detected here.
+    pub(crate) fn verify_known_key(
+        &self,
+        chain_id: u64,
+        key: &mldsa::PublicKey<MlDsa65>,
+    ) -> Result<(), TxError> {
+        self.check_chain_and_carried_key(chain_id, key)?;
+        self.check_signature(chain_id, key)
+    }
+
+    /// The signature alone, under `key`.
+    fn check_signature(
+        &self,
+        chain_id: u64,
+        key: &mldsa::PublicKey<MlDsa65>,
+    ) -> Result<(), TxError> {
         key.verify(&self.body, &signing_context(chain_id), &self.signature)
             .map_err(|_| TxError::BadSignature)
     }

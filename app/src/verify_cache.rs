@@ -250,7 +250,7 @@ impl VerificationCache {
                 if !again {
                     // A first valid signature only marks the sender: a one-off sender costs
                     // one plain verification, as it would without the cache.
-                    let verdict = tx.verify(self.chain_id, key);
+                    let verdict = tx.verify_known_key(self.chain_id, key);
                     if verdict.is_ok() {
                         if let Ok(mut keys) = self.keys.lock() {
                             keys.saw(sender);
