@@ -2,7 +2,7 @@
 //!
 //! A transaction is verified when it enters the mempool; the block that carries it is verified
 //! when proposed and executed when finalized. Each of those would check the same ML-DSA-65
-//! signature again (about 75 µs each in our baseline build). The cache remembers the verdict.
+//! signature again (about 70 µs each with libcrux in our baseline build). The cache remembers the verdict.
 //!
 //! **The key.** A cache serves one chain, and a verdict is keyed by the transaction's hash
 //! ([`SignedTransaction::hash`], over every byte: body and signature). That hash also fixes the
@@ -17,8 +17,8 @@
 //! 32 bytes (`cargo bench -p quasar-bench --bench tx` measures it against ML-DSA-65 verify).
 //!
 //! **Prepared keys.** A miss verifies the signature, and about half of an ML-DSA-65
-//! verification depends on the key alone (ExpandA and the NTT of t1, FIPS 204 Algorithm 8
-//! lines 5 and 9). So the cache also keeps senders' keys prepared ([`mldsa::PreparedKey`],
+//! verification depends on the key alone (ExpandA, the NTT of t1·2^d and tr, FIPS 204
+//! Algorithm 8 lines 5, 9 and 6). So the cache also keeps senders' keys prepared ([`mldsa::PreparedKey`],
 //! 38 KiB each), at most [`PREPARED_KEYS`] of them by sender address, and verifies with the
 //! NTTs on the cache's [`BatchArithmetic`] backend (the node gives it the SIMD CPU backend).
 //! A sender's first valid transaction here is verified the plain way and only marks the sender

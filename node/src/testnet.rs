@@ -39,8 +39,8 @@
 //!    in order; a transaction pushed back (`503`, `429`) is sent again before newer ones, after
 //!    the `Retry-After` the node asked for. The
 //!    report counts separately what the rate offered (`txs_offered`), what was sent
-//!    (`txs_sent`: fewer when the signer or the one-batch-in-flight rule held the client
-//!    back), what a node accepted (`200`), pushed back without a later acceptance
+//!    (`txs_sent`: fewer when the transfers signed before the validators started ran out, or
+//!    the one-batch-in-flight rule held the client back), what a node accepted (`200`), pushed back without a later acceptance
 //!    (`txs_pushed_back`), rejected (another answer) or never answered (`txs_failed`).
 //! 3. Wait (60 s + 3 × `blocks` × block time) until every validator's finalized height is at least
 //!    `blocks` and every accepted transaction is finalized (`GET /tx/{hash}` on validator 0,
@@ -568,7 +568,8 @@ pub struct TestnetReport {
     /// Transactions the load generator was due to send at `tx_rate` over the run.
     pub txs_offered: u64,
     /// Of those, the ones it sent (in `POST /txs` batches started); fewer than offered when
-    /// the client's limit of requests in flight held it back, or its signer fell behind.
+    /// the client's limit of requests in flight held it back, or the transfers signed before
+    /// the run ran out.
     pub txs_sent: u64,
     /// Of those, the ones a node accepted (answered 200).
     pub txs_accepted: u64,
@@ -659,7 +660,7 @@ impl TestnetReport {
         let unsent = self.txs_offered.saturating_sub(self.txs_sent);
         let mut load = if unsent > 0 {
             format!(
-                "; {unsent} of {} offered transactions were NOT SENT (signed too late, or held \
+                "; {unsent} of {} offered transactions were NOT SENT (the presigned transfers ran out, or held \
                  back by one batch in flight per validator)",
                 self.txs_offered
             )
