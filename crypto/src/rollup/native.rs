@@ -309,8 +309,8 @@ pub fn trace_with(
     let mut hats: Vec<Poly> = sig
         .z
         .iter()
-        .map(|z| z.map(|v| to_residue(i64::from(v))))
-        .chain(std::iter::once(c.map(|v| to_residue(i64::from(v)))))
+        .map(|z| z.map(to_residue))
+        .chain(std::iter::once(c.map(|v| to_residue(i32::from(v)))))
         .collect();
     transform(arithmetic, RingOp::Forward, &mut hats);
     let (z_hat, c_hat) = hats.split_at(params.l);
@@ -409,8 +409,8 @@ pub fn verify_with(
 }
 
 /// x mod q for a signed x.
-fn to_residue(x: i64) -> u32 {
-    x.rem_euclid(i64::from(Q)) as u32
+fn to_residue(x: i32) -> u32 {
+    x.rem_euclid(Q as i32) as u32
 }
 
 /// SHAKE256 of the concatenation of `parts` into `out`.
@@ -422,21 +422,29 @@ fn shake256(parts: &[&[u8]], out: &mut [u8]) {
     h.finalize_xof().read(out);
 }
 
-/// Little-endian bit unpacking of 256 values of `bits` bits each (SimpleBitUnpack / the
-/// unsigned part of BitUnpack, Algorithms 18–19).
+/// Widest value [`unpack_bits`] reads, bits: a value and the shift to its first bit fit in
+/// one 32-bit window.
+const UNPACK_MAX_BITS: usize = 24;
+
+/// Little-endian bit unpacking of 256 values of `bits` bits each, `bits` ≤ 24 (SimpleBitUnpack
+/// / the unsigned part of BitUnpack, Algorithms 18–19). Bytes past the end of `bytes` read as
+/// zero; a wider `bits` gives zeros.
 fn unpack_bits(bytes: &[u8], bits: usize) -> [u32; N] {
     let mut out = [0u32; N];
-    let mut acc: u64 = 0;
-    let mut have = 0usize;
-    let mut input = bytes.iter();
-    for v in out.iter_mut() {
-        while have < bits {
-            acc |= u64::from(input.next().copied().unwrap_or(0)) << have;
-            have += 8;
+    if bits > UNPACK_MAX_BITS {
+        return out;
+    }
+    // Value i starts at bit i·bits: the 4 bytes from its first byte hold it whole (a shift of
+    // at most 7 plus at most 24 bits), read from a copy padded with 4 zero bytes.
+    let mut padded = [0u8; N * UNPACK_MAX_BITS / 8 + 4];
+    let used = bytes.len().min(N * bits / 8);
+    padded[..used].copy_from_slice(&bytes[..used]);
+    let mask = (1u32 << bits) - 1;
+    for (i, v) in out.iter_mut().enumerate() {
+        let bit = i * bits;
+        if let Some(&[b0, b1, b2, b3]) = padded.get(bit / 8..bit / 8 + 4) {
+            *v = (u32::from_le_bytes([b0, b1, b2, b3]) >> (bit % 8)) & mask;
         }
-        *v = (acc & ((1u64 << bits) - 1)) as u32;
-        acc >>= bits;
-        have -= bits;
     }
     out
 }
@@ -585,12 +593,14 @@ pub fn use_hint(params: &Params, hint: bool, r: u32) -> u32 {
     by_gamma2(params.gamma2, |gamma2| {
         let m = (Q - 1) / (2 * gamma2);
         let (r1, r0) = decompose_by(gamma2, r);
-        match (hint, r0 > 0) {
-            (false, _) => r1,
-            (true, true) if r1 + 1 == m => 0,
-            (true, true) => r1 + 1,
-            (true, false) if r1 == 0 => m - 1,
-            (true, false) => r1 - 1,
+        // One step up (r0 > 0) or down, mod m, chosen without a branch on the data.
+        let step = if r0 > 0 { 1 } else { m - 1 };
+        let stepped = r1 + step;
+        let stepped = if stepped >= m { stepped - m } else { stepped };
+        if hint {
+            stepped
+        } else {
+            r1
         }
     })
 }
@@ -609,40 +619,120 @@ fn by_gamma2<T>(gamma2: u32, f: impl Fn(u32) -> T) -> T {
     }
 }
 
-/// [`decompose`] for `gamma2`.
+/// [`decompose`] for `gamma2`, with selects rather than branches on `r`. r0 ∈ (−γ2, γ2] makes
+/// r1 = ⌈(r − γ2)/2γ2⌉ = ⌊(r + γ2 − 1)/2γ2⌋ (r ≥ 0, so the numerator is not negative); the
+/// one r1 that reaches m = (q − 1)/2γ2 is the case r − r0 = q − 1, where FIPS 204 takes
+/// r1 = 0 and r0 − 1.
 #[inline(always)]
 fn decompose_by(gamma2: u32, r: u32) -> (u32, i32) {
     let two_gamma2 = 2 * gamma2;
-    let mut r0 = (r % two_gamma2) as i32;
-    if r0 > gamma2 as i32 {
-        r0 -= two_gamma2 as i32;
-    }
-    let high = r as i64 - i64::from(r0);
-    if high == i64::from(Q - 1) {
-        (0, r0 - 1)
-    } else {
-        ((high as u32) / two_gamma2, r0)
-    }
+    let m = (Q - 1) / two_gamma2;
+    let r1 = (r + gamma2 - 1) / two_gamma2;
+    let r0 = r as i32 - (r1 * two_gamma2) as i32;
+    let wraps = r1 == m;
+    (if wraps { 0 } else { r1 }, r0 - i32::from(wraps))
 }
 
 /// FIPS 204 Algorithm 28, w1Encode: SimpleBitPack of every w1 polynomial at
 /// [`Params::w1_bits`] bits per coefficient, little-endian.
+/// Values are taken below 2^bits, as `use_hint` returns them. Packed eight values (`bits` whole
+/// bytes) at a time.
 pub fn w1_encode(params: &Params, w1: &[Poly]) -> Vec<u8> {
     let bits = params.w1_bits();
-    let mut out = vec![0u8; w1.len() * 32 * bits];
-    let mut bytes = out.iter_mut();
-    let mut acc: u64 = 0;
-    let mut have = 0;
-    for &v in w1.iter().flatten() {
-        acc |= u64::from(v) << have;
-        have += bits;
-        while have >= 8 {
-            if let Some(byte) = bytes.next() {
-                *byte = acc as u8;
-            }
-            acc >>= 8;
-            have -= 8;
-        }
+    let mut out = Vec::with_capacity(w1.len() * 32 * bits);
+    for group in w1.iter().flat_map(|poly| poly.chunks_exact(8)) {
+        let packed = group
+            .iter()
+            .enumerate()
+            .fold(0u64, |acc, (i, &v)| acc | u64::from(v) << (i * bits));
+        out.extend_from_slice(&packed.to_le_bytes()[..bits.min(8)]);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    /// FIPS 204 Algorithm 36 as written: r0 = r mod± 2γ2, then the q − 1 case.
+    fn decompose_as_written(gamma2: u32, r: u32) -> (u32, i32) {
+        let two_gamma2 = 2 * gamma2 as i64;
+        let mut r0 = i64::from(r) % two_gamma2;
+        if r0 > i64::from(gamma2) {
+            r0 -= two_gamma2;
+        }
+        if i64::from(r) - r0 == i64::from(Q - 1) {
+            (0, (r0 - 1) as i32)
+        } else {
+            (((i64::from(r) - r0) / two_gamma2) as u32, r0 as i32)
+        }
+    }
+
+    /// FIPS 204 Algorithm 40 as written.
+    fn use_hint_as_written(gamma2: u32, hint: bool, r: u32) -> u32 {
+        let m = (Q - 1) / (2 * gamma2);
+        let (r1, r0) = decompose_as_written(gamma2, r);
+        match (hint, r0 > 0) {
+            (false, _) => r1,
+            (true, true) => (r1 + 1) % m,
+            (true, false) => (r1 + m - 1) % m,
+        }
+    }
+
+    #[test]
+    fn decompose_and_use_hint_match_fips_204_on_every_residue() {
+        for params in [ML_DSA_44, ML_DSA_65] {
+            for r in 0..Q {
+                assert_eq!(
+                    decompose(&params, r),
+                    decompose_as_written(params.gamma2, r),
+                    "{} r = {r}",
+                    params.name
+                );
+                for hint in [false, true] {
+                    assert_eq!(
+                        use_hint(&params, hint, r),
+                        use_hint_as_written(params.gamma2, hint, r),
+                        "{} r = {r}, hint {hint}",
+                        params.name
+                    );
+                }
+            }
+        }
+    }
+
+    /// Bit i of `bytes`, little-endian within each byte; zero past the end.
+    fn bit(bytes: &[u8], i: usize) -> u32 {
+        bytes.get(i / 8).map_or(0, |b| u32::from(b >> (i % 8) & 1))
+    }
+
+    #[test]
+    fn bit_packing_matches_one_bit_at_a_time() {
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(36);
+        for bits in [1, 4, 6, 10, 18, 20, 23, 24] {
+            for len in [N * bits / 8, N * bits / 8 - 1, 3] {
+                let bytes: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
+                let values = unpack_bits(&bytes, bits);
+                for (i, &v) in values.iter().enumerate() {
+                    let expected = (0..bits).fold(0, |acc, j| acc | bit(&bytes, i * bits + j) << j);
+                    assert_eq!(v, expected, "{bits} bits, {len} bytes, value {i}");
+                }
+            }
+        }
+        assert_eq!(unpack_bits(&[0xff; 1024], 25), [0; N]);
+        for params in [ML_DSA_44, ML_DSA_65, ML_DSA_87] {
+            let m = params.w1_values();
+            let w1: Vec<Poly> = (0..params.k)
+                .map(|_| std::array::from_fn(|_| rng.gen_range(0..m)))
+                .collect();
+            let encoded = w1_encode(&params, &w1);
+            let bits = params.w1_bits();
+            assert_eq!(encoded.len(), params.k * 32 * bits);
+            for (i, &v) in w1.iter().flatten().enumerate() {
+                let read = (0..bits).fold(0, |acc, j| acc | bit(&encoded, i * bits + j) << j);
+                assert_eq!(read, v, "{} value {i}", params.name);
+            }
+        }
+    }
 }
