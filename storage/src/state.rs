@@ -9,6 +9,7 @@
 //! |---|---|
 //! | `n` ‖ node key (the tree's own encoding) | the node's bytes |
 //! | `v` ‖ key hash (32 B) ‖ version (u64 BE) | the value written at that version; empty = deleted |
+//! | `c` ‖ key hash (32 B) | the key's last write: its version (u64 BE) ‖ its value (as in `v`) |
 //! | `r` ‖ version (u64 BE) | the root hash of that version (32 B) |
 //! | `s` ‖ version (u64 BE) ‖ node key | empty: the node is not used by that version or later |
 //! | `l` | the latest committed version (u64 BE) |
@@ -18,6 +19,16 @@
 //! pointer in one sled batch, so a crash leaves the state at the previous version or at the new
 //! one, never between (sled recovers a prefix of its batches). A version lost to a crash is
 //! executed again from its block: a version's bytes depend only on the blocks.
+//!
+//! **Reading a value.** A read at the latest version, what execution and admission do for
+//! every transaction, is one sled lookup of the key's `c` entry: it holds the highest version
+//! written for the key (every write of a `v` entry writes it, in the same batch, and versions
+//! are written in increasing order), so when that version is at most the one asked for, its
+//! value is the answer. Only a read at an older version, or of a key whose last write predates
+//! the `c` entries, scans the key's `v` entries backwards (a sled range scan copies a whole
+//! leaf of the tree, several times the cost of a lookup). A binary older than the `c` entries
+//! must therefore not write to a data directory after a newer one has: its writes would leave
+//! the `c` entries behind.
 //!
 //! **Pruning.** Each version records the nodes it made stale (replaced or removed: no version
 //! from it on uses them). [`StateStore::prune`] deletes the nodes made stale at or before a
@@ -41,6 +52,7 @@ const ROOT: u8 = b'r';
 const STALE: u8 = b's';
 const LATEST: &[u8] = b"l";
 const KEPT: u8 = b'p';
+const CURRENT: u8 = b'c';
 
 /// The authenticated state's bytes in the node's sled database ([`crate::SledStore::state`]).
 #[derive(Debug, Clone)]
@@ -90,6 +102,8 @@ fn batch_writes(version: u64, batch: &StateBatch) -> Result<sled::Batch, StoreEr
             None => &[],
         };
         write.insert(value_key(key_hash, version), value);
+        let current: Vec<u8> = version.to_be_bytes().iter().chain(value).copied().collect();
+        write.insert(prefixed(CURRENT, &[key_hash]), current);
     }
     for (since, key) in &batch.stale {
         write.insert(prefixed(STALE, &[&since.to_be_bytes(), key]), &[]);
@@ -119,6 +133,14 @@ impl StateStore {
     ///
     /// Errors: [`StoreError::Backend`].
     pub fn value(&self, key_hash: &Hash, max_version: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        if let Some(current) = self.tree.get(prefixed(CURRENT, &[key_hash]))? {
+            let (version, value) = current.split_first_chunk::<8>().ok_or_else(|| {
+                StoreError::Corrupt("state: a last-write entry shorter than its version".into())
+            })?;
+            if u64::from_be_bytes(*version) <= max_version {
+                return Ok((!value.is_empty()).then(|| value.to_vec()));
+            }
+        }
         let range = value_key(key_hash, 0)..=value_key(key_hash, max_version);
         Ok(match self.tree.range(range).next_back().transpose()? {
             Some((_, value)) if !value.is_empty() => Some(value.to_vec()),

@@ -31,7 +31,12 @@
 //!
 //! - [`Store::commit_finalized`] writes a height's entries in every tree in one sled transaction:
 //!   a crash leaves either none or all of them, and the finalized pointer never points past the
-//!   index.
+//!   index. Two writes go before that transaction: the block's file, and its transactions'
+//!   `txs` entries as one batch (inside a sled transaction each insert reads its key first,
+//!   which made those entries most of a large block's commit). An entry whose height the
+//!   finalized pointer has not reached reads as absent ([`Store::tx_height`]), so a crash
+//!   between leaves nothing visible; at most the entries of the one block whose commit it cut
+//!   short stay unpruned when that height is later skipped by a checkpoint.
 //! - Heights are committed densely and in order (1, 2, 3, …); anything else is
 //!   [`StoreError::OutOfOrder`]. The one exception is a checkpoint
 //!   ([`Store::commit_checkpoint`]): a finalized epoch boundary above a gap, for a node that
@@ -704,10 +709,19 @@ impl Store for SledStore {
     }
 
     fn tx_height(&self, tx_hash: &Hash) -> Result<Option<u64>, StoreError> {
-        self.txs
+        let Some(height) = self
+            .txs
             .get(tx_hash)?
             .map(|v| decode_height(&v, "txs"))
-            .transpose()
+            .transpose()?
+        else {
+            return Ok(None);
+        };
+        // Written before its height's transaction (`commit`): only a finalized height counts.
+        Ok(self
+            .finalized_tip()?
+            .filter(|(tip, _)| height <= *tip)
+            .map(|_| height))
     }
 
     fn flush(&self) -> Result<(), StoreError> {
@@ -861,14 +875,13 @@ impl SledStore {
         // recovers a prefix of its log); not for a block the transaction would refuse.
         next_height(self.finalized_tip()?, block.height, checkpoint)?;
         self.put_block_file(&block.hash, &block.block)?;
-        let result = (
-            &self.heights,
-            &self.certs,
-            &self.txs,
-            &self.block_txs,
-            &self.meta,
-        )
-            .transaction(|(heights, certs, txs, block_txs, meta)| {
+        let mut index = sled::Batch::default();
+        for tx in &block.tx_hashes {
+            index.insert(&tx[..], &height_key[..]);
+        }
+        self.txs.apply_batch(index)?;
+        let result = (&self.heights, &self.certs, &self.block_txs, &self.meta).transaction(
+            |(heights, certs, block_txs, meta)| {
                 let tip = match meta.get(FINALIZED_KEY)? {
                     Some(v) => Some(decode_tip(&v).map_err(ConflictableTransactionError::Abort)?),
                     None => None,
@@ -880,15 +893,13 @@ impl SledStore {
                 }
                 heights.insert(&height_key[..], &block.hash[..])?;
                 certs.insert(&height_key[..], block.certificate.as_slice())?;
-                for tx in &block.tx_hashes {
-                    txs.insert(&tx[..], &height_key[..])?;
-                }
                 if !tx_list.is_empty() {
                     block_txs.insert(&height_key[..], tx_list.as_slice())?;
                 }
                 meta.insert(FINALIZED_KEY, &encode_tip(block.height, &block.hash)[..])?;
                 Ok(())
-            });
+            },
+        );
         match result {
             Ok(()) => Ok(()),
             Err(TransactionError::Abort(e)) => Err(e),

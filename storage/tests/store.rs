@@ -158,8 +158,36 @@ fn corrupt_values_are_reported_not_panicked_on() {
     assert_corrupt(store.block_by_height(1));
     assert_corrupt(store.block_by_height(2));
     assert_corrupt(store.tx_height(&h(102)));
+    // An intact entry is checked against the finalized tip, which is corrupt: reported too.
+    assert_corrupt(store.tx_height(&h(101)));
     // Untouched entries still read fine.
+    assert_eq!(store.block_by_hash(&h(2)).unwrap(), Some(b"block 2".to_vec()));
+}
+
+// A block's `txs` entries are written just before its commit's transaction: a crash between
+// leaves entries that name a height not finalized, and they must read as absent.
+#[test]
+fn a_tx_entry_ahead_of_the_finalized_tip_reads_as_absent() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        store.commit_finalized(&finalized(1)).unwrap();
+        store.flush().unwrap();
+    }
+    {
+        let db = common::retry_locked(|| sled::open(dir.path()));
+        let txs = db.open_tree("txs").unwrap();
+        for tx in finalized(2).tx_hashes {
+            txs.insert(tx, &2u64.to_be_bytes()).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let store = reopen(dir.path());
     assert_eq!(store.tx_height(&h(101)).unwrap(), Some(1));
+    assert_eq!(store.tx_height(&h(102)).unwrap(), None);
+    store.commit_finalized(&finalized(2)).unwrap();
+    assert_eq!(store.tx_height(&h(102)).unwrap(), Some(2));
+    assert_eq!(store.tx_height(&h(202)).unwrap(), Some(2));
 }
 
 // Regression: a node restarted on a data directory with a different genesis.json followed the
