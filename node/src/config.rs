@@ -126,7 +126,9 @@ pub struct NodeConfig {
     /// View timeout, milliseconds (default: 2 × block time + 1000).
     #[serde(default)]
     pub view_timeout_ms: Option<u64>,
-    /// Most pending transactions in the mempool.
+    /// Most pending transactions in the mempool (and 1 KiB per transaction of their bytes).
+    /// The mempool also never holds more than [`crate::runtime::MEMPOOL_BACKLOG_BLOCKS`] full
+    /// blocks' worth, by count and by bytes: past either bound admission answers `503`.
     #[serde(default = "default_mempool_max_txs")]
     pub mempool_max_txs: usize,
     /// Seconds a transaction may wait in the mempool for a block before it is dropped (one

@@ -61,6 +61,11 @@ use tokio::sync::{mpsc, Semaphore};
 
 /// Most transaction bytes in one block.
 pub const MAX_BLOCK_BYTES: usize = 8 * 1024 * 1024;
+/// Full blocks' worth of transactions (by bytes and by count) the mempool holds at most, below
+/// `mempool_max_txs`: admission pushes back (`503`) at what the next few blocks can take, so a
+/// transaction admitted under overload waits about this many block intervals, not the time to
+/// drain `mempool_max_txs` transactions.
+pub const MEMPOOL_BACKLOG_BLOCKS: usize = 4;
 /// Most queued inbound messages taken at once; the votes among them are verified as one batch
 /// (one randomized multi-pairing check, bisected only when some signature is bad).
 const MAX_VOTE_BATCH: usize = 256;
@@ -693,8 +698,13 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
     };
     // The mempool hashed each transaction it holds: proposals take their leaves from it.
     let mempool = Arc::new(Mutex::new(Mempool::new(MempoolLimits {
-        max_txs: cfg.mempool_max_txs,
-        max_bytes: cfg.mempool_max_txs.saturating_mul(1024).max(MAX_TX_BYTES),
+        max_txs: cfg
+            .mempool_max_txs
+            .min(MEMPOOL_BACKLOG_BLOCKS.saturating_mul(cfg.max_block_txs)),
+        max_bytes: cfg
+            .mempool_max_txs
+            .saturating_mul(1024)
+            .clamp(MAX_TX_BYTES, MEMPOOL_BACKLOG_BLOCKS * MAX_BLOCK_BYTES),
         max_tx_bytes: MAX_TX_BYTES,
         lifetime: Duration::from_secs(cfg.mempool_tx_lifetime_secs),
     })));
