@@ -161,7 +161,10 @@ fn corrupt_values_are_reported_not_panicked_on() {
     // An intact entry is checked against the finalized tip, which is corrupt: reported too.
     assert_corrupt(store.tx_height(&h(101)));
     // Untouched entries still read fine.
-    assert_eq!(store.block_by_hash(&h(2)).unwrap(), Some(b"block 2".to_vec()));
+    assert_eq!(
+        store.block_by_hash(&h(2)).unwrap(),
+        Some(b"block 2".to_vec())
+    );
 }
 
 // A block's `txs` entries are written just before its commit's transaction: a crash between

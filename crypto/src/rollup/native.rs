@@ -437,8 +437,9 @@ fn unpack_bits(bytes: &[u8], bits: usize) -> [u32; N] {
     // Value i starts at bit i·bits: the 4 bytes from its first byte hold it whole (a shift of
     // at most 7 plus at most 24 bits), read from a copy padded with 4 zero bytes.
     let mut padded = [0u8; N * UNPACK_MAX_BITS / 8 + 4];
-    let used = bytes.len().min(N * bits / 8);
-    padded[..used].copy_from_slice(&bytes[..used]);
+    for (p, &b) in padded.iter_mut().zip(bytes.iter().take(N * bits / 8)) {
+        *p = b;
+    }
     let mask = (1u32 << bits) - 1;
     for (i, v) in out.iter_mut().enumerate() {
         let bit = i * bits;
@@ -645,7 +646,7 @@ pub fn w1_encode(params: &Params, w1: &[Poly]) -> Vec<u8> {
             .iter()
             .enumerate()
             .fold(0u64, |acc, (i, &v)| acc | u64::from(v) << (i * bits));
-        out.extend_from_slice(&packed.to_le_bytes()[..bits.min(8)]);
+        out.extend(packed.to_le_bytes().iter().take(bits));
     }
     out
 }
