@@ -277,7 +277,6 @@ fn main() {
             max_txs: 100_000,
             max_bytes: 100 << 20,
             max_tx_bytes: 64 << 10,
-            max_unverified_bytes: 8 << 20,
             lifetime: std::time::Duration::from_secs(600),
         }),
     };

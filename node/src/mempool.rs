@@ -57,11 +57,6 @@ pub struct MempoolLimits {
     pub max_bytes: usize,
     /// Largest single transaction, bytes.
     pub max_tx_bytes: usize,
-    /// Most pending bytes of transactions admitted without a signature check
-    /// ([`Mempool::add_unverified`]: the sender's key is neither carried nor committed yet, so
-    /// its block checks it). A share of `max_bytes`, so that transactions anyone can make up
-    /// in a fresh sender's name cannot take the whole pool from verified ones.
-    pub max_unverified_bytes: usize,
     /// How long a transaction may wait for a block before [`Mempool::evict_expired`] drops it.
     pub lifetime: Duration,
 }
@@ -80,9 +75,6 @@ pub struct Mempool {
     by_content: HashMap<u64, Hash>,
     content_keys: foldhash::fast::RandomState,
     bytes: usize,
-    /// Pending transactions admitted by [`Mempool::add_unverified`], and their bytes.
-    unverified: HashSet<Hash>,
-    unverified_bytes: usize,
 }
 
 impl Mempool {
@@ -96,8 +88,6 @@ impl Mempool {
             by_content: HashMap::new(),
             content_keys: foldhash::fast::RandomState::default(),
             bytes: 0,
-            unverified: HashSet::new(),
-            unverified_bytes: 0,
         }
     }
 
@@ -106,13 +96,8 @@ impl Mempool {
         std::hash::BuildHasher::hash_one(&self.content_keys, tx)
     }
 
-    /// Takes the removed transaction `tx` with hash `hash` out of the byte counts and
-    /// [`Mempool::by_content`].
-    fn forget(&mut self, hash: &Hash, tx: &[u8]) {
-        self.bytes -= tx.len();
-        if self.unverified.remove(hash) {
-            self.unverified_bytes -= tx.len();
-        }
+    /// Forgets the transaction `tx` with hash `hash` in [`Mempool::by_content`].
+    fn forget_content(&mut self, hash: &Hash, tx: &[u8]) {
         let key = self.content_key(tx);
         if self.by_content.get(&key) == Some(hash) {
             self.by_content.remove(&key);
@@ -155,17 +140,6 @@ impl Mempool {
     /// [`Mempool::add`] for a transaction whose hash (`quasar_wire::tx_hash`) the caller
     /// computed already. Errors: see [`MempoolError`].
     pub fn add_hashed(&mut self, hash: Hash, tx: Vec<u8>) -> Result<Hash, MempoolError> {
-        self.insert(hash, tx, false)
-    }
-
-    /// [`Mempool::add_hashed`] for a transaction whose signature was not checked (its sender's
-    /// key is not known yet): within [`MempoolLimits::max_unverified_bytes`] too.
-    /// Errors: see [`MempoolError`] ([`MempoolError::Full`] past either bound).
-    pub fn add_unverified(&mut self, hash: Hash, tx: Vec<u8>) -> Result<Hash, MempoolError> {
-        self.insert(hash, tx, true)
-    }
-
-    fn insert(&mut self, hash: Hash, tx: Vec<u8>, unverified: bool) -> Result<Hash, MempoolError> {
         if tx.is_empty() {
             return Err(MempoolError::Empty);
         }
@@ -178,14 +152,8 @@ impl Mempool {
         if self.index.contains_key(&hash) {
             return Err(MempoolError::Duplicate);
         }
-        let over_share = unverified
-            && self.unverified_bytes.saturating_add(tx.len()) > self.limits.max_unverified_bytes;
-        if !self.has_room(tx.len()) || over_share {
+        if !self.has_room(tx.len()) {
             return Err(MempoolError::Full);
-        }
-        if unverified {
-            self.unverified.insert(hash);
-            self.unverified_bytes += tx.len();
         }
         self.bytes += tx.len();
         self.by_content.insert(self.content_key(&tx), hash);
@@ -203,11 +171,7 @@ impl Mempool {
     }
 
     /// The oldest pending transactions not in `exclude`, at most `max_txs` of them and
-    /// `max_bytes` in total: the verified ones first, then those admitted unverified
-    /// ([`Mempool::add_unverified`]) in the room left, so that transactions nobody could check
-    /// never crowd a block's candidates out (a sender's first transaction carries its key and
-    /// is verified, so its later ones still come after it). They stay pending until
-    /// [`Mempool::remove_finalized`].
+    /// `max_bytes` in total. They stay pending until [`Mempool::remove_finalized`].
     pub fn select(
         &self,
         exclude: &HashSet<Hash>,
@@ -216,20 +180,15 @@ impl Mempool {
     ) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
         let mut bytes = 0usize;
-        for unverified in [false, true] {
-            for (hash, tx, _) in self.order.values() {
-                if out.len() >= max_txs {
-                    break;
-                }
-                if self.unverified.contains(hash) != unverified
-                    || exclude.contains(hash)
-                    || bytes + tx.len() > max_bytes
-                {
-                    continue;
-                }
-                bytes += tx.len();
-                out.push(tx.clone());
+        for (hash, tx, _) in self.order.values() {
+            if out.len() >= max_txs {
+                break;
             }
+            if exclude.contains(hash) || bytes + tx.len() > max_bytes {
+                continue;
+            }
+            bytes += tx.len();
+            out.push(tx.clone());
         }
         out
     }
@@ -239,7 +198,8 @@ impl Mempool {
         for hash in hashes {
             if let Some(seq) = self.index.remove(hash) {
                 if let Some((_, tx, _)) = self.order.remove(&seq) {
-                    self.forget(hash, &tx);
+                    self.bytes -= tx.len();
+                    self.forget_content(hash, &tx);
                 }
             }
         }
@@ -258,7 +218,8 @@ impl Mempool {
             }
             let (hash, tx, _) = entry.remove();
             self.index.remove(&hash);
-            self.forget(&hash, &tx);
+            self.bytes -= tx.len();
+            self.forget_content(&hash, &tx);
             evicted += 1;
         }
         evicted
@@ -287,7 +248,6 @@ mod tests {
             max_txs,
             max_bytes: 100,
             max_tx_bytes: 10,
-            max_unverified_bytes: 100,
             lifetime: Duration::from_secs(60),
         })
     }
@@ -344,7 +304,6 @@ mod tests {
             max_txs: 100,
             max_bytes: 15,
             max_tx_bytes: 10,
-            max_unverified_bytes: 15,
             lifetime: Duration::from_secs(60),
         });
         p.add(vec![1; 10]).unwrap();
@@ -354,46 +313,6 @@ mod tests {
             Vec::<Vec<u8>>::new(),
             "byte cap per block"
         );
-    }
-
-    #[test]
-    fn unverified_transactions_take_only_their_share() {
-        let mut p = Mempool::new(MempoolLimits {
-            max_txs: 100,
-            max_bytes: 40,
-            max_tx_bytes: 10,
-            max_unverified_bytes: 10,
-            lifetime: Duration::from_secs(60),
-        });
-        let u1 = p.add_unverified(tx_hash(&[1; 6]), vec![1; 6]).unwrap();
-        assert_eq!(
-            p.add_unverified(tx_hash(&[2; 6]), vec![2; 6]),
-            Err(MempoolError::Full),
-            "past the unverified share"
-        );
-        // Verified transactions still fill the rest of the pool.
-        for b in 3..6u8 {
-            p.add(vec![b; 10]).unwrap();
-        }
-        assert_eq!(
-            p.add(vec![9; 10]),
-            Err(MempoolError::Full),
-            "the pool itself"
-        );
-        // A block's candidates take the verified ones first, although the unverified one is
-        // older, and it only in the room left.
-        assert_eq!(
-            p.select(&HashSet::new(), 10, 25),
-            vec![vec![3; 10], vec![4; 10]]
-        );
-        assert_eq!(p.select(&HashSet::new(), 10, 36).last(), Some(&vec![1; 6]));
-        // The share frees with its transactions, by finality or by expiry.
-        p.remove_finalized([&u1]);
-        let u2 = p.add_unverified(tx_hash(&[2; 4]), vec![2; 4]).unwrap();
-        p.add_unverified(tx_hash(&[3; 6]), vec![3; 6]).unwrap();
-        p.evict_expired(Instant::now() + Duration::from_secs(61));
-        assert!(p.is_empty() && !p.contains(&u2));
-        p.add_unverified(tx_hash(&[4; 10]), vec![4; 10]).unwrap();
     }
 
     #[test]

@@ -437,13 +437,13 @@ impl Shared {
     /// client's refused for a full mempool counts in `quasar_mempool_pushed_back_total`.
     fn admit(
         &self,
-        checked: Result<(Hash, bool), crate::mempool::MempoolError>,
+        checked: Result<Hash, crate::mempool::MempoolError>,
         tx: Vec<u8>,
         source: Source,
     ) -> Result<Hash, crate::mempool::MempoolError> {
         let client = source == Source::Client;
         let gossip = (client && checked.is_ok()).then(|| tx.clone());
-        let outcome = checked.and_then(|(hash, verified)| self.add(hash, tx, verified));
+        let outcome = checked.and_then(|hash| self.add(hash, tx));
         if gossip.is_some_and(|g| outcome.is_ok() && self.gossip.try_send(g).is_err()) {
             self.metrics.tx_gossip_dropped.inc();
         }
@@ -453,14 +453,12 @@ impl Shared {
         outcome
     }
 
-    /// Whether `tx` may enter the mempool, its hash, and whether its signature was verified:
-    /// the pool has room for it, it decodes, is for this chain, does not reuse a committed
-    /// nonce (not finalized already), and its signature verifies against the key it carries
-    /// (an account's first) or the sender's committed key, through the cache the application
-    /// uses. A sender whose key is not committed yet is verified when its block is built or
-    /// executed; until then its transactions hold only the mempool's unverified share
-    /// ([`crate::mempool::MempoolLimits::max_unverified_bytes`]).
-    fn check(&self, tx: &[u8]) -> Result<(Hash, bool), crate::mempool::MempoolError> {
+    /// Whether `tx` may enter the mempool, and its hash: the pool has room for it, it decodes,
+    /// is for this chain, does not reuse a committed nonce (not finalized already), and its
+    /// signature verifies against the key it carries (an account's first) or the sender's
+    /// committed key, through the cache the application uses; a sender whose key is not
+    /// committed yet is verified when its block is built or executed.
+    fn check(&self, tx: &[u8]) -> Result<Hash, crate::mempool::MempoolError> {
         let invalid = |e: quasar_app::TxError| crate::mempool::MempoolError::Invalid(e.to_string());
         // A full pool refuses before any signature is verified: pushing back costs little.
         let room = self.mempool.lock().map(|pool| pool.has_room(tx.len()));
@@ -505,7 +503,6 @@ impl Shared {
             .public_key
             .as_ref()
             .or_else(|| committed.as_ref().and_then(|a| a.public_key.as_ref()));
-        let verified = key.is_some();
         if let Some(key) = key {
             self.verification.verify(&signed, key).map_err(invalid)?;
         }
@@ -532,25 +529,16 @@ impl Shared {
                 }
             }
         }
-        Ok((hash, verified))
+        Ok(hash)
     }
 
-    /// Adds a checked transaction to the mempool; `verified`: its signature was verified.
-    fn add(
-        &self,
-        hash: Hash,
-        tx: Vec<u8>,
-        verified: bool,
-    ) -> Result<Hash, crate::mempool::MempoolError> {
+    /// Adds a checked transaction to the mempool.
+    fn add(&self, hash: Hash, tx: Vec<u8>) -> Result<Hash, crate::mempool::MempoolError> {
         let mut pool = self
             .mempool
             .lock()
             .map_err(|_| crate::mempool::MempoolError::Full)?;
-        if verified {
-            pool.add_hashed(hash, tx)?;
-        } else {
-            pool.add_unverified(hash, tx)?;
-        }
+        pool.add_hashed(hash, tx)?;
         self.metrics.mempool_size.set(pool.len() as i64);
         Ok(hash)
     }
@@ -718,9 +706,6 @@ pub async fn run(cfg: NodeConfig) -> Result<(), NodeError> {
             .saturating_mul(1024)
             .clamp(MAX_TX_BYTES, MEMPOOL_BACKLOG_BLOCKS * MAX_BLOCK_BYTES),
         max_tx_bytes: MAX_TX_BYTES,
-        // One block's worth: a transaction whose sender's key is not known yet costs its maker
-        // nothing to invent, so such transactions never take the pool from verified ones.
-        max_unverified_bytes: MAX_BLOCK_BYTES,
         lifetime: Duration::from_secs(cfg.mempool_tx_lifetime_secs),
     })));
     let verifier = Verifier::with_sets(
