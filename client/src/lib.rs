@@ -201,7 +201,8 @@ pub struct TxAccepted {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TxOutcome {
     /// What `POST /tx` would have answered for it alone: 200 accepted, 400 invalid, 409
-    /// duplicate or finalized, 503 mempool full (retry later).
+    /// duplicate or finalized, 503 to send again later (mempool full, or the sender's key not
+    /// known to the node yet).
     pub status: u16,
     /// The transaction hash, hex, when accepted.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -414,14 +414,15 @@ fn error(status: StatusCode, message: impl Into<String>) -> Response {
 }
 
 /// The HTTP status of a refused admission: `400` for the sender's fault, `409` for a
-/// transaction already known, `503` for a full mempool (retry later).
+/// transaction already known, `503` for one to send again later (a full mempool, a sender
+/// whose key is not known here yet).
 fn refusal_status(e: &MempoolError) -> StatusCode {
     match e {
         MempoolError::Empty | MempoolError::TooLarge { .. } | MempoolError::Invalid(_) => {
             StatusCode::BAD_REQUEST
         }
         MempoolError::Duplicate | MempoolError::Finalized { .. } => StatusCode::CONFLICT,
-        MempoolError::Full => StatusCode::SERVICE_UNAVAILABLE,
+        MempoolError::Full | MempoolError::UnknownKey => StatusCode::SERVICE_UNAVAILABLE,
     }
 }
 
@@ -433,11 +434,11 @@ fn with_retry_after(mut response: Response, seconds: u64) -> Response {
     response
 }
 
-/// The answer to a refused admission: `{"error"}` with its [`refusal_status`], and for a full
-/// mempool `Retry-After` ([`FULL_RETRY_AFTER_SECS`]).
+/// The answer to a refused admission: `{"error"}` with its [`refusal_status`], and for one to
+/// send again later ([`MempoolError::retry_later`]) `Retry-After` ([`FULL_RETRY_AFTER_SECS`]).
 fn refused(e: &MempoolError) -> Response {
     let response = error(refusal_status(e), e.to_string());
-    if *e == MempoolError::Full {
+    if e.retry_later() {
         with_retry_after(response, FULL_RETRY_AFTER_SECS)
     } else {
         response
@@ -515,7 +516,7 @@ async fn submit_txs(
                 error: None,
             },
             Err(e) => {
-                pushed_back |= e == MempoolError::Full;
+                pushed_back |= e.retry_later();
                 TxOutcome {
                     status: refusal_status(&e).as_u16(),
                     hash: None,

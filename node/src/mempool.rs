@@ -10,9 +10,16 @@
 //! sender's first transaction (the one carrying its key) never arrives, would otherwise hold its
 //! place for ever. Its sender learns it from `GET /tx/{hash}` (unknown again) and may send it
 //! again.
+//!
+//! The pool also keeps the key that each pending first transaction carries, by sender
+//! ([`Mempool::carried_key`]): admission verifies an account's later transactions against it
+//! before that first transaction is final, and admits no transaction whose signature it could
+//! not verify (a made-up sender has no key anywhere, so it cannot fill the pool).
 
+use quasar_app::Address;
 use quasar_consensus::KnownTxs;
 use quasar_crypto::hash::Hash;
+use quasar_crypto::mldsa::{MlDsa65, PublicKey};
 use quasar_wire::tx_hash;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -46,6 +53,35 @@ pub enum MempoolError {
         /// Height of the block that holds it.
         height: u64,
     },
+    /// The transaction carries no key, and its sender's key is neither in the finalized state
+    /// nor carried by a transaction pending here, so its signature cannot be checked; retry
+    /// once the sender's first transaction (the one carrying its key) is pending or final.
+    #[error(
+        "the sender's key is unknown here: send the account's first transaction (it carries \
+         the key) before its later ones, and retry once it is pending"
+    )]
+    UnknownKey,
+}
+
+impl MempoolError {
+    /// Whether the same transaction may be admitted if sent again later unchanged: the pool
+    /// was full, or the sender's key was not known here yet.
+    pub fn retry_later(&self) -> bool {
+        matches!(self, MempoolError::Full | MempoolError::UnknownKey)
+    }
+}
+
+/// A sender's ML-DSA-65 public key, as a pending first transaction carries it.
+pub type SenderKey = Arc<PublicKey<MlDsa65>>;
+
+/// A pending transaction, by admission order.
+#[derive(Debug)]
+struct Entry {
+    hash: Hash,
+    tx: Vec<u8>,
+    admitted: Instant,
+    /// The sender whose key it carries (an account's first transaction), if any.
+    carries: Option<Address>,
 }
 
 /// Limits of a [`Mempool`].
@@ -66,14 +102,18 @@ pub struct MempoolLimits {
 pub struct Mempool {
     limits: MempoolLimits,
     next: u64,
-    /// Pending transactions by admission order, with their admission time.
-    order: BTreeMap<u64, (Hash, Vec<u8>, Instant)>,
+    /// Pending transactions by admission order.
+    order: BTreeMap<u64, Entry>,
     index: HashMap<Hash, u64>,
     /// Pending transactions by a fast hash of their bytes, keyed per process (`foldhash`):
     /// where [`Mempool::hashes_of`] finds a transaction it holds without hashing it with SHA3.
     /// Two transactions with one key keep the later (the other is hashed when asked about).
     by_content: HashMap<u64, Hash>,
     content_keys: foldhash::fast::RandomState,
+    /// The keys that pending transactions carry, by sender, with how many pending
+    /// transactions carry each (the first that carried it decides the key: a key is its
+    /// address's preimage, so two carriers that passed admission carry the same one).
+    keys: HashMap<Address, (SenderKey, usize)>,
     bytes: usize,
 }
 
@@ -87,6 +127,7 @@ impl Mempool {
             index: HashMap::new(),
             by_content: HashMap::new(),
             content_keys: foldhash::fast::RandomState::default(),
+            keys: HashMap::new(),
             bytes: 0,
         }
     }
@@ -96,11 +137,21 @@ impl Mempool {
         std::hash::BuildHasher::hash_one(&self.content_keys, tx)
     }
 
-    /// Forgets the transaction `tx` with hash `hash` in [`Mempool::by_content`].
-    fn forget_content(&mut self, hash: &Hash, tx: &[u8]) {
-        let key = self.content_key(tx);
-        if self.by_content.get(&key) == Some(hash) {
+    /// Forgets `entry`, removed from [`Mempool::order`] and [`Mempool::index`]: its bytes,
+    /// its [`Mempool::by_content`] entry and its share of the carried key.
+    fn forget(&mut self, entry: Entry) {
+        self.bytes -= entry.tx.len();
+        let key = self.content_key(&entry.tx);
+        if self.by_content.get(&key) == Some(&entry.hash) {
             self.by_content.remove(&key);
+        }
+        if let Some(sender) = entry.carries {
+            if let Some((_, carriers)) = self.keys.get_mut(&sender) {
+                *carriers -= 1;
+                if *carriers == 0 {
+                    self.keys.remove(&sender);
+                }
+            }
         }
     }
 
@@ -111,8 +162,8 @@ impl Mempool {
         txs.iter()
             .map(|tx| {
                 let hash = self.by_content.get(&self.content_key(tx))?;
-                let (_, held, _) = self.order.get(self.index.get(hash)?)?;
-                (held == tx).then_some(*hash)
+                let held = self.order.get(self.index.get(hash)?)?;
+                (held.tx == *tx).then_some(*hash)
             })
             .collect()
     }
@@ -132,14 +183,27 @@ impl Mempool {
         self.index.contains_key(hash)
     }
 
-    /// Admits a transaction and returns its hash. Errors: see [`MempoolError`].
+    /// The key that a pending transaction carries for `sender` (its first), if one does.
+    pub fn carried_key(&self, sender: &Address) -> Option<SenderKey> {
+        self.keys.get(sender).map(|(key, _)| key.clone())
+    }
+
+    /// Admits a transaction that carries no key and returns its hash. Errors: see
+    /// [`MempoolError`].
     pub fn add(&mut self, tx: Vec<u8>) -> Result<Hash, MempoolError> {
-        self.add_hashed(tx_hash(&tx), tx)
+        self.add_hashed(tx_hash(&tx), tx, None)
     }
 
     /// [`Mempool::add`] for a transaction whose hash (`quasar_wire::tx_hash`) the caller
-    /// computed already. Errors: see [`MempoolError`].
-    pub fn add_hashed(&mut self, hash: Hash, tx: Vec<u8>) -> Result<Hash, MempoolError> {
+    /// computed already, and which carries `carried`: its sender and the key it carries (an
+    /// account's first transaction, whose signature admission verified against that key).
+    /// Errors: see [`MempoolError`].
+    pub fn add_hashed(
+        &mut self,
+        hash: Hash,
+        tx: Vec<u8>,
+        carried: Option<(Address, SenderKey)>,
+    ) -> Result<Hash, MempoolError> {
         if tx.is_empty() {
             return Err(MempoolError::Empty);
         }
@@ -158,7 +222,17 @@ impl Mempool {
         self.bytes += tx.len();
         self.by_content.insert(self.content_key(&tx), hash);
         self.index.insert(hash, self.next);
-        self.order.insert(self.next, (hash, tx, Instant::now()));
+        let carries = carried.map(|(sender, key)| {
+            self.keys.entry(sender).or_insert((key, 0)).1 += 1;
+            sender
+        });
+        let entry = Entry {
+            hash,
+            tx,
+            admitted: Instant::now(),
+            carries,
+        };
+        self.order.insert(self.next, entry);
         self.next += 1;
         Ok(hash)
     }
@@ -180,7 +254,7 @@ impl Mempool {
     ) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
         let mut bytes = 0usize;
-        for (hash, tx, _) in self.order.values() {
+        for Entry { hash, tx, .. } in self.order.values() {
             if out.len() >= max_txs {
                 break;
             }
@@ -197,9 +271,8 @@ impl Mempool {
     pub fn remove_finalized<'a>(&mut self, hashes: impl IntoIterator<Item = &'a Hash>) {
         for hash in hashes {
             if let Some(seq) = self.index.remove(hash) {
-                if let Some((_, tx, _)) = self.order.remove(&seq) {
-                    self.bytes -= tx.len();
-                    self.forget_content(hash, &tx);
+                if let Some(entry) = self.order.remove(&seq) {
+                    self.forget(entry);
                 }
             }
         }
@@ -213,13 +286,12 @@ impl Mempool {
         };
         let mut evicted = 0;
         while let Some(entry) = self.order.first_entry() {
-            if entry.get().2 > cutoff {
+            if entry.get().admitted > cutoff {
                 break;
             }
-            let (hash, tx, _) = entry.remove();
-            self.index.remove(&hash);
-            self.bytes -= tx.len();
-            self.forget_content(&hash, &tx);
+            let entry = entry.remove();
+            self.index.remove(&entry.hash);
+            self.forget(entry);
             evicted += 1;
         }
         evicted
@@ -335,5 +407,46 @@ mod tests {
         assert_eq!(p.add(b"b".to_vec()), Err(MempoolError::Full));
         p.evict_expired(Instant::now() + Duration::from_secs(61));
         p.add(b"b".to_vec()).unwrap();
+    }
+
+    #[test]
+    fn a_carried_key_is_found_while_a_transaction_carrying_it_is_pending() {
+        let key: SenderKey = Arc::new(
+            quasar_crypto::mldsa::SecretKey::<MlDsa65>::from_seed(&[7; 32])
+                .public_key()
+                .clone(),
+        );
+        let sender = quasar_app::address_of(&key);
+        let mut p = pool(10);
+        assert!(p.carried_key(&sender).is_none());
+        let first = p
+            .add_hashed(
+                tx_hash(b"first"),
+                b"first".to_vec(),
+                Some((sender, key.clone())),
+            )
+            .unwrap();
+        let again = p
+            .add_hashed(
+                tx_hash(b"again"),
+                b"again".to_vec(),
+                Some((sender, key.clone())),
+            )
+            .unwrap();
+        p.add(b"later".to_vec()).unwrap();
+        assert_eq!(p.carried_key(&sender).as_deref(), Some(&*key));
+        // Two carriers: the key stays until neither is pending, however each leaves.
+        p.remove_finalized([&first]);
+        assert_eq!(p.carried_key(&sender).as_deref(), Some(&*key));
+        p.remove_finalized([&again]);
+        assert!(p.carried_key(&sender).is_none());
+        p.add_hashed(
+            tx_hash(b"third"),
+            b"third".to_vec(),
+            Some((sender, key.clone())),
+        )
+        .unwrap();
+        p.evict_expired(Instant::now() + Duration::from_secs(61));
+        assert!(p.carried_key(&sender).is_none() && p.is_empty());
     }
 }

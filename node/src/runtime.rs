@@ -19,7 +19,7 @@ use crate::application::ChainApplication;
 use crate::ceremony::{Ceremony, CoronaParty, PulsarParty, RemoteParty};
 use crate::config::{NodeConfig, SignerMode};
 use crate::engine::{Engine, EngineError, Host, Published};
-use crate::mempool::{Mempool, MempoolLimits, MAX_TX_BYTES};
+use crate::mempool::{Mempool, MempoolError, MempoolLimits, SenderKey, MAX_TX_BYTES};
 use crate::metrics::{DispatcherMetrics, KeyCacheMetrics, NodeMetrics};
 use crate::quasar::QuasarTracker;
 use crate::quasar_service::{
@@ -31,7 +31,7 @@ use crate::rollup_job::{RollupSet, WindowProver};
 use crate::signer::{SignError, VoteKey, VoteSigner};
 use crate::sync::{checkpoint_inputs, serve, unusable_checkpoint, MAX_SYNC_BLOCKS};
 use prometheus_client::registry::Registry;
-use quasar_app::{ChainRules, Ledger, SignedTransaction, StateError, VerificationCache};
+use quasar_app::{Address, ChainRules, Ledger, SignedTransaction, StateError, VerificationCache};
 use quasar_chainspec::guard_history::{guard_owner, GuardLocation, HistoryError};
 use quasar_chainspec::{
     load_keys, load_public, CheckedSet, ConfigError, DealtShares, Genesis, GenesisFile,
@@ -52,7 +52,7 @@ use quasar_storage::{GuardError, SigningGuard, SledStore, Store};
 use quasar_wire::{
     decode, tx_hash, LegKind, Message, MessageRef, RelayRequest, SyncRequest, TxBatch,
 };
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -399,74 +399,91 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// Admits a client transaction ([`Shared::check`]) and hands it to the gossip batcher
+    /// Admits a client transaction ([`Shared::admit_batch`]) and hands it to the gossip batcher
     /// ([`gossip_transactions`]) so that every validator, and so any leader, gets it. A full
     /// batcher queue drops the gossip, not the transaction (counted in
     /// `quasar_consensus_tx_gossip_dropped_total`).
-    pub fn submit_tx(&self, tx: Vec<u8>) -> Result<Hash, crate::mempool::MempoolError> {
-        let checked = self.check(&tx);
-        self.admit(checked, tx, Source::Client)
+    pub fn submit_tx(&self, tx: Vec<u8>) -> Result<Hash, MempoolError> {
+        let mut answers = self.admit_batch(vec![tx], Source::Client);
+        answers.pop().unwrap_or(Err(MempoolError::Empty))
     }
 
     /// [`Shared::submit_tx`] for each of `txs` (`POST /txs`; [`Shared::admit_batch`]); the
     /// answers are in the order of `txs`.
-    pub fn submit_txs(&self, txs: Vec<Vec<u8>>) -> Vec<Result<Hash, crate::mempool::MempoolError>> {
+    pub fn submit_txs(&self, txs: Vec<Vec<u8>>) -> Vec<Result<Hash, MempoolError>> {
         self.admit_batch(txs, Source::Client)
     }
 
-    /// Admits `txs` ([`Shared::check`] and the mempool's limits, the one admission rule of
-    /// client submissions and of transactions gossiped by peers): their signatures are
-    /// verified in parallel on the rayon pool, then they enter the mempool in the batch's order
-    /// (so one sender's nonces keep theirs), as [`Shared::admit`] says for `source`.
-    fn admit_batch(
-        &self,
-        txs: Vec<Vec<u8>>,
-        source: Source,
-    ) -> Vec<Result<Hash, crate::mempool::MempoolError>> {
+    /// Admits `txs`, the one admission rule of client submissions and of transactions gossiped
+    /// by peers: each passes [`Shared::inspect`], finds its sender's key ([`Shared::sender_key`],
+    /// a key carried earlier in the batch included), has its signature verified against it
+    /// ([`Shared::verify`]), and fits the mempool's limits. Inspection and verification run in
+    /// parallel on the rayon pool; keys are found, and transactions enter the mempool, in the
+    /// batch's order (so one sender's nonces keep theirs), as [`Shared::admit`] says for
+    /// `source`.
+    fn admit_batch(&self, txs: Vec<Vec<u8>>, source: Source) -> Vec<Result<Hash, MempoolError>> {
         use rayon::prelude::*;
-        let checked: Vec<_> = txs.par_iter().map(|tx| self.check(tx)).collect();
-        checked
+        let inspected: Vec<_> = txs.par_iter().map(|tx| self.inspect(tx)).collect();
+        let mut batch_keys = HashMap::new();
+        let keyed: Vec<_> = inspected
+            .into_iter()
+            .map(|inspected| {
+                let (signed, account) = inspected?;
+                let key = self.sender_key(&signed, account, &mut batch_keys)?;
+                Ok((signed, key))
+            })
+            .collect();
+        let verified: Vec<_> = keyed
+            .into_par_iter()
+            .map(|keyed: Result<_, MempoolError>| {
+                let (signed, (key, carried)) = keyed?;
+                self.verify(&signed, &key)?;
+                let sender = signed.transaction().sender;
+                Ok((*signed.hash(), carried.then_some((sender, key))))
+            })
+            .collect();
+        verified
             .into_iter()
             .zip(txs)
             .map(|(checked, tx)| self.admit(checked, tx, source))
             .collect()
     }
 
-    /// Adds a transaction that passed [`Shared::check`] to the mempool. A client's goes to the
-    /// gossip batcher too (a full batcher queue drops the gossip, not the transaction), and a
-    /// client's refused for a full mempool counts in `quasar_mempool_pushed_back_total`.
+    /// Adds a transaction that passed admission's checks to the mempool, with the key it
+    /// carries if any. A client's goes to the gossip batcher too (a full batcher queue drops
+    /// the gossip, not the transaction), and a client's refused for a full mempool counts in
+    /// `quasar_mempool_pushed_back_total`.
     fn admit(
         &self,
-        checked: Result<Hash, crate::mempool::MempoolError>,
+        checked: Result<(Hash, Option<(Address, SenderKey)>), MempoolError>,
         tx: Vec<u8>,
         source: Source,
-    ) -> Result<Hash, crate::mempool::MempoolError> {
+    ) -> Result<Hash, MempoolError> {
         let client = source == Source::Client;
         let gossip = (client && checked.is_ok()).then(|| tx.clone());
-        let outcome = checked.and_then(|hash| self.add(hash, tx));
+        let outcome = checked.and_then(|(hash, carried)| self.add(hash, tx, carried));
         if gossip.is_some_and(|g| outcome.is_ok() && self.gossip.try_send(g).is_err()) {
             self.metrics.tx_gossip_dropped.inc();
         }
-        if client && outcome == Err(crate::mempool::MempoolError::Full) {
+        if client && outcome == Err(MempoolError::Full) {
             self.metrics.mempool_pushed_back.inc();
         }
         outcome
     }
 
-    /// Whether `tx` may enter the mempool, and its hash: the pool has room for it, it decodes,
-    /// is for this chain, does not reuse a committed nonce (not finalized already), and its
-    /// signature verifies against the key it carries (an account's first) or the sender's
-    /// committed key, through the cache the application uses; a sender whose key is not
-    /// committed yet is verified when its block is built or executed.
-    fn check(&self, tx: &[u8]) -> Result<Hash, crate::mempool::MempoolError> {
-        let invalid = |e: quasar_app::TxError| crate::mempool::MempoolError::Invalid(e.to_string());
-        // A full pool refuses before any signature is verified: pushing back costs little.
+    /// Admission's checks before the signature, all cheap: the pool has room for `tx`, it
+    /// decodes, is for this chain, comes from an account of the finalized state whose balance
+    /// covers its fee (a sender nobody funded cannot pay, so its transactions are refused
+    /// before any signature is verified), and does not reuse a committed nonce (not finalized
+    /// already). Returns the transaction and its sender's finalized account.
+    fn inspect(&self, tx: &[u8]) -> Result<(SignedTransaction, quasar_app::Account), MempoolError> {
+        let invalid = |e: quasar_app::TxError| MempoolError::Invalid(e.to_string());
+        // A full pool refuses before anything is decoded: pushing back costs little.
         let room = self.mempool.lock().map(|pool| pool.has_room(tx.len()));
         if !room.unwrap_or(false) {
-            return Err(crate::mempool::MempoolError::Full);
+            return Err(MempoolError::Full);
         }
         let signed = SignedTransaction::decode(tx).map_err(invalid)?;
-        let hash = *signed.hash();
         let body = signed.transaction();
         if body.chain_id != self.chain_id {
             return Err(invalid(quasar_app::TxError::WrongChain {
@@ -479,66 +496,112 @@ impl Shared {
         if let quasar_app::Action::SetNetworkAddress { address } = &body.action {
             address
                 .parse::<quasar_p2p::PeerAddress>()
-                .map_err(|e| crate::mempool::MempoolError::Invalid(e.to_string()))?;
+                .map_err(|e| MempoolError::Invalid(e.to_string()))?;
+        }
+        let account = quasar_app::committed_account(&self.state, &body.sender)
+            .map_err(|e| MempoolError::Invalid(format!("reading the sender's account: {e}")))?
+            .ok_or_else(|| {
+                MempoolError::Invalid(
+                    "the sender has no account in the finalized state: it cannot pay a fee \
+                     until a transfer to it is final"
+                        .into(),
+                )
+            })?;
+        if account.balance < body.fee {
+            return Err(MempoolError::Invalid(format!(
+                "the fee {} exceeds the sender's finalized balance {}",
+                body.fee, account.balance
+            )));
         }
         // A nonce the committed state has used is a replay: this very transaction, finalized
         // (the block index says where), or another with its nonce. A finalized transaction's
         // nonce is always used once its block's state is committed, so a fresh nonce needs no
         // look-up in the transaction index.
-        let committed = quasar_app::committed_account(&self.state, &body.sender).map_err(|e| {
-            crate::mempool::MempoolError::Invalid(format!("reading the sender's account: {e}"))
-        })?;
-        if let Some(account) = &committed {
-            if body.nonce < account.nonce {
-                if let Ok(Some(height)) = self.store.tx_height(&hash) {
-                    return Err(crate::mempool::MempoolError::Finalized { height });
-                }
-                return Err(crate::mempool::MempoolError::Invalid(format!(
-                    "nonce {} is used: the account's next is {}",
-                    body.nonce, account.nonce
-                )));
+        if body.nonce < account.nonce {
+            if let Ok(Some(height)) = self.store.tx_height(signed.hash()) {
+                return Err(MempoolError::Finalized { height });
             }
+            return Err(MempoolError::Invalid(format!(
+                "nonce {} is used: the account's next is {}",
+                body.nonce, account.nonce
+            )));
         }
-        let key = body
-            .public_key
-            .as_ref()
-            .or_else(|| committed.as_ref().and_then(|a| a.public_key.as_ref()));
-        if let Some(key) = key {
-            self.verification.verify(&signed, key).map_err(invalid)?;
+        Ok((signed, account))
+    }
+
+    /// The key that `signed`'s signature is verified against, and whether `signed` carries it:
+    /// the key it carries (an account's first transaction; also kept in `batch_keys` for the
+    /// rest of its batch), the sender's finalized key, a key carried earlier in the batch, or
+    /// one a pending transaction carries ([`Mempool::carried_key`]). Each is checked to hash
+    /// to the sender when the signature is verified.
+    ///
+    /// Errors: [`MempoolError::UnknownKey`] when there is none: such a transaction could not
+    /// be verified, so it is not admitted (made-up senders would fill the pool).
+    fn sender_key(
+        &self,
+        signed: &SignedTransaction,
+        account: quasar_app::Account,
+        batch_keys: &mut HashMap<Address, SenderKey>,
+    ) -> Result<(SenderKey, bool), MempoolError> {
+        let body = signed.transaction();
+        if let Some(key) = &body.public_key {
+            let key = Arc::new(key.clone());
+            batch_keys.entry(body.sender).or_insert_with(|| key.clone());
+            return Ok((key, true));
         }
+        if let Some(key) = account.public_key {
+            return Ok((Arc::new(key), false));
+        }
+        let pending = || {
+            let pool = self.mempool.lock().ok()?;
+            pool.carried_key(&body.sender)
+        };
+        let key = batch_keys.get(&body.sender).cloned().or_else(pending);
+        key.map(|key| (key, false)).ok_or(MempoolError::UnknownKey)
+    }
+
+    /// Admission's checks from the signature on: `signed`'s signature verifies against `key`
+    /// (through the cache the application uses), and a staking action is not refused by the
+    /// committed validator registry.
+    fn verify(&self, signed: &SignedTransaction, key: &SenderKey) -> Result<(), MempoolError> {
+        self.verification
+            .verify(signed, key)
+            .map_err(|e| MempoolError::Invalid(e.to_string()))?;
         // Staking actions are refused by what the registry holds (a key another validator
         // registered, a bonded stake): check them against the committed state so the client
         // hears why, rather than see them dropped when a block is built.
-        if Ledger::reads(&signed).validator.is_some() {
+        if Ledger::reads(signed).validator.is_some() {
             let checked = quasar_app::check_committed(
                 &self.state,
                 self.rules,
-                &signed,
+                signed,
                 &self.verification,
                 &*self.evidence,
             );
             match checked {
                 Err(StateError::Transaction { source, .. }) if !source.may_apply_later() => {
-                    return Err(crate::mempool::MempoolError::Invalid(source.to_string()));
+                    return Err(MempoolError::Invalid(source.to_string()));
                 }
                 Err(StateError::Transaction { .. }) | Ok(()) => {}
                 Err(e) => {
-                    return Err(crate::mempool::MempoolError::Invalid(format!(
+                    return Err(MempoolError::Invalid(format!(
                         "reading the validator registry: {e}"
                     )))
                 }
             }
         }
-        Ok(hash)
+        Ok(())
     }
 
-    /// Adds a checked transaction to the mempool.
-    fn add(&self, hash: Hash, tx: Vec<u8>) -> Result<Hash, crate::mempool::MempoolError> {
-        let mut pool = self
-            .mempool
-            .lock()
-            .map_err(|_| crate::mempool::MempoolError::Full)?;
-        pool.add_hashed(hash, tx)?;
+    /// Adds a checked transaction to the mempool, with the key it carries if any.
+    fn add(
+        &self,
+        hash: Hash,
+        tx: Vec<u8>,
+        carried: Option<(Address, SenderKey)>,
+    ) -> Result<Hash, MempoolError> {
+        let mut pool = self.mempool.lock().map_err(|_| MempoolError::Full)?;
+        pool.add_hashed(hash, tx, carried)?;
         self.metrics.mempool_size.set(pool.len() as i64);
         Ok(hash)
     }

@@ -1710,7 +1710,15 @@ async fn an_account_holder_transfers_and_checks_balances_with_the_client_command
     let again = cli_fails(&format!("account new --out {alice_key}"));
     assert!(again.contains("already exists"), "{again}");
     let alice_bytes: [u8; 32] = hex::decode(&alice).unwrap().try_into().unwrap();
-    fx.net.fund_accounts(&[alice_bytes], 1_000_000).unwrap();
+    // Dave and Erin are funded at genesis, with no key in state (they send none in the
+    // commands below): admission must find their keys before it admits anything of theirs.
+    let (dave_key, erin_key) = (path("dave.key"), path("erin.key"));
+    let dave = address(cli(&format!("account new --out {dave_key}")));
+    let erin = address(cli(&format!("account new --out {erin_key}")));
+    let bytes_of = |a: &str| -> [u8; 32] { hex::decode(a).unwrap().try_into().unwrap() };
+    fx.net
+        .fund_accounts(&[alice_bytes, bytes_of(&dave), bytes_of(&erin)], 1_000_000)
+        .unwrap();
     fx.spawn_all();
     fx.net
         .wait_finalized(&[0, 1, 2, 3], 2, Duration::from_secs(30))
@@ -1875,8 +1883,8 @@ async fn an_account_holder_transfers_and_checks_balances_with_the_client_command
         let error = cli_fails(&command);
         assert!(error.contains(expected), "{command}: {error}");
     }
-    // Straight to the API: a later transaction is checked against the key in state, and a used
-    // nonce is a replay.
+    // Straight to the API: a later transaction is checked against the key in state, a used
+    // nonce is a replay, and a sender nobody funded is refused before its signature is read.
     let chain_id = GenesisFile::load(std::path::Path::new(&genesis))
         .unwrap()
         .chain_id;
@@ -1885,37 +1893,89 @@ async fn an_account_holder_transfers_and_checks_balances_with_the_client_command
             .unwrap()
     };
     let (alice_sk, carol_sk) = (open(&alice_key), open(&carol_key));
-    let signed_by = |signer, sender: &str, nonce| {
-        quasar_app::Transaction {
-            chain_id,
-            nonce,
-            fee: 1,
-            sender: hex::decode(sender).unwrap().try_into().unwrap(),
-            public_key: None,
-            action: quasar_app::Action::Transfer {
-                to: alice_bytes,
-                amount: 1,
-            },
+    let (dave_sk, erin_sk) = (open(&dave_key), open(&erin_key));
+    let signing =
+        |signer: &quasar_crypto::mldsa::SecretKey<_>, sender: &str, nonce, carry: bool| {
+            quasar_app::Transaction {
+                chain_id,
+                nonce,
+                fee: 1,
+                sender: bytes_of(sender),
+                public_key: carry.then(|| signer.public_key().clone()),
+                action: quasar_app::Action::Transfer {
+                    to: alice_bytes,
+                    amount: 1,
+                },
+            }
+            .sign(signer, &mut rand::rngs::OsRng)
+            .unwrap()
+            .as_bytes()
+            .to_vec()
+        };
+    let signed_by = |signer, sender: &str, nonce| signing(signer, sender, nonce, false);
+    let refused = |submitted, (want, expected): (u16, &str)| match submitted {
+        testnet::Submitted::Rejected { status, body } => {
+            assert!(status == want && body.contains(expected), "{status} {body}")
         }
-        .sign(signer, &mut rand::rngs::OsRng)
-        .unwrap()
-        .as_bytes()
-        .to_vec()
+        accepted => panic!("accepted: {accepted:?}"),
     };
+    let unknown_key = (503, "the sender's key is unknown here");
+    let bad_signature = (400, "signature does not verify");
     for (tx, expected) in [
-        (signed_by(&carol_sk, &bob, 2), "signature does not verify"),
+        (signed_by(&carol_sk, &bob, 2), bad_signature),
         (
             signed_by(&alice_sk, &alice, 0),
-            "nonce 0 is used: the account's next is 2",
+            (400, "nonce 0 is used: the account's next is 2"),
         ),
+        (
+            signed_by(&carol_sk, &carol, 0),
+            (400, "the sender has no account in the finalized state"),
+        ),
+        // A funded account whose key nobody has seen: its transactions cannot be verified, so
+        // none enters the pool, forged (a flood's) or genuine.
+        (signed_by(&carol_sk, &dave, 1), unknown_key),
+        (signed_by(&dave_sk, &dave, 1), unknown_key),
     ] {
-        match fx.net.submit_tx(0, tx).await.unwrap() {
-            testnet::Submitted::Rejected { status, body } => {
-                assert!(status == 400 && body.contains(expected), "{status} {body}")
-            }
-            accepted => panic!("accepted: {accepted:?}"),
-        }
+        refused(fx.net.submit_tx(0, tx).await.unwrap(), expected);
     }
+    // Dave's first transaction carries his key: his next is then checked against it, pending
+    // or final.
+    let first = fx.net.submit_tx(0, signing(&dave_sk, &dave, 0, true));
+    assert!(matches!(
+        first.await.unwrap(),
+        testnet::Submitted::Accepted(_)
+    ));
+    refused(
+        fx.net
+            .submit_tx(0, signed_by(&carol_sk, &dave, 1))
+            .await
+            .unwrap(),
+        bad_signature,
+    );
+    let next = fx.net.submit_tx(0, signed_by(&dave_sk, &dave, 1));
+    assert!(matches!(
+        next.await.unwrap(),
+        testnet::Submitted::Accepted(_)
+    ));
+    // One batch: Erin's first transaction, then her next two (one forged), checked against
+    // the key the first carries; a later one out of order, ahead of its key, waits.
+    let batch = quasar_wire::TxBatch {
+        txs: vec![
+            signed_by(&erin_sk, &erin, 1),
+            signing(&erin_sk, &erin, 0, true),
+            signed_by(&erin_sk, &erin, 2),
+            signed_by(&carol_sk, &erin, 3),
+        ],
+    };
+    let http = quasar_client::http_client(Duration::from_secs(30)).unwrap();
+    let api = quasar_client::Client::with_http(http, format!("http://{}", fx.net.api(1)));
+    let answer = match api.submit_txs(batch.encode().unwrap()).await.unwrap() {
+        quasar_client::BatchSubmitted::Answered { answer, .. } => answer,
+        other => panic!("{other:?}"),
+    };
+    let statuses: Vec<u16> = answer.results.iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [503, 200, 200, 400], "{answer:?}");
+    balance_when(&erin, &on(1), "nonce", 1).await;
     let mut other = GenesisFile::load(std::path::Path::new(&genesis)).unwrap();
     other.chain_id += 1;
     let other_path = path("other-genesis.json");
