@@ -9,7 +9,7 @@
 //! | `GET /status` | [`Status`] |
 //! | `GET /ready` | [`Readiness`], with 200 when ready and 503 when not |
 //! | `GET /block/{height}`, `GET /block/latest` | [`BlockInfo`]; 404 when not finalized here, 410 when pruned |
-//! | `POST /tx` (body: the transaction's bytes) | [`TxAccepted`]; 400 empty or too large, 409 duplicate or finalized, 503 mempool full, 429 rate-limited |
+//! | `POST /tx` (body: the transaction's bytes) | [`TxAccepted`]; 400 invalid or empty, 413 too large, 409 duplicate or finalized, 503 mempool full or sender's key unknown, 429 rate-limited, 500 the node's storage failed |
 //! | `GET /tx/{hash}` | [`TxInfo`]; 404 when unknown |
 //! | `GET /account/{address}` | [`AccountInfo`]; 400 not 32 bytes of hex, 404 nothing finalized here yet, 410 its block pruned |
 //! | `GET /evidence?limit=L&from_view=V` | [`EvidenceList`] |
@@ -402,8 +402,8 @@ pub struct EvidenceList {
 pub enum Submitted {
     /// 200: accepted, with the transaction hash (hex).
     Accepted(String),
-    /// 400/409/429/503 (empty or too large, duplicate, rate-limited, mempool full): not
-    /// accepted.
+    /// 400/409/413/429/500/503 (invalid, duplicate, too large, rate-limited, the node's
+    /// storage failed, send again later): not accepted.
     Rejected {
         /// The HTTP status.
         status: u16,

@@ -413,16 +413,17 @@ fn error(status: StatusCode, message: impl Into<String>) -> Response {
         .into_response()
 }
 
-/// The HTTP status of a refused admission: `400` for the sender's fault, `409` for a
-/// transaction already known, `503` for one to send again later (a full mempool, a sender
-/// whose key is not known here yet).
+/// The HTTP status of a refused admission: `400` for the sender's fault, `413` for a
+/// transaction over [`MAX_TX_BYTES`], `409` for a transaction already known, `503` for one to
+/// send again later (a full mempool, a sender whose key is not known here yet), `500` when the
+/// node could not read its own state.
 fn refusal_status(e: &MempoolError) -> StatusCode {
     match e {
-        MempoolError::Empty | MempoolError::TooLarge { .. } | MempoolError::Invalid(_) => {
-            StatusCode::BAD_REQUEST
-        }
+        MempoolError::Empty | MempoolError::Invalid(_) => StatusCode::BAD_REQUEST,
+        MempoolError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
         MempoolError::Duplicate | MempoolError::Finalized { .. } => StatusCode::CONFLICT,
         MempoolError::Full | MempoolError::UnknownKey => StatusCode::SERVICE_UNAVAILABLE,
+        MempoolError::Unavailable(_) => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 

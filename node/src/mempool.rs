@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Largest client transaction, bytes.
-pub const MAX_TX_BYTES: usize = 64 * 1024;
+pub const MAX_TX_BYTES: usize = quasar_app::tx::MAX_TX_BYTES;
 
 /// Why a transaction was not admitted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -53,6 +53,10 @@ pub enum MempoolError {
         /// Height of the block that holds it.
         height: u64,
     },
+    /// This node could not read its own state to judge the transaction (a storage failure,
+    /// logged where it happened); the transaction may be sent again.
+    #[error("the node could not read its state: {0}")]
+    Unavailable(String),
     /// The transaction carries no key, and its sender's key is neither in the finalized state
     /// nor carried by a transaction pending here, so its signature cannot be checked; retry
     /// once the sender's first transaction (the one carrying its key) is pending or final.

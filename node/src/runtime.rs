@@ -471,13 +471,19 @@ impl Shared {
         outcome
     }
 
-    /// Admission's checks before the signature, all cheap: the pool has room for `tx`, it
-    /// decodes, is for this chain, comes from an account of the finalized state whose balance
+    /// Admission's checks before the signature, all cheap: `tx` is within [`MAX_TX_BYTES`], the
+    /// pool has room for it, it decodes, is for this chain, comes from an account of the finalized state whose balance
     /// covers its fee (a sender nobody funded cannot pay, so its transactions are refused
     /// before any signature is verified), and does not reuse a committed nonce (not finalized
     /// already). Returns the transaction and its sender's finalized account.
     fn inspect(&self, tx: &[u8]) -> Result<(SignedTransaction, quasar_app::Account), MempoolError> {
         let invalid = |e: quasar_app::TxError| MempoolError::Invalid(e.to_string());
+        if tx.len() > MAX_TX_BYTES {
+            return Err(MempoolError::TooLarge {
+                len: tx.len(),
+                max: MAX_TX_BYTES,
+            });
+        }
         // A full pool refuses before anything is decoded: pushing back costs little.
         let room = self.mempool.lock().map(|pool| pool.has_room(tx.len()));
         if !room.unwrap_or(false) {
@@ -499,7 +505,7 @@ impl Shared {
                 .map_err(|e| MempoolError::Invalid(e.to_string()))?;
         }
         let account = quasar_app::committed_account(&self.state, &body.sender)
-            .map_err(|e| MempoolError::Invalid(format!("reading the sender's account: {e}")))?
+            .map_err(|e| unavailable("reading the sender's account", &e))?
             .ok_or_else(|| {
                 MempoolError::Invalid(
                     "the sender has no account in the finalized state: it cannot pay a fee \
@@ -583,11 +589,7 @@ impl Shared {
                     return Err(MempoolError::Invalid(source.to_string()));
                 }
                 Err(StateError::Transaction { .. }) | Ok(()) => {}
-                Err(e) => {
-                    return Err(MempoolError::Invalid(format!(
-                        "reading the validator registry: {e}"
-                    )))
-                }
+                Err(e) => return Err(unavailable("reading the validator registry", &e)),
             }
         }
         Ok(())
@@ -1249,6 +1251,13 @@ async fn next_burst(inbound: &mut mpsc::Receiver<Inbound>, max: usize) -> Option
         }
     }
     Some(burst)
+}
+
+/// [`MempoolError::Unavailable`] for a storage failure met while `doing` admission's reads,
+/// logged: the node's fault, not the sender's.
+fn unavailable(doing: &str, e: &StateError) -> MempoolError {
+    tracing::error!(error = %e, "admission failed {doing}");
+    MempoolError::Unavailable(format!("{doing}: {e}"))
 }
 
 /// Where a transaction came from: a client of the API, or a peer's gossip.

@@ -1935,6 +1935,10 @@ async fn an_account_holder_transfers_and_checks_balances_with_the_client_command
         // none enters the pool, forged (a flood's) or genuine.
         (signed_by(&carol_sk, &dave, 1), unknown_key),
         (signed_by(&dave_sk, &dave, 1), unknown_key),
+        (
+            vec![0; 64 * 1024 + 1],
+            (413, "of 65537 bytes exceeds the 65536-byte limit"),
+        ),
     ] {
         refused(fx.net.submit_tx(0, tx).await.unwrap(), expected);
     }
