@@ -68,6 +68,20 @@ pub enum MempoolError {
 }
 
 impl MempoolError {
+    /// A short name of the refusal, the `reason` label of `quasar_mempool_refused_total`.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            MempoolError::Empty => "empty",
+            MempoolError::TooLarge { .. } => "too_large",
+            MempoolError::Full => "full",
+            MempoolError::Duplicate => "duplicate",
+            MempoolError::Invalid(_) => "invalid",
+            MempoolError::Finalized { .. } => "finalized",
+            MempoolError::Unavailable(_) => "unavailable",
+            MempoolError::UnknownKey => "unknown_key",
+        }
+    }
+
     /// Whether the same transaction may be admitted if sent again later unchanged: the pool
     /// was full, or the sender's key was not known here yet.
     pub fn retry_later(&self) -> bool {

@@ -48,6 +48,9 @@ pub struct NodeMetrics {
     /// Client transactions refused because the mempool was full (answered `503` with
     /// `Retry-After`): the node's push-back.
     pub mempool_pushed_back: Counter,
+    /// Transactions admission refused, by `reason` ([`crate::mempool::MempoolError::reason`])
+    /// and `source` (`client` or `peer`).
+    pub mempool_refused: Family<RefusalLabels, Counter>,
     /// Admitted transactions not gossiped because the gossip batcher's queue was full (they
     /// stay in this node's mempool).
     pub tx_gossip_dropped: Counter,
@@ -70,6 +73,15 @@ pub struct NodeMetrics {
 pub struct LegLabel {
     /// The leg's name (`bls`, `corona`, `groth16`, `pulsar`, `magnetar`).
     pub leg: String,
+}
+
+/// The labels of `quasar_mempool_refused_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RefusalLabels {
+    /// Why ([`crate::mempool::MempoolError::reason`]).
+    pub reason: &'static str,
+    /// `client` (the API) or `peer` (gossip).
+    pub source: &'static str,
 }
 
 /// Buckets for verification times: 100 µs to about 3 s.
@@ -98,6 +110,7 @@ impl NodeMetrics {
             mempool_size: Gauge::default(),
             mempool_expired: Counter::default(),
             mempool_pushed_back: Counter::default(),
+            mempool_refused: Family::default(),
             tx_gossip_dropped: Counter::default(),
             finality_seconds: Histogram::new(buckets),
             quasar_finalized_height: Gauge::default(),
@@ -174,6 +187,11 @@ impl NodeMetrics {
             "mempool_pushed_back",
             "Client transactions refused with 503 because the mempool was full",
             m.mempool_pushed_back.clone(),
+        );
+        r.register(
+            "mempool_refused",
+            "Transactions admission refused, by reason and source (client, peer)",
+            m.mempool_refused.clone(),
         );
         r.register(
             "consensus_tx_gossip_dropped",

@@ -451,8 +451,8 @@ impl Shared {
 
     /// Adds a transaction that passed admission's checks to the mempool, with the key it
     /// carries if any. A client's goes to the gossip batcher too (a full batcher queue drops
-    /// the gossip, not the transaction), and a client's refused for a full mempool counts in
-    /// `quasar_mempool_pushed_back_total`.
+    /// the gossip, not the transaction). A refusal counts in `quasar_mempool_refused_total`, and
+    /// a client's for a full mempool in `quasar_mempool_pushed_back_total` too.
     fn admit(
         &self,
         checked: Result<(Hash, Option<(Address, SenderKey)>), MempoolError>,
@@ -465,8 +465,15 @@ impl Shared {
         if gossip.is_some_and(|g| outcome.is_ok() && self.gossip.try_send(g).is_err()) {
             self.metrics.tx_gossip_dropped.inc();
         }
-        if client && outcome == Err(MempoolError::Full) {
-            self.metrics.mempool_pushed_back.inc();
+        if let Err(e) = &outcome {
+            let labels = crate::metrics::RefusalLabels {
+                reason: e.reason(),
+                source: if client { "client" } else { "peer" },
+            };
+            self.metrics.mempool_refused.get_or_create(&labels).inc();
+            if client && *e == MempoolError::Full {
+                self.metrics.mempool_pushed_back.inc();
+            }
         }
         outcome
     }
@@ -537,7 +544,7 @@ impl Shared {
 
     /// The key that `signed`'s signature is verified against, and whether `signed` carries it:
     /// the key it carries (an account's first transaction; also kept in `batch_keys` for the
-    /// rest of its batch), the sender's finalized key, a key carried earlier in the batch, or
+    /// rest of its batch when it hashes to the sender), the sender's finalized key, a key carried earlier in the batch, or
     /// one a pending transaction carries ([`Mempool::carried_key`]). Each is checked to hash
     /// to the sender when the signature is verified.
     ///
@@ -552,7 +559,11 @@ impl Shared {
         let body = signed.transaction();
         if let Some(key) = &body.public_key {
             let key = Arc::new(key.clone());
-            batch_keys.entry(body.sender).or_insert_with(|| key.clone());
+            // Only the sender's own key serves the rest of the batch: a forged carrier earlier
+            // in it cannot get the sender's genuine transactions refused.
+            if quasar_app::address_of(&key) == body.sender {
+                batch_keys.entry(body.sender).or_insert_with(|| key.clone());
+            }
             return Ok((key, true));
         }
         if let Some(key) = account.public_key {

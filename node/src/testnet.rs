@@ -2009,10 +2009,11 @@ impl Load {
     }
 
     /// How many transfers to sign before the run: the rate over the run's expected length
-    /// (`blocks` at 1.5 × `block_time_ms`: under load, blocks come slower than the block time)
+    /// (`blocks` at 3 × `block_time_ms`: under load, or on a busy machine, blocks come slower
+    /// than the block time, and a run that runs out of transfers reports them as not sent)
     /// and [`LOAD_MARGIN_SECONDS`], at least 1,024 and at most [`MAX_PRESIGNED`].
     fn ahead(&self, blocks: u64, block_time_ms: u64) -> usize {
-        let seconds = blocks as f64 * block_time_ms as f64 * 1.5 / 1e3 + LOAD_MARGIN_SECONDS;
+        let seconds = blocks as f64 * block_time_ms as f64 * 3.0 / 1e3 + LOAD_MARGIN_SECONDS;
         (self.rate * seconds).clamp(1024.0, MAX_PRESIGNED as f64) as usize
     }
 

@@ -1942,6 +1942,16 @@ async fn an_account_holder_transfers_and_checks_balances_with_the_client_command
     ] {
         refused(fx.net.submit_tx(0, tx).await.unwrap(), expected);
     }
+    // Each refusal counts by reason and source.
+    let text = fx.net.metrics(0).await.unwrap();
+    for (reason, at_least) in [("unknown_key", 2.0), ("too_large", 1.0), ("invalid", 3.0)] {
+        let name = format!("quasar_mempool_refused_total{{reason=\"{reason}\",source=\"client\"}}");
+        let value = text
+            .lines()
+            .find_map(|line| line.strip_prefix(name.as_str()));
+        let value: f64 = value.and_then(|v| v.trim().parse().ok()).unwrap_or(0.0);
+        assert!(value >= at_least, "{name} is {value}:\n{text}");
+    }
     // Dave's first transaction carries his key: his next is then checked against it, pending
     // or final.
     let first = fx.net.submit_tx(0, signing(&dave_sk, &dave, 0, true));
