@@ -479,10 +479,11 @@ impl Shared {
     }
 
     /// Admission's checks before the signature, all cheap: `tx` is within [`MAX_TX_BYTES`], the
-    /// pool has room for it, it decodes, is for this chain, comes from an account of the finalized state whose balance
-    /// covers its fee (a sender nobody funded cannot pay, so its transactions are refused
-    /// before any signature is verified), and does not reuse a committed nonce (not finalized
-    /// already). Returns the transaction and its sender's finalized account.
+    /// pool has room for it, it decodes, is for this chain, comes from an account of the
+    /// finalized state whose balance covers its fee (a sender nobody funded cannot pay, so its
+    /// transactions are refused before any signature is verified), and does not reuse a
+    /// committed nonce (not finalized already). Returns the transaction and its sender's
+    /// finalized account.
     fn inspect(&self, tx: &[u8]) -> Result<(SignedTransaction, quasar_app::Account), MempoolError> {
         let invalid = |e: quasar_app::TxError| MempoolError::Invalid(e.to_string());
         if tx.len() > MAX_TX_BYTES {
@@ -544,9 +545,10 @@ impl Shared {
 
     /// The key that `signed`'s signature is verified against, and whether `signed` carries it:
     /// the key it carries (an account's first transaction; also kept in `batch_keys` for the
-    /// rest of its batch when it hashes to the sender), the sender's finalized key, a key carried earlier in the batch, or
-    /// one a pending transaction carries ([`Mempool::carried_key`]). Each is checked to hash
-    /// to the sender when the signature is verified.
+    /// rest of its batch when it hashes to the sender), the sender's finalized key, a key
+    /// carried earlier in the batch, or one a pending transaction carries
+    /// ([`Mempool::carried_key`]). Each is checked to hash to the sender when the signature is
+    /// verified.
     ///
     /// Errors: [`MempoolError::UnknownKey`] when there is none: such a transaction could not
     /// be verified, so it is not admitted (made-up senders would fill the pool).
