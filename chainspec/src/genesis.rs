@@ -1336,7 +1336,8 @@ impl GenesisFile {
     /// The `accounts` allocation, decoded.
     ///
     /// Errors: [`ConfigError::Genesis`] naming the account for an address that is not 64 hex
-    /// digits or is listed twice; more than [`MAX_GENESIS_ACCOUNTS`] accounts.
+    /// digits or is listed twice; more than [`MAX_GENESIS_ACCOUNTS`] accounts; balances and stakes
+    /// that add up past `u64::MAX`.
     fn allocation(&self) -> Result<Vec<([u8; 32], u64)>, ConfigError> {
         if self.accounts.len() > MAX_GENESIS_ACCOUNTS {
             return Err(ConfigError::Genesis(format!(
@@ -1363,6 +1364,26 @@ impl GenesisFile {
                 )));
             }
             out.push((address, account.balance));
+        }
+        // The supply never grows after genesis, so a total within u64 means no balance or
+        // stake can overflow when credited. Validators listed in several sets count each time
+        // (a bound, not the exact supply).
+        let stakes = self
+            .validators
+            .iter()
+            .chain(self.validator_changes.iter().flat_map(|c| &c.validators))
+            .map(|v| v.stake);
+        let total = out
+            .iter()
+            .map(|(_, balance)| *balance)
+            .chain(stakes)
+            .try_fold(0u64, u64::checked_add);
+        if total.is_none() {
+            return Err(ConfigError::Genesis(format!(
+                "genesis accounts and validator stakes add up to more than {} (the largest \
+                 amount), so crediting a balance could overflow: lower them",
+                u64::MAX
+            )));
         }
         Ok(out)
     }

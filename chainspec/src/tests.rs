@@ -1274,3 +1274,18 @@ fn a_genesis_may_take_its_sets_from_the_registry_under_fast_with_epochs_only() {
     scheduled.validator_set_source = SetSource::Registry;
     refused(scheduled, "no validator_changes");
 }
+
+#[test]
+fn a_genesis_whose_balances_and_stakes_overflow_the_amount_type_is_refused() {
+    let (_dir, _keys, mut genesis) = two_validators();
+    let account = |byte: u8, balance: u64| GenesisAccount {
+        address: hex::encode([byte; 32]),
+        balance,
+    };
+    // Balances of u64::MAX − 30 and 10 and two stakes of 10: exactly the largest amount.
+    genesis.accounts = vec![account(1, u64::MAX - 30), account(2, 10)];
+    genesis.clone().check().unwrap();
+    genesis.accounts.push(account(3, 1));
+    let message = invalid_message(genesis.check());
+    assert!(message.contains("add up to more than"), "{message}");
+}

@@ -24,6 +24,7 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, RawQuery, State};
 use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -210,10 +211,23 @@ pub fn router(view: Arc<dyn NodeView>, with_metrics: bool, config: &ApiConfig) -
         async move { submit_txs(&limit, client, view, body).await }
     };
     let mut app = Router::new()
-        .route("/tx", post(submit_tx).layer(limit.layer()))
+        .route(
+            "/tx",
+            post(submit_tx)
+                .layer(limit.layer())
+                .layer(from_fn_with_state(
+                    (MAX_TX_BYTES + 1024, TX_BODY),
+                    refuse_declared_oversize,
+                )),
+        )
         .route(
             "/txs",
-            post(submit_batch).layer(DefaultBodyLimit::max(MAX_BATCH_BYTES)),
+            post(submit_batch)
+                .layer(DefaultBodyLimit::max(MAX_BATCH_BYTES))
+                .layer(from_fn_with_state(
+                    (MAX_BATCH_BYTES, BATCH_BODY),
+                    refuse_declared_oversize,
+                )),
         )
         .route("/tx/{hash}", get(get_tx))
         .route("/account/{address}", get(account))
@@ -228,8 +242,43 @@ pub fn router(view: Arc<dyn NodeView>, with_metrics: bool, config: &ApiConfig) -
     if with_metrics {
         app = app.route("/metrics", get(metrics));
     }
+    // The body limit of `POST /tx` (and of any other route).
     app.layer(DefaultBodyLimit::max(MAX_TX_BYTES + 1024))
         .with_state(view)
+}
+
+/// The body limit of `POST /tx`, in words (for a `413`).
+const TX_BODY: &str = "a transaction may be (64 KiB)";
+/// The body limit of `POST /txs`, in words (for a `413`).
+const BATCH_BODY: &str = "a batch may be (4 MiB)";
+
+/// Answers `413` at once to a request whose `Content-Length` declares more than `max` bytes
+/// (`limit` says the limit in words), before any of its body is read or `Expect:
+/// 100-continue` is honoured, so such a client never holds a connection for the body timeout;
+/// passes any other request on. A body without a declared length is still cut at the route's
+/// limit as it is read.
+async fn refuse_declared_oversize(
+    State((max, limit)): State<(usize, &'static str)>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|len| len > max as u64) {
+        return body_too_large(limit);
+    }
+    next.run(request).await
+}
+
+/// `413` for a request body larger than `limit` (in words).
+fn body_too_large(limit: &str) -> Response {
+    error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("the request body is larger than {limit}"),
+    )
 }
 
 /// Most transactions in one `POST /txs` batch.
@@ -451,7 +500,7 @@ fn refused(e: &MempoolError) -> Response {
 fn body_refusal(rejection: BytesRejection, limit: &str) -> Response {
     let status = rejection.status();
     if status == StatusCode::PAYLOAD_TOO_LARGE {
-        error(status, format!("the request body is larger than {limit}"))
+        body_too_large(limit)
     } else {
         error(status, rejection.body_text())
     }
@@ -460,7 +509,7 @@ fn body_refusal(rejection: BytesRejection, limit: &str) -> Response {
 async fn submit_tx(State(view): State<AppState>, body: Result<Bytes, BytesRejection>) -> Response {
     let body = match body {
         Ok(body) => body,
-        Err(rejection) => return body_refusal(rejection, "a transaction may be (64 KiB)"),
+        Err(rejection) => return body_refusal(rejection, TX_BODY),
     };
     match view.submit_tx(body.to_vec()) {
         Ok(hash) => Json(TxAccepted {
@@ -479,7 +528,7 @@ async fn submit_txs(
 ) -> Response {
     let body = match body {
         Ok(body) => body,
-        Err(rejection) => return body_refusal(rejection, "a batch may be (4 MiB)"),
+        Err(rejection) => return body_refusal(rejection, BATCH_BODY),
     };
     let batch = match quasar_wire::TxBatchRef::parse(&body) {
         Ok(batch) => batch,
@@ -1112,6 +1161,17 @@ mod tests {
                 .contains("larger than a batch may be"),
             "{json}"
         );
+        // A declared length past the limit is refused before the body is read: these bodies
+        // are tiny, and would be accepted.
+        for (path, says) in [("/tx", "64 KiB"), ("/txs", "4 MiB")] {
+            let mut request = post_from_client(path, b"ok".to_vec());
+            request
+                .headers_mut()
+                .insert(header::CONTENT_LENGTH, HeaderValue::from(1u64 << 40));
+            let (status, json) = send(fixed(true, 5), request).await;
+            assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{path}: {json}");
+            assert!(json["error"].as_str().unwrap().contains(says), "{json}");
+        }
     }
 
     /// Every transaction of a batch counts against the client's limit: a batch beyond the

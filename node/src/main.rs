@@ -13,6 +13,7 @@ use quasar_node::wallet;
 #[cfg(feature = "testnet")]
 use quasar_process::interrupted;
 use quasar_process::{init_tracing, now_us, runtime, LogFormat};
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -695,7 +696,8 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(message) => {
-            eprintln!("error: {message}");
+            // A closed stderr (`2>&1 | head`) must not turn the failure into a panic.
+            let _ = writeln!(std::io::stderr(), "error: {message}");
             ExitCode::FAILURE
         }
     }
