@@ -519,6 +519,11 @@ enum Command {
         /// its BLS vote key, and sign every vote through it (`signer = "remote"`).
         #[arg(long)]
         remote_signers: bool,
+        /// Fund an account of your own in the genesis (repeatable; ADDRESS is `account new`'s
+        /// or `account address`'s hex), to try the account commands (`transfer`, `balance`,
+        /// `tx-status`) against the running network: give it `--dir` and enough `--blocks`.
+        #[arg(long = "account", value_name = "ADDRESS=BALANCE", value_parser = parse_allocation)]
+        accounts: Vec<quasar_chainspec::GenesisAccount>,
     },
     /// Not in this build: it was built without the `testnet` feature (a production build).
     #[cfg(not(feature = "testnet"))]
@@ -1141,6 +1146,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             join,
             leave,
             remote_signers,
+            accounts,
         } => {
             let binary = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
             let opts = TestnetOptions {
@@ -1161,6 +1167,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 leave,
                 remote_signers,
                 placements: Vec::new(),
+                accounts,
             };
             let report = runtime()?.block_on(async {
                 tokio::select! {

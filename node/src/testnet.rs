@@ -421,6 +421,9 @@ pub struct TestnetOptions {
     pub remote_signers: bool,
     /// Where each validator runs ([`Testnet::place`]); empty: all on this host's loopback.
     pub placements: Vec<Placement>,
+    /// Accounts funded in the genesis besides the load generator's (`--account`), for a user
+    /// to try the account commands with ([`Testnet::add_accounts`]).
+    pub accounts: Vec<quasar_chainspec::GenesisAccount>,
 }
 
 impl TestnetOptions {
@@ -445,6 +448,7 @@ impl TestnetOptions {
             leave: 0,
             remote_signers: false,
             placements: Vec::new(),
+            accounts: Vec::new(),
         }
     }
 
@@ -906,14 +910,26 @@ impl Testnet {
         addresses: &[quasar_app::Address],
         balance: u64,
     ) -> Result<(), TestnetError> {
-        let path = self.dir.join(GENESIS_FILE);
-        let mut genesis = GenesisFile::load(&path)?;
-        genesis
-            .accounts
-            .extend(addresses.iter().map(|a| quasar_chainspec::GenesisAccount {
+        let accounts: Vec<_> = addresses
+            .iter()
+            .map(|a| quasar_chainspec::GenesisAccount {
                 address: hex::encode(a),
                 balance,
-            }));
+            })
+            .collect();
+        self.add_accounts(&accounts)
+    }
+
+    /// Adds `accounts` to the genesis allocation (before the validators start). Errors: an
+    /// allocation the genesis refuses (an address listed twice or not 32 bytes of hex, a total
+    /// past `u64::MAX`), files.
+    pub fn add_accounts(
+        &self,
+        accounts: &[quasar_chainspec::GenesisAccount],
+    ) -> Result<(), TestnetError> {
+        let path = self.dir.join(GENESIS_FILE);
+        let mut genesis = GenesisFile::load(&path)?;
+        genesis.accounts.extend_from_slice(accounts);
         genesis.clone().check()?;
         genesis.save(&path)?;
         Ok(())
@@ -2114,6 +2130,7 @@ async fn run_in(dir: &Path, opts: &TestnetOptions) -> Result<TestnetReport, Test
     }
     let load = Load::new(opts.tx_rate);
     net.fund_accounts(&load.addresses(), LOAD_BALANCE)?;
+    net.add_accounts(&opts.accounts)?;
     if opts.remote_signers {
         net.start_signers()?;
     }
