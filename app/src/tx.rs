@@ -27,7 +27,8 @@
 //!
 //! The sender signs the body's bytes with ML-DSA-65 under the context string
 //! `"QUASAR-TX-v1" ‖ chain id (u64 LE)` ([`signing_context`], FIPS 204 §5.2: a context of at most
-//! 255 bytes), so a transaction signed for one chain never verifies on another. An account's
+//! 255 bytes), so a transaction signed for one chain never verifies on a chain with another id
+//! (two chains given one id accept each other's transactions: ids must be distinct). An account's
 //! address is `tagged_hash("QUASAR-ACCOUNT-v1", [public key])` ([`address_of`]); the key travels
 //! in the account's first transaction and is kept in state, so later transactions carry only the
 //! signature.

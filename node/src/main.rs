@@ -229,7 +229,8 @@ enum Command {
         /// Output file.
         #[arg(long)]
         out: PathBuf,
-        /// Chain id.
+        /// Chain id. Transactions are signed for it, so give every chain its own: two chains
+        /// with one id accept each other's transactions.
         #[arg(long, default_value_t = 1)]
         chain_id: u64,
         /// Stake of each validator.
