@@ -216,7 +216,7 @@ pub fn router(view: Arc<dyn NodeView>, with_metrics: bool, config: &ApiConfig) -
             post(submit_tx)
                 .layer(limit.layer())
                 .layer(from_fn_with_state(
-                    (MAX_TX_BYTES + 1024, TX_BODY),
+                    (MAX_TX_BYTES, TX_BODY),
                     refuse_declared_oversize,
                 )),
         )
@@ -1163,11 +1163,15 @@ mod tests {
         );
         // A declared length past the limit is refused before the body is read: these bodies
         // are tiny, and would be accepted.
-        for (path, says) in [("/tx", "64 KiB"), ("/txs", "4 MiB")] {
+        for (path, declared, says) in [
+            ("/tx", MAX_TX_BYTES + 1, "64 KiB"),
+            ("/tx", 1 << 40, "64 KiB"),
+            ("/txs", MAX_BATCH_BYTES + 1, "4 MiB"),
+        ] {
             let mut request = post_from_client(path, b"ok".to_vec());
             request
                 .headers_mut()
-                .insert(header::CONTENT_LENGTH, HeaderValue::from(1u64 << 40));
+                .insert(header::CONTENT_LENGTH, HeaderValue::from(declared));
             let (status, json) = send(fixed(true, 5), request).await;
             assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{path}: {json}");
             assert!(json["error"].as_str().unwrap().contains(says), "{json}");

@@ -1892,8 +1892,8 @@ pub async fn run(opts: TestnetOptions) -> Result<TestnetReport, TestnetError> {
                 kept.display()
             );
         }
-        // Options refused before any node directory was made have no logs to point at.
-        None if !passed && node_dir(&dir, 0).exists() => eprintln!(
+        // A run refused before any validator started has no logs to point at.
+        None if !passed && node_dir(&dir, 0).join(NODE_LOG_FILE).exists() => eprintln!(
             "testnet: run failed; logs in {}/v*/{NODE_LOG_FILE}",
             dir.display()
         ),
