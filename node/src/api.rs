@@ -621,12 +621,20 @@ async fn validators(State(view): State<AppState>) -> Response {
     }
 }
 
-async fn epoch_set(State(view): State<AppState>, Path(epoch): Path<String>) -> Response {
-    let Ok(epoch) = epoch.parse::<u64>() else {
-        return error(
+/// A path segment that must be a `u64` in decimal (`what` names it), or the `400` saying so.
+fn decimal(what: &str, text: &str) -> Result<u64, Response> {
+    text.parse::<u64>().map_err(|_| {
+        error(
             StatusCode::BAD_REQUEST,
-            format!("epoch must be a decimal number, got {epoch:?}"),
-        );
+            format!("{what} must be a decimal number below 2^64, got {text:?}"),
+        )
+    })
+}
+
+async fn epoch_set(State(view): State<AppState>, Path(epoch): Path<String>) -> Response {
+    let epoch = match decimal("epoch", &epoch) {
+        Ok(epoch) => epoch,
+        Err(refusal) => return refusal,
     };
     match view.epoch_set(epoch) {
         Ok(info) => Json(info).into_response(),
@@ -707,8 +715,11 @@ async fn block_latest(State(view): State<AppState>) -> Response {
     }
 }
 
-async fn block(State(view): State<AppState>, Path(height): Path<u64>) -> Response {
-    block_at(view.as_ref(), height)
+async fn block(State(view): State<AppState>, Path(height): Path<String>) -> Response {
+    match decimal("height", &height) {
+        Ok(height) => block_at(view.as_ref(), height),
+        Err(refusal) => refusal,
+    }
 }
 
 /// The answer of `GET /block/{height}`.
@@ -997,6 +1008,15 @@ mod tests {
             get_json(fixed(true, 5), "/block/9").await.0,
             StatusCode::NOT_FOUND
         );
+        // A height that is not a u64 gets a JSON error too.
+        for path in ["/block/-1", "/block/99999999999999999999", "/epochs/x/set"] {
+            let (status, body) = get_json(fixed(true, 5), path).await;
+            let error = body["error"].as_str().unwrap_or_default();
+            assert!(
+                status == StatusCode::BAD_REQUEST && error.contains("must be a decimal number"),
+                "{path}: {status} {body}"
+            );
+        }
 
         // The hash comes back as the client wrote it.
         let upper = "01".repeat(32).to_uppercase();
