@@ -229,10 +229,10 @@ enum Command {
         /// Output file.
         #[arg(long)]
         out: PathBuf,
-        /// Chain id. Transactions are signed for it, so give every chain its own: two chains
-        /// with one id accept each other's transactions.
-        #[arg(long, default_value_t = 1)]
-        chain_id: u64,
+        /// Chain id (default: a random one, printed). Transactions are signed for it, so every
+        /// chain needs its own: two chains with one id accept each other's transactions.
+        #[arg(long)]
+        chain_id: Option<u64>,
         /// Stake of each validator.
         #[arg(long, default_value_t = 100)]
         stake: u64,
@@ -754,6 +754,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 ));
             }
             let start = now_us().saturating_add(start_delay_secs.saturating_mul(1_000_000));
+            let chain_id = chain_id.unwrap_or_else(rand::random);
             let mut genesis = GenesisFile::from_key_dirs(&validators, chain_id, start, stake)
                 .map_err(|e| e.to_string())?;
             for (epoch, dirs) in &changes {
@@ -774,7 +775,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             let checked = genesis.clone().check().map_err(|e| e.to_string())?;
             genesis.save(&out).map_err(|e| e.to_string())?;
             eprintln!(
-                "genesis {} with {} validators ({} Magnetar keys) written to {}",
+                "genesis {} of chain {chain_id} with {} validators ({} Magnetar keys) written to {}",
                 hex::encode(checked.hash),
                 validators.len(),
                 checked.magnetar_set(),

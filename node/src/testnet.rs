@@ -100,8 +100,6 @@ use quasar_lanes::cert::Profile;
 use quasar_process::now_us;
 use quasar_wire::LegKind;
 
-/// Chain id of every testnet genesis.
-pub const CHAIN_ID: u64 = 1;
 /// Stake of each testnet validator.
 pub const STAKE: u64 = 100;
 /// Most validators a local testnet starts (every validator is a process on this machine, and the
@@ -760,7 +758,8 @@ pub struct Testnet {
 
 impl Testnet {
     /// Creates a network of `validators` under `dir` (see the module docs for the layout): keys for
-    /// `v0..v{validators-1}`, `genesis.json` (chain id [`CHAIN_ID`], now as genesis time, stake
+    /// `v0..v{validators-1}`, `genesis.json` (a random chain id, so that two networks never
+    /// accept each other's transactions, now as genesis time, stake
     /// [`STAKE`] each), and a `node.toml` per validator with free loopback ports (UDP for p2p, TCP
     /// for the API, picked by binding port 0) and every other validator as a peer. Starts nothing.
     ///
@@ -833,7 +832,7 @@ impl Testnet {
         }
         // The chain starts shortly after creation, so every process is up before block 1 is due.
         let start = now_us().saturating_add(GENESIS_DELAY_US);
-        let base = GenesisFile::from_public_keys(CHAIN_ID, start, &keys, STAKE);
+        let base = GenesisFile::from_public_keys(rand::random(), start, &keys, STAKE);
         let mut genesis = GenesisFile {
             profile: profile.name(),
             // `fast` bundles are one block; say so in the file too.

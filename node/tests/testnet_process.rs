@@ -191,7 +191,11 @@ fn create_writes_keys_genesis_and_configs_with_distinct_ports_and_full_peer_list
     let dir = tempfile::tempdir().unwrap();
     let net = Testnet::create(dir.path(), 4, 100).unwrap();
     let genesis = GenesisFile::load(&dir.path().join(GENESIS_FILE)).unwrap();
-    assert_eq!(genesis.chain_id, testnet::CHAIN_ID);
+    // Each network draws its chain id, so two never accept each other's transactions.
+    let other = tempfile::tempdir().unwrap();
+    Testnet::create(other.path(), 1, 100).unwrap();
+    let other_genesis = GenesisFile::load(&other.path().join(GENESIS_FILE)).unwrap();
+    assert_ne!(genesis.chain_id, other_genesis.chain_id);
     assert!(genesis.validators.iter().all(|v| v.stake == testnet::STAKE));
     // The default profile is `quasar`: the testnet deals a Corona key (3-of-4, one share in
     // each validator's key file) but has no rollup key yet, so the node reports Quasar finality
