@@ -622,19 +622,19 @@ async fn validators(State(view): State<AppState>) -> Response {
 }
 
 /// A path segment that must be a `u64` in decimal (`what` names it), or the `400` saying so.
-fn decimal(what: &str, text: &str) -> Result<u64, Response> {
+fn decimal(what: &str, text: &str) -> Result<u64, Box<Response>> {
     text.parse::<u64>().map_err(|_| {
-        error(
+        Box::new(error(
             StatusCode::BAD_REQUEST,
             format!("{what} must be a decimal number below 2^64, got {text:?}"),
-        )
+        ))
     })
 }
 
 async fn epoch_set(State(view): State<AppState>, Path(epoch): Path<String>) -> Response {
     let epoch = match decimal("epoch", &epoch) {
         Ok(epoch) => epoch,
-        Err(refusal) => return refusal,
+        Err(refusal) => return *refusal,
     };
     match view.epoch_set(epoch) {
         Ok(info) => Json(info).into_response(),
@@ -718,7 +718,7 @@ async fn block_latest(State(view): State<AppState>) -> Response {
 async fn block(State(view): State<AppState>, Path(height): Path<String>) -> Response {
     match decimal("height", &height) {
         Ok(height) => block_at(view.as_ref(), height),
-        Err(refusal) => refusal,
+        Err(refusal) => *refusal,
     }
 }
 
