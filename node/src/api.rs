@@ -511,7 +511,13 @@ async fn submit_tx(State(view): State<AppState>, body: Result<Bytes, BytesReject
         Ok(body) => body,
         Err(rejection) => return body_refusal(rejection, TX_BODY),
     };
-    match view.submit_tx(body.to_vec()) {
+    // Admission verifies a signature on the rayon pool, which a batch may be keeping busy:
+    // wait for it off the async workers, as `POST /txs` does.
+    let tx = body.to_vec();
+    let Ok(outcome) = tokio::task::spawn_blocking(move || view.submit_tx(tx)).await else {
+        return error(StatusCode::INTERNAL_SERVER_ERROR, "admission failed");
+    };
+    match outcome {
         Ok(hash) => Json(TxAccepted {
             hash: hex::encode(hash),
         })
