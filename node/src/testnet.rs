@@ -576,8 +576,9 @@ pub struct TestnetReport {
     /// Of those, the ones a node accepted (answered 200).
     pub txs_accepted: u64,
     /// Of those sent, the ones a node pushed back (`503`: mempool full, or the sender's key not
-    /// known there yet; `429`: over the client's rate; the chain's back-pressure) and that were still not accepted when the run stopped
-    /// sending (the generator sends a pushed-back transaction again, in order).
+    /// known there yet; `429`: over the client's rate; the chain's back-pressure) and that were
+    /// still not accepted when the run stopped sending (the generator sends a pushed-back
+    /// transaction again, in order).
     pub txs_pushed_back: u64,
     /// Of those sent, the ones a node refused for another reason (invalid, duplicate).
     pub txs_rejected: u64,
